@@ -1,0 +1,31 @@
+// Type-checked lint with the layer rules of STYLE.md: arrows point one way.
+import tseslint from 'typescript-eslint';
+
+const layer = (folder, forbidden) => ({
+  files: [`src/${folder}/**/*.ts`],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      { patterns: forbidden.map((f) => ({ group: [`**/${f}/*`, `../${f}/*`], message: `${folder}/ may not import ${f}/ (see STYLE.md layers)` })) },
+    ],
+  },
+});
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'dist-check/**', 'node_modules/**', 'bench/**', 'examples/**', 'bin/**'] },
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  layer('core', ['diagnostics', 'types', 'workflow', 'engine', 'agents', 'api', 'cli']),
+  layer('diagnostics', ['types', 'workflow', 'engine', 'agents', 'api', 'cli']),
+  layer('types', ['workflow', 'engine', 'agents', 'api', 'cli']),
+  layer('workflow', ['engine', 'agents', 'api', 'cli']),
+  layer('engine', ['agents', 'api', 'cli']),
+  layer('agents', ['api', 'cli']),
+  layer('api', ['cli']),
+);

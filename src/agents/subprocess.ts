@@ -1,0 +1,476 @@
+/**
+ * Subprocess agents: an agent is any program that reads a JSON request and prints a JSON output.
+ * `once` spawns a process per attempt; `serve` keeps one process per agent that answers requests
+ * over JSON lines, so attempts do not pay process start-up (40-90 ms for Node). The protocol is
+ * documented in docs/agents.md.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { isPlainObject } from '../core/json.js';
+import { AgentError, type AgentContext, type ClosableAgent } from '../engine/agent.js';
+
+export interface SubprocessOptions {
+  /** A string runs through the shell (`sh -c`); an array is argv (no shell). */
+  command: string | string[];
+  /** `once` (default): a process per attempt. `serve`: one long-lived process answering JSON lines. */
+  mode?: 'once' | 'serve';
+  cwd?: string;
+  /** Merged over `process.env`. */
+  env?: Record<string, string>;
+  /** Names the agent in messages (default: the attempt's agent id). */
+  agentId?: string;
+  /** How long a process gets to exit (after stdin closes or SIGTERM) before the next step: SIGTERM, then SIGKILL. Default 2000. */
+  killGraceMs?: number;
+}
+
+/** stderr kept in failure details: the tail, where the error usually is. */
+const STDERR_TAIL_BYTES = 64 * 1024;
+/** A once-mode process printing more than this is stopped (a runaway, not an output). */
+const MAX_STDOUT_BYTES = 32 * 1024 * 1024;
+/** How much of a bad stdout is kept in failure details. */
+const STDOUT_EXCERPT_CHARS = 4096;
+/** Non-protocol lines of a serve process kept for messages. */
+const NOISE_LINES = 20;
+const NOISE_LINE_CHARS = 1000;
+const DEFAULT_GRACE_MS = 2000;
+/** After a serve process exits, how long its stdout may still deliver answers before pending requests fail. */
+const EXIT_DRAIN_MS = 200;
+
+interface Launch {
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly shell: boolean;
+  readonly cwd: string | undefined;
+  readonly env: NodeJS.ProcessEnv;
+  readonly agentId: string | undefined;
+  readonly graceMs: number;
+}
+
+/** Builds a subprocess agent. Nothing is spawned until the first attempt. */
+export function subprocessAgent(opts: SubprocessOptions): ClosableAgent {
+  const { command } = opts;
+  if (typeof command === 'string' ? command.trim() === '' : command.length === 0 || !command[0]) {
+    throw new TypeError('subprocessAgent: command must be a non-empty string or argv list');
+  }
+  const launch: Launch = {
+    file: typeof command === 'string' ? command : command[0]!,
+    args: typeof command === 'string' ? [] : command.slice(1),
+    shell: typeof command === 'string',
+    cwd: opts.cwd,
+    env: opts.env ? { ...process.env, ...opts.env } : process.env,
+    agentId: opts.agentId,
+    graceMs: opts.killGraceMs ?? DEFAULT_GRACE_MS,
+  };
+  return opts.mode === 'serve' ? serveAgent(launch) : onceAgent(launch);
+}
+
+function start(l: Launch): ChildProcess {
+  return spawn(l.file, l.args, {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    shell: l.shell,
+    env: l.env,
+    windowsHide: true,
+    ...(l.cwd !== undefined ? { cwd: l.cwd } : {}),
+  });
+}
+
+function requestOf(ctx: AgentContext): Record<string, unknown> {
+  return {
+    input: ctx.input,
+    phase: ctx.phase,
+    task_id: ctx.taskId,
+    run_id: ctx.runId,
+    attempt: ctx.attempt,
+    agent: ctx.agent,
+    initial_state: ctx.initialState,
+  };
+}
+
+function nameOf(l: Launch, ctx: AgentContext): string {
+  return `agent '${l.agentId ?? ctx.agent}'`;
+}
+
+function commandText(l: Launch): string {
+  return [l.file, ...l.args].join(' ');
+}
+
+function spawnError(name: string, l: Launch, err: unknown): AgentError {
+  const e = err as NodeJS.ErrnoException;
+  const why = e.code === 'ENOENT' ? 'command or working directory not found' : e.message;
+  return new AgentError('SubprocessSpawn', `${name}: cannot start '${commandText(l)}': ${why}`, { command: commandText(l), ...(e.code ? { errno: e.code } : {}) }, false);
+}
+
+function abortedError(name: string, signal: AbortSignal, details: Record<string, unknown> = {}): AgentError {
+  const r: unknown = signal.reason;
+  const why = r instanceof Error ? r.message : String(r);
+  return new AgentError('Aborted', `${name}: the attempt was aborted (${why})`, { ...details, reason: why });
+}
+
+function lastLine(text: string): string {
+  const lines = text.trim().split('\n');
+  const line = lines[lines.length - 1]?.trim() ?? '';
+  return line ? `: ${line.length > 300 ? `${line.slice(0, 300)}...` : line}` : '';
+}
+
+function exitText(code: number | null, signal: NodeJS.Signals | null): string {
+  return code !== null ? `exited with code ${code}` : `was killed by ${signal ?? 'a signal'}`;
+}
+
+/** Keeps the last `limit` bytes written to it. */
+class TailBuffer {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  constructor(private readonly limit: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    while (this.chunks.length > 1 && this.size - this.chunks[0]!.length >= this.limit) {
+      this.size -= this.chunks.shift()!.length;
+    }
+  }
+
+  toString(): string {
+    const all = Buffer.concat(this.chunks);
+    return (all.length > this.limit ? all.subarray(all.length - this.limit) : all).toString('utf8');
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// once: a process per attempt
+
+function onceAgent(l: Launch): ClosableAgent {
+  let closed = false;
+  /** The attempts in flight, so close() can end their processes. */
+  const running = new Set<Running>();
+  return {
+    handler: (ctx) => {
+      if (closed) return Promise.reject(closedError(nameOf(l, ctx)));
+      return runOnce(l, ctx, running);
+    },
+    async close() {
+      closed = true;
+      const all = [...running];
+      for (const r of all) r.stop();
+      await Promise.all(all.map((r) => r.settled));
+    },
+  };
+}
+
+interface Running {
+  stop(): void;
+  readonly settled: Promise<void>;
+}
+
+function closedError(name: string, details: Record<string, unknown> = {}): AgentError {
+  return new AgentError('SubprocessClosed', `${name}: the subprocess agent is closed`, details, false);
+}
+
+function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<unknown> {
+  const name = nameOf(l, ctx);
+  const { signal } = ctx;
+  if (signal.aborted) return Promise.reject(abortedError(name, signal));
+  return new Promise<unknown>((resolve, reject) => {
+    let child: ChildProcess;
+    try {
+      child = start(l);
+    } catch (e) {
+      reject(spawnError(name, l, e));
+      return;
+    }
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    const stderr = new TailBuffer(STDERR_TAIL_BYTES);
+    // Set when Baton ends the process itself; the attempt then fails for that reason once it exits.
+    let stopping: ((sig: NodeJS.Signals | null) => AgentError) | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    let settled = false;
+    let markSettled!: () => void;
+    const entry: Running = {
+      stop: () => terminate((sig) => closedError(name, { signal: sig, stderr: stderr.toString() })),
+      settled: new Promise<void>((r) => (markSettled = r)),
+    };
+
+    const finish = (settle: () => void): void => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      running.delete(entry);
+      clearTimeout(killTimer);
+      settle();
+      markSettled();
+    };
+    const terminate = (why: (sig: NodeJS.Signals | null) => AgentError): void => {
+      if (stopping || settled) return;
+      stopping = why;
+      // Already exited, only stdio still open (a grandchild holds it): fail now, there is nothing to wait for.
+      if (child.exitCode !== null || child.signalCode !== null) {
+        finish(() => reject(why(child.signalCode)));
+        return;
+      }
+      child.kill('SIGTERM');
+      killTimer = setTimeout(() => child.kill('SIGKILL'), l.graceMs);
+      killTimer.unref();
+    };
+    const onAbort = (): void => terminate((sig) => abortedError(name, signal, { signal: sig, stderr: stderr.toString() }));
+    signal.addEventListener('abort', onAbort, { once: true });
+    running.add(entry);
+
+    child.stdin!.on('error', () => undefined); // EPIPE when the process exits without reading: its exit status tells what happened
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (stopping) return;
+      stdoutBytes += chunk.length;
+      if (stdoutBytes > MAX_STDOUT_BYTES) {
+        terminate((sig) => new AgentError('SubprocessBadOutput', `${name} printed more than ${MAX_STDOUT_BYTES} bytes on stdout`, { signal: sig, stdout: Buffer.concat(stdout).toString('utf8').slice(0, STDOUT_EXCERPT_CHARS), stderr: stderr.toString() }));
+        return;
+      }
+      stdout.push(chunk);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.on('error', (err) => {
+      if (child.pid === undefined) finish(() => reject(spawnError(name, l, err)));
+    });
+    child.on('exit', (_code, sig) => {
+      const why = stopping;
+      if (why) finish(() => reject(why(sig)));
+    });
+    child.on('close', (code: number | null, sig: NodeJS.Signals | null) => {
+      finish(() => {
+        const err = stderr.toString();
+        if (code !== 0) {
+          reject(new AgentError('SubprocessExit', `${name} ${exitText(code, sig)}${lastLine(err)}`, { exit_code: code, signal: sig, stderr: err }));
+          return;
+        }
+        const text = Buffer.concat(stdout).toString('utf8').trim();
+        try {
+          resolve(JSON.parse(text));
+        } catch {
+          const what = text === '' ? 'printed nothing on stdout' : 'printed something other than one JSON value on stdout';
+          reject(new AgentError('SubprocessBadOutput', `${name} ${what}`, { stdout: text.slice(0, STDOUT_EXCERPT_CHARS), stderr: err }));
+        }
+      });
+    });
+    child.stdin!.end(`${JSON.stringify(requestOf(ctx))}\n`);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// serve: one long-lived process per agent, JSON lines, many requests in flight
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(err: AgentError): void;
+}
+
+interface Refable {
+  ref?(): void;
+  unref?(): void;
+}
+
+/**
+ * One serve process. Requests are matched to answers by id, so any number may be in flight and
+ * answers may come in any order. The process keeps the event loop alive only while requests are
+ * pending (or it is closing): an idle agent nobody closed does not hold Node open.
+ */
+class ServeProcess {
+  readonly child: ChildProcess;
+  /** False from exit on: new requests go to a fresh process. */
+  alive = true;
+  /** Resolves once the process has ended and every pending request has been settled. */
+  readonly done: Promise<void>;
+  private readonly pending = new Map<string, Pending>();
+  private readonly stderr = new TailBuffer(STDERR_TAIL_BYTES);
+  private readonly noise: string[] = [];
+  private partial = '';
+  private closing = false;
+  private finished = false;
+  private overflow = false;
+  private markDone!: () => void;
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(
+    private readonly l: Launch,
+    private readonly name: string,
+  ) {
+    this.done = new Promise<void>((r) => (this.markDone = r));
+    this.child = start(l); // may throw: the caller maps it
+    const child = this.child;
+    child.stdin!.on('error', () => undefined); // EPIPE after the process died: its exit rejects what is pending
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => this.onStdout(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => this.stderr.push(chunk));
+    child.on('error', (err) => {
+      if (child.pid === undefined) {
+        this.alive = false;
+        this.finish(spawnError(name, l, err));
+      }
+    });
+    child.on('exit', (code, sig) => {
+      this.alive = false;
+      // stdout may still hold answers; 'close' comes once it is drained, unless a grandchild keeps it open.
+      const t = setTimeout(() => this.finish(this.exitError(code, sig)), EXIT_DRAIN_MS);
+      t.unref();
+      this.timers.push(t);
+      child.once('close', () => this.finish(this.exitError(code, sig)));
+    });
+    this.updateRef();
+  }
+
+  send(id: string, request: Record<string, unknown>, p: Pending): void {
+    this.pending.set(id, p);
+    this.updateRef();
+    this.child.stdin!.write(`${JSON.stringify({ id, ...request })}\n`);
+  }
+
+  /** Forgets a request (its late answer is ignored). False when it was already settled. */
+  cancel(id: string): boolean {
+    const had = this.pending.delete(id);
+    this.updateRef();
+    return had;
+  }
+
+  /** Closes stdin so the process can finish what is in flight and exit; then SIGTERM, then SIGKILL. */
+  async shutdown(): Promise<void> {
+    this.closing = true;
+    this.updateRef();
+    if (!this.finished) {
+      this.child.stdin!.end();
+      const term = setTimeout(() => {
+        this.child.kill('SIGTERM');
+        const kill = setTimeout(() => this.child.kill('SIGKILL'), this.l.graceMs);
+        kill.unref();
+        this.timers.push(kill);
+      }, this.l.graceMs);
+      term.unref(); // the child itself is ref'd while closing, which keeps the loop alive until it exits
+      this.timers.push(term);
+    }
+    await this.done;
+  }
+
+  private onStdout(chunk: string): void {
+    this.partial += chunk;
+    let nl: number;
+    while ((nl = this.partial.indexOf('\n')) >= 0) {
+      const line = this.partial.slice(0, nl);
+      this.partial = this.partial.slice(nl + 1);
+      this.onLine(line);
+    }
+    if (this.partial.length > MAX_STDOUT_BYTES && !this.overflow) {
+      this.overflow = true;
+      this.partial = '';
+      this.child.kill('SIGKILL');
+    }
+  }
+
+  private onLine(raw: string): void {
+    const line = raw.trim();
+    if (line === '') return;
+    let msg: unknown;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      msg = undefined;
+    }
+    const id = isPlainObject(msg) && (typeof msg['id'] === 'string' || typeof msg['id'] === 'number') ? String(msg['id']) : undefined;
+    if (id === undefined || !isPlainObject(msg)) {
+      // Not a protocol line (a stray print): kept for messages, otherwise ignored.
+      this.noise.push(line.length > NOISE_LINE_CHARS ? `${line.slice(0, NOISE_LINE_CHARS)}...` : line);
+      if (this.noise.length > NOISE_LINES) this.noise.shift();
+      return;
+    }
+    const p = this.pending.get(id);
+    if (!p) return; // the late answer of an aborted request
+    this.pending.delete(id);
+    this.updateRef();
+    if (Object.prototype.hasOwnProperty.call(msg, 'error')) p.reject(this.errorOf(msg['error']));
+    else if (Object.prototype.hasOwnProperty.call(msg, 'output')) p.resolve(msg['output']);
+    else p.reject(new AgentError('SubprocessBadOutput', `${this.name} answered request ${id} with neither "output" nor "error"`, { stdout: line.slice(0, STDOUT_EXCERPT_CHARS) }));
+  }
+
+  private errorOf(e: unknown): AgentError {
+    if (!isPlainObject(e)) return new AgentError('AgentError', typeof e === 'string' && e ? e : `${this.name} reported an error`);
+    const code = typeof e['code'] === 'string' && e['code'] ? e['code'] : 'AgentError';
+    const message = typeof e['message'] === 'string' ? e['message'] : `${this.name} reported ${code}`;
+    const details = isPlainObject(e['details']) ? e['details'] : {};
+    return new AgentError(code, message, details, typeof e['retryable'] === 'boolean' ? e['retryable'] : true);
+  }
+
+  private exitError(code: number | null, sig: NodeJS.Signals | null): AgentError {
+    const err = this.stderr.toString();
+    const why = this.overflow ? ` (stopped: a stdout line longer than ${MAX_STDOUT_BYTES} bytes)` : '';
+    return new AgentError(
+      'SubprocessExit',
+      `${this.name} (serve process ${this.child.pid ?? '?'}) ${exitText(code, sig)}${why}${lastLine(err)}`,
+      { exit_code: code, signal: sig, stderr: err, ...(this.noise.length > 0 ? { stdout_noise: this.noise.join('\n') } : {}) },
+    );
+  }
+
+  /** Settles every pending request with `err` and lets go of the process. Runs once. */
+  private finish(err: AgentError): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.alive = false;
+    for (const t of this.timers) clearTimeout(t);
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of pending) p.reject(err);
+    // A grandchild may still hold the pipes: drop them so they cannot hold the event loop.
+    this.child.stdin?.destroy();
+    this.child.stdout?.destroy();
+    this.child.stderr?.destroy();
+    this.markDone();
+  }
+
+  private updateRef(): void {
+    const on = this.closing || this.pending.size > 0;
+    const c = this.child;
+    for (const h of [c, c.stdin, c.stdout, c.stderr] as unknown as (Refable | null)[]) {
+      if (on) h?.ref?.();
+      else h?.unref?.();
+    }
+  }
+}
+
+function serveAgent(l: Launch): ClosableAgent {
+  let proc: ServeProcess | undefined;
+  let closed = false;
+  let seq = 0;
+  return {
+    handler: (ctx) => {
+      const name = nameOf(l, ctx);
+      if (closed) return Promise.reject(closedError(name));
+      if (ctx.signal.aborted) return Promise.reject(abortedError(name, ctx.signal));
+      if (!proc?.alive) {
+        try {
+          proc = new ServeProcess(l, name); // lazily, and again after the last one exited
+        } catch (e) {
+          return Promise.reject(spawnError(name, l, e));
+        }
+      }
+      const p = proc;
+      const id = String(++seq);
+      return new Promise<unknown>((resolve, reject) => {
+        const onAbort = (): void => {
+          if (p.cancel(id)) reject(abortedError(name, ctx.signal));
+        };
+        ctx.signal.addEventListener('abort', onAbort, { once: true });
+        const done = (): void => ctx.signal.removeEventListener('abort', onAbort);
+        p.send(id, requestOf(ctx), {
+          resolve: (v) => {
+            done();
+            resolve(v);
+          },
+          reject: (e) => {
+            done();
+            reject(e);
+          },
+        });
+      });
+    },
+    async close() {
+      closed = true;
+      const p = proc;
+      proc = undefined;
+      if (p) await p.shutdown();
+    },
+  };
+}

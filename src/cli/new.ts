@@ -1,0 +1,103 @@
+/** `baton new "Name"`: a commented starter workflow, its agents and a trigger, that validates and runs. */
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { CliIo } from './io.js';
+
+export function slugify(name: string): string {
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+  return slug || 'workflow';
+}
+
+export function starterWorkflow(name: string): string {
+  return `openintent: "1.0"
+
+# ${name}: a starter workflow written by \`baton new\`.
+# Check it:  npx baton validate <this file>      Run it:  npx baton run <this folder>
+
+info:
+  name: ${JSON.stringify(name)}
+  version: "0.1.0"
+  description: "Research a topic, then summarise it"
+
+# Agents named by \`assign\`. Their handlers are in agents.mjs beside this file
+# (or bind any agent to a subprocess with \`x-command: "python3 agent.py"\`).
+agents:
+  researcher:
+    description: "Collects notes on the topic"
+  summarizer:
+    description: "Writes a short summary"
+
+# Named types: records, enums, aliases; use them in outputs (\`Note[]\`, \`array<Note>\`).
+types:
+  Note:
+    text: string
+    relevance: number
+
+workflow:
+  research:
+    title: "Research"
+    assign: researcher
+    inputs:
+      topic: $trigger.topic          # from the run's trigger payload (trigger.json)
+    outputs:
+      notes: Note[]                  # checked deeply when the agent returns
+    retry:
+      max_attempts: 2
+      backoff: exponential
+      initial_delay_ms: 500
+
+  summarize:
+    title: "Summarize"
+    assign: summarizer
+    depends_on: [research]           # runs once research has completed
+    inputs:
+      notes: research.notes          # wired by the executor into ctx.input.notes
+    outputs:
+      summary: string
+`;
+}
+
+const STARTER_AGENTS = `// Handlers for the starter workflow: each gets exactly its declared ctx.input and returns a plain object.
+export default {
+  researcher: async (ctx) => ({
+    notes: [
+      { text: \`What \${ctx.input.topic} is\`, relevance: 0.9 },
+      { text: \`Why \${ctx.input.topic} matters\`, relevance: 0.7 },
+    ],
+  }),
+  summarizer: async (ctx) => ({
+    summary: ctx.input.notes.map((n) => n.text).join('; '),
+  }),
+};
+`;
+
+export async function newCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options: { dir: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+  if (values.help) {
+    io.stdout('Usage: baton new "Workflow Name" [--dir DIR]\n');
+    return 0;
+  }
+  const name = positionals.join(' ').trim();
+  if (!name) {
+    io.stderr('baton new: give the workflow a name, e.g. baton new "Weekly Digest"\n');
+    return 2;
+  }
+  const dir = resolve(io.cwd, values.dir ?? slugify(name));
+  const wf = join(dir, 'workflow.yaml');
+  if (existsSync(wf)) {
+    io.stderr(`baton new: ${relative(io.cwd, wf) || wf} already exists; choose another name or --dir\n`);
+    return 2;
+  }
+  await mkdir(dir, { recursive: true });
+  await writeFile(wf, starterWorkflow(name));
+  await writeFile(join(dir, 'agents.mjs'), STARTER_AGENTS);
+  await writeFile(join(dir, 'trigger.json'), JSON.stringify({ topic: 'multi-agent pipelines' }, null, 2) + '\n');
+  const rel = relative(io.cwd, dir) || '.';
+  io.stdout(`created ${rel}/workflow.yaml, ${rel}/agents.mjs and ${rel}/trigger.json\n\n  npx baton validate ${rel}/workflow.yaml\n  npx baton run ${rel}\n`);
+  return 0;
+}

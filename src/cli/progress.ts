@@ -1,0 +1,130 @@
+/**
+ * Live progress for `baton run`. On a TTY: a table of phases with state, attempts and elapsed time,
+ * redrawn in place by log-update (throttled). On a pipe: one line per event.
+ */
+import { createLogUpdate } from 'log-update';
+import pc from 'picocolors';
+
+/** The part of an engine event the view reads. */
+export interface ViewEvent {
+  type: string;
+  at: number;
+  phase?: string | undefined;
+  attempt?: number | undefined;
+  data?: Record<string, unknown> | undefined;
+}
+
+interface Row {
+  state: string;
+  attempts: number;
+  startedAt: number | undefined;
+  endedAt: number | undefined;
+  note: string;
+}
+
+const STATE_OF: Record<string, string> = {
+  'task.ready': 'ready',
+  'task.claimed': 'running',
+  'task.started': 'running',
+  'task.retrying': 'retrying',
+  'task.completed': 'completed',
+  'task.failed': 'failed',
+  'task.skipped': 'skipped',
+  'task.cancelled': 'cancelled',
+};
+
+export class ProgressView {
+  private rows = new Map<string, Row>();
+  private readonly c: ReturnType<typeof pc.createColors>;
+  private readonly log: ReturnType<typeof createLogUpdate> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private dirty = false;
+  private startedAt = Date.now();
+
+  constructor(
+    phases: readonly string[],
+    private readonly out: { write: (s: string) => void; isTTY: boolean; stream?: NodeJS.WriteStream },
+    private readonly now: () => number = Date.now,
+  ) {
+    this.c = pc.createColors(out.isTTY);
+    for (const p of phases) this.rows.set(p, { state: 'pending', attempts: 0, startedAt: undefined, endedAt: undefined, note: '' });
+    if (out.isTTY && out.stream) {
+      this.log = createLogUpdate(out.stream, { showCursor: true });
+      this.timer = setInterval(() => this.flush(), 100);
+      this.timer.unref();
+    }
+  }
+
+  onEvent(e: ViewEvent): void {
+    if (e.type === 'run.started') this.startedAt = e.at;
+    const row = e.phase !== undefined ? this.rows.get(e.phase) : undefined;
+    if (row) {
+      const state = STATE_OF[e.type];
+      if (state) row.state = state;
+      if (e.type === 'task.claimed' || e.type === 'task.started') {
+        row.attempts = Math.max(row.attempts, e.attempt ?? row.attempts + 1);
+        row.startedAt ??= e.at;
+      }
+      if (state === 'completed' || state === 'failed' || state === 'skipped' || state === 'cancelled') row.endedAt = e.at;
+      const reason = e.data?.['reason'] ?? e.data?.['error'] ?? e.data?.['code'];
+      if (state === 'failed' || state === 'skipped' || state === 'retrying' || e.type === 'task.rejected') row.note = typeof reason === 'string' ? reason : '';
+    }
+    if (this.log) this.dirty = true;
+    else this.out.write(this.line(e) + '\n');
+  }
+
+  private line(e: ViewEvent): string {
+    const t = `+${((e.at - this.startedAt) / 1000).toFixed(3)}s`;
+    const parts = [this.c.dim(t.padStart(9)), e.type.padEnd(16)];
+    if (e.phase !== undefined) parts.push(this.c.bold(e.phase));
+    if (e.attempt !== undefined) parts.push(this.c.dim(`attempt ${e.attempt}`));
+    const d = e.data ?? {};
+    const detail = d['error'] ?? d['reason'] ?? d['message'] ?? d['status'];
+    if (typeof detail === 'string') parts.push(detail);
+    return parts.join(' ');
+  }
+
+  render(): string {
+    const c = this.c;
+    const icon: Record<string, string> = {
+      pending: c.dim('·'),
+      ready: c.dim('○'),
+      running: c.cyan('▶'),
+      retrying: c.yellow('↻'),
+      completed: c.green('✓'),
+      failed: c.red('✗'),
+      skipped: c.dim('↷'),
+      cancelled: c.dim('⊘'),
+    };
+    const width = Math.min(32, Math.max(...[...this.rows.keys()].map((k) => k.length), 5));
+    const now = this.now();
+    const counts = new Map<string, number>();
+    const lines: string[] = [];
+    for (const [name, r] of this.rows) {
+      counts.set(r.state, (counts.get(r.state) ?? 0) + 1);
+      const elapsed = r.startedAt === undefined ? '' : `${(((r.endedAt ?? now) - r.startedAt) / 1000).toFixed(1)}s`;
+      const attempts = r.attempts > 1 ? c.yellow(`×${r.attempts}`) : '';
+      lines.push(`${icon[r.state] ?? ' '} ${name.slice(0, width).padEnd(width)} ${r.state.padEnd(10)} ${elapsed.padStart(7)} ${attempts} ${c.dim(r.note)}`.trimEnd());
+    }
+    // a long workflow shows its active rows and a tally instead of thousands of lines
+    const shown = lines.length > 40 ? lines.filter((_, i) => ['running', 'retrying', 'failed'].includes([...this.rows.values()][i]!.state)).slice(0, 30) : lines;
+    const tally = [...counts].map(([s, n]) => `${n} ${s}`).join(', ');
+    return [...shown, c.dim(`${this.rows.size} phases: ${tally}`)].join('\n');
+  }
+
+  flush(): void {
+    if (this.log && this.dirty) {
+      this.dirty = false;
+      this.log(this.render());
+    }
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+    if (this.log) {
+      this.dirty = true;
+      this.flush();
+      this.log.done();
+    }
+  }
+}

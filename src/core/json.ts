@@ -1,0 +1,64 @@
+/** JSON values as Baton sees them: what crosses a phase boundary, the store and the wire. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+/** The JSON type name of a runtime value, as reported in `actual_type` (RFC-0024 §4.2). */
+export type JsonTypeName = 'string' | 'number' | 'boolean' | 'null' | 'object' | 'array';
+
+/**
+ * Names the JSON type of any runtime value. Values that are not JSON (undefined, functions, NaN,
+ * Infinity, class instances such as Date) get a descriptive non-JSON name so that error messages
+ * say what actually came back.
+ */
+export function jsonTypeOf(value: unknown): JsonTypeName | 'undefined' | 'non-finite number' | 'function' | 'bigint' | 'symbol' | 'non-plain object' {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  switch (typeof value) {
+    case 'string':
+      return 'string';
+    case 'number':
+      return Number.isFinite(value) ? 'number' : 'non-finite number';
+    case 'boolean':
+      return 'boolean';
+    case 'undefined':
+      return 'undefined';
+    case 'function':
+      return 'function';
+    case 'bigint':
+      return 'bigint';
+    case 'symbol':
+      return 'symbol';
+    case 'object':
+      return isPlainObject(value) ? 'object' : 'non-plain object';
+  }
+  return 'non-plain object';
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** Own-property lookup that never reaches the prototype chain (`constructor`, `__proto__`). */
+export function ownGet(obj: unknown, key: string): unknown {
+  if (obj === null || typeof obj !== 'object') return undefined;
+  return Object.prototype.hasOwnProperty.call(obj, key) ? (obj as Record<string, unknown>)[key] : undefined;
+}
+
+export function hasOwn(obj: unknown, key: string): boolean {
+  return obj !== null && typeof obj === 'object' && Object.prototype.hasOwnProperty.call(obj, key);
+}
+
+/** A deep copy of a JSON value (faster than structuredClone for the small values phases pass). */
+export function cloneJson<T extends Json>(value: T): T {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    const out = new Array<Json>(value.length);
+    for (let i = 0; i < value.length; i++) out[i] = cloneJson(value[i]!);
+    return out as T;
+  }
+  const out: { [key: string]: Json } = {};
+  for (const k in value) out[k] = cloneJson((value as { [key: string]: Json })[k]!);
+  return out as T;
+}

@@ -1,0 +1,325 @@
+/**
+ * A compiled type: JSON Schema 2020-12 (named types in `$defs`), an ajv validator for the fast path,
+ * a precise walker for the slow path (every issue with its JSON Pointer), and a sample builder.
+ * Validators are compiled lazily, on first use, and cached by the registry per canonical type text,
+ * so a 10,000-phase workflow pays for each distinct type once, and only if it is ever validated.
+ */
+import type { ValidateFunction } from 'ajv/dist/2020.js';
+import { isPlainObject, jsonTypeOf, type Json } from '../core/json.js';
+import type { CompiledType, TypeNode, ValueIssue } from './api.js';
+
+export interface TypeEnv {
+  /** The definition of a named type (always present for names the registry handed out). */
+  resolve(name: string): TypeNode;
+  /** Compiles a JSON Schema with the registry's ajv instance. */
+  compileSchema(schema: Record<string, unknown>): ValidateFunction;
+}
+
+export function typeText(node: TypeNode): string {
+  switch (node.kind) {
+    case 'primitive':
+    case 'named':
+      return node.name;
+    case 'array': {
+      const el = typeText(node.element);
+      return node.element.kind === 'nullable' || node.element.kind === 'enum' ? `array<${el}>` : `${el}[]`;
+    }
+    case 'record':
+      return `{${node.fields.map((f) => `${f.name}${f.required ? '' : '?'}: ${typeText(f.type)}`).join(', ')}}`;
+    case 'enum':
+      return node.values.map((v) => JSON.stringify(v)).join(' | ');
+    case 'nullable':
+      return `${typeText(node.inner)} | null`;
+  }
+}
+
+/** Follows named references (and aliases of aliases) to a structural node. Cycles were rejected earlier. */
+export function resolveNode(node: TypeNode, env: TypeEnv): TypeNode {
+  let n = node;
+  for (let i = 0; n.kind === 'named' && i < 1000; i++) n = env.resolve(n.name);
+  return n;
+}
+
+export class CompiledTypeImpl implements CompiledType {
+  readonly text: string;
+  private fast: ValidateFunction | undefined;
+  private schema: Record<string, unknown> | undefined;
+
+  constructor(
+    readonly node: TypeNode,
+    private readonly env: TypeEnv,
+  ) {
+    this.text = typeText(node);
+  }
+
+  check(value: unknown): boolean {
+    if (this.node.kind === 'primitive' && this.node.name === 'any') return isJsonValue(value);
+    const fn = (this.fast ??= this.env.compileSchema(this.jsonSchema()));
+    return fn(value) && isJsonValue(value);
+  }
+
+  issues(value: unknown): ValueIssue[] {
+    const out: ValueIssue[] = [];
+    walk(this.node, value, '', out, this.env);
+    return out;
+  }
+
+  jsonSchema(): Record<string, unknown> {
+    if (this.schema) return this.schema;
+    const defs = new Map<string, Record<string, unknown>>();
+    const pending: string[] = [];
+    const root = schemaOf(this.node, (name) => {
+      if (!defs.has(name)) {
+        defs.set(name, {});
+        pending.push(name);
+      }
+    });
+    while (pending.length > 0) {
+      const name = pending.pop()!;
+      defs.set(
+        name,
+        schemaOf(this.env.resolve(name), (n) => {
+          if (!defs.has(n)) {
+            defs.set(n, {});
+            pending.push(n);
+          }
+        }),
+      );
+    }
+    const schema: Record<string, unknown> = { $schema: 'https://json-schema.org/draft/2020-12/schema', ...root };
+    if (defs.size > 0) schema['$defs'] = Object.fromEntries([...defs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    this.schema = schema;
+    return schema;
+  }
+
+  sample(): Json {
+    return sampleOf(this.node, this.env, 0);
+  }
+}
+
+function schemaOf(node: TypeNode, ref: (name: string) => void): Record<string, unknown> {
+  switch (node.kind) {
+    case 'primitive':
+      return node.name === 'any' ? {} : { type: node.name };
+    case 'named':
+      ref(node.name);
+      return { $ref: `#/$defs/${node.name}` };
+    case 'array':
+      return { type: 'array', items: schemaOf(node.element, ref) };
+    case 'record': {
+      const properties: Record<string, unknown> = {};
+      const required: string[] = [];
+      for (const f of node.fields) {
+        properties[f.name] = schemaOf(f.type, ref);
+        if (f.required) required.push(f.name);
+      }
+      return required.length > 0 ? { type: 'object', properties, required } : { type: 'object', properties };
+    }
+    case 'enum':
+      return { enum: [...node.values] };
+    case 'nullable': {
+      const inner = schemaOf(node.inner, ref);
+      if (Object.keys(inner).length === 0) return inner; // any | null is any
+      if (inner['enum']) return { enum: [...(inner['enum'] as Json[]), null] };
+      return { anyOf: [inner, { type: 'null' }] };
+    }
+  }
+}
+
+/** True when a value is JSON: plain objects, arrays without holes, finite numbers, strings, booleans, null. */
+export function isJsonValue(value: unknown): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object': {
+      if (value === null) return true;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) {
+          if (!(i in value) || !isJsonValue(value[i])) return false;
+        }
+        return true;
+      }
+      if (!isPlainObject(value)) return false;
+      for (const k in value) {
+        const v = value[k];
+        if (v !== undefined && !isJsonValue(v)) return false; // undefined members are absent in JSON
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+function escapePointer(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+function describeValue(value: unknown): string {
+  const t = jsonTypeOf(value);
+  if (t === 'string') {
+    const s = value as string;
+    return JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}...` : s);
+  }
+  if (t === 'number' || t === 'boolean' || t === 'null') return String(value);
+  if (t === 'non-finite number') return String(value);
+  return t;
+}
+
+function typeIssue(pointer: string, expected: string, value: unknown): ValueIssue {
+  const actual = jsonTypeOf(value);
+  const isJson = actual === 'string' || actual === 'number' || actual === 'boolean' || actual === 'null' || actual === 'object' || actual === 'array';
+  const where = pointer === '' ? 'the value' : `\`${pointer}\``;
+  return {
+    pointer,
+    kind: isJson ? 'type' : 'not-json',
+    expected,
+    actual,
+    message: isJson ? `${where}: expected ${expected}, got ${actual} ${describeValue(value)}`.replace(/ (object|array) \1$/, ' $1') : `${where}: expected ${expected}, got ${actual} (not JSON)`,
+  };
+}
+
+/** Reports values that are not JSON inside an `any`/`object`/`array` position. */
+function walkJson(value: unknown, pointer: string, out: ValueIssue[], expected: string): void {
+  const t = jsonTypeOf(value);
+  if (t === 'array') {
+    const arr = value as unknown[];
+    for (let i = 0; i < arr.length; i++) {
+      if (!(i in arr)) out.push(typeIssue(`${pointer}/${i}`, 'any', undefined));
+      else walkJson(arr[i], `${pointer}/${i}`, out, 'any');
+    }
+  } else if (t === 'object') {
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) walkJson(v, `${pointer}/${escapePointer(k)}`, out, 'any');
+  } else if (t !== 'string' && t !== 'number' && t !== 'boolean' && t !== 'null') {
+    out.push(typeIssue(pointer, expected, value));
+  }
+}
+
+function walk(node: TypeNode, value: unknown, pointer: string, out: ValueIssue[], env: TypeEnv, display?: string): void {
+  const expected = display ?? typeText(node);
+  switch (node.kind) {
+    case 'named':
+      walk(env.resolve(node.name), value, pointer, out, env, node.name);
+      return;
+    case 'nullable':
+      if (value === null) return;
+      walk(node.inner, value, pointer, out, env, expected);
+      return;
+    case 'enum': {
+      const t = jsonTypeOf(value);
+      if (t === 'object' || t === 'array' || node.values.some((v) => v === value)) {
+        if (t === 'object' || t === 'array') out.push({ pointer, kind: 'enum', expected, actual: t, message: `${pointer === '' ? 'the value' : `\`${pointer}\``}: expected one of ${expected}, got ${t}` });
+        return;
+      }
+      out.push({
+        pointer,
+        kind: t === 'non-finite number' || t === 'undefined' || t === 'function' || t === 'bigint' || t === 'symbol' || t === 'non-plain object' ? 'not-json' : 'enum',
+        expected,
+        actual: t,
+        message: `${pointer === '' ? 'the value' : `\`${pointer}\``}: expected one of ${expected}, got ${describeValue(value)}`,
+      });
+      return;
+    }
+    case 'primitive': {
+      const t = jsonTypeOf(value);
+      switch (node.name) {
+        case 'any':
+          walkJson(value, pointer, out, 'any');
+          return;
+        case 'string':
+        case 'boolean':
+        case 'null':
+          if (t !== node.name) out.push(typeIssue(pointer, expected, value));
+          return;
+        case 'number':
+          if (t !== 'number') out.push(typeIssue(pointer, expected, value));
+          return;
+        case 'integer':
+          if (t !== 'number' || !Number.isInteger(value)) out.push(typeIssue(pointer, expected, value));
+          return;
+        case 'object':
+        case 'array':
+          if (t !== node.name) out.push(typeIssue(pointer, expected, value));
+          else walkJson(value, pointer, out, expected);
+          return;
+      }
+      return;
+    }
+    case 'array': {
+      if (!Array.isArray(value)) {
+        out.push(typeIssue(pointer, expected, value));
+        return;
+      }
+      for (let i = 0; i < value.length; i++) walk(node.element, i in value ? value[i] : undefined, `${pointer}/${i}`, out, env);
+      return;
+    }
+    case 'record': {
+      if (jsonTypeOf(value) !== 'object') {
+        out.push(typeIssue(pointer, expected, value));
+        return;
+      }
+      const obj = value as Record<string, unknown>;
+      const known = new Set<string>();
+      for (const f of node.fields) {
+        known.add(f.name);
+        const p = `${pointer}/${escapePointer(f.name)}`;
+        const has = Object.prototype.hasOwnProperty.call(obj, f.name) && obj[f.name] !== undefined;
+        if (!has) {
+          if (f.required) out.push({ pointer: p, kind: 'required', expected: typeText(f.type), actual: 'undefined', message: `\`${p}\`: required field \`${f.name}\` (${typeText(f.type)}) is missing` });
+          continue;
+        }
+        walk(f.type, obj[f.name], p, out, env);
+      }
+      // extra fields are accepted, but must still be JSON
+      for (const [k, v] of Object.entries(obj)) if (!known.has(k) && v !== undefined) walkJson(v, `${pointer}/${escapePointer(k)}`, out, 'any');
+      return;
+    }
+  }
+}
+
+const STRING_SAMPLES = ['sample', 'example', 'value'];
+
+function sampleOf(node: TypeNode, env: TypeEnv, depth: number): Json {
+  switch (node.kind) {
+    case 'primitive':
+      switch (node.name) {
+        case 'string':
+          return STRING_SAMPLES[depth % STRING_SAMPLES.length]!;
+        case 'number':
+          return 1;
+        case 'integer':
+          return 1;
+        case 'boolean':
+          return true;
+        case 'object':
+          return {};
+        case 'array':
+          return [];
+        case 'null':
+          return null;
+        case 'any':
+          return 'any';
+      }
+      return null;
+    case 'named':
+      return sampleOf(env.resolve(node.name), env, depth);
+    case 'enum':
+      return node.values[0] ?? null;
+    case 'nullable':
+      return depth > 6 ? null : sampleOf(node.inner, env, depth);
+    case 'array':
+      return depth > 3 ? [] : [sampleOf(node.element, env, depth + 1)];
+    case 'record': {
+      const out: Record<string, Json> = {};
+      for (const f of node.fields) {
+        if (!f.required && depth > 2) continue;
+        if (depth > 12) break;
+        out[f.name] = sampleOf(f.type, env, depth + 1);
+      }
+      return out;
+    }
+  }
+}

@@ -1,0 +1,300 @@
+/**
+ * The type registry: binds the names of a workflow's `types` block, reports every problem in it
+ * (unknown names with "did you mean", alias cycles, malformed declarations), and hands out compiled
+ * types cached by their canonical text.
+ */
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { isPlainObject, jsonTypeOf, type Json } from '../core/json.js';
+import type { Path } from '../core/path.js';
+import { closest } from '../core/suggest.js';
+import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
+import type { CompileTypes, CompiledType, PathLookup, RecordField, TypeNode, TypeRegistry } from './api.js';
+import { CompiledTypeImpl, resolveNode, typeText, type TypeEnv } from './compiled.js';
+import { parseTypeExpr, type TypeExpr } from './parse.js';
+
+export const PRIMITIVES = ['string', 'number', 'integer', 'boolean', 'object', 'array', 'any', 'null'] as const;
+const PRIMITIVE_SET = new Set<string>(PRIMITIVES);
+/** Keys of the wrapper form `{type: T, required: false}`. */
+const WRAPPER_KEYS = new Set(['type', 'required', 'nullable', 'description', 'default', 'items']);
+const TYPE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const ANY: TypeNode = { kind: 'primitive', name: 'any' };
+
+interface Decl {
+  name: string;
+  node: TypeNode | undefined; // undefined until built, or when the declaration is broken
+}
+
+class Registry implements TypeRegistry {
+  readonly names: string[] = [];
+  private readonly decls = new Map<string, Decl>();
+  private readonly cache = new Map<string, CompiledTypeImpl>();
+  private ajv: Ajv2020 | undefined;
+  readonly env: TypeEnv;
+
+  constructor() {
+    this.env = {
+      resolve: (name) => this.decls.get(name)?.node ?? ANY,
+      compileSchema: (schema) => this.compileSchema(schema),
+    };
+  }
+
+  private compileSchema(schema: Record<string, unknown>): ValidateFunction {
+    this.ajv ??= new Ajv2020({ strict: true, allErrors: false, validateSchema: false, strictNumbers: true, addUsedSchema: false });
+    return this.ajv.compile(schema);
+  }
+
+  declare(name: string): void {
+    this.names.push(name);
+    this.decls.set(name, { name, node: undefined });
+  }
+
+  define(name: string, node: TypeNode | undefined): void {
+    const d = this.decls.get(name);
+    if (d) d.node = node;
+  }
+
+  has(name: string): boolean {
+    return this.decls.has(name);
+  }
+
+  definition(name: string): TypeNode | undefined {
+    return this.decls.get(name)?.node;
+  }
+
+  fromNode(node: TypeNode): CompiledType {
+    const key = typeText(node);
+    let t = this.cache.get(key);
+    if (!t) {
+      t = new CompiledTypeImpl(node, this.env);
+      this.cache.set(key, t);
+    }
+    return t;
+  }
+
+  compile(expr: unknown, path: Path): { type: CompiledType | undefined; required: boolean; diagnostics: Diagnostic[] } {
+    const diagnostics: Diagnostic[] = [];
+    const r = buildTypeRef(expr, path, this, diagnostics);
+    return { type: r.node ? this.fromNode(r.node) : undefined, required: r.required, diagnostics };
+  }
+
+  lookup(type: CompiledType, segments: readonly string[]): PathLookup {
+    let node: TypeNode = type.node;
+    let display = type.text;
+    for (let i = 0; i < segments.length; i++) {
+      const seg = segments[i]!;
+      let n = resolveNode(node, this.env);
+      if (n.kind === 'nullable') n = resolveNode(n.inner, this.env);
+      if (n.kind === 'primitive' && (n.name === 'any' || n.name === 'object')) return { ok: true, type: this.fromNode(ANY) };
+      if (n.kind === 'record') {
+        const f = n.fields.find((x) => x.name === seg);
+        if (!f) {
+          const c = closest(seg, n.fields.map((x) => x.name));
+          const fields = n.fields.map((x) => `\`${x.name}\``).join(', ');
+          return {
+            ok: false,
+            message: `\`${display}\` has no field \`${seg}\``,
+            hint: c ? `did you mean \`${c}\`?` : `fields of \`${display}\`: ${fields || '(none)'}`,
+            at: i,
+          };
+        }
+        node = f.type;
+        display = typeText(f.type);
+        continue;
+      }
+      if (n.kind === 'array' || (n.kind === 'primitive' && n.name === 'array')) {
+        if (!/^\d+$/.test(seg)) return { ok: false, message: `\`${display}\` is an array: \`${seg}\` is not an index`, hint: 'reach into an array element with a number: `findings.0.source`', at: i };
+        node = n.kind === 'array' ? n.element : ANY;
+        display = typeText(node);
+        continue;
+      }
+      return { ok: false, message: `cannot reach \`${seg}\` inside \`${display}\`, which has no fields`, hint: 'map the whole value, or declare a record type for it', at: i };
+    }
+    return { ok: true, type: this.fromNode(node) };
+  }
+}
+
+function typeNameHint(name: string, reg: Registry): string {
+  const c = closest(name, [...reg.names, ...PRIMITIVES]);
+  return c ? `did you mean \`${c}\`?` : `declare \`${name}\` under \`types:\` or use one of ${PRIMITIVES.map((p) => `\`${p}\``).join(', ')}`;
+}
+
+/** Binds a parsed expression; unknown names become `any` after a diagnostic, so errors do not cascade. */
+function bind(expr: TypeExpr, path: Path, reg: Registry, out: Diagnostic[], offsetBase: number | undefined): TypeNode {
+  switch (expr.kind) {
+    case 'name': {
+      if (expr.name === 'list' || expr.name === 'array') return { kind: 'primitive', name: 'array' };
+      if (PRIMITIVE_SET.has(expr.name)) return { kind: 'primitive', name: expr.name as 'string' };
+      if (reg.has(expr.name)) return { kind: 'named', name: expr.name };
+      out.push(
+        error('unknown-type', path, `unknown type \`${expr.name}\``, {
+          hint: typeNameHint(expr.name, reg),
+          ...(offsetBase !== undefined ? { data: { offset: offsetBase + expr.offset, length: expr.name.length } } : {}),
+        }),
+      );
+      return ANY;
+    }
+    case 'array':
+      return { kind: 'array', element: bind(expr.element, path, reg, out, offsetBase) };
+    case 'nullable':
+      return { kind: 'nullable', inner: bind(expr.inner, path, reg, out, offsetBase) };
+  }
+}
+
+function fromString(text: string, path: Path, reg: Registry, out: Diagnostic[]): TypeNode | undefined {
+  const p = parseTypeExpr(text);
+  if (!p.ok) {
+    out.push(error('invalid-type', path, `malformed type \`${text}\`: ${p.message}`, { hint: 'write a type such as `string`, `Finding`, `Finding[]` or `array<string>`', data: { offset: p.offset } }));
+    return undefined;
+  }
+  return bind(p.expr, path, reg, out, 0);
+}
+
+function buildEnum(raw: unknown, path: Path, out: Diagnostic[]): TypeNode | undefined {
+  if (!Array.isArray(raw) || raw.length === 0) {
+    out.push(error('invalid-type', path, Array.isArray(raw) ? 'an enum needs at least one value' : '`enum` must be a list of values', { hint: 'write `enum: ["low", "medium", "high"]`' }));
+    return undefined;
+  }
+  const values: Json[] = [];
+  const seen = new Set<unknown>();
+  let ok = true;
+  raw.forEach((v, i) => {
+    const t = jsonTypeOf(v);
+    if (t !== 'string' && t !== 'number' && t !== 'boolean') {
+      out.push(error('invalid-type', [...path, i], `enum values must be strings, numbers or booleans, not ${t}`));
+      ok = false;
+    } else if (seen.has(v)) {
+      out.push(error('invalid-type', [...path, i], `duplicate enum value ${JSON.stringify(v)}`, { hint: 'remove the repeated value' }));
+      ok = false;
+    } else {
+      seen.add(v);
+      values.push(v as Json);
+    }
+  });
+  return ok ? { kind: 'enum', values } : undefined;
+}
+
+function isWrapper(raw: Record<string, unknown>): boolean {
+  if (!('type' in raw) || typeof raw['type'] !== 'string') return false;
+  for (const k of Object.keys(raw)) if (!WRAPPER_KEYS.has(k) && !k.startsWith('x-')) return false;
+  return true;
+}
+
+/**
+ * A type reference in a field or output position: a type string, `{type: T, required, nullable}`,
+ * `{enum: [...]}` or an inline record (`{title: string, words: integer}`).
+ */
+export function buildTypeRef(raw: unknown, path: Path, reg: Registry, out: Diagnostic[]): { node: TypeNode | undefined; required: boolean } {
+  if (typeof raw === 'string') return { node: fromString(raw, path, reg, out), required: true };
+  if (isPlainObject(raw)) {
+    if ('enum' in raw) {
+      for (const k of Object.keys(raw)) {
+        if (k !== 'enum' && k !== 'type' && k !== 'description' && k !== 'required' && !k.startsWith('x-')) out.push(error('invalid-type', [...path, k], `unexpected \`${k}\` in an enum declaration`, { target: 'key' }));
+      }
+      const required = raw['required'] === false ? false : true;
+      return { node: buildEnum(raw['enum'], [...path, 'enum'], out), required };
+    }
+    if (isWrapper(raw)) {
+      let required = true;
+      if ('required' in raw) {
+        if (typeof raw['required'] !== 'boolean') out.push(error('wrong-type', [...path, 'required'], '`required` must be true or false'));
+        else required = raw['required'];
+      }
+      let node = fromString(raw['type'] as string, [...path, 'type'], reg, out);
+      if (node && raw['items'] !== undefined) {
+        if (node.kind !== 'primitive' || node.name !== 'array') out.push(error('invalid-type', [...path, 'items'], '`items` applies only to `type: array`', { target: 'key' }));
+        else {
+          const el = buildTypeRef(raw['items'], [...path, 'items'], reg, out).node;
+          node = el ? { kind: 'array', element: el } : undefined;
+        }
+      }
+      if ('nullable' in raw) {
+        if (typeof raw['nullable'] !== 'boolean') out.push(error('wrong-type', [...path, 'nullable'], '`nullable` must be true or false'));
+        else if (raw['nullable'] && node && node.kind !== 'nullable') node = { kind: 'nullable', inner: node };
+      }
+      return { node, required };
+    }
+    return { node: buildRecord(raw, path, reg, out), required: true };
+  }
+  const what = raw === null || raw === undefined ? 'nothing' : `${jsonTypeOf(raw)} ${JSON.stringify(raw)}`;
+  out.push(error('invalid-type', path, `expected a type, got ${what}`, { hint: 'write a type such as `string`, `number`, `Finding` or `array<string>`' }));
+  return { node: undefined, required: true };
+}
+
+function buildRecord(raw: Record<string, unknown>, path: Path, reg: Registry, out: Diagnostic[]): TypeNode | undefined {
+  const fields: RecordField[] = [];
+  let ok = true;
+  for (const [name, v] of Object.entries(raw)) {
+    if (name.startsWith('x-')) continue;
+    const r = buildTypeRef(v, [...path, name], reg, out);
+    if (!r.node) ok = false;
+    fields.push({ name, type: r.node ?? ANY, required: r.required });
+  }
+  return ok ? { kind: 'record', fields } : { kind: 'record', fields };
+}
+
+/** A named declaration: like a field reference, but a bare mapping is always a record (or an enum). */
+function buildDeclaration(name: string, raw: unknown, reg: Registry, out: Diagnostic[], basePath: Path): void {
+  const path = [...basePath, name];
+  if (isPlainObject(raw) && !('enum' in raw) && !isWrapper(raw)) {
+    reg.define(name, buildRecord(raw, path, reg, out));
+    return;
+  }
+  const r = buildTypeRef(raw, path, reg, out);
+  if (r.required === false) out.push(error('invalid-type', [...path, 'required'], '`required` applies to fields and outputs, not to a named type', { target: 'key' }));
+  reg.define(name, r.node);
+}
+
+/** Aliases that never reach a structural type (`A: B`, `B: A`) have no values: each is an error. */
+function checkAliasCycles(reg: Registry, basePath: Path, out: Diagnostic[]): void {
+  const target = (name: string): string | undefined => {
+    let n = reg.definition(name);
+    while (n && n.kind === 'nullable') n = n.inner;
+    return n && n.kind === 'named' ? n.name : undefined;
+  };
+  const bad = new Set<string>();
+  for (const start of reg.names) {
+    const seen: string[] = [];
+    let cur: string | undefined = start;
+    while (cur !== undefined && !seen.includes(cur)) {
+      seen.push(cur);
+      cur = target(cur);
+    }
+    if (cur === undefined) continue;
+    const cycle = seen.slice(seen.indexOf(cur));
+    if (!cycle.includes(start) || bad.has(start)) continue;
+    for (const n of cycle) bad.add(n);
+    for (const n of cycle) {
+      const shown = [...cycle.slice(cycle.indexOf(n)), ...cycle.slice(0, cycle.indexOf(n)), n].join(' -> ');
+      out.push(error('recursive-type', [...basePath, n], `type \`${n}\` is an alias of itself (${shown}) and never reaches a concrete type`, { hint: 'give one of these types a structure, e.g. a record of fields or `T[]`' }));
+    }
+  }
+  for (const n of bad) reg.define(n, ANY);
+}
+
+export const compileTypes: CompileTypes = (typesBlock, basePath) => {
+  const reg = new Registry();
+  const diagnostics: Diagnostic[] = [];
+  if (typesBlock === undefined || typesBlock === null) return { registry: reg, diagnostics };
+  if (!isPlainObject(typesBlock)) {
+    diagnostics.push(error('wrong-type', basePath, '`types` must be a mapping of type names to declarations', { hint: 'write `types:` then `Finding: {source: string, confidence: number}`' }));
+    return { registry: reg, diagnostics };
+  }
+  const entries: [string, unknown][] = [];
+  for (const [name, raw] of Object.entries(typesBlock)) {
+    if (name.startsWith('x-')) continue;
+    if (!TYPE_NAME.test(name)) {
+      diagnostics.push(error('invalid-type', [...basePath, name], `\`${name}\` is not a valid type name`, { hint: 'use letters, digits and `_`, starting with a letter', target: 'key' }));
+      continue;
+    }
+    if (PRIMITIVE_SET.has(name) || name === 'list') {
+      diagnostics.push(error('invalid-type', [...basePath, name], `\`${name}\` is a built-in type and cannot be redeclared`, { hint: 'choose another name', target: 'key' }));
+      continue;
+    }
+    reg.declare(name);
+    entries.push([name, raw]);
+  }
+  for (const [name, raw] of entries) buildDeclaration(name, raw, reg, diagnostics, basePath);
+  checkAliasCycles(reg, basePath, diagnostics);
+  return { registry: reg, diagnostics };
+};

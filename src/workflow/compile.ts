@@ -1,0 +1,309 @@
+/**
+ * The workflow compiler: text -> positioned value -> structural checks -> types -> graph ->
+ * wiring and edge types -> expressions -> model. Every pass runs and every problem is collected;
+ * nothing is thrown for a user's mistake. The model exists only when there are no errors.
+ */
+import { readFile } from 'node:fs/promises';
+import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
+import { error, hasErrors, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
+import { compileTypes } from '../types/index.js';
+import type { CompiledType, TypeRegistry } from '../types/api.js';
+import { checkGraph, topologicalOrder, type GraphPhase } from './graph.js';
+import type { AgentDecl, Governance, OutputDecl, PhaseModel, WorkflowModel } from './model.js';
+import { agentFields, governanceFields, infoFields, llmFields, phaseFields, TOP_LEVEL_KEYS } from './schema.js';
+import { checkObject, checkShape, reportUnknownKeys } from './shape.js';
+import { parseYamlSource, type ParsedSource } from './source.js';
+import { checkExpressions, compileExpression } from './expressions.js';
+import { buildPhase } from './phase.js';
+import { checkInputs } from './wiring.js';
+import { didYouMean } from '../core/suggest.js';
+
+export interface CompileResult {
+  ok: boolean;
+  model: WorkflowModel | undefined;
+  /** Every diagnostic, positioned (`range` filled in), sorted by position. */
+  diagnostics: Diagnostic[];
+  file: string;
+  text: string;
+}
+
+export async function loadWorkflow(path: string): Promise<CompileResult> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : String((e as Error).message);
+    return { ok: false, model: undefined, diagnostics: [error('file-unreadable', [], `cannot read ${path}: ${why}`)], file: path, text: '' };
+  }
+  return parseWorkflow(text, { file: path });
+}
+
+export function parseWorkflow(text: string, opts: { file?: string } = {}): CompileResult {
+  const file = opts.file ?? '<workflow>';
+  const source = parseYamlSource(text);
+  const diagnostics = [...source.diagnostics];
+  let model: WorkflowModel | undefined;
+  if (source.diagnostics.length === 0) model = compileDocument(source.value, file, diagnostics);
+  positionAll(source, text, diagnostics);
+  const ok = !hasErrors(diagnostics);
+  return { ok, model: ok ? model : undefined, diagnostics, file, text };
+}
+
+function positionAll(source: ParsedSource, text: string, diagnostics: Diagnostic[]): void {
+  for (const d of diagnostics) {
+    if (!d.range) {
+      const r = source.locate(d.path, d.target ?? 'value');
+      if (r) d.range = withSubOffset(d, r, text);
+    }
+    for (const rel of d.related ?? []) if (!rel.range) {
+      const r = source.locate(rel.path, rel.target ?? 'value');
+      if (r) rel.range = r;
+    }
+  }
+  diagnostics.sort((a, b) => (a.range?.[0] ?? -1) - (b.range?.[0] ?? -1));
+}
+
+/** Expression diagnostics point inside the string: shift by the offset (and the opening quote). */
+function withSubOffset(d: Diagnostic, r: readonly [number, number], text: string): readonly [number, number] {
+  const sub = d.data?.['offset'];
+  if (typeof sub !== 'number') return r;
+  const quoted = text[r[0]] === '"' || text[r[0]] === "'" ? 1 : 0;
+  const start = Math.min(r[0] + quoted + sub, r[1]);
+  const len = typeof d.data?.['length'] === 'number' ? Math.max(1, d.data['length']) : 1;
+  return [start, Math.max(start + 1, Math.min(r[1], start + len))];
+}
+
+const ANY_TYPE = 'any';
+
+function compileDocument(doc: unknown, file: string, out: Diagnostic[]): WorkflowModel | undefined {
+  if (!isPlainObject(doc)) {
+    out.push(error('wrong-type', [], doc === null || doc === undefined ? 'the file is empty' : 'a workflow must be a YAML mapping', { hint: 'start with `openintent: "1.0"`, `info:` and `workflow:`' }));
+    return undefined;
+  }
+  reportUnknownKeys(doc, TOP_LEVEL_KEYS, [], out);
+
+  // openintent
+  const version = doc['openintent'];
+  if (version === undefined || version === null) {
+    out.push(error('missing-field', [], "missing 'openintent' version field", { hint: 'add `openintent: "1.0"` at the top of your file', data: { field: 'openintent' } }));
+  } else if (version === 1) {
+    out.push(warning('wrong-type', ['openintent'], 'the version should be the string "1.0"', { hint: 'quote it: `openintent: "1.0"`' }));
+  } else if (typeof version !== 'string') {
+    out.push(error('wrong-type', ['openintent'], 'the version must be the string "1.0"', { hint: 'write `openintent: "1.0"`' }));
+  } else if (version !== '1.0') {
+    out.push(error('unsupported-version', ['openintent'], `unsupported version \`${version}\`: Baton reads OpenIntent Workflow YAML 1.0`, { hint: 'write `openintent: "1.0"`' }));
+  }
+
+  // info
+  const info = doc['info'];
+  if (info === undefined || info === null) out.push(error('missing-field', [], 'missing required field `info`', { hint: 'add `info:` with at least `name: "..."`', data: { field: 'info' } }));
+  else checkShape(info, { t: 'object', fields: infoFields }, ['info'], out);
+
+  if (doc['governance'] != null) checkShape(doc['governance'], { t: 'object', fields: governanceFields }, ['governance'], out);
+  if (doc['llm'] != null) checkShape(doc['llm'], { t: 'object', fields: llmFields }, ['llm'], out);
+  const agents = checkAgents(doc['agents'], out);
+
+  const { registry, diagnostics: typeDiags } = compileTypes(doc['types'] ?? undefined, ['types']);
+  out.push(...typeDiags);
+  const any = registry.compile(ANY_TYPE, []).type!;
+
+  const wf = doc['workflow'];
+  if (wf === undefined || wf === null) {
+    out.push(error('missing-field', [], 'missing required field `workflow`', { hint: 'add `workflow:` with at least one phase', data: { field: 'workflow' } }));
+    return undefined;
+  }
+  if (!isPlainObject(wf)) {
+    out.push(error('wrong-type', ['workflow'], 'expected a mapping of phase names to phases'));
+    return undefined;
+  }
+  const names = Object.keys(wf);
+  if (names.length === 0) out.push(error('empty-workflow', ['workflow'], 'the workflow has no phases', { hint: 'add a phase: `research: {assign: researcher}`' }));
+
+  // structural pass over phases
+  const phaseRaw = new Map<string, Record<string, unknown>>();
+  for (const name of names) {
+    const raw = wf[name];
+    if (!isPlainObject(raw)) {
+      out.push(error('wrong-type', ['workflow', name], `phase \`${name}\` must be a mapping`, { hint: 'give it at least `assign: agent-id`' }));
+      continue;
+    }
+    checkObject(raw, phaseFields, ['workflow', name], out);
+    phaseRaw.set(name, raw);
+  }
+
+  // graph
+  const graphPhases: GraphPhase[] = [];
+  for (const [name, raw] of phaseRaw) {
+    const deps = Array.isArray(raw['depends_on']) ? (raw['depends_on'] as unknown[]) : [];
+    graphPhases.push({
+      name,
+      title: typeof raw['title'] === 'string' ? raw['title'] : undefined,
+      dependsOn: deps.flatMap((d, index) => (typeof d === 'string' && d !== '' ? [{ name: d, index }] : [])),
+    });
+  }
+  const edges = checkGraph(graphPhases, out);
+
+  // outputs (all phases first: wiring reads upstream declarations)
+  const outputs = new Map<string, OutputDecl[] | undefined>();
+  for (const [name, raw] of phaseRaw) outputs.set(name, compileOutputs(raw['outputs'], name, registry, any, out));
+
+  // agents referenced
+  if (agents) {
+    for (const [name, raw] of phaseRaw) {
+      const assign = raw['assign'];
+      if (typeof assign === 'string' && assign !== '' && !agents[assign]) {
+        const hint = didYouMean(assign, Object.keys(agents));
+        out.push(warning('undeclared-agent', ['workflow', name, 'assign'], `agent \`${assign}\` is not declared in \`agents\``, { hint: hint ?? 'declare it under `agents:` or fix the name' }));
+      }
+      const fb = isPlainObject(raw['retry']) ? raw['retry']['fallback_agent'] : undefined;
+      if (typeof fb === 'string' && fb !== '' && !agents[fb]) {
+        const hint = didYouMean(fb, Object.keys(agents));
+        out.push(warning('undeclared-agent', ['workflow', name, 'retry', 'fallback_agent'], `fallback agent \`${fb}\` is not declared in \`agents\``, { hint: hint ?? 'declare it under `agents:`' }));
+      }
+    }
+  }
+
+  // wiring, expressions, model
+  const phaseNames = new Set(phaseRaw.keys());
+  const ancestorsCache = new Map<string, Set<string>>();
+  const ancestors = (name: string): Set<string> => ancestorsOf(name, edges, ancestorsCache);
+  const phases: PhaseModel[] = [];
+  for (const [name, raw] of phaseRaw) {
+    const deps = edges.get(name) ?? [];
+    const inputs = isPlainObject(raw['inputs'])
+      ? checkInputs(raw['inputs'], { phaseName: name, dependsOn: new Set(deps), phaseNames, outputsOf: (p) => outputs.get(p), types: registry, any }, out)
+      : undefined;
+    const skipWhen = typeof raw['skip_when'] === 'string' ? compileExpression(raw['skip_when'], ['workflow', name, 'skip_when'], out) : undefined;
+    if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name) }, out);
+    phases.push(buildPhase(name, raw, deps, inputs, outputs.get(name), skipWhen, registry));
+  }
+  const governance = buildGovernance(doc['governance'], out);
+  if (governance.requireApproval?.when) checkExpressions(governance.requireApproval.when, ['governance', 'require_approval', 'when'], { phaseName: undefined, phaseNames, ancestors: phaseNames }, out);
+  if (hasErrors(out)) return undefined;
+
+  const infoObj = info as Record<string, unknown>;
+  return {
+    file,
+    openintent: '1.0',
+    info: {
+      name: String(infoObj['name']),
+      version: typeof infoObj['version'] === 'string' ? infoObj['version'] : '1.0.0',
+      ...(typeof infoObj['description'] === 'string' ? { description: infoObj['description'] } : {}),
+    },
+    governance,
+    agents,
+    llm: isPlainObject(doc['llm']) ? (doc['llm'] as JsonObject) : undefined,
+    types: registry,
+    phases,
+    byName: new Map(phases.map((p) => [p.name, p])),
+    order: topologicalOrder(phases.map((p) => p.name), edges),
+    extensions: extensionsOf(doc),
+  };
+}
+
+export function extensionsOf(obj: Record<string, unknown>): Record<string, Json> {
+  const ext: Record<string, Json> = {};
+  for (const [k, v] of Object.entries(obj)) if (k.startsWith('x-')) ext[k] = v as Json;
+  return ext;
+}
+
+function checkAgents(raw: unknown, out: Diagnostic[]): Record<string, AgentDecl> | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!isPlainObject(raw)) {
+    out.push(error('wrong-type', ['agents'], 'expected a mapping of agent ids to agent declarations'));
+    return undefined;
+  }
+  const agents: Record<string, AgentDecl> = Object.create(null) as Record<string, AgentDecl>;
+  for (const [id, decl] of Object.entries(raw)) {
+    const d = decl ?? {};
+    if (!isPlainObject(d)) {
+      out.push(error('wrong-type', ['agents', id], `agent \`${id}\` must be a mapping`));
+      continue;
+    }
+    checkObject(d, agentFields, ['agents', id], out);
+    const cmd = d['x-command'];
+    const caps = d['capabilities'];
+    agents[id] = {
+      id,
+      ...(typeof d['description'] === 'string' ? { description: d['description'] } : {}),
+      capabilities: Array.isArray(caps) ? caps.filter((c): c is string => typeof c === 'string') : [],
+      ...(d['default_permission'] === 'read' || d['default_permission'] === 'write' || d['default_permission'] === 'admin' ? { defaultPermission: d['default_permission'] } : {}),
+      approvalRequired: d['approval_required'] === true,
+      ...(typeof cmd === 'string' || (Array.isArray(cmd) && cmd.every((c) => typeof c === 'string')) ? { command: cmd as string | string[] } : {}),
+      ...(d['x-mode'] === 'serve' || d['x-mode'] === 'once' ? { mode: d['x-mode'] } : {}),
+      extensions: extensionsOf(d),
+    };
+  }
+  return agents;
+}
+
+function compileOutputs(raw: unknown, phase: string, registry: TypeRegistry, any: CompiledType, out: Diagnostic[]): OutputDecl[] | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (Array.isArray(raw)) {
+    // list form: `outputs: [findings, recommendations]` declares keys without types
+    const decls: OutputDecl[] = [];
+    raw.forEach((k) => {
+      if (typeof k === 'string' && k !== '') decls.push({ key: k, type: any, required: true });
+    });
+    return decls;
+  }
+  if (!isPlainObject(raw)) return undefined;
+  const decls: OutputDecl[] = [];
+  for (const [key, expr] of Object.entries(raw)) {
+    const r = registry.compile(expr, ['workflow', phase, 'outputs', key]);
+    out.push(...r.diagnostics);
+    decls.push({ key, type: r.type ?? any, required: r.required });
+  }
+  return decls;
+}
+
+function ancestorsOf(name: string, edges: Map<string, string[]>, cache: Map<string, Set<string>>): Set<string> {
+  const hit = cache.get(name);
+  if (hit) return hit;
+  const seen = new Set<string>();
+  const stack = [...(edges.get(name) ?? [])];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (seen.has(n) || n === name) continue;
+    seen.add(n);
+    for (const d of edges.get(n) ?? []) stack.push(d);
+  }
+  cache.set(name, seen);
+  return seen;
+}
+
+function buildGovernance(raw: unknown, out: Diagnostic[]): Governance {
+  if (!isPlainObject(raw)) return {};
+  const g: Governance = {};
+  const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+  const strs = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+  const ra = raw['require_approval'];
+  if (isPlainObject(ra)) {
+    const when = typeof ra['when'] === 'string' ? compileExpression(ra['when'], ['governance', 'require_approval', 'when'], out) : undefined;
+    const onTimeout = ra['on_timeout'];
+    const th = num(ra['timeout_hours']);
+    g.requireApproval = {
+      ...(when ? { when } : {}),
+      approvers: strs(ra['approvers']),
+      ...(th !== undefined ? { timeoutHours: th } : {}),
+      onTimeout: onTimeout === 'abort' || onTimeout === 'proceed' ? onTimeout : 'escalate',
+    };
+  }
+  const mc = num(raw['max_cost_usd']);
+  if (mc !== undefined) g.maxCostUsd = mc;
+  const th = num(raw['timeout_hours']);
+  if (th !== undefined) g.timeoutHours = th;
+  const esc = raw['escalation'];
+  if (isPlainObject(esc)) {
+    const ah = num(esc['after_hours']);
+    g.escalation = { ...(typeof esc['contact'] === 'string' ? { contact: esc['contact'] } : {}), ...(ah !== undefined ? { afterHours: ah } : {}) };
+  }
+  const ar = raw['access_review'];
+  if (isPlainObject(ar)) {
+    const o = ar['on_request'];
+    const t = num(ar['timeout_hours']);
+    g.accessReview = { onRequest: o === 'approve' || o === 'deny' ? o : 'defer', approvers: strs(ar['approvers']), ...(t !== undefined ? { timeoutHours: t } : {}) };
+  }
+  return g;
+}

@@ -1,0 +1,88 @@
+/**
+ * The condition language of `skip_when` and `governance.require_approval.when`: CEL, through
+ * @marcbachmann/cel-js (safe by construction: no prototype access, no I/O, not Turing complete).
+ * Parsed once at compile time; evaluated by the engine against plain JSON data.
+ */
+import { parse as celParse } from '@marcbachmann/cel-js';
+
+export interface Expression {
+  /** The expression as written. */
+  readonly source: string;
+  /** Top-level names the expression reads (`risk` in `risk.category == 'HIGH'`), macro variables excluded. */
+  readonly names: readonly string[];
+  /** Evaluates against a context of JSON values. Throws ExpressionError on a runtime error. */
+  evaluate(context: Record<string, unknown>): unknown;
+}
+
+export class ExpressionError extends Error {
+  override readonly name = 'ExpressionError';
+}
+
+export type ExpressionParse =
+  | { ok: true; expression: Expression }
+  | { ok: false; message: string; /** offset into the source of the error */ offset: number };
+
+const MACROS_BINDING_VAR = new Set(['exists', 'all', 'exists_one', 'map', 'filter']);
+
+interface CelNode {
+  op: string;
+  args: unknown;
+}
+
+function isNode(v: unknown): v is CelNode {
+  return typeof v === 'object' && v !== null && 'op' in v;
+}
+
+function collectNames(node: unknown, bound: ReadonlySet<string>, out: Set<string>): void {
+  if (Array.isArray(node)) {
+    for (const n of node) collectNames(n, bound, out);
+    return;
+  }
+  if (!isNode(node)) return;
+  if (node.op === 'id') {
+    if (typeof node.args === 'string' && !bound.has(node.args)) out.add(node.args);
+    return;
+  }
+  const args = Array.isArray(node.args) ? (node.args as unknown[]) : [node.args];
+  if (node.op === 'rcall' && typeof args[0] === 'string' && MACROS_BINDING_VAR.has(args[0])) {
+    // rcall [name, receiver, [var, body...]]: the receiver reads outer names, the body binds `var`.
+    const rest = args.slice(1);
+    const receiver = rest[0];
+    collectNames(receiver, bound, out);
+    const macroArgs = Array.isArray(rest[1]) ? (rest[1] as unknown[]) : [];
+    const v = macroArgs[0];
+    const inner = new Set(bound);
+    if (isNode(v) && v.op === 'id' && typeof v.args === 'string') inner.add(v.args);
+    collectNames(macroArgs.slice(1), inner, out);
+    return;
+  }
+  for (const a of args) collectNames(a, bound, out);
+}
+
+/** Converts JSON numbers for CEL: integers stay JS numbers (cel-js compares int and double numerically). */
+export function parseExpression(source: string): ExpressionParse {
+  if (source.trim() === '') return { ok: false, message: 'empty expression', offset: 0 };
+  let fn: ((ctx?: Record<string, unknown>) => unknown) & { ast: unknown };
+  try {
+    fn = celParse(source) as unknown as typeof fn;
+  } catch (e) {
+    const err = e as { message?: string; node?: { start?: number; pos?: number } };
+    const first = String(err.message ?? 'syntax error').split('\n')[0] ?? 'syntax error';
+    return { ok: false, message: first, offset: err.node?.start ?? err.node?.pos ?? 0 };
+  }
+  const names = new Set<string>();
+  collectNames(fn.ast, new Set(), names);
+  const expression: Expression = {
+    source,
+    names: [...names],
+    evaluate(context) {
+      try {
+        return fn(context);
+      } catch (e) {
+        const msg = String((e as { message?: string }).message ?? e).split('\n')[0] ?? 'evaluation failed';
+        throw new ExpressionError(msg);
+      }
+    },
+  };
+  return { ok: true, expression };
+}

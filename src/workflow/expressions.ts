@@ -1,0 +1,57 @@
+/** Compile-time checks of condition expressions: syntax (positioned inside the string) and the names they read. */
+import type { Path } from '../core/path.js';
+import { didYouMean } from '../core/suggest.js';
+import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
+import { parseExpression, type Expression } from './expr.js';
+
+export function compileExpression(source: string, path: Path, out: Diagnostic[]): Expression | undefined {
+  const r = parseExpression(source);
+  if (r.ok) return r.expression;
+  out.push(error('expression-syntax', path, `invalid expression: ${r.message}`, { hint: "conditions use CEL, e.g. `risk.category == 'HIGH' && score > 3`", data: { offset: r.offset } }));
+  return undefined;
+}
+
+export interface ExpressionScope {
+  /** The phase the expression belongs to (undefined for workflow-level conditions). */
+  phaseName: string | undefined;
+  phaseNames: ReadonlySet<string>;
+  /** Phases whose outputs are available when the expression is evaluated. */
+  ancestors: ReadonlySet<string>;
+}
+
+/**
+ * `skip_when` reads `trigger`, `initial_state` and the outputs of upstream phases by name. A name
+ * that is a phase but not upstream would be unbound at evaluation time: an error. Workflow-level
+ * conditions (require_approval.when) may read any phase, so unknown names there are warnings.
+ */
+export function checkExpressions(expr: Expression, path: Path, scope: ExpressionScope, out: Diagnostic[]): void {
+  const builtins = ['trigger', 'initial_state'];
+  for (const name of expr.names) {
+    if (builtins.includes(name) || scope.ancestors.has(name)) continue;
+    const workflowLevel = scope.phaseName === undefined;
+    if (!workflowLevel && scope.phaseNames.has(name)) {
+      out.push(
+        error('expression-unknown-name', path, `\`${name}\` is not an upstream phase of \`${scope.phaseName}\`; its outputs are not available here`, {
+          hint: `add \`${name}\` to \`depends_on\``,
+          data: { name, offset: nameOffset(expr.source, name), length: name.length },
+        }),
+      );
+      continue;
+    }
+    const hint = didYouMean(name, [...builtins, ...scope.ancestors]);
+    const make = workflowLevel ? warning : error;
+    out.push(
+      make('expression-unknown-name', path, `unknown name \`${name}\` in condition`, {
+        hint: hint ?? `available names: ${[...builtins, ...[...scope.ancestors].slice(0, 10)].join(', ')}`,
+        data: { name, offset: nameOffset(expr.source, name), length: name.length },
+      }),
+    );
+  }
+}
+
+/** Where a top-level name first appears in the source (not after a `.`, not inside a string). */
+function nameOffset(source: string, name: string): number {
+  const re = new RegExp(`(?<![.\\w'"])${name.replace(/[$]/g, '\\$')}(?![\\w])`, 'g');
+  const m = re.exec(source);
+  return m ? m.index : 0;
+}

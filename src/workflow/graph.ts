@@ -1,0 +1,117 @@
+/** The dependency graph: references, duplicates, cycles (each reported once, whole), topological order. */
+import type { Path } from '../core/path.js';
+import { didYouMean } from '../core/suggest.js';
+import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
+
+export interface GraphPhase {
+  name: string;
+  title: string | undefined;
+  /** depends_on entries as written (strings only; shape errors were reported already). */
+  dependsOn: readonly { name: string; index: number }[];
+}
+
+/** Checks depends_on references and cycles. Returns the valid edges per phase (unknown names dropped, duplicates folded). */
+export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Map<string, string[]> {
+  const names = new Set(phases.map((p) => p.name));
+  const byTitle = new Map<string, string>();
+  for (const p of phases) if (p.title !== undefined && !byTitle.has(p.title.toLowerCase())) byTitle.set(p.title.toLowerCase(), p.name);
+  const edges = new Map<string, string[]>();
+
+  for (const p of phases) {
+    const deps: string[] = [];
+    const seen = new Set<string>();
+    for (const { name: dep, index } of p.dependsOn) {
+      const path: Path = ['workflow', p.name, 'depends_on', index];
+      if (!names.has(dep)) {
+        const titled = byTitle.get(dep.toLowerCase());
+        const hint = titled
+          ? `\`${dep}\` is the title of phase \`${titled}\`; depends_on takes phase names: use \`${titled}\``
+          : (didYouMean(dep, names) ?? `available phases: ${[...names].slice(0, 12).join(', ')}${names.size > 12 ? ', ...' : ''}`);
+        out.push(error('unknown-dependency', path, `phase \`${p.name}\` depends on unknown phase \`${dep}\``, { hint, data: { phase_name: p.name, dependency: dep } }));
+        continue;
+      }
+      if (seen.has(dep)) {
+        out.push(warning('duplicate-dependency', path, `\`${dep}\` is listed more than once in depends_on`, { hint: 'remove the repeated entry' }));
+        continue;
+      }
+      seen.add(dep);
+      deps.push(dep);
+    }
+    edges.set(p.name, deps);
+  }
+  findCycles(phases, edges, out);
+  return edges;
+}
+
+/**
+ * Iterative DFS (a 10,000-phase chain must not overflow the stack). Each back edge closes one cycle,
+ * reported at the depends_on entry that closes it, with the whole cycle printed.
+ */
+function findCycles(phases: readonly GraphPhase[], edges: Map<string, string[]>, out: Diagnostic[]): void {
+  const state = new Map<string, 1 | 2>(); // 1 = on stack, 2 = done
+  const indexOf = new Map<string, GraphPhase>(phases.map((p) => [p.name, p]));
+  for (const root of phases) {
+    if (state.has(root.name)) continue;
+    const stack: { name: string; next: number }[] = [{ name: root.name, next: 0 }];
+    const onPath: string[] = [root.name];
+    state.set(root.name, 1);
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      const deps = edges.get(top.name) ?? [];
+      if (top.next >= deps.length) {
+        state.set(top.name, 2);
+        stack.pop();
+        onPath.pop();
+        continue;
+      }
+      const dep = deps[top.next++]!;
+      const s = state.get(dep);
+      if (s === 1) {
+        // phase top depends on dep, which is on the current path: dep -> ... -> top -> dep reversed
+        const start = onPath.indexOf(dep);
+        const cycle = [...onPath.slice(start), dep];
+        const entry = indexOf.get(top.name)?.dependsOn.find((d) => d.name === dep);
+        out.push(
+          error('dependency-cycle', ['workflow', top.name, 'depends_on', entry?.index ?? 0], `circular dependency: ${cycle.join(' -> ')}`, {
+            hint: 'remove one of the dependencies to break the cycle',
+            data: { cycle },
+          }),
+        );
+      } else if (s === undefined) {
+        state.set(dep, 1);
+        stack.push({ name: dep, next: 0 });
+        onPath.push(dep);
+      }
+    }
+  }
+}
+
+/** Kahn's algorithm, stable in document order. Phases on a cycle are appended at the end. */
+export function topologicalOrder(names: readonly string[], edges: Map<string, string[]>): string[] {
+  const indeg = new Map<string, number>();
+  const dependents = new Map<string, string[]>();
+  for (const n of names) {
+    indeg.set(n, (edges.get(n) ?? []).length);
+    for (const d of edges.get(n) ?? []) {
+      let list = dependents.get(d);
+      if (!list) dependents.set(d, (list = []));
+      list.push(n);
+    }
+  }
+  const order: string[] = [];
+  const queue = names.filter((n) => indeg.get(n) === 0);
+  for (let i = 0; i < queue.length; i++) {
+    const n = queue[i]!;
+    order.push(n);
+    for (const m of dependents.get(n) ?? []) {
+      const v = (indeg.get(m) ?? 0) - 1;
+      indeg.set(m, v);
+      if (v === 0) queue.push(m);
+    }
+  }
+  if (order.length < names.length) {
+    const placed = new Set(order);
+    for (const n of names) if (!placed.has(n)) order.push(n);
+  }
+  return order;
+}

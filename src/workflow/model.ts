@@ -1,0 +1,133 @@
+/**
+ * The workflow model (IR): what the compiler produces and the engine consumes. Plain data plus
+ * compiled types; every field already checked, defaults applied.
+ */
+import type { Json, JsonObject } from '../core/json.js';
+import type { CompiledType, TypeRegistry } from '../types/api.js';
+import type { Expression } from './expr.js';
+
+export interface WorkflowModel {
+  /** The file name the workflow came from (for messages). */
+  file: string;
+  openintent: string;
+  info: { name: string; version: string; description?: string };
+  governance: Governance;
+  /** Declared agents, or undefined when the document has no `agents` section. */
+  agents: Record<string, AgentDecl> | undefined;
+  llm: Record<string, Json> | undefined;
+  types: TypeRegistry;
+  /** Phases in document order. */
+  phases: PhaseModel[];
+  /** Phase lookup by name. */
+  byName: Map<string, PhaseModel>;
+  /** A topological order of phase names (stable: document order among ready phases). */
+  order: string[];
+  /** Top-level `x-` extension keys. */
+  extensions: Record<string, Json>;
+}
+
+export interface Governance {
+  requireApproval?: {
+    when?: Expression;
+    approvers: string[];
+    timeoutHours?: number;
+    onTimeout: 'escalate' | 'abort' | 'proceed';
+  };
+  maxCostUsd?: number;
+  timeoutHours?: number;
+  escalation?: { contact?: string; afterHours?: number };
+  accessReview?: { onRequest: 'approve' | 'deny' | 'defer'; approvers: string[]; timeoutHours?: number };
+}
+
+export interface AgentDecl {
+  id: string;
+  description?: string;
+  capabilities: string[];
+  defaultPermission?: 'read' | 'write' | 'admin';
+  approvalRequired: boolean;
+  /** `x-command`: run this agent as a subprocess (a string is run through the shell, a list is argv). */
+  command?: string | string[];
+  /** `x-mode`: 'once' (a process per task, the default) or 'serve' (long-lived, JSON lines). */
+  mode?: 'once' | 'serve';
+  /** All `x-` keys as written. */
+  extensions: Record<string, Json>;
+}
+
+/** Where an input value comes from. `path` reaches into the value (`research.summary.title` -> ['summary','title']). */
+export type InputSource =
+  | { kind: 'phase'; phase: string; key: string; path: string[] }
+  | { kind: 'trigger'; key: string; path: string[] }
+  | { kind: 'initial_state'; key: string; path: string[] };
+
+export interface InputBinding {
+  /** Local key in ctx.input. */
+  name: string;
+  /** The mapping expression as written: `research.findings`, `$trigger.quarter`. */
+  ref: string;
+  source: InputSource;
+  /** The type of the value, computed from the upstream output declaration (`any` when unknown). */
+  type: CompiledType;
+  /** False when the upstream output is optional (`required: false`): a missing value is then `UnresolvableInputError`... at claim time only if absent. */
+  upstreamOptional: boolean;
+}
+
+export interface OutputDecl {
+  key: string;
+  type: CompiledType;
+  required: boolean;
+}
+
+export interface RetryPolicy {
+  maxAttempts: number;
+  backoff: 'constant' | 'linear' | 'exponential';
+  initialDelayMs: number;
+  maxDelayMs: number | undefined;
+  /** Empty means: every error is retryable. */
+  retryableErrors: string[];
+  fallbackAgent: string | undefined;
+}
+
+export interface CostTracking {
+  enabled: boolean;
+  budgetUsd: number | undefined;
+  alertAtPercent: number | undefined;
+}
+
+export interface PhaseModel {
+  name: string;
+  title: string;
+  description: string | undefined;
+  assign: string;
+  dependsOn: string[];
+  constraints: string[];
+  initialState: JsonObject;
+  /** undefined when the phase declares no `inputs` (ctx.input is then {}). */
+  inputs: InputBinding[] | undefined;
+  /** undefined when the phase declares no `outputs` (anything goes, RFC-0024 §9). */
+  outputs: OutputDecl[] | undefined;
+  /** The computed type of ctx.input: a record of the bound input types. */
+  inputType: CompiledType;
+  /** A record type of the declared outputs (undefined when no outputs are declared). */
+  outputType: CompiledType | undefined;
+  skipWhen: Expression | undefined;
+  retry: RetryPolicy;
+  costTracking: CostTracking | undefined;
+  /** `x-timeout_ms` / `timeout_ms`: per-attempt timeout. */
+  timeoutMs: number | undefined;
+  leasing: Record<string, Json> | undefined;
+  attachments: { filename: string; contentType?: string }[];
+  /** Normalised permissions (shorthand expanded to full form), or undefined. */
+  permissions: Permissions | undefined;
+  /** Phase-level `x-` extension keys. */
+  extensions: Record<string, Json>;
+}
+
+export type PermissionLevel = 'read' | 'write' | 'admin';
+
+export interface Permissions {
+  policy: 'open' | 'restricted' | 'private';
+  default: PermissionLevel;
+  allow: { agent: string; level: PermissionLevel; expires?: string }[];
+  delegate?: { to: string[]; level: PermissionLevel };
+  context: 'auto' | 'none' | string[];
+}

@@ -1,0 +1,191 @@
+/**
+ * The runtime checks of RFC-0024 as pure functions on a compiled phase, usable by any executor:
+ * claim-time resolution (§3.1, with the RFC-0026 suspension patch), pre-handoff population (§3.2)
+ * and completion-time validation (§3.3). Nothing here does I/O or keeps state.
+ */
+import { isPlainObject, jsonTypeOf, ownGet, type Json, type JsonObject } from '../core/json.js';
+import { isJsonValue } from '../types/compiled.js';
+import { MissingOutputError, OutputTypeMismatchError, UnresolvableInputError, UpstreamIntentSuspendedError, type OutputIssue } from './errors.js';
+import type { InputBinding, PhaseModel } from './model.js';
+
+/** Recorded outputs of completed upstream phases, by phase name. */
+export type UpstreamOutputs = Readonly<Record<string, unknown>> | ReadonlyMap<string, unknown>;
+
+export interface ResolveOptions {
+  /** The run's trigger payload (`$trigger.*`). */
+  trigger?: unknown;
+  /** The phase's initial state (`$initial_state.*`); defaults to the phase's declared `initial_state`. */
+  initialState?: unknown;
+  taskId?: string;
+}
+
+export interface ClaimOptions extends ResolveOptions {
+  /** Upstream phases currently suspended awaiting input (RFC-0026): name -> intent id and resume estimate. */
+  suspended?: Readonly<Record<string, { intentId?: string; expectedResumeAt?: string | null }>>;
+}
+
+function upstreamOf(outputs: UpstreamOutputs, phase: string): unknown {
+  if (outputs instanceof Map) return outputs.get(phase);
+  return ownGet(outputs, phase);
+}
+
+function follow(value: unknown, path: readonly string[]): { found: boolean; value: unknown } {
+  let v = value;
+  for (const seg of path) {
+    if (Array.isArray(v)) {
+      if (!/^\d+$/.test(seg)) return { found: false, value: undefined };
+      const i = Number(seg);
+      if (i >= v.length) return { found: false, value: undefined };
+      v = v[i];
+    } else if (isPlainObject(v)) {
+      if (!Object.prototype.hasOwnProperty.call(v, seg)) return { found: false, value: undefined };
+      v = v[seg];
+    } else return { found: false, value: undefined };
+    if (v === undefined) return { found: false, value: undefined };
+  }
+  return { found: true, value: v };
+}
+
+export type BindingResolution = { ok: true; value: Json } | { ok: false; reason: string };
+
+/** Resolves one input binding. Static inputs must be non-null (§3.1.3); upstream keys must exist (§3.1.2). */
+export function resolveBinding(b: InputBinding, upstream: UpstreamOutputs, trigger: unknown, initialState: unknown): BindingResolution {
+  const src = b.source;
+  if (src.kind === 'phase') {
+    const out = upstreamOf(upstream, src.phase);
+    if (out === undefined) return { ok: false, reason: `upstream phase '${src.phase}' has not completed` };
+    const r = follow(out, [src.key, ...src.path]);
+    if (!r.found) {
+      if (src.path.length === 0 || !follow(out, [src.key]).found) return { ok: false, reason: `upstream phase '${src.phase}' did not record output key '${src.key}'` };
+      return { ok: false, reason: `'${b.ref}' does not exist in the output of upstream phase '${src.phase}'` };
+    }
+    return { ok: true, value: r.value as Json };
+  }
+  const root = src.kind === 'trigger' ? trigger : initialState;
+  const label = src.kind === 'trigger' ? 'the trigger payload' : 'the initial state';
+  const r = follow(root, [src.key, ...src.path]);
+  if (!r.found) return { ok: false, reason: `${label} has no value for '${[src.key, ...src.path].join('.')}'` };
+  if (r.value === null) return { ok: false, reason: `${label} has null for '${[src.key, ...src.path].join('.')}'; static inputs must be non-null` };
+  return { ok: true, value: r.value as Json };
+}
+
+function unresolvable(phase: PhaseModel, taskId: string, failures: { ref: string; reason: string }[]): UnresolvableInputError {
+  const refs = failures.map((f) => f.ref);
+  const message = failures.length === 1 ? `Task claim rejected: ${failures[0]!.reason}` : `Task claim rejected: ${failures.length} inputs could not be resolved: ${failures.map((f) => f.reason).join('; ')}`;
+  return new UnresolvableInputError(taskId, phase.name, refs, message);
+}
+
+/**
+ * §3.2: builds ctx.input, holding exactly the declared keys. Throws UnresolvableInputError naming every
+ * reference that does not resolve. A phase without `inputs` gets `{}`.
+ */
+export function resolveTaskInputs(phase: PhaseModel, upstreamOutputs: UpstreamOutputs, opts: ResolveOptions = {}): JsonObject {
+  const r = tryResolveTaskInputs(phase, upstreamOutputs, opts);
+  if (!r.ok) throw r.error;
+  return r.input;
+}
+
+/** The non-throwing form of resolveTaskInputs, for executors' hot paths. */
+export function tryResolveTaskInputs(phase: PhaseModel, upstreamOutputs: UpstreamOutputs, opts: ResolveOptions = {}): { ok: true; input: JsonObject } | { ok: false; error: UnresolvableInputError } {
+  const input: JsonObject = {};
+  if (!phase.inputs) return { ok: true, input };
+  const initialState = opts.initialState ?? phase.initialState;
+  let failures: { ref: string; reason: string }[] | undefined;
+  for (const b of phase.inputs) {
+    const r = resolveBinding(b, upstreamOutputs, opts.trigger, initialState);
+    if (r.ok) input[b.name] = r.value;
+    else (failures ??= []).push({ ref: b.ref, reason: r.reason });
+  }
+  if (failures) return { ok: false, error: unresolvable(phase, opts.taskId ?? `task_${phase.name}`, failures) };
+  return { ok: true, input };
+}
+
+/**
+ * §3.1 claim-time validation: UpstreamIntentSuspendedError when an input reads a suspended upstream
+ * phase (checked first), then UnresolvableInputError for every unresolvable reference. Returns the
+ * resolved input on success.
+ */
+export function validateClaimInputs(phase: PhaseModel, upstreamOutputs: UpstreamOutputs, opts: ClaimOptions = {}): JsonObject {
+  const taskId = opts.taskId ?? `task_${phase.name}`;
+  if (opts.suspended && phase.inputs) {
+    for (const b of phase.inputs) {
+      if (b.source.kind !== 'phase') continue;
+      const s = ownGet(opts.suspended, b.source.phase) as { intentId?: string; expectedResumeAt?: string | null } | undefined;
+      if (s) throw new UpstreamIntentSuspendedError(taskId, phase.name, s.intentId ?? b.source.phase, s.expectedResumeAt ?? null);
+    }
+  }
+  return resolveTaskInputs(phase, upstreamOutputs, { ...opts, taskId });
+}
+
+export type OutputCheck = { ok: true; output: JsonObject } | { ok: false; error: MissingOutputError | OutputTypeMismatchError };
+
+/**
+ * §3.3 completion-time validation, all outputs at once: MissingOutputError when any required key is
+ * missing, otherwise OutputTypeMismatchError for the first mismatched key in declaration order. Both
+ * carry every problem in `issues`, each with a JSON Pointer into the output. Extra keys are accepted
+ * (they must still be JSON). A phase without `outputs` accepts any object, or nothing.
+ */
+export function checkTaskOutputs(phase: PhaseModel, output: unknown, opts: { taskId?: string } = {}): OutputCheck {
+  const taskId = opts.taskId ?? `task_${phase.name}`;
+  const decls = phase.outputs;
+  if (output === undefined || output === null) {
+    if (!decls || decls.every((d) => !d.required)) return { ok: true, output: {} };
+  } else if (phase.outputType ? phase.outputType.check(output) : isPlainObject(output) && isJsonValue(output)) {
+    return { ok: true, output: output as JsonObject };
+  }
+
+  const obj = isPlainObject(output) ? output : undefined;
+  if (!decls || decls.every((d) => !d.required)) {
+    // nothing required: only "not an object" or "not JSON" can be wrong at the top
+    if (!obj) {
+      const actual = jsonTypeOf(output);
+      return { ok: false, error: new OutputTypeMismatchError(taskId, phase.name, '', 'object', actual, [{ key: '', pointer: '', kind: 'type', expected: 'object', actual, message: `the agent returned ${actual}, expected an object of outputs` }], `Task completion rejected: the agent returned ${actual}, not an object of outputs`) };
+    }
+  }
+
+  const issues: OutputIssue[] = [];
+  const missing: string[] = [];
+  let firstMismatch: { key: string; expected: string; actual: string; issue: OutputIssue } | undefined;
+  for (const d of decls ?? []) {
+    const v = obj ? ownGet(obj, d.key) : undefined;
+    const pointer = `/${d.key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+    if (v === undefined) {
+      if (d.required) {
+        missing.push(d.key);
+        issues.push({ key: d.key, pointer, kind: 'missing', expected: d.type.text, actual: 'undefined', message: `required output \`${d.key}\` (${d.type.text}) is missing` });
+      }
+      continue;
+    }
+    for (const i of d.type.issues(v)) {
+      const issue: OutputIssue = { key: d.key, pointer: pointer + i.pointer, kind: i.kind, expected: i.expected, actual: i.actual, message: i.message.replace(i.pointer === '' ? 'the value' : `\`${i.pointer}\``, `\`${pointer + i.pointer}\``) };
+      issues.push(issue);
+      firstMismatch ??= { key: d.key, expected: d.type.text, actual: i.pointer === '' ? i.actual : jsonTypeOf(v), issue };
+    }
+  }
+  if (obj) {
+    const declared = new Set((decls ?? []).map((d) => d.key));
+    for (const [k, v] of Object.entries(obj)) {
+      if (declared.has(k) || v === undefined || isJsonValue(v)) continue;
+      const pointer = `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      const issue: OutputIssue = { key: k, pointer, kind: 'not-json', expected: 'JSON', actual: jsonTypeOf(v), message: `extra output \`${k}\` is not JSON (${jsonTypeOf(v)}) and cannot be recorded` };
+      issues.push(issue);
+      firstMismatch ??= { key: k, expected: 'JSON', actual: jsonTypeOf(v), issue };
+    }
+  }
+  if (missing.length > 0) return { ok: false, error: new MissingOutputError(taskId, phase.name, missing, issues) };
+  if (firstMismatch) {
+    const f = firstMismatch;
+    const deep = f.issue.pointer !== `/${f.key}` ? `: ${f.issue.message}` : '';
+    const message = `Task completion rejected: output key '${f.key}' expected ${f.expected}, got ${f.actual}${deep}`;
+    return { ok: false, error: new OutputTypeMismatchError(taskId, phase.name, f.key, f.expected, f.actual, issues, message) };
+  }
+  // the fast check failed but no issue was found: cannot happen for well-formed types; be safe
+  return obj ? { ok: true, output: obj as JsonObject } : { ok: true, output: {} };
+}
+
+/** Throwing form of checkTaskOutputs: returns the output to record. */
+export function validateTaskOutputs(phase: PhaseModel, output: unknown, opts: { taskId?: string } = {}): JsonObject {
+  const r = checkTaskOutputs(phase, output, opts);
+  if (!r.ok) throw r.error;
+  return r.output;
+}

@@ -1,0 +1,128 @@
+/** The structure of an OpenIntent Workflow YAML 1.0 document, field by field (see docs/workflow-format.md). */
+import type { Field, Shape } from './shape.js';
+
+const str: Field = { t: 'string' };
+const strList: Shape = { t: 'list', of: { t: 'string' } };
+const nonNeg: Field = { t: 'number', min: 0 };
+const positive: Field = { t: 'number', min: 0, exclusiveMin: true };
+const level: Shape = { t: 'enum', values: ['read', 'write', 'admin'] };
+
+export const PERMISSION_CONTEXT_FIELDS = ['dependencies', 'peers', 'parent', 'events', 'acl', 'delegated_by'] as const;
+
+export const permissionsShape: Shape = {
+  t: 'union',
+  options: [
+    { t: 'enum', values: ['open', 'private', 'restricted'] },
+    { t: 'list', of: { t: 'string', nonEmpty: true } },
+    {
+      t: 'object',
+      fields: {
+        policy: { t: 'enum', values: ['open', 'restricted', 'private'] },
+        default: level,
+        allow: {
+          t: 'list',
+          of: {
+            t: 'object',
+            fields: { agent: { t: 'string', nonEmpty: true, required: true }, level: { ...level, required: true }, expires: str },
+          },
+        },
+        delegate: { t: 'object', fields: { to: strList, level } },
+        context: {
+          t: 'union',
+          options: [{ t: 'enum', values: ['auto', 'none'] }, { t: 'list', of: { t: 'enum', values: PERMISSION_CONTEXT_FIELDS } }],
+        },
+      },
+    },
+  ],
+};
+
+export const retryShape: Shape = {
+  t: 'object',
+  fields: {
+    max_attempts: { t: 'number', integer: true, min: 1 },
+    backoff: { t: 'enum', values: ['constant', 'linear', 'exponential'] },
+    initial_delay_ms: { t: 'number', integer: true, min: 0 },
+    max_delay_ms: { t: 'number', integer: true, min: 0 },
+    retryable_errors: strList,
+    fallback_agent: { t: 'string', nonEmpty: true },
+  },
+};
+
+/** Phase fields other than `inputs`, `outputs` (checked by the wiring and type passes). */
+export const phaseFields: Record<string, Field> = {
+  title: str,
+  description: str,
+  assign: { t: 'string', nonEmpty: true, required: true },
+  depends_on: { t: 'list', of: { t: 'string', nonEmpty: true } },
+  constraints: { t: 'list', of: { t: 'any' } },
+  initial_state: { t: 'map', of: { t: 'any' } },
+  inputs: { t: 'map', of: { t: 'any' } },
+  outputs: { t: 'union', options: [{ t: 'map', of: { t: 'any' } }, { t: 'list', of: { t: 'string', nonEmpty: true } }] },
+  skip_when: { t: 'string', nonEmpty: true },
+  retry: retryShape,
+  leasing: {
+    t: 'object',
+    fields: {
+      strategy: { t: 'enum', values: ['global', 'per_section', 'custom'] },
+      scope: str,
+      ttl_seconds: { t: 'number', integer: true, min: 1 },
+      wait_for_lock: { t: 'boolean' },
+    },
+  },
+  cost_tracking: {
+    t: 'object',
+    fields: { enabled: { t: 'boolean' }, budget_usd: nonNeg, alert_at_percent: { t: 'number', integer: true, min: 0, max: 100 } },
+  },
+  attachments: {
+    t: 'list',
+    of: { t: 'object', fields: { filename: { t: 'string', nonEmpty: true, required: true }, content_type: str } },
+  },
+  permissions: permissionsShape,
+  timeout_ms: { t: 'number', integer: true, min: 1 },
+};
+
+export const agentFields: Record<string, Field> = {
+  description: str,
+  capabilities: strList,
+  default_permission: level,
+  approval_required: { t: 'boolean' },
+  tools: strList,
+  'x-command': { t: 'union', options: [{ t: 'string', nonEmpty: true }, { t: 'list', of: { t: 'string' } }] },
+  'x-mode': { t: 'enum', values: ['once', 'serve'] },
+};
+
+export const governanceFields: Record<string, Field> = {
+  require_approval: {
+    t: 'object',
+    fields: {
+      when: { t: 'string', nonEmpty: true },
+      approvers: strList,
+      timeout_hours: positive,
+      on_timeout: { t: 'enum', values: ['escalate', 'abort', 'proceed'] },
+    },
+  },
+  max_cost_usd: nonNeg,
+  timeout_hours: positive,
+  escalation: { t: 'object', fields: { contact: str, after_hours: nonNeg } },
+  access_review: {
+    t: 'object',
+    fields: { on_request: { t: 'enum', values: ['approve', 'deny', 'defer'] }, approvers: strList, timeout_hours: positive },
+  },
+};
+
+export const llmFields: Record<string, Field> = {
+  provider: { t: 'string', nonEmpty: true },
+  model: str,
+  temperature: { t: 'number', min: 0, max: 2 },
+  max_tokens: { t: 'number', integer: true, min: 1 },
+  system_prompt: str,
+};
+
+export const infoFields: Record<string, Field> = {
+  name: { t: 'string', nonEmpty: true, required: true },
+  version: str,
+  description: str,
+};
+
+/** Top-level sections. `mcp` and `channels` belong to other OpenIntent RFCs: accepted and passed through. */
+export const TOP_LEVEL_KEYS = ['openintent', 'info', 'governance', 'agents', 'llm', 'workflow', 'types', 'mcp', 'channels'] as const;

@@ -1,0 +1,161 @@
+/**
+ * A small declarative checker for the document's structure: each field's JSON shape, required
+ * fields, enums, bounds, and unknown keys (warnings with "did you mean"; `x-` keys are extensions).
+ * It only reports; the model builder reads the same value afterwards and trusts what passed.
+ */
+import { isPlainObject, jsonTypeOf } from '../core/json.js';
+import type { Path } from '../core/path.js';
+import { didYouMean } from '../core/suggest.js';
+import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
+
+export type Shape =
+  | { t: 'string'; nonEmpty?: boolean }
+  | { t: 'number'; min?: number; exclusiveMin?: boolean; max?: number; integer?: boolean }
+  | { t: 'boolean' }
+  | { t: 'enum'; values: readonly string[] }
+  | { t: 'list'; of: Shape }
+  | { t: 'object'; fields: Readonly<Record<string, Field>>; what?: string }
+  | { t: 'map'; of: Shape }
+  | { t: 'any' }
+  /** The first alternative whose JSON type fits is checked; otherwise a wrong-type listing them all. */
+  | { t: 'union'; options: readonly Shape[] }
+  | { t: 'custom'; expected: string; check: (value: unknown, path: Path, out: Diagnostic[]) => void };
+
+export type Field = Shape & { required?: boolean };
+
+export function describeShape(s: Shape): string {
+  switch (s.t) {
+    case 'string':
+      return 'a string';
+    case 'number':
+      return s.integer ? 'an integer' : 'a number';
+    case 'boolean':
+      return 'a boolean';
+    case 'enum':
+      return `one of ${s.values.map((v) => `\`${v}\``).join(', ')}`;
+    case 'list':
+      return 'a list';
+    case 'object':
+    case 'map':
+      return 'a mapping';
+    case 'any':
+      return 'any value';
+    case 'union':
+      return s.options.map(describeShape).join(' or ');
+    case 'custom':
+      return s.expected;
+  }
+}
+
+function jsonKind(s: Shape): string | undefined {
+  switch (s.t) {
+    case 'string':
+    case 'enum':
+      return 'string';
+    case 'number':
+      return 'number';
+    case 'boolean':
+      return 'boolean';
+    case 'list':
+      return 'array';
+    case 'object':
+    case 'map':
+      return 'object';
+    default:
+      return undefined;
+  }
+}
+
+function actualName(value: unknown): string {
+  const t = jsonTypeOf(value);
+  return t === 'object' ? 'a mapping' : t === 'array' ? 'a list' : t === 'null' ? 'empty (null)' : `a ${t}`;
+}
+
+export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagnostic[]): void {
+  const wrong = (expected: string): void => {
+    out.push(error('wrong-type', path, `expected ${expected}, got ${actualName(value)}`));
+  };
+  switch (shape.t) {
+    case 'any':
+      return;
+    case 'string':
+      if (typeof value !== 'string') return wrong('a string');
+      if (shape.nonEmpty && value.trim() === '') out.push(error('invalid-value', path, 'must not be empty'));
+      return;
+    case 'boolean':
+      if (typeof value !== 'boolean') wrong('a boolean (true or false)');
+      return;
+    case 'number': {
+      if (typeof value !== 'number' || !Number.isFinite(value)) return wrong(shape.integer ? 'an integer' : 'a number');
+      if (shape.integer && !Number.isInteger(value)) return wrong('an integer');
+      if (shape.min !== undefined && (shape.exclusiveMin ? value <= shape.min : value < shape.min))
+        out.push(error('invalid-value', path, `must be ${shape.exclusiveMin ? 'greater than' : 'at least'} ${shape.min}, got ${value}`));
+      if (shape.max !== undefined && value > shape.max) out.push(error('invalid-value', path, `must be at most ${shape.max}, got ${value}`));
+      return;
+    }
+    case 'enum': {
+      if (typeof value !== 'string') return wrong(describeShape(shape));
+      if (!shape.values.includes(value)) {
+        const hint = didYouMean(value, shape.values);
+        out.push(
+          error('invalid-value', path, `\`${value}\` is not ${describeShape(shape)}`, hint ? { hint } : { hint: `use ${describeShape(shape)}` }),
+        );
+      }
+      return;
+    }
+    case 'list':
+      if (!Array.isArray(value)) return wrong(`a list of ${describeShape(shape.of).replace(/^an? /, '')}s`);
+      value.forEach((item, i) => checkShape(item, shape.of, [...path, i], out));
+      return;
+    case 'map':
+      if (!isPlainObject(value)) return wrong('a mapping');
+      for (const [k, v] of Object.entries(value)) checkShape(v, shape.of, [...path, k], out);
+      return;
+    case 'object': {
+      if (!isPlainObject(value)) return wrong(shape.what ?? 'a mapping');
+      checkObject(value, shape.fields, path, out);
+      return;
+    }
+    case 'union': {
+      const kind = jsonTypeOf(value);
+      for (const option of shape.options) {
+        const k = jsonKind(option);
+        if (k === kind || (k === undefined && option.t !== 'custom')) return checkShape(value, option, path, out);
+      }
+      return wrong(describeShape(shape));
+    }
+    case 'custom':
+      shape.check(value, path, out);
+      return;
+  }
+}
+
+export function checkObject(value: Record<string, unknown>, fields: Readonly<Record<string, Field>>, path: Path, out: Diagnostic[]): void {
+  for (const [name, field] of Object.entries(fields)) {
+    if (!Object.prototype.hasOwnProperty.call(value, name) || value[name] === undefined) {
+      if (field.required) out.push(error('missing-field', path, `missing required field \`${name}\``, { target: 'key', data: { field: name } }));
+      continue;
+    }
+    const v = value[name];
+    if (v === null && field.required) {
+      out.push(error('missing-field', [...path, name], `\`${name}\` must have a value`, { data: { field: name } }));
+      continue;
+    }
+    if (v === null) continue; // an empty optional field (`description:`) reads as absent
+    checkShape(v, field, [...path, name], out);
+  }
+  reportUnknownKeys(value, Object.keys(fields), path, out);
+}
+
+export function reportUnknownKeys(value: Record<string, unknown>, known: readonly string[], path: Path, out: Diagnostic[]): void {
+  for (const key of Object.keys(value)) {
+    if (known.includes(key) || key.startsWith('x-')) continue;
+    const hint = didYouMean(key, known);
+    out.push(
+      warning('unknown-key', [...path, key], `unknown key \`${key}\``, {
+        target: 'key',
+        hint: hint ?? 'extension keys must start with `x-`',
+      }),
+    );
+  }
+}

@@ -1,0 +1,39 @@
+import { describe, expect, test } from 'vitest';
+import { SourceFile } from '../diagnostics/source.js';
+import { parseYamlSource } from './source.js';
+
+describe('parseYamlSource', () => {
+  test('values follow the YAML 1.2 core schema', () => {
+    const r = parseYamlSource('a: 0b11\nb: 1_000\nc: 0o14\nd: 0x1F\ne: yes\nf: 2026-01-01\ng: ~\nh: 1.5e3\ni: .inf\n');
+    expect(r.diagnostics).toEqual([]);
+    expect(r.value).toEqual({ a: '0b11', b: '1_000', c: 12, d: 31, e: 'yes', f: '2026-01-01', g: null, h: 1500, i: Infinity });
+  });
+
+  test('locates keys and values lazily', () => {
+    const text = 'workflow:\n  a:\n    depends_on: [x, y]\n';
+    const r = parseYamlSource(text);
+    const src = new SourceFile('f', text);
+    expect(src.position(r.locate(['workflow', 'a', 'depends_on', 1])![0])).toEqual({ line: 3, column: 21 });
+    expect(src.position(r.locate(['workflow', 'a'], 'key')![0])).toEqual({ line: 2, column: 3 });
+    // a missing leaf points at the deepest node that exists
+    expect(src.position(r.locate(['workflow', 'a', 'nope'])![0])).toEqual({ line: 3, column: 5 });
+  });
+
+  test('duplicate keys report both places', () => {
+    const r = parseYamlSource('a: 1\nb:\n  c: 1\n  c: 2\n');
+    expect(r.diagnostics.map((d) => d.code)).toEqual(['duplicate-key']);
+    expect(r.diagnostics[0]!.range).toEqual([17, 18]);
+    expect(r.diagnostics[0]!.related?.[0]?.range).toEqual([10, 11]);
+  });
+
+  test('several documents are refused', () => {
+    const r = parseYamlSource('a: 1\n---\nb: 2\n');
+    expect(r.diagnostics.map((d) => d.code)).toEqual(['yaml-syntax']);
+  });
+
+  test('syntax errors are positioned, never thrown', () => {
+    const r = parseYamlSource('a: [1, 2\nb: 3\n');
+    expect(r.diagnostics.length).toBeGreaterThan(0);
+    expect(r.diagnostics.every((d) => d.code === 'yaml-syntax' && d.range !== undefined)).toBe(true);
+  });
+});

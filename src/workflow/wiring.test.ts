@@ -1,0 +1,18 @@
+import { describe, expect, test } from 'vitest';
+import { parseInputRef } from './wiring.js';
+
+describe('parseInputRef', () => {
+  test.each([
+    ['research.findings', { kind: 'phase', phase: 'research', key: 'findings', path: [] }],
+    ['research.summary.title', { kind: 'phase', phase: 'research', key: 'summary', path: ['title'] }],
+    ['$trigger.quarter', { kind: 'trigger', key: 'quarter', path: [] }],
+    ['$initial_state.source', { kind: 'initial_state', key: 'source', path: [] }],
+    ['fetch-hr.head_count', { kind: 'phase', phase: 'fetch-hr', key: 'head_count', path: [] }],
+  ])('%s', (ref, source) => {
+    expect(parseInputRef(ref)).toEqual({ ok: true, source });
+  });
+
+  test.each(['findings', '$trigger.', '$trigger', '$initial_state.', '$env.HOME', 'a..b', ' research.x', 'research.', '.x', ''])('rejects %j', (ref) => {
+    expect(parseInputRef(ref).ok).toBe(false);
+  });
+});

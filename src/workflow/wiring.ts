@@ -1,0 +1,118 @@
+/**
+ * RFC-0024 §8: the four input-wiring checks (phase exists, is a dependency, key is declared,
+ * mapping syntax), each an InputWiringError diagnostic; then edge typing: every mapping is resolved
+ * to the type of the upstream output, reaching into it along the path.
+ */
+import type { Path } from '../core/path.js';
+import { didYouMean } from '../core/suggest.js';
+import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
+import type { CompiledType, TypeRegistry } from '../types/api.js';
+import type { InputBinding, InputSource, OutputDecl } from './model.js';
+
+const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
+
+export type RefParse = { ok: true; source: InputSource } | { ok: false; message: string; suggestion: string };
+
+/** Parses `phase.key[.path]`, `$trigger.key[.path]`, `$initial_state.key[.path]`. */
+export function parseInputRef(ref: string): RefParse {
+  const syntax = 'use `phase_name.key`, `$trigger.key` or `$initial_state.key`';
+  const trimmed = ref.trim();
+  if (trimmed !== ref || ref === '') return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: syntax };
+  const parts = ref.split('.');
+  const head = parts[0] ?? '';
+  const rest = parts.slice(1);
+  if (head.startsWith('$')) {
+    if (head !== '$trigger' && head !== '$initial_state') {
+      const s = didYouMean(head, ['$trigger', '$initial_state']);
+      return { ok: false, message: `unknown input source \`${head}\``, suggestion: s ? `${s} (${syntax})` : syntax };
+    }
+    if (rest.length === 0 || rest[0] === '') return { ok: false, message: `\`${ref}\` needs a key: \`${head}.key\``, suggestion: `name the key, e.g. \`${head}.topic\`` };
+    if (!rest.every((s) => SEGMENT.test(s))) return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: syntax };
+    const [key, ...path] = rest as [string, ...string[]];
+    return { ok: true, source: { kind: head === '$trigger' ? 'trigger' : 'initial_state', key, path } };
+  }
+  if (parts.length < 2 || !parts.every((s) => SEGMENT.test(s))) {
+    return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: parts.length < 2 ? `reference an output key: \`${ref}.key\` (${syntax})` : syntax };
+  }
+  const [phase, key, ...path] = parts as [string, string, ...string[]];
+  return { ok: true, source: { kind: 'phase', phase, key, path } };
+}
+
+export interface WiringContext {
+  phaseName: string;
+  dependsOn: ReadonlySet<string>;
+  phaseNames: ReadonlySet<string>;
+  /** Declared outputs per phase (undefined when a phase declares none). */
+  outputsOf: (phase: string) => OutputDecl[] | undefined;
+  types: TypeRegistry;
+  any: CompiledType;
+}
+
+function wiringError(ctx: WiringContext, path: Path, code: Parameters<typeof error>[0], ref: string, message: string, suggestion: string): Diagnostic {
+  return error(code, path, message, {
+    hint: suggestion,
+    error: 'InputWiringError',
+    data: { phase_name: ctx.phaseName, invalid_refs: [ref], suggestion },
+  });
+}
+
+export function checkInputs(inputs: Record<string, unknown>, ctx: WiringContext, out: Diagnostic[]): InputBinding[] {
+  const bindings: InputBinding[] = [];
+  for (const [name, raw] of Object.entries(inputs)) {
+    const path: Path = ['workflow', ctx.phaseName, 'inputs', name];
+    if (typeof raw !== 'string') {
+      const ref = raw === null ? '' : JSON.stringify(raw);
+      out.push(wiringError(ctx, path, 'input-bad-syntax', ref, `input \`${name}\` must be a mapping expression string`, 'use `phase_name.key`, `$trigger.key` or `$initial_state.key`'));
+      continue;
+    }
+    const parsed = parseInputRef(raw);
+    if (!parsed.ok) {
+      out.push(wiringError(ctx, path, 'input-bad-syntax', raw, parsed.message, parsed.suggestion));
+      continue;
+    }
+    const src = parsed.source;
+    let type = ctx.any;
+    let upstreamOptional = false;
+    if (src.kind === 'phase') {
+      if (!ctx.phaseNames.has(src.phase)) {
+        const s = didYouMean(src.phase, ctx.phaseNames);
+        out.push(wiringError(ctx, path, 'input-unknown-phase', raw, `input \`${name}\` references unknown phase \`${src.phase}\``, s ?? `reference one of the phases in \`depends_on\``));
+        continue;
+      }
+      if (src.phase === ctx.phaseName) {
+        out.push(wiringError(ctx, path, 'input-not-dependency', raw, `input \`${name}\` references the phase's own output`, 'a phase can only read outputs of phases it depends on'));
+        continue;
+      }
+      if (!ctx.dependsOn.has(src.phase)) {
+        out.push(
+          wiringError(ctx, path, 'input-not-dependency', raw, `input \`${name}\` references phase \`${src.phase}\`, which is not in depends_on`, `add \`${src.phase}\` to \`depends_on\` of \`${ctx.phaseName}\``),
+        );
+        continue;
+      }
+      const outputs = ctx.outputsOf(src.phase);
+      if (outputs) {
+        const decl = outputs.find((o) => o.key === src.key);
+        if (!decl) {
+          const s = didYouMean(src.key, outputs.map((o) => o.key));
+          const declared = outputs.map((o) => o.key).join(', ') || '(none)';
+          out.push(
+            wiringError(ctx, path, 'input-undeclared-output', raw, `phase \`${src.phase}\` declares no output \`${src.key}\``, s ?? `declared outputs of \`${src.phase}\`: ${declared}`),
+          );
+          continue;
+        }
+        type = decl.type;
+        upstreamOptional = !decl.required;
+      }
+    }
+    if (src.path.length > 0) {
+      const found = ctx.types.lookup(type, src.path);
+      if (!found.ok) {
+        out.push(error('input-path-invalid', path, `input \`${name}\`: ${found.message}`, { ...(found.hint ? { hint: found.hint } : {}), data: { phase_name: ctx.phaseName, ref: raw } }));
+        continue;
+      }
+      type = found.type;
+    }
+    bindings.push({ name, ref: raw, source: src, type, upstreamOptional });
+  }
+  return bindings;
+}
