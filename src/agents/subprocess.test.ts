@@ -196,7 +196,7 @@ describe('subprocess agent, serve mode', () => {
   });
 
   it('an aborted request fails alone; the process keeps serving', async () => {
-    const a = serve();
+    const a = serve({ killGraceMs: 50 }); // the aborted request's timer keeps the server up after stdin closes
     const ctl = new AbortController();
     const slow = run(a, ctx({ delay: 10_000 }, { signal: ctl.signal }));
     const quick = run(a, ctx({ i: 1 }));

@@ -196,6 +196,8 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
       signal.removeEventListener('abort', onAbort);
       running.delete(entry);
       clearTimeout(killTimer);
+      // Stopped by Baton: a grandchild may still hold the pipes; drop them so they cannot hold the event loop.
+      if (stopping) for (const s of [child.stdin, child.stdout, child.stderr]) s?.destroy();
       settle();
       markSettled();
     };

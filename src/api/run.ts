@@ -3,7 +3,7 @@
  * the store (in-memory unless given), and drives the executor.
  */
 import type { Clock } from '../core/clock.js';
-import type { Json } from '../core/json.js';
+import type { Json, JsonObject } from '../core/json.js';
 import { subprocessAgent } from '../agents/subprocess.js';
 import { stubAgent } from '../agents/stub.js';
 import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
@@ -23,6 +23,8 @@ export interface RunOptions {
   /** Bind every agent that has no handler (and no `x-command`) to a stub built from the output types. */
   stubAgents?: boolean;
   trigger?: Json;
+  /** Run-level initial state for `$initial_state.*` keys that a phase's own `initial_state` does not set. */
+  initialState?: JsonObject;
   concurrency?: number;
   timeoutMs?: number;
   clock?: Clock;
@@ -58,6 +60,7 @@ export async function runWorkflow(spec: WorkflowSpec | WorkflowModel, opts: RunO
     agents: handlers,
     store: opts.store ?? new MemoryStore(),
     ...(opts.trigger !== undefined ? { trigger: opts.trigger } : {}),
+    ...(opts.initialState !== undefined ? { initialState: opts.initialState } : {}),
     ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
     ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),

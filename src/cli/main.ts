@@ -15,11 +15,13 @@ Usage:
 Options for run:
   --agents MODULE      .js/.mjs/.ts module whose default export maps agent ids to handlers
   --stub-agents        bind every agent to a stub returning values built from the declared output types
-  --trigger JSON       trigger payload, or @file.json
+  --trigger JSON       trigger payload, or @file.json (default: trigger.json beside the workflow)
+  --initial-state JSON run-level values for $initial_state.* keys a phase does not set, or @file.json
   --output FILE        write the run result as JSON to FILE
   --json               print the run result as JSON on stdout
-  --concurrency N      phases run at the same time (default 8)
-  --timeout SECONDS    timeout for the whole run
+  --concurrency N      attempts running at the same time (default 32)
+  --timeout SECONDS    timeout for the whole run (default: governance.timeout_hours)
+  --quiet, -q          no progress output
 
 Exit codes: 0 success, 1 invalid workflow (validate) or failed run, 2 usage error or unreadable/invalid input.
 `;

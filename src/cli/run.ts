@@ -7,7 +7,7 @@ import { dirname, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pc from 'picocolors';
 import { BatonError } from '../core/errors.js';
-import { isPlainObject, type Json } from '../core/json.js';
+import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { runWorkflow } from '../api/run.js';
 import { WorkflowSpec } from '../api/spec.js';
 import type { RunEvent } from '../engine/events.js';
@@ -20,7 +20,7 @@ import { ProgressView, type ViewEvent } from './progress.js';
 import { printDiagnostics } from './validate.js';
 
 const RUN_USAGE = `Usage: baton run FILE|DIR|EXAMPLE [--agents MODULE] [--stub-agents] [--trigger JSON|@file.json]
-                 [--output result.json] [--json] [--concurrency N] [--timeout SECONDS] [--quiet]
+                 [--initial-state JSON|@file.json] [--output result.json] [--json] [--concurrency N] [--timeout SECONDS] [--quiet]
 `;
 
 class UsageError extends Error {}
@@ -33,6 +33,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       agents: { type: 'string' },
       'stub-agents': { type: 'boolean', default: false },
       trigger: { type: 'string' },
+      'initial-state': { type: 'string' },
       output: { type: 'string' },
       json: { type: 'boolean', default: false },
       concurrency: { type: 'string' },
@@ -63,7 +64,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
 
     const concurrency = values.concurrency === undefined ? undefined : positiveInt(values.concurrency, '--concurrency');
     const timeoutS = values.timeout === undefined ? undefined : positiveNumber(values.timeout, '--timeout');
-    const trigger = await readTrigger(values.trigger, target.trigger, io.cwd);
+    const trigger = await readJsonObject(values.trigger, target.trigger, io.cwd, 'trigger');
+    const initialState = await readJsonObject(values['initial-state'], undefined, io.cwd, 'initial state');
     const agentsPath = values.agents ?? target.agents;
     const agents = agentsPath ? await loadAgentsModule(agentsPath, io.cwd) : {};
 
@@ -87,6 +89,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
         agents: agents as never,
         stubAgents: values['stub-agents'] === true,
         ...(trigger !== undefined ? { trigger } : {}),
+        ...(initialState !== undefined ? { initialState: initialState as JsonObject } : {}),
         ...(concurrency !== undefined ? { concurrency } : {}),
         ...(timeoutS !== undefined ? { timeoutMs: timeoutS * 1000 } : {}),
         signal: ctl.signal,
@@ -128,7 +131,7 @@ function positiveNumber(s: string, flag: string): number {
   return n;
 }
 
-async function readTrigger(flag: string | undefined, besideWorkflow: string | undefined, cwd: string): Promise<Json | undefined> {
+async function readJsonObject(flag: string | undefined, besideWorkflow: string | undefined, cwd: string, what: string): Promise<Json | undefined> {
   let text: string;
   let from: string;
   if (flag !== undefined) {
@@ -137,11 +140,11 @@ async function readTrigger(flag: string | undefined, besideWorkflow: string | un
       try {
         text = await readFile(resolve(cwd, from), 'utf8');
       } catch (e) {
-        throw new UsageError(`cannot read trigger file ${from}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+        throw new UsageError(`cannot read ${what} file ${from}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
       }
     } else {
       text = flag;
-      from = '--trigger';
+      from = what === 'trigger' ? '--trigger' : '--initial-state';
     }
   } else if (besideWorkflow) {
     text = await readFile(besideWorkflow, 'utf8');
@@ -151,9 +154,9 @@ async function readTrigger(flag: string | undefined, besideWorkflow: string | un
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new UsageError(`${from}: the trigger is not valid JSON (${(e as Error).message})`);
+    throw new UsageError(`${from}: the ${what} is not valid JSON (${(e as Error).message})`);
   }
-  if (!isPlainObject(value)) throw new UsageError(`${from}: the trigger must be a JSON object, e.g. '{"topic": "solar"}'`);
+  if (!isPlainObject(value)) throw new UsageError(`${from}: the ${what} must be a JSON object, e.g. '{"topic": "solar"}'`);
   return value as Json;
 }
 

@@ -23,6 +23,8 @@ export interface ExecutorOptions {
   agents: Readonly<Record<string, AgentHandler>>;
   store: RunStore;
   trigger?: Json;
+  /** Run-level initial state: `$initial_state.*` keys a phase's own `initial_state` does not set. */
+  initialState?: JsonObject;
   /** Most attempts running at once (default 32). */
   concurrency?: number;
   /** Run timeout in ms (overrides governance.timeout_hours). */
@@ -276,7 +278,7 @@ export class Executor {
       }
     }
     if (p.skipWhen) {
-      const scope: Record<string, unknown> = { trigger: this.opts.trigger ?? null, initial_state: p.initialState };
+      const scope: Record<string, unknown> = { trigger: this.opts.trigger ?? null, initial_state: this.initialStateOf(p) };
       for (const n of p.skipWhen.names) {
         const out = this.outputs.get(n);
         if (out !== undefined) scope[n] = out;
@@ -307,6 +309,11 @@ export class Executor {
     this.queue.push({ index: i, input: undefined, attempt: 1, agent: p.assign });
   }
 
+  private initialStateOf(p: PhaseModel): JsonObject {
+    const run = this.opts.initialState;
+    return run ? { ...run, ...p.initialState } : p.initialState;
+  }
+
   /** Starts queued attempts while slots are free. */
   private pump(): void {
     if (this.pumping) return;
@@ -331,7 +338,7 @@ export class Executor {
     const task_id = this.taskId(q.index);
     let input = q.input;
     if (!input) {
-      const r = tryResolveTaskInputs(p, this.outputs, { trigger: this.opts.trigger ?? null, taskId: task_id });
+      const r = tryResolveTaskInputs(p, this.outputs, { trigger: this.opts.trigger ?? null, initialState: this.initialStateOf(p), taskId: task_id });
       if (!r.ok) {
         // upstream outputs never change once recorded: a rejected claim can never succeed, so the task fails now
         const payload = r.error.toJSON();
@@ -345,7 +352,7 @@ export class Executor {
     this.emit({ type: 'task.claimed', phase: p.name, task_id, attempt: q.attempt, agent: q.agent, input });
     // each attempt gets its own copy: an agent that mutates ctx.input cannot touch recorded outputs
     const own = p.inputs && p.inputs.length > 0 ? cloneJson(input) : {};
-    const att = new Attempt(this, q.index, own, input, p.name, task_id, this.runId, q.attempt, q.agent, p.initialState);
+    const att = new Attempt(this, q.index, own, input, p.name, task_id, this.runId, q.attempt, q.agent, this.initialStateOf(p));
     void this.execute(att).catch((e: unknown) => this.crash(e));
   }
 
