@@ -1,0 +1,142 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import type { CliIo } from './io.js';
+import { run } from './main.js';
+
+function capture(cwd = process.cwd()): CliIo & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: (s) => void (out += s),
+    stderr: (s) => void (err += s),
+    isTTY: false,
+    cwd,
+    env: {},
+    out: () => out,
+    err: () => err,
+  };
+}
+
+const fixtures = join(import.meta.dirname, '..', '..', 'test', 'fixtures');
+const corpus = join(fixtures, 'corpus');
+
+function tmp(): string {
+  return mkdtempSync(join(tmpdir(), 'baton-cli-'));
+}
+
+describe('baton validate', () => {
+  test('a valid file exits 0', async () => {
+    const io = capture();
+    expect(await run(['validate', join(corpus, 'hello_world.yaml')], io)).toBe(0);
+    expect(io.out()).toMatch(/valid/);
+  });
+
+  test('an invalid file exits 1 with file:line:col, code, frame and hint', async () => {
+    const io = capture(fixtures);
+    expect(await run(['validate', 'diagnostics/input-wiring.yaml'], io)).toBe(1);
+    expect(io.out()).toMatch(/diagnostics\/input-wiring\.yaml:\d+:\d+: error\[input-unknown-phase\]/);
+    expect(io.out()).toMatch(/\^+/);
+    expect(io.out()).toMatch(/hint: did you mean `research`\?/);
+  });
+
+  test('--json prints one document with positioned diagnostics and RFC fields', async () => {
+    const io = capture(fixtures);
+    expect(await run(['validate', '--json', 'diagnostics/input-wiring.yaml', 'corpus/hello_world.yaml'], io)).toBe(1);
+    const doc = JSON.parse(io.out()) as { files: { file: string; valid: boolean; diagnostics: Record<string, unknown>[] }[] };
+    expect(doc.files.map((f) => f.valid)).toEqual([false, true]);
+    const d = doc.files[0]!.diagnostics[0]!;
+    expect(d).toMatchObject({ severity: 'error', code: 'input-unknown-phase', error: 'InputWiringError', phase_name: 'analysis', invalid_refs: ['reserch.findings'], path: 'workflow.analysis.inputs.a' });
+    expect(typeof d['line']).toBe('number');
+    expect(typeof d['column']).toBe('number');
+  });
+
+  test('an unreadable file exits 2; no file is a usage error', async () => {
+    expect(await run(['validate', 'nope.yaml'], capture())).toBe(2);
+    expect(await run(['validate'], capture())).toBe(2);
+    expect(await run(['frobnicate'], capture())).toBe(2);
+  });
+});
+
+describe('baton run', () => {
+  test('the bundled example runs with its agents and trigger; --json prints the run result', async () => {
+    const io = capture();
+    expect(await run(['run', 'quarterly-compliance', '--json'], io)).toBe(0);
+    const result = JSON.parse(io.out()) as { status: string; phases: Record<string, { status: string; input: unknown }>; cost_usd: number; events: unknown[] };
+    expect(result.status).toBe('completed');
+    expect(Object.values(result.phases).every((p) => p.status === 'completed')).toBe(true);
+    expect(result.cost_usd).toBeGreaterThan(0);
+    expect(io.err()).toMatch(/task\.completed/); // progress goes to stderr when stdout carries JSON
+  });
+
+  test('the research pipeline example runs', async () => {
+    const io = capture();
+    expect(await run(['run', 'research-pipeline', '--quiet'], io)).toBe(0);
+    expect(io.out()).toMatch(/completed/);
+  });
+
+  test.each(['compliance_review.yaml', 'mcp_workflow.yaml', 'research_pipeline.yaml'])('corpus %s runs with --stub-agents', async (f) => {
+    const io = capture();
+    expect(await run(['run', join(corpus, f), '--stub-agents'], io)).toBe(0);
+    expect(io.out()).toMatch(/task\.claimed/); // on a pipe: one line per event
+  });
+
+  test('unbound agents: exit 2 before anything runs, naming them', async () => {
+    const io = capture();
+    expect(await run(['run', join(corpus, 'hello_world.yaml')], io)).toBe(2);
+    expect(io.err()).toMatch(/no handler is bound for agent/);
+  });
+
+  test('an invalid workflow exits 2 with its diagnostics', async () => {
+    const io = capture(fixtures);
+    expect(await run(['run', 'diagnostics/dependency-cycle.yaml', '--stub-agents'], io)).toBe(2);
+    expect(io.err()).toMatch(/dependency-cycle/);
+  });
+
+  test('usage errors exit 2', async () => {
+    const wf = join(corpus, 'hello_world.yaml');
+    for (const args of [['run'], ['run', wf, '--trigger', '{nope'], ['run', wf, '--trigger', '[1]'], ['run', wf, '--concurrency', '0'], ['run', wf, '--timeout', 'x'], ['run', 'no-such-thing'], ['run', wf, '--agents', 'missing.mjs']]) {
+      const io = capture();
+      expect(await run(args, io), args.join(' ')).toBe(2);
+      expect(io.err()).toMatch(/baton/);
+    }
+  });
+
+  test('a failed run exits 1; --output writes the result; --trigger @file; agents from a module', async () => {
+    const dir = tmp();
+    writeFileSync(
+      join(dir, 'wf.yaml'),
+      `openintent: "1.0"\ninfo: {name: "F"}\nworkflow:\n  a: {assign: x, inputs: {n: $trigger.n}, outputs: {double: number}}\n  b: {assign: y, depends_on: [a], inputs: {d: a.double}, outputs: {ok: boolean}}\n`,
+    );
+    writeFileSync(join(dir, 'agents.mjs'), `export default { x: (ctx) => ({ double: ctx.input.n * 2 }), y: (ctx) => ({ ok: ctx.input.d > 5 ? true : 'no' }) };\n`);
+    writeFileSync(join(dir, 't.json'), '{"n": 4}');
+    const io = capture(dir);
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--trigger', '@t.json', '--output', 'out.json'], io)).toBe(0);
+    const saved = JSON.parse(readFileSync(join(dir, 'out.json'), 'utf8')) as { phases: Record<string, { output: unknown }> };
+    expect(saved.phases['b']!.output).toEqual({ ok: true });
+
+    const io2 = capture(dir);
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--trigger', '{"n": 1}'], io2)).toBe(1);
+    expect(io2.out()).toMatch(/OutputTypeMismatchError/);
+  });
+});
+
+describe('baton list and baton new', () => {
+  test('list shows the bundled examples', async () => {
+    const io = capture();
+    expect(await run(['list'], io)).toBe(0);
+    expect(io.out()).toMatch(/quarterly-compliance/);
+    expect(io.out()).toMatch(/research-pipeline/);
+  });
+
+  test('new writes a starter that validates and runs', async () => {
+    const dir = tmp();
+    const io = capture(dir);
+    expect(await run(['new', 'My First Flow'], io)).toBe(0);
+    const v = capture(dir);
+    expect(await run(['validate', 'my-first-flow/workflow.yaml'], v)).toBe(0);
+    const r = capture(dir);
+    expect(await run(['run', 'my-first-flow', '--quiet'], r)).toBe(0);
+  });
+});
