@@ -37,7 +37,7 @@ export interface RunOptions {
 }
 
 function isClosable(b: AgentBinding): b is ClosableAgent {
-  return typeof b === 'object' && b !== null && typeof (b as ClosableAgent).handler === 'function';
+  return typeof b === 'object' && b !== null && typeof (b).handler === 'function';
 }
 
 /** Runs a workflow to its end and resolves to the run result (it rejects only on faults, never on a failed run). */

@@ -24,7 +24,10 @@ export async function validateCommand(files: string[], opts: { json: boolean }, 
     let warnings = 0;
     for (const r of results) {
       io.stdout(printDiagnostics(r, io.isTTY));
-      for (const d of r.diagnostics) d.severity === 'error' ? errors++ : warnings++;
+      for (const d of r.diagnostics) {
+        if (d.severity === 'error') errors++;
+        else warnings++;
+      }
       if (r.ok) io.stdout(`${c.green('✓')} ${r.file}: valid\n`);
     }
     io.stdout(summaryLine(results.length, errors, warnings, c) + '\n');

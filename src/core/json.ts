@@ -59,6 +59,7 @@ export function cloneJson<T extends Json>(value: T): T {
     return out as T;
   }
   const out: { [key: string]: Json } = {};
-  for (const k in value) out[k] = cloneJson((value as { [key: string]: Json })[k]!);
+  const obj: { [key: string]: Json } = value;
+  for (const k of Object.keys(obj)) out[k] = cloneJson(obj[k]!);
   return out as T;
 }

@@ -421,7 +421,7 @@ describe('budgets', () => {
 describe('agents and context', () => {
   test('unbound agents fail before anything runs, listing them all', async () => {
     const store = new MemoryStore();
-    await expect(new Executor(PIPELINE, { agents: { researcher: () => ({}) }, store }).run()).rejects.toMatchObject({ code: 'unbound-agent', message: expect.stringMatching(/analyst.*writer/) });
+    await expect(new Executor(PIPELINE, { agents: { researcher: () => ({}) }, store }).run()).rejects.toMatchObject({ code: 'unbound-agent', message: expect.stringMatching(/analyst.*writer/) as unknown });
     expect(store.runs()).toEqual([]);
   });
 

@@ -561,7 +561,7 @@ export class Executor {
   siblingOutput(att: Attempt, phase: string): JsonObject | undefined {
     const out = this.outputs.get(phase);
     if (!att.settled && !this.ended) this.emit({ type: 'task.sibling_output', phase: att.phase, task_id: att.taskId, attempt: att.attempt, sibling: phase, found: out !== undefined });
-    return out === undefined ? undefined : (structuredClone(out) as JsonObject);
+    return out === undefined ? undefined : cloneJson(out);
   }
 
   log(att: Attempt, message: string): void {

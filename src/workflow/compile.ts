@@ -230,7 +230,7 @@ function checkAgents(raw: unknown, out: Diagnostic[]): Record<string, AgentDecl>
       capabilities: Array.isArray(caps) ? caps.filter((c): c is string => typeof c === 'string') : [],
       ...(d['default_permission'] === 'read' || d['default_permission'] === 'write' || d['default_permission'] === 'admin' ? { defaultPermission: d['default_permission'] } : {}),
       approvalRequired: d['approval_required'] === true,
-      ...(typeof cmd === 'string' || (Array.isArray(cmd) && cmd.every((c) => typeof c === 'string')) ? { command: cmd as string | string[] } : {}),
+      ...(typeof cmd === 'string' || (Array.isArray(cmd) && cmd.every((c) => typeof c === 'string')) ? { command: cmd } : {}),
       ...(d['x-mode'] === 'serve' || d['x-mode'] === 'once' ? { mode: d['x-mode'] } : {}),
       extensions: extensionsOf(d),
     };

@@ -148,7 +148,7 @@ export class WorkflowValidationError extends WorkflowError {
       .filter((d) => d.error === 'InputWiringError')
       .map((d) => {
         const data = d.data ?? {};
-        return new InputWiringError(String(data['phase_name'] ?? ''), (data['invalid_refs'] as string[] | undefined) ?? [], String(data['suggestion'] ?? ''), d.message);
+        return new InputWiringError(str(data['phase_name']), (data['invalid_refs'] as string[] | undefined) ?? [], str(data['suggestion']), d.message);
       });
   }
   toJSON(): Record<string, unknown> {
@@ -158,7 +158,7 @@ export class WorkflowValidationError extends WorkflowError {
 
 /** Rebuilds a class instance from an event payload (after a store round trip). */
 export function fromPayload(p: Record<string, unknown>): WorkflowError | undefined {
-  const s = (k: string): string => String(p[k] ?? '');
+  const s = (k: string): string => str(p[k]);
   const msg = typeof p['message'] === 'string' ? p['message'] : undefined;
   switch (p['error']) {
     case 'MissingOutputError':
@@ -174,4 +174,8 @@ export function fromPayload(p: Record<string, unknown>): WorkflowError | undefin
     default:
       return undefined;
   }
+}
+
+function str(v: unknown): string {
+  return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
 }

@@ -64,7 +64,7 @@ export function parseExpression(source: string): ExpressionParse {
   if (source.trim() === '') return { ok: false, message: 'empty expression', offset: 0 };
   let fn: ((ctx?: Record<string, unknown>) => unknown) & { ast: unknown };
   try {
-    fn = celParse(source) as unknown as typeof fn;
+    fn = celParse(source);
   } catch (e) {
     const err = e as { message?: string; node?: { start?: number; pos?: number } };
     const first = String(err.message ?? 'syntax error').split('\n')[0] ?? 'syntax error';
