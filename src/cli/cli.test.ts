@@ -76,6 +76,15 @@ describe('baton run', () => {
     expect(io.out()).toMatch(/completed/);
   });
 
+  test('the polyglot example runs a Python agent per task and one long-lived Node agent for two phases', async () => {
+    const io = capture();
+    expect(await run(['run', 'polyglot', '--json'], io)).toBe(0);
+    const r = JSON.parse(io.out()) as { phases: Record<string, { output: Record<string, unknown> }> };
+    expect(r.phases['count']!.output['counts']).toHaveLength(2);
+    expect(r.phases['score_short']!.output['pid']).toBe(r.phases['score_long']!.output['pid']);
+    expect(r.phases['report']!.output['total_words']).toBe(21);
+  });
+
   test.each(['compliance_review.yaml', 'mcp_workflow.yaml', 'research_pipeline.yaml'])('corpus %s runs with --stub-agents', async (f) => {
     const io = capture();
     expect(await run(['run', join(corpus, f), '--stub-agents'], io)).toBe(0);
