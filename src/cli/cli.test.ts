@@ -85,6 +85,19 @@ describe('baton run', () => {
     expect(r.phases['report']!.output['total_words']).toBe(21);
   });
 
+  test('--agent-command and --agent-serve bind agents to subprocesses from the command line', async () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'wf.yaml'), `openintent: "1.0"\ninfo: {name: "S"}\nworkflow:\n  a: {assign: py, inputs: {name: $trigger.name}, outputs: {greeting: string}}\n  b: {assign: js, depends_on: [a], inputs: {g: a.greeting}}\n`);
+    const agentsDir = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'agents');
+    const io = capture(dir);
+    const code = await run(['run', 'wf.yaml', '--json', '--trigger', '{"name": "ada"}', '--agent-command', `py=python3 ${join(agentsDir, 'agent.py')}`, '--agent-serve', `js=node ${join(agentsDir, 'serve.mjs')}`], io);
+    expect(code, io.err()).toBe(0);
+    const r = JSON.parse(io.out()) as { phases: Record<string, { output: Record<string, unknown> }> };
+    expect(r.phases['a']!.output).toEqual({ greeting: 'hello ada' });
+    expect(r.phases['b']!.output['echo']).toEqual({ g: 'hello ada' });
+    expect(await run(['run', 'wf.yaml', '--agent-command', 'py'], capture(dir))).toBe(2);
+  });
+
   test.each(['compliance_review.yaml', 'mcp_workflow.yaml', 'research_pipeline.yaml'])('corpus %s runs with --stub-agents', async (f) => {
     const io = capture();
     expect(await run(['run', join(corpus, f), '--stub-agents'], io)).toBe(0);

@@ -14,6 +14,8 @@ Usage:
 
 Options for run:
   --agents MODULE      .js/.mjs/.ts module whose default export maps agent ids to handlers
+  --agent-command ID=CMD  bind agent ID to a subprocess started per task (JSON on stdin/stdout); repeatable
+  --agent-serve ID=CMD    bind agent ID to one long-lived subprocess answering JSON lines; repeatable
   --stub-agents        bind every agent to a stub returning values built from the declared output types
   --trigger JSON       trigger payload, or @file.json (default: trigger.json beside the workflow)
   --initial-state JSON run-level values for $initial_state.* keys a phase does not set, or @file.json

@@ -8,7 +8,8 @@ import { parseArgs } from 'node:util';
 import pc from 'picocolors';
 import { BatonError } from '../core/errors.js';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
-import { runWorkflow } from '../api/run.js';
+import { runWorkflow, type AgentBinding } from '../api/run.js';
+import { subprocessAgent } from '../agents/subprocess.js';
 import { WorkflowSpec } from '../api/spec.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunResult } from '../engine/state.js';
@@ -19,7 +20,8 @@ import type { CliIo } from './io.js';
 import { ProgressView, type ViewEvent } from './progress.js';
 import { printDiagnostics } from './validate.js';
 
-const RUN_USAGE = `Usage: baton run FILE|DIR|EXAMPLE [--agents MODULE] [--stub-agents] [--trigger JSON|@file.json]
+const RUN_USAGE = `Usage: baton run FILE|DIR|EXAMPLE [--agents MODULE] [--agent-command ID=CMD] [--agent-serve ID=CMD]
+                 [--stub-agents] [--trigger JSON|@file.json]
                  [--initial-state JSON|@file.json] [--output result.json] [--json] [--concurrency N] [--timeout SECONDS] [--quiet]
 `;
 
@@ -31,6 +33,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     allowPositionals: true,
     options: {
       agents: { type: 'string' },
+      'agent-command': { type: 'string', multiple: true },
+      'agent-serve': { type: 'string', multiple: true },
       'stub-agents': { type: 'boolean', default: false },
       trigger: { type: 'string' },
       'initial-state': { type: 'string' },
@@ -67,7 +71,14 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const trigger = await readJsonObject(values.trigger, target.trigger, io.cwd, 'trigger');
     const initialState = await readJsonObject(values['initial-state'], undefined, io.cwd, 'initial state');
     const agentsPath = values.agents ?? target.agents;
-    const agents = agentsPath ? await loadAgentsModule(agentsPath, io.cwd) : {};
+    const agents: Record<string, AgentBinding> = agentsPath ? ((await loadAgentsModule(agentsPath, io.cwd)) as Record<string, AgentBinding>) : {};
+    for (const [flag, mode] of [['agent-command', 'once'], ['agent-serve', 'serve']] as const) {
+      for (const spec of values[flag] ?? []) {
+        const eq = spec.indexOf('=');
+        if (eq <= 0 || eq === spec.length - 1) throw new UsageError(`--${flag} expects AGENT=COMMAND, e.g. --${flag} 'researcher=python3 research.py', got \`${spec}\``);
+        agents[spec.slice(0, eq)] = subprocessAgent({ command: spec.slice(eq + 1), mode, agentId: spec.slice(0, eq), cwd: io.cwd });
+      }
+    }
 
     const quiet = values.quiet === true;
     const toStderr = values.json === true;
@@ -86,7 +97,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     let result: RunResult;
     try {
       result = await runWorkflow(spec, {
-        agents: agents as never,
+        agents,
         stubAgents: values['stub-agents'] === true,
         ...(trigger !== undefined ? { trigger } : {}),
         ...(initialState !== undefined ? { initialState: initialState as JsonObject } : {}),
@@ -99,6 +110,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     } finally {
       view?.close();
       off?.();
+      await Promise.allSettled(Object.values(agents).map((a) => (typeof a === 'function' ? undefined : a.close())));
     }
 
     if (values.output) await writeFile(resolve(io.cwd, values.output), JSON.stringify(result, null, 2) + '\n');

@@ -12,6 +12,8 @@ export type RunStatus = 'running' | 'completed' | 'failed' | 'cancelled';
 export interface FailureRecord {
   /** The RFC error name (`MissingOutputError`) or an agent's code (`RateLimited`, `Timeout`, ...). */
   code: string;
+  /** The error class name for the RFC's named errors and BudgetExceededError (the payload is in `details`). */
+  error?: string;
   message: string;
   retryable: boolean;
   /** The RFC section 4 payload for contract errors, or adapter details (exit code, stderr). */

@@ -343,7 +343,7 @@ export class Executor {
         // upstream outputs never change once recorded: a rejected claim can never succeed, so the task fails now
         const payload = r.error.toJSON();
         this.emit({ type: 'task.claim_rejected', phase: p.name, task_id, error: payload });
-        this.terminal(q.index, { type: 'task.failed', phase: p.name, task_id, attempts: 0, failure: { code: r.error.error, message: r.error.message, retryable: false, details: payload } });
+        this.terminal(q.index, { type: 'task.failed', phase: p.name, task_id, attempts: 0, failure: { code: r.error.error, error: r.error.error, message: r.error.message, retryable: false, details: payload } });
         return;
       }
       input = r.input;
@@ -411,7 +411,7 @@ export class Executor {
     if (!checked.ok) {
       const payload = checked.error.toJSON();
       this.emit({ type: 'task.rejected', phase: p.name, task_id: att.taskId, attempt: att.attempt, error: payload });
-      this.retryOrFail(att, { code: checked.error.error, message: checked.error.message, retryable: true, details: payload });
+      this.retryOrFail(att, { code: checked.error.error, error: checked.error.error, message: checked.error.message, retryable: true, details: payload });
       return;
     }
     const recorded = checked.output;
@@ -541,7 +541,7 @@ export class Executor {
       }
       if (phaseTotal > ct.budgetUsd + 1e-12) {
         const err = new BudgetExceededError('phase', ct.budgetUsd, phaseTotal, p.name);
-        this.stop({ kind: 'failed', failure: { code: err.error, message: err.message, retryable: false, details: err.toJSON() } });
+        this.stop({ kind: 'failed', failure: { code: err.error, error: err.error, message: err.message, retryable: false, details: err.toJSON() } });
         return;
       }
     }
@@ -553,7 +553,7 @@ export class Executor {
       }
       if (runTotal > max + 1e-12) {
         const err = new BudgetExceededError('run', max, runTotal);
-        this.stop({ kind: 'failed', failure: { code: err.error, message: err.message, retryable: false, details: err.toJSON() } });
+        this.stop({ kind: 'failed', failure: { code: err.error, error: err.error, message: err.message, retryable: false, details: err.toJSON() } });
       }
     }
   }
