@@ -192,7 +192,7 @@ function walkJson(value: unknown, pointer: string, out: ValueIssue[], expected: 
       else walkJson(arr[i], `${pointer}/${i}`, out, 'any');
     }
   } else if (t === 'object') {
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) walkJson(v, `${pointer}/${escapePointer(k)}`, out, 'any');
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) if (v !== undefined) walkJson(v, `${pointer}/${escapePointer(k)}`, out, 'any');
   } else if (t !== 'string' && t !== 'number' && t !== 'boolean' && t !== 'null') {
     out.push(typeIssue(pointer, expected, value));
   }

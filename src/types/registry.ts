@@ -236,7 +236,9 @@ function buildRecord(raw: Record<string, unknown>, path: Path, reg: Registry, ou
 /** A named declaration: like a field reference, but a bare mapping is always a record (or an enum). */
 function buildDeclaration(name: string, raw: unknown, reg: Registry, out: Diagnostic[], basePath: Path): void {
   const path = [...basePath, name];
-  if (isPlainObject(raw) && !('enum' in raw) && !isWrapper(raw)) {
+  // a declaration's mapping is a record (`Event: {type: string, at: string}` has a field named `type`),
+  // unless it is an enum or a wrapper that says so with `items` / `nullable`
+  if (isPlainObject(raw) && !('enum' in raw) && !(isWrapper(raw) && ((raw['type'] === 'array' && 'items' in raw) || typeof raw['nullable'] === 'boolean'))) {
     reg.define(name, buildRecord(raw, path, reg, out));
     return;
   }
