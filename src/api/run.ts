@@ -2,37 +2,27 @@
  * The composition root of a run: binds agents (functions, `x-command` subprocesses, stubs), picks
  * the store (in-memory unless given), and drives the executor.
  */
-import type { Clock } from '../core/clock.js';
-import type { Json, JsonObject } from '../core/json.js';
 import { subprocessAgent } from '../agents/subprocess.js';
 import { stubAgent } from '../agents/stub.js';
 import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
-import type { RunEvent } from '../engine/events.js';
-import { Executor } from '../engine/executor.js';
+import { Executor, type ExecutorOptions } from '../engine/executor.js';
 import type { RunStore } from '../engine/ports.js';
-import type { RunResult, RunState } from '../engine/state.js';
+import type { RunResult } from '../engine/state.js';
 import { MemoryStore } from '../store/memory.js';
 import type { WorkflowModel } from '../workflow/model.js';
 import { WorkflowSpec } from './spec.js';
 
 export type AgentBinding = AgentHandler | ClosableAgent;
 
-export interface RunOptions {
-  /** Handlers by agent id: functions `(ctx) => output`, or adapters with `handler` and `close()`. */
+/** The executor's options (trigger, initialState, concurrency, timeoutMs, clock, signal, onEvent, runId), plus bindings. */
+export interface RunOptions extends Omit<ExecutorOptions, 'agents' | 'store'> {
+  /** Handlers by agent id: functions `(ctx) => output`, or adapters with `handler` and `close()` (closed by the caller). */
   agents?: Readonly<Record<string, AgentBinding>>;
   /** Bind every agent that has no handler (and no `x-command`) to a stub built from the output types. */
   stubAgents?: boolean;
-  trigger?: Json;
-  /** Run-level initial state for `$initial_state.*` keys that a phase's own `initial_state` does not set. */
-  initialState?: JsonObject;
-  concurrency?: number;
-  timeoutMs?: number;
-  clock?: Clock;
-  signal?: AbortSignal;
-  onEvent?: (event: RunEvent, state: RunState) => void;
+  /** Where the run is kept (default: a new in-memory store). */
   store?: RunStore;
-  runId?: string;
-  /** Working directory of `x-command` agents (default: the workflow file's folder). */
+  /** Working directory of `x-command` agents (default: the process's). */
   cwd?: string;
 }
 
@@ -56,18 +46,8 @@ export async function runWorkflow(spec: WorkflowSpec | WorkflowModel, opts: RunO
     const stub = stubAgent(model);
     for (const [id] of Executor.unboundAgents(model, handlers)) handlers[id] = stub;
   }
-  const executor = new Executor(model, {
-    agents: handlers,
-    store: opts.store ?? new MemoryStore(),
-    ...(opts.trigger !== undefined ? { trigger: opts.trigger } : {}),
-    ...(opts.initialState !== undefined ? { initialState: opts.initialState } : {}),
-    ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
-    ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
-    ...(opts.clock ? { clock: opts.clock } : {}),
-    ...(opts.signal ? { signal: opts.signal } : {}),
-    ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
-    ...(opts.runId !== undefined ? { runId: opts.runId } : {}),
-  });
+  const { agents: _a, stubAgents: _s, store, cwd: _c, ...executorOptions } = opts;
+  const executor = new Executor(model, { ...executorOptions, agents: handlers, store: store ?? new MemoryStore() });
   try {
     return await executor.run();
   } finally {
