@@ -110,7 +110,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     } finally {
       view?.close();
       off?.();
-      await Promise.allSettled(Object.values(agents).map((a) => (typeof a === 'function' ? undefined : a.close())));
+      await Promise.allSettled(Object.values(agents).flatMap((a) => (typeof a === 'function' ? [] : [a.close()])));
     }
 
     if (values.output) await writeFile(resolve(io.cwd, values.output), JSON.stringify(result, null, 2) + '\n');

@@ -22,9 +22,9 @@ const stringable = (names: number): fc.Arbitrary<T> =>
   fc.letrec<{ t: T }>((tie) => ({
     t: fc.oneof(
       { depthSize: 'small', withCrossShrink: true },
-      fc.constantFrom('string', 'number', 'integer', 'boolean', 'object', 'array', 'any').map((name) => ({ k: 'prim', name }) as T),
-      ...(names > 0 ? [fc.nat(names - 1).map((i) => ({ k: 'named', i }) as T)] : []),
-      fc.record({ el: tie('t'), syntax: fc.constantFrom('suffix' as const, 'generic' as const) }).map(({ el, syntax }) => ({ k: 'array', el, syntax }) as T),
+      fc.constantFrom('string', 'number', 'integer', 'boolean', 'object', 'array', 'any').map((name) => ({ k: 'prim', name })),
+      ...(names > 0 ? [fc.nat(names - 1).map((i) => ({ k: 'named', i }))] : []),
+      fc.record({ el: tie('t'), syntax: fc.constantFrom('suffix' as const, 'generic' as const) }).map(({ el, syntax }) => ({ k: 'array', el, syntax })),
     ),
   })).t;
 
@@ -50,12 +50,12 @@ const fieldName = fc.constantFrom('a', 'b', 'source', 'confidence', 'notes', 'ty
 const fieldType = (names: number): fc.Arbitrary<T> =>
   fc.oneof(
     stringable(names),
-    stringable(names).map((t) => ({ k: 'nullable', t }) as T),
-    fc.uniqueArray(fc.oneof(fc.string({ minLength: 1, maxLength: 5 }), fc.integer({ min: -5, max: 5 }), fc.boolean()), { minLength: 1, maxLength: 4 }).map((values) => ({ k: 'enum', values }) as T),
+    stringable(names).map((t) => ({ k: 'nullable', t })),
+    fc.uniqueArray(fc.oneof(fc.string({ minLength: 1, maxLength: 5 }), fc.integer({ min: -5, max: 5 }), fc.boolean()), { minLength: 1, maxLength: 4 }).map((values) => ({ k: 'enum', values })),
   );
 
 const recordOf = (names: number): fc.Arbitrary<T> =>
-  fc.uniqueArray(fc.record({ name: fieldName, t: fieldType(names), optional: fc.boolean() }), { minLength: 1, maxLength: 4, selector: (f) => f.name }).map((fields) => ({ k: 'record', fields }) as T);
+  fc.uniqueArray(fc.record({ name: fieldName, t: fieldType(names), optional: fc.boolean() }), { minLength: 1, maxLength: 4, selector: (f) => f.name }).map((fields) => ({ k: 'record', fields }));
 
 /** Named declarations N0..Nn-1; Ni may use Nj for j < i (recursion through records is tested elsewhere). */
 const declarations: fc.Arbitrary<T[]> = fc.integer({ min: 1, max: 4 }).chain((n) =>
@@ -115,7 +115,7 @@ function fit(t: T, decls: T[], depth = 0): fc.Arbitrary<Json> {
       const shape: Record<string, fc.Arbitrary<Json>> = {};
       for (const f of t.fields) shape[f.name] = fit(f.t, decls, depth + 1);
       const required = t.fields.filter((f) => !f.optional).map((f) => f.name);
-      return fc.record(shape, { requiredKeys: required }) as fc.Arbitrary<Json>;
+      return fc.record(shape, { requiredKeys: required });
     }
   }
   throw new Error('unreachable');
@@ -145,7 +145,7 @@ function wrong(t: T, decls: T[]): fc.Arbitrary<unknown> | undefined {
     case 'named':
       return wrong(decls[t.i]!, decls);
     case 'array':
-      return fc.oneof(fc.constantFrom({}, 'x', 1, null), ...[wrong(t.el, decls)].filter((a) => a !== undefined).map((a) => a!.map((v) => [v])));
+      return fc.oneof(fc.constantFrom({}, 'x', 1, null), ...[wrong(t.el, decls)].filter((a) => a !== undefined).map((a) => a.map((v) => [v])));
     case 'nullable': {
       const w = wrong(t.t, decls);
       return w?.filter((v) => v !== null);
@@ -201,7 +201,7 @@ describe('type language properties', () => {
       return fc.nat(f.length - 1).chain((k) => {
         const field = f[k]!;
         const bad = wrong(field.t, c.decls);
-        return fc.tuple(fit(c.root, c.decls), bad ?? fc.constant(NaN)).map(([v, w]) => ({ c, v: { ...(v as object), [field.name]: w } as unknown, at: `/${field.name}` }));
+        return fc.tuple(fit(c.root, c.decls), bad ?? fc.constant(NaN)).map(([v, w]) => ({ c, v: { ...(v as object), [field.name]: w }, at: `/${field.name}` }));
       });
     });
     fc.assert(

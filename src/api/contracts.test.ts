@@ -1,8 +1,8 @@
 /** RFC-0024 runtime checks as pure functions: claim (§3.1), hand-off (§3.2), completion (§3.3), payloads (§4). */
 import { describe, expect, test } from 'vitest';
-import { WorkflowSpec } from '../api/spec.js';
-import { MissingOutputError, OutputTypeMismatchError, UnresolvableInputError, UpstreamIntentSuspendedError, WorkflowValidationError } from './errors.js';
-import { checkTaskOutputs, resolveTaskInputs, validateClaimInputs, validateTaskOutputs } from './runtime.js';
+import { WorkflowSpec } from './spec.js';
+import { MissingOutputError, OutputTypeMismatchError, UnresolvableInputError, UpstreamIntentSuspendedError, WorkflowValidationError } from '../workflow/errors.js';
+import { checkTaskOutputs, resolveTaskInputs, validateClaimInputs, validateTaskOutputs } from '../workflow/runtime.js';
 
 const spec = WorkflowSpec.fromString(`openintent: "1.0"
 info: {name: "Contracts"}
