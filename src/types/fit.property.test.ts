@@ -22,9 +22,9 @@ const stringable = (names: number): fc.Arbitrary<T> =>
   fc.letrec<{ t: T }>((tie) => ({
     t: fc.oneof(
       { depthSize: 'small', withCrossShrink: true },
-      fc.constantFrom('string', 'number', 'integer', 'boolean', 'object', 'array', 'any').map((name) => ({ k: 'prim', name })),
-      ...(names > 0 ? [fc.nat(names - 1).map((i) => ({ k: 'named', i }))] : []),
-      fc.record({ el: tie('t'), syntax: fc.constantFrom('suffix' as const, 'generic' as const) }).map(({ el, syntax }) => ({ k: 'array', el, syntax })),
+      fc.constantFrom('string', 'number', 'integer', 'boolean', 'object', 'array', 'any').map((name): T => ({ k: 'prim', name })),
+      ...(names > 0 ? [fc.nat(names - 1).map((i): T => ({ k: 'named', i }))] : []),
+      fc.record({ el: tie('t'), syntax: fc.constantFrom('suffix' as const, 'generic' as const) }).map(({ el, syntax }): T => ({ k: 'array', el, syntax })),
     ),
   })).t;
 
@@ -50,12 +50,12 @@ const fieldName = fc.constantFrom('a', 'b', 'source', 'confidence', 'notes', 'ty
 const fieldType = (names: number): fc.Arbitrary<T> =>
   fc.oneof(
     stringable(names),
-    stringable(names).map((t) => ({ k: 'nullable', t })),
-    fc.uniqueArray(fc.oneof(fc.string({ minLength: 1, maxLength: 5 }), fc.integer({ min: -5, max: 5 }), fc.boolean()), { minLength: 1, maxLength: 4 }).map((values) => ({ k: 'enum', values })),
+    stringable(names).map((t): T => ({ k: 'nullable', t })),
+    fc.uniqueArray(fc.oneof(fc.string({ minLength: 1, maxLength: 5 }), fc.integer({ min: -5, max: 5 }), fc.boolean()), { minLength: 1, maxLength: 4 }).map((values): T => ({ k: 'enum', values })),
   );
 
 const recordOf = (names: number): fc.Arbitrary<T> =>
-  fc.uniqueArray(fc.record({ name: fieldName, t: fieldType(names), optional: fc.boolean() }), { minLength: 1, maxLength: 4, selector: (f) => f.name }).map((fields) => ({ k: 'record', fields }));
+  fc.uniqueArray(fc.record({ name: fieldName, t: fieldType(names), optional: fc.boolean() }), { minLength: 1, maxLength: 4, selector: (f) => f.name }).map((fields): T => ({ k: 'record', fields }));
 
 /** Named declarations N0..Nn-1; Ni may use Nj for j < i (recursion through records is tested elsewhere). */
 const declarations: fc.Arbitrary<T[]> = fc.integer({ min: 1, max: 4 }).chain((n) =>
@@ -115,7 +115,8 @@ function fit(t: T, decls: T[], depth = 0): fc.Arbitrary<Json> {
       const shape: Record<string, fc.Arbitrary<Json>> = {};
       for (const f of t.fields) shape[f.name] = fit(f.t, decls, depth + 1);
       const required = t.fields.filter((f) => !f.optional).map((f) => f.name);
-      return fc.record(shape, { requiredKeys: required });
+      const rec: fc.Arbitrary<Json> = fc.record(shape, { requiredKeys: required });
+      return rec;
     }
   }
   throw new Error('unreachable');
