@@ -48,7 +48,8 @@ export class ProgressView {
   ) {
     this.c = pc.createColors(out.isTTY);
     for (const p of phases) this.rows.set(p, { state: 'pending', attempts: 0, startedAt: undefined, endedAt: undefined, note: '' });
-    if (out.isTTY && out.stream) {
+    // a terminal that reports no size (some emulated ttys) would get an empty redraw: use lines there
+    if (out.isTTY && out.stream && (out.stream.rows ?? 0) > 0) {
       this.log = createLogUpdate(out.stream, { showCursor: true });
       this.timer = setInterval(() => this.flush(), 100);
       this.timer.unref();
