@@ -21,19 +21,52 @@ export {
 export { BudgetExceededError } from './engine/errors.js';
 /** Runs a workflow end to end with executor-owned wiring. */
 export { runWorkflow, type RunOptions, type AgentBinding } from './api/run.js';
-/** The executor the durable layer drives, and its default concurrency. */
-export { Executor, DEFAULT_CONCURRENCY, type ExecutorOptions } from './engine/executor.js';
+/** The engine: start, run, resume, serve (worker), approve, deny, respond, cancel, inspect runs in a store. */
+export { createEngine, Engine, unboundAgents, newRunId, type EngineOptions, type StartRunOptions, type RunInspection } from './api/engine.js';
+/** The worker loop, its defaults and the named fault points tests crash at. */
+export { Worker, DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type WorkerOptions } from './engine/worker.js';
+/** The decisions as a pure function of run state and facts, and the plan they read. */
+export { decide, type Fact, type FactResult, type Claimed, type Outcome, type Decisions } from './engine/decide.js';
+export { planOf, type Plan } from './engine/plan.js';
 /** The agent port. */
-export { AgentError, type AgentContext, type AgentHandler, type ClosableAgent } from './engine/agent.js';
+export { AgentError, type AgentContext, type AgentHandler, type ClosableAgent, type InputRequest } from './engine/agent.js';
+/** Converts an agent's return value to JSON (cycles, depth, getters): the output rules of every attempt. */
+export { toJson, MAX_OUTPUT_DEPTH } from './engine/attempt.js';
 /** Event log and run state. */
-export type { RunEvent, RunEventType, FailureRecord, TaskStatus, RunStatus } from './engine/events.js';
-export { replay, toResult, type RunResult, type PhaseResult, type RunState, type PhaseState } from './engine/state.js';
+export type { RunEvent, RunEventType, FailureRecord, TaskStatus, RunStatus, GateKind } from './engine/events.js';
+export { replay, toResult, runStatusOf, type RunResult, type PhaseResult, type GateResult, type RunState, type PhaseState, type GateState } from './engine/state.js';
+/** Agent contracts in TypeScript: AIP-16's defineIO, and defineAgent (a handler carrying its contract). */
+export { defineIO, defineAgent, contractOfHandler, FS_ROOT, type IODefinition, type IOHandle, type FileContractEntry, type AgentDefinition, type DefinedAgent, type TypedContext } from './agents/define.js';
+/** Agent contracts: the model, contract files, JSON Schema subtyping (docs/contracts.md). */
+export type { AgentContract, ErrorHandling as ContractErrorHandling, FileEffect } from './workflow/contract/model.js';
+export { loadContractFile, type LoadedContractFile } from './workflow/contract/load.js';
+export type { ContractReport, BindingReport, EdgeReport } from './workflow/contract/check.js';
+export { isSubschema, type SubschemaResult, type SchemaFinding, type Verdict } from './types/subschema.js';
 /** Stores: the port and the in-memory store. */
-export type { RunStore, RunMeta } from './engine/ports.js';
+export type { RunStore, RunRecord, TaskRow, WorkflowRecord, Commit, WorkHint } from './engine/ports.js';
 export { MemoryStore } from './store/memory.js';
+/** A run in the agent-contract spec's workflow-state shape (`baton show --state`). */
+export { workflowState, type WorkflowStateDoc } from './api/workflow-state.js';
+/** Opens the store a spec names: a SQLite file path (default `.baton/baton.db`), `postgres://...`, or `memory`. */
+export { openStore, parseStoreSpec, DEFAULT_STORE, type OpenStoreOptions } from './api/store.js';
+/** The durable stores, for direct use (options such as the PostgreSQL schema or the SQLite sync level). */
+export { openSqliteStore, SqliteStore, type SqliteStoreOptions } from './store/sqlite.js';
+export { openPostgresStore, PostgresStore, type PostgresStoreOptions } from './store/postgres.js';
 /** Agent adapters: subprocesses (once or serve) and stubs built from output types. */
 export { subprocessAgent, type SubprocessOptions } from './agents/subprocess.js';
 export { stubAgent, stubAgents } from './agents/stub.js';
+/** LLM agents: a model's reply parsed against a schema (extracted, repaired, validated; never coerced). */
+export { parseAgentReply, type ParsedReply, type ReplySchema, type RepairKind, type SchemaError } from './agents/llm/reply.js';
+/** LLM agents: binding agents to models for a run, the enforcement loop, providers, failure codes, prices. */
+export { bindLlmAgents, llmAgentIds, type LlmBindOptions, type LlmBinding } from './agents/llm/bind.js';
+export { llmAgent, type LlmAgentOptions } from './agents/llm/agent.js';
+export { makeProvider, PROVIDERS } from './agents/llm/providers.js';
+export type { LlmProvider, StructuredOutput } from './agents/llm/provider.js';
+export { scriptedProvider, parseScript, loadScript, ScriptedModel, type Script, type ScriptedReply } from './agents/llm/scripted.js';
+export { McpHost, type McpHostOptions } from './agents/llm/mcp.js';
+export { DEFAULT_PRICES, type PriceTable, type ModelPrice } from './agents/llm/pricing.js';
+export { LLM_FAILURE_CODES, type LlmFailureCode } from './agents/llm/failures.js';
+export { SchemaCompiler, type SchemaValidator } from './workflow/json-schema.js';
 /** Time as a port: the system clock and a manual clock for tests. */
 export { systemClock, ManualClock, type Clock } from './core/clock.js';
 /** Faults (misuse, infrastructure), with a stable code. */
@@ -47,4 +80,4 @@ export { DIAGNOSTIC_CODES, type DiagnosticCode } from './core/codes.js';
 export { compileTypes, parseTypeExpr } from './types/index.js';
 export type { CompiledType, TypeNode, TypeRegistry, ValueIssue } from './types/api.js';
 /** The workflow model (IR). */
-export type { WorkflowModel, PhaseModel, InputBinding, OutputDecl, RetryPolicy, AgentDecl } from './workflow/model.js';
+export type { WorkflowModel, PhaseModel, InputBinding, OutputDecl, RetryPolicy, AgentDecl, Blueprint, McpConfig, McpServerDecl } from './workflow/model.js';

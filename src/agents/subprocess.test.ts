@@ -14,12 +14,17 @@ function ctx(input: JsonObject = {}, over: Partial<AgentContext> = {}): AgentCon
     taskId: 'task-1',
     runId: 'run-1',
     attempt: 1,
+    idempotencyKey: 'run-1:research',
+    inputResponse: undefined,
     agent: 'researcher',
     signal: new AbortController().signal,
     initialState: { seed: 1 },
     reportCost: () => undefined,
     getSiblingOutput: () => undefined,
     log: () => undefined,
+    record: () => undefined,
+    remainingBudgetUsd: () => undefined,
+    requestInput: () => Promise.reject(new Error('no input here')),
     ...over,
   };
 }

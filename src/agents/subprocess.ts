@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { isPlainObject } from '../core/json.js';
+import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { AgentError, type AgentContext, type ClosableAgent } from '../engine/agent.js';
 
 export interface SubprocessOptions {
@@ -63,13 +64,61 @@ export function subprocessAgent(opts: SubprocessOptions): ClosableAgent {
   return opts.mode === 'serve' ? serveAgent(launch) : onceAgent(launch);
 }
 
+/** POSIX: each agent process leads its own process group, so Baton can end everything it started. */
+const GROUPS = process.platform !== 'win32';
+
 function start(l: Launch): ChildProcess {
   return spawn(l.file, l.args, {
     stdio: ['pipe', 'pipe', 'pipe'],
     shell: l.shell,
     env: l.env,
     windowsHide: true,
+    detached: GROUPS,
     ...(l.cwd !== undefined ? { cwd: l.cwd } : {}),
+  });
+}
+
+/**
+ * Signals the agent's whole process group: a string command runs as `sh -c CMD`, and killing only
+ * the shell would leave CMD (and anything it started) running. Safe after the leader exited: the
+ * group lives on while any member does. False when nothing was left to signal.
+ */
+function killGroup(child: ChildProcess, sig: NodeJS.Signals): boolean {
+  const pid = child.pid;
+  if (pid === undefined) return false;
+  if (GROUPS) {
+    try {
+      process.kill(-pid, sig);
+      return true;
+    } catch {
+      // ESRCH: the group is gone
+    }
+  }
+  return child.exitCode === null && child.signalCode === null ? child.kill(sig) : false;
+}
+
+/** After an attempt settled: whatever the agent left behind in its group gets SIGTERM, then SIGKILL. */
+function reapGroup(child: ChildProcess, graceMs: number): void {
+  if (!killGroup(child, 'SIGTERM')) return;
+  const t = setTimeout(() => killGroup(child, 'SIGKILL'), graceMs);
+  t.unref();
+}
+
+/** Parses an agent's JSON output text, refusing nesting deeper than MAX_JSON_DEPTH before it is built. */
+function parseOutput(text: string): { ok: true; value: unknown } | { ok: false; tooDeep: boolean } {
+  if (jsonDepthExceeded(text) >= 0) return { ok: false, tooDeep: true };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false, tooDeep: false };
+  }
+}
+
+function tooDeepError(name: string, text: string, stderr?: string): AgentError {
+  return new AgentError('SubprocessOutputTooDeep', `${name} printed JSON nested deeper than ${MAX_JSON_DEPTH} levels (the limit)`, {
+    limit: MAX_JSON_DEPTH,
+    stdout: text.slice(0, STDOUT_EXCERPT_CHARS),
+    ...(stderr !== undefined ? { stderr } : {}),
   });
 }
 
@@ -183,6 +232,8 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
     // Set when Baton ends the process itself; the attempt then fails for that reason once it exits.
     let stopping: ((sig: NodeJS.Signals | null) => AgentError) | undefined;
     let killTimer: NodeJS.Timeout | undefined;
+    let drainTimer: NodeJS.Timeout | undefined;
+    let exited = false;
     let settled = false;
     let markSettled!: () => void;
     const entry: Running = {
@@ -196,8 +247,10 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
       signal.removeEventListener('abort', onAbort);
       running.delete(entry);
       clearTimeout(killTimer);
-      // Stopped by Baton: a grandchild may still hold the pipes; drop them so they cannot hold the event loop.
-      if (stopping) for (const s of [child.stdin, child.stdout, child.stderr]) s?.destroy();
+      clearTimeout(drainTimer);
+      // Stopped by Baton, or drained after exit: a grandchild may still hold the pipes; drop them so they cannot hold the event loop.
+      if (stopping || exited) for (const s of [child.stdin, child.stdout, child.stderr]) s?.destroy();
+      reapGroup(child, l.graceMs); // nothing the attempt started outlives it
       settle();
       markSettled();
     };
@@ -209,8 +262,8 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
         finish(() => reject(why(child.signalCode)));
         return;
       }
-      child.kill('SIGTERM');
-      killTimer = setTimeout(() => child.kill('SIGKILL'), l.graceMs);
+      killGroup(child, 'SIGTERM');
+      killTimer = setTimeout(() => killGroup(child, 'SIGKILL'), l.graceMs);
       killTimer.unref();
     };
     const onAbort = (): void => terminate((sig) => abortedError(name, signal, { signal: sig, stderr: stderr.toString() }));
@@ -231,11 +284,7 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
     child.on('error', (err) => {
       if (child.pid === undefined) finish(() => reject(spawnError(name, l, err)));
     });
-    child.on('exit', (_code, sig) => {
-      const why = stopping;
-      if (why) finish(() => reject(why(sig)));
-    });
-    child.on('close', (code: number | null, sig: NodeJS.Signals | null) => {
+    const settleExited = (code: number | null, sig: NodeJS.Signals | null): void => {
       finish(() => {
         const err = stderr.toString();
         if (code !== 0) {
@@ -243,14 +292,36 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
           return;
         }
         const text = Buffer.concat(stdout).toString('utf8').trim();
-        try {
-          resolve(JSON.parse(text));
-        } catch {
+        const parsed = parseOutput(text);
+        if (parsed.ok) resolve(parsed.value);
+        else if (parsed.tooDeep) reject(tooDeepError(name, text, err));
+        else {
           const what = text === '' ? 'printed nothing on stdout' : 'printed something other than one JSON value on stdout';
           reject(new AgentError('SubprocessBadOutput', `${name} ${what}`, { stdout: text.slice(0, STDOUT_EXCERPT_CHARS), stderr: err }));
         }
       });
+    };
+    child.on('exit', (code, sig) => {
+      const why = stopping;
+      if (why) {
+        finish(() => reject(why(sig)));
+        return;
+      }
+      // stdout normally closes with the process. A grandchild still holding it must not hold the attempt:
+      // it is killed, which closes the pipe, so 'close' still comes after the last byte was read (settling
+      // here at once could cut an output the event loop had not read yet). A holder outside the group
+      // (a daemon that left it) is given up on after the grace period.
+      drainTimer = setTimeout(() => {
+        killGroup(child, 'SIGKILL');
+        drainTimer = setTimeout(() => {
+          exited = true;
+          settleExited(code, sig);
+        }, l.graceMs);
+        drainTimer.unref();
+      }, EXIT_DRAIN_MS);
+      drainTimer.unref();
     });
+    child.on('close', (code: number | null, sig: NodeJS.Signals | null) => settleExited(code, sig));
     child.stdin!.end(`${JSON.stringify(requestOf(ctx))}\n`);
   });
 }
@@ -337,8 +408,8 @@ class ServeProcess {
     if (!this.finished) {
       this.child.stdin!.end();
       const term = setTimeout(() => {
-        this.child.kill('SIGTERM');
-        const kill = setTimeout(() => this.child.kill('SIGKILL'), this.l.graceMs);
+        killGroup(this.child, 'SIGTERM');
+        const kill = setTimeout(() => killGroup(this.child, 'SIGKILL'), this.l.graceMs);
         kill.unref();
         this.timers.push(kill);
       }, this.l.graceMs);
@@ -359,24 +430,30 @@ class ServeProcess {
     if (this.partial.length > MAX_STDOUT_BYTES && !this.overflow) {
       this.overflow = true;
       this.partial = '';
-      this.child.kill('SIGKILL');
+      killGroup(this.child, 'SIGKILL');
     }
   }
 
   private onLine(raw: string): void {
     const line = raw.trim();
     if (line === '') return;
-    let msg: unknown;
-    try {
-      msg = JSON.parse(line);
-    } catch {
-      msg = undefined;
+    const parsed = parseOutput(line);
+    if (!parsed.ok && parsed.tooDeep) {
+      // the request it answers cannot be known without building it: the id is read from the line's start
+      const id = /^\{\s*"id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))/.exec(line);
+      const key = id ? (id[1] ?? id[2]) : undefined;
+      const p = key !== undefined ? this.pending.get(key) : undefined;
+      if (p && key !== undefined) {
+        this.pending.delete(key);
+        this.updateRef();
+        p.reject(tooDeepError(this.name, line));
+      } else this.keepNoise(line);
+      return;
     }
+    const msg: unknown = parsed.ok ? parsed.value : undefined;
     const id = isPlainObject(msg) && (typeof msg['id'] === 'string' || typeof msg['id'] === 'number') ? String(msg['id']) : undefined;
     if (id === undefined || !isPlainObject(msg)) {
-      // Not a protocol line (a stray print): kept for messages, otherwise ignored.
-      this.noise.push(line.length > NOISE_LINE_CHARS ? `${line.slice(0, NOISE_LINE_CHARS)}...` : line);
-      if (this.noise.length > NOISE_LINES) this.noise.shift();
+      this.keepNoise(line);
       return;
     }
     const p = this.pending.get(id);
@@ -386,6 +463,12 @@ class ServeProcess {
     if (Object.prototype.hasOwnProperty.call(msg, 'error')) p.reject(this.errorOf(msg['error']));
     else if (Object.prototype.hasOwnProperty.call(msg, 'output')) p.resolve(msg['output']);
     else p.reject(new AgentError('SubprocessBadOutput', `${this.name} answered request ${id} with neither "output" nor "error"`, { stdout: line.slice(0, STDOUT_EXCERPT_CHARS) }));
+  }
+
+  /** Not a protocol line (a stray print): kept for messages, otherwise ignored. */
+  private keepNoise(line: string): void {
+    this.noise.push(line.length > NOISE_LINE_CHARS ? `${line.slice(0, NOISE_LINE_CHARS)}...` : line);
+    if (this.noise.length > NOISE_LINES) this.noise.shift();
   }
 
   private errorOf(e: unknown): AgentError {
@@ -415,10 +498,11 @@ class ServeProcess {
     const pending = [...this.pending.values()];
     this.pending.clear();
     for (const p of pending) p.reject(err);
-    // A grandchild may still hold the pipes: drop them so they cannot hold the event loop.
+    // A grandchild may still hold the pipes: drop them so they cannot hold the event loop, and end it.
     this.child.stdin?.destroy();
     this.child.stdout?.destroy();
     this.child.stderr?.destroy();
+    reapGroup(this.child, this.l.graceMs);
     this.markDone();
   }
 

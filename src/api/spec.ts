@@ -1,7 +1,7 @@
 /** The throwing edge over the compiler, shaped like the reference SDK's WorkflowSpec. */
 import { readFileSync } from 'node:fs';
 import type { Json } from '../core/json.js';
-import { parseWorkflow, type CompileResult } from '../workflow/compile.js';
+import { parseWorkflow, parseWorkflowBytes, type CompileResult } from '../workflow/compile.js';
 import { WorkflowValidationError } from '../workflow/errors.js';
 import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
 import { error } from '../diagnostics/diagnostic.js';
@@ -39,13 +39,14 @@ export class WorkflowSpec {
 
   /** Reads and compiles a workflow file; throws WorkflowValidationError with every diagnostic. */
   static fromYaml(path: string): WorkflowSpec {
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = readFileSync(path, 'utf8');
+      bytes = readFileSync(path);
     } catch (e) {
       throw new WorkflowValidationError(path, [error('file-unreadable', [], `cannot read ${path}: ${(e as Error).message}`)]);
     }
-    return WorkflowSpec.fromString(text, { file: path });
+    // bytes, not 'utf8': a file that is not UTF-8 is reported (not-utf8), never read with U+FFFD in its place
+    return WorkflowSpec.fromResult(parseWorkflowBytes(bytes, { file: path }));
   }
 
   static fromString(text: string, opts: { file?: string } = {}): WorkflowSpec {

@@ -13,7 +13,7 @@ function capture(cwd = process.cwd()): CliIo & { out: () => string; err: () => s
     stderr: (s) => void (err += s),
     isTTY: false,
     cwd,
-    env: {},
+    env: { BATON_STORE: 'memory' },
     out: () => out,
     err: () => err,
   };
@@ -100,7 +100,7 @@ describe('baton run', () => {
 
   test.each(['compliance_review.yaml', 'mcp_workflow.yaml', 'research_pipeline.yaml'])('corpus %s runs with --stub-agents', async (f) => {
     const io = capture();
-    expect(await run(['run', join(corpus, f), '--stub-agents'], io)).toBe(0);
+    expect(await run(['run', join(corpus, f), '--stub-agents', '--auto-approve'], io)).toBe(0);
     expect(io.out()).toMatch(/task\.claimed/); // on a pipe: one line per event
   });
 

@@ -1,6 +1,6 @@
 /** Where the bundled examples live, and how a workflow argument (file or example directory) is resolved. */
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The package's examples/ folder (works from src/ under vitest and from dist/ when installed). */
@@ -10,17 +10,21 @@ export function examplesDir(): string {
 
 export interface ResolvedTarget {
   workflow: string;
-  /** An agents module beside the workflow (agents.mjs / .js / .ts), when the target is a directory. */
+  /** An agents module beside the workflow (agents.mjs / .js / .ts), when the target is a directory or its workflow.yaml. */
   agents: string | undefined;
-  /** A trigger.json beside the workflow, when the target is a directory. */
+  /** A trigger.json beside the workflow. */
   trigger: string | undefined;
 }
 
 const AGENT_FILES = ['agents.mjs', 'agents.js', 'agents.ts', 'agents.mts'];
 
+const WORKFLOW_FILES = ['workflow.yaml', 'workflow.yml'];
+
 /**
- * A FILE argument may be a workflow file, a directory holding workflow.yaml (then agents.* and
- * trigger.json beside it are used by default), or the name of a bundled example.
+ * A FILE argument may be a workflow file, a directory holding workflow.yaml, or the name of a
+ * bundled example. trigger.json beside the workflow is the default trigger for all three; agents.*
+ * beside it are bound for a directory, or its workflow.yaml named directly (`dir` and
+ * `dir/workflow.yaml` mean the same run).
  */
 export function resolveTarget(arg: string, cwd: string): ResolvedTarget | undefined {
   let path = resolve(cwd, arg);
@@ -29,14 +33,19 @@ export function resolveTarget(arg: string, cwd: string): ResolvedTarget | undefi
     if (!arg.includes('/') && existsSync(example)) path = example;
     else return undefined;
   }
+  let dir: string;
+  let wf: string | undefined;
   if (statSync(path).isDirectory()) {
-    const wf = ['workflow.yaml', 'workflow.yml'].map((f) => join(path, f)).find((f) => existsSync(f));
+    dir = path;
+    wf = WORKFLOW_FILES.map((f) => join(path, f)).find((f) => existsSync(f));
     if (!wf) return undefined;
-    const agents = AGENT_FILES.map((f) => join(path, f)).find((f) => existsSync(f));
-    const trigger = join(path, 'trigger.json');
-    return { workflow: wf, agents, trigger: existsSync(trigger) ? trigger : undefined };
+  } else {
+    dir = dirname(path);
+    wf = path;
   }
-  return { workflow: path, agents: undefined, trigger: undefined };
+  const agents = dir === path || WORKFLOW_FILES.includes(basename(wf)) ? AGENT_FILES.map((f) => join(dir, f)).find((f) => existsSync(f)) : undefined;
+  const trigger = join(dir, 'trigger.json');
+  return { workflow: wf, agents, trigger: existsSync(trigger) ? trigger : undefined };
 }
 
 export function listExamples(): string[] {

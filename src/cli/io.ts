@@ -9,22 +9,45 @@ export interface CliIo {
   /** The real terminal stream behind stdout, for the live view (absent in tests). */
   stdoutStream?: NodeJS.WriteStream;
   stderrStream?: NodeJS.WriteStream;
+  /** Ends the process at once (absent in tests). */
+  exit?: (code: number) => void;
   /** Registers a SIGINT handler; returns the function that removes it (absent in tests). */
   onInterrupt?: (handler: () => void) => () => void;
 }
 
 export function processIo(): CliIo {
+  const interrupts = new Set<() => void>();
+  let readerGone = false;
+  // A reader that went away (`baton validate --json | head`) makes the next write fail with EPIPE.
+  // That ends Baton quietly: later writes are dropped, and a run in progress stops as on Ctrl-C.
+  const onWriteError = (): void => {
+    if (readerGone) return;
+    readerGone = true;
+    for (const h of [...interrupts]) h();
+  };
+  process.stdout.on('error', onWriteError);
+  process.stderr.on('error', onWriteError);
+  const writer =
+    (stream: NodeJS.WriteStream) =>
+    (s: string): void => {
+      if (!stream.destroyed && !stream.writableEnded) stream.write(s);
+    };
   return {
-    stdout: (s) => process.stdout.write(s),
-    stderr: (s) => process.stderr.write(s),
+    stdout: writer(process.stdout),
+    stderr: writer(process.stderr),
     isTTY: Boolean(process.stdout.isTTY) && process.env['NO_COLOR'] === undefined,
     cwd: process.cwd(),
     env: process.env,
     stdoutStream: process.stdout,
     stderrStream: process.stderr,
+    exit: (code) => process.exit(code),
     onInterrupt: (handler) => {
       process.on('SIGINT', handler);
-      return () => process.off('SIGINT', handler);
+      interrupts.add(handler);
+      return () => {
+        process.off('SIGINT', handler);
+        interrupts.delete(handler);
+      };
     },
   };
 }

@@ -3,20 +3,39 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { escapeControls } from '../diagnostics/terminal.js';
 import type { CliIo } from './io.js';
 
+/** Letters that do not decompose into a base letter and marks. */
+const LATIN: Record<string, string> = { ø: 'o', æ: 'ae', œ: 'oe', ß: 'ss', đ: 'd', ð: 'd', ł: 'l', þ: 'th', ı: 'i', ħ: 'h', ŀ: 'l' };
+
+/**
+ * A folder name for a workflow name: accents dropped (`Ünïcødé` -> `unicode`), other letters and
+ * digits of any script kept (`東京` stays), everything else (spaces, emoji, punctuation) a dash.
+ */
 export function slugify(name: string): string {
   const slug = name
+    .normalize('NFKD')
+    .replace(/(?<=\p{Script=Latin})\p{M}+/gu, '') // accents of Latin letters only: a Japanese voicing mark is part of the letter
+    .normalize('NFC')
     .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '');
+    .replace(/[øæœßđðłþıħŀ]/g, (c) => LATIN[c] ?? c)
+    .replace(/[^\p{L}\p{N}]+/gu, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64)
+    .replace(/-+$/, '');
   return slug || 'workflow';
+}
+
+/** A path as a POSIX shell reads it: bare when safe, else single-quoted. */
+export function shellQuote(s: string): string {
+  return /^[\p{L}\p{N}_./:@%+=,-]+$/u.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 export function starterWorkflow(name: string): string {
   return `openintent: "1.0"
 
-# ${name}: a starter workflow written by \`baton new\`.
+# ${escapeControls(name)}: a starter workflow written by \`baton new\`.
 # Check it:  npx baton validate <this file>      Run it:  npx baton run <this folder>
 
 info:
@@ -98,6 +117,7 @@ export async function newCommand(args: string[], io: CliIo): Promise<number> {
   await writeFile(join(dir, 'agents.mjs'), STARTER_AGENTS);
   await writeFile(join(dir, 'trigger.json'), JSON.stringify({ topic: 'multi-agent pipelines' }, null, 2) + '\n');
   const rel = relative(io.cwd, dir) || '.';
-  io.stdout(`created ${rel}/workflow.yaml, ${rel}/agents.mjs and ${rel}/trigger.json\n\n  npx baton validate ${rel}/workflow.yaml\n  npx baton run ${rel}\n`);
+  // the next steps are commands to paste: quoted when the folder name needs it
+  io.stdout(`created ${rel}/workflow.yaml, ${rel}/agents.mjs and ${rel}/trigger.json\n\n  npx baton validate ${shellQuote(`${rel}/workflow.yaml`)}\n  npx baton run ${shellQuote(rel)}\n`);
   return 0;
 }

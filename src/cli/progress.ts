@@ -4,6 +4,7 @@
  */
 import { createLogUpdate } from 'log-update';
 import pc from 'picocolors';
+import { escapeControls, safeText } from '../diagnostics/terminal.js';
 
 /** The part of an engine event the view reads. */
 export interface ViewEvent {
@@ -31,6 +32,10 @@ const STATE_OF: Record<string, string> = {
   'task.failed': 'failed',
   'task.skipped': 'skipped',
   'task.cancelled': 'cancelled',
+  'task.resumed': 'running',
+  'task.lease_expired': 'ready',
+  // a phase or input gate names its phase: the row waits for a human
+  'gate.opened': 'waiting',
 };
 
 export class ProgressView {
@@ -68,7 +73,7 @@ export class ProgressView {
       }
       if (state === 'completed' || state === 'failed' || state === 'skipped' || state === 'cancelled') row.endedAt = e.at;
       const reason = e.data?.['reason'] ?? e.data?.['error'] ?? e.data?.['code'];
-      if (state === 'failed' || state === 'skipped' || state === 'retrying' || e.type === 'task.rejected') row.note = typeof reason === 'string' ? reason : '';
+      if (state === 'failed' || state === 'skipped' || state === 'retrying' || state === 'waiting' || e.type === 'task.rejected') row.note = typeof reason === 'string' ? reason : '';
     }
     if (this.log) this.dirty = true;
     else this.out.write(this.line(e) + '\n');
@@ -77,11 +82,12 @@ export class ProgressView {
   private line(e: ViewEvent): string {
     const t = `+${((e.at - this.startedAt) / 1000).toFixed(3)}s`;
     const parts = [this.c.dim(t.padStart(9)), e.type.padEnd(16)];
-    if (e.phase !== undefined) parts.push(this.c.bold(e.phase));
+    // phase names come from the workflow file and details from agents: escaped, never sent raw to a terminal
+    if (e.phase !== undefined) parts.push(this.c.bold(safeText(e.phase, 200)));
     if (e.attempt !== undefined) parts.push(this.c.dim(`attempt ${e.attempt}`));
     const d = e.data ?? {};
     const detail = d['error'] ?? d['reason'] ?? d['message'] ?? d['status'];
-    if (typeof detail === 'string') parts.push(detail);
+    if (typeof detail === 'string') parts.push(safeText(detail, 1000));
     return parts.join(' ');
   }
 
@@ -96,8 +102,9 @@ export class ProgressView {
       failed: c.red('✗'),
       skipped: c.dim('↷'),
       cancelled: c.dim('⊘'),
+      waiting: c.yellow('⏸'),
     };
-    const width = Math.min(32, Math.max(...[...this.rows.keys()].map((k) => k.length), 5));
+    const width = Math.min(32, Math.max(...[...this.rows.keys()].map((k) => escapeControls(k).length), 5));
     const now = this.now();
     const counts = new Map<string, number>();
     const lines: string[] = [];
@@ -105,7 +112,7 @@ export class ProgressView {
       counts.set(r.state, (counts.get(r.state) ?? 0) + 1);
       const elapsed = r.startedAt === undefined ? '' : `${(((r.endedAt ?? now) - r.startedAt) / 1000).toFixed(1)}s`;
       const attempts = r.attempts > 1 ? c.yellow(`×${r.attempts}`) : '';
-      lines.push(`${icon[r.state] ?? ' '} ${name.slice(0, width).padEnd(width)} ${r.state.padEnd(10)} ${elapsed.padStart(7)} ${attempts} ${c.dim(r.note)}`.trimEnd());
+      lines.push(`${icon[r.state] ?? ' '} ${escapeControls(name).slice(0, width).padEnd(width)} ${r.state.padEnd(10)} ${elapsed.padStart(7)} ${attempts} ${c.dim(safeText(r.note, 200))}`.trimEnd());
     }
     // a long workflow shows its active rows and a tally instead of thousands of lines
     const shown = lines.length > 40 ? lines.filter((_, i) => ['running', 'retrying', 'failed'].includes([...this.rows.values()][i]!.state)).slice(0, 30) : lines;

@@ -2,40 +2,50 @@
  * `baton run FILE`: compile, bind agents, run with live progress, report. Exit 0 when the run
  * completed, 1 when it failed or was cancelled, 2 on usage errors or an invalid workflow.
  */
-import { readFile, writeFile } from 'node:fs/promises';
-import { dirname, relative, resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pc from 'picocolors';
-import { BatonError } from '../core/errors.js';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
-import { runWorkflow, type AgentBinding } from '../api/run.js';
-import { subprocessAgent } from '../agents/subprocess.js';
+import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
+import { safeText } from '../diagnostics/terminal.js';
+import { decodeUtf8 } from '../diagnostics/text.js';
+import type { Engine } from '../api/engine.js';
+import { describeAgentEvent } from '../agents/llm/describe.js';
 import { WorkflowSpec } from '../api/spec.js';
 import type { RunEvent } from '../engine/events.js';
-import type { RunResult } from '../engine/state.js';
-import { loadWorkflow } from '../workflow/compile.js';
-import { AgentsModuleError, loadAgentsModule } from './agents-module.js';
+import type { RunStore } from '../engine/ports.js';
+import type { RunResult, RunState } from '../engine/state.js';
+import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
+import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, openCliStore, storeFlag } from './durable.js';
 import { resolveTarget } from './examples.js';
+import { StateOut } from './state-out.js';
+import { startWatchdog } from './watchdog.js';
 import type { CliIo } from './io.js';
+import { outputProblem, printJson, saveResult } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
 import { printDiagnostics } from './validate.js';
 
 const RUN_USAGE = `Usage: baton run FILE|DIR|EXAMPLE [--agents MODULE] [--agent-command ID=CMD] [--agent-serve ID=CMD]
-                 [--stub-agents] [--trigger JSON|@file.json]
-                 [--initial-state JSON|@file.json] [--output result.json] [--json] [--concurrency N] [--timeout SECONDS] [--quiet]
+                 [--stub-agents] [--llm AGENT] [--llm-agents] [--replies FILE] [--auto-approve]
+                 [--trigger JSON|@file.json] [--initial-state JSON|@file.json]
+                 [--store SPEC] [--sync full|normal] [--run-id ID] [--detach] [--state-out FILE]
+                 [--output result.json] [--json] [--concurrency N] [--timeout SECONDS] [--quiet]
 `;
-
-class UsageError extends Error {}
 
 export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
     options: {
-      agents: { type: 'string' },
-      'agent-command': { type: 'string', multiple: true },
-      'agent-serve': { type: 'string', multiple: true },
-      'stub-agents': { type: 'boolean', default: false },
+      ...BINDING_OPTIONS,
+      ...STORE_OPTIONS,
+      'auto-approve': { type: 'boolean', default: false },
+      llm: { type: 'string', multiple: true },
+      'llm-agents': { type: 'boolean', default: false },
+      replies: { type: 'string' },
+      'state-out': { type: 'string' },
+      'run-id': { type: 'string' },
+      detach: { type: 'boolean', default: false },
       trigger: { type: 'string' },
       'initial-state': { type: 'string' },
       output: { type: 'string' },
@@ -50,18 +60,23 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     io.stdout(RUN_USAGE);
     return 0;
   }
+  let store: RunStore | undefined;
+  let engine: Engine | undefined;
   try {
     if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'name a workflow file, a directory holding workflow.yaml, or a bundled example (`baton list`)' : 'run takes one workflow');
     const arg = positionals[0]!;
     const target = resolveTarget(arg, io.cwd);
     if (!target) throw new UsageError(`no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`);
     const shown = relative(io.cwd, target.workflow) || target.workflow;
+    const outputPath = values.output === undefined ? undefined : resolve(io.cwd, values.output);
+    const outputWhy = outputPath ? await outputProblem(outputPath) : undefined;
+    if (outputWhy) throw new UsageError(`--output ${values.output}: ${outputWhy}; nothing was run`);
 
     const compiled = await loadWorkflow(target.workflow);
     const r = { ...compiled, file: shown.startsWith('..') ? target.workflow : shown };
     if (r.diagnostics.length > 0) io.stderr(printDiagnostics(r, io.isTTY));
     if (!r.ok) {
-      io.stderr(`${shown}: the workflow is invalid; nothing was run\n`);
+      io.stderr(`${safeText(shown)}: the workflow is invalid; nothing was run\n`);
       return 2;
     }
     const spec = WorkflowSpec.fromResult(compiled);
@@ -70,65 +85,105 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const timeoutS = values.timeout === undefined ? undefined : positiveNumber(values.timeout, '--timeout');
     const trigger = await readJsonObject(values.trigger, target.trigger, io.cwd, 'trigger');
     const initialState = await readJsonObject(values['initial-state'], undefined, io.cwd, 'initial state');
-    const agentsPath = values.agents ?? target.agents;
-    const agents: Record<string, AgentBinding> = agentsPath ? ((await loadAgentsModule(agentsPath, io.cwd)) as Record<string, AgentBinding>) : {};
-    for (const [flag, mode] of [['agent-command', 'once'], ['agent-serve', 'serve']] as const) {
-      for (const spec of values[flag] ?? []) {
-        const eq = spec.indexOf('=');
-        if (eq <= 0 || eq === spec.length - 1) throw new UsageError(`--${flag} expects AGENT=COMMAND, e.g. --${flag} 'researcher=python3 research.py', got \`${spec}\``);
-        agents[spec.slice(0, eq)] = subprocessAgent({ command: spec.slice(eq + 1), mode, agentId: spec.slice(0, eq), cwd: io.cwd });
-      }
-    }
+    const runId = values['run-id'];
+    if (runId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(runId)) throw new UsageError(`--run-id expects letters, digits and _ . : - (at most 128), got \`${runId}\``);
+    const bound = await bindFromFlags(values, io, io.cwd, target.agents, compiled.model);
 
-    const quiet = values.quiet === true;
-    const toStderr = values.json === true;
-    const view = quiet
-      ? undefined
-      : new ProgressView(
-          spec.phases.map((p) => p.name),
-          {
-            write: toStderr ? io.stderr : io.stdout,
-            isTTY: io.isTTY,
-            ...((toStderr ? io.stderrStream : io.stdoutStream) ? { stream: (toStderr ? io.stderrStream : io.stdoutStream)! } : {}),
-          },
-        );
-    const ctl = new AbortController();
-    const off = io.onInterrupt?.(() => ctl.abort(new Error('interrupted (SIGINT)')));
-    let result: RunResult;
-    try {
-      result = await runWorkflow(spec, {
-        agents,
-        stubAgents: values['stub-agents'] === true,
-        ...(trigger !== undefined ? { trigger } : {}),
-        ...(initialState !== undefined ? { initialState: initialState as JsonObject } : {}),
-        ...(concurrency !== undefined ? { concurrency } : {}),
-        ...(timeoutS !== undefined ? { timeoutMs: timeoutS * 1000 } : {}),
-        signal: ctl.signal,
-        cwd: dirname(target.workflow),
-        ...(view ? { onEvent: (e: RunEvent) => view.onEvent(toViewEvent(e)) } : {}),
-      });
-    } finally {
+    store = await openCliStore(values, io);
+    const view = values.quiet || values.detach ? undefined : progressView(spec.phases.map((p) => p.name), io, values.json === true);
+    // LLM agents (docs/llm-agents.md); recorded with the run so a resume binds them the same way
+    const replies = values.replies !== undefined ? resolve(io.cwd, values.replies) : undefined;
+    const llm = { ...(values.llm ? { agents: values.llm } : {}), allUnbound: values['llm-agents'] === true, env: io.env, ...(replies !== undefined ? { replies } : {}), onNote: (m: string) => io.stderr(`note: ${m}\n`) };
+    if (values.llm || values['llm-agents'] || replies !== undefined) bound.record['llm'] = { ...(values.llm ? { agents: values.llm } : {}), ...(values['llm-agents'] ? { all_unbound: true } : {}), ...(replies !== undefined ? { replies } : {}) };
+    const stateOut = values['state-out'] !== undefined ? new StateOut(resolve(io.cwd, values['state-out']), spec.model, initialState as JsonObject | undefined) : undefined;
+    engine = cliEngine(store, io, bound.agents, {
+      stubAgents: values['stub-agents'] === true,
+      llm,
+      ...(concurrency !== undefined ? { concurrency } : {}),
+      onEvent: (e, state) => {
+        stateOut?.update(e, state);
+        view?.onEvent(toViewEvent(e));
+        gateNotice(e, state, io, values);
+      },
+    });
+    const id = await engine.start(spec, {
+      ...(runId !== undefined ? { runId } : {}),
+      ...(trigger !== undefined ? { trigger } : {}),
+      ...(initialState !== undefined ? { initialState: initialState as JsonObject } : {}),
+      ...(timeoutS !== undefined ? { timeoutMs: timeoutS * 1000 } : {}),
+      autoApprove: values['auto-approve'] === true,
+      bindings: bound.record,
+      path: target.workflow,
+    });
+    if (values.detach) {
       view?.close();
-      off?.();
-      await Promise.allSettled(Object.values(agents).flatMap((a) => (typeof a === 'function' ? [] : [a.close()])));
+      if (values.json) io.stdout(JSON.stringify({ runId: id, status: 'running', store: store.location }) + '\n');
+      else io.stdout(`${id}\n`);
+      io.stderr(`run ${id} stored in ${store.location}; continue it with: baton resume ${id}${storeFlag(values)} (or any \`baton worker\`)\n`);
+      return 0;
     }
-
-    if (values.output) await writeFile(resolve(io.cwd, values.output), JSON.stringify(result, null, 2) + '\n');
-    if (values.json) io.stdout(JSON.stringify(result, null, 2) + '\n');
-    else io.stdout(summary(result, io.isTTY));
-    return result.status === 'completed' ? 0 : 1;
+    try {
+      return await finish(engine, id, io, values, view);
+    } finally {
+      stateOut?.flush();
+    }
   } catch (e) {
-    if (e instanceof UsageError || e instanceof AgentsModuleError) {
-      io.stderr(`baton run: ${e.message}\n`);
-      if (e instanceof UsageError) io.stderr(RUN_USAGE);
-      return 2;
-    }
-    if (e instanceof BatonError && (e.code === 'unbound-agent' || e.code === 'usage')) {
-      io.stderr(`baton run: ${e.message}\n`);
-      return 2;
-    }
-    throw e;
+    return exitFor(e, 'run', io, RUN_USAGE);
+  } finally {
+    await engine?.close();
+    await store?.close();
   }
+}
+
+/** Drives a run in the foreground with progress and Ctrl-C handling, then prints or writes the result. */
+export async function finish(engine: Engine, runId: string, io: CliIo, values: { json?: boolean | undefined; output?: string | undefined; store?: string | undefined }, view: ProgressView | undefined): Promise<number> {
+  const ctl = new AbortController();
+  let interrupts = 0;
+  // only in a real process (tests inject io without onInterrupt)
+  const watchdog = io.onInterrupt ? startWatchdog(GRACE_S, `The run stays in the store: baton resume ${runId}${storeFlag(values)}`) : undefined;
+  const off = io.onInterrupt?.(() => {
+    interrupts++;
+    if (interrupts === 1) {
+      io.stderr(`\ncancelling run ${runId} (agents get ${GRACE_S} s to stop; press Ctrl-C again to exit at once)\n`);
+      ctl.abort(new Error('interrupted (SIGINT)'));
+      // an agent that ignores its signal does not hold the process past the grace period
+      setTimeout(() => io.exit?.(130), GRACE_S * 1000).unref();
+    } else io.exit?.(130);
+  });
+  let result: RunResult;
+  try {
+    result = await engine.drive(runId, ctl.signal);
+  } finally {
+    view?.close();
+    off?.();
+    watchdog?.stop();
+  }
+  // streamed: a result of hundreds of megabytes is never one string; an unwritable file never loses it
+  const saved = values.output ? await saveResult(result, resolve(io.cwd, values.output), values.output, io) : true;
+  if (values.json) await printJson(result, io);
+  else io.stdout(summary(result, io.isTTY));
+  return !saved ? 2 : result.status === 'completed' ? 0 : 1;
+}
+
+/** Seconds an in-process agent gets to return after Ctrl-C before Baton exits anyway. */
+export const GRACE_S = 5;
+
+export function progressView(phases: string[], io: CliIo, toStderr: boolean): ProgressView {
+  const stream = toStderr ? io.stderrStream : io.stdoutStream;
+  return new ProgressView(phases, { write: toStderr ? io.stderr : io.stdout, isTTY: io.isTTY, ...(stream ? { stream } : {}) });
+}
+
+/** When a gate opens and stays open, say how to decide it (the run keeps waiting meanwhile). */
+export function gateNotice(e: RunEvent, state: RunState, io: CliIo, values: { store?: string | undefined }): void {
+  if (e.type !== 'gate.opened') return;
+  const g = state.gates.get(e.gate_id);
+  if (!g || g.status !== 'open') return;
+  const who = g.approvers.length > 0 ? ` (approvers: ${g.approvers.join(', ')})` : '';
+  const cmd =
+    g.kind === 'input'
+      ? `baton respond ${state.runId} ${g.id} --value '<JSON>'${storeFlag(values)}${g.choices ? `   (choices: ${g.choices.map((c) => JSON.stringify(c)).join(', ')})` : ''}`
+      : `baton approve ${state.runId} ${g.id}${storeFlag(values)}   (or: baton deny ${state.runId} ${g.id}${storeFlag(values)})`;
+  io.stderr(`\n⏸ ${g.kind === 'input' ? 'input' : 'approval'} needed: ${g.reason}${who}\n  ${cmd}\n  waiting; the run continues when it is decided (Ctrl-C leaves it waiting in the store: baton resume ${state.runId}${storeFlag(values)})\n`);
 }
 
 function positiveInt(s: string, flag: string): number {
@@ -144,13 +199,13 @@ function positiveNumber(s: string, flag: string): number {
 }
 
 async function readJsonObject(flag: string | undefined, besideWorkflow: string | undefined, cwd: string, what: string): Promise<Json | undefined> {
-  let text: string;
+  let text: string | undefined;
   let from: string;
   if (flag !== undefined) {
     if (flag.startsWith('@')) {
       from = flag.slice(1);
       try {
-        text = await readFile(resolve(cwd, from), 'utf8');
+        text = await readUtf8(resolve(cwd, from));
       } catch (e) {
         throw new UsageError(`cannot read ${what} file ${from}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
       }
@@ -159,9 +214,15 @@ async function readJsonObject(flag: string | undefined, besideWorkflow: string |
       from = what === 'trigger' ? '--trigger' : '--initial-state';
     }
   } else if (besideWorkflow) {
-    text = await readFile(besideWorkflow, 'utf8');
     from = relative(cwd, besideWorkflow) || besideWorkflow;
+    try {
+      text = await readUtf8(besideWorkflow);
+    } catch (e) {
+      throw new UsageError(`cannot read ${from}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
   } else return undefined;
+  if (text === undefined) throw new UsageError(`${from}: the ${what} file is not UTF-8 text (or is larger than 64 MB)`);
+  if (jsonDepthExceeded(text) >= 0) throw new UsageError(`${from}: the ${what} is nested deeper than ${MAX_JSON_DEPTH} levels`);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -170,6 +231,13 @@ async function readJsonObject(flag: string | undefined, besideWorkflow: string |
   }
   if (!isPlainObject(value)) throw new UsageError(`${from}: the ${what} must be a JSON object, e.g. '{"topic": "solar"}'`);
   return value as Json;
+}
+
+/** A file's text, or undefined when its bytes are not UTF-8 (never read with U+FFFD in their place) or past 64 MB. */
+async function readUtf8(path: string): Promise<string | undefined> {
+  const bytes = await readBounded(path, MAX_WORKFLOW_BYTES);
+  const d = bytes ? decodeUtf8(bytes) : undefined;
+  return !d || d.invalid ? undefined : d.text;
 }
 
 /** What the progress view shows of an event. */
@@ -193,6 +261,8 @@ export function describeEvent(e: RunEvent): string {
       return `$${e.usd} (phase $${round(e.phase_total_usd)}, run $${round(e.run_total_usd)})`;
     case 'task.log':
       return e.message;
+    case 'task.agent_event':
+      return describeAgentEvent(e.kind, e.data);
     case 'task.sibling_output':
       return `read output of ${e.sibling}`;
     case 'budget.alert':
@@ -203,6 +273,22 @@ export function describeEvent(e: RunEvent): string {
       return e.reason;
     case 'run.started':
       return e.workflow;
+    case 'gate.opened':
+      return `${e.kind} gate ${e.gate_id}: ${e.reason}`;
+    case 'gate.decided':
+      return `${e.gate_id} ${e.decision} by ${e.by}${e.auto ? ' (automatic)' : ''}${e.comment ? `: ${e.comment}` : ''}`;
+    case 'gate.answered':
+      return `${e.gate_id} answered by ${e.by}`;
+    case 'gate.refused':
+      return `${e.gate_id}: ${e.reason}`;
+    case 'gate.expired':
+      return `${e.gate_id} expired (${e.action})`;
+    case 'gate.escalated':
+      return `${e.gate_id} escalated${e.contact ? ` to ${e.contact}` : ''}`;
+    case 'task.lease_expired':
+      return `the worker ${e.owner} is gone; attempt ${e.attempt} runs again`;
+    case 'task.stale_outcome':
+      return `late ${e.outcome} of attempt ${e.attempt} ignored: ${e.reason}`;
     default:
       return '';
   }
@@ -229,9 +315,10 @@ function summary(r: RunResult, color: boolean): string {
   for (const p of Object.values(r.phases)) counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
   const status = r.status === 'completed' ? c.green(c.bold('completed')) : c.red(c.bold(r.status));
   const lines = [`\nrun ${r.runId} ${status} in ${(r.duration_ms / 1000).toFixed(2)} s: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}${r.cost_usd > 0 ? `; cost $${r.cost_usd}` : ''}`];
+  // names from the file and messages from agents are escaped: a terminal must not interpret them
   for (const [name, p] of Object.entries(r.phases)) {
-    if (p.status === 'failed' && p.error) lines.push(`  ${c.red('✗')} ${name}: ${p.error.code}: ${p.error.message}`);
+    if (p.status === 'failed' && p.error) lines.push(`  ${c.red('✗')} ${safeText(name, 200)}: ${safeText(p.error.code, 200)}: ${safeText(p.error.message)}`);
   }
-  if (r.error && r.status !== 'completed') lines.push(`  ${r.error.code}: ${r.error.message}`);
+  if (r.error && r.status !== 'completed') lines.push(`  ${safeText(r.error.code, 200)}: ${safeText(r.error.message)}`);
   return lines.join('\n') + '\n';
 }

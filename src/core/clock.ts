@@ -4,21 +4,40 @@ export interface Clock {
   now(): number;
   /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Test clocks only: a component with I/O in flight (a worker waiting on its store) registers a
+   * probe that says whether it is quiet, so the clock moves only once the component has armed its
+   * timers. Returns the function that unregisters it.
+   */
+  register?(quiet: () => boolean): () => void;
 }
+
+/** setTimeout's limit: longer delays fire at once (TimeoutOverflowWarning), so long sleeps are chained. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
+      const until = Date.now() + Math.max(0, ms);
+      let timer: NodeJS.Timeout;
       const onAbort = (): void => {
         clearTimeout(timer);
         reject(signal?.reason);
       };
+      const arm = (): void => {
+        const left = until - Date.now();
+        timer = setTimeout(
+          () => {
+            if (until - Date.now() > 0) return arm();
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+          },
+          Math.min(Math.max(0, left), MAX_TIMER_MS),
+        );
+      };
+      arm();
       signal?.addEventListener('abort', onAbort, { once: true });
     }),
 };
@@ -39,12 +58,42 @@ interface Sleeper {
 export class ManualClock implements Clock {
   private t: number;
   private sleepers: Sleeper[] = [];
+  private readonly probes = new Set<() => boolean>();
   constructor(start = 0) {
     this.t = start;
   }
   now(): number {
     return this.t;
   }
+  register(quiet: () => boolean): () => void {
+    this.probes.add(quiet);
+    return () => this.probes.delete(quiet);
+  }
+
+  /**
+   * Lets promise continuations run, then (when components registered probes) waits in real time,
+   * up to 10 s, until every one is quiet: a store's I/O has no microtask bound.
+   */
+  private async quiet(): Promise<void> {
+    const end = Date.now() + 10_000;
+    for (;;) {
+      await flushMicrotasks();
+      // checked last, with no await after it: what the caller does next sees the components quiet
+      if (this.probes.size === 0 || Date.now() >= end || [...this.probes].every((p) => p())) return;
+      await new Promise<void>((r) => setTimeout(r, 1));
+    }
+  }
+
+  /** Fires the sleepers due by `this.t`, in time order (synchronously: chosen from a quiet state). */
+  private fireDue(): void {
+    this.sleepers.sort((a, b) => a.at - b.at);
+    while (this.sleepers.length > 0 && this.sleepers[0]!.at <= this.t) {
+      const next = this.sleepers.shift()!;
+      next.signal?.removeEventListener('abort', next.onAbort);
+      next.resolve();
+    }
+  }
+
   /** Number of sleeps waiting to fire. */
   get pending(): number {
     return this.sleepers.length;
@@ -70,25 +119,25 @@ export class ManualClock implements Clock {
   async advance(ms: number): Promise<void> {
     const target = this.t + ms;
     for (;;) {
-      await flushMicrotasks();
+      await this.quiet();
       this.sleepers.sort((a, b) => a.at - b.at);
       const next = this.sleepers[0];
       if (!next || next.at > target) break;
-      this.sleepers.shift();
       this.t = next.at;
-      next.signal?.removeEventListener('abort', next.onAbort);
-      next.resolve();
+      this.fireDue();
     }
     this.t = target;
-    await flushMicrotasks();
+    await this.quiet();
   }
-  /** Advances to the next sleeper's wake-up time (if any). */
+  /** Advances to the next sleeper's wake-up time (if any), firing what is due then. */
   async tick(): Promise<boolean> {
-    await flushMicrotasks();
+    await this.quiet();
     this.sleepers.sort((a, b) => a.at - b.at);
     const next = this.sleepers[0];
     if (!next) return false;
-    await this.advance(next.at - this.t);
+    this.t = Math.max(this.t, next.at);
+    this.fireDue();
+    await this.quiet();
     return true;
   }
 }

@@ -6,6 +6,10 @@ export const DIAGNOSTIC_CODES = [
   // YAML
   'yaml-syntax',
   'duplicate-key',
+  'invalid-character',
+  'not-utf8',
+  'too-deep',
+  'alias-limit',
   // document structure
   'missing-field',
   'wrong-type',
@@ -32,6 +36,21 @@ export const DIAGNOSTIC_CODES = [
   // expressions (skip_when, require_approval.when)
   'expression-syntax',
   'expression-unknown-name',
+  // LLM agents: blueprints and MCP tools
+  'invalid-schema',
+  'template-unknown-name',
+  'output-schema-mismatch',
+  'mcp-unknown-server',
+  'mcp-tool-not-allowed',
+  // agent contracts (src/workflow/contract)
+  'input-schema-missing',
+  'input-schema-mismatch',
+  'input-schema-unknown-key',
+  'schema-not-comparable',
+  'context-not-provided',
+  'agent-version-mismatch',
+  'side-effect-conflict',
+  'contract-mismatch',
   // files
   'file-unreadable',
 ] as const;
@@ -46,4 +65,19 @@ export type ErrorCode =
   | 'unbound-agent'
   | 'agent-protocol'
   | 'store'
+  /** A store: the run id is taken (`baton run --run-id` twice). */
+  | 'run-exists'
+  /** A store: no run (or gate) with that id. */
+  | 'unknown-run'
+  | 'unknown-gate'
+  /** A gate decision or response refused (not an approver, gate closed, a wrong answer). */
+  | 'gate-refused'
+  /** A store file locked by another process beyond the busy timeout. */
+  | 'store-locked'
+  /** A store file that is not a Baton store, or is damaged. */
+  | 'store-corrupt'
+  /** A store written by a newer Baton (its schema version is above ours). */
+  | 'store-version'
+  /** The database cannot be reached. */
+  | 'store-unreachable'
   | 'fault-injected';

@@ -60,6 +60,10 @@ export function cloneJson<T extends Json>(value: T): T {
   }
   const out: { [key: string]: Json } = {};
   const obj: { [key: string]: Json } = value;
-  for (const k of Object.keys(obj)) out[k] = cloneJson(obj[k]!);
+  for (const k of Object.keys(obj)) {
+    // `out.__proto__ = v` would set the prototype and drop the key: JSON's "__proto__" is an ordinary key
+    if (k === '__proto__') Object.defineProperty(out, k, { value: cloneJson(obj[k]!), enumerable: true, writable: true, configurable: true });
+    else out[k] = cloneJson(obj[k]!);
+  }
   return out as T;
 }

@@ -17,6 +17,8 @@ export interface Diagnostic {
   hint?: string;
   path: Path;
   range?: Range;
+  /** The file `path` and `range` refer to when it is not the workflow itself (a contract file); already positioned. */
+  file?: string;
   /** Where the path should point: at the node's key (e.g. an unknown key) or its value (the default). */
   target?: 'key' | 'value';
   /** The RFC error class this diagnostic stands for, e.g. `InputWiringError`. */

@@ -3,6 +3,12 @@ import pc from 'picocolors';
 import { dottedPath } from '../core/path.js';
 import type { Diagnostic } from './diagnostic.js';
 import { SourceFile } from './source.js';
+import { escapeControls, safeText } from './terminal.js';
+
+/** Characters of a source line shown in a code frame: a long line is cut to a window around the column. */
+export const FRAME_WIDTH = 120;
+/** Longest message, hint or note printed (a name from the file may be megabytes long). */
+const MAX_MESSAGE_CHARS = 1000;
 
 export interface RenderOptions {
   color: boolean;
@@ -15,17 +21,18 @@ export function renderDiagnostic(d: Diagnostic, source: SourceFile, opts: Render
   const c: Colors = pc.createColors(opts.color);
   const lines: string[] = [];
   const pos = d.range ? source.position(d.range[0]) : undefined;
-  const where = pos ? `${source.name}:${pos.line}:${pos.column}` : source.name;
+  const name = escapeControls(source.name);
+  const where = pos ? `${name}:${pos.line}:${pos.column}` : name;
   const sev = d.severity === 'error' ? c.red(c.bold('error')) : c.yellow(c.bold('warning'));
-  lines.push(`${c.bold(where)}: ${sev}[${d.code}]: ${c.bold(d.message)}`);
+  lines.push(`${c.bold(where)}: ${sev}[${d.code}]: ${c.bold(safeText(d.message, MAX_MESSAGE_CHARS))}`);
   if (d.range && pos) lines.push(...frame(source, d.range, d.severity === 'error' ? c.red : c.yellow, c));
   for (const rel of d.related ?? []) {
     if (!rel.range) continue;
     const rp = source.position(rel.range[0]);
-    lines.push(`  ${c.dim('note')}: ${rel.message} at ${source.name}:${rp.line}:${rp.column}`);
+    lines.push(`  ${c.dim('note')}: ${safeText(rel.message, MAX_MESSAGE_CHARS)} at ${name}:${rp.line}:${rp.column}`);
     lines.push(...frame(source, rel.range, c.blue, c));
   }
-  if (d.hint) lines.push(`  ${c.cyan('hint')}: ${d.hint}`);
+  if (d.hint) lines.push(`  ${c.cyan('hint')}: ${safeText(d.hint, MAX_MESSAGE_CHARS)}`);
   return lines.join('\n');
 }
 
@@ -35,14 +42,32 @@ function frame(source: SourceFile, range: readonly [number, number], paint: (s: 
   const out: string[] = [];
   const first = Math.max(1, start.line - 1);
   const width = String(start.line + 1).length;
-  for (let n = first; n <= start.line; n++) {
-    out.push(`${c.dim(`${String(n).padStart(width)} |`)} ${source.line(n)}`);
-  }
   const lineText = source.line(start.line);
-  const len = endPos.line === start.line ? Math.max(1, endPos.column - start.column + 1) : Math.max(1, lineText.length - start.column + 1);
-  const pad = lineText.slice(0, start.column - 1).replace(/[^\t]/g, ' ');
-  out.push(`${' '.repeat(width)} ${c.dim('|')} ${pad}${paint('^'.repeat(Math.min(len, 80)))}`);
+  const col0 = Math.min(start.column - 1, lineText.length);
+  const [from, to] = windowOf(lineText.length, col0);
+  for (let n = first; n <= start.line; n++) {
+    const text = n === start.line ? lineText : source.line(n);
+    // a context line is shown in the same window when it is long, else whole
+    out.push(`${c.dim(`${String(n).padStart(width)} |`)} ${n === start.line || text.length > FRAME_WIDTH ? shown(text, from, to) : escapeControls(text)}`);
+  }
+  const len = endPos.line === start.line ? Math.max(1, endPos.column - start.column + 1) : Math.max(1, lineText.length - col0);
+  const pad = shown(lineText.slice(0, col0), from, to).replace(/[^\t]/g, ' ');
+  out.push(`${' '.repeat(width)} ${c.dim('|')} ${pad}${paint('^'.repeat(Math.max(1, Math.min(len, to - col0, 80))))}`);
   return out;
+}
+
+/** The [from, to) window of a line of `length` shown for a column: the whole line when it fits. */
+function windowOf(length: number, col0: number): [number, number] {
+  if (length <= FRAME_WIDTH) return [0, length];
+  const from = Math.max(0, Math.min(col0 - Math.floor(FRAME_WIDTH / 3), length - FRAME_WIDTH));
+  return [from, from + FRAME_WIDTH];
+}
+
+/** A line cut to the window (with `…` where it was cut) and escaped for the terminal. */
+function shown(line: string, from: number, to: number): string {
+  if (from === 0 && line.length <= to) return escapeControls(line);
+  const cut = line.slice(from, Math.min(to, line.length));
+  return `${from > 0 ? '…' : ''}${escapeControls(cut)}${line.length > to ? '…' : ''}`;
 }
 
 export interface JsonDiagnostic {

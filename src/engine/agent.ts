@@ -2,7 +2,18 @@
  * The agent port: what the engine hands an agent and what it expects back. Adapters (in-process
  * functions, subprocesses, HTTP, LLMs) live in src/agents/ and all produce an AgentHandler.
  */
-import type { JsonObject } from '../core/json.js';
+import type { Json, JsonObject } from '../core/json.js';
+
+/** What `ctx.requestInput` asks a human (answered with `baton respond RUN GATE --value JSON`). */
+export interface InputRequest {
+  question: string;
+  /** The answer must equal one of these. */
+  choices?: Json[];
+  /** The answer must validate against this JSON Schema (2020-12). */
+  schema?: JsonObject;
+  /** Fail the attempt with `InputTimeout` when no answer comes within this time. */
+  timeoutMs?: number;
+}
 
 export interface AgentContext {
   /** Exactly the phase's declared inputs, resolved by the executor (RFC-0024 §3.2). `{}` without `inputs`. */
@@ -13,6 +24,16 @@ export interface AgentContext {
   readonly runId: string;
   /** 1-based attempt number (retries count up). */
   readonly attempt: number;
+  /**
+   * The same for every attempt of this task (run and phase): a key for making the agent's side
+   * effects idempotent, since an attempt in flight when a worker dies is run again (at least once).
+   */
+  readonly idempotencyKey: string;
+  /**
+   * Set when this attempt replaces one that asked for input and got its answer (the process that
+   * asked is gone): the answer of the phase's last input gate. See also `requestInput`.
+   */
+  readonly inputResponse: Json | undefined;
   /** The agent id this attempt runs as (the fallback agent after retries run out). */
   readonly agent: string;
   /** Aborted when the attempt times out, the run is cancelled or the run's budget is exhausted. */
@@ -25,6 +46,20 @@ export interface AgentContext {
   getSiblingOutput(phase: string): JsonObject | undefined;
   /** Records a log line as an event (`task.log`). */
   log(message: string): void;
+  /**
+   * Records a structured adapter event (`task.agent_event` with `kind` and `data`): an LLM call's
+   * token usage, a JSON repair, a tool call, a fallback from native structured output.
+   */
+  record(kind: string, data: JsonObject): void;
+  /** USD this attempt may still spend before a phase or run budget is exceeded (undefined: no budget). */
+  remainingBudgetUsd(): number | undefined;
+  /**
+   * Suspends the attempt until a human answers (the task is `suspended_awaiting_input`; the run
+   * costs nothing meanwhile) and resolves to the answer, validated against `choices` / `schema`.
+   * The k-th request of a phase is the k-th gate: an attempt that replaces one that asked (after a
+   * restart) gets the recorded answer back at once, so an agent may simply ask again.
+   */
+  requestInput(request: InputRequest): Promise<Json>;
 }
 
 /** An agent: returns the output object (a `_cost` number field is taken as spend, not recorded). */

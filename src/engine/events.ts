@@ -5,8 +5,21 @@
  */
 import type { Json, JsonObject } from '../core/json.js';
 
-export type TaskStatus = 'pending' | 'ready' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
-export type RunStatus = 'running' | 'completed' | 'failed' | 'cancelled';
+export type TaskStatus =
+  | 'pending'
+  | 'ready'
+  | 'running'
+  | 'awaiting_approval'
+  | 'suspended_awaiting_input'
+  | 'completed'
+  | 'failed'
+  | 'skipped'
+  | 'cancelled';
+/** `waiting`: open gates and nothing running or ready; any worker continues it once they are decided. */
+export type RunStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+
+export type GateKind = 'run' | 'phase' | 'access' | 'input';
+export type OnTimeout = 'escalate' | 'abort' | 'proceed';
 
 /** A run failure record: serialisable, with a stable code (STYLE.md, errors of the second kind). */
 export interface FailureRecord {
@@ -31,22 +44,86 @@ interface TaskBase extends Base {
 }
 
 export type RunEvent =
-  | (Base & { type: 'run.started'; run_id: string; workflow: string; trigger: Json; phases: string[] })
-  | (TaskBase & { type: 'task.ready' })
-  | (TaskBase & { type: 'task.claimed'; attempt: number; agent: string; input: JsonObject })
+  | (Base & {
+      type: 'run.started';
+      run_id: string;
+      workflow: string;
+      /** sha256 of the workflow source the run keeps. */
+      workflow_hash?: string;
+      trigger: Json;
+      phases: string[];
+      /** Absolute time the run times out (governance.timeout_hours or --timeout), if any. */
+      deadline_at?: number;
+      /** Every gate is approved as it opens, recorded as automatic (`--auto-approve`). */
+      auto_approve?: boolean;
+      /** `baton rerun`: the run whose outputs are reused, and the phase from which everything runs again. */
+      rerun_of?: { run_id: string; from: string };
+    })
+  | (TaskBase & { type: 'task.ready'; /** Not claimed before (a retry delay), absolute ms. */ not_before?: number })
+  | (TaskBase & {
+      type: 'task.claimed';
+      attempt: number;
+      agent: string;
+      input: JsonObject;
+      /** The worker that holds the attempt, and its lease's first expiry (renewals are not events). */
+      worker?: string;
+      lease_expires_at?: number;
+    })
   /** Claim-time validation failed (RFC-0024 §3.1): `error` is the UnresolvableInputError / UpstreamIntentSuspendedError payload. */
   | (TaskBase & { type: 'task.claim_rejected'; error: Record<string, unknown> })
   /** Completion-time validation failed (§3.3): the MissingOutputError / OutputTypeMismatchError payload. The task stays running. */
   | (TaskBase & { type: 'task.rejected'; attempt: number; error: Record<string, unknown> })
   | (TaskBase & { type: 'task.attempt_failed'; attempt: number; failure: FailureRecord })
-  | (TaskBase & { type: 'task.retrying'; attempt: number; next_attempt: number; delay_ms: number; agent: string; reason: string })
-  | (TaskBase & { type: 'task.completed'; attempt: number; output: JsonObject; extra_keys: string[]; cost_usd: number })
+  | (TaskBase & { type: 'task.retrying'; attempt: number; next_attempt: number; delay_ms: number; agent: string; reason: string; not_before?: number })
+  | (TaskBase & {
+      type: 'task.completed';
+      attempt: number;
+      output: JsonObject;
+      extra_keys: string[];
+      cost_usd: number;
+      /** `baton rerun`: the output was recorded by this run, not produced again. */
+      reused_from?: string;
+    })
   | (TaskBase & { type: 'task.failed'; attempts: number; failure: FailureRecord })
   | (TaskBase & { type: 'task.skipped'; reason: 'skip_when' | 'upstream_skipped'; detail: string })
   | (TaskBase & { type: 'task.cancelled'; reason: string })
+  /** The worker holding the attempt stopped renewing its lease (it died): the task is ready for a new attempt. */
+  | (TaskBase & { type: 'task.lease_expired'; attempt: number; owner: string })
+  /** An outcome that arrived after its attempt was taken over or the task settled: recorded, never applied. */
+  | (TaskBase & { type: 'task.stale_outcome'; attempt: number; worker: string; reason: string; outcome: 'completed' | 'failed' })
+  /** The attempt suspended on an input gate continues in the same process with the answer. */
+  | (TaskBase & { type: 'task.resumed'; attempt: number; worker?: string; lease_expires_at?: number })
   | (TaskBase & { type: 'task.cost'; attempt: number; usd: number; phase_total_usd: number; run_total_usd: number })
   | (TaskBase & { type: 'task.sibling_output'; attempt: number; sibling: string; found: boolean })
   | (TaskBase & { type: 'task.log'; attempt: number; message: string })
+  /** A structured event from the agent adapter (LLM usage, repairs, tool calls, ...). */
+  | (TaskBase & { type: 'task.agent_event'; attempt: number; kind: string; data: JsonObject })
+  | (Base & {
+      type: 'gate.opened';
+      gate_id: string;
+      kind: GateKind;
+      phase?: string;
+      task_id?: string;
+      /** Access gates: the agent asking for access. Input gates: the attempt that asked. */
+      agent?: string;
+      attempt?: number;
+      /** Who may decide (empty: anyone). */
+      approvers: string[];
+      reason: string;
+      expires_at?: number;
+      on_timeout?: OnTimeout;
+      escalate_at?: number;
+      /** Input gates: the attempt's k-th request (0-based) this gate asks; absent in logs written before it was recorded. */
+      index?: number;
+      question?: string;
+      choices?: Json[];
+      schema?: JsonObject;
+    })
+  | (Base & { type: 'gate.decided'; gate_id: string; decision: 'approved' | 'denied'; by: string; comment?: string; auto: boolean })
+  | (Base & { type: 'gate.answered'; gate_id: string; value: Json; by: string })
+  | (Base & { type: 'gate.refused'; gate_id: string; by: string; reason: string })
+  | (Base & { type: 'gate.expired'; gate_id: string; action: OnTimeout })
+  | (Base & { type: 'gate.escalated'; gate_id: string; contact: string | null; waited_ms: number })
   | (Base & { type: 'budget.alert'; scope: 'phase' | 'run'; phase?: string; budget_usd: number; spent_usd: number; percent: number })
   | (Base & { type: 'run.completed' })
   | (Base & { type: 'run.failed'; failure: FailureRecord })

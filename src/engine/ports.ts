@@ -1,23 +1,185 @@
 /**
- * The engine's ports: where runs are kept, and (agent.ts) what agents look like. The engine imports
- * no adapter; the composition root (api/) plugs a store and agents in.
+ * The engine's ports: where runs are kept (this file), what agents look like (agent.ts) and time
+ * (core/clock.ts). The engine imports no adapter; the composition root (api/) plugs them in.
+ *
+ * A store keeps, per run, an append-only event log with a gap-free `seq`, and projections of the
+ * run's state that make it queryable without replaying the log (the run row, one row per task).
+ * The engine computes every projection from the run state (projection.ts): a store writes what it
+ * is given and answers queries; it makes no decisions.
+ *
+ * Durability invariant: every state change reaches a store through `createRun` or `transact`, and
+ * each of those commits its events and projections in ONE transaction, or nothing.
  */
-import type { RunEvent } from './events.js';
+import type { Json, JsonObject } from '../core/json.js';
+import type { FailureRecord, RunEvent, RunStatus, TaskStatus } from './events.js';
 
-export interface RunMeta {
-  runId: string;
-  workflow: string;
-  createdAt: number;
+/** A workflow as it was when a run started: a run keeps its workflow even if the file changes. */
+export interface WorkflowRecord {
+  /** sha256 of `source`, hex. The key: saving the same text twice is a no-op. */
+  hash: string;
+  name: string;
+  /** The file's text, exactly. */
+  source: string;
+  /** Absolute path of the file it was read from (agents' working directory, relative references). */
+  path: string;
 }
 
-/**
- * A run store keeps each run's event log. Appends are ordered and atomic per call: either every
- * event of a batch is kept or none is. The engine appends at its commit points (before an agent is
- * handed a task, after a task's outcome), so a run can be rebuilt from the log.
- */
+/** The run row: what `baton runs` lists without reading events. */
+export interface RunRecord {
+  runId: string;
+  workflowHash: string;
+  workflowName: string;
+  status: RunStatus;
+  trigger: Json;
+  initialState: JsonObject | null;
+  /** How agents were bound (module path, commands, stubs, ...), so a resume binds them the same way. */
+  bindings: JsonObject;
+  /** Run options that outlive the process (concurrency, timeout, auto-approve, ...). */
+  options: JsonObject;
+  createdAt: number;
+  updatedAt: number;
+  endedAt: number | null;
+  costUsd: number;
+  /** Seq of the last event. */
+  seq: number;
+  /**
+   * Earliest time a timer of this run is due (run deadline, gate expiry, escalation), or null.
+   * Retry delays are not here: they are `TaskRow.notBefore`.
+   */
+  wakeAt: number | null;
+}
+
+/** The mutable part of the run row, rewritten by every commit. */
+export type RunUpdate = Pick<RunRecord, 'status' | 'updatedAt' | 'endedAt' | 'costUsd' | 'wakeAt'>;
+
+/** One task (phase of a run). */
+export interface TaskRow {
+  phase: string;
+  taskId: string;
+  status: TaskStatus;
+  /** Number of the current (or last) attempt; 0 before the first claim. */
+  attempt: number;
+  /** The agent that runs (or will run) the next attempt: `assign`, or the fallback agent. */
+  agent: string;
+  /** The worker holding the running attempt, and until when (ms since epoch). Null unless running. */
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  /** A ready task is not claimed before this time (retry delays). Null: at once. */
+  notBefore: number | null;
+  input: JsonObject | null;
+  /** The output exactly as validated and recorded. */
+  output: JsonObject | null;
+  failure: FailureRecord | null;
+  updatedAt: number;
+}
+
+/** A condition the store checks inside the transaction; if one fails, nothing is written. */
+export interface LeaseExpectation {
+  phase: string;
+  attempt: number;
+  /** The lease must still be held by this owner... */
+  owner: string;
+  /** ...and have expired before this time (a takeover). Absent: it must not have expired (still mine). */
+  expiredBefore?: number;
+}
+
+/** Everything one decision commits: the events and the projections they changed. */
+export interface Commit {
+  /** Seqs contiguous after the run's current seq. */
+  events: RunEvent[];
+  run: RunUpdate;
+  /** Task rows that changed (upserted by phase). */
+  tasks: TaskRow[];
+  /** Checked before writing; a failed expectation aborts the commit (`transact` then reports it). */
+  expect?: LeaseExpectation[];
+}
+
+export interface NewRun {
+  run: RunRecord;
+  workflow: WorkflowRecord;
+  /** The first commit (run.started, ready tasks, ...): written with the run row. */
+  commit: Commit;
+}
+
+/** Result of the `decide` callback of `transact`. */
+export interface TxDecision<T> {
+  /** What to write; null writes nothing. */
+  commit: Commit | null;
+  /** Handed back to the caller of `transact`. */
+  value: T;
+}
+
+export type TxResult<T> = { ok: true; value: T } | { ok: false; reason: 'expectation'; failed: LeaseExpectation } | { ok: false; reason: 'busy' };
+
+export interface TxOptions {
+  /**
+   * Do not wait when another transaction holds the run (PostgreSQL): return `{ok: false, reason:
+   * 'busy'}` with nothing read or written. For a worker's claim-only transaction: the holder claims
+   * for itself as it commits, and its commit wakes the others. Stores with one writer may ignore it.
+   */
+  skipIfBusy?: boolean;
+}
+
+/** What a worker can do in a run (from `findWork`). */
+export interface WorkHint {
+  runId: string;
+  /** ready: claimable tasks for the agents asked; timer: `wakeAt` is due; lease: a running task's lease expired. */
+  reason: 'ready' | 'timer' | 'lease';
+  /** For `lease`: the task, its attempt and owner. */
+  phase?: string;
+  attempt?: number;
+  owner?: string;
+}
+
+export interface RunFilter {
+  status?: RunStatus[];
+  /** Most recent first; default 100. */
+  limit?: number;
+}
+
 export interface RunStore {
-  createRun(meta: RunMeta): void | Promise<void>;
-  append(runId: string, events: readonly RunEvent[]): void | Promise<void>;
-  events(runId: string): readonly RunEvent[] | Promise<readonly RunEvent[]>;
-  runs(): readonly RunMeta[] | Promise<readonly RunMeta[]>;
+  /** `memory`, `sqlite` or `postgres`. */
+  readonly kind: string;
+  /** A human-readable location (`.baton/baton.db`, `postgres://host/db`), no password. */
+  readonly location: string;
+
+  /** Creates the run row, stores the workflow (if new) and the first commit, in one transaction. Throws StoreError `run-exists` for a taken id. */
+  createRun(init: NewRun): Promise<void>;
+  run(runId: string): Promise<RunRecord | undefined>;
+  runs(filter?: RunFilter): Promise<RunRecord[]>;
+  workflow(hash: string): Promise<WorkflowRecord | undefined>;
+  /** Events with seq > afterSeq, in order. */
+  events(runId: string, afterSeq?: number): Promise<RunEvent[]>;
+  tasks(runId: string): Promise<TaskRow[]>;
+
+  /**
+   * The one write path after creation. Serialises against every other transaction on the run
+   * (a row lock, or SQLite's single writer), reads the events committed since `knownSeq`, calls
+   * `decide(delta)` synchronously with them, and commits what it returns, all in one transaction.
+   * If `decide` throws, nothing is written and the error propagates. If an expectation fails,
+   * nothing is written and `{ok: false}` is returned (decide's in-memory effects are then the
+   * caller's to discard). Throws StoreError `unknown-run` for an unknown run.
+   */
+  transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[]) => TxDecision<T>, opts?: TxOptions): Promise<TxResult<T>>;
+
+  /**
+   * What a worker could do now, oldest first: runs with a ready task for one of `agents` (null:
+   * any agent) whose notBefore has passed, runs whose wakeAt is due, and running tasks whose lease
+   * expired. Only runs in status running or waiting. At most `limit` hints.
+   */
+  findWork(q: { agents: readonly string[] | null; now: number; limit: number }): Promise<WorkHint[]>;
+
+  /**
+   * Extends the leases `owner` holds on these running attempts to `until`. Returns the ones it no
+   * longer holds (taken over, or the task left running): their attempts must stop.
+   */
+  renewLeases(owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]): Promise<{ runId: string; phase: string; attempt: number }[]>;
+
+  /**
+   * Resolves when another process may have changed something (PostgreSQL: LISTEN/NOTIFY on every
+   * commit), or after `maxMs`, or when `signal` aborts. Never rejects.
+   */
+  waitForChange(maxMs: number, signal?: AbortSignal): Promise<void>;
+
+  close(): Promise<void>;
 }

@@ -1,15 +1,22 @@
 /**
- * The run's state as a fold over its events. `applyEvent` is the only place task status changes,
- * so a run rebuilt from a store's events is the run that was recorded.
+ * The run's state as a fold over its events. `applyEvent` is the only place the state changes, so
+ * a run rebuilt from a store's events is the run that was recorded (replay(events) == the state
+ * every worker kept while committing them).
  */
 import type { Json, JsonObject } from '../core/json.js';
-import type { FailureRecord, RunEvent, RunStatus, TaskStatus } from './events.js';
+import type { FailureRecord, GateKind, OnTimeout, RunEvent, RunStatus, TaskStatus } from './events.js';
 
 export interface PhaseState {
   status: TaskStatus;
   taskId: string;
+  /** Number of the current (or last) attempt; 0 before the first claim. */
   attempts: number;
+  /** Attempts that failed (the retry policy counts these; a lost lease is not a failure). */
+  failures: number;
+  /** The agent of the last claimed attempt. */
   agent: string | undefined;
+  /** The agent of the next attempt when it is not `assign` (the fallback agent). */
+  nextAgent: string | undefined;
   input: JsonObject | undefined;
   output: JsonObject | undefined;
   error: FailureRecord | undefined;
@@ -18,13 +25,59 @@ export interface PhaseState {
   costUsd: number;
   startedAt: number | undefined;
   endedAt: number | undefined;
+  /** The worker holding the running attempt, and the lease's first expiry (renewals live in the store only). */
+  leaseOwner: string | undefined;
+  leaseExpiresAt: number | undefined;
+  /** A ready task is not claimed before this time (a retry delay). */
+  notBefore: number | undefined;
+  /** Input gates this phase opened, in order. The k-th `requestInput` of any attempt is answered by the latest gate opened for index k. */
+  inputGates: string[];
+  /** Set when the task waits on a gate (awaiting_approval, suspended_awaiting_input). */
+  gate: string | undefined;
+  /** After an answered input gate: the attempt that may continue in the same process, until when. */
+  resumable: { attempt: number; owner: string | undefined; until: number } | undefined;
+  /** `baton rerun`: the run this output was copied from. */
+  reusedFrom: string | undefined;
+}
+
+/** `closed`: the run ended (stopped, failed, cancelled) while the gate was still open; nobody can decide it now. */
+export type GateStatus = 'open' | 'approved' | 'denied' | 'answered' | 'closed';
+
+export interface GateState {
+  id: string;
+  kind: GateKind;
+  phase: string | undefined;
+  agent: string | undefined;
+  attempt: number | undefined;
+  approvers: string[];
+  reason: string;
+  openedAt: number;
+  expiresAt: number | undefined;
+  onTimeout: OnTimeout | undefined;
+  escalateAt: number | undefined;
+  escalated: boolean;
+  /** on_timeout: escalate has fired: the gate stays open with no expiry. */
+  expired: boolean;
+  /** Input gates: the request index (k-th `requestInput` of an attempt) this gate asks. */
+  index: number | undefined;
+  question: string | undefined;
+  choices: Json[] | undefined;
+  schema: JsonObject | undefined;
+  status: GateStatus;
+  decidedBy: string | undefined;
+  decidedAt: number | undefined;
+  comment: string | undefined;
+  auto: boolean;
+  value: Json | undefined;
 }
 
 export interface RunState {
   runId: string;
   workflow: string;
+  workflowHash: string | undefined;
   trigger: Json;
-  status: RunStatus;
+  /** running until a terminal event; `waiting` is derived (see runStatusOf). */
+  status: Exclude<RunStatus, 'waiting'>;
   phases: Map<string, PhaseState>;
   costUsd: number;
   failure: FailureRecord | undefined;
@@ -33,6 +86,25 @@ export interface RunState {
   endedAt: number | undefined;
   /** Sequence number of the last applied event. */
   seq: number;
+  deadlineAt: number | undefined;
+  autoApprove: boolean;
+  rerunOf: { run_id: string; from: string } | undefined;
+  gates: Map<string, GateState>;
+  /** Budget alerts already raised: a phase name, or '' for the run. */
+  alerted: Set<string>;
+  /** Ready tasks in the order they became ready (claims take them in this order). */
+  ready: Set<string>;
+  /** Running tasks. */
+  running: Set<string>;
+  /** Phases not yet completed, failed, skipped or cancelled. */
+  open: number;
+  firstFailure: { phase: string; failure: FailureRecord } | undefined;
+  /**
+   * The dependency graph, attached by the engine (attachGraph) so that finishing a phase updates its
+   * dependents' counters of unfinished dependencies: O(phases + edges) per run, as before the split.
+   * Derived data: replaying the same events with the same graph gives the same counters.
+   */
+  graph: { dependents: ReadonlyMap<string, readonly string[]>; remaining: Map<string, number>; assign: ReadonlyMap<string, string> | undefined } | undefined;
 }
 
 export function newPhaseState(taskId: string): PhaseState {
@@ -40,7 +112,9 @@ export function newPhaseState(taskId: string): PhaseState {
     status: 'pending',
     taskId,
     attempts: 0,
+    failures: 0,
     agent: undefined,
+    nextAgent: undefined,
     input: undefined,
     output: undefined,
     error: undefined,
@@ -49,6 +123,13 @@ export function newPhaseState(taskId: string): PhaseState {
     costUsd: 0,
     startedAt: undefined,
     endedAt: undefined,
+    leaseOwner: undefined,
+    leaseExpiresAt: undefined,
+    notBefore: undefined,
+    inputGates: [],
+    gate: undefined,
+    resumable: undefined,
+    reusedFrom: undefined,
   };
 }
 
@@ -57,7 +138,44 @@ export function taskIdFor(runId: string, phase: string): string {
 }
 
 export function initialState(runId: string): RunState {
-  return { runId, workflow: '', trigger: null, status: 'running', phases: new Map(), costUsd: 0, failure: undefined, cancelReason: undefined, startedAt: 0, endedAt: undefined, seq: 0 };
+  return {
+    runId,
+    workflow: '',
+    workflowHash: undefined,
+    trigger: null,
+    status: 'running',
+    phases: new Map(),
+    costUsd: 0,
+    failure: undefined,
+    cancelReason: undefined,
+    startedAt: 0,
+    endedAt: undefined,
+    seq: 0,
+    deadlineAt: undefined,
+    autoApprove: false,
+    rerunOf: undefined,
+    gates: new Map(),
+    alerted: new Set(),
+    ready: new Set(),
+    running: new Set(),
+    open: 0,
+    firstFailure: undefined,
+    graph: undefined,
+  };
+}
+
+/** Attaches the dependency graph and counts each phase's unfinished dependencies from the current statuses. */
+export function attachGraph(state: RunState, dependsOn: ReadonlyMap<string, readonly string[]>, dependents: ReadonlyMap<string, readonly string[]>, assign?: ReadonlyMap<string, string>): void {
+  const remaining = new Map<string, number>();
+  for (const [name, deps] of dependsOn) {
+    let n = 0;
+    for (const d of deps) {
+      const ds = state.phases.get(d)?.status;
+      if (ds === undefined || !TERMINAL.has(ds)) n++;
+    }
+    remaining.set(name, n);
+  }
+  state.graph = { dependents, remaining, assign };
 }
 
 function phaseOf(state: RunState, name: string, taskId: string): PhaseState {
@@ -65,8 +183,38 @@ function phaseOf(state: RunState, name: string, taskId: string): PhaseState {
   if (!p) {
     p = newPhaseState(taskId);
     state.phases.set(name, p);
+    state.open++;
   }
   return p;
+}
+
+const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'skipped', 'cancelled']);
+export function isTerminal(s: TaskStatus): boolean {
+  return TERMINAL.has(s);
+}
+
+/** Every status change of a task goes through here, keeping the ready/running sets and the open count. */
+function setStatus(state: RunState, name: string, p: PhaseState, s: TaskStatus): void {
+  const was = p.status;
+  if (was === s) return;
+  if (was === 'ready') state.ready.delete(name);
+  else if (was === 'running') state.running.delete(name);
+  if (s === 'ready') state.ready.add(name);
+  else if (s === 'running') state.running.add(name);
+  if (TERMINAL.has(s) && !TERMINAL.has(was)) {
+    state.open--;
+    const g = state.graph;
+    if (g) for (const d of g.dependents.get(name) ?? []) g.remaining.set(d, (g.remaining.get(d) ?? 1) - 1);
+  }
+  p.status = s;
+  // a suspended attempt keeps its owner: that process may continue it once answered
+  if (s !== 'running' && s !== 'suspended_awaiting_input') {
+    p.leaseOwner = undefined;
+    p.leaseExpiresAt = undefined;
+  }
+  if (s !== 'ready') p.notBefore = undefined;
+  if (s !== 'awaiting_approval' && s !== 'suspended_awaiting_input') p.gate = undefined;
+  if (s !== 'ready') p.resumable = undefined;
 }
 
 /** Applies one event in place. Events must arrive in `seq` order. */
@@ -76,28 +224,65 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     case 'run.started':
       state.runId = e.run_id;
       state.workflow = e.workflow;
+      state.workflowHash = e.workflow_hash;
       state.trigger = e.trigger;
       state.startedAt = e.at;
+      state.deadlineAt = e.deadline_at;
+      state.autoApprove = e.auto_approve === true;
+      state.rerunOf = e.rerun_of;
       for (const name of e.phases) phaseOf(state, name, taskIdFor(e.run_id, name));
       return;
-    case 'task.ready':
-      phaseOf(state, e.phase, e.task_id).status = 'ready';
+    case 'task.ready': {
+      const p = phaseOf(state, e.phase, e.task_id);
+      setStatus(state, e.phase, p, 'ready');
+      p.notBefore = e.not_before;
       return;
+    }
     case 'task.claimed': {
       const p = phaseOf(state, e.phase, e.task_id);
-      p.status = 'running';
+      setStatus(state, e.phase, p, 'running');
       p.attempts = e.attempt;
       p.agent = e.agent;
       p.input = e.input;
       p.startedAt ??= e.at;
+      p.leaseOwner = e.worker;
+      p.leaseExpiresAt = e.lease_expires_at;
+      return;
+    }
+    case 'task.resumed': {
+      const p = phaseOf(state, e.phase, e.task_id);
+      setStatus(state, e.phase, p, 'running');
+      p.leaseOwner = e.worker;
+      p.leaseExpiresAt = e.lease_expires_at;
+      return;
+    }
+    case 'task.attempt_failed': {
+      const p = phaseOf(state, e.phase, e.task_id);
+      p.failures++;
+      return;
+    }
+    case 'task.rejected': {
+      const p = phaseOf(state, e.phase, e.task_id);
+      p.failures++;
+      return;
+    }
+    case 'task.retrying': {
+      const p = phaseOf(state, e.phase, e.task_id);
+      p.nextAgent = e.agent;
+      setStatus(state, e.phase, p, 'ready');
+      p.notBefore = e.not_before;
+      return;
+    }
+    case 'task.lease_expired': {
+      const p = phaseOf(state, e.phase, e.task_id);
+      setStatus(state, e.phase, p, 'ready');
       return;
     }
     case 'task.claim_rejected':
-    case 'task.rejected':
-    case 'task.attempt_failed':
-    case 'task.retrying':
+    case 'task.stale_outcome':
     case 'task.sibling_output':
     case 'task.log':
+    case 'task.agent_event':
       return;
     case 'task.cost': {
       const p = phaseOf(state, e.phase, e.task_id);
@@ -107,22 +292,25 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     }
     case 'task.completed': {
       const p = phaseOf(state, e.phase, e.task_id);
-      p.status = 'completed';
+      setStatus(state, e.phase, p, 'completed');
       p.output = e.output;
       p.error = undefined;
       p.endedAt = e.at;
+      p.reusedFrom = e.reused_from;
+      if (e.reused_from !== undefined) p.attempts = e.attempt;
       return;
     }
     case 'task.failed': {
       const p = phaseOf(state, e.phase, e.task_id);
-      p.status = 'failed';
+      setStatus(state, e.phase, p, 'failed');
       p.error = e.failure;
       p.endedAt = e.at;
+      state.firstFailure ??= { phase: e.phase, failure: e.failure };
       return;
     }
     case 'task.skipped': {
       const p = phaseOf(state, e.phase, e.task_id);
-      p.status = 'skipped';
+      setStatus(state, e.phase, p, 'skipped');
       p.skippedReason = e.reason;
       p.skippedDetail = e.detail;
       p.endedAt = e.at;
@@ -130,25 +318,106 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     }
     case 'task.cancelled': {
       const p = phaseOf(state, e.phase, e.task_id);
-      p.status = 'cancelled';
+      setStatus(state, e.phase, p, 'cancelled');
       p.endedAt = e.at;
       return;
     }
+    case 'gate.opened': {
+      state.gates.set(e.gate_id, {
+        id: e.gate_id,
+        kind: e.kind,
+        phase: e.phase,
+        agent: e.agent,
+        attempt: e.attempt,
+        approvers: e.approvers,
+        reason: e.reason,
+        openedAt: e.at,
+        expiresAt: e.expires_at,
+        onTimeout: e.on_timeout,
+        escalateAt: e.escalate_at,
+        escalated: false,
+        expired: false,
+        index: e.kind === 'input' ? (e.index ?? state.phases.get(e.phase ?? '')?.inputGates.length) : undefined,
+        question: e.question,
+        choices: e.choices,
+        schema: e.schema,
+        status: 'open',
+        decidedBy: undefined,
+        decidedAt: undefined,
+        comment: undefined,
+        auto: false,
+        value: undefined,
+      });
+      if (e.phase !== undefined && (e.kind === 'phase' || e.kind === 'input')) {
+        const p = phaseOf(state, e.phase, e.task_id ?? taskIdFor(state.runId, e.phase));
+        if (e.kind === 'input') p.inputGates.push(e.gate_id);
+        setStatus(state, e.phase, p, e.kind === 'phase' ? 'awaiting_approval' : 'suspended_awaiting_input');
+        p.gate = e.gate_id;
+      }
+      return;
+    }
+    case 'gate.decided': {
+      const g = state.gates.get(e.gate_id);
+      if (!g) return;
+      g.status = e.decision;
+      g.decidedBy = e.by;
+      g.decidedAt = e.at;
+      g.comment = e.comment;
+      g.auto = e.auto;
+      if (g.kind === 'phase' && g.phase !== undefined && e.decision === 'approved') {
+        const p = state.phases.get(g.phase);
+        if (p && p.status === 'awaiting_approval') setStatus(state, g.phase, p, 'ready');
+      }
+      return;
+    }
+    case 'gate.answered': {
+      const g = state.gates.get(e.gate_id);
+      if (!g) return;
+      g.status = 'answered';
+      g.value = e.value;
+      g.decidedBy = e.by;
+      g.decidedAt = e.at;
+      if (g.phase !== undefined) {
+        const p = state.phases.get(g.phase);
+        if (p && p.status === 'suspended_awaiting_input') {
+          const owner = p.leaseOwner;
+          setStatus(state, g.phase, p, 'ready');
+          p.resumable = { attempt: g.attempt ?? p.attempts, owner, until: e.at + RESUME_GRACE_MS };
+        }
+      }
+      return;
+    }
+    case 'gate.refused':
+      return;
+    case 'gate.expired': {
+      const g = state.gates.get(e.gate_id);
+      if (g) g.expired = true;
+      return;
+    }
+    case 'gate.escalated': {
+      const g = state.gates.get(e.gate_id);
+      if (g) g.escalated = true;
+      return;
+    }
     case 'budget.alert':
+      state.alerted.add(e.scope === 'run' ? '' : (e.phase ?? ''));
       return;
     case 'run.completed':
       state.status = 'completed';
       state.endedAt = e.at;
+      closeGates(state);
       return;
     case 'run.failed':
       state.status = 'failed';
       state.failure = e.failure;
       state.endedAt = e.at;
+      closeGates(state);
       return;
     case 'run.cancelled':
       state.status = 'cancelled';
       state.cancelReason = e.reason;
       state.endedAt = e.at;
+      closeGates(state);
       return;
     default: {
       const never: never = e;
@@ -157,10 +426,48 @@ export function applyEvent(state: RunState, e: RunEvent): void {
   }
 }
 
+/**
+ * How long the process whose attempt asked for input keeps the right to continue that attempt
+ * after the answer; past it (the process is gone) any worker runs a new attempt with
+ * `ctx.inputResponse`.
+ */
+export const RESUME_GRACE_MS = 30_000;
+
+/** A run that ended leaves no gate open: those still waiting are closed. */
+function closeGates(state: RunState): void {
+  for (const g of state.gates.values()) if (g.status === 'open') g.status = 'closed';
+}
+
 export function replay(runId: string, events: Iterable<RunEvent>): RunState {
   const s = initialState(runId);
   for (const e of events) applyEvent(s, e);
   return s;
+}
+
+/** The run status as stored and shown: `waiting` while gates are open and nothing runs or is ready. */
+export function runStatusOf(state: RunState): RunStatus {
+  if (state.status !== 'running') return state.status;
+  if (state.running.size > 0) return 'running';
+  let open = false;
+  let access = false;
+  for (const g of state.gates.values()) {
+    if (g.status !== 'open') continue;
+    open = true;
+    // an open run gate holds every ready task: the run waits for a decision, not for a worker
+    if (g.kind === 'run') return 'waiting';
+    if (g.kind === 'access') access = true;
+  }
+  if (!open) return 'running';
+  if (state.ready.size === 0) return 'waiting';
+  if (!access) return 'running';
+  // ready tasks held by their agent's open access gate wait too (the agents are known once the graph is attached)
+  const assign = state.graph?.assign;
+  for (const name of state.ready) {
+    const p = state.phases.get(name)!;
+    const agent = p.nextAgent ?? assign?.get(name);
+    if (agent === undefined || state.gates.get(`access-${agent}`)?.status !== 'open') return 'running';
+  }
+  return 'waiting';
 }
 
 export interface PhaseResult {
@@ -174,15 +481,41 @@ export interface PhaseResult {
   error?: FailureRecord;
   skipped_reason?: string;
   skipped_detail?: string;
+  reused_from?: string;
   started_at?: number;
   ended_at?: number;
+}
+
+export interface GateResult {
+  id: string;
+  kind: GateKind;
+  status: GateStatus;
+  phase?: string;
+  agent?: string;
+  approvers: string[];
+  reason: string;
+  opened_at: number;
+  expires_at?: number;
+  on_timeout?: OnTimeout;
+  escalated: boolean;
+  question?: string;
+  choices?: Json[];
+  schema?: JsonObject;
+  decided_by?: string;
+  decided_at?: number;
+  comment?: string;
+  auto?: boolean;
+  value?: Json;
 }
 
 export interface RunResult {
   runId: string;
   workflow: string;
-  status: Exclude<RunStatus, 'running'>;
+  status: RunStatus;
   phases: Record<string, PhaseResult>;
+  gates: GateResult[];
+  /** Phases waiting for input (RFC-0025 suspension). */
+  suspended_phases: string[];
   events: RunEvent[];
   cost_usd: number;
   error?: FailureRecord;
@@ -191,9 +524,35 @@ export interface RunResult {
   duration_ms: number;
 }
 
+export function gateResult(g: GateState): GateResult {
+  return {
+    id: g.id,
+    kind: g.kind,
+    status: g.status,
+    ...(g.phase !== undefined ? { phase: g.phase } : {}),
+    ...(g.agent !== undefined ? { agent: g.agent } : {}),
+    approvers: g.approvers,
+    reason: g.reason,
+    opened_at: g.openedAt,
+    ...(g.expiresAt !== undefined && !g.expired ? { expires_at: g.expiresAt } : {}),
+    ...(g.onTimeout !== undefined ? { on_timeout: g.onTimeout } : {}),
+    escalated: g.escalated,
+    ...(g.question !== undefined ? { question: g.question } : {}),
+    ...(g.choices !== undefined ? { choices: g.choices } : {}),
+    ...(g.schema !== undefined ? { schema: g.schema } : {}),
+    ...(g.decidedBy !== undefined ? { decided_by: g.decidedBy } : {}),
+    ...(g.decidedAt !== undefined ? { decided_at: g.decidedAt } : {}),
+    ...(g.comment !== undefined ? { comment: g.comment } : {}),
+    ...(g.status !== 'open' && g.status !== 'closed' && g.kind !== 'input' ? { auto: g.auto } : {}),
+    ...(g.value !== undefined ? { value: g.value } : {}),
+  };
+}
+
 export function toResult(state: RunState, events: RunEvent[]): RunResult {
   const phases: Record<string, PhaseResult> = {};
+  const suspended: string[] = [];
   for (const [name, p] of state.phases) {
+    if (p.status === 'suspended_awaiting_input') suspended.push(name);
     phases[name] = {
       status: p.status,
       task_id: p.taskId,
@@ -205,16 +564,19 @@ export function toResult(state: RunState, events: RunEvent[]): RunResult {
       ...(p.error ? { error: p.error } : {}),
       ...(p.skippedReason ? { skipped_reason: p.skippedReason } : {}),
       ...(p.skippedDetail ? { skipped_detail: p.skippedDetail } : {}),
+      ...(p.reusedFrom !== undefined ? { reused_from: p.reusedFrom } : {}),
       ...(p.startedAt !== undefined ? { started_at: p.startedAt } : {}),
       ...(p.endedAt !== undefined ? { ended_at: p.endedAt } : {}),
     };
   }
-  const ended = state.endedAt ?? state.startedAt;
+  const ended = state.endedAt ?? (events.length > 0 ? events[events.length - 1]!.at : state.startedAt);
   return {
     runId: state.runId,
     workflow: state.workflow,
-    status: state.status === 'running' ? 'failed' : state.status,
+    status: runStatusOf(state),
     phases,
+    gates: [...state.gates.values()].map(gateResult),
+    suspended_phases: suspended,
     events,
     cost_usd: roundUsd(state.costUsd),
     ...(state.failure ? { error: state.failure } : {}),

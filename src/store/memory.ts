@@ -1,34 +1,164 @@
-/** The in-memory store: a real store (appends are checked and ordered), kept for the process's life. */
+/**
+ * The in-memory store: a real store with the same contract as the durable ones (appends checked and
+ * ordered, commits all-or-nothing, expectations enforced), kept for the process's life. For unit
+ * tests and `--store memory`.
+ */
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
-import type { RunMeta, RunStore } from '../engine/ports.js';
+import type { Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
+
+interface Entry {
+  run: RunRecord;
+  events: RunEvent[];
+  tasks: Map<string, TaskRow>;
+  /** Serialises transactions on this run (decide is sync, but callers interleave at awaits). */
+}
 
 export class MemoryStore implements RunStore {
-  private readonly logs = new Map<string, RunEvent[]>();
-  private readonly metas = new Map<string, RunMeta>();
+  readonly kind = 'memory';
+  readonly location = 'memory';
+  private readonly entries = new Map<string, Entry>();
+  private readonly workflows = new Map<string, WorkflowRecord>();
+  private waiters = new Set<() => void>();
 
-  createRun(meta: RunMeta): void {
-    if (this.metas.has(meta.runId)) throw new BatonError('store', `run ${meta.runId} already exists`);
-    this.metas.set(meta.runId, meta);
-    this.logs.set(meta.runId, []);
-  }
-
-  append(runId: string, events: readonly RunEvent[]): void {
-    const log = this.logs.get(runId);
-    if (!log) throw new BatonError('store', `unknown run ${runId}`);
-    let last = log.length > 0 ? log[log.length - 1]!.seq : 0;
-    for (const e of events) {
-      if (e.seq !== last + 1) throw new BatonError('store', `run ${runId}: event seq ${e.seq} does not follow ${last}`);
-      last = e.seq;
+  createRun(init: NewRun): Promise<void> {
+    const id = init.run.runId;
+    if (this.entries.has(id)) return Promise.reject(new BatonError('run-exists', `a run with id ${id} already exists`));
+    const entry: Entry = { run: { ...init.run, seq: 0 }, events: [], tasks: new Map() };
+    try {
+      checkSeq(entry, init.commit);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    for (const e of events) log.push(e);
+    if (!this.workflows.has(init.workflow.hash)) this.workflows.set(init.workflow.hash, { ...init.workflow });
+    apply(entry, init.commit);
+    this.entries.set(id, entry);
+    this.notify();
+    return Promise.resolve();
   }
 
-  events(runId: string): readonly RunEvent[] {
-    return this.logs.get(runId) ?? [];
+  run(runId: string): Promise<RunRecord | undefined> {
+    const e = this.entries.get(runId);
+    return Promise.resolve(e ? { ...e.run } : undefined);
   }
 
-  runs(): readonly RunMeta[] {
-    return [...this.metas.values()];
+  runs(filter: RunFilter = {}): Promise<RunRecord[]> {
+    let all = [...this.entries.values()].map((e) => ({ ...e.run }));
+    if (filter.status) all = all.filter((r) => filter.status!.includes(r.status));
+    all.sort((a, b) => b.createdAt - a.createdAt || (a.runId < b.runId ? 1 : -1));
+    return Promise.resolve(all.slice(0, filter.limit ?? 100));
   }
+
+  workflow(hash: string): Promise<WorkflowRecord | undefined> {
+    const w = this.workflows.get(hash);
+    return Promise.resolve(w ? { ...w } : undefined);
+  }
+
+  events(runId: string, afterSeq = 0): Promise<RunEvent[]> {
+    const e = this.entries.get(runId);
+    if (!e) return Promise.resolve([]);
+    // seq n is at index n - 1 (gap-free)
+    return Promise.resolve(e.events.slice(afterSeq));
+  }
+
+  tasks(runId: string): Promise<TaskRow[]> {
+    const e = this.entries.get(runId);
+    return Promise.resolve(e ? [...e.tasks.values()].map((t) => ({ ...t })) : []);
+  }
+
+  transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[]) => TxDecision<T>): Promise<TxResult<T>> {
+    const e = this.entries.get(runId);
+    if (!e) return Promise.reject(new BatonError('unknown-run', `no run ${runId}`));
+    let result: TxResult<T>;
+    try {
+      const d = decide(knownSeq < e.run.seq ? e.events.slice(knownSeq) : []);
+      if (d.commit) {
+        for (const x of d.commit.expect ?? []) {
+          const t = e.tasks.get(x.phase);
+          const held = t !== undefined && t.status === 'running' && t.attempt === x.attempt && t.leaseOwner === x.owner;
+          const ok = held && (x.expiredBefore === undefined ? true : (t.leaseExpiresAt ?? 0) < x.expiredBefore);
+          if (!ok) return Promise.resolve({ ok: false, reason: 'expectation', failed: x });
+        }
+        checkSeq(e, d.commit);
+        apply(e, d.commit);
+        if (d.commit.events.length > 0) this.notify();
+      }
+      result = { ok: true, value: d.value };
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return Promise.resolve(result);
+  }
+
+  findWork(q: { agents: readonly string[] | null; now: number; limit: number }): Promise<WorkHint[]> {
+    const out: WorkHint[] = [];
+    const agents = q.agents ? new Set(q.agents) : null;
+    const live = [...this.entries.values()].filter((e) => e.run.status === 'running' || e.run.status === 'waiting').sort((a, b) => a.run.createdAt - b.run.createdAt);
+    for (const e of live) {
+      if (out.length >= q.limit) break;
+      if (e.run.wakeAt !== null && e.run.wakeAt <= q.now) out.push({ runId: e.run.runId, reason: 'timer' });
+      let ready = false;
+      for (const t of e.tasks.values()) {
+        if (t.status === 'ready' && !ready && (t.notBefore === null || t.notBefore <= q.now) && (!agents || agents.has(t.agent))) {
+          ready = true;
+          out.push({ runId: e.run.runId, reason: 'ready' });
+        }
+        if (t.status === 'running' && t.leaseExpiresAt !== null && t.leaseExpiresAt < q.now && t.leaseOwner !== null) {
+          out.push({ runId: e.run.runId, reason: 'lease', phase: t.phase, attempt: t.attempt, owner: t.leaseOwner });
+        }
+      }
+    }
+    return Promise.resolve(out.slice(0, q.limit));
+  }
+
+  renewLeases(owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]): Promise<{ runId: string; phase: string; attempt: number }[]> {
+    const lost: { runId: string; phase: string; attempt: number }[] = [];
+    for (const h of held) {
+      const t = this.entries.get(h.runId)?.tasks.get(h.phase);
+      if (t && t.status === 'running' && t.attempt === h.attempt && t.leaseOwner === owner) t.leaseExpiresAt = until;
+      else lost.push(h);
+    }
+    return Promise.resolve(lost);
+  }
+
+  waitForChange(maxMs: number, signal?: AbortSignal): Promise<void> {
+    // one process: nothing changes behind our back, but transactions of other engines in this process wake waiters
+    return new Promise<void>((resolve) => {
+      if (signal?.aborted) return resolve();
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.min(maxMs, 2 ** 31 - 1));
+      signal?.addEventListener('abort', done, { once: true });
+      this.waiters.add(done);
+    });
+  }
+
+  close(): Promise<void> {
+    for (const w of [...this.waiters]) w();
+    return Promise.resolve();
+  }
+
+  private notify(): void {
+    if (this.waiters.size === 0) return;
+    for (const w of [...this.waiters]) w();
+  }
+}
+
+function checkSeq(e: Entry, c: Commit): void {
+  let last = e.run.seq;
+  for (const ev of c.events) {
+    if (ev.seq !== last + 1) throw new BatonError('store', `run ${e.run.runId}: event seq ${ev.seq} does not follow ${last}`);
+    last = ev.seq;
+  }
+}
+
+function apply(e: Entry, c: Commit): void {
+  for (const ev of c.events) e.events.push(ev);
+  if (c.events.length > 0) e.run.seq = c.events[c.events.length - 1]!.seq;
+  Object.assign(e.run, c.run);
+  for (const t of c.tasks) e.tasks.set(t.phase, { ...t });
 }

@@ -11,8 +11,8 @@ import type { CompiledType, TypeNode, ValueIssue } from './api.js';
 export interface TypeEnv {
   /** The definition of a named type (always present for names the registry handed out). */
   resolve(name: string): TypeNode;
-  /** Compiles a JSON Schema with the registry's ajv instance. */
-  compileSchema(schema: Record<string, unknown>): ValidateFunction;
+  /** Compiles a JSON Schema with the registry's ajv; `ownProperties` when a field name is also a name on Object.prototype. */
+  compileSchema(schema: Record<string, unknown>, ownProperties: boolean): ValidateFunction;
 }
 
 export function typeText(node: TypeNode): string {
@@ -42,8 +42,12 @@ export function resolveNode(node: TypeNode, env: TypeEnv): TypeNode {
 
 export class CompiledTypeImpl implements CompiledType {
   readonly text: string;
-  private fast: ValidateFunction | undefined;
+  private fast: ((value: unknown) => boolean) | undefined;
   private schema: Record<string, unknown> | undefined;
+  /** Some record reachable from this type has a field ajv cannot check (see SchemaContext). */
+  private ajvUnsafe = false;
+  /** Some record reachable from this type has a field named like a member of Object.prototype. */
+  private inherited = false;
 
   constructor(
     readonly node: TypeNode,
@@ -54,8 +58,15 @@ export class CompiledTypeImpl implements CompiledType {
 
   check(value: unknown): boolean {
     if (this.node.kind === 'primitive' && this.node.name === 'any') return isJsonValue(value);
-    const fn = (this.fast ??= this.env.compileSchema(this.jsonSchema()));
+    const fn = (this.fast ??= this.compileFast());
     return fn(value) && isJsonValue(value);
+  }
+
+  private compileFast(): (value: unknown) => boolean {
+    const schema = this.jsonSchema();
+    // ajv mishandles two (rare) field names: such a type is checked by the walker alone
+    if (this.ajvUnsafe) return (value) => this.issues(value).length === 0;
+    return this.env.compileSchema(schema, this.inherited);
   }
 
   issues(value: unknown): ValueIssue[] {
@@ -68,24 +79,23 @@ export class CompiledTypeImpl implements CompiledType {
     if (this.schema) return this.schema;
     const defs = new Map<string, Record<string, unknown>>();
     const pending: string[] = [];
-    const root = schemaOf(this.node, (name) => {
-      if (!defs.has(name)) {
-        defs.set(name, {});
-        pending.push(name);
-      }
-    });
+    const ctx: SchemaContext = {
+      ref: (name) => {
+        if (!defs.has(name)) {
+          defs.set(name, {});
+          pending.push(name);
+        }
+      },
+      ajvUnsafe: false,
+      inherited: false,
+    };
+    const root = schemaOf(this.node, ctx);
     while (pending.length > 0) {
       const name = pending.pop()!;
-      defs.set(
-        name,
-        schemaOf(this.env.resolve(name), (n) => {
-          if (!defs.has(n)) {
-            defs.set(n, {});
-            pending.push(n);
-          }
-        }),
-      );
+      defs.set(name, schemaOf(this.env.resolve(name), ctx));
     }
+    this.ajvUnsafe = ctx.ajvUnsafe;
+    this.inherited = ctx.inherited;
     const schema: Record<string, unknown> = { $schema: 'https://json-schema.org/draft/2020-12/schema', ...root };
     if (defs.size > 0) schema['$defs'] = Object.fromEntries([...defs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     this.schema = schema;
@@ -93,24 +103,37 @@ export class CompiledTypeImpl implements CompiledType {
   }
 
   sample(): Json {
-    return sampleOf(this.node, this.env, 0);
+    return sampleOf(this.node, this.env, 0, new Map(), false);
   }
 }
 
-function schemaOf(node: TypeNode, ref: (name: string) => void): Record<string, unknown> {
+interface SchemaContext {
+  ref(name: string): void;
+  /**
+   * Set when a record has a field ajv gets wrong: `properties` skips `__proto__`, and `required: [""]`
+   * never fails (its generated code assigns the falsy name `""` inside a condition).
+   */
+  ajvUnsafe: boolean;
+  /** Set when a field is named like a member of Object.prototype (`constructor`, `toString`, ...). */
+  inherited: boolean;
+}
+
+function schemaOf(node: TypeNode, ctx: SchemaContext): Record<string, unknown> {
   switch (node.kind) {
     case 'primitive':
       return node.name === 'any' ? {} : { type: node.name };
     case 'named':
-      ref(node.name);
+      ctx.ref(node.name);
       return { $ref: `#/$defs/${node.name}` };
     case 'array':
-      return { type: 'array', items: schemaOf(node.element, ref) };
+      return { type: 'array', items: schemaOf(node.element, ctx) };
     case 'record': {
       const properties: Record<string, unknown> = {};
       const required: string[] = [];
       for (const f of node.fields) {
-        properties[f.name] = schemaOf(f.type, ref);
+        if (f.name === '__proto__' || (f.name === '' && f.required)) ctx.ajvUnsafe = true;
+        if (f.name in Object.prototype) ctx.inherited = true;
+        setOwn(properties, f.name, schemaOf(f.type, ctx));
         if (f.required) required.push(f.name);
       }
       return required.length > 0 ? { type: 'object', properties, required } : { type: 'object', properties };
@@ -118,7 +141,7 @@ function schemaOf(node: TypeNode, ref: (name: string) => void): Record<string, u
     case 'enum':
       return { enum: [...node.values] };
     case 'nullable': {
-      const inner = schemaOf(node.inner, ref);
+      const inner = schemaOf(node.inner, ctx);
       if (Object.keys(inner).length === 0) return inner; // any | null is any
       if (inner['enum']) return { enum: [...(inner['enum'] as Json[]), null] };
       return { anyOf: [inner, { type: 'null' }] };
@@ -182,6 +205,13 @@ function typeIssue(pointer: string, expected: string, value: unknown): ValueIssu
   };
 }
 
+/** Every place inside a value that is not JSON (`undefined` members of objects are absent), each with its pointer. */
+export function jsonIssues(value: unknown, expected = 'any'): ValueIssue[] {
+  const out: ValueIssue[] = [];
+  walkJson(value, '', out, expected);
+  return out;
+}
+
 /** Reports values that are not JSON inside an `any`/`object`/`array` position. */
 function walkJson(value: unknown, pointer: string, out: ValueIssue[], expected: string): void {
   const t = jsonTypeOf(value);
@@ -202,7 +232,8 @@ function walk(node: TypeNode, value: unknown, pointer: string, out: ValueIssue[]
   const expected = display ?? typeText(node);
   switch (node.kind) {
     case 'named':
-      walk(env.resolve(node.name), value, pointer, out, env, node.name);
+      // an alias chain (`Cash: Money`, `Money: number`) and `Finding | null` report the type as written
+      walk(env.resolve(node.name), value, pointer, out, env, expected);
       return;
     case 'nullable':
       if (value === null) return;
@@ -282,7 +313,13 @@ function walk(node: TypeNode, value: unknown, pointer: string, out: ValueIssue[]
 
 const STRING_SAMPLES = ['sample', 'example', 'value'];
 
-function sampleOf(node: TypeNode, env: TypeEnv, depth: number): Json {
+/**
+ * Builds a fitting value. Recursion is bounded by named types, not by depth (a deep but finite type
+ * gets every required field): once a named type is re-entered, the rest of that subtree is minimal
+ * (arrays empty, nullables null, optional fields left out). A type with no finite value at all
+ * (`Node: {next: Node}`) gets `null` where the cycle is cut; nothing can fit it.
+ */
+function sampleOf(node: TypeNode, env: TypeEnv, depth: number, stack: Map<string, number>, minimal: boolean): Json {
   switch (node.kind) {
     case 'primitive':
       switch (node.name) {
@@ -304,22 +341,33 @@ function sampleOf(node: TypeNode, env: TypeEnv, depth: number): Json {
           return 'any';
       }
       return null;
-    case 'named':
-      return sampleOf(env.resolve(node.name), env, depth);
+    case 'named': {
+      const seen = stack.get(node.name) ?? 0;
+      if (seen >= 64) return null;
+      stack.set(node.name, seen + 1);
+      const v = sampleOf(env.resolve(node.name), env, depth, stack, minimal || seen > 0);
+      stack.set(node.name, seen);
+      return v;
+    }
     case 'enum':
       return node.values[0] ?? null;
     case 'nullable':
-      return depth > 6 ? null : sampleOf(node.inner, env, depth);
+      return minimal || depth > 6 ? null : sampleOf(node.inner, env, depth, stack, minimal);
     case 'array':
-      return depth > 3 ? [] : [sampleOf(node.element, env, depth + 1)];
+      return minimal || depth > 3 ? [] : [sampleOf(node.element, env, depth + 1, stack, minimal)];
     case 'record': {
       const out: Record<string, Json> = {};
       for (const f of node.fields) {
-        if (!f.required && depth > 2) continue;
-        if (depth > 12) break;
-        out[f.name] = sampleOf(f.type, env, depth + 1);
+        if (!f.required && (minimal || depth > 2)) continue;
+        setOwn(out, f.name, sampleOf(f.type, env, depth + 1, stack, minimal));
       }
       return out;
     }
   }
+}
+
+/** `out[key] = value` that makes an own property even for `__proto__`. */
+function setOwn<T>(out: Record<string, T>, key: string, value: T): void {
+  if (key === '__proto__') Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  else out[key] = value;
 }

@@ -16,6 +16,8 @@ export type TypeExpr =
 export type ParseResult = { ok: true; expr: TypeExpr } | { ok: false; message: string; offset: number };
 
 const IDENT = /[A-Za-z_][A-Za-z0-9_]*/y;
+/** Arrays nested in one type expression: a string can nest without limit, and every later stage recurses. */
+export const MAX_TYPE_NESTING = 64;
 export const ARRAY_CONSTRUCTORS = new Set(['array', 'list']);
 
 export function parseTypeExpr(text: string): ParseResult {
@@ -24,6 +26,8 @@ export function parseTypeExpr(text: string): ParseResult {
     while (pos < text.length && (text[pos] === ' ' || text[pos] === '\t')) pos++;
   };
   const fail = (message: string): ParseResult => ({ ok: false, message, offset: pos });
+  let nesting = 0; // arrays enclosing the current position
+  const tooDeep = (): ParseResult => fail(`arrays nested too deeply (limit ${MAX_TYPE_NESTING})`);
 
   function type(): TypeExpr | ParseResult {
     const inner = postfix();
@@ -42,11 +46,14 @@ export function parseTypeExpr(text: string): ParseResult {
   }
 
   function postfix(): TypeExpr | ParseResult {
+    const outer = nesting;
     let t = atom();
     if ('ok' in t) return t;
-    for (;;) {
+    const base = outer + depthOf(t);
+    for (let suffixes = 1; ; suffixes++) {
       ws();
       if (text.startsWith('[]', pos)) {
+        if (base + suffixes > MAX_TYPE_NESTING) return tooDeep();
         pos += 2;
         t = { kind: 'array', element: t };
       } else if (text[pos] === '[') {
@@ -69,7 +76,9 @@ export function parseTypeExpr(text: string): ParseResult {
         return fail(`\`${m[0]}<...>\` is not a type constructor; use \`array<T>\` or \`T[]\``);
       }
       pos++;
+      if (++nesting > MAX_TYPE_NESTING) return tooDeep();
       const el = type();
+      nesting--;
       if ('ok' in el) return el;
       ws();
       if (text[pos] !== '>') return fail('expected `>` to close `array<...>`');
@@ -85,4 +94,11 @@ export function parseTypeExpr(text: string): ParseResult {
   ws();
   if (pos < text.length) return fail(`unexpected \`${text.slice(pos)}\` after the type`);
   return { ok: true, expr: t };
+}
+
+/** Array levels of a parsed expression (iterative: bounded by MAX_TYPE_NESTING anyway). */
+function depthOf(t: TypeExpr): number {
+  let d = 0;
+  for (let x: TypeExpr = t; x.kind !== 'name'; x = x.kind === 'array' ? x.element : x.inner) if (x.kind === 'array') d++;
+  return d;
 }

@@ -10,6 +10,7 @@ import { closest } from '../core/suggest.js';
 import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
 import type { CompileTypes, CompiledType, PathLookup, RecordField, TypeNode, TypeRegistry } from './api.js';
 import { CompiledTypeImpl, resolveNode, typeText, type TypeEnv } from './compiled.js';
+import { MAX_TYPE_DEPTH, typeDepths } from './depth.js';
 import { parseTypeExpr, type TypeExpr } from './parse.js';
 
 export const PRIMITIVES = ['string', 'number', 'integer', 'boolean', 'object', 'array', 'any', 'null'] as const;
@@ -30,18 +31,25 @@ class Registry implements TypeRegistry {
   private readonly decls = new Map<string, Decl>();
   private readonly cache = new Map<string, CompiledTypeImpl>();
   private ajv: Ajv2020 | undefined;
+  private ownAjv: Ajv2020 | undefined;
   readonly env: TypeEnv;
 
   constructor() {
     this.env = {
       resolve: (name) => this.decls.get(name)?.node ?? ANY,
-      compileSchema: (schema) => this.compileSchema(schema),
+      compileSchema: (schema, ownProperties) => this.compileSchema(schema, ownProperties),
     };
   }
 
-  private compileSchema(schema: Record<string, unknown>): ValidateFunction {
-    this.ajv ??= new Ajv2020({ strict: true, allErrors: false, validateSchema: false, strictNumbers: true, addUsedSchema: false });
-    return this.ajv.compile(schema);
+  /**
+   * Two ajv instances, built on first use. ajv finds a property by `data[name] !== undefined`, which sees
+   * Object.prototype: a record with a field such as `constructor` or `toString` needs `ownProperties`
+   * (as the walker does), which costs a `hasOwnProperty` call per field, so only those records pay for it.
+   */
+  private compileSchema(schema: Record<string, unknown>, ownProperties: boolean): ValidateFunction {
+    const options = { strict: true, allErrors: false, validateSchema: false, strictNumbers: true, addUsedSchema: false } as const;
+    if (ownProperties) return (this.ownAjv ??= new Ajv2020({ ...options, ownProperties: true })).compile(schema);
+    return (this.ajv ??= new Ajv2020(options)).compile(schema);
   }
 
   declare(name: string): void {
@@ -84,7 +92,7 @@ class Registry implements TypeRegistry {
     for (let i = 0; i < segments.length; i++) {
       const seg = segments[i]!;
       let n = resolveNode(node, this.env);
-      if (n.kind === 'nullable') n = resolveNode(n.inner, this.env);
+      while (n.kind === 'nullable') n = resolveNode(n.inner, this.env); // `A: B | null`, `B: C | null`
       if (n.kind === 'primitive' && (n.name === 'any' || n.name === 'object')) return { ok: true, type: this.fromNode(ANY) };
       if (n.kind === 'record') {
         const f = n.fields.find((x) => x.name === seg);
@@ -144,7 +152,8 @@ function bind(expr: TypeExpr, path: Path, reg: Registry, out: Diagnostic[], offs
 function fromString(text: string, path: Path, reg: Registry, out: Diagnostic[]): TypeNode | undefined {
   const p = parseTypeExpr(text);
   if (!p.ok) {
-    out.push(error('invalid-type', path, `malformed type \`${text}\`: ${p.message}`, { hint: 'write a type such as `string`, `Finding`, `Finding[]` or `array<string>`', data: { offset: p.offset } }));
+    const shown = text.length > 80 ? `${text.slice(0, 60)}…` : text; // the reason must survive a hostile length
+    out.push(error('invalid-type', path, `malformed type \`${shown}\`: ${p.message}`, { hint: 'write a type such as `string`, `Finding`, `Finding[]` or `array<string>`', data: { offset: p.offset } }));
     return undefined;
   }
   return bind(p.expr, path, reg, out, 0);
@@ -247,31 +256,55 @@ function buildDeclaration(name: string, raw: unknown, reg: Registry, out: Diagno
   reg.define(name, r.node);
 }
 
-/** Aliases that never reach a structural type (`A: B`, `B: A`) have no values: each is an error. */
+/**
+ * Aliases that never reach a structural type (`A: B`, `B: A`) have no values: each is an error.
+ * Each name is walked once (a chain of thousands of aliases is linear, not cubic), and a long cycle
+ * is shown shortened in each member's message.
+ */
 function checkAliasCycles(reg: Registry, basePath: Path, out: Diagnostic[]): void {
   const target = (name: string): string | undefined => {
     let n = reg.definition(name);
     while (n && n.kind === 'nullable') n = n.inner;
     return n && n.kind === 'named' ? n.name : undefined;
   };
+  const done = new Set<string>();
   const bad = new Set<string>();
   for (const start of reg.names) {
-    const seen: string[] = [];
+    if (done.has(start)) continue;
+    const walk: string[] = [];
+    const at = new Map<string, number>();
     let cur: string | undefined = start;
-    while (cur !== undefined && !seen.includes(cur)) {
-      seen.push(cur);
+    while (cur !== undefined && !done.has(cur) && !at.has(cur)) {
+      at.set(cur, walk.length);
+      walk.push(cur);
       cur = target(cur);
     }
-    if (cur === undefined) continue;
-    const cycle = seen.slice(seen.indexOf(cur));
-    if (!cycle.includes(start) || bad.has(start)) continue;
+    for (const n of walk) done.add(n);
+    if (cur === undefined || !at.has(cur)) continue; // reached a structure, or a chain already checked
+    const cycle = walk.slice(at.get(cur));
     for (const n of cycle) bad.add(n);
-    for (const n of cycle) {
-      const shown = [...cycle.slice(cycle.indexOf(n)), ...cycle.slice(0, cycle.indexOf(n)), n].join(' -> ');
+    cycle.forEach((n, i) => {
+      const order = [...cycle.slice(i), ...cycle.slice(0, i), n];
+      const shown = order.length <= 12 ? order.join(' -> ') : `${order.slice(0, 5).join(' -> ')} -> ... (${order.length - 7} more) -> ${order.slice(-2).join(' -> ')}`;
       out.push(error('recursive-type', [...basePath, n], `type \`${n}\` is an alias of itself (${shown}) and never reaches a concrete type`, { hint: 'give one of these types a structure, e.g. a record of fields or `T[]`' }));
-    }
+    });
   }
   for (const n of bad) reg.define(n, ANY);
+}
+
+/** Types nested past MAX_TYPE_DEPTH through their names: one error at the deepest, and they become `any`. */
+function checkTypeDepth(reg: Registry, basePath: Path, out: Diagnostic[]): void {
+  const depths = typeDepths(reg.names, (n) => reg.definition(n));
+  let worst: string | undefined;
+  for (const n of reg.names) if ((depths.get(n) ?? 0) > MAX_TYPE_DEPTH && (worst === undefined || depths.get(n)! > depths.get(worst)!)) worst = n;
+  if (worst === undefined) return;
+  out.push(
+    error('invalid-type', [...basePath, worst], `type \`${worst}\` nests too deeply through the types it names (limit ${MAX_TYPE_DEPTH} levels)`, {
+      target: 'key',
+      hint: 'a chain of hundreds of types naming each other cannot be checked; flatten it',
+    }),
+  );
+  for (const n of reg.names) if ((depths.get(n) ?? 0) > MAX_TYPE_DEPTH) reg.define(n, ANY);
 }
 
 export const compileTypes: CompileTypes = (typesBlock, basePath) => {
@@ -298,5 +331,6 @@ export const compileTypes: CompileTypes = (typesBlock, basePath) => {
   }
   for (const [name, raw] of entries) buildDeclaration(name, raw, reg, diagnostics, basePath);
   checkAliasCycles(reg, basePath, diagnostics);
+  checkTypeDepth(reg, basePath, diagnostics);
   return { registry: reg, diagnostics };
 };

@@ -3,9 +3,10 @@
  * wiring and edge types -> expressions -> model. Every pass runs and every problem is collected;
  * nothing is thrown for a user's mistake. The model exists only when there are no errors.
  */
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { error, hasErrors, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
+import { decodeUtf8 } from '../diagnostics/text.js';
 import { compileTypes } from '../types/index.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
 import { checkGraph, topologicalOrder, type GraphPhase } from './graph.js';
@@ -16,6 +17,8 @@ import { parseYamlSource, type ParsedSource } from './source.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
 import { checkInputs } from './wiring.js';
+import { checkBlueprints } from './blueprint.js';
+import { checkContracts, type BoundAgents, type ContractReport } from './contract/check.js';
 import { didYouMean } from '../core/suggest.js';
 
 export interface CompileResult {
@@ -25,43 +28,99 @@ export interface CompileResult {
   diagnostics: Diagnostic[];
   file: string;
   text: string;
+  /** Contract files read (resolved path -> text): diagnostics with `file` point into them. */
+  sources?: Map<string, string>;
+  /** Every binding's and edge's contract verdict (`baton check`); undefined when the document did not get that far. */
+  contracts?: ContractReport;
 }
 
-export async function loadWorkflow(path: string): Promise<CompileResult> {
-  let text: string;
+/** `bound`: agents bound from code (`defineAgent` handlers of an `--agents` module), whose contracts and versions the contract checks use. */
+export interface CompileOptions {
+  file?: string;
+  bound?: BoundAgents;
+}
+
+/** Largest workflow file read (a 10,000-phase workflow is 3.4 MB); `/dev/zero` or a runaway pipe stops here. */
+export const MAX_WORKFLOW_BYTES = 64 * 1024 * 1024;
+
+export async function loadWorkflow(path: string, opts: Omit<CompileOptions, 'file'> = {}): Promise<CompileResult> {
+  let bytes: Buffer;
   try {
-    text = await readFile(path, 'utf8');
+    const read = await readBounded(path, MAX_WORKFLOW_BYTES);
+    if (read === undefined) {
+      const d = error('file-unreadable', [], `cannot read ${path}: larger than ${MAX_WORKFLOW_BYTES / 1024 / 1024} MB (the limit); is it a workflow?`);
+      return { ok: false, model: undefined, diagnostics: [d], file: path, text: '' };
+    }
+    bytes = read;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : String((e as Error).message);
     return { ok: false, model: undefined, diagnostics: [error('file-unreadable', [], `cannot read ${path}: ${why}`)], file: path, text: '' };
   }
-  return parseWorkflow(text, { file: path });
+  return parseWorkflowBytes(bytes, { ...opts, file: path });
 }
 
-export function parseWorkflow(text: string, opts: { file?: string } = {}): CompileResult {
+/** The file's bytes, or undefined past `limit` (read in pieces: works for pipes and devices, never reads on forever). */
+export async function readBounded(path: string, limit: number): Promise<Buffer | undefined> {
+  const fh = await open(path, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(Math.min(1024 * 1024, limit + 1 - total));
+      const { bytesRead } = await fh.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) break;
+      chunks.push(buf.subarray(0, bytesRead));
+      total += bytesRead;
+      if (total > limit) return undefined;
+    }
+    return Buffer.concat(chunks, total);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Compiles a file's bytes: text that is not UTF-8 is reported at its first bad byte, never replaced silently. */
+export function parseWorkflowBytes(bytes: Uint8Array, opts: CompileOptions = {}): CompileResult {
+  const file = opts.file ?? '<workflow>';
+  const { text, invalid } = decodeUtf8(bytes);
+  if (invalid) {
+    const byte = `0x${invalid.byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    const d = error('not-utf8', [], `the file is not UTF-8: byte ${byte} cannot appear here in UTF-8 text`, {
+      range: [invalid.offset, invalid.offset + 1],
+      hint: 'save the file as UTF-8 (it may be Latin-1 or UTF-16); a binary file is not a workflow',
+    });
+    return { ok: false, model: undefined, diagnostics: [d], file, text };
+  }
+  return parseWorkflow(text, { ...opts, file });
+}
+
+export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileResult {
   const file = opts.file ?? '<workflow>';
   const source = parseYamlSource(text);
   const diagnostics = [...source.diagnostics];
   let model: WorkflowModel | undefined;
-  if (source.diagnostics.length === 0) model = compileDocument(source.value, file, diagnostics);
+  const extras: Extras = opts.bound ? { bound: opts.bound } : {};
+  if (source.diagnostics.length === 0) model = compileDocument(source.value, file, diagnostics, extras);
+  if (model) model.sourceText = text;
   positionAll(source, text, diagnostics);
   const ok = !hasErrors(diagnostics);
-  return { ok, model: ok ? model : undefined, diagnostics, file, text };
+  return { ok, model: ok ? model : undefined, diagnostics, file, text, ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
+}
+
+interface Extras {
+  bound?: BoundAgents;
+  sources?: Map<string, string>;
+  contracts?: ContractReport;
 }
 
 function positionAll(source: ParsedSource, text: string, diagnostics: Diagnostic[]): void {
   for (const d of diagnostics) {
-    if (!d.range) {
-      const r = source.locate(d.path, d.target ?? 'value');
-      if (r) d.range = withSubOffset(d, r, text);
-    }
-    for (const rel of d.related ?? []) if (!rel.range) {
-      const r = source.locate(rel.path, rel.target ?? 'value');
-      if (r) rel.range = r;
-    }
+    if (d.file !== undefined) continue; // positioned in its own file (a contract)
+    if (!d.range) d.range = withSubOffset(d, source.locate(d.path, d.target ?? 'value'), text);
+    for (const rel of d.related ?? []) if (!rel.range) rel.range = source.locate(rel.path, rel.target ?? 'value');
   }
-  diagnostics.sort((a, b) => (a.range?.[0] ?? -1) - (b.range?.[0] ?? -1));
+  diagnostics.sort((a, b) => (a.file ?? '').localeCompare(b.file ?? '') || (a.range?.[0] ?? -1) - (b.range?.[0] ?? -1));
 }
 
 /** Expression diagnostics point inside the string: shift by the offset (and the opening quote). */
@@ -76,9 +135,11 @@ function withSubOffset(d: Diagnostic, r: readonly [number, number], text: string
 
 const ANY_TYPE = 'any';
 
-function compileDocument(doc: unknown, file: string, out: Diagnostic[]): WorkflowModel | undefined {
+function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: Extras = {}): WorkflowModel | undefined {
   if (!isPlainObject(doc)) {
-    out.push(error('wrong-type', [], doc === null || doc === undefined ? 'the file is empty' : 'a workflow must be a YAML mapping', { hint: 'start with `openintent: "1.0"`, `info:` and `workflow:`' }));
+    const empty = doc === null || doc === undefined;
+    // an empty (or comments-only) file has no node to point at: the diagnostic goes to 1:1
+    out.push(error('wrong-type', [], empty ? 'the file is empty' : 'a workflow must be a YAML mapping', { hint: 'start with `openintent: "1.0"`, `info:` and `workflow:`', ...(empty ? { range: [0, 0] as const } : {}) }));
     return undefined;
   }
   reportUnknownKeys(doc, TOP_LEVEL_KEYS, [], out);
@@ -178,6 +239,10 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[]): Workflo
     if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name) }, out);
     phases.push(buildPhase(name, raw, deps, inputs, outputs.get(name), skipWhen, registry));
   }
+  const llmPass = checkBlueprints(doc, agents, phases, file, out); // LLM agents: blueprints, mcp (blueprint.ts)
+  const contractPass = checkContracts(doc, agents, phases, file, out, extras.bound); // agent contracts (contract/check.ts)
+  if (contractPass.sources.size > 0) extras.sources = contractPass.sources;
+  extras.contracts = contractPass.report;
   const governance = buildGovernance(doc['governance'], out);
   if (governance.requireApproval?.when) checkExpressions(governance.requireApproval.when, ['governance', 'require_approval', 'when'], { phaseName: undefined, phaseNames, ancestors: phaseNames }, out);
   if (hasErrors(out)) return undefined;
@@ -199,6 +264,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[]): Workflo
     byName: new Map(phases.map((p) => [p.name, p])),
     order: topologicalOrder(phases.map((p) => p.name), edges),
     extensions: extensionsOf(doc),
+    ...(llmPass.mcp ? { mcp: llmPass.mcp } : {}),
   };
 }
 
@@ -232,6 +298,7 @@ function checkAgents(raw: unknown, out: Diagnostic[]): Record<string, AgentDecl>
       approvalRequired: d['approval_required'] === true,
       ...(typeof cmd === 'string' || (Array.isArray(cmd) && cmd.every((c) => typeof c === 'string')) ? { command: cmd } : {}),
       ...(d['x-mode'] === 'serve' || d['x-mode'] === 'once' ? { mode: d['x-mode'] } : {}),
+      ...(typeof d['version'] === 'string' ? { version: d['version'] } : {}),
       extensions: extensionsOf(d),
     };
   }

@@ -66,12 +66,19 @@ export function parseExpression(source: string): ExpressionParse {
   try {
     fn = celParse(source);
   } catch (e) {
+    // the parser recurses: a long chain of operators (`!!!!...`) overflows the stack; say what it means
+    if (e instanceof RangeError) return { ok: false, message: 'the expression is nested too deeply', offset: 0 };
     const err = e as { message?: string; node?: { start?: number; pos?: number } };
     const first = String(err.message ?? 'syntax error').split('\n')[0] ?? 'syntax error';
     return { ok: false, message: first, offset: err.node?.start ?? err.node?.pos ?? 0 };
   }
   const names = new Set<string>();
-  collectNames(fn.ast, new Set(), names);
+  try {
+    collectNames(fn.ast, new Set(), names);
+  } catch (e) {
+    if (e instanceof RangeError) return { ok: false, message: 'the expression is nested too deeply', offset: 0 };
+    throw e;
+  }
   const expression: Expression = {
     source,
     names: [...names],

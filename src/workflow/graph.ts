@@ -26,7 +26,7 @@ export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Ma
         const titled = byTitle.get(dep.toLowerCase());
         const hint = titled
           ? `\`${dep}\` is the title of phase \`${titled}\`; depends_on takes phase names: use \`${titled}\``
-          : (didYouMean(dep, names) ?? `available phases: ${[...names].slice(0, 12).join(', ')}${names.size > 12 ? ', ...' : ''}`);
+          : (didYouMean(dep, names) ?? `available phases: ${firstOf(names, 12).join(', ')}${names.size > 12 ? ', ...' : ''}`);
         out.push(error('unknown-dependency', path, `phase \`${p.name}\` depends on unknown phase \`${dep}\``, { hint, data: { phase_name: p.name, dependency: dep } }));
         continue;
       }
@@ -114,4 +114,14 @@ export function topologicalOrder(names: readonly string[], edges: Map<string, st
     for (const n of names) if (!placed.has(n)) order.push(n);
   }
   return order;
+}
+
+/** The first `n` items, without copying a large set for each diagnostic. */
+function firstOf(items: Iterable<string>, n: number): string[] {
+  const out: string[] = [];
+  for (const x of items) {
+    if (out.length >= n) break;
+    out.push(x);
+  }
+  return out;
 }

@@ -4,11 +4,14 @@
  */
 import type { Json, JsonObject } from '../core/json.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
+import type { AgentContract } from './contract/model.js';
 import type { Expression } from './expr.js';
 
 export interface WorkflowModel {
   /** The file name the workflow came from (for messages). */
   file: string;
+  /** The source text it was compiled from (kept with every run: a run keeps the workflow it started with). */
+  sourceText?: string;
   openintent: string;
   info: { name: string; version: string; description?: string };
   governance: Governance;
@@ -24,6 +27,45 @@ export interface WorkflowModel {
   order: string[];
   /** Top-level `x-` extension keys. */
   extensions: Record<string, Json>;
+  /** The `mcp` section's tool servers (undefined when the document has none). */
+  mcp?: McpConfig;
+}
+
+/** `mcp.servers.<id>`: a tool server started over stdio. `env` values keep `${VAR}` until start. */
+export interface McpServerDecl {
+  id: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  /** undefined: every tool the server lists may be offered (still only those an agent names). */
+  allowedTools: string[] | undefined;
+}
+
+export interface McpConfig {
+  servers: Record<string, McpServerDecl>;
+}
+
+/**
+ * An LLM agent's blueprint (agent-output-schema spec): inline under `agents.<id>` or read from
+ * `x-blueprint: file.yaml|json`. Schemas are kept as written and were compiled by `baton validate`.
+ */
+export interface Blueprint {
+  name?: string;
+  description?: string;
+  systemPrompt?: string;
+  /** A template over ctx.input: `Review {{input.code}}`. */
+  prompt?: string;
+  parametersSchema?: JsonObject;
+  /** Authoritative: nothing at run time replaces or loosens it. */
+  outputSchema?: JsonObject;
+  /** Re-prompts after an invalid reply (default 1, as the spec says). */
+  maxOutputRetries: number;
+  /** `mcp:server/tool` references. */
+  tools: string[];
+  /** Overrides of the workflow's `llm` block (provider, model, temperature, max_tokens, system_prompt). */
+  llm: JsonObject;
+  /** The file it came from, when `x-blueprint` named one. */
+  file?: string;
 }
 
 export interface Governance {
@@ -51,6 +93,14 @@ export interface AgentDecl {
   mode?: 'once' | 'serve';
   /** All `x-` keys as written. */
   extensions: Record<string, Json>;
+  /** `tools: [mcp:server/tool, ...]` as declared (offered when the agent runs on a model). */
+  tools?: string[];
+  /** Set when the declaration (or its `x-blueprint` file) carries blueprint fields: an LLM agent. */
+  blueprint?: Blueprint;
+  /** `version`: the agent's own version (checked against a contract's `minAgentVersion`). */
+  version?: string;
+  /** The agent's contract (`x-contract` file or mapping, or a blueprint's schemas): src/workflow/contract. */
+  contract?: AgentContract;
 }
 
 /** Where an input value comes from. `path` reaches into the value (`research.summary.title` -> ['summary','title']). */

@@ -4,7 +4,7 @@
  * and completion-time validation (§3.3). Nothing here does I/O or keeps state.
  */
 import { isPlainObject, jsonTypeOf, ownGet, type Json, type JsonObject } from '../core/json.js';
-import { isJsonValue } from '../types/compiled.js';
+import { isJsonValue, jsonIssues } from '../types/compiled.js';
 import { MissingOutputError, OutputTypeMismatchError, UnresolvableInputError, UpstreamIntentSuspendedError, type OutputIssue } from './errors.js';
 import type { InputBinding, PhaseModel } from './model.js';
 
@@ -94,7 +94,7 @@ export function tryResolveTaskInputs(phase: PhaseModel, upstreamOutputs: Upstrea
   for (const b of phase.inputs) {
     const r = resolveBinding(b, upstreamOutputs, opts.trigger, initialState);
     if (r.ok) input[b.name] = r.value;
-    else (failures ??= []).push({ ref: b.ref, reason: r.reason });
+    else if (!failures?.some((f) => f.ref === b.ref)) (failures ??= []).push({ ref: b.ref, reason: r.reason }); // two inputs, one ref: listed once
   }
   if (failures) return { ok: false, error: unresolvable(phase, opts.taskId ?? `task_${phase.name}`, failures) };
   return { ok: true, input };
@@ -135,17 +135,16 @@ export function checkTaskOutputs(phase: PhaseModel, output: unknown, opts: { tas
   }
 
   const obj = isPlainObject(output) ? output : undefined;
-  if (!decls || decls.every((d) => !d.required)) {
-    // nothing required: only "not an object" or "not JSON" can be wrong at the top
-    if (!obj) {
-      const actual = jsonTypeOf(output);
-      return { ok: false, error: new OutputTypeMismatchError(taskId, phase.name, '', 'object', actual, [{ key: '', pointer: '', kind: 'type', expected: 'object', actual, message: `the agent returned ${actual}, expected an object of outputs` }], `Task completion rejected: the agent returned ${actual}, not an object of outputs`) };
-    }
+  // Something that is not an object (an array, a string) is a mismatch at the top, whatever is declared:
+  // "key 'n' missing" would hide what the agent did. Nothing at all with required keys is MissingOutputError.
+  if (!obj && ((output !== undefined && output !== null) || !decls || decls.every((d) => !d.required))) {
+    const actual = jsonTypeOf(output);
+    return { ok: false, error: new OutputTypeMismatchError(taskId, phase.name, '', 'object', actual, [{ key: '', pointer: '', kind: 'type', expected: 'object', actual, message: `the agent returned ${actual}, expected an object of outputs` }], `Task completion rejected: the agent returned ${actual}, not an object of outputs`) };
   }
 
   const issues: OutputIssue[] = [];
   const missing: string[] = [];
-  let firstMismatch: { key: string; expected: string; actual: string; issue: OutputIssue } | undefined;
+  let firstMismatch: { key: string; keyPointer: string; expected: string; actual: string; issue: OutputIssue } | undefined;
   for (const d of decls ?? []) {
     const v = obj ? ownGet(obj, d.key) : undefined;
     const pointer = `/${d.key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
@@ -157,9 +156,9 @@ export function checkTaskOutputs(phase: PhaseModel, output: unknown, opts: { tas
       continue;
     }
     for (const i of d.type.issues(v)) {
-      const issue: OutputIssue = { key: d.key, pointer: pointer + i.pointer, kind: i.kind, expected: i.expected, actual: i.actual, message: i.message.replace(i.pointer === '' ? 'the value' : `\`${i.pointer}\``, `\`${pointer + i.pointer}\``) };
+      const issue: OutputIssue = { key: d.key, pointer: pointer + i.pointer, kind: i.kind, expected: i.expected, actual: i.actual, message: i.message.replace(i.pointer === '' ? 'the value' : `\`${i.pointer}\``, () => `\`${pointer + i.pointer}\``) }; // a function: `$&` in a key is not a pattern
       issues.push(issue);
-      firstMismatch ??= { key: d.key, expected: d.type.text, actual: i.pointer === '' ? i.actual : jsonTypeOf(v), issue };
+      firstMismatch ??= { key: d.key, keyPointer: pointer, expected: d.type.text, actual: i.pointer === '' ? i.actual : jsonTypeOf(v), issue };
     }
   }
   if (obj) {
@@ -167,15 +166,20 @@ export function checkTaskOutputs(phase: PhaseModel, output: unknown, opts: { tas
     for (const [k, v] of Object.entries(obj)) {
       if (declared.has(k) || v === undefined || isJsonValue(v)) continue;
       const pointer = `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-      const issue: OutputIssue = { key: k, pointer, kind: 'not-json', expected: 'JSON', actual: jsonTypeOf(v), message: `extra output \`${k}\` is not JSON (${jsonTypeOf(v)}) and cannot be recorded` };
-      issues.push(issue);
-      firstMismatch ??= { key: k, expected: 'JSON', actual: jsonTypeOf(v), issue };
+      // deep: `/extra/0/at` names the Date inside the extra key, not just the key
+      for (const i of jsonIssues(v, 'JSON')) {
+        const p = pointer + i.pointer;
+        const where = i.pointer === '' ? '' : ` at \`${p}\``;
+        const issue: OutputIssue = { key: k, pointer: p, kind: 'not-json', expected: 'JSON', actual: i.actual, message: `extra output \`${k}\` is not JSON${where} (${i.actual}) and cannot be recorded` };
+        issues.push(issue);
+        firstMismatch ??= { key: k, keyPointer: pointer, expected: 'JSON', actual: jsonTypeOf(v), issue };
+      }
     }
   }
   if (missing.length > 0) return { ok: false, error: new MissingOutputError(taskId, phase.name, missing, issues) };
   if (firstMismatch) {
     const f = firstMismatch;
-    const deep = f.issue.pointer !== `/${f.key}` ? `: ${f.issue.message}` : '';
+    const deep = f.issue.pointer !== f.keyPointer ? `: ${f.issue.message}` : '';
     const message = `Task completion rejected: output key '${f.key}' expected ${f.expected}, got ${f.actual}${deep}`;
     return { ok: false, error: new OutputTypeMismatchError(taskId, phase.name, f.key, f.expected, f.actual, issues, message) };
   }

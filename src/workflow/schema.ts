@@ -1,4 +1,6 @@
 /** The structure of an OpenIntent Workflow YAML 1.0 document, field by field (see docs/workflow-format.md). */
+import { jsonTypeOf } from '../core/json.js';
+import { error } from '../diagnostics/diagnostic.js';
 import type { Field, Shape } from './shape.js';
 
 const str: Field = { t: 'string' };
@@ -87,7 +89,32 @@ export const agentFields: Record<string, Field> = {
   default_permission: level,
   approval_required: { t: 'boolean' },
   tools: strList,
-  'x-command': { t: 'union', options: [{ t: 'string', nonEmpty: true }, { t: 'list', of: { t: 'string' } }] },
+  version: str,
+  // blueprint fields (an LLM agent; checked in blueprint.ts)
+  name: str,
+  system_prompt: { t: 'any' },
+  prompt: { t: 'any' },
+  parameters_schema: { t: 'any' },
+  output_schema: { t: 'any' },
+  max_output_retries: { t: 'any' },
+  llm: { t: 'any' },
+  // a list is argv: the program must be named (an empty list or `[""]` has nothing to start); later arguments may be empty
+  'x-command': {
+    t: 'custom',
+    expected: 'a command string or a list of strings (argv)',
+    check: (value, path, out) => {
+      const hint = 'name the program: `x-command: "python3 agent.py"` or `x-command: [python3, agent.py]`';
+      if (typeof value === 'string') {
+        if (value.trim() === '') out.push(error('invalid-value', path, 'the command must not be empty', { hint }));
+      } else if (Array.isArray(value)) {
+        if (value.length === 0) out.push(error('invalid-value', path, 'the command list is empty', { hint }));
+        value.forEach((v, i) => {
+          if (typeof v !== 'string') out.push(error('wrong-type', [...path, i], `expected a string, got ${jsonTypeOf(v)}`));
+          else if (i === 0 && v.trim() === '') out.push(error('invalid-value', [...path, 0], 'the program name must not be empty', { hint }));
+        });
+      } else out.push(error('wrong-type', path, `expected a command string or a list of strings (argv), got ${jsonTypeOf(value)}`));
+    },
+  },
   'x-mode': { t: 'enum', values: ['once', 'serve'] },
 };
 

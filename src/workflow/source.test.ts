@@ -13,10 +13,10 @@ describe('parseYamlSource', () => {
     const text = 'workflow:\n  a:\n    depends_on: [x, y]\n';
     const r = parseYamlSource(text);
     const src = new SourceFile('f', text);
-    expect(src.position(r.locate(['workflow', 'a', 'depends_on', 1])![0])).toEqual({ line: 3, column: 21 });
-    expect(src.position(r.locate(['workflow', 'a'], 'key')![0])).toEqual({ line: 2, column: 3 });
+    expect(src.position(r.locate(['workflow', 'a', 'depends_on', 1])[0])).toEqual({ line: 3, column: 21 });
+    expect(src.position(r.locate(['workflow', 'a'], 'key')[0])).toEqual({ line: 2, column: 3 });
     // a missing leaf points at the deepest node that exists
-    expect(src.position(r.locate(['workflow', 'a', 'nope'])![0])).toEqual({ line: 3, column: 5 });
+    expect(src.position(r.locate(['workflow', 'a', 'nope'])[0])).toEqual({ line: 3, column: 5 });
   });
 
   test('duplicate keys report both places', () => {

@@ -1,17 +1,23 @@
 /**
  * YAML source -> plain value, with positions on demand.
  *
- * Speed and positions pull apart: the `yaml` library keeps every node's range but composes a
- * 10,000-phase file in seconds; js-yaml loads it ~20x faster and keeps none. So values come from
- * js-yaml (with a schema matching YAML 1.2 core), and the `yaml` document with ranges is built only
- * when something needs a position (a diagnostic), once per file. If js-yaml rejects the text
- * (syntax error, duplicate key, several documents), the `yaml` library takes over entirely and
- * reports every problem with its position.
+ * Values come from js-yaml (with a schema matching YAML 1.2 core), the fast path. Positions are
+ * built only when a diagnostic needs one, from a second js-yaml pass with a node listener
+ * (yaml-index.ts). Hostile input is bounded on the way in: characters YAML does not allow are
+ * refused at their offset, nesting is limited (MAX_NESTING) and alias expansion is counted
+ * (MAX_ALIAS_NODES), so no later walk over the value can overflow the stack or exhaust memory.
+ *
+ * When js-yaml rejects the text, a small file (SYNTAX_DETAIL_MAX_CHARS) is re-read by the `yaml`
+ * library, which reports every syntax error with its position; a large one gets js-yaml's single
+ * positioned error (the `yaml` library needs seconds and gigabytes for a few hostile megabytes).
  */
 import jsyaml from 'js-yaml';
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node as YNode } from 'yaml';
+import { parseDocument } from 'yaml';
 import type { Path } from '../core/path.js';
 import { error, type Diagnostic, type Range } from '../diagnostics/diagnostic.js';
+import { codePointName, findInvalidCharacter } from '../diagnostics/text.js';
+import { aliasGuard, findCycle, MAX_NESTING, YamlLimitError } from './yaml-guard.js';
+import { bomShift, contentStart, PositionIndex } from './yaml-index.js';
 
 // YAML 1.2 core schema integers: decimal, 0o octal, 0x hex. (js-yaml's own int type also takes
 // 0b binary and `_` separators, which YAML 1.2 reads as strings; this keeps the two parsers in step.)
@@ -38,117 +44,112 @@ const coreFloat = new jsyaml.Type('tag:yaml.org,2002:float', {
 });
 const CORE12 = jsyaml.CORE_SCHEMA.extend({ implicit: [coreInt, coreFloat] });
 
+/** Up to this size a file with a syntax error is re-read by the `yaml` library for every error. */
+export const SYNTAX_DETAIL_MAX_CHARS = 64 * 1024;
+
 export interface ParsedSource {
   value: unknown;
   diagnostics: Diagnostic[];
-  /** The source range of the node at `path` (or of the nearest existing ancestor). */
-  locate(path: Path, target?: 'key' | 'value'): Range | undefined;
+  /** The source range of the node at `path` (or of the nearest existing ancestor; [0, 0] in an empty file). */
+  locate(path: Path, target?: 'key' | 'value'): Range;
 }
 
 export function parseYamlSource(text: string): ParsedSource {
-  let doc: Document.Parsed | undefined;
-  const document = (): Document.Parsed => (doc ??= parseDocument(text, { uniqueKeys: false, lineCounter: new LineCounter(), prettyErrors: false }));
-  const locate = (path: Path, target: 'key' | 'value' = 'value'): Range | undefined => locateIn(document(), path, target);
+  let index: PositionIndex | undefined;
+  const positions = (): PositionIndex => (index ??= PositionIndex.build(text, CORE12, MAX_NESTING));
+  const locate = (path: Path, target: 'key' | 'value' = 'value'): Range => positions().locate(path, target);
+  const fail = (diagnostics: Diagnostic[]): ParsedSource => ({ value: undefined, diagnostics, locate });
 
+  const bad = findInvalidCharacter(text);
+  if (bad) {
+    const what = bad.code === 0 ? 'a NUL byte' : bad.code < 0x20 || (bad.code >= 0x7f && bad.code <= 0x9f) ? 'a control character' : bad.code >= 0xd800 && bad.code <= 0xdfff ? 'a lone surrogate' : 'a non-character';
+    return fail([
+      error('invalid-character', [], `invalid character ${codePointName(bad.code)} (${what}): YAML files hold text`, {
+        range: [bad.offset, bad.offset + 1],
+        hint: 'is this a binary file? remove the character, or write it as an escape (`"\\u0007"`) inside a double-quoted string',
+      }),
+    ]);
+  }
+
+  // Aliases are counted only when the text could hold one: the listener costs nothing otherwise.
+  const guard = text.includes('*') ? aliasGuard(text) : undefined;
   try {
-    const value = jsyaml.load(text, { schema: CORE12 });
+    const value: unknown = jsyaml.load(text, { schema: CORE12, maxDepth: MAX_NESTING, ...(guard ? { listener: guard.listener } : {}) } as jsyaml.LoadOptions);
+    if (guard && guard.aliases.length > 0) {
+      const cyclic = findCycle(value);
+      if (cyclic) {
+        const a = guard.aliases.find((x) => x.referent === cyclic) ?? guard.aliases[0]!;
+        return fail([error('alias-limit', [], `alias \`*${a.name}\` refers to a node that contains it (a cycle)`, { range: [a.offset, a.offset + 1 + a.name.length], hint: 'an alias may only repeat a node defined before and outside it' })]);
+      }
+    }
     return { value, diagnostics: [], locate };
-  } catch {
-    // fall through to the positioned slow path
+  } catch (e) {
+    return fail(explain(e, text, positions));
   }
-  const d = document();
-  const diagnostics: Diagnostic[] = [];
-  const seen = new Set<number>();
-  for (const e of d.errors) {
-    if (seen.has(e.pos[0])) continue; // one report per place: the parser often explains one slip twice
-    seen.add(e.pos[0]);
-    const range: Range = [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)];
-    diagnostics.push(error('yaml-syntax', [], firstLine(e.message), { range }));
+}
+
+interface JsYamlError {
+  name: 'YAMLException';
+  reason: string;
+  mark?: { position: number };
+}
+
+function isJsYamlError(e: unknown): e is JsYamlError {
+  return typeof e === 'object' && e !== null && (e as { name?: unknown }).name === 'YAMLException' && typeof (e as { reason?: unknown }).reason === 'string';
+}
+
+function explain(e: unknown, text: string, positions: () => PositionIndex): Diagnostic[] {
+  if (e instanceof YamlLimitError) {
+    return [error('alias-limit', [], e.message, { range: [e.offset, e.offset + 1], hint: 'aliases that repeat aliases grow exponentially; write the values out, or anchor a smaller node' })];
   }
-  if (d.errors.length === 0) findDuplicateKeys(d.contents, [], diagnostics);
-  let value: unknown;
-  if (d.errors.length === 0) {
-    try {
-      value = d.toJS({ maxAliasCount: 10_000 });
-    } catch (e) {
-      diagnostics.push(error('yaml-syntax', [], firstLine(String((e as Error).message)), { range: [0, 1] }));
+  if (e instanceof RangeError) {
+    // cannot happen with MAX_NESTING in place; a bounded, positioned report all the same
+    return [error('too-deep', [], `nested too deeply (limit ${MAX_NESTING})`, { range: [0, Math.min(1, text.length)] })];
+  }
+  if (!isJsYamlError(e)) throw e;
+  const at = Math.min(text.length, (e.mark?.position ?? 0) + bomShift(text));
+  if (e.reason.startsWith('nesting exceeded maxDepth')) {
+    const start = Math.min(text.length, contentStart(text, at));
+    return [error('too-deep', [], `nested too deeply (limit ${MAX_NESTING} levels)`, { range: [start, Math.min(text.length, start + 1)], hint: 'a workflow never needs this depth; is the file generated?' })];
+  }
+  if (e.reason.startsWith('duplicated mapping key')) {
+    const dups = positions().duplicates();
+    if (dups.length > 0) {
+      return dups.map((d) =>
+        error('duplicate-key', d.path, `duplicate key \`${d.key}\``, {
+          range: d.at,
+          hint: 'each key may appear once in a mapping; remove or rename one of them',
+          related: [{ message: `\`${d.key}\` first defined here`, path: d.path, target: 'key', range: d.first }],
+        }),
+      );
     }
   }
-  if (diagnostics.length === 0) {
-    // js-yaml refused something the yaml library accepts (e.g. a multi-document stream)
-    diagnostics.push(error('yaml-syntax', [], 'the file must hold a single YAML document', { range: [0, 1] }));
+  const detailed = text.length <= SYNTAX_DETAIL_MAX_CHARS ? syntaxErrors(text) : [];
+  if (detailed.length > 0) return detailed;
+  const reason = e.reason === 'expected a single document in the stream, but found more' ? 'the file must hold a single YAML document' : e.reason;
+  return [error('yaml-syntax', [], reason, { range: [at, Math.min(text.length, at + 1)] })];
+}
+
+/** Every syntax error the `yaml` library finds, one per place. Empty when it finds none (or gives up). */
+function syntaxErrors(text: string): Diagnostic[] {
+  let errors: { pos: [number, number]; message: string }[];
+  try {
+    errors = parseDocument(text, { uniqueKeys: false, prettyErrors: false }).errors;
+  } catch {
+    return []; // a stack overflow on deep input: js-yaml's error stands
   }
-  return { value, diagnostics, locate };
+  // the `yaml` library reports its own stack overflow as an error: js-yaml's positioned error is better
+  if (errors.some((e) => /call stack/i.test(e.message))) return [];
+  const out: Diagnostic[] = [];
+  const seen = new Set<number>();
+  for (const e of errors) {
+    if (seen.has(e.pos[0])) continue; // one report per place: the parser often explains one slip twice
+    seen.add(e.pos[0]);
+    out.push(error('yaml-syntax', [], firstLine(e.message), { range: [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)] }));
+  }
+  return out;
 }
 
 function firstLine(s: string): string {
   return (s.split('\n')[0] ?? s).trim();
-}
-
-function keyOf(node: unknown): string | undefined {
-  if (isScalar(node)) return String(node.value);
-  return undefined;
-}
-
-function findDuplicateKeys(node: unknown, path: (string | number)[], out: Diagnostic[]): void {
-  if (isMap(node)) {
-    const seen = new Map<string, Range | undefined>();
-    for (const item of node.items) {
-      const k = keyOf(item.key);
-      if (k === undefined) continue;
-      const keyRange = rangeOf(item.key);
-      const first = seen.get(k);
-      if (seen.has(k)) {
-        out.push(
-          error('duplicate-key', [...path, k], `duplicate key \`${k}\``, {
-            ...(keyRange ? { range: keyRange } : {}),
-            hint: 'each key may appear once in a mapping; remove or rename one of them',
-            related: [{ message: `\`${k}\` first defined here`, path: [...path, k], target: 'key', ...(first ? { range: first } : {}) }],
-          }),
-        );
-      } else seen.set(k, keyRange);
-      findDuplicateKeys(item.value, [...path, k], out);
-    }
-  } else if (isSeq(node)) {
-    node.items.forEach((item, i) => findDuplicateKeys(item, [...path, i], out));
-  }
-}
-
-function rangeOf(node: unknown): Range | undefined {
-  const r = (node as YNode | null)?.range;
-  return r ? [r[0], r[1]] : undefined;
-}
-
-/**
- * Walks the positioned document along `path`. Returns the key's range for target 'key' (or when the
- * value is empty), else the value's range. When the path leaves the document, returns the deepest
- * node reached (the parent of a missing field points at its key).
- */
-function locateIn(doc: Document.Parsed, path: Path, target: 'key' | 'value'): Range | undefined {
-  let node: unknown = doc.contents;
-  let keyRange: Range | undefined;
-  let best: Range | undefined = rangeOf(node) ? [rangeOf(node)![0], rangeOf(node)![0] + 1] : undefined;
-  for (let i = 0; i < path.length; i++) {
-    const seg = path[i];
-    if (isMap(node)) {
-      // the last occurrence wins, as it does for the value
-      let found: unknown;
-      for (const item of node.items) if (isPair(item) && keyOf(item.key) === String(seg)) found = item;
-      if (!found || !isPair(found)) return best;
-      keyRange = rangeOf(found.key);
-      node = found.value;
-      const isLast = i === path.length - 1;
-      const vr = rangeOf(node);
-      best = isLast && target === 'key' ? keyRange : vr && !(isScalar(node) && node.value === null && vr[0] === vr[1]) ? vr : keyRange;
-    } else if (isSeq(node) && typeof seg === 'number') {
-      const item: unknown = node.items[seg];
-      if (item === undefined) return best;
-      node = item;
-      keyRange = undefined;
-      best = rangeOf(node) ?? best;
-    } else {
-      return best;
-    }
-  }
-  return best;
 }

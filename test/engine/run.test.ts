@@ -1,12 +1,12 @@
 import { describe, expect, test } from 'vitest';
-import { ManualClock } from '../core/clock.js';
-import { MemoryStore } from '../store/memory.js';
-import { parseWorkflow } from '../workflow/compile.js';
-import type { WorkflowModel } from '../workflow/model.js';
-import { AgentError, type AgentContext, type AgentHandler } from './agent.js';
-import type { RunEvent } from './events.js';
-import { Executor, type ExecutorOptions } from './executor.js';
-import { replay, toResult } from './state.js';
+import { ManualClock } from '../../src/core/clock.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { parseWorkflow } from '../../src/workflow/compile.js';
+import type { WorkflowModel } from '../../src/workflow/model.js';
+import { AgentError, type AgentContext, type AgentHandler } from '../../src/engine/agent.js';
+import type { RunEvent } from '../../src/engine/events.js';
+import { runWorkflow, type RunOptions } from '../../src/api/run.js';
+import { replay, toResult } from '../../src/engine/state.js';
 
 function wf(yaml: string): WorkflowModel {
   const r = parseWorkflow(yaml);
@@ -18,10 +18,9 @@ function header(extra = ''): string {
   return `openintent: "1.0"\ninfo: {name: "T"}\n${extra}\n`;
 }
 
-async function run(model: WorkflowModel, agents: Record<string, AgentHandler>, opts: Partial<ExecutorOptions> = {}) {
+async function run(model: WorkflowModel, agents: Record<string, AgentHandler>, opts: Partial<RunOptions> = {}) {
   const store = new MemoryStore();
-  const ex = new Executor(model, { ...opts, agents, store });
-  const result = await ex.run();
+  const result = await runWorkflow(model, { ...opts, agents, store });
   return { result, store, types: result.events.map((e) => `${e.type}${'phase' in e ? ` ${e.phase}` : ''}`) };
 }
 
@@ -32,11 +31,11 @@ function deferred<T = unknown>() {
 }
 
 /** Runs with a manual clock, advancing time until the run ends (no real sleeps). */
-async function runWithClock(model: WorkflowModel, agents: Record<string, AgentHandler>, clock: ManualClock, opts: Partial<ExecutorOptions> = {}) {
-  const ex = new Executor(model, { agents, store: new MemoryStore(), clock, ...opts });
+async function runWithClock(model: WorkflowModel, agents: Record<string, AgentHandler>, clock: ManualClock, opts: Partial<RunOptions> = {}) {
   let done = false;
-  const p = ex.run().finally(() => (done = true));
-  for (let i = 0; i < 100 && !done; i++) if (!(await clock.tick())) await new Promise((r) => setImmediate(r));
+  // a long lease: heartbeats would otherwise be most of the clock's sleepers
+  const p = runWorkflow(model, { agents, store: new MemoryStore(), clock, leaseMs: 86_400_000, ...opts }).finally(() => (done = true));
+  for (let i = 0; i < 1000 && !done; i++) if (!(await clock.tick())) await new Promise((r) => setImmediate(r));
   return p;
 }
 
@@ -120,7 +119,7 @@ describe('wiring (RFC-0024 §3.2)', () => {
       writer: () => ({}),
     }, { trigger: { topic: 't' } });
     expect(result.events.map((e) => e.seq)).toEqual(result.events.map((_, i) => i + 1));
-    const stored = store.events(result.runId);
+    const stored = await store.events(result.runId);
     expect(stored).toEqual(result.events);
     const again = toResult(replay(result.runId, stored), [...stored]);
     expect(again).toEqual(result);
@@ -421,8 +420,8 @@ describe('budgets', () => {
 describe('agents and context', () => {
   test('unbound agents fail before anything runs, listing them all', async () => {
     const store = new MemoryStore();
-    await expect(new Executor(PIPELINE, { agents: { researcher: () => ({}) }, store }).run()).rejects.toMatchObject({ code: 'unbound-agent', message: expect.stringMatching(/analyst.*writer/) as unknown });
-    expect(store.runs()).toEqual([]);
+    await expect(runWorkflow(PIPELINE, { agents: { researcher: () => ({}) }, store })).rejects.toMatchObject({ code: 'unbound-agent', message: expect.stringMatching(/analyst.*writer/) as unknown });
+    expect(await store.runs()).toEqual([]);
   });
 
   test('getSiblingOutput is recorded; log lines are events; ctx carries ids and attempt', async () => {

@@ -1,0 +1,37 @@
+import { describe, expect, expectTypeOf, test } from 'vitest';
+import { z } from 'zod';
+import { defineIO } from './define.js';
+
+describe('defineIO (AIP-16)', () => {
+  test('JSON Schema: the canonical blocks, files default to {}, validateInput ok / error', () => {
+    const io = defineIO({ inputs: { type: 'object', required: ['topic'], properties: { topic: { type: 'string' } } } });
+    expect(io.inputsFiles).toEqual({});
+    expect(io.outputsFiles).toEqual({});
+    expect(io.inputs['$schema']).toBe('https://json-schema.org/draft/2020-12/schema');
+    expect(io.outputs).toEqual({});
+    expect(io.validateInput({ topic: 'x' })).toEqual({ ok: true, value: { topic: 'x' } });
+    const bad = io.validateInput({ topic: 3 });
+    expect(bad.ok).toBe(false);
+    expect(!bad.ok && bad.error).toMatch(/^\$\.topic: /);
+  });
+
+  test('zod: converted to JSON Schema, validated by zod (transforms apply), types inferred', () => {
+    const io = defineIO({ inputs: z.object({ n: z.string().transform((s) => s.length) }), outputs: z.object({ ok: z.boolean() }) });
+    expect(io.inputs).toMatchObject({ type: 'object', properties: { n: { type: 'string' } }, required: ['n'] });
+    expect(io.validateInput({ n: 'abc' })).toEqual({ ok: true, value: { n: 3 } });
+    expect(io.validateInput({}).ok).toBe(false);
+    expectTypeOf<ReturnType<typeof io.validateInput>>().toEqualTypeOf<{ ok: true; value: { n: number } } | { ok: false; error: string }>();
+  });
+
+  test('_workflowFsRoot: required (a string) when files are declared', () => {
+    const io = defineIO({ inputs: { type: 'object', properties: { _workflowFsRoot: { type: 'string' } } }, inputsFiles: { notes: { path: 'notes.md' } } });
+    expect(io.validateInput({}).ok).toBe(false);
+    expect(io.validateInput({ _workflowFsRoot: '/tmp/run-1' }).ok).toBe(true);
+    expect(defineIO({}).validateInput({ _workflowFsRoot: 3 }).ok).toBe(false);
+  });
+
+  test('a schema that is neither JSON Schema nor zod is misuse', () => {
+    expect(() => defineIO({ inputs: 'string' })).toThrow(TypeError);
+  });
+});
+

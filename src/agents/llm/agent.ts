@@ -1,0 +1,272 @@
+/**
+ * The enforcement loop: an AgentHandler that runs a phase on a model and returns only output that
+ * fits the contract (blueprint `output_schema` AND phase `outputs`), or fails with a stable code.
+ *
+ *   parameters_schema check (no tokens spent on a bad input)
+ *   -> system prompt (+ output section from the schema), user message (template or phase)
+ *   -> [budget check -> model call -> usage and cost] (tool calls run and answered in between)
+ *   -> extract, repair, validate -> valid: result | invalid: re-prompt with every error, same conversation
+ *
+ * Every call, repair, re-prompt, tool call and fallback is an event (`ctx.record`).
+ */
+import type { LanguageModelV3CallOptions, LanguageModelV3FunctionTool, LanguageModelV3GenerateResult, LanguageModelV3Message, LanguageModelV3ToolResultPart } from '@ai-sdk/provider';
+import type { JsonObject } from '../../core/json.js';
+import { isPlainObject } from '../../core/json.js';
+import { AgentError, type AgentContext, type AgentHandler } from '../../engine/agent.js';
+import type { SchemaCompiler } from '../../workflow/json-schema.js';
+import type { Blueprint, WorkflowModel } from '../../workflow/model.js';
+import { buildContract, outputOf, type Contract } from './contract.js';
+import { llmError, providerFailure, validationDetails } from './failures.js';
+import { outputSection, phaseMessage, renderTemplate, repromptText, textSection, truncationText } from './prompt.js';
+import { costUsd, priceOf, type PriceTable } from './pricing.js';
+import { planNative, type LlmProvider } from './provider.js';
+import { parseAgentReply } from './reply.js';
+import { SCRIPT_KEY } from './scripted.js';
+import type { LlmSettings } from './settings.js';
+import type { OfferedTool, ToolHost } from './tools.js';
+
+export interface LlmAgentOptions {
+  workflow: WorkflowModel;
+  agentId: string;
+  blueprint: Blueprint | undefined;
+  settings: LlmSettings;
+  /** The provider (or how to make it: may throw an AgentError such as `llm_missing_key`). */
+  provider: LlmProvider | (() => LlmProvider);
+  compiler: SchemaCompiler;
+  prices: PriceTable;
+  /** Tool references offered to the model (the blueprint's `tools`, else the declaration's). */
+  tools?: readonly string[];
+  toolHost?: ToolHost;
+  /** Waits (rate limits); injected so tests never sleep. Rejects when the signal aborts. */
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  now: () => number;
+  /** Model turns spent on tool calls before the attempt fails (default 8). */
+  maxToolRounds?: number;
+  /** Rate-limit waits inside one attempt before failing it as `llm_rate_limited` (default 2). */
+  rateLimitWaits?: number;
+  /** A longer retry-after fails the attempt at once (the phase's retry policy takes over). Default 60 s. */
+  maxRateLimitWaitMs?: number;
+}
+
+export function llmAgent(o: LlmAgentOptions): AgentHandler {
+  return (ctx) => runLlm(o, ctx);
+}
+
+async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject> {
+  const who = `agent '${o.agentId}'`;
+  const bp = o.blueprint;
+  const phase = o.workflow.byName.get(ctx.phase);
+
+  // 1. parameters_schema, before any model call
+  if (bp?.parametersSchema) {
+    const c = o.compiler.compile(bp.parametersSchema);
+    if (!c.ok) throw llmError('llm_config_invalid', `${who}: parameters_schema does not compile: ${c.problems[0]?.message ?? ''}`, {}, false);
+    const errors = c.validator.validate(ctx.input);
+    if (errors.length > 0) {
+      throw llmError('parameters_schema_validation_failed', `${who}: the input does not match parameters_schema (${errors.length} error${errors.length === 1 ? '' : 's'}; no model call was made)`, validationDetails(errors), false);
+    }
+  }
+
+  // 2. the contract and the conversation
+  const built = buildContract(phase, bp, o.compiler);
+  if (!built.ok) throw llmError('llm_config_invalid', `${who}: ${built.message}`, validationDetails(built.errors), false);
+  const contract = built.contract;
+  let user: string;
+  if (bp?.prompt !== undefined) {
+    const r = renderTemplate(bp.prompt, ctx.input);
+    if (!r.ok) throw llmError('llm_config_invalid', `${who}: the prompt template names ${r.unknown.map((u) => `{{${u}}}`).join(', ')}, not in the phase's inputs`, { unknown: r.unknown }, false);
+    user = r.text;
+  } else user = phaseMessage(phase, ctx.input);
+  const agentDecl = o.workflow.agents?.[o.agentId];
+  const description = bp?.description ?? agentDecl?.description;
+  const intro = o.settings.systemPrompt || (description ? `You are ${o.agentId}: ${description}` : `You are ${o.agentId}, an agent in the workflow "${o.workflow.info.name}".`);
+  const system = `${intro}\n\n${contract.mode === 'data' ? outputSection(contract.schema) : textSection()}`;
+  const messages: LanguageModelV3Message[] = [
+    { role: 'system', content: system },
+    { role: 'user', content: [{ type: 'text', text: user }] },
+  ];
+
+  let provider: LlmProvider;
+  try {
+    provider = typeof o.provider === 'function' ? o.provider() : o.provider;
+  } catch (e) {
+    throw providerFailure(e, who, o.now());
+  }
+  const model = provider.model;
+
+  // 3. native structured output where the provider has it for this schema
+  let responseFormat: LanguageModelV3CallOptions['responseFormat'];
+  let providerOptions: NonNullable<LanguageModelV3CallOptions['providerOptions']> = { [SCRIPT_KEY]: { phase: ctx.phase, agent: ctx.agent } };
+  if (contract.mode === 'data') {
+    const plan = planNative(provider.structuredOutput, contract.schema);
+    if (plan.native) {
+      responseFormat = { type: 'json', schema: plan.schema, name: 'output' };
+      providerOptions = { ...providerOptions, ...(provider.nativeOptions?.() ?? {}) };
+      ctx.record('structured_output', { provider: provider.name, mode: provider.structuredOutput });
+    } else {
+      ctx.record('structured_output_fallback', { provider: provider.name, reason: plan.reason });
+    }
+  }
+
+  // 4. tools
+  let offered: OfferedTool[] = [];
+  if (o.tools && o.tools.length > 0) {
+    if (!o.toolHost) throw llmError('llm_config_invalid', `${who}: declares tools but the workflow has no \`mcp\` servers`, { tools: [...o.tools] }, false);
+    const r = await o.toolHost.offer(o.tools, ctx.signal);
+    offered = r.tools;
+    for (const s of r.skipped) ctx.record('tool_not_offered', { tool: s.ref, reason: s.reason });
+  }
+  const sdkTools: LanguageModelV3FunctionTool[] = offered.map((t) => ({ type: 'function', name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema as never }));
+
+  const price = priceOf(model.modelId, o.prices);
+  if (!price) ctx.record('price_unknown', { model: model.modelId, note: 'calls are not costed or budgeted; add the model to llm.x-prices' });
+  let retriesLeft = bp?.maxOutputRetries ?? 1;
+  const maxRetries = retriesLeft;
+  let toolRounds = 0;
+  let rateWaits = 0;
+  let call = 0;
+
+  // the agent contract's `resources.tokenBudget`: tokens (in and out) one attempt may spend
+  const tokenBudget = o.workflow.agents?.[o.agentId]?.contract?.resources.tokenBudget;
+  let tokensUsed = 0;
+  for (;;) {
+    if (tokenBudget !== undefined && tokensUsed >= tokenBudget) {
+      throw llmError('llm_token_budget_exceeded', `${who}: the attempt has used ${tokensUsed} tokens, its contract's tokenBudget is ${tokenBudget}; no further call was made`, { tokens_used: tokensUsed, token_budget: tokenBudget }, false);
+    }
+    // budget: the worst case (the whole prompt in, max_tokens out) must fit what is left
+    const remaining = ctx.remainingBudgetUsd();
+    if (price && remaining !== undefined) {
+      const estimate = costUsd(price, Math.ceil((JSON.stringify(messages).length + JSON.stringify(sdkTools).length) / 4), o.settings.maxTokens);
+      if (estimate > remaining) {
+        throw llmError('llm_budget_exceeded', `${who}: the next model call could cost up to $${estimate.toFixed(6)}, more than the $${Math.max(0, remaining).toFixed(6)} left in the budget; it was not made`, { estimated_usd: estimate, remaining_usd: remaining }, false);
+      }
+    }
+    if (ctx.signal.aborted) throw new AgentError('Aborted', `${who}: the attempt was aborted`, {}, true);
+    call++;
+    const started = o.now();
+    let res: LanguageModelV3GenerateResult;
+    try {
+      res = await model.doGenerate({
+        prompt: messages,
+        maxOutputTokens: o.settings.maxTokens,
+        temperature: o.settings.temperature,
+        ...(responseFormat ? { responseFormat } : {}),
+        ...(sdkTools.length > 0 ? { tools: sdkTools, toolChoice: { type: 'auto' } } : {}),
+        providerOptions,
+        abortSignal: ctx.signal,
+      });
+    } catch (e) {
+      if (ctx.signal.aborted) throw new AgentError('Aborted', `${who}: the attempt was aborted`, {}, true);
+      const f = providerFailure(e, who, o.now());
+      const after = f.details['retry_after_ms'];
+      if (f.code === 'llm_rate_limited' && rateWaits < (o.rateLimitWaits ?? 2)) {
+        const wait = typeof after === 'number' ? after : 1000 * 2 ** rateWaits;
+        if (wait <= (o.maxRateLimitWaitMs ?? 60_000)) {
+          rateWaits++;
+          ctx.record('rate_limit_wait', { call, wait_ms: wait, status: 429 });
+          await o.sleep(wait, ctx.signal);
+          continue;
+        }
+      }
+      ctx.record('llm_error', { call, code: f.code, message: f.message });
+      throw f;
+    }
+    const inTok = res.usage.inputTokens.total ?? 0;
+    const outTok = res.usage.outputTokens.total ?? 0;
+    tokensUsed += inTok + outTok;
+    const usd = price ? costUsd(price, inTok, outTok) : 0;
+    ctx.record('llm_call', { call, provider: provider.name, model: model.modelId, input_tokens: inTok, output_tokens: outTok, cost_usd: usd, finish_reason: res.finishReason.unified, duration_ms: o.now() - started });
+    if (usd > 0) ctx.reportCost(usd);
+    if (res.warnings.length > 0) ctx.record('provider_warnings', { call, warnings: res.warnings.map((w) => JSON.stringify(w)) });
+
+    const text = res.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])).join('');
+    const toolCalls = res.content.flatMap((c) => (c.type === 'tool-call' && !c.providerExecuted ? [c] : []));
+    const finish = res.finishReason.unified;
+
+    if (finish === 'content-filter') throw llmError('llm_refusal', `${who}: the model refused (content filter)`, { call, text: text.slice(0, 2000) }, false);
+
+    if (toolCalls.length > 0 && finish !== 'length') {
+      if (++toolRounds > (o.maxToolRounds ?? 8)) throw llmError('llm_tool_loop', `${who}: more than ${o.maxToolRounds ?? 8} rounds of tool calls`, { rounds: toolRounds - 1 }, false);
+      messages.push({ role: 'assistant', content: [...(text ? [{ type: 'text' as const, text }] : []), ...toolCalls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: safeJson(c.input) }))] });
+      const results: LanguageModelV3ToolResultPart[] = [];
+      for (const c of toolCalls) results.push(await runTool(o, ctx, offered, c.toolCallId, c.toolName, c.input));
+      messages.push({ role: 'tool', content: results });
+      continue;
+    }
+
+    if (text.trim() === '') {
+      if (finish === 'length') throw llmError('llm_truncated', `${who}: the reply hit max_tokens (${o.settings.maxTokens}) before any text`, { max_tokens: o.settings.maxTokens, output_tokens: outTok }, false);
+      throw llmError('llm_empty_reply', `${who}: the model returned an empty reply`, { call, finish_reason: finish }, true);
+    }
+
+    if (contract.mode === 'text') {
+      if (finish === 'length') throw llmError('llm_truncated', `${who}: the reply was cut at max_tokens (${o.settings.maxTokens})`, { max_tokens: o.settings.maxTokens, output_tokens: outTok, text: text.slice(0, 2000) }, false);
+      ctx.record('result', { result_text: text });
+      return contract.key !== undefined ? { [contract.key]: text } : { result_text: text };
+    }
+
+    const parsed = parseAgentReply(text, contract.validate);
+    if (parsed.ok) {
+      if (parsed.repairs.length > 0) ctx.record('json_repair', { call, repairs: parsed.repairs, source: parsed.source });
+      const data = parsed.value as JsonObject;
+      ctx.record('result', { result_data: data });
+      return outputOf(data);
+    }
+    if (finish === 'length') {
+      if (retriesLeft > 0) {
+        retriesLeft--;
+        ctx.record('truncation_reprompt', { call, max_tokens: o.settings.maxTokens });
+        messages.push({ role: 'assistant', content: [{ type: 'text', text }] });
+        messages.push({ role: 'user', content: [{ type: 'text', text: truncationText(o.settings.maxTokens) }] });
+        continue;
+      }
+      throw llmError('llm_truncated', `${who}: the reply was cut at max_tokens (${o.settings.maxTokens}) before the JSON was complete`, { max_tokens: o.settings.maxTokens, output_tokens: outTok, ...validationDetails(parsed.errors) }, false);
+    }
+    if (retriesLeft > 0) {
+      retriesLeft--;
+      ctx.record('output_reprompt', { call, ...validationDetails(parsed.errors) });
+      messages.push({ role: 'assistant', content: [{ type: 'text', text }] });
+      messages.push({ role: 'user', content: [{ type: 'text', text: repromptText(parsed.errors, contract.schema) }] });
+      continue;
+    }
+    const first = parsed.errors[0];
+    throw llmError(
+      'output_schema_validation_failed',
+      `${who}: output did not match the schema after ${maxRetries} ${maxRetries === 1 ? 'retry' : 'retries'}${first ? ` (${first.path}: ${first.message}${parsed.errors.length > 1 ? `, and ${parsed.errors.length - 1} more` : ''})` : ''}`,
+      validationDetails(parsed.errors),
+      true,
+    );
+  }
+}
+
+async function runTool(o: LlmAgentOptions, ctx: AgentContext, offered: readonly OfferedTool[], id: string, name: string, input: string): Promise<LanguageModelV3ToolResultPart> {
+  const tool = offered.find((t) => t.name === name);
+  const args = safeJson(input);
+  if (!tool || !o.toolHost) {
+    // never called: the model named a tool it was not offered
+    ctx.record('tool_call_refused', { tool: name, arguments: isPlainObject(args) ? args : {}, reason: 'not offered to this agent' });
+    return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `tool '${name}' is not available; use only the tools you were given` } };
+  }
+  const started = o.now();
+  try {
+    const r = await o.toolHost.call(tool, isPlainObject(args) ? (args) : {}, ctx.signal);
+    ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: Buffer.byteLength(r.text), is_error: r.isError, duration_ms: o.now() - started });
+    return { type: 'tool-result', toolCallId: id, toolName: name, output: r.isError ? { type: 'error-text', value: r.text } : { type: 'text', value: r.text } };
+  } catch (e) {
+    if (e instanceof AgentError) throw e;
+    const message = e instanceof Error ? e.message : String(e);
+    ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: 0, is_error: true, error: message, duration_ms: o.now() - started });
+    return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `the tool failed: ${message}` } };
+  }
+}
+
+function safeJson(s: string): JsonObject {
+  try {
+    const v: unknown = JSON.parse(s);
+    return isPlainObject(v) ? (v as JsonObject) : {};
+  } catch {
+    return {};
+  }
+}
+
+export type { Contract };

@@ -1,0 +1,109 @@
+/**
+ * Binding LLM agents for a run: which agents run on a model (a blueprint, `--llm AGENT`, or
+ * `--llm-agents` for every agent left unbound), their provider (resolved lazily, so a missing key
+ * fails that agent's attempt, not the run's start), one MCP tool host and one scripted model per
+ * replies file, shared by the run and closed with it.
+ */
+import { resolve } from 'node:path';
+import { systemClock, type Clock } from '../../core/clock.js';
+import { BatonError } from '../../core/errors.js';
+import type { AgentHandler } from '../../engine/agent.js';
+import { SchemaCompiler } from '../../workflow/json-schema.js';
+import type { WorkflowModel } from '../../workflow/model.js';
+import { llmAgent } from './agent.js';
+import { McpHost } from './mcp.js';
+import { DEFAULT_PRICES, pricesFromConfig, type PriceTable } from './pricing.js';
+import type { LlmProvider } from './provider.js';
+import { makeProvider, type ProviderDeps } from './providers.js';
+import { loadScript } from './scripted.js';
+import { resolveSettings } from './settings.js';
+
+export interface LlmBindOptions {
+  /** Agents run on a model even without a blueprint (`--llm AGENT`). */
+  agents?: readonly string[];
+  /** Every agent still unbound runs on a model (`--llm-agents`). */
+  allUnbound?: boolean;
+  /** A replies file that replaces every provider (`--replies FILE`), relative to `cwd`. */
+  replies?: string;
+  /** Environment for keys and `${VAR}` (default: process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** The workflow's folder: relative `x-replies` and MCP servers' working directory. */
+  cwd?: string;
+  /** Price overrides per model, merged over the defaults and `llm.x-prices`. */
+  prices?: PriceTable;
+  clock?: Clock;
+  /** For tests: the fetch the provider SDKs use. */
+  fetch?: typeof globalThis.fetch;
+  /** Told about choices a user should see (e.g. `provider: env` playing a replies file). */
+  onNote?: (message: string) => void;
+}
+
+export interface LlmBinding {
+  /** Handlers by agent id (only the agents bound here). */
+  readonly handlers: Readonly<Record<string, AgentHandler>>;
+  /** Stops the MCP servers started for the run. */
+  close(): Promise<void>;
+}
+
+/** Every agent id a phase assigns (or falls back to), and every declared agent. */
+export function referencedAgents(model: WorkflowModel): string[] {
+  const ids = new Set<string>(Object.keys(model.agents ?? {}));
+  for (const p of model.phases) {
+    ids.add(p.assign);
+    if (p.retry.fallbackAgent !== undefined) ids.add(p.retry.fallbackAgent);
+  }
+  return [...ids];
+}
+
+/** Which agents run on a model, given those already bound to something else. */
+export function llmAgentIds(model: WorkflowModel, isBound: (id: string) => boolean, o: Pick<LlmBindOptions, 'agents' | 'allUnbound'>): string[] {
+  const known = referencedAgents(model);
+  for (const id of o.agents ?? []) {
+    if (!known.includes(id)) throw new BatonError('usage', `--llm ${id}: no phase is assigned agent \`${id}\` (agents: ${known.join(', ')})`);
+  }
+  return known.filter((id) => (o.agents ?? []).includes(id) || (!isBound(id) && (model.agents?.[id]?.blueprint !== undefined || o.allUnbound === true)));
+}
+
+export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: LlmBindOptions = {}): LlmBinding {
+  const env = o.env ?? process.env;
+  const cwd = o.cwd ?? process.cwd();
+  const clock = o.clock ?? systemClock;
+  if (o.replies !== undefined) {
+    // read the replies file now: a bad file is a usage error before anything runs
+    const r = loadScript(resolve(cwd, o.replies));
+    if (!r.ok) throw new BatonError('usage', r.message);
+  }
+  const noted = new Set<string>();
+  const note = o.onNote ? (m: string): void => void (noted.has(m) || (noted.add(m), o.onNote!(m))) : undefined;
+  const deps: ProviderDeps = { env, cwd, scripts: new Map(), ...(o.replies !== undefined ? { replies: o.replies } : {}), ...(o.fetch ? { fetch: o.fetch } : {}), ...(note ? { note } : {}) };
+  const compiler = new SchemaCompiler();
+  const host = model.mcp && Object.keys(model.mcp.servers).length > 0 ? new McpHost({ servers: model.mcp.servers, env, cwd }) : undefined;
+  const handlers: Record<string, AgentHandler> = {};
+  for (const id of ids) {
+    const decl = model.agents?.[id];
+    const bp = decl?.blueprint;
+    const settings = resolveSettings(model, bp);
+    const prices: PriceTable = { ...DEFAULT_PRICES, ...pricesFromConfig(settings.prices), ...(o.prices ?? {}) };
+    let provider: LlmProvider | undefined;
+    const tools = bp?.tools.length ? bp.tools : (decl?.tools ?? []);
+    handlers[id] = llmAgent({
+      workflow: model,
+      agentId: id,
+      blueprint: bp,
+      settings,
+      provider: () => (provider ??= makeProvider(settings, deps)),
+      compiler,
+      prices,
+      ...(tools.length > 0 ? { tools } : {}),
+      ...(host ? { toolHost: host } : {}),
+      sleep: (ms, signal) => clock.sleep(ms, signal),
+      now: () => clock.now(),
+    });
+  }
+  return {
+    handlers,
+    close: async () => {
+      await host?.close();
+    },
+  };
+}

@@ -1,0 +1,35 @@
+/** One line for an LLM agent's event (`task.agent_event`) in the CLI's progress view. */
+import type { JsonObject } from '../../core/json.js';
+
+export function describeAgentEvent(kind: string, d: JsonObject): string {
+  const n = (k: string): string => (typeof d[k] === 'number' ? String(d[k]) : '?');
+  const s = (k: string): string => (typeof d[k] === 'string' ? d[k] : JSON.stringify(d[k] ?? null));
+  switch (kind) {
+    case 'llm_call':
+      return `${s('model')}: ${n('input_tokens')} in, ${n('output_tokens')} out, $${typeof d['cost_usd'] === 'number' ? +d['cost_usd'].toFixed(6) : 0} (${s('finish_reason')})`;
+    case 'output_reprompt': {
+      const errs = Array.isArray(d['validation_errors']) ? d['validation_errors'] : [];
+      return `re-prompt: ${errs.length} error${errs.length === 1 ? '' : 's'}${typeof errs[0] === 'string' ? ` (${errs[0]})` : ''}`;
+    }
+    case 'json_repair':
+      return `repaired JSON: ${Array.isArray(d['repairs']) ? d['repairs'].filter((r): r is string => typeof r === 'string').join(', ') : ''}`;
+    case 'tool_call':
+      return `tool ${s('tool')} ${JSON.stringify(d['arguments'] ?? {})}: ${n('result_bytes')} bytes in ${n('duration_ms')} ms${d['is_error'] === true ? ' (error)' : ''}`;
+    case 'tool_call_refused':
+      return `refused tool ${s('tool')}: ${s('reason')}`;
+    case 'tool_not_offered':
+      return `not offered: ${s('tool')} (${s('reason')})`;
+    case 'structured_output':
+      return `native structured output (${s('mode')})`;
+    case 'structured_output_fallback':
+      return `structured output by prompting: ${s('reason')}`;
+    case 'rate_limit_wait':
+      return `rate limited: waiting ${n('wait_ms')} ms`;
+    case 'truncation_reprompt':
+      return `reply cut at max_tokens (${n('max_tokens')}): asking for a shorter one`;
+    case 'result':
+      return 'result_data' in d ? 'result_data validated' : 'result_text';
+    default:
+      return kind;
+  }
+}

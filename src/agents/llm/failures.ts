@@ -1,0 +1,72 @@
+/**
+ * The failure codes of LLM agents (docs/llm-agents.md lists them). Each is an AgentError with a
+ * stable `code` and a `retryable` flag the phase's retry policy reads: rate limits and transport
+ * errors are retryable, a refusal or a bad key is not.
+ */
+import { APICallError } from 'ai';
+import { AgentError } from '../../engine/agent.js';
+import type { SchemaError } from '../../workflow/json-schema.js';
+import { ScriptExhaustedError } from './scripted.js';
+
+export const LLM_FAILURE_CODES = [
+  'output_schema_validation_failed',
+  'parameters_schema_validation_failed',
+  'llm_refusal',
+  'llm_empty_reply',
+  'llm_truncated',
+  'llm_rate_limited',
+  'llm_transport_error',
+  'llm_auth_failed',
+  'llm_request_rejected',
+  'llm_budget_exceeded',
+  'llm_token_budget_exceeded',
+  'llm_missing_key',
+  'llm_config_invalid',
+  'llm_script_exhausted',
+  'llm_tool_loop',
+  'mcp_server_failed',
+] as const;
+
+export type LlmFailureCode = (typeof LLM_FAILURE_CODES)[number];
+
+export function llmError(code: LlmFailureCode, message: string, details: Record<string, unknown>, retryable: boolean): AgentError {
+  return new AgentError(code, message, details, retryable);
+}
+
+/** `validation_errors` in the spec's form (`$.severity: 'critical' is not one of [...]`), plus the structured list. */
+export function validationDetails(errors: readonly SchemaError[]): Record<string, unknown> {
+  return { validation_errors: errors.map((e) => `${e.path}: ${e.message}`), errors: errors.map((e) => ({ ...e })) };
+}
+
+/** Milliseconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date). */
+export function retryAfterMs(headers: Record<string, string> | undefined, now: number): number | undefined {
+  if (!headers) return undefined;
+  const get = (k: string): string | undefined => headers[k] ?? Object.entries(headers).find(([h]) => h.toLowerCase() === k)?.[1];
+  const ms = get('retry-after-ms');
+  if (ms !== undefined && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));
+  const ra = get('retry-after');
+  if (ra === undefined) return undefined;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(ra)) return Math.max(0, Number(ra) * 1000);
+  const at = Date.parse(ra);
+  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
+}
+
+/** A provider call's exception as a run failure. */
+export function providerFailure(e: unknown, who: string, now: number): AgentError {
+  if (APICallError.isInstance(e)) {
+    const status = e.statusCode;
+    const base = { status: status ?? null, url: e.url, ...(e.responseBody ? { response: e.responseBody.slice(0, 2000) } : {}) };
+    if (status === 429) {
+      const after = retryAfterMs(e.responseHeaders, now);
+      return llmError('llm_rate_limited', `${who}: rate limited by the provider${after !== undefined ? ` (retry after ${Math.ceil(after / 1000)} s)` : ''}`, { ...base, ...(after !== undefined ? { retry_after_ms: after } : {}) }, true);
+    }
+    if (status === 401 || status === 403) return llmError('llm_auth_failed', `${who}: the provider refused the API key (HTTP ${status})`, base, false);
+    if (status === undefined || status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: ${e.message}`, base, true);
+    return llmError('llm_request_rejected', `${who}: the provider rejected the request (HTTP ${status}): ${e.message}`, base, false);
+  }
+  if (e instanceof ScriptExhaustedError) return llmError('llm_script_exhausted', `${who}: ${e.message}`, {}, false);
+  if (e instanceof AgentError) return e;
+  const msg = e instanceof Error ? e.message : String(e);
+  // fetch failures (connection refused, reset, DNS) arrive as TypeError or AI SDK wrappers without a status
+  return llmError('llm_transport_error', `${who}: ${msg}`, {}, true);
+}

@@ -1,0 +1,155 @@
+/**
+ * MCP tools for LLM agents, through the official TypeScript SDK over stdio. Servers start on first
+ * use (one process per server and run, shared by the agents that name it) and stop at close().
+ * Only tools that an agent declares, that the server allows (`allowed_tools`) and that the server
+ * lists are ever offered; anything else is never called.
+ */
+import type { Readable } from 'node:stream';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { JsonObject } from '../../core/json.js';
+import { isPlainObject } from '../../core/json.js';
+import type { McpServerDecl } from '../../workflow/model.js';
+import { llmError } from './failures.js';
+import { modelToolName, parseToolRef } from './names.js';
+import type { OfferedTool, ToolHost, ToolResult } from './tools.js';
+
+export interface McpHostOptions {
+  servers: Readonly<Record<string, McpServerDecl>>;
+  /** Values for `${VAR}` in a server's `env`. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Working directory of server processes (the workflow's folder). */
+  cwd: string;
+  /** How long a server gets to start and answer `initialize` + `tools/list` (default 15 s). */
+  startTimeoutMs?: number;
+  /** How long one tool call may take (default 60 s). */
+  callTimeoutMs?: number;
+}
+
+interface Listed {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+}
+
+interface Connection {
+  client: Client;
+  tools: Map<string, Listed>;
+  stderr: () => string;
+}
+
+const STDERR_TAIL = 4000;
+
+export class McpHost implements ToolHost {
+  private readonly conns = new Map<string, Promise<Connection>>();
+  private closed = false;
+
+  constructor(private readonly o: McpHostOptions) {}
+
+  async offer(refs: readonly string[], signal: AbortSignal): Promise<{ tools: OfferedTool[]; skipped: { ref: string; reason: string }[] }> {
+    const tools: OfferedTool[] = [];
+    const skipped: { ref: string; reason: string }[] = [];
+    for (const ref of refs) {
+      const r = parseToolRef(ref);
+      if (!r) {
+        skipped.push({ ref, reason: 'not an mcp:server/tool reference' });
+        continue;
+      }
+      const decl = this.o.servers[r.server];
+      if (!decl) {
+        skipped.push({ ref, reason: `no MCP server \`${r.server}\` is declared` });
+        continue;
+      }
+      if (decl.allowedTools && !decl.allowedTools.includes(r.tool)) {
+        skipped.push({ ref, reason: `\`${r.tool}\` is not in the server's allowed_tools` });
+        continue;
+      }
+      const conn = await this.connect(decl, signal);
+      const listed = conn.tools.get(r.tool);
+      if (!listed) {
+        skipped.push({ ref, reason: `server \`${r.server}\` does not list a tool \`${r.tool}\`` });
+        continue;
+      }
+      tools.push({ name: modelToolName(ref), ref, ...(listed.description !== undefined ? { description: listed.description } : {}), inputSchema: listed.inputSchema });
+    }
+    return { tools, skipped };
+  }
+
+  async call(tool: OfferedTool, args: JsonObject, signal: AbortSignal): Promise<ToolResult> {
+    const r = parseToolRef(tool.ref);
+    const decl = r ? this.o.servers[r.server] : undefined;
+    // offer() is the only way to an OfferedTool, but the gate is kept here too: a tool not allowed is never called
+    if (!r || !decl || (decl.allowedTools && !decl.allowedTools.includes(r.tool))) return { text: `tool ${tool.ref} is not allowed`, isError: true };
+    const conn = await this.connect(decl, signal);
+    if (!conn.tools.has(r.tool)) return { text: `tool ${tool.ref} is not listed by its server`, isError: true };
+    let res: Awaited<ReturnType<Client['callTool']>>;
+    try {
+      res = await conn.client.callTool({ name: r.tool, arguments: args }, undefined, { signal, timeout: this.o.callTimeoutMs ?? 60_000 });
+    } catch (e) {
+      // a server that died is started again on the next use, not kept as a broken connection
+      if (conn.client.transport === undefined) this.conns.delete(decl.id);
+      throw e;
+    }
+    const content = Array.isArray(res.content) ? (res.content as unknown[]) : [];
+    const text = content.map((c) => (isPlainObject(c) && c['type'] === 'text' && typeof c['text'] === 'string' ? c['text'] : JSON.stringify(c))).join('\n');
+    return { text: text === '' && res.structuredContent !== undefined ? JSON.stringify(res.structuredContent) : text, isError: res.isError === true };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.conns.values()];
+    this.conns.clear();
+    await Promise.allSettled(all.map(async (p) => (await p).client.close()));
+  }
+
+  private connect(decl: McpServerDecl, signal: AbortSignal): Promise<Connection> {
+    if (this.closed) return Promise.reject(llmError('mcp_server_failed', `MCP server '${decl.id}': the tool host is closed`, { server: decl.id }, false));
+    let p = this.conns.get(decl.id);
+    if (!p) {
+      p = this.start(decl, signal);
+      this.conns.set(decl.id, p);
+      // a failed start is not cached: the next attempt tries again
+      p.catch(() => {
+        if (this.conns.get(decl.id) === p) this.conns.delete(decl.id);
+      });
+    }
+    return p;
+  }
+
+  private async start(decl: McpServerDecl, signal: AbortSignal): Promise<Connection> {
+    const env: Record<string, string> = { ...getDefaultEnvironment() };
+    for (const [k, v] of Object.entries(decl.env)) {
+      const missing: string[] = [];
+      env[k] = v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+        const val = this.o.env[name];
+        if (val === undefined) missing.push(name);
+        return val ?? '';
+      });
+      if (missing.length > 0) throw llmError('mcp_server_failed', `MCP server '${decl.id}': env ${k} needs ${missing.map((m) => `$${m}`).join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} not set`, { server: decl.id, missing }, false);
+    }
+    const transport = new StdioClientTransport({ command: decl.command, args: decl.args, env, cwd: this.o.cwd, stderr: 'pipe' });
+    let stderr = '';
+    (transport.stderr as Readable | null)?.on('data', (b: Buffer) => {
+      stderr = (stderr + b.toString('utf8')).slice(-STDERR_TAIL);
+    });
+    const client = new Client({ name: 'baton', version: '0.1.0' });
+    const timeout = this.o.startTimeoutMs ?? 15_000;
+    try {
+      await client.connect(transport, { signal, timeout });
+      const tools = new Map<string, Listed>();
+      let cursor: string | undefined;
+      for (let page = 0; page < 50; page++) {
+        const r = await client.listTools(cursor !== undefined ? { cursor } : undefined, { signal, timeout });
+        for (const t of r.tools) tools.set(t.name, { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema });
+        cursor = r.nextCursor;
+        if (cursor === undefined) break;
+      }
+      return { client, tools, stderr: () => stderr };
+    } catch (e) {
+      await client.close().catch(() => undefined);
+      const why = e instanceof Error ? e.message : String(e);
+      const tail = stderr.trim().split('\n').slice(-3).join(' | ');
+      throw llmError('mcp_server_failed', `MCP server '${decl.id}' (${[decl.command, ...decl.args].join(' ')}) failed to start: ${why}${tail ? ` (stderr: ${tail})` : ''}`, { server: decl.id, command: decl.command, args: decl.args, stderr }, false);
+    }
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * The real adapters (AI SDK openai, anthropic, openai-compatible) against a loopback HTTP server
+ * speaking their wire protocols: recorded exchanges, rate limits with retry-after, server errors.
+ * Nothing leaves 127.0.0.1.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { AgentError } from '../../engine/agent.js';
+import { parseWorkflow } from '../../workflow/compile.js';
+import { SchemaCompiler } from '../../workflow/json-schema.js';
+import type { WorkflowModel } from '../../workflow/model.js';
+import { llmAgent } from './agent.js';
+import { DEFAULT_PRICES } from './pricing.js';
+import { makeProvider } from './providers.js';
+import { resolveSettings } from './settings.js';
+import { recordingContext } from './testing.js';
+
+type Reply = { status: number; headers?: Record<string, string>; body: unknown };
+interface Exchange {
+  path: string;
+  body: Record<string, unknown>;
+  headers: IncomingMessage['headers'];
+}
+
+let server: Server;
+let base = '';
+let queue: Reply[] = [];
+const seen: Exchange[] = [];
+
+beforeAll(async () => {
+  server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ path: req.url ?? '', body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>, headers: req.headers });
+      const r = queue.shift() ?? { status: 599, body: { error: { message: 'no recorded reply left' } } };
+      res.writeHead(r.status, { 'content-type': 'application/json', ...(r.headers ?? {}) });
+      res.end(JSON.stringify(r.body));
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+});
+
+afterAll(async () => {
+  await new Promise<void>((ok) => server.close(() => ok()));
+});
+
+const schema = {
+  type: 'object',
+  required: ['verdict', 'score'],
+  properties: { verdict: { type: 'string', enum: ['pass', 'fail'] }, score: { type: 'integer' } },
+};
+const good = { verdict: 'pass', score: 7 };
+
+function workflow(provider: string, extra = ''): WorkflowModel {
+  const r = parseWorkflow(`
+openintent: "1.0"
+info: {name: wire}
+llm:
+  provider: ${provider}
+  x-base_url: ${base}
+  max_tokens: 300
+${extra}
+workflow:
+  judge:
+    assign: judge
+    outputs: {verdict: string, score: integer}
+`);
+  if (!r.model) throw new Error(JSON.stringify(r.diagnostics));
+  return r.model;
+}
+
+function agent(wf: WorkflowModel, env: Record<string, string>, sleeps: number[] = []): ReturnType<typeof llmAgent> {
+  const settings = resolveSettings(wf, undefined);
+  return llmAgent({
+    workflow: wf,
+    agentId: 'judge',
+    blueprint: { maxOutputRetries: 1, tools: [], llm: {}, outputSchema: schema },
+    settings,
+    provider: () => makeProvider(settings, { env, cwd: '.', scripts: new Map() }),
+    compiler: new SchemaCompiler(),
+    prices: DEFAULT_PRICES,
+    sleep: (ms) => {
+      sleeps.push(ms);
+      return Promise.resolve();
+    },
+    now: () => 0,
+  });
+}
+
+const ctx = (): ReturnType<typeof recordingContext> => recordingContext({ phase: 'judge', agent: 'judge' });
+
+function openaiReply(content: string | null, extra: Record<string, unknown> = {}, finish = 'stop'): Reply {
+  return {
+    status: 200,
+    body: {
+      id: 'chatcmpl-abc',
+      object: 'chat.completion',
+      created: 1767225600,
+      model: 'gpt-5.2-2025-12-11',
+      choices: [{ index: 0, message: { role: 'assistant', content, refusal: null, ...extra }, finish_reason: finish }],
+      usage: { prompt_tokens: 412, completion_tokens: 18, total_tokens: 430 },
+    },
+  };
+}
+
+function anthropicReply(content: unknown[], stop = 'end_turn'): Reply {
+  return {
+    status: 200,
+    body: { id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514', content, stop_reason: stop, stop_sequence: null, usage: { input_tokens: 380, output_tokens: 22 } },
+  };
+}
+
+async function failure(p: unknown): Promise<AgentError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof AgentError) return e;
+    throw e;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('openai over the wire', () => {
+  test('strict JSON schema is requested; usage becomes cost', async () => {
+    seen.length = 0;
+    queue = [openaiReply(JSON.stringify(good))];
+    const c = ctx();
+    expect(await agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(c)).toEqual(good);
+    expect(seen[0]!.path).toBe('/v1/chat/completions');
+    expect(seen[0]!.headers['authorization']).toBe('Bearer sk-test');
+    const body = seen[0]!.body;
+    expect(body['model']).toBe('gpt-5.2');
+    expect(body['max_completion_tokens'] ?? body['max_tokens']).toBe(300);
+    expect(body['response_format']).toMatchObject({ type: 'json_schema', json_schema: { strict: true, name: 'output' } });
+    const call = c.events.find((e) => e.kind === 'llm_call')!.data;
+    expect(call).toMatchObject({ provider: 'openai', input_tokens: 412, output_tokens: 18 });
+    expect(c.costUsd).toBeCloseTo((412 * 1.75 + 18 * 14) / 1e6, 12);
+  });
+
+  test('429 with retry-after is waited out (injected sleep), then the reply is used', async () => {
+    seen.length = 0;
+    queue = [{ status: 429, headers: { 'retry-after': '3' }, body: { error: { message: 'Rate limit reached', type: 'requests' } } }, openaiReply(JSON.stringify(good))];
+    const sleeps: number[] = [];
+    expect(await agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' }, sleeps)(ctx())).toEqual(good);
+    expect(sleeps).toEqual([3000]);
+    expect(seen).toHaveLength(2);
+  });
+
+  test('500 is a retryable transport error; 401 is not retryable', async () => {
+    queue = [{ status: 500, body: { error: { message: 'The server had an error' } } }];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect([e.code, e.retryable, e.details['status']]).toEqual(['llm_transport_error', true, 500]);
+    queue = [{ status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } } }];
+    const a = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-bad' })(ctx()));
+    expect([a.code, a.retryable]).toEqual(['llm_auth_failed', false]);
+  });
+
+  test('an invalid reply is re-prompted over the wire, in the same conversation', async () => {
+    seen.length = 0;
+    queue = [openaiReply(JSON.stringify({ verdict: 'maybe', score: 7 })), openaiReply(JSON.stringify(good))];
+    expect(await agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx())).toEqual(good);
+    const msgs = seen[1]!.body['messages'] as { role: string; content: unknown }[];
+    expect(msgs.map((m) => m.role)).toEqual(['developer', 'user', 'assistant', 'user']); // gpt-5 models take the system prompt as a developer message
+    expect(JSON.stringify(msgs[3]!.content)).toContain('$.verdict');
+  });
+
+  test('truncation (finish_reason length) and a missing key', async () => {
+    queue = [openaiReply('{"verdict": "pa', {}, 'length'), openaiReply('{"verdict": "pa', {}, 'length')];
+    expect((await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()))).code).toBe('llm_truncated');
+    const m = await failure(agent(workflow('openai'), {})(ctx()));
+    expect([m.code, m.retryable]).toEqual(['llm_missing_key', false]);
+  });
+
+  test('a refusal (message.refusal) is llm_refusal, not retried', async () => {
+    queue = [openaiReply(null, { refusal: "I'm sorry, I can't help with that." })];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect([e.code, e.retryable]).toEqual(['llm_refusal', false]);
+  });
+
+  test('a connection refused is a retryable transport error', async () => {
+    const wf = parseWorkflow(`
+openintent: "1.0"
+info: {name: x}
+llm: {provider: openai, x-base_url: "http://127.0.0.1:9/v1"}
+workflow:
+  judge: {assign: judge, outputs: {verdict: string, score: integer}}
+`).model!;
+    const e = await failure(agent(wf, { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect([e.code, e.retryable]).toEqual(['llm_transport_error', true]);
+  });
+});
+
+describe('anthropic over the wire', () => {
+  test('the spec default model gets JSON through tool use (a forced `json` tool)', async () => {
+    seen.length = 0;
+    queue = [anthropicReply([{ type: 'tool_use', id: 'toolu_1', name: 'json', input: good }], 'tool_use')];
+    const c = ctx();
+    expect(await agent(workflow('anthropic'), { ANTHROPIC_API_KEY: 'sk-ant-test' })(c)).toEqual(good);
+    expect(seen[0]!.path).toBe('/v1/messages');
+    expect(seen[0]!.headers['x-api-key']).toBe('sk-ant-test');
+    const body = seen[0]!.body;
+    expect(body['model']).toBe('claude-sonnet-4-20250514');
+    const tools = body['tools'] as { name: string; input_schema: { required: string[] } }[];
+    expect(tools.map((t) => [t.name, t.input_schema.required])).toEqual([['json', ['verdict', 'score']]]);
+    expect(body['tool_choice']).toMatchObject({ type: 'any' }); // the only tool offered is json
+    expect(c.events.find((e) => e.kind === 'llm_call')!.data).toMatchObject({ provider: 'anthropic', input_tokens: 380, output_tokens: 22 });
+  });
+
+  test('newer models get the output format', async () => {
+    seen.length = 0;
+    queue = [anthropicReply([{ type: 'text', text: JSON.stringify(good) }])];
+    expect(await agent(workflow('anthropic', '  model: claude-sonnet-4-5'), { ANTHROPIC_API_KEY: 'k' })(ctx())).toEqual(good);
+    expect(JSON.stringify(seen[0]!.body)).toContain('json_schema');
+    expect(seen[0]!.body['tools']).toBeUndefined();
+  });
+
+  test('stop_reason refusal is llm_refusal', async () => {
+    queue = [anthropicReply([{ type: 'text', text: 'I cannot help with that.' }], 'refusal')];
+    const e = await failure(agent(workflow('anthropic', '  model: claude-sonnet-4-5'), { ANTHROPIC_API_KEY: 'k' })(ctx()));
+    expect(e.code).toBe('llm_refusal');
+  });
+
+  test('429 with a long retry-after fails retryable with retry_after_ms', async () => {
+    queue = [{ status: 429, headers: { 'retry-after': '120' }, body: { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } } }];
+    const e = await failure(agent(workflow('anthropic'), { ANTHROPIC_API_KEY: 'k' })(ctx()));
+    expect([e.code, e.retryable, e.details['retry_after_ms']]).toEqual(['llm_rate_limited', true, 120_000]);
+  });
+
+  test('provider env picks the key that is set', async () => {
+    seen.length = 0;
+    queue = [anthropicReply([{ type: 'tool_use', id: 'toolu_1', name: 'json', input: good }], 'tool_use')];
+    expect(await agent(workflow('env'), { ANTHROPIC_API_KEY: 'k' })(ctx())).toEqual(good);
+    expect(seen[0]!.path).toBe('/v1/messages');
+    expect(seen[0]!.body['model']).toBe('claude-sonnet-4-20250514');
+  });
+});
+
+describe('openai-compatible over the wire', () => {
+  test('x-structured_outputs: true sends the JSON schema', async () => {
+    seen.length = 0;
+    queue = [openaiReply(JSON.stringify(good))];
+    const wf = workflow('openai-compatible', '  model: qwen2.5\n  x-structured_outputs: true');
+    const c = ctx();
+    expect(await agent(wf, {})(c)).toEqual(good);
+    expect(seen[0]!.body['response_format']).toMatchObject({ type: 'json_schema' });
+    expect(c.events.find((e) => e.kind === 'structured_output')!.data).toEqual({ provider: 'openai-compatible', mode: 'openai-strict' });
+  });
+
+  test('no native structured output unless declared: prompting with a fallback event', async () => {
+    seen.length = 0;
+    queue = [openaiReply('Sure:\n```json\n' + JSON.stringify(good) + '\n```')];
+    const wf = workflow('openai-compatible', '  model: llama3.1');
+    const c = ctx();
+    expect(await agent(wf, {})(c)).toEqual(good);
+    expect(seen[0]!.path).toBe('/v1/chat/completions');
+    expect(seen[0]!.body['response_format']).toBeUndefined();
+    expect(c.events.some((e) => e.kind === 'structured_output_fallback')).toBe(true);
+  });
+});

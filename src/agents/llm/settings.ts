@@ -1,0 +1,60 @@
+/**
+ * The model settings of one LLM agent: spec defaults, then the workflow's `llm` block, then the
+ * blueprint's `llm` overrides. Provider defaults follow the spec's provider table.
+ */
+import { isPlainObject, type JsonObject } from '../../core/json.js';
+import type { Blueprint, WorkflowModel } from '../../workflow/model.js';
+
+export interface LlmSettings {
+  /** openai | anthropic | openai-compatible | env | scripted */
+  provider: string;
+  /** undefined: the provider's default model. */
+  model: string | undefined;
+  temperature: number;
+  maxTokens: number;
+  /** The workflow's global system prompt, then the blueprint's. */
+  systemPrompt: string;
+  /** `x-base_url`: where the provider listens (openai-compatible servers, proxies, tests). */
+  baseUrl: string | undefined;
+  /** `x-replies`: the scripted provider's replies file (also the offline fallback of `provider: env`). */
+  replies: string | undefined;
+  /** `x-structured_outputs`: an openai-compatible server that supports strict JSON schema. */
+  structuredOutputs: boolean;
+  /** `x-prices`, raw. */
+  prices: unknown;
+}
+
+export const DEFAULT_MODELS: Readonly<Record<string, string>> = {
+  openai: 'gpt-5.2',
+  anthropic: 'claude-sonnet-4-20250514',
+  env: 'gpt-5.2',
+};
+
+export function resolveSettings(workflow: WorkflowModel, blueprint: Blueprint | undefined): LlmSettings {
+  const base: JsonObject = workflow.llm ?? {};
+  const over: JsonObject = blueprint?.llm ?? {};
+  const pick = (k: string): unknown => (over[k] !== undefined && over[k] !== null ? over[k] : base[k]);
+  const str = (k: string): string | undefined => {
+    const v = pick(k);
+    return typeof v === 'string' && v !== '' ? v : undefined;
+  };
+  const num = (k: string): number | undefined => {
+    const v = pick(k);
+    return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+  };
+  const systemPrompt = [typeof base['system_prompt'] === 'string' ? base['system_prompt'] : '', typeof over['system_prompt'] === 'string' ? over['system_prompt'] : '', blueprint?.systemPrompt ?? '']
+    .filter((s) => s.trim() !== '')
+    .join('\n\n');
+  const prices = isPlainObject(base['x-prices']) || isPlainObject(over['x-prices']) ? { ...(isPlainObject(base['x-prices']) ? base['x-prices'] : {}), ...(isPlainObject(over['x-prices']) ? over['x-prices'] : {}) } : undefined;
+  return {
+    provider: str('provider') ?? 'openai',
+    model: str('model'),
+    temperature: num('temperature') ?? 0.7,
+    maxTokens: num('max_tokens') ?? 4096,
+    systemPrompt,
+    baseUrl: str('x-base_url'),
+    replies: str('x-replies'),
+    structuredOutputs: pick('x-structured_outputs') === true,
+    prices,
+  };
+}

@@ -1,0 +1,426 @@
+/**
+ * The composition root of the engine: a store, agent bindings (functions, `x-command` subprocesses,
+ * stubs, a recorded binding re-made on resume), a clock, and the worker loop. `createEngine` is what
+ * the CLI, the tests and library users drive; `runWorkflow` (run.ts) is its one-call form.
+ */
+import { resolve as resolvePath, dirname } from 'node:path';
+import { guardContracts } from '../agents/contract-guard.js';
+import { bindLlmAgents, llmAgentIds, type LlmBindOptions } from '../agents/llm/bind.js';
+import { withReplyEnforcement } from '../agents/llm/text-reply.js';
+import { subprocessAgent } from '../agents/subprocess.js';
+import { stubAgent } from '../agents/stub.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import { BatonError } from '../core/errors.js';
+import type { Json, JsonObject } from '../core/json.js';
+import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
+import type { FactResult } from '../engine/decide.js';
+import type { RunEvent } from '../engine/events.js';
+import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/ports.js';
+import { toJson } from '../engine/attempt.js';
+import { commandRun, startRun, workflowRecord } from '../engine/start.js';
+import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
+import { planOf } from '../engine/plan.js';
+import { Worker, type FaultPlan, type WorkerOptions } from '../engine/worker.js';
+import { parseWorkflow } from '../workflow/compile.js';
+import { SchemaCompiler } from '../workflow/json-schema.js';
+import type { WorkflowModel } from '../workflow/model.js';
+import { WorkflowSpec } from './spec.js';
+
+export type AgentBinding = AgentHandler | ClosableAgent;
+
+export interface EngineOptions {
+  store: RunStore;
+  /** Handlers by agent id: functions `(ctx) => output`, or adapters with `handler` and `close()` (closed by the caller). */
+  agents?: Readonly<Record<string, AgentBinding>>;
+  /** Bind every agent that has no handler (and no `x-command`) to a stub built from the output types. */
+  stubAgents?: boolean;
+  /**
+   * Binds the agents of a stored run this engine did not start (resume, worker): e.g. the CLI loads
+   * the agents module the run recorded. Merged over `agents`.
+   */
+  bindRun?: (record: RunRecord, model: WorkflowModel) => Promise<Readonly<Record<string, AgentBinding>>>;
+  /** LLM agents: which agents run on a model beyond those with a blueprint, a replies file, keys, prices (docs/llm-agents.md). */
+  llm?: LlmBindOptions;
+  clock?: Clock;
+  /** Attempts running at once (default 32). */
+  concurrency?: number;
+  workerId?: string;
+  leaseMs?: number;
+  pollMs?: number;
+  faults?: FaultPlan;
+  isOwnerDead?: (owner: string) => boolean;
+  onEvent?: (event: RunEvent, state: RunState) => void;
+}
+
+export interface StartRunOptions {
+  /** A chosen id; a second start with the same id is refused (BatonError `run-exists`). */
+  runId?: string;
+  trigger?: Json;
+  /** Run-level initial state: `$initial_state.*` keys a phase's own `initial_state` does not set. */
+  initialState?: JsonObject;
+  /** Run timeout in ms (overrides governance.timeout_hours). */
+  timeoutMs?: number;
+  /** Approve every gate as it opens, recorded as automatic. */
+  autoApprove?: boolean;
+  /** How the agents were bound (module path, commands, stubs), recorded so a resume binds them the same way. */
+  bindings?: JsonObject;
+  /** Absolute path of the workflow file (x-command agents run in its directory). */
+  path?: string;
+  /** Working directory of x-command agents and of files LLM agents read (default: the workflow file's directory). */
+  cwd?: string;
+  /** Cancels the run when it aborts (Ctrl-C). */
+  signal?: AbortSignal;
+}
+
+export interface RunInspection {
+  record: RunRecord;
+  workflow: WorkflowRecord | undefined;
+  state: RunState;
+  result: RunResult;
+  tasks: TaskRow[];
+}
+
+export class Engine {
+  readonly store: RunStore;
+  readonly clock: Clock;
+  private readonly opts: EngineOptions;
+  private readonly models = new Map<string, WorkflowModel>();
+  private readonly owned: { close(): Promise<void> }[] = [];
+  private readonly compiler = new SchemaCompiler();
+  private readonly subprocesses = new Map<string, AgentHandler>();
+  private worker: Worker | undefined;
+
+  constructor(opts: EngineOptions) {
+    if (!opts.store) throw new BatonError('usage', 'an engine needs a store (the memory store is a store)');
+    this.opts = opts;
+    this.store = opts.store;
+    this.clock = opts.clock ?? systemClock;
+  }
+
+  /** The worker loop of this engine (made on first use). */
+  get work(): Worker {
+    this.worker ??= new Worker(this.workerOptions());
+    return this.worker;
+  }
+
+  private workerOptions(): WorkerOptions {
+    const o = this.opts;
+    return {
+      store: this.store,
+      bind: (record) => this.bind(record),
+      clock: this.clock,
+      ...(o.workerId !== undefined ? { workerId: o.workerId } : {}),
+      ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}),
+      ...(o.leaseMs !== undefined ? { leaseMs: o.leaseMs } : {}),
+      ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
+      ...(o.faults !== undefined ? { faults: o.faults } : {}),
+      ...(o.isOwnerDead !== undefined ? { isOwnerDead: o.isOwnerDead } : {}),
+      ...(o.onEvent !== undefined ? { onEvent: o.onEvent } : {}),
+    };
+  }
+
+  /** The compiled workflow of a stored run (compiled once per engine, from the source the run kept). */
+  async model(record: RunRecord): Promise<WorkflowModel> {
+    const have = this.models.get(record.workflowHash);
+    if (have) return have;
+    const w = await this.store.workflow(record.workflowHash);
+    if (!w) throw new BatonError('store-corrupt', `run ${record.runId}: its workflow ${record.workflowHash.slice(0, 12)} is missing from the store`);
+    const r = parseWorkflow(w.source, { file: w.path });
+    if (!r.ok || !r.model) throw new BatonError('invalid-workflow', `run ${record.runId}: its stored workflow no longer compiles (${r.diagnostics[0]?.message ?? 'unknown error'})`);
+    this.models.set(record.workflowHash, r.model);
+    return r.model;
+  }
+
+  /**
+   * Handlers for a run: given functions, the run's recorded binding, x-command subprocesses, LLM
+   * agents (a blueprint, `--llm`, `--llm-agents`), stubs. Adapters that may answer with a raw model
+   * reply (`{"result_text": ...}`) go through the same extraction and validation as LLM agents.
+   */
+  async bind(record: RunRecord): Promise<{ model: WorkflowModel; handlers: Record<string, AgentHandler> }> {
+    const model = await this.model(record);
+    const handlers: Record<string, AgentHandler> = {};
+    const add = (bindings: Readonly<Record<string, AgentBinding>>): void => {
+      for (const [id, b] of Object.entries(bindings)) handlers[id] = typeof b === 'function' ? b : withReplyEnforcement(b.handler, model, this.compiler);
+    };
+    add(this.opts.agents ?? {});
+    if (this.opts.bindRun) add(await this.opts.bindRun(record, model));
+    const w = await this.store.workflow(record.workflowHash);
+    const cwd = typeof record.options['cwd'] === 'string' ? record.options['cwd'] : w ? dirname(resolvePath(w.path)) : process.cwd();
+    for (const [id, decl] of Object.entries(model.agents ?? {})) {
+      if (handlers[id] || !decl.command) continue;
+      handlers[id] = withReplyEnforcement(this.subprocess(id, decl.command, decl.mode ?? 'once', cwd), model, this.compiler);
+    }
+    const llm = this.llmOptions(record);
+    const ids = llmAgentIds(model, (id) => handlers[id] !== undefined, llm);
+    if (ids.length > 0) {
+      const bound = bindLlmAgents(model, ids, { cwd, clock: this.clock, ...llm });
+      this.owned.push(bound);
+      Object.assign(handlers, bound.handlers);
+    }
+    guardContracts(model, handlers, this.compiler); // agent contracts at run time (agents/contract-guard.ts)
+    if (this.opts.stubAgents || record.bindings['stubs'] === true) {
+      const stub = stubAgent(model);
+      for (const [id] of unboundAgents(model, handlers)) handlers[id] = stub;
+    }
+    return { model, handlers };
+  }
+
+  /** The engine's LLM options, or those a run recorded (`--llm`, `--llm-agents`, `--replies`) when the engine has none. */
+  private llmOptions(record: RunRecord): LlmBindOptions {
+    if (this.opts.llm) return this.opts.llm;
+    const r = record.bindings['llm'];
+    if (r === null || typeof r !== 'object' || Array.isArray(r)) return {};
+    const o: LlmBindOptions = {};
+    if (Array.isArray(r['agents'])) o.agents = r['agents'].filter((x): x is string => typeof x === 'string');
+    if (r['all_unbound'] === true) o.allUnbound = true;
+    if (typeof r['replies'] === 'string') o.replies = r['replies'];
+    return o;
+  }
+
+  private subprocess(id: string, command: string | string[], mode: 'once' | 'serve', cwd: string): AgentHandler {
+    const key = JSON.stringify([id, command, mode, cwd]);
+    let h = this.subprocesses.get(key);
+    if (!h) {
+      const a = subprocessAgent({ command, mode, agentId: id, cwd });
+      this.owned.push(a);
+      h = a.handler;
+      this.subprocesses.set(key, h);
+    }
+    return h;
+  }
+
+  /** Creates a run in the store (nothing runs yet); refuses it when an agent has no handler. */
+  async start(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<string> {
+    const model = spec instanceof WorkflowSpec ? spec.model : spec;
+    opts = { ...opts, ...jsonRunInputs(opts) };
+    const runId = opts.runId ?? newRunId(this.clock.now());
+    const wf = workflowRecord(model, opts.path);
+    this.models.set(wf.hash, model);
+    const bindings = { ...(opts.bindings ?? {}), ...(this.opts.stubAgents ? { stubs: true } : {}) };
+    // check bindings before anything is stored: unbound agents stop the run before it starts
+    const probe: RunRecord = { runId, workflowHash: wf.hash, workflowName: model.info.name, status: 'running', trigger: null, initialState: null, bindings, options: opts.cwd !== undefined ? { cwd: resolvePath(opts.cwd) } : {}, createdAt: 0, updatedAt: 0, endedAt: null, costUsd: 0, seq: 0, wakeAt: null };
+    const handlers = await this.bindModel(model, probe);
+    const unbound = unboundAgents(model, handlers);
+    if (unbound.size > 0) {
+      const list = [...unbound].map(([a, ps]) => `\`${a}\` (phase${ps.length === 1 ? '' : 's'} ${ps.join(', ')})`).join(', ');
+      throw new BatonError('unbound-agent', `no handler is bound for agent${unbound.size === 1 ? '' : 's'} ${list}; bind them with --agents, declare \`x-command\`, or dry-run with --stub-agents`);
+    }
+    await startRun(
+      this.store,
+      model,
+      {
+        runId,
+        ...(opts.trigger !== undefined ? { trigger: opts.trigger } : {}),
+        ...(opts.initialState !== undefined ? { initialState: opts.initialState } : {}),
+        ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+        ...(opts.autoApprove ? { autoApprove: true } : {}),
+        bindings,
+        options: { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(opts.cwd !== undefined ? { cwd: resolvePath(opts.cwd) } : {}) },
+        ...(opts.path !== undefined ? { path: opts.path } : {}),
+      },
+      this.clock,
+    );
+    this.work.checkFault('run.created');
+    return runId;
+  }
+
+  /** Which agents would be bound for a run not yet stored (placeholders: only the ids matter). */
+  private async bindModel(model: WorkflowModel, record: RunRecord): Promise<Record<string, AgentHandler>> {
+    const handlers: Record<string, AgentHandler> = {};
+    for (const [id, b] of Object.entries(this.opts.agents ?? {})) handlers[id] = typeof b === 'function' ? b : b.handler;
+    if (this.opts.bindRun) for (const [id, b] of Object.entries(await this.opts.bindRun(record, model))) handlers[id] = typeof b === 'function' ? b : b.handler;
+    for (const [id, decl] of Object.entries(model.agents ?? {})) if (!handlers[id] && decl.command) handlers[id] = () => undefined;
+    for (const id of llmAgentIds(model, (id) => handlers[id] !== undefined, this.llmOptions(record))) handlers[id] = () => undefined;
+    if (this.opts.stubAgents) for (const [id] of unboundAgents(model, handlers)) handlers[id] = () => undefined;
+    return handlers;
+  }
+
+  /** Starts a run and drives it to its end. Rejects only on faults, never on a failed run. */
+  async run(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<RunResult> {
+    const runId = await this.start(spec, opts);
+    return this.drive(runId, opts.signal);
+  }
+
+  /**
+   * `baton rerun RUN --from PHASE`: a new run of the stored workflow, with the same trigger, initial
+   * state and bindings, that reuses the recorded output of every completed phase not downstream of
+   * PHASE (its events name the run it came from) and runs PHASE and everything after it.
+   */
+  async rerun(runId: string, from: string, opts: Omit<StartRunOptions, 'trigger' | 'initialState' | 'path'> = {}): Promise<string> {
+    const record = await this.store.run(runId);
+    if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
+    const model = await this.model(record);
+    if (!model.byName.has(from)) throw new BatonError('usage', `workflow ${model.info.name} has no phase \`${from}\` (phases: ${model.phases.map((p) => p.name).join(', ')})`);
+    const again = new Set<string>([from]);
+    for (const name of model.order) if (model.byName.get(name)!.dependsOn.some((d) => again.has(d))) again.add(name);
+    const state = replay(runId, await this.store.events(runId));
+    const outputs = new Map<string, { output: JsonObject; attempt: number }>();
+    for (const [name, p] of state.phases) if (!again.has(name) && p.status === 'completed' && p.output) outputs.set(name, { output: p.output, attempt: p.attempts });
+    const w = await this.store.workflow(record.workflowHash);
+    const timeoutMs = typeof record.options['timeout_ms'] === 'number' ? record.options['timeout_ms'] : undefined;
+    const newId = opts.runId ?? newRunId(this.clock.now());
+    await startRun(
+      this.store,
+      model,
+      {
+        runId: newId,
+        trigger: record.trigger,
+        ...(record.initialState ? { initialState: record.initialState } : {}),
+        ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : timeoutMs !== undefined ? { timeoutMs } : {}),
+        ...(opts.autoApprove || record.options['auto_approve'] === true ? { autoApprove: true } : {}),
+        bindings: opts.bindings ?? record.bindings,
+        options: { ...record.options, rerun_of: runId, from },
+        ...(w ? { path: w.path } : {}),
+        rerunOf: { run_id: runId, from, outputs },
+      },
+      this.clock,
+    );
+    return newId;
+  }
+
+  /** Continues a stored run (after a crash, or a wait) until it ends. */
+  async resume(runId: string, signal?: AbortSignal): Promise<RunResult> {
+    const record = await this.store.run(runId);
+    if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
+    return this.drive(runId, signal);
+  }
+
+  /** Drives a stored run (started by `start` or `rerun`, or left by a crash) until it ends. */
+  drive(runId: string, signal?: AbortSignal): Promise<RunResult> {
+    const p = this.driveRun(runId, signal);
+    // close() ends the drive of an unfinished run with a rejection: a caller that awaits it after close() sees it, not an unhandled rejection
+    p.catch(() => undefined);
+    return p;
+  }
+
+  private async driveRun(runId: string, signal: AbortSignal | undefined): Promise<RunResult> {
+    const done = this.work.drive(runId);
+    if (signal) {
+      const onAbort = (): void => void this.cancel(runId, reasonText(signal.reason)).catch(() => undefined);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        return await done;
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+      }
+    }
+    return done;
+  }
+
+  /** Runs the ready tasks of every run in the store for the bound agents until `signal` aborts. */
+  serve(signal: AbortSignal): Promise<void> {
+    return this.work.serve(signal);
+  }
+
+  approve(runId: string, gateId: string, by: string, comment?: string): Promise<void> {
+    return this.gate(runId, { kind: 'decide_gate', gateId, decision: 'approved', by, ...(comment !== undefined ? { comment } : {}) });
+  }
+
+  deny(runId: string, gateId: string, by: string, comment?: string): Promise<void> {
+    return this.gate(runId, { kind: 'decide_gate', gateId, decision: 'denied', by, ...(comment !== undefined ? { comment } : {}) });
+  }
+
+  respond(runId: string, gateId: string, value: Json, by: string): Promise<void> {
+    return this.gate(runId, { kind: 'respond', gateId, value, by });
+  }
+
+  async cancel(runId: string, reason = 'cancelled'): Promise<void> {
+    await this.command(runId, { kind: 'cancel', reason });
+  }
+
+  private async gate(runId: string, fact: Parameters<Worker['submit']>[1]): Promise<void> {
+    const r = await this.command(runId, fact);
+    if (r.kind === 'gate' && !r.ok) throw new BatonError(r.code, r.message);
+  }
+
+  /** A fact for a run: through this engine's worker when it drives the run, else in its own transaction. */
+  private async command(runId: string, fact: Parameters<Worker['submit']>[1]): Promise<FactResult> {
+    if (this.worker?.holds(runId)) return this.worker.submit(runId, fact);
+    const record = await this.store.run(runId);
+    if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
+    const model = await this.model(record);
+    const { results } = await commandRun(this.store, model, record, [fact], this.clock);
+    return results[0]!;
+  }
+
+  /** A stored run: its row, workflow, state (a fold over its events), result and task rows. */
+  async inspect(runId: string): Promise<RunInspection> {
+    const record = await this.store.run(runId);
+    if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
+    const [workflow, events, tasks] = await Promise.all([this.store.workflow(record.workflowHash), this.store.events(runId), this.store.tasks(runId)]);
+    const state = replay(runId, events);
+    try {
+      const model = await this.model(record);
+      const plan = planOf(model);
+      attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
+    } catch {
+      // inspection works without the compiled workflow
+    }
+    return { record, workflow, state, result: toResult(state, events), tasks };
+  }
+
+  /** Stops the worker and closes the subprocess agents this engine started (not the store). */
+  async close(): Promise<void> {
+    this.worker?.close();
+    // a store call in flight finishes (or fails) before the caller may close the store under it
+    await this.worker?.settled();
+    await Promise.allSettled(this.owned.map((a) => a.close()));
+  }
+}
+
+/**
+ * The trigger and initial state are recorded (run.started, the run row) and read by every phase:
+ * they must be JSON a store keeps exactly. A Date, a function, NaN or a cycle from a library
+ * caller is refused before anything is stored; undefined members are dropped as JSON drops them.
+ */
+function jsonRunInputs(opts: StartRunOptions): Pick<StartRunOptions, 'trigger' | 'initialState'> {
+  const out: Pick<StartRunOptions, 'trigger' | 'initialState'> = {};
+  if (opts.trigger !== undefined) {
+    const r = toJson(opts.trigger);
+    if (!r.ok) throw new BatonError('usage', `the trigger is not JSON: it ${r.message}`);
+    out.trigger = r.value;
+  }
+  if (opts.initialState !== undefined) {
+    const r = toJson(opts.initialState);
+    if (!r.ok || r.value === null || typeof r.value !== 'object' || Array.isArray(r.value)) throw new BatonError('usage', `the initial state is not a JSON object${r.ok ? '' : `: it ${r.message}`}`);
+    out.initialState = r.value;
+  }
+  return out;
+}
+
+export function createEngine(opts: EngineOptions): Engine {
+  return new Engine(opts);
+}
+
+/** Agent ids the workflow needs (assign and fallback_agent) that have no handler, with their phases. */
+export function unboundAgents(model: WorkflowModel, agents: Readonly<Record<string, unknown>>): Map<string, string[]> {
+  const missing = new Map<string, string[]>();
+  const need = (agent: string, phase: string): void => {
+    if (Object.prototype.hasOwnProperty.call(agents, agent) && typeof agents[agent] === 'function') return;
+    const list = missing.get(agent) ?? [];
+    if (!list.includes(phase)) list.push(phase);
+    missing.set(agent, list);
+  };
+  for (const p of model.phases) {
+    need(p.assign, p.name);
+    if (p.retry.fallbackAgent) need(p.retry.fallbackAgent, p.name);
+  }
+  return missing;
+}
+
+function reasonText(reason: unknown): string {
+  if (reason instanceof Error) return reason.message || reason.name;
+  if (typeof reason === 'string') return reason;
+  return 'cancelled';
+}
+
+let counter = 0;
+/** Sortable, unique in a process and very likely across processes: time, then randomness. */
+export function newRunId(now: number): string {
+  counter = (counter + 1) % 1296;
+  const rand = Math.floor(Math.random() * 36 ** 6)
+    .toString(36)
+    .padStart(6, '0');
+  return `run_${now.toString(36)}${counter.toString(36).padStart(2, '0')}${rand}`;
+}

@@ -1,0 +1,70 @@
+/**
+ * A run in the workflow-state shape of the agent-contract spec (its "state serialisation format"):
+ * id, name, startedAt, currentStep, status, context (completed steps with their outputs, artifacts)
+ * and nextSteps with the inputs they will receive. `baton show RUN --state` prints it; `baton run
+ * --state-out FILE` keeps a file of it current while the run goes.
+ */
+import type { Json, JsonObject } from '../core/json.js';
+import type { RunEvent } from '../engine/events.js';
+import type { RunState } from '../engine/state.js';
+import { runStatusOf } from '../engine/state.js';
+import { tryResolveTaskInputs } from '../workflow/runtime.js';
+import type { WorkflowModel } from '../workflow/model.js';
+
+export interface WorkflowStateDoc {
+  workflowState: {
+    id: string;
+    name: string;
+    startedAt: string;
+    currentStep: string | null;
+    status: 'in_progress' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+    context: {
+      trigger: Json;
+      completedSteps: { stepId: string; agentId: string | null; completedAt: string | null; outputs: JsonObject }[];
+      /** Files agents declared and touched (`file_read` / `file_written` provenance): path -> {phase, sha256, size}. */
+      artifacts: Record<string, JsonObject>;
+    };
+    nextSteps: { stepId: string; agentId: string; inputs: JsonObject | null }[];
+  };
+}
+
+const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
+
+export function workflowState(state: RunState, model: WorkflowModel, events: readonly RunEvent[], initialState?: JsonObject): WorkflowStateDoc {
+  const status = runStatusOf(state);
+  const completedSteps: WorkflowStateDoc['workflowState']['context']['completedSteps'] = [];
+  let currentStep: string | null = null;
+  const nextSteps: WorkflowStateDoc['workflowState']['nextSteps'] = [];
+  const outputs = new Map<string, unknown>();
+  for (const [name, p] of state.phases) if (p.output !== undefined) outputs.set(name, p.output);
+  // document order (the model's), not the order the phases happened to settle in
+  for (const pm of model.phases) {
+    const p = state.phases.get(pm.name);
+    if (!p) continue;
+    if (p.status === 'completed') completedSteps.push({ stepId: pm.name, agentId: p.agent ?? null, completedAt: iso(p.endedAt), outputs: p.output ?? {} });
+    else if (currentStep === null && (p.status === 'running' || p.status === 'suspended_awaiting_input' || p.status === 'awaiting_approval')) currentStep = pm.name;
+    if (p.status === 'ready' || p.status === 'awaiting_approval' || (p.status === 'pending' && pm.dependsOn.every((d) => state.phases.get(d)?.status === 'completed'))) {
+      const initial = initialState ? { ...initialState, ...pm.initialState } : pm.initialState;
+      const r = tryResolveTaskInputs(pm, outputs, { trigger: state.trigger, initialState: initial, taskId: p.taskId });
+      nextSteps.push({ stepId: pm.name, agentId: p.nextAgent ?? pm.assign, inputs: r.ok ? r.input : null });
+    }
+  }
+  const artifacts: Record<string, JsonObject> = {};
+  for (const e of events) {
+    if (e.type !== 'task.agent_event' || (e.kind !== 'file_read' && e.kind !== 'file_written')) continue;
+    const path = e.data['path'];
+    if (typeof path !== 'string') continue;
+    artifacts[path] = { phase: e.phase, attempt: e.attempt, access: e.kind === 'file_read' ? 'read' : 'written', ...(e.data['sha256'] !== undefined ? { sha256: e.data['sha256'] } : {}), ...(e.data['size'] !== undefined ? { size: e.data['size'] } : {}) };
+  }
+  return {
+    workflowState: {
+      id: state.runId,
+      name: model.info.name,
+      startedAt: new Date(state.startedAt).toISOString(),
+      currentStep,
+      status: status === 'running' ? 'in_progress' : status,
+      context: { trigger: state.trigger, completedSteps, artifacts },
+      nextSteps,
+    },
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * `baton check FILE [--json]`: the compatibility verdict of every agent binding (a phase's wired
+ * input against its agent's input schema, the agent's output schema against the phase's declared
+ * outputs) and of every edge, then the diagnostics `baton validate` gives.
+ * `baton check --contracts DIR [--json]`: every contract file under DIR checked on its own (the
+ * contract spec's validation tool, for any CI). Exit 0 when nothing is an error, 1 otherwise, 2 when a
+ * file cannot be read.
+ */
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import pc from 'picocolors';
+import type { Diagnostic } from '../diagnostics/diagnostic.js';
+import { diagnosticToJson, renderDiagnostic, summaryLine } from '../diagnostics/render.js';
+import { SourceFile } from '../diagnostics/source.js';
+import { loadWorkflow } from '../workflow/compile.js';
+import type { BindingReport, BindingVerdict, EdgeReport } from '../workflow/contract/check.js';
+import { loadContractFile } from '../workflow/contract/load.js';
+import { SchemaCompiler } from '../workflow/json-schema.js';
+import { contractOfHandler } from '../agents/define.js';
+import type { BoundAgents } from '../workflow/contract/check.js';
+import { AgentsModuleError, loadAgentsModule } from './agents-module.js';
+import type { CliIo } from './io.js';
+import { sourceResolver } from './sources.js';
+
+export const CHECK_USAGE = 'Usage: baton check FILE [--agents MODULE] [--json]\n       baton check --contracts DIR [--json]\n';
+
+export async function checkCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options: { json: { type: 'boolean', default: false }, contracts: { type: 'string' }, agents: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+  if (values.help) {
+    io.stdout(CHECK_USAGE);
+    return 0;
+  }
+  if (values.contracts !== undefined) return checkContractsDir(values.contracts, values.json === true, io);
+  if (positionals.length !== 1) {
+    io.stderr(`baton check: name one workflow file (or --contracts DIR)\n${CHECK_USAGE}`);
+    return 2;
+  }
+  const file = positionals[0]!;
+  let bound: BoundAgents | undefined;
+  if (values.agents !== undefined) {
+    // defineAgent handlers carry their contracts and versions: checked like contract files
+    try {
+      const handlers = await loadAgentsModule(values.agents, io.cwd);
+      bound = { module: values.agents, agents: {} };
+      for (const [id, h] of Object.entries(handlers)) {
+        const version = (h as { version?: unknown }).version;
+        const contract = contractOfHandler(h);
+        bound.agents[id] = { ...(typeof version === 'string' ? { version } : {}), ...(contract ? { contract } : {}) };
+      }
+    } catch (e) {
+      if (!(e instanceof AgentsModuleError)) throw e;
+      io.stderr(`baton check: ${e.message}\n`);
+      return 2;
+    }
+  }
+  const r = await loadWorkflow(resolve(io.cwd, file), bound ? { bound } : {});
+  // as `baton validate`: a file that cannot be read (the workflow, or a contract or blueprint it names) exits 2
+  const unreadable = r.diagnostics.some((d) => d.code === 'file-unreadable');
+  const report = r.contracts ?? { bindings: [], edges: [] };
+  const src = sourceResolver({ ...r, file }, io.cwd);
+  if (values.json) {
+    io.stdout(
+      JSON.stringify(
+        {
+          file,
+          valid: r.ok,
+          bindings: report.bindings.map((b) => ({ ...b, findings: b.findings.map((f) => ({ ...f, path: f.path.join('.') })) })),
+          edges: report.edges,
+          diagnostics: r.diagnostics.map((d) => ({ ...diagnosticToJson(d, src(d)), ...(d.file !== undefined ? { file: src(d).name } : {}) })),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+  } else {
+    const c = pc.createColors(io.isTTY);
+    const lines: string[] = [];
+    const contracted = report.bindings.filter((b) => b.contract !== 'none');
+    lines.push(`${c.bold(file)}: ${report.bindings.length} binding(s), ${contracted.length} with a contract; ${report.edges.length} edge(s)`);
+    lines.push(c.bold('bindings'));
+    for (const b of report.bindings) lines.push(bindingLine(b, c));
+    lines.push(c.bold('edges'));
+    for (const e of report.edges) lines.push(edgeLine(e, c));
+    io.stdout(lines.join('\n') + '\n\n');
+    io.stdout(r.diagnostics.map((d) => renderDiagnostic(d, src(d), { color: io.isTTY }) + '\n\n').join(''));
+    io.stdout(summaryLine(1, count(r.diagnostics, 'error'), count(r.diagnostics, 'warning'), c) + '\n');
+  }
+  if (unreadable) return 2;
+  return r.ok ? 0 : 1;
+}
+
+type Colors = ReturnType<typeof pc.createColors>;
+
+function mark(v: BindingVerdict, c: Colors): string {
+  switch (v) {
+    case 'compatible':
+      return c.green('✓');
+    case 'incompatible':
+      return c.red('✗');
+    case 'may-fail':
+    case 'unknown':
+      return c.yellow('!');
+    case 'none':
+      return c.dim('·');
+  }
+}
+
+const RANK: Record<BindingVerdict, number> = { none: 0, compatible: 1, 'may-fail': 2, unknown: 3, incompatible: 4 };
+
+function bindingLine(b: BindingReport, c: Colors): string {
+  const worst = RANK[b.input] >= RANK[b.output] ? b.input : b.output;
+  const head = `  ${mark(worst, c)} ${b.phase} ${b.role === 'fallback' ? '(fallback) ' : ''}<- ${b.agent}`;
+  if (b.contract === 'none') return `${head}: no contract`;
+  const notes = b.findings.slice(0, 3).map((f) => `${f.side} ${f.path.length > 0 ? `\`${f.path.join('.').replace(/\.\*/g, '[]')}\`` : 'value'}: ${f.message}`);
+  const more = b.findings.length > 3 ? ` (+${b.findings.length - 3} more)` : '';
+  return `${head} (contract: ${b.contract}): input ${b.input}, output ${b.output}${notes.length > 0 ? `\n      ${notes.join('\n      ')}${more}` : ''}`;
+}
+
+function edgeLine(e: EdgeReport, c: Colors): string {
+  return `  ${mark(e.verdict, c)} ${e.from} -> ${e.to} [${e.keys.join(', ')}]: ${e.verdict === 'none' ? 'no input schema (edge typing only)' : e.verdict}`;
+}
+
+function count(ds: readonly Diagnostic[], s: 'error' | 'warning'): number {
+  return ds.filter((d) => d.severity === s).length;
+}
+
+function contractFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...contractFiles(p));
+    else if (/\.(ya?ml|json)$/i.test(name)) out.push(p);
+  }
+  return out;
+}
+
+function checkContractsDir(dir: string, json: boolean, io: CliIo): number {
+  const abs = resolve(io.cwd, dir);
+  let files: string[];
+  try {
+    files = contractFiles(abs);
+  } catch (e) {
+    io.stderr(`baton check: cannot read ${dir}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (e as Error).message}\n`);
+    return 2;
+  }
+  const compiler = new SchemaCompiler();
+  const results = files.map((f) => loadContractFile(f, compiler));
+  const c = pc.createColors(io.isTTY);
+  if (json) {
+    io.stdout(
+      JSON.stringify(
+        {
+          contracts: results.map((r) => {
+            const src = new SourceFile(relative(io.cwd, r.file), r.text);
+            return { file: src.name, valid: r.contract !== undefined, agentId: r.contract?.agentId ?? null, diagnostics: r.diagnostics.map((d) => diagnosticToJson(d, src)) };
+          }),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+  } else {
+    let errors = 0;
+    let warnings = 0;
+    for (const r of results) {
+      const src = new SourceFile(relative(io.cwd, r.file), r.text);
+      io.stdout(r.diagnostics.map((d) => renderDiagnostic(d, src, { color: io.isTTY }) + '\n\n').join(''));
+      errors += count(r.diagnostics, 'error');
+      warnings += count(r.diagnostics, 'warning');
+      if (r.contract) io.stdout(`${c.green('✓')} ${src.name}: valid contract${r.contract.agentId !== undefined ? ` for \`${r.contract.agentId}\`` : ''}\n`);
+    }
+    if (results.length === 0) io.stdout(`no contract files (*.yaml, *.yml, *.json) under ${dir}\n`);
+    io.stdout(summaryLine(results.length, errors, warnings, c) + '\n');
+  }
+  return results.every((r) => r.contract !== undefined) ? 0 : 1;
+}

@@ -1,0 +1,148 @@
+/**
+ * What the durable commands share: opening the store named by `--store` / `BATON_STORE`, binding
+ * agents from flags and from what a run recorded, and turning faults into exit codes.
+ */
+import { resolve } from 'node:path';
+import { subprocessAgent } from '../agents/subprocess.js';
+import { createEngine, unboundAgents, type AgentBinding, type Engine, type EngineOptions } from '../api/engine.js';
+import { openStore } from '../api/store.js';
+import { BatonError } from '../core/errors.js';
+import { safeText } from '../diagnostics/terminal.js';
+import { isPlainObject, type JsonObject } from '../core/json.js';
+import type { RunRecord, RunStore } from '../engine/ports.js';
+import { AgentsModuleError, loadAgentsModule } from './agents-module.js';
+import type { WorkflowModel } from '../workflow/model.js';
+import { unknownBinding } from './bindings.js';
+import type { CliIo } from './io.js';
+
+export class UsageError extends Error {}
+
+/** Options every durable command takes. */
+export const STORE_OPTIONS = {
+  store: { type: 'string' },
+  sync: { type: 'string' },
+} as const;
+
+/** Options of the commands that bind agents (run, resume, rerun, worker). */
+export const BINDING_OPTIONS = {
+  agents: { type: 'string' },
+  'agent-command': { type: 'string', multiple: true },
+  'agent-serve': { type: 'string', multiple: true },
+  'stub-agents': { type: 'boolean', default: false },
+} as const;
+
+export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo): Promise<RunStore> {
+  const sync = values.sync;
+  if (sync !== undefined && sync !== 'full' && sync !== 'normal') throw new UsageError(`--sync expects full or normal, got \`${sync}\``);
+  return openStore(values.store, { cwd: io.cwd, env: io.env, ...(sync ? { sync } : {}) });
+}
+
+export interface BindingFlags {
+  agents?: string | undefined;
+  'agent-command'?: string[] | undefined;
+  'agent-serve'?: string[] | undefined;
+  'stub-agents'?: boolean | undefined;
+}
+
+/** The agent bindings named by flags, and the record of them kept with a run. */
+export async function bindFromFlags(flags: BindingFlags, io: CliIo, cwd: string, defaultModule?: string, model?: WorkflowModel): Promise<{ agents: Record<string, AgentBinding>; record: JsonObject }> {
+  const agents: Record<string, AgentBinding> = {};
+  const record: JsonObject = {};
+  const modulePath = flags.agents ?? defaultModule;
+  if (modulePath !== undefined) {
+    const abs = resolve(io.cwd, modulePath);
+    Object.assign(agents, await loadAgentsModule(abs, io.cwd));
+    record['module'] = abs;
+  }
+  const commands: JsonObject[] = [];
+  for (const [flag, mode] of [['agent-command', 'once'], ['agent-serve', 'serve']] as const) {
+    for (const spec of flags[flag] ?? []) {
+      const eq = spec.indexOf('=');
+      if (eq <= 0 || eq === spec.length - 1) throw new UsageError(`--${flag} expects AGENT=COMMAND, e.g. --${flag} 'researcher=python3 research.py', got \`${spec}\``);
+      const id = spec.slice(0, eq);
+      const command = spec.slice(eq + 1);
+      const unknown = model ? unknownBinding(flag, id, model) : undefined;
+      if (unknown) throw new UsageError(unknown);
+      agents[id] = subprocessAgent({ command, mode, agentId: id, cwd });
+      commands.push({ id, command, mode, cwd });
+    }
+  }
+  if (commands.length > 0) record['commands'] = commands;
+  if (flags['stub-agents']) record['stubs'] = true;
+  return { agents, record };
+}
+
+/**
+ * Re-makes the bindings a run recorded (its agents module, its subprocess commands). What cannot be
+ * re-made is named; the caller adds what the flags bind on top.
+ */
+export async function bindFromRecord(record: RunRecord, io: CliIo): Promise<Record<string, AgentBinding>> {
+  const out: Record<string, AgentBinding> = {};
+  const b = record.bindings;
+  if (typeof b['module'] === 'string') {
+    try {
+      Object.assign(out, await loadAgentsModule(b['module'], io.cwd));
+    } catch (e) {
+      throw new UsageError(`run ${record.runId} was started with --agents ${b['module']}, which cannot be loaded now (${(e as Error).message}); pass --agents MODULE`);
+    }
+  }
+  if (Array.isArray(b['commands'])) {
+    for (const c of b['commands']) {
+      if (!isPlainObject(c) || typeof c['id'] !== 'string' || typeof c['command'] !== 'string') continue;
+      out[c['id']] = subprocessAgent({ command: c['command'], mode: c['mode'] === 'serve' ? 'serve' : 'once', agentId: c['id'], ...(typeof c['cwd'] === 'string' ? { cwd: c['cwd'] } : {}) });
+    }
+  }
+  return out;
+}
+
+/** An engine over `store` whose runs bind the given agents, then each run's recorded bindings under them. */
+export function cliEngine(store: RunStore, io: CliIo, agents: Record<string, AgentBinding>, extra: Partial<EngineOptions> = {}): Engine {
+  return createEngine({
+    store,
+    agents,
+    bindRun: async (record) => {
+      const recorded = await bindFromRecord(record, io);
+      // flags win over the record
+      return { ...recorded, ...agents };
+    },
+    ...extra,
+  });
+}
+
+/** Names the agents of a stored run that nothing binds (the run cannot continue here). */
+export async function missingAgents(engine: Engine, runId: string): Promise<string | undefined> {
+  const record = await engine.store.run(runId);
+  if (!record) return undefined;
+  const { model, handlers } = await engine.bind(record);
+  const unbound = unboundAgents(model, handlers);
+  if (unbound.size === 0) return undefined;
+  return `run ${runId} needs agent${unbound.size === 1 ? '' : 's'} ${[...unbound].map(([a, ps]) => `\`${a}\` (${ps.join(', ')})`).join(', ')}, which nothing binds here: pass --agents MODULE, --agent-command ID=CMD or --stub-agents`;
+}
+
+/** Who decides a gate: `--as`, else BATON_USER, else the login name. */
+export function actor(as: string | undefined, io: CliIo): string {
+  return as ?? io.env['BATON_USER'] ?? io.env['USER'] ?? io.env['LOGNAME'] ?? 'unknown';
+}
+
+/** Faults a user can cause (unknown run, locked store, unreachable database, ...) → a message and exit 2. */
+export function exitFor(e: unknown, cmd: string, io: CliIo, usage?: string): number {
+  if (e instanceof UsageError || e instanceof AgentsModuleError) {
+    io.stderr(`baton ${cmd}: ${safeText(e.message, 4000, { keepNewlines: true })}\n`);
+    if (usage && e instanceof UsageError) io.stderr(usage);
+    return 2;
+  }
+  if (e instanceof BatonError) {
+    io.stderr(`baton ${cmd}: ${safeText(e.message, 4000)}\n`);
+    return e.code === 'gate-refused' ? 1 : 2;
+  }
+  throw e;
+}
+
+/** The `--store` flag to repeat in printed commands (nothing for the default store). */
+export function storeFlag(values: { store?: string | undefined }): string {
+  return values.store !== undefined ? ` --store ${shellQuote(values.store)}` : '';
+}
+
+export function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_./:@%+=-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}

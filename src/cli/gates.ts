@@ -1,0 +1,90 @@
+/** `baton approve|deny RUN GATE`, `baton respond RUN GATE --value JSON`, `baton cancel RUN`: one transaction each. */
+import { parseArgs } from 'node:util';
+import { createEngine } from '../api/engine.js';
+import type { Json } from '../core/json.js';
+import type { RunStore } from '../engine/ports.js';
+import { STORE_OPTIONS, UsageError, actor, exitFor, openCliStore } from './durable.js';
+import type { CliIo } from './io.js';
+
+export function decideCommand(decision: 'approve' | 'deny'): (args: string[], io: CliIo) => Promise<number> {
+  return async (args, io) => {
+    const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...STORE_OPTIONS, as: { type: 'string' }, comment: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    if (values.help) {
+      io.stdout(`Usage: baton ${decision} RUN GATE [--as NAME] [--comment TEXT] [--store SPEC]\n`);
+      return 0;
+    }
+    let store: RunStore | undefined;
+    try {
+      if (positionals.length !== 2) throw new UsageError(`${decision} takes a run id and a gate id (see \`baton show RUN\`)`);
+      const [runId, gateId] = positionals as [string, string];
+      store = await openCliStore(values, io);
+      const engine = createEngine({ store });
+      const by = actor(values.as, io);
+      if (decision === 'approve') await engine.approve(runId, gateId, by, values.comment);
+      else await engine.deny(runId, gateId, by, values.comment);
+      io.stdout(`gate ${gateId} of run ${runId} ${decision === 'approve' ? 'approved' : 'denied'} by ${by}\n`);
+      return 0;
+    } catch (e) {
+      return exitFor(e, decision, io);
+    } finally {
+      await store?.close();
+    }
+  };
+}
+
+export async function respondCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...STORE_OPTIONS, value: { type: 'string' }, as: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    io.stdout('Usage: baton respond RUN GATE --value JSON [--as NAME] [--store SPEC]\n');
+    return 0;
+  }
+  let store: RunStore | undefined;
+  try {
+    if (positionals.length !== 2) throw new UsageError('respond takes a run id and a gate id (see `baton show RUN`)');
+    if (values.value === undefined) throw new UsageError('respond needs --value JSON (a string answer is written \'"yes"\')');
+    let value: Json;
+    try {
+      value = JSON.parse(values.value) as Json;
+    } catch (e) {
+      throw new UsageError(`--value is not valid JSON (${(e as Error).message}); a string answer is written '"yes"'`);
+    }
+    const [runId, gateId] = positionals as [string, string];
+    store = await openCliStore(values, io);
+    const engine = createEngine({ store });
+    const by = actor(values.as, io);
+    await engine.respond(runId, gateId, value, by);
+    io.stdout(`gate ${gateId} of run ${runId} answered by ${by}\n`);
+    return 0;
+  } catch (e) {
+    return exitFor(e, 'respond', io);
+  } finally {
+    await store?.close();
+  }
+}
+
+export async function cancelCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...STORE_OPTIONS, reason: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    io.stdout('Usage: baton cancel RUN [--reason TEXT] [--store SPEC]\n');
+    return 0;
+  }
+  let store: RunStore | undefined;
+  try {
+    if (positionals.length !== 1) throw new UsageError('cancel takes one run id');
+    const runId = positionals[0]!;
+    store = await openCliStore(values, io);
+    const engine = createEngine({ store });
+    const before = await store.run(runId);
+    if (before && before.status !== 'running' && before.status !== 'waiting') {
+      io.stderr(`baton cancel: run ${runId} already ${before.status}\n`);
+      return 1;
+    }
+    await engine.cancel(runId, values.reason ?? `cancelled by ${actor(undefined, io)}`);
+    io.stdout(`run ${runId} cancelled\n`);
+    return 0;
+  } catch (e) {
+    return exitFor(e, 'cancel', io);
+  } finally {
+    await store?.close();
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Where a run's result goes: `--output FILE` is checked before anything runs (a missing directory, a
+ * directory given as the file, no permission), and a finished result is never lost: if the file
+ * cannot be written after all, it goes to a file in the temporary directory, and Baton says where.
+ */
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { CliIo } from './io.js';
+import { jsonChunks, writeChunks, writeJsonFile } from './json-stream.js';
+
+function errno(e: unknown): string | undefined {
+  return (e as NodeJS.ErrnoException).code;
+}
+
+/** Why `abs` cannot take the result, or undefined when it can (nothing is created). */
+export async function outputProblem(abs: string): Promise<string | undefined> {
+  try {
+    const st = await stat(abs);
+    if (st.isDirectory()) return 'is a directory; name a file, e.g. result.json';
+    await access(abs, constants.W_OK);
+    return undefined;
+  } catch (e) {
+    if (errno(e) === 'EACCES') return 'permission denied';
+    if (errno(e) !== 'ENOENT') return (e as Error).message;
+  }
+  const dir = dirname(abs);
+  try {
+    const st = await stat(dir);
+    if (!st.isDirectory()) return `${dir} is not a directory`;
+    await access(dir, constants.W_OK);
+    return undefined;
+  } catch (e) {
+    if (errno(e) === 'ENOENT' || errno(e) === 'ENOTDIR') return `the directory ${dir} does not exist`;
+    if (errno(e) === 'EACCES') return `cannot write in ${dir} (permission denied)`;
+    return (e as Error).message;
+  }
+}
+
+/**
+ * Writes the result to `abs`; when that fails, to the temporary directory. Returns false when the
+ * result did not reach `abs` (the caller exits non-zero), having said where it went.
+ */
+export async function saveResult(result: { runId: string }, abs: string, shown: string, io: CliIo): Promise<boolean> {
+  try {
+    await writeJsonFile(abs, result);
+    return true;
+  } catch (e) {
+    const fallback = join(tmpdir(), `baton-result-${result.runId.replace(/[^\w.-]/g, '_')}.json`);
+    try {
+      await writeJsonFile(fallback, result);
+      io.stderr(`baton run: cannot write ${shown} (${errno(e) ?? (e as Error).message}); the result was saved to ${fallback}\n`);
+    } catch {
+      io.stderr(`baton run: cannot write ${shown} (${errno(e) ?? (e as Error).message}), nor ${fallback}; the result follows on stdout\n`);
+      await printJson(result, io);
+    }
+    return false;
+  }
+}
+
+/** `--json`: the result on stdout, streamed (with backpressure on a real stream). */
+export async function printJson(value: unknown, io: CliIo): Promise<void> {
+  if (io.stdoutStream) {
+    await writeChunks(
+      (function* () {
+        yield* jsonChunks(value);
+        yield '\n';
+      })(),
+      io.stdoutStream,
+    );
+  } else {
+    for (const c of jsonChunks(value)) io.stdout(c);
+    io.stdout('\n');
+  }
+}

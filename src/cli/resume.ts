@@ -1,0 +1,157 @@
+/** `baton resume RUN`, `baton rerun RUN --from PHASE` and `baton worker`: continue stored runs. */
+import { parseArgs } from 'node:util';
+import { createEngine, type Engine } from '../api/engine.js';
+import type { RunStore } from '../engine/ports.js';
+import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, missingAgents, openCliStore, storeFlag } from './durable.js';
+import type { CliIo } from './io.js';
+import { describeEvent, finish, gateNotice, progressView } from './run.js';
+
+const RESUME_USAGE = 'Usage: baton resume RUN [--agents MODULE] [--agent-command ID=CMD] [--agent-serve ID=CMD] [--stub-agents] [--store SPEC] [--json] [--output FILE] [--quiet]\n';
+const RERUN_USAGE = 'Usage: baton rerun RUN --from PHASE [--run-id ID] [binding flags] [--store SPEC] [--detach] [--json] [--output FILE] [--quiet]\n';
+
+const COMMON = {
+  ...BINDING_OPTIONS,
+  ...STORE_OPTIONS,
+  json: { type: 'boolean', default: false },
+  output: { type: 'string' },
+  quiet: { type: 'boolean', short: 'q', default: false },
+  concurrency: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export async function resumeCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: COMMON });
+  if (values.help) {
+    io.stdout(RESUME_USAGE);
+    return 0;
+  }
+  let store: RunStore | undefined;
+  let engine: Engine | undefined;
+  try {
+    if (positionals.length !== 1) throw new UsageError('resume takes one run id (see `baton runs`)');
+    const runId = positionals[0]!;
+    store = await openCliStore(values, io);
+    const record = await store.run(runId);
+    if (!record) throw new UsageError(`no run ${runId} in ${store.location} (see \`baton runs\`)`);
+    if (record.status !== 'running' && record.status !== 'waiting') {
+      io.stderr(`run ${runId} already ${record.status}; nothing to resume (baton rerun ${runId} --from PHASE runs part of it again)\n`);
+      return record.status === 'completed' ? 0 : 1;
+    }
+    const holder: ViewHolder = {};
+    engine = await makeEngine(store, io, values, holder);
+    const missing = await missingAgents(engine, runId);
+    if (missing) throw new UsageError(missing);
+    const { model } = await engine.bind(record);
+    const view = values.quiet ? undefined : progressView(model.phases.map((p) => p.name), io, values.json === true);
+    holder.view = view;
+    if (!values.quiet) io.stderr(`resuming run ${runId} (${record.workflowName}) from ${store.location}\n`);
+    return await finish(engine, runId, io, values, view);
+  } catch (e) {
+    return exitFor(e, 'resume', io, RESUME_USAGE);
+  } finally {
+    await engine?.close();
+    await store?.close();
+  }
+}
+
+export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...COMMON, from: { type: 'string' }, 'run-id': { type: 'string' }, detach: { type: 'boolean', default: false } } });
+  if (values.help) {
+    io.stdout(RERUN_USAGE);
+    return 0;
+  }
+  let store: RunStore | undefined;
+  let engine: Engine | undefined;
+  try {
+    if (positionals.length !== 1) throw new UsageError('rerun takes one run id (see `baton runs`)');
+    if (values.from === undefined) throw new UsageError('rerun needs --from PHASE: that phase and everything after it run again');
+    store = await openCliStore(values, io);
+    const holder: ViewHolder = {};
+    engine = await makeEngine(store, io, values, holder);
+    const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}) });
+    const record = (await store.run(id))!;
+    if (values.detach) {
+      io.stdout(`${id}\n`);
+      return 0;
+    }
+    const missing = await missingAgents(engine, id);
+    if (missing) {
+      io.stderr(`run ${id} is stored; ${missing}; then: baton resume ${id}${storeFlag(values)}\n`);
+      return 2;
+    }
+    const { model } = await engine.bind(record);
+    const view = values.quiet ? undefined : progressView(model.phases.map((p) => p.name), io, values.json === true);
+    holder.view = view;
+    if (!values.quiet) io.stderr(`run ${id}: rerun of ${positionals[0]!} from phase ${values.from}\n`);
+    return await finish(engine, id, io, values, view);
+  } catch (e) {
+    return exitFor(e, 'rerun', io, RERUN_USAGE);
+  } finally {
+    await engine?.close();
+    await store?.close();
+  }
+}
+
+interface ViewHolder {
+  view?: ReturnType<typeof progressView> | undefined;
+}
+
+async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: string | undefined; json?: boolean | undefined; store?: string | undefined } & Parameters<typeof bindFromFlags>[0], holder: ViewHolder): Promise<Engine> {
+  const bound = await bindFromFlags(values, io, io.cwd);
+  const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
+  if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
+  const engine = cliEngine(store, io, bound.agents, {
+    stubAgents: values['stub-agents'] === true,
+    ...(concurrency !== undefined ? { concurrency } : {}),
+    onEvent: (e, state) => {
+      holder.view?.onEvent({ type: e.type, at: e.at, ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}), ...('attempt' in e ? { attempt: e.attempt } : {}), data: { reason: describeEvent(e) } });
+      gateNotice(e, state, io, values);
+    },
+  });
+  return engine;
+}
+
+export async function workerCommand(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({ args, options: { ...BINDING_OPTIONS, ...STORE_OPTIONS, concurrency: { type: 'string' }, lease: { type: 'string' }, quiet: { type: 'boolean', short: 'q', default: false }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    io.stdout('Usage: baton worker [--store SPEC] [--agents MODULE] [--agent-command ID=CMD] [--agent-serve ID=CMD] [--stub-agents] [--concurrency N] [--lease SECONDS]\n');
+    return 0;
+  }
+  let store: RunStore | undefined;
+  let engine: Engine | undefined;
+  try {
+    const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
+    if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
+    const lease = values.lease === undefined ? undefined : Number(values.lease);
+    if (lease !== undefined && !(Number.isFinite(lease) && lease >= 0.5)) throw new UsageError(`--lease expects a number of seconds (at least 0.5), got \`${values.lease}\``);
+    const bound = await bindFromFlags(values, io, io.cwd);
+    store = await openCliStore(values, io);
+    const ctl = new AbortController();
+    // a worker runs what its own flags bind (and x-command agents): not modules recorded by whoever started a run
+    engine = createEngine({
+      store,
+      agents: bound.agents,
+      stubAgents: values['stub-agents'] === true,
+      ...(concurrency !== undefined ? { concurrency } : {}),
+      ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),
+      ...(values.quiet ? {} : { onEvent: (e) => io.stderr(`${new Date(e.at).toISOString()} ${'phase' in e && e.phase ? `${e.phase} ` : ''}${e.type} ${describeEvent(e)}`.trimEnd() + '\n') }),
+    });
+    const off = io.onInterrupt?.(() => {
+      io.stderr('worker stopping; running attempts are left to other workers (their leases expire)\n');
+      ctl.abort();
+    });
+    const agents = Object.keys(bound.agents);
+    io.stderr(`worker ${engine.work.id} serving ${store.location}${agents.length > 0 ? ` for agents ${agents.join(', ')}` : ''}${values['stub-agents'] ? ' (stub agents)' : ''}\n`);
+    try {
+      await engine.serve(ctl.signal);
+    } finally {
+      off?.();
+    }
+    return 0;
+  } catch (e) {
+    return exitFor(e, 'worker', io);
+  } finally {
+    await engine?.close();
+    await store?.close();
+  }
+}

@@ -1,0 +1,146 @@
+/** `baton runs` and `baton show RUN`: what a store holds, without running anything. */
+import { parseArgs } from 'node:util';
+import pc from 'picocolors';
+import { createEngine } from '../api/engine.js';
+import { workflowState } from '../api/workflow-state.js';
+import type { RunStatus } from '../engine/events.js';
+import type { RunStore } from '../engine/ports.js';
+import type { GateResult } from '../engine/state.js';
+import { STORE_OPTIONS, UsageError, exitFor, openCliStore } from './durable.js';
+import type { CliIo } from './io.js';
+import { describeEvent } from './run.js';
+
+const RUN_STATES: readonly RunStatus[] = ['running', 'waiting', 'completed', 'failed', 'cancelled'];
+
+export async function runsCommand(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({ args, options: { ...STORE_OPTIONS, status: { type: 'string', multiple: true }, limit: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    io.stdout('Usage: baton runs [--status running|waiting|completed|failed|cancelled]... [--limit N] [--json] [--store SPEC]\n');
+    return 0;
+  }
+  let store: RunStore | undefined;
+  try {
+    const status = (values.status ?? []).flatMap((s) => s.split(','));
+    for (const s of status) if (!RUN_STATES.includes(s as RunStatus)) throw new UsageError(`--status expects one of ${RUN_STATES.join(', ')}, got \`${s}\``);
+    const limit = values.limit === undefined ? 100 : Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit expects a positive integer, got \`${values.limit}\``);
+    store = await openCliStore(values, io);
+    const runs = await store.runs({ ...(status.length > 0 ? { status: status as RunStatus[] } : {}), limit });
+    if (values.json) {
+      io.stdout(JSON.stringify(runs.map((r) => ({ run_id: r.runId, workflow: r.workflowName, status: r.status, created_at: new Date(r.createdAt).toISOString(), updated_at: new Date(r.updatedAt).toISOString(), ended_at: r.endedAt === null ? null : new Date(r.endedAt).toISOString(), cost_usd: r.costUsd })), null, 2) + '\n');
+      return 0;
+    }
+    if (runs.length === 0) {
+      io.stdout(`no runs in ${store.location}\n`);
+      return 0;
+    }
+    const c = pc.createColors(io.isTTY);
+    const rows = runs.map((r) => [r.runId, r.workflowName, r.status, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), r.costUsd > 0 ? `$${r.costUsd}` : '']);
+    const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length), ['RUN', 'WORKFLOW', 'STATUS', 'CREATED'][i]!.length));
+    const line = (cells: string[]): string => cells.map((x, i) => (i < 4 ? x.padEnd(widths[i]!) : x)).join('  ').trimEnd();
+    io.stdout(c.bold(line(['RUN', 'WORKFLOW', 'STATUS', 'CREATED', 'COST'])) + '\n');
+    for (const row of rows) io.stdout(line(row.map((x, i) => (i === 2 ? colorStatus(x, c) + ' '.repeat(Math.max(0, widths[2]! - x.length)) : x)).map((x, i) => (i === 2 ? x : x))) + '\n');
+    return 0;
+  } catch (e) {
+    return exitFor(e, 'runs', io);
+  } finally {
+    await store?.close();
+  }
+}
+
+function colorStatus(s: string, c: ReturnType<typeof pc.createColors>): string {
+  if (s === 'completed') return c.green(s);
+  if (s === 'failed' || s === 'cancelled') return c.red(s);
+  if (s === 'waiting') return c.yellow(s);
+  return s;
+}
+
+export async function showCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...STORE_OPTIONS, events: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, state: { type: 'boolean', default: false }, artifacts: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    io.stdout('Usage: baton show RUN [--events] [--json] [--state] [--artifacts] [--store SPEC]\n  --state      the run in the agent-contract spec\'s workflow-state shape (JSON)\n  --artifacts  the files agents declared and read or wrote: phase, attempt, path, sha256, size\n');
+    return 0;
+  }
+  let store: RunStore | undefined;
+  try {
+    if (positionals.length !== 1) throw new UsageError('show takes one run id (see `baton runs`)');
+    store = await openCliStore(values, io);
+    const engine = createEngine({ store });
+    const { record, workflow, result, state } = await engine.inspect(positionals[0]!);
+    if (values.state) {
+      const model = await engine.model(record);
+      io.stdout(JSON.stringify(workflowState(state, model, result.events, record.initialState ?? undefined), null, 2) + '\n');
+      return 0;
+    }
+    if (values.artifacts) {
+      const rows = result.events.flatMap((e) => (e.type === 'task.agent_event' && (e.kind === 'file_read' || e.kind === 'file_written') ? [{ run_id: record.runId, phase: e.phase, attempt: e.attempt, access: e.kind === 'file_read' ? 'read' : 'written', path: e.data['path'] ?? null, sha256: e.data['sha256'] ?? null, size: e.data['size'] ?? null }] : []));
+      if (values.json) io.stdout(JSON.stringify(rows, null, 2) + '\n');
+      else if (rows.length === 0) io.stdout(`run ${record.runId} recorded no files (agents declare them: sideEffects.filesRead / filesWritten)\n`);
+      else for (const r of rows) io.stdout(`${r.phase}#${r.attempt}  ${r.access.padEnd(7)}  ${JSON.stringify(r.path)}  ${JSON.stringify(r.sha256)}  ${JSON.stringify(r.size)}\n`);
+      return 0;
+    }
+    if (values.json) {
+      const { events, ...rest } = result;
+      const doc = {
+        ...rest,
+        status: record.status,
+        workflow_hash: record.workflowHash,
+        workflow_path: workflow?.path ?? null,
+        trigger: record.trigger,
+        initial_state: record.initialState,
+        bindings: record.bindings,
+        created_at: record.createdAt,
+        updated_at: record.updatedAt,
+        ...(values.events ? { events } : {}),
+      };
+      io.stdout(JSON.stringify(doc, null, 2) + '\n');
+      return 0;
+    }
+    const c = pc.createColors(io.isTTY);
+    const out: string[] = [];
+    out.push(`${c.bold(`run ${record.runId}`)}  ${colorStatus(record.status, c)}  ${record.workflowName}${workflow ? ` (${workflow.path})` : ''}`);
+    out.push(`  started ${new Date(record.createdAt).toISOString()}${record.endedAt !== null ? `, ended ${new Date(record.endedAt).toISOString()}` : ''}${record.costUsd > 0 ? `, cost $${record.costUsd}` : ''}`);
+    if (result.error) out.push(`  ${c.red(result.error.code)}: ${result.error.message}`);
+    out.push('', c.bold('phases'));
+    for (const [name, p] of Object.entries(result.phases)) {
+      out.push(`  ${name.padEnd(24)} ${colorStatus(p.status, c).padEnd(io.isTTY ? 34 : 24)} attempts ${p.attempts}${p.agent ? `  agent ${p.agent}` : ''}${p.reused_from ? `  (reused from ${p.reused_from})` : ''}`);
+      if (p.input && Object.keys(p.input).length > 0) out.push(`      input  ${clip(JSON.stringify(p.input))}`);
+      if (p.output) out.push(`      output ${clip(JSON.stringify(p.output))}`);
+      if (p.error) out.push(`      ${c.red(p.error.code)}: ${p.error.message}`);
+      if (p.skipped_reason) out.push(`      skipped: ${p.skipped_detail ?? p.skipped_reason}`);
+    }
+    if (result.gates.length > 0) {
+      out.push('', c.bold('gates'));
+      for (const g of result.gates) out.push(gateLine(g));
+    }
+    if (values.events) {
+      out.push('', c.bold('events'));
+      for (const e of result.events) out.push(`  ${String(e.seq).padStart(5)} ${new Date(e.at).toISOString()} ${e.type}${'phase' in e && e.phase ? ` ${e.phase}` : ''}${'gate_id' in e ? ` ${e.gate_id}` : ''} ${describeEvent(e)}`.trimEnd());
+    }
+    io.stdout(out.join('\n') + '\n');
+    return 0;
+  } catch (e) {
+    return exitFor(e, 'show', io);
+  } finally {
+    await store?.close();
+  }
+}
+
+function gateLine(g: GateResult): string {
+  const parts = [`  ${g.id.padEnd(24)} ${g.kind.padEnd(6)} ${g.status.padEnd(9)}`];
+  if (g.phase) parts.push(`phase ${g.phase}`);
+  if (g.agent && g.kind === 'access') parts.push(`agent ${g.agent}`);
+  parts.push(`since ${new Date(g.opened_at).toISOString()}`);
+  if (g.expires_at !== undefined) parts.push(`expires ${new Date(g.expires_at).toISOString()}`);
+  if (g.approvers.length > 0) parts.push(`approvers ${g.approvers.join(',')}`);
+  if (g.decided_by) parts.push(`by ${g.decided_by}${g.auto ? ' (automatic)' : ''}`);
+  if (g.escalated) parts.push('escalated');
+  let s = parts.join('  ') + `\n      ${g.reason}`;
+  if (g.value !== undefined) s += `\n      answer ${clip(JSON.stringify(g.value))}`;
+  if (g.comment) s += `\n      comment ${g.comment}`;
+  return s;
+}
+
+function clip(s: string): string {
+  return s.length > 200 ? `${s.slice(0, 197)}...` : s;
+}

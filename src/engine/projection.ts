@@ -1,0 +1,54 @@
+/**
+ * The projections a store keeps beside the event log (the run row, one row per task), computed
+ * from the run state after a decision. Stores write them as given.
+ */
+import type { Commit, LeaseExpectation, RunUpdate, TaskRow } from './ports.js';
+import type { Plan } from './plan.js';
+import { runStatusOf, type RunState } from './state.js';
+import type { RunEvent } from './events.js';
+
+export function taskRow(plan: Plan, state: RunState, phase: string, now: number): TaskRow {
+  const p = state.phases.get(phase)!;
+  return {
+    phase,
+    taskId: p.taskId,
+    status: p.status,
+    attempt: p.attempts,
+    agent: p.nextAgent ?? plan.byName.get(phase)?.assign ?? p.agent ?? '',
+    leaseOwner: p.status === 'running' ? (p.leaseOwner ?? null) : null,
+    leaseExpiresAt: p.status === 'running' ? (p.leaseExpiresAt ?? null) : null,
+    notBefore: p.status === 'ready' ? (p.notBefore ?? null) : null,
+    input: p.input ?? null,
+    output: p.output ?? null,
+    failure: p.error ?? null,
+    updatedAt: now,
+  };
+}
+
+/** The earliest timer of the run: its deadline, a gate's expiry or escalation. */
+export function wakeAt(state: RunState): number | null {
+  if (state.status !== 'running') return null;
+  let t = state.deadlineAt ?? Infinity;
+  for (const g of state.gates.values()) {
+    if (g.status !== 'open') continue;
+    if (g.expiresAt !== undefined && !g.expired) t = Math.min(t, g.expiresAt);
+    if (g.escalateAt !== undefined && !g.escalated) t = Math.min(t, g.escalateAt);
+  }
+  return t === Infinity ? null : t;
+}
+
+export function runUpdate(state: RunState, now: number): RunUpdate {
+  return {
+    status: runStatusOf(state),
+    updatedAt: now,
+    endedAt: state.endedAt ?? null,
+    costUsd: state.costUsd,
+    wakeAt: wakeAt(state),
+  };
+}
+
+export function buildCommit(plan: Plan, state: RunState, events: RunEvent[], touched: Iterable<string>, now: number, expect?: LeaseExpectation[]): Commit {
+  const tasks: TaskRow[] = [];
+  for (const name of touched) tasks.push(taskRow(plan, state, name, now));
+  return { events, run: runUpdate(state, now), tasks, ...(expect && expect.length > 0 ? { expect } : {}) };
+}

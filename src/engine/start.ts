@@ -1,0 +1,89 @@
+/**
+ * Starting a run, and one-off commands on a stored run (a gate decision, a cancel) made by a
+ * process that does not drive it: each is one transaction through the same decisions.
+ */
+import { createHash } from 'node:crypto';
+import type { Clock } from '../core/clock.js';
+import { BatonError } from '../core/errors.js';
+import type { Json, JsonObject } from '../core/json.js';
+import type { WorkflowModel } from '../workflow/model.js';
+import { decide, type Fact, type FactResult } from './decide.js';
+import { planOf } from './plan.js';
+import type { RunRecord, RunStore, WorkflowRecord } from './ports.js';
+import { buildCommit } from './projection.js';
+import { applyEvent, attachGraph, initialState, replay, type RunState } from './state.js';
+
+export interface StartOptions {
+  runId: string;
+  trigger?: Json;
+  initialState?: JsonObject;
+  /** Run timeout in ms (overrides governance.timeout_hours). */
+  timeoutMs?: number;
+  autoApprove?: boolean;
+  /** How agents were bound, kept so a resume binds them the same way. */
+  bindings?: JsonObject;
+  /** Options that outlive the process (shown by `baton show`). */
+  options?: JsonObject;
+  /** Absolute path of the workflow file. */
+  path?: string;
+  rerunOf?: { run_id: string; from: string; outputs: ReadonlyMap<string, { output: JsonObject; attempt: number }> };
+}
+
+export function workflowRecord(model: WorkflowModel, path: string | undefined): WorkflowRecord {
+  const source = model.sourceText ?? JSON.stringify({ note: 'compiled in memory; no source text', name: model.info.name });
+  return { hash: createHash('sha256').update(source).digest('hex'), name: model.info.name, source, path: path ?? model.file };
+}
+
+/** Creates the run in the store: the run row, its workflow and its first events (run.started, ready roots), in one transaction. */
+export async function startRun(store: RunStore, model: WorkflowModel, opts: StartOptions, clock: Clock): Promise<RunState> {
+  const now = clock.now();
+  const plan = planOf(model);
+  const workflow = workflowRecord(model, opts.path);
+  const state = initialState(opts.runId);
+  state.trigger = opts.trigger ?? null;
+  attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
+  const timeoutMs = opts.timeoutMs ?? (model.governance.timeoutHours !== undefined ? model.governance.timeoutHours * 3_600_000 : undefined);
+  const fact: Fact = {
+    kind: 'start',
+    workflowHash: workflow.hash,
+    ...(timeoutMs !== undefined ? { deadlineAt: now + timeoutMs } : {}),
+    ...(opts.autoApprove ? { autoApprove: true } : {}),
+    ...(opts.rerunOf ? { rerunOf: opts.rerunOf } : {}),
+  };
+  const d = decide(plan, state, [fact], { now, initialState: opts.initialState });
+  const commit = buildCommit(plan, state, d.events, d.touched, now);
+  const run: RunRecord = {
+    runId: opts.runId,
+    workflowHash: workflow.hash,
+    workflowName: model.info.name,
+    status: commit.run.status,
+    trigger: opts.trigger ?? null,
+    initialState: opts.initialState ?? null,
+    bindings: opts.bindings ?? {},
+    options: opts.options ?? {},
+    createdAt: now,
+    updatedAt: now,
+    endedAt: commit.run.endedAt,
+    costUsd: 0,
+    seq: 0,
+    wakeAt: commit.run.wakeAt,
+  };
+  await store.createRun({ run, workflow, commit });
+  return state;
+}
+
+/** Applies facts to a stored run in one transaction, from a fresh replay (no worker needed). */
+export async function commandRun(store: RunStore, model: WorkflowModel, record: RunRecord, facts: Fact[], clock: Clock): Promise<{ results: FactResult[]; state: RunState }> {
+  const plan = planOf(model);
+  const events = await store.events(record.runId);
+  const state = replay(record.runId, events);
+  attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
+  const now = clock.now();
+  const r = await store.transact(record.runId, state.seq, (delta) => {
+    for (const e of delta) applyEvent(state, e);
+    const d = decide(plan, state, facts, { now, initialState: record.initialState ?? undefined });
+    return { commit: d.events.length > 0 ? buildCommit(plan, state, d.events, d.touched, now) : null, value: d.results };
+  });
+  if (!r.ok) throw new BatonError('store', 'the run changed during the command; try again');
+  return { results: r.value, state };
+}

@@ -1,0 +1,412 @@
+/**
+ * The store conformance suite: one contract, run against every store (memory, SQLite, PostgreSQL)
+ * from a three-line test file each. It registers vitest blocks; the harness says how to get a fresh
+ * store and a second instance over the same data (another process's view).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Json } from '../core/json.js';
+import type { RunEvent } from '../engine/events.js';
+import type { Commit, LeaseExpectation, RunStore, TaskRow } from '../engine/ports.js';
+import { log, newRun, T0, task, TRICKY, WORKFLOW } from './testing.js';
+
+export { newRun, task } from './testing.js';
+
+export interface StoreHarness {
+  /** A new, empty store. The suite closes it. */
+  create(): Promise<RunStore>;
+  /** Another instance over the same data as `store` (a second process's view). Memory: the store itself. */
+  peer(store: RunStore): Promise<RunStore>;
+}
+
+
+function commitOf(events: RunEvent[], tasks: TaskRow[] = [], run: Partial<Commit['run']> = {}, expect?: LeaseExpectation[]): Commit {
+  const c: Commit = { events, tasks, run: { status: 'running', updatedAt: T0 + 100, endedAt: null, costUsd: 0, wakeAt: null, ...run } };
+  if (expect) c.expect = expect;
+  return c;
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    return (err as { code?: string }).code ?? 'no code';
+  }
+  return 'resolved';
+}
+
+const json = (v: unknown): string => JSON.stringify(v);
+
+export function storeConformance(name: string, h: StoreHarness): void {
+  describe(`store conformance: ${name}`, () => {
+    const open: RunStore[] = [];
+    const fresh = async (): Promise<RunStore> => {
+      const s = await h.create();
+      open.push(s);
+      return s;
+    };
+    const peer = async (s: RunStore): Promise<RunStore> => {
+      const p = await h.peer(s);
+      if (p !== s) open.push(p);
+      return p;
+    };
+    afterEach(async () => {
+      for (const s of open.splice(0).reverse()) await s.close();
+    });
+
+    describe('createRun and reads', () => {
+      it('round-trips every field of the run, workflow, tasks and events; outputs byte for byte', async () => {
+        const s = await fresh();
+        const init = newRun('r1', { events: 3, tasks: [task('a', { input: TRICKY, output: TRICKY, failure: { code: 'Timeout', message: 'slow', retryable: true, details: { ms: 5 } } }), task('b', { notBefore: T0 + 5 })] });
+        init.run.initialState = { seen: ['x'], nested: TRICKY };
+        init.run.trigger = ['a', 1, null, { b: TRICKY }] as Json;
+        init.commit.run = { status: 'waiting', updatedAt: T0 + 7, endedAt: T0 + 9, costUsd: 0.1 + 0.2, wakeAt: T0 + 60_000 };
+        const completed: RunEvent = { seq: 3, at: T0 + 3, type: 'task.completed', phase: 'a', task_id: 't-a', attempt: 1, output: TRICKY, extra_keys: [], cost_usd: 0.01 };
+        init.commit.events[2] = completed;
+        await s.createRun(init);
+
+        const run = await s.run('r1');
+        expect(run).toEqual({ ...init.run, ...init.commit.run, seq: 3 });
+        expect(json(run!.trigger)).toBe(json(init.run.trigger));
+        expect(json(run!.initialState)).toBe(json(init.run.initialState));
+        expect(await s.workflow(WORKFLOW.hash)).toEqual(WORKFLOW);
+        expect(await s.workflow('b'.repeat(64))).toBeUndefined();
+
+        const events = await s.events('r1');
+        expect(events.map((e) => e.seq)).toEqual([1, 2, 3]);
+        expect(json(events)).toBe(json(init.commit.events));
+        expect(json(await s.events('r1', 2))).toBe(json([completed]));
+
+        const tasks = (await s.tasks('r1')).sort((x, y) => (x.phase < y.phase ? -1 : 1));
+        expect(tasks).toEqual(init.commit.tasks);
+        expect(json(tasks[0]!.output)).toBe(json(TRICKY));
+        expect(json(tasks[0]!.input)).toBe(json(TRICKY));
+      });
+
+      it('refuses a second run with the same id (run-exists) and keeps the first', async () => {
+        const s = await fresh();
+        await s.createRun(newRun('dup'));
+        const again = newRun('dup', { events: 2, createdAt: T0 + 1 });
+        expect(await codeOf(s.createRun(again))).toBe('run-exists');
+        expect((await s.run('dup'))!.createdAt).toBe(T0);
+        expect(await s.events('dup')).toHaveLength(1);
+      });
+
+      it('stores a workflow once when several runs share it', async () => {
+        const s = await fresh();
+        await s.createRun(newRun('w1'));
+        await s.createRun(newRun('w2'));
+        expect(await s.workflow(WORKFLOW.hash)).toEqual(WORKFLOW);
+      });
+
+      it('answers reads of an unknown run with nothing, and transact with unknown-run', async () => {
+        const s = await fresh();
+        expect(await s.run('nope')).toBeUndefined();
+        expect(await s.events('nope')).toEqual([]);
+        expect(await s.tasks('nope')).toEqual([]);
+        expect(await codeOf(s.transact('nope', 0, () => ({ commit: null, value: 1 })))).toBe('unknown-run');
+      });
+
+      it('refuses a first commit whose seqs do not start at 1 or are not contiguous, writing nothing', async () => {
+        const s = await fresh();
+        const bad = newRun('bad', { events: 2 });
+        bad.commit.events[1] = log(3, 'a', 'gap');
+        expect(await codeOf(s.createRun(bad))).toBe('store');
+        expect(await s.run('bad')).toBeUndefined();
+        expect(await s.events('bad')).toEqual([]);
+        const late = newRun('late');
+        late.commit.events[0] = { ...late.commit.events[0]!, seq: 2 };
+        expect(await codeOf(s.createRun(late))).toBe('store');
+        expect(await s.run('late')).toBeUndefined();
+      });
+
+      it('lists runs most recent first, filtered by status, limited', async () => {
+        const s = await fresh();
+        await s.createRun(newRun('old', { createdAt: T0 }));
+        await s.createRun(newRun('mid', { createdAt: T0 + 10, status: 'waiting' }));
+        await s.createRun(newRun('new', { createdAt: T0 + 20 }));
+        await s.createRun(newRun('done', { createdAt: T0 + 5, status: 'completed' }));
+        expect((await s.runs()).map((r) => r.runId)).toEqual(['new', 'mid', 'done', 'old']);
+        expect((await s.runs({ status: ['running'] })).map((r) => r.runId)).toEqual(['new', 'old']);
+        expect((await s.runs({ status: ['running', 'waiting'], limit: 2 })).map((r) => r.runId)).toEqual(['new', 'mid']);
+        expect((await s.runs({ status: ['failed'] })).map((r) => r.runId)).toEqual([]);
+        expect(await s.runs({ status: [] })).toEqual([]);
+        expect((await s.runs({ limit: 1 }))[0]).toEqual(await s.run('new'));
+      });
+    });
+
+    describe('transact', () => {
+      it('hands decide exactly the events after knownSeq', async () => {
+        const s = await fresh();
+        await s.createRun(newRun('d', { events: 2 }));
+        const seen: number[][] = [];
+        const see = (known: number): Promise<unknown> => s.transact('d', known, (delta) => (seen.push(delta.map((e) => e.seq)), { commit: null, value: null }));
+        await see(0);
+        await see(1);
+        await see(2);
+        await s.transact('d', 2, () => ({ commit: commitOf([log(3, 'a', 'x'), log(4, 'b', 'y')]), value: null }));
+        await see(2);
+        await see(9);
+        expect(seen).toEqual([[1, 2], [2], [], [3, 4], []]);
+        const delta: RunEvent[][] = [];
+        await s.transact('d', 3, (d) => (delta.push(d), { commit: null, value: null }));
+        expect(json(delta[0])).toBe(json([log(4, 'b', 'y')]));
+      });
+
+      it('commits events, upserts tasks by phase and rewrites the run row; returns the value', async () => {
+        const s = await fresh();
+        await s.createRun(newRun('c', { tasks: [task('a'), task('b')] }));
+        const claimed = task('a', { status: 'running', attempt: 1, leaseOwner: 'w1', leaseExpiresAt: T0 + 30_000, input: { q: 1 }, updatedAt: T0 + 50 });
+        const added = task('c', { agent: 'y', notBefore: T0 + 99 });
+        const r = await s.transact('c', 1, () => ({
+          commit: commitOf([log(2, 'a', 'claimed')], [claimed, added], { status: 'waiting', updatedAt: T0 + 50, endedAt: T0 + 51, costUsd: 1.25, wakeAt: T0 + 1000 }),
+          value: 'v',
+        }));
+        expect(r).toEqual({ ok: true, value: 'v' });
+        const tasks = (await s.tasks('c')).sort((x, y) => (x.phase < y.phase ? -1 : 1));
+        expect(tasks).toEqual([claimed, task('b'), added]);
+        const run = await s.run('c');
+        expect(run).toMatchObject({ status: 'waiting', updatedAt: T0 + 50, endedAt: T0 + 51, costUsd: 1.25, wakeAt: T0 + 1000, seq: 2 });
+        expect(run!.createdAt).toBe(T0);
+        // a commit without events still writes its projections; the run keeps its seq
+        await s.transact('c', 2, () => ({ commit: commitOf([], [task('b', { status: 'cancelled' })], { status: 'cancelled' }), value: null }));
+        expect((await s.run('c'))!.seq).toBe(2);
+        expect((await s.tasks('c')).find((t) => t.phase === 'b')!.status).toBe('cancelled');
+      });
+
+      it('keeps the last row when a commit names a phase twice', async () => {
+        const s = await fresh();
+        await s.createRun(newRun('twice'));
+        await s.transact('twice', 1, () => ({ commit: commitOf([log(2, 'a', 'x')], [task('a', { attempt: 1 }), task('a', { attempt: 2 })]), value: null }));
+        expect((await s.tasks('twice')).map((t) => t.attempt)).toEqual([2]);
+      });
+
+      it('writes nothing for a null commit', async () => {
+        const s = await fresh();
+        await s.createRun(newRun('n'));
+        const before = await s.run('n');
+        expect(await s.transact('n', 1, () => ({ commit: null, value: 7 }))).toEqual({ ok: true, value: 7 });
+        expect(await s.run('n')).toEqual(before);
+      });
+
+      it('writes nothing when decide throws, and lets its error through', async () => {
+        const s = await fresh();
+        await s.createRun(newRun('t', { tasks: [task('a')] }));
+        const boom = new Error('decide failed');
+        await expect(s.transact('t', 1, () => { throw boom; })).rejects.toBe(boom);
+        expect(await s.events('t')).toHaveLength(1);
+        expect((await s.run('t'))!.seq).toBe(1);
+        expect(await s.tasks('t')).toEqual([task('a')]);
+      });
+
+      it('refuses a commit with a bad seq (gap, repeat, not contiguous) as a store fault, writing nothing', async () => {
+        const s = await fresh();
+        await s.createRun(newRun('q', { tasks: [task('a')] }));
+        const before = { run: await s.run('q'), tasks: await s.tasks('q') };
+        for (const seqs of [[3], [1], [2, 2], [2, 4], [0]]) {
+          const events = seqs.map((n) => log(n, 'a', 'bad'));
+          const code = await codeOf(s.transact('q', 1, () => ({ commit: commitOf(events, [task('a', { status: 'failed' })], { status: 'failed' }), value: null })));
+          expect(code, `seqs ${json(seqs)}`).toBe('store');
+        }
+        expect(await s.events('q')).toHaveLength(1);
+        expect(await s.run('q')).toEqual(before.run);
+        expect(await s.tasks('q')).toEqual(before.tasks);
+      });
+
+      describe('expectations', () => {
+        const lease = T0 + 30_000;
+        const setup = async (): Promise<RunStore> => {
+          const s = await fresh();
+          const running = task('a', { status: 'running', attempt: 2, leaseOwner: 'w1', leaseExpiresAt: lease });
+          await s.createRun(newRun('x', { tasks: [running, task('b'), task('c', { status: 'completed', attempt: 1 })] }));
+          return s;
+        };
+        const attempt = (s: RunStore, expect: LeaseExpectation[]): Promise<unknown> =>
+          s.transact('x', 1, () => ({ commit: commitOf([log(2, 'a', 'done')], [task('a', { status: 'completed', attempt: 2 })], {}, expect), value: 'written' }));
+
+        it('commits while the lease is still held by the owner, for that attempt', async () => {
+          const s = await setup();
+          expect(await attempt(s, [{ phase: 'a', attempt: 2, owner: 'w1' }])).toEqual({ ok: true, value: 'written' });
+          expect((await s.tasks('x')).find((t) => t.phase === 'a')!.status).toBe('completed');
+        });
+
+        it('refuses (ok: false, the first failed expectation) and writes nothing when the lease is not held', async () => {
+          const cases: LeaseExpectation[][] = [
+            [{ phase: 'a', attempt: 2, owner: 'w2' }],
+            [{ phase: 'a', attempt: 1, owner: 'w1' }],
+            [{ phase: 'b', attempt: 0, owner: 'w1' }],
+            [{ phase: 'c', attempt: 1, owner: 'w1' }],
+            [{ phase: 'zz', attempt: 1, owner: 'w1' }],
+            [{ phase: 'a', attempt: 2, owner: 'w1' }, { phase: 'b', attempt: 0, owner: 'w1' }],
+          ];
+          for (const c of cases) {
+            const s = await setup();
+            const r = await attempt(s, c);
+            expect(r, json(c)).toEqual({ ok: false, reason: 'expectation', failed: c[c.length - 1] });
+            expect(await s.events('x')).toHaveLength(1);
+            expect((await s.run('x'))!.seq).toBe(1);
+            expect((await s.tasks('x')).find((t) => t.phase === 'a')!.status).toBe('running');
+            await s.close();
+          }
+        });
+
+        it('allows a takeover only when the lease expired before the given time', async () => {
+          const s = await setup();
+          const early = await attempt(s, [{ phase: 'a', attempt: 2, owner: 'w1', expiredBefore: lease }]);
+          expect(early).toMatchObject({ ok: false });
+          expect(await attempt(s, [{ phase: 'a', attempt: 2, owner: 'w1', expiredBefore: lease + 1 }])).toEqual({ ok: true, value: 'written' });
+        });
+      });
+
+      it('serialises concurrent transactions from several instances: gap-free seqs, each decide sees every earlier event', async () => {
+        const s = await fresh();
+        await s.createRun(newRun('conc'));
+        const stores = [s, await peer(s), await peer(s)];
+        const perStore = 15;
+        const deltas: number[] = [];
+        const one = (st: RunStore, i: number): Promise<unknown> =>
+          st.transact('conc', 0, (delta) => {
+            deltas.push(delta.length);
+            // every earlier commit is visible: the log is 1..n with no hole
+            delta.forEach((e, k) => expect(e.seq).toBe(k + 1));
+            const seq = delta.length + 1;
+            return { commit: commitOf([log(seq, 'a', `from ${i}`)], [task('a', { attempt: seq })], { costUsd: seq }), value: seq };
+          });
+        const all = stores.flatMap((st, k) => Array.from({ length: perStore }, (_, i) => one(st, k * 100 + i)));
+        const values = (await Promise.all(all)).map((r) => (r as { value: number }).value);
+        const n = stores.length * perStore;
+        expect([...values].sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => i + 2));
+        expect([...deltas].sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+        const events = await s.events('conc');
+        expect(events.map((e) => e.seq)).toEqual(Array.from({ length: n + 1 }, (_, i) => i + 1));
+        expect(await s.run('conc')).toMatchObject({ seq: n + 1, costUsd: n + 1 });
+        expect((await s.tasks('conc'))[0]!.attempt).toBe(n + 1);
+      });
+    });
+
+    describe('findWork', () => {
+      const now = T0 + 10_000;
+      const setup = async (): Promise<RunStore> => {
+        const s = await fresh();
+        await s.createRun(newRun('ready-x', { createdAt: T0 + 1, tasks: [task('a'), task('b'), task('c', { agent: 'y', status: 'pending' })] }));
+        await s.createRun(newRun('later', { createdAt: T0 + 2, tasks: [task('a', { notBefore: now + 1 }), task('b', { notBefore: now, agent: 'y' })] }));
+        await s.createRun(newRun('timer', { createdAt: T0 + 3, status: 'waiting', wakeAt: now, tasks: [task('a', { status: 'awaiting_approval' })] }));
+        await s.createRun(newRun('timer-later', { createdAt: T0 + 4, status: 'waiting', wakeAt: now + 1 }));
+        const held = task('b', { status: 'running', attempt: 1, leaseOwner: 'w2', leaseExpiresAt: now + 1 });
+        await s.createRun(newRun('lease', { createdAt: T0 + 5, tasks: [task('a', { status: 'running', attempt: 3, leaseOwner: 'w1', leaseExpiresAt: now - 1 }), held] }));
+        await s.createRun(newRun('done', { createdAt: T0 + 6, status: 'completed', wakeAt: now - 5, tasks: [task('a'), task('b', { status: 'running', attempt: 1, leaseOwner: 'w', leaseExpiresAt: 0 })] }));
+        await s.createRun(newRun('cancelled', { createdAt: T0, status: 'cancelled', tasks: [task('a')] }));
+        return s;
+      };
+
+      it('finds ready tasks per agent (one hint per run), due timers and expired leases of live runs, oldest run first', async () => {
+        const s = await setup();
+        expect(await s.findWork({ agents: null, now, limit: 100 })).toEqual([
+          { runId: 'ready-x', reason: 'ready' },
+          { runId: 'later', reason: 'ready' },
+          { runId: 'timer', reason: 'timer' },
+          { runId: 'lease', reason: 'lease', phase: 'a', attempt: 3, owner: 'w1' },
+        ]);
+        expect(await s.findWork({ agents: ['x'], now, limit: 100 })).toEqual([
+          { runId: 'ready-x', reason: 'ready' },
+          { runId: 'timer', reason: 'timer' },
+          { runId: 'lease', reason: 'lease', phase: 'a', attempt: 3, owner: 'w1' },
+        ]);
+        expect((await s.findWork({ agents: ['y', 'z'], now, limit: 100 })).map((h) => `${h.runId}:${h.reason}`)).toEqual(['later:ready', 'timer:timer', 'lease:lease']);
+        expect((await s.findWork({ agents: [], now, limit: 100 })).map((h) => `${h.runId}:${h.reason}`)).toEqual(['timer:timer', 'lease:lease']);
+      });
+
+      it('waits for notBefore, wakeAt and lease expiry', async () => {
+        const s = await setup();
+        const later = (await s.findWork({ agents: null, now: now + 2, limit: 100 })).map((h) => `${h.runId}:${h.reason}${h.phase ? `:${h.phase}` : ''}`);
+        expect(later).toEqual(['ready-x:ready', 'later:ready', 'timer:timer', 'timer-later:timer', 'lease:lease:a', 'lease:lease:b']);
+        expect(await s.findWork({ agents: null, now: T0, limit: 100 })).toEqual([{ runId: 'ready-x', reason: 'ready' }]);
+      });
+
+      it('returns at most limit hints, the oldest', async () => {
+        const s = await setup();
+        expect((await s.findWork({ agents: null, now, limit: 2 })).map((h) => h.runId)).toEqual(['ready-x', 'later']);
+        expect(await s.findWork({ agents: null, now, limit: 0 })).toEqual([]);
+      });
+
+      it('forgets tasks once claimed or settled', async () => {
+        const s = await setup();
+        await s.transact('ready-x', 1, () => ({ commit: commitOf([log(2, 'a', 'claimed')], [task('a', { status: 'running', attempt: 1, leaseOwner: 'w', leaseExpiresAt: now + 5 }), task('b', { status: 'completed' })]), value: null }));
+        await s.transact('timer', 1, () => ({ commit: commitOf([log(2, 'a', 'fired')], [], { status: 'waiting', wakeAt: null }), value: null }));
+        await s.transact('lease', 1, () => ({ commit: commitOf([log(2, 'a', 'expired')], [task('a', { attempt: 3 })]), value: null }));
+        expect((await s.findWork({ agents: ['x'], now, limit: 100 })).map((h) => `${h.runId}:${h.reason}`)).toEqual(['lease:ready']);
+      });
+    });
+
+    describe('renewLeases', () => {
+      it('extends the leases still held and returns the lost ones', async () => {
+        const s = await fresh();
+        const until = T0 + 99_000;
+        await s.createRun(newRun('l1', { tasks: [task('a', { status: 'running', attempt: 1, leaseOwner: 'me', leaseExpiresAt: T0 }), task('b', { status: 'running', attempt: 2, leaseOwner: 'other', leaseExpiresAt: T0 }), task('c', { status: 'completed', attempt: 1 })] }));
+        await s.createRun(newRun('l2', { tasks: [task('a', { status: 'running', attempt: 4, leaseOwner: 'me', leaseExpiresAt: T0 })] }));
+        const held = [
+          { runId: 'l1', phase: 'a', attempt: 1 },
+          { runId: 'l1', phase: 'b', attempt: 2 },
+          { runId: 'l1', phase: 'c', attempt: 1 },
+          { runId: 'l2', phase: 'a', attempt: 3 },
+          { runId: 'l2', phase: 'zz', attempt: 1 },
+          { runId: 'nope', phase: 'a', attempt: 1 },
+        ];
+        const lost = await s.renewLeases('me', until, held);
+        expect(lost).toEqual(held.slice(1));
+        const leases = Object.fromEntries((await s.tasks('l1')).map((t) => [t.phase, t.leaseExpiresAt]));
+        expect(leases).toEqual({ a: until, b: T0, c: null });
+        expect((await s.tasks('l2'))[0]!.leaseExpiresAt).toBe(T0);
+        expect(await s.renewLeases('me', until, [])).toEqual([]);
+        expect(await s.renewLeases('me', until + 1, [{ runId: 'l2', phase: 'a', attempt: 4 }])).toEqual([]);
+        expect((await s.tasks('l2'))[0]!.leaseExpiresAt).toBe(until + 1);
+      });
+    });
+
+    describe('waitForChange', () => {
+      // A store may wake its first waiter once as it starts listening (PostgreSQL: what changed
+      // before LISTEN is unknown), so each test below waits once before measuring.
+      it('resolves after maxMs when nothing changes', async () => {
+        const s = await fresh();
+        await s.waitForChange(300);
+        const t = performance.now();
+        await s.waitForChange(40);
+        expect(performance.now() - t).toBeGreaterThanOrEqual(30);
+      });
+
+      it('resolves at once on an aborted signal and when the signal aborts', async () => {
+        const s = await fresh();
+        const t = performance.now();
+        await s.waitForChange(60_000, AbortSignal.abort());
+        const ac = new AbortController();
+        const p = s.waitForChange(60_000, ac.signal);
+        ac.abort();
+        await p;
+        expect(performance.now() - t).toBeLessThan(1_000);
+      });
+
+      it("is woken by another instance's commit well under a second", async () => {
+        const s = await fresh();
+        await s.createRun(newRun('wake'));
+        const other = await peer(s);
+        await s.waitForChange(300);
+        let committed = false;
+        let early = false;
+        const p = s.waitForChange(10_000).then(() => void (early = !committed));
+        await new Promise((r) => setTimeout(r, 30));
+        const t = performance.now();
+        await other.transact('wake', 1, () => ((committed = true), { commit: commitOf([log(2, 'a', 'x')]), value: null }));
+        await p;
+        expect(early).toBe(false);
+        expect(performance.now() - t).toBeLessThan(900);
+      });
+
+      it('resolves pending waits on close and never rejects', async () => {
+        const s = await h.create();
+        const p = s.waitForChange(60_000);
+        await s.close();
+        await expect(p).resolves.toBeUndefined();
+        await expect(s.waitForChange(10)).resolves.toBeUndefined();
+      });
+    });
+  });
+}

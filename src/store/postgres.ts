@@ -1,0 +1,418 @@
+/**
+ * The PostgreSQL store (`--store postgres://...`): many workers on many machines share one database.
+ *
+ * Round trips. A transact is two network round trips, five statements, on one pooled connection in
+ * pg's pipeline mode (statements written back to back, answered in order):
+ *   1. BEGIN + take the run's lock (pg_advisory_xact_lock) + read the run's seq and the events after
+ *      knownSeq (one statement, which takes its snapshot once the lock is held, so it sees every
+ *      commit made under the lock before it);
+ *   -- decide(delta), synchronously, in this process --
+ *   2. one write statement (data-modifying CTEs over unnest() arrays: check the lease expectations
+ *      on the expected task rows, locked FOR UPDATE; insert the events; upsert the tasks; rewrite the
+ *      run row; pg_notify) + COMMIT.
+ * Why an advisory lock rather than SELECT ... FOR UPDATE of the run row: a row lock is a write (it
+ * marks the tuple and is WAL-logged), so even a transact that commits nothing would cost a WAL
+ * flush; the advisory lock costs nothing on disk. Every write of a run's events, tasks and run row
+ * goes through createRun or transact, so the lock serialises them all, across processes.
+ * The expectations are checked inside the write statement on locked task rows, so a takeover and a
+ * lease renewal cannot interleave; a failed expectation writes nothing (every write is conditional
+ * on the check); a failed statement turns the pipelined COMMIT into a ROLLBACK.
+ *
+ * Statements are parameterised and prepared once per connection (named). Tables live in their own
+ * PostgreSQL schema (`baton` by default), so Baton can share a database with an application.
+ */
+import pg from 'pg';
+import { BatonError } from '../core/errors.js';
+import type { RunEvent } from '../engine/events.js';
+import type { Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
+import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
+import { sqlFor, type StatementName } from './postgres-sql.js';
+import { checkSeq, eventFromBody, eventPhase, jsonOrNull, runFromRow, taskFromRow, tasksByPhase, Waiters, workflowFromRow, type RunRow, type TaskRowSql, type WorkflowRow } from './rows.js';
+
+export interface PostgresStoreOptions {
+  /** The PostgreSQL schema holding Baton's tables. Default `baton`. */
+  schema?: string;
+  /** Connections in the pool. Default 10. */
+  poolSize?: number;
+  /** Fail fast when the server cannot be reached. Default 3 s. */
+  connectTimeoutMs?: number;
+  /** The schema's migrations (tests add a fake next version). */
+  migrations?: readonly Migration[];
+}
+
+/** int8 as a number (times in ms fit), json as its text (parsed by rows.ts, exactly as stored). */
+const TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown => {
+    if (oid === 20) return (v: string) => Number(v);
+    if (oid === 114) return (v: string) => v;
+    return pg.types.getTypeParser(oid, format) as unknown;
+  }) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/** Opens a PostgreSQL store, creating or migrating its schema. Throws store-unreachable, store-version. */
+export async function openPostgresStore(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
+  const schema = opts.schema ?? 'baton';
+  if (!/^[a-z_][a-z0-9_]{0,50}$/.test(schema)) throw new BatonError('usage', `invalid PostgreSQL schema name ${JSON.stringify(schema)} (lower-case letters, digits, _)`);
+  const location = redact(url);
+  const config: pg.ClientConfig = {
+    connectionString: url,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 3_000,
+    types: TYPES,
+    application_name: 'baton',
+    keepAlive: true,
+    // A transact never idles inside its transaction (decide is synchronous): a session that does is a
+    // frozen process holding a run's lock, and the server ends it so that other workers go on.
+    idle_in_transaction_session_timeout: 30_000,
+  };
+  const client = new pg.Client(config);
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw pgFault(err, location);
+  }
+  try {
+    await migrate(client, schema, location, opts.migrations ?? MIGRATIONS);
+  } catch (err) {
+    throw pgFault(err, location);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  return new PostgresStore(config, location, schema, opts.poolSize ?? 10);
+}
+
+/**
+ * Creates the schema or brings it to the newest version this code knows, in one transaction under
+ * an advisory lock: two processes starting at once on a fresh database do it once, in turn.
+ */
+async function migrate(client: pg.Client, schema: string, location: string, migrations: readonly Migration[]): Promise<void> {
+  const known = latestVersion(migrations);
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [0x6261746f, schema]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await client.query(`SET LOCAL search_path TO "${schema}"`);
+    await client.query('CREATE TABLE IF NOT EXISTS baton_schema (version integer PRIMARY KEY, description text NOT NULL, applied_at bigint NOT NULL)');
+    const current = (await client.query<{ v: number | null }>('SELECT max(version) AS v FROM baton_schema')).rows[0]?.v ?? 0;
+    if (current > known)
+      throw new BatonError('store-version', `${location} (schema ${schema}) has store schema version ${current}, written by a newer Baton; this Baton knows versions up to ${known}: upgrade Baton`);
+    for (const m of pending(migrations, current)) {
+      for (const sql of m.postgres) await client.query(sql);
+      await client.query('INSERT INTO baton_schema (version, description, applied_at) VALUES ($1, $2, $3)', [m.version, m.description, Date.now()]);
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+export class PostgresStore implements RunStore {
+  readonly kind = 'postgres';
+  private readonly pool: pg.Pool;
+  private readonly sql: ReturnType<typeof sqlFor>;
+  private readonly channel: string;
+  private readonly waiters = new Waiters();
+  private listener: pg.Client | undefined;
+  private listening: Promise<void> | undefined;
+  /** A notification arrived while nobody waited: the next wait returns at once. */
+  private changed = false;
+  private closed = false;
+
+  constructor(
+    private readonly config: pg.ClientConfig,
+    readonly location: string,
+    readonly schema: string,
+    poolSize: number,
+  ) {
+    this.channel = `${schema}_runs`;
+    this.sql = sqlFor(`"${schema}"`, this.channel);
+    this.pool = new pg.Pool({ ...config, max: poolSize, pipeline: true });
+    // an idle connection that breaks is dropped by the pool; the next query reports the cause
+    this.pool.on('error', () => undefined);
+    // Every statement is key-driven and prepared once per connection: plan it once too. (With the
+    // default, PostgreSQL re-plans the write statement at each execution, which costs about as much as
+    // running it.) Queued first on the new connection, so it precedes every statement of the store.
+    this.pool.on('connect', (c) => {
+      // a connection that breaks while checked out rejects its queries (reported there); without a
+      // listener its 'error' event would crash the process
+      c.on('error', () => undefined);
+      void c.query('SET plan_cache_mode = force_generic_plan').catch(() => undefined);
+    });
+  }
+
+  private async query<R extends pg.QueryResultRow>(name: StatementName, values: unknown[]): Promise<R[]> {
+    try {
+      return (await this.pool.query<R>({ name: `baton_${name}`, text: this.sql[name], values })).rows;
+    } catch (err) {
+      throw pgFault(err, this.location);
+    }
+  }
+
+  async createRun(init: NewRun): Promise<void> {
+    const id = init.run.runId;
+    const seq = checkSeq(id, 0, init.commit.events);
+    const r = { ...init.run, ...init.commit.run };
+    const w = init.workflow;
+    const runValues = [id, r.workflowHash, r.workflowName, r.status, JSON.stringify(r.trigger), jsonOrNull(r.initialState), JSON.stringify(r.bindings), JSON.stringify(r.options), r.createdAt, r.updatedAt, r.endedAt, r.costUsd, seq, r.wakeAt];
+    const rows = await this.query<{ created: number }>('create', [...runValues, w.hash, w.name, w.source, w.path, ...eventArrays(init.commit.events), ...taskArrays(tasksByPhase(init.commit))]);
+    if (Number(rows[0]?.created ?? 0) === 0) throw new BatonError('run-exists', `a run with id ${id} already exists`);
+    if (init.commit.events.length > 0) this.waiters.wakeAll();
+  }
+
+  async run(runId: string): Promise<RunRecord | undefined> {
+    const r = (await this.query<RunRow>('run', [runId]))[0];
+    return r ? runFromRow(r) : undefined;
+  }
+
+  async runs(filter: RunFilter = {}): Promise<RunRecord[]> {
+    return (await this.query<RunRow>('runs', [filter.status ?? null, filter.limit ?? 100])).map(runFromRow);
+  }
+
+  async workflow(hash: string): Promise<WorkflowRecord | undefined> {
+    const w = (await this.query<WorkflowRow>('workflow', [hash]))[0];
+    return w ? workflowFromRow(w) : undefined;
+  }
+
+  async events(runId: string, afterSeq = 0): Promise<RunEvent[]> {
+    return (await this.query<{ body: string }>('events', [runId, afterSeq])).map((r) => eventFromBody(r.body));
+  }
+
+  async tasks(runId: string): Promise<TaskRow[]> {
+    return (await this.query<TaskRowSql>('tasks', [runId])).map(taskFromRow);
+  }
+
+  async transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[]) => TxDecision<T>, opts: TxOptions = {}): Promise<TxResult<T>> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw pgFault(err, this.location);
+    }
+    let broken: Error | undefined;
+    /** A fault; a connection that failed at the connection level is discarded, not pooled. */
+    const fault = (err: unknown): unknown => {
+      const f = pgFault(err, this.location);
+      if (f instanceof BatonError && f.code === 'store-unreachable') broken = f;
+      return f;
+    };
+    const q = <R extends pg.QueryResultRow>(name: StatementName, values: unknown[]): Promise<pg.QueryResult<R>> =>
+      client.query<R>({ name: `baton_${name}`, text: this.sql[name], values });
+    /** Commits a transaction that wrote nothing (it only held the lock). */
+    const commit = async (): Promise<void> => {
+      try {
+        await client.query('COMMIT');
+      } catch (err) {
+        broken = err as Error;
+        throw fault(err);
+      }
+    };
+    /** Rolls back, never throwing (the caller has a better error to report); a connection that cannot is discarded. */
+    const rollback = async (): Promise<void> => {
+      if (broken) return;
+      try {
+        await client.query('ROLLBACK');
+      } catch (err) {
+        broken = err as Error;
+      }
+    };
+    try {
+      let rows: { run_seq: number; seq: number | null; body: string | null }[];
+      try {
+        // pipelined: the read starts (and takes its snapshot) only once the lock is held
+        const [, lock, read] = await settled(
+          client.query('BEGIN'),
+          q<{ got?: boolean }>(opts.skipIfBusy ? 'tryLock' : 'lock', [`${this.schema}/${runId}`]),
+          q<{ run_seq: number; seq: number | null; body: string | null }>('read', [runId, knownSeq]),
+        );
+        if (opts.skipIfBusy && lock.rows[0]?.got !== true) {
+          await rollback();
+          return { ok: false, reason: 'busy' };
+        }
+        rows = read.rows;
+      } catch (err) {
+        const f = fault(err);
+        await rollback();
+        throw f;
+      }
+      if (rows.length === 0) {
+        await rollback();
+        throw new BatonError('unknown-run', `no run ${runId}`);
+      }
+      const runSeq = rows[0]!.run_seq;
+      const bodies = rows.filter((r) => r.seq !== null).map((r) => r.body!);
+      let d: TxDecision<T>;
+      let last: number;
+      try {
+        d = decide(bodies.map(eventFromBody));
+        last = d.commit ? checkSeq(runId, runSeq, d.commit.events) : runSeq;
+      } catch (err) {
+        await rollback();
+        throw err;
+      }
+      if (!d.commit) {
+        await commit();
+        return { ok: true, value: d.value };
+      }
+      const c = d.commit;
+      const expect = c.expect ?? [];
+      let res: { ok: boolean; held: string[] | null }[];
+      try {
+        res = (await settled(q<{ ok: boolean; held: string[] | null }>('write', writeValues(runId, c, last)), client.query('COMMIT')))[0].rows;
+      } catch (err) {
+        // the pipelined COMMIT answered ROLLBACK (a failed statement aborts the transaction)
+        throw fault(err);
+      }
+      const r = res[0]!;
+      if (!r.ok) {
+        const held = new Set((r.held ?? []).map(Number));
+        const failed = expect.find((_, i) => !held.has(i + 1)) ?? expect[0]!;
+        return { ok: false, reason: 'expectation', failed };
+      }
+      if (c.events.length > 0) this.waiters.wakeAll();
+      return { ok: true, value: d.value };
+    } finally {
+      client.release(broken ?? false);
+    }
+  }
+
+  async findWork(q: { agents: readonly string[] | null; now: number; limit: number }): Promise<WorkHint[]> {
+    const rows = await this.query<{ run_id: string; reason: WorkHint['reason']; phase: string | null; attempt: number | null; owner: string | null }>('findWork', [q.agents, q.now, q.limit]);
+    return rows.map((h): WorkHint => (h.reason === 'lease' ? { runId: h.run_id, reason: 'lease', phase: h.phase!, attempt: h.attempt!, owner: h.owner! } : { runId: h.run_id, reason: h.reason }));
+  }
+
+  async renewLeases(owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]): Promise<{ runId: string; phase: string; attempt: number }[]> {
+    if (held.length === 0) return [];
+    const rows = await this.query<{ i: string }>('renew', [owner, until, held.map((h) => h.runId), held.map((h) => h.phase), held.map((h) => h.attempt)]);
+    return rows.map((r) => held[Number(r.i) - 1]!);
+  }
+
+  /**
+   * Woken by NOTIFY on `<schema>_runs` (every commit with events sends one, in its transaction),
+   * through one LISTEN connection per store, opened at the first wait. Never rejects: if the
+   * listener cannot connect, the wait simply lasts maxMs (and the next wait tries again).
+   */
+  waitForChange(maxMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.closed || signal?.aborted) return Promise.resolve();
+    if (this.changed) {
+      this.changed = false;
+      return Promise.resolve();
+    }
+    const p = this.waiters.wait(maxMs, signal);
+    this.listen();
+    return p;
+  }
+
+  private listen(): void {
+    if (this.listening || this.closed) return;
+    const c = new pg.Client(this.config);
+    const drop = (): void => {
+      if (this.listener === c) this.listener = undefined;
+      this.listening = undefined;
+      c.end().catch(() => undefined);
+    };
+    c.on('error', drop);
+    c.on('end', () => {
+      if (this.listener === c) drop();
+    });
+    c.on('notification', () => {
+      if (this.waiters.size > 0) this.waiters.wakeAll();
+      else this.changed = true;
+    });
+    this.listening = c
+      .connect()
+      .then(() => c.query(`LISTEN "${this.channel}"`))
+      .then(() => {
+        if (this.closed) return drop();
+        this.listener = c;
+        // what changed before we listened is unknown: whoever waits looks again
+        this.waiters.wakeAll();
+      })
+      .catch(drop);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.waiters.wakeAll();
+    const l = this.listening;
+    await l?.catch(() => undefined);
+    await this.listener?.end().catch(() => undefined);
+    this.listener = undefined;
+    await this.pool.end().catch(() => undefined);
+  }
+}
+
+/** Waits for every pipelined query (never leaves one unobserved); throws the first error. */
+async function settled<A, B, C = undefined>(a: Promise<A>, b: Promise<B>, c?: Promise<C>): Promise<[A, B, C]> {
+  const all = await Promise.allSettled([a, b, c]);
+  for (const r of all) if (r.status === 'rejected') throw r.reason;
+  return all.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [A, B, C];
+}
+
+function eventArrays(events: readonly RunEvent[]): unknown[] {
+  return [events.map((e) => e.seq), events.map((e) => e.type), events.map((e) => e.at), events.map(eventPhase), events.map((e) => JSON.stringify(e))];
+}
+
+function taskArrays(tasks: readonly TaskRow[]): unknown[] {
+  return [
+    tasks.map((t) => t.phase),
+    tasks.map((t) => t.taskId),
+    tasks.map((t) => t.status),
+    tasks.map((t) => t.attempt),
+    tasks.map((t) => t.agent),
+    tasks.map((t) => t.leaseOwner),
+    tasks.map((t) => t.leaseExpiresAt),
+    tasks.map((t) => t.notBefore),
+    tasks.map((t) => jsonOrNull(t.input)),
+    tasks.map((t) => jsonOrNull(t.output)),
+    tasks.map((t) => jsonOrNull(t.failure)),
+    tasks.map((t) => t.updatedAt),
+  ];
+}
+
+function writeValues(runId: string, c: Commit, seq: number): unknown[] {
+  const x = c.expect ?? [];
+  const r = c.run;
+  return [
+    runId,
+    x.map((e) => e.phase),
+    x.map((e) => e.attempt),
+    x.map((e) => e.owner),
+    x.map((e) => e.expiredBefore ?? null),
+    ...eventArrays(c.events),
+    ...taskArrays(tasksByPhase(c)),
+    r.status,
+    r.updatedAt,
+    r.endedAt,
+    r.costUsd,
+    r.wakeAt,
+    seq,
+  ];
+}
+
+/** The URL without its password, for messages and `location`. */
+export function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    u.password = '';
+    u.search = '';
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/[^@/]*@/, '//');
+  }
+}
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', '3D000', '28P01', '28000', '57P01', '57P02', '57P03']);
+
+/** pg's errors as Baton faults: connection problems are store-unreachable (no password in messages). */
+export function pgFault(err: unknown, location: string): unknown {
+  if (err instanceof BatonError) return err;
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : '';
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  if (UNREACHABLE.has(code) || code.startsWith('08') || /Connection terminated|connection timeout|timeout expired|not queryable|Client was closed|pool after calling end/i.test(message))
+    return new BatonError('store-unreachable', `cannot reach the PostgreSQL store ${location}: ${message || code}`, { cause: err });
+  return new BatonError('store', `PostgreSQL store ${location}: ${message}${code ? ` (${code})` : ''}`, { cause: err });
+}

@@ -1,0 +1,441 @@
+/**
+ * The embedded default store: one SQLite file (`.baton/baton.db`) through better-sqlite3.
+ *
+ * Concurrency and durability: SQLite has one writer. Every write (createRun, transact,
+ * renewLeases) is ONE synchronous `BEGIN IMMEDIATE` transaction, so the run's seq read, the
+ * engine's decision and the writes happen under the write lock, and a commit is one fsync of the
+ * WAL (synchronous=FULL: an acknowledged commit survives power loss; NORMAL: survives a crash of
+ * the process only). Another process (`baton approve` in a second terminal) waits up to the busy
+ * timeout for the lock instead of failing; past it, `store-locked`. WAL keeps readers unblocked.
+ * `decide` is synchronous, so no await ever happens while the lock is held.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { BatonError } from '../core/errors.js';
+import type { RunEvent } from '../engine/events.js';
+import type { Commit, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
+import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
+import {
+  checkSeq,
+  eventFromBody,
+  eventPhase,
+  jsonOrNull,
+  meets,
+  RUN_COLUMNS,
+  runFromRow,
+  TASK_COLUMNS,
+  taskFromRow,
+  tasksByPhase,
+  Waiters,
+  workflowFromRow,
+  type RunRow,
+  type TaskRowSql,
+  type WorkflowRow,
+} from './rows.js';
+
+export interface SqliteStoreOptions {
+  /** `full` (default): every commit is fsync'd. `normal`: faster, survives process crashes only. */
+  sync?: 'full' | 'normal';
+  /** How long a write waits for another process's lock before `store-locked`. Default 5 s. */
+  busyTimeoutMs?: number;
+  /** How often `waitForChange` looks for commits of other processes. Default 100 ms. */
+  pollMs?: number;
+  /** Shown in messages and as `location`; default: the file path. */
+  location?: string;
+  /** The schema's migrations (tests add a fake next version). */
+  migrations?: readonly Migration[];
+}
+
+type Stmt = Database.Statement<unknown[], unknown>;
+type Decide = (delta: RunEvent[]) => TxDecision<unknown>;
+interface HintRow {
+  run_id: string;
+  reason: WorkHint['reason'];
+  phase: string | null;
+  attempt: number | null;
+  owner: string | null;
+}
+interface LeaseRow {
+  status: string;
+  attempt: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+}
+
+export const FIND_WORK_SQL = `
+WITH RECURSIVE ready(run_id) AS (
+  SELECT (SELECT t.run_id FROM tasks t
+          WHERE t.status = 'ready' AND (:agents IS NULL OR t.agent IN (SELECT value FROM json_each(:agents)))
+            AND (t.not_before IS NULL OR t.not_before <= :now)
+          ORDER BY t.run_id LIMIT 1)
+  UNION ALL
+  SELECT (SELECT t.run_id FROM tasks t
+          WHERE t.status = 'ready' AND t.run_id > ready.run_id
+            AND (:agents IS NULL OR t.agent IN (SELECT value FROM json_each(:agents)))
+            AND (t.not_before IS NULL OR t.not_before <= :now)
+          ORDER BY t.run_id LIMIT 1)
+  FROM ready WHERE ready.run_id IS NOT NULL
+)
+SELECT run_id, reason, phase, attempt, owner FROM (
+  SELECT r.run_id, r.created_at, 0 AS k, 'timer' AS reason, NULL AS phase, NULL AS attempt, NULL AS owner
+    FROM runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= :now
+  UNION ALL
+  SELECT r.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL
+    FROM ready JOIN runs r ON r.run_id = ready.run_id WHERE r.status IN ('running', 'waiting')
+  UNION ALL
+  SELECT t.run_id, r.created_at, 2, 'lease', t.phase, t.attempt, t.lease_owner
+    FROM tasks t JOIN runs r ON r.run_id = t.run_id
+    WHERE t.status = 'running' AND t.lease_expires_at < :now AND t.lease_owner IS NOT NULL AND r.status IN ('running', 'waiting')
+)
+ORDER BY created_at, run_id, k, phase LIMIT :limit`;
+
+/** Opens (creating and migrating if needed) a SQLite store. Throws store-corrupt, store-version, store-locked. */
+export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): SqliteStore {
+  return new SqliteStore(file, opts);
+}
+
+export class SqliteStore implements RunStore {
+  readonly kind = 'sqlite';
+  readonly location: string;
+  private readonly db: Database.Database;
+  private readonly busyMs: number;
+  private readonly pollMs: number;
+  private readonly waiters = new Waiters();
+  private poll: ReturnType<typeof setInterval> | undefined;
+  private dataVersion = 0;
+  private readonly s: Record<
+    | 'runSeq'
+    | 'eventsAfter'
+    | 'insertEvent'
+    | 'upsertTask'
+    | 'updateRun'
+    | 'insertRun'
+    | 'insertWorkflow'
+    | 'taskLease'
+    | 'run'
+    | 'runs'
+    | 'workflow'
+    | 'tasks'
+    | 'findWork'
+    | 'renew'
+    | 'dataVersion',
+    Stmt
+  >;
+  private readonly txTransact: Database.Transaction<(runId: string, knownSeq: number, decide: Decide) => { result: TxResult<unknown>; wrote: boolean }>;
+  private readonly txCreate: Database.Transaction<(init: NewRun) => void>;
+  private readonly txRenew: Database.Transaction<(owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]) => { runId: string; phase: string; attempt: number }[]>;
+
+  constructor(file: string, opts: SqliteStoreOptions = {}) {
+    this.location = opts.location ?? file;
+    this.busyMs = opts.busyTimeoutMs ?? 5_000;
+    this.pollMs = opts.pollMs ?? 100;
+    try {
+      if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+      this.db = pinned(new Database(file, { timeout: this.busyMs }));
+    } catch (err) {
+      throw this.fault(err);
+    }
+    try {
+      // any read of a file that is not a database fails here (SQLITE_NOTADB)
+      // exec, not pragma(): pragma() prepares a statement of its own each time (see pinned())
+      this.db.exec('PRAGMA schema_version');
+      if (file !== ':memory:') this.db.exec('PRAGMA journal_mode = WAL');
+      this.db.exec(`PRAGMA synchronous = ${opts.sync === 'normal' ? 'NORMAL' : 'FULL'}`);
+      migrate(this.db, this.location, opts.migrations ?? MIGRATIONS);
+      this.s = this.prepare();
+      this.dataVersion = this.s.dataVersion.get() as number;
+    } catch (err) {
+      this.db.close();
+      throw this.fault(err);
+    }
+    this.txTransact = this.db.transaction((runId: string, knownSeq: number, decide: Decide) => this.transactIn(runId, knownSeq, decide));
+    this.txCreate = this.db.transaction((init: NewRun) => this.createIn(init));
+    this.txRenew = this.db.transaction((owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]) => {
+      const lost: { runId: string; phase: string; attempt: number }[] = [];
+      for (const h of held) if (this.s.renew.run(until, h.runId, h.phase, h.attempt, owner).changes === 0) lost.push(h);
+      return lost;
+    });
+  }
+
+  private prepare(): SqliteStore['s'] {
+    const p = (sql: string): Stmt => this.db.prepare(sql);
+    return {
+      runSeq: p('SELECT seq FROM runs WHERE run_id = ?').pluck(),
+      eventsAfter: p('SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq').pluck(),
+      insertEvent: p('INSERT INTO events (run_id, seq, type, at, phase, body) VALUES (?, ?, ?, ?, ?, ?)'),
+      upsertTask: p(
+        `INSERT INTO tasks (${TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (run_id, phase) DO UPDATE SET task_id = excluded.task_id, status = excluded.status, attempt = excluded.attempt,
+           agent = excluded.agent, lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
+           not_before = excluded.not_before, input = excluded.input, output = excluded.output, failure = excluded.failure,
+           updated_at = excluded.updated_at`,
+      ),
+      updateRun: p('UPDATE runs SET status = ?, updated_at = ?, ended_at = ?, cost_usd = ?, wake_at = ?, seq = ? WHERE run_id = ?'),
+      insertRun: p(`INSERT INTO runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      insertWorkflow: p('INSERT INTO workflows (hash, name, source, path, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING'),
+      taskLease: p('SELECT status, attempt, lease_owner, lease_expires_at FROM tasks WHERE run_id = ? AND phase = ?'),
+      run: p(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`),
+      runs: p(
+        `SELECT ${RUN_COLUMNS} FROM runs WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+         ORDER BY created_at DESC, run_id DESC LIMIT :limit`,
+      ),
+      workflow: p('SELECT hash, name, source, path FROM workflows WHERE hash = ?'),
+      tasks: p(`SELECT ${TASK_COLUMNS} FROM tasks WHERE run_id = ? ORDER BY phase`),
+      findWork: p(FIND_WORK_SQL),
+      renew: p("UPDATE tasks SET lease_expires_at = ? WHERE run_id = ? AND phase = ? AND attempt = ? AND status = 'running' AND lease_owner = ?"),
+      dataVersion: p('PRAGMA data_version').pluck(),
+    };
+  }
+
+  createRun(init: NewRun): Promise<void> {
+    try {
+      this.txCreate.immediate(init);
+    } catch (err) {
+      return Promise.reject(this.fault(err));
+    }
+    if (init.commit.events.length > 0) this.waiters.wakeAll();
+    return Promise.resolve();
+  }
+
+  private createIn(init: NewRun): void {
+    const id = init.run.runId;
+    if (this.s.runSeq.get(id) !== undefined) throw new BatonError('run-exists', `a run with id ${id} already exists`);
+    const seq = checkSeq(id, 0, init.commit.events);
+    const w = init.workflow;
+    this.s.insertWorkflow.run(w.hash, w.name, w.source, w.path, init.run.createdAt);
+    const r = { ...init.run, ...init.commit.run };
+    this.s.insertRun.run(
+      id,
+      r.workflowHash,
+      r.workflowName,
+      r.status,
+      JSON.stringify(r.trigger),
+      jsonOrNull(r.initialState),
+      JSON.stringify(r.bindings),
+      JSON.stringify(r.options),
+      r.createdAt,
+      r.updatedAt,
+      r.endedAt,
+      r.costUsd,
+      seq,
+      r.wakeAt,
+    );
+    this.writeRows(id, init.commit);
+  }
+
+  private writeRows(runId: string, c: Commit): void {
+    for (const e of c.events) this.s.insertEvent.run(runId, e.seq, e.type, e.at, eventPhase(e), JSON.stringify(e));
+    for (const t of tasksByPhase(c)) {
+      this.s.upsertTask.run(
+        runId,
+        t.phase,
+        t.taskId,
+        t.status,
+        t.attempt,
+        t.agent,
+        t.leaseOwner,
+        t.leaseExpiresAt,
+        t.notBefore,
+        jsonOrNull(t.input),
+        jsonOrNull(t.output),
+        jsonOrNull(t.failure),
+        t.updatedAt,
+      );
+    }
+  }
+
+  run(runId: string): Promise<RunRecord | undefined> {
+    return this.read(() => {
+      const r = this.s.run.get(runId) as RunRow | undefined;
+      return r ? runFromRow(r) : undefined;
+    });
+  }
+
+  runs(filter: RunFilter = {}): Promise<RunRecord[]> {
+    return this.read(() =>
+      (this.s.runs.all({ statuses: filter.status ? JSON.stringify(filter.status) : null, limit: filter.limit ?? 100 }) as RunRow[]).map(runFromRow),
+    );
+  }
+
+  workflow(hash: string): Promise<WorkflowRecord | undefined> {
+    return this.read(() => {
+      const w = this.s.workflow.get(hash) as WorkflowRow | undefined;
+      return w ? workflowFromRow(w) : undefined;
+    });
+  }
+
+  events(runId: string, afterSeq = 0): Promise<RunEvent[]> {
+    return this.read(() => (this.s.eventsAfter.all(runId, afterSeq) as string[]).map(eventFromBody));
+  }
+
+  tasks(runId: string): Promise<TaskRow[]> {
+    return this.read(() => (this.s.tasks.all(runId) as TaskRowSql[]).map(taskFromRow));
+  }
+
+  transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[]) => TxDecision<T>): Promise<TxResult<T>> {
+    let out: { result: TxResult<unknown>; wrote: boolean };
+    try {
+      out = this.txTransact.immediate(runId, knownSeq, decide);
+    } catch (err) {
+      return Promise.reject(this.fault(err));
+    }
+    if (out.wrote) this.waiters.wakeAll();
+    return Promise.resolve(out.result as TxResult<T>);
+  }
+
+  /** Inside BEGIN IMMEDIATE: read, decide, check, write. A throw rolls everything back. */
+  private transactIn(runId: string, knownSeq: number, decide: Decide): { result: TxResult<unknown>; wrote: boolean } {
+    const seq = this.s.runSeq.get(runId) as number | undefined;
+    if (seq === undefined) throw new BatonError('unknown-run', `no run ${runId}`);
+    const delta = seq > knownSeq ? (this.s.eventsAfter.all(runId, knownSeq) as string[]).map(eventFromBody) : [];
+    const d = decide(delta);
+    if (!d.commit) return { result: { ok: true, value: d.value }, wrote: false };
+    const failed = this.failedExpectation(runId, d.commit.expect);
+    if (failed) return { result: { ok: false, reason: 'expectation', failed }, wrote: false };
+    const last = checkSeq(runId, seq, d.commit.events);
+    this.writeRows(runId, d.commit);
+    const r = d.commit.run;
+    this.s.updateRun.run(r.status, r.updatedAt, r.endedAt, r.costUsd, r.wakeAt, last, runId);
+    return { result: { ok: true, value: d.value }, wrote: d.commit.events.length > 0 };
+  }
+
+  private failedExpectation(runId: string, expect: readonly LeaseExpectation[] | undefined): LeaseExpectation | undefined {
+    for (const x of expect ?? []) if (!meets(this.s.taskLease.get(runId, x.phase) as LeaseRow | undefined, x)) return x;
+    return undefined;
+  }
+
+  findWork(q: { agents: readonly string[] | null; now: number; limit: number }): Promise<WorkHint[]> {
+    return this.read(() => {
+      const rows = this.s.findWork.all({ agents: q.agents ? JSON.stringify(q.agents) : null, now: q.now, limit: q.limit }) as HintRow[];
+      return rows.map((h): WorkHint => (h.reason === 'lease' ? { runId: h.run_id, reason: 'lease', phase: h.phase!, attempt: h.attempt!, owner: h.owner! } : { runId: h.run_id, reason: h.reason }));
+    });
+  }
+
+  renewLeases(owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]): Promise<{ runId: string; phase: string; attempt: number }[]> {
+    if (held.length === 0) return Promise.resolve([]);
+    try {
+      return Promise.resolve(this.txRenew.immediate(owner, until, held));
+    } catch (err) {
+      return Promise.reject(this.fault(err));
+    }
+  }
+
+  /**
+   * Local commits wake waiters at once; commits of other processes (or other connections) are seen
+   * by polling `PRAGMA data_version` (a read of a counter in shared memory: cheap) while someone waits.
+   */
+  waitForChange(maxMs: number, signal?: AbortSignal): Promise<void> {
+    if (!this.db.open) return Promise.resolve();
+    const p = this.waiters.wait(maxMs, signal, () => {
+      if (this.waiters.size === 0 && this.poll) {
+        clearInterval(this.poll);
+        this.poll = undefined;
+      }
+    });
+    if (!this.poll && this.waiters.size > 0) {
+      this.poll = setInterval(() => this.checkDataVersion(), this.pollMs);
+      this.poll.unref();
+    }
+    return p;
+  }
+
+  private checkDataVersion(): void {
+    let v: number;
+    try {
+      v = this.s.dataVersion.get() as number;
+    } catch {
+      return; // never reject a wait: the waiters' own timeouts still run
+    }
+    if (v !== this.dataVersion) {
+      this.dataVersion = v;
+      this.waiters.wakeAll();
+    }
+  }
+
+  close(): Promise<void> {
+    this.waiters.wakeAll();
+    if (this.poll) clearInterval(this.poll);
+    this.poll = undefined;
+    if (this.db.open) this.db.close();
+    return Promise.resolve();
+  }
+
+  private read<R>(f: () => R): Promise<R> {
+    try {
+      return Promise.resolve(f());
+    } catch (err) {
+      return Promise.reject(this.fault(err));
+    }
+  }
+
+  /** SQLite's errors as Baton faults with the file named; other errors (decide's) pass through. */
+  private fault(err: unknown): unknown {
+    return sqliteFault(err, this.location, this.busyMs);
+  }
+}
+
+function sqliteFault(err: unknown, location: string, busyMs: number): unknown {
+  if (err instanceof BatonError) return err;
+  if (err instanceof Database.SqliteError) {
+    const code = err.code;
+    if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'))
+      return new BatonError('store-locked', `the store ${location} is locked by another process (waited ${busyMs} ms); try again when it is done`, { cause: err });
+    if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT'))
+      return new BatonError('store-corrupt', `${location} is not a Baton store or is damaged: ${err.message}`, { cause: err });
+    if (code.startsWith('SQLITE_CANTOPEN')) return new BatonError('store', `cannot open the store ${location}: ${err.message}`, { cause: err });
+    return new BatonError('store', `store ${location}: ${err.message} (${code})`, { cause: err });
+  }
+  if (err instanceof TypeError && /database connection is not open/.test(err.message)) return new BatonError('store', `store ${location} is closed`, { cause: err });
+  return err;
+}
+
+/**
+ * Node 24.19+ headers made every `node::ObjectWrap` remove an environment cleanup hook in its
+ * destructor, which aborts the process (`Assertion failed: (env) != nullptr`) when V8 collects the
+ * object outside a JavaScript context (an idle GC, teardown). better-sqlite3 12 (the last major that
+ * supports Node 20) wraps Database and Statement that way when it is compiled against those headers.
+ * So none of them is ever left for the GC: the database and every statement prepared on it stay
+ * reachable for the process's life (`transaction()` keeps its own statements with the database;
+ * `pragma()`, which prepares one per call, is not used). A store prepares a fixed set of statements
+ * when it opens, so this holds a few dozen small objects per store.
+ */
+const PINNED = new Set<object>();
+
+export function pinned(db: Database.Database): Database.Database {
+  PINNED.add(db);
+  const prepare = db.prepare.bind(db) as (source: string) => Database.Statement;
+  (db as { prepare: (source: string) => Database.Statement }).prepare = (source: string) => {
+    const st = prepare(source);
+    PINNED.add(st);
+    return st;
+  };
+  return db;
+}
+
+/**
+ * Brings the schema to the newest version this code knows, in one BEGIN IMMEDIATE transaction (two
+ * processes opening a fresh file at once: the second waits, then finds it migrated).
+ */
+function migrate(db: Database.Database, location: string, migrations: readonly Migration[]): void {
+  const known = latestVersion(migrations);
+  const run = db.transaction(() => {
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+    let current = 0;
+    if (tables.includes('baton_schema')) {
+      current = (db.prepare('SELECT max(version) FROM baton_schema').pluck().get() as number | null) ?? 0;
+    } else if (tables.length > 0) {
+      throw new BatonError('store-corrupt', `${location} is a SQLite database but not a Baton store (it has tables ${tables.slice(0, 3).join(', ')} and no baton_schema)`);
+    } else {
+      db.exec('CREATE TABLE baton_schema (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    }
+    if (current > known)
+      throw new BatonError('store-version', `${location} has store schema version ${current}, written by a newer Baton; this Baton knows versions up to ${known}: upgrade Baton`);
+    const add = db.prepare('INSERT INTO baton_schema (version, description, applied_at) VALUES (?, ?, ?)');
+    for (const m of pending(migrations, current)) {
+      for (const sql of m.sqlite) db.exec(sql);
+      add.run(m.version, m.description, Date.now());
+    }
+  });
+  run.immediate();
+}

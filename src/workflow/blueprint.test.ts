@@ -1,0 +1,182 @@
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { parseWorkflow } from './compile.js';
+
+const fixtures = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'blueprints');
+
+function compile(text: string, file = join(fixtures, 'workflow.yaml')): ReturnType<typeof parseWorkflow> {
+  return parseWorkflow(text, { file });
+}
+
+const codes = (r: ReturnType<typeof parseWorkflow>): string[] => r.diagnostics.map((d) => `${d.severity} ${d.code}`);
+
+describe('blueprints', () => {
+  test('inline blueprint fields are kept on the agent, without unknown-key warnings', () => {
+    const r = compile(`
+openintent: "1.0"
+info: {name: x}
+llm: {provider: openai, model: gpt-5.2}
+agents:
+  reviewer:
+    description: Reviews
+    system_prompt: Be strict.
+    prompt: "Review {{input.code}}"
+    max_output_retries: 0
+    llm: {model: gpt-5-mini, temperature: 0}
+    parameters_schema: {type: object, required: [code]}
+    output_schema: {type: object, required: [summary], properties: {summary: {type: string}}}
+workflow:
+  review:
+    assign: reviewer
+    inputs: {code: $trigger.code}
+    outputs: {summary: string}
+`);
+    expect(codes(r)).toEqual([]);
+    const bp = r.model!.agents!['reviewer']!.blueprint!;
+    expect(bp).toMatchObject({ systemPrompt: 'Be strict.', prompt: 'Review {{input.code}}', maxOutputRetries: 0, llm: { model: 'gpt-5-mini', temperature: 0 } });
+    expect(bp.outputSchema).toEqual({ type: 'object', required: ['summary'], properties: { summary: { type: 'string' } } });
+    expect(bp.parametersSchema).toEqual({ type: 'object', required: ['code'] });
+  });
+
+  test('an agent without blueprint fields has no blueprint', () => {
+    const r = compile(`
+openintent: "1.0"
+info: {name: x}
+agents:
+  plain: {description: a function}
+workflow:
+  a: {assign: plain}
+`);
+    expect(r.model!.agents!['plain']!.blueprint).toBeUndefined();
+  });
+
+  test('x-blueprint reads a YAML file beside the workflow; its tools are checked', () => {
+    const r = compile(`
+openintent: "1.0"
+info: {name: x}
+mcp:
+  servers:
+    files: {command: node, args: [s.mjs], allowed_tools: [read_file]}
+agents:
+  reviewer:
+    x-blueprint: reviewer.yaml
+    max_output_retries: 3
+workflow:
+  review:
+    assign: reviewer
+    inputs: {code: $trigger.code}
+    outputs: {summary: string, severity: string}
+`);
+    expect(codes(r)).toEqual([]);
+    const a = r.model!.agents!['reviewer']!;
+    expect(a.blueprint).toMatchObject({ file: 'reviewer.yaml', systemPrompt: 'You are a careful reviewer.', maxOutputRetries: 3, tools: ['mcp:files/read_file'] });
+    expect(r.model!.mcp!.servers['files']).toEqual({ id: 'files', command: 'node', args: ['s.mjs'], env: {}, allowedTools: ['read_file'] });
+  });
+
+  test('x-blueprint problems point at the x-blueprint value', () => {
+    const text = `
+openintent: "1.0"
+info: {name: x}
+agents:
+  a: {x-blueprint: bad.json}
+  b: {x-blueprint: missing.yaml}
+  c: {x-blueprint: reviewer.yaml}
+workflow:
+  p: {assign: a}
+  q: {assign: b}
+  r: {assign: c, outputs: {summary: string}}
+`;
+    const r = compile(text);
+    expect(r.diagnostics.map((d) => [d.code, d.path.join('.')])).toEqual([
+      ['invalid-schema', 'agents.a.x-blueprint'],
+      ['file-unreadable', 'agents.b.x-blueprint'],
+      ['mcp-unknown-server', 'agents.c.x-blueprint'],
+      ['template-unknown-name', 'agents.c.x-blueprint'],
+    ]);
+  });
+
+  test('an open schema that does not describe a required output is a warning', () => {
+    const r = compile(`
+openintent: "1.0"
+info: {name: x}
+agents:
+  w: {output_schema: {type: object, properties: {a: {type: string}}}}
+workflow:
+  p: {assign: w, outputs: {a: string, b: integer}}
+`);
+    expect(codes(r)).toEqual(['warning output-schema-mismatch']);
+    expect(r.ok).toBe(true);
+  });
+
+  test('outputs that fit: integer against number, enums, $ref, anyOf, optional outputs', () => {
+    const r = compile(`
+openintent: "1.0"
+info: {name: x}
+types:
+  Level: {enum: [low, high]}
+agents:
+  w:
+    output_schema:
+      type: object
+      additionalProperties: false
+      $defs: {item: {type: object}}
+      properties:
+        n: {type: number}
+        level: {enum: [low, high]}
+        items: {type: array, items: {$ref: "#/$defs/item"}}
+        maybe: {anyOf: [{type: string}, {type: "null"}]}
+workflow:
+  p:
+    assign: w
+    outputs:
+      n: integer
+      level: Level
+      items: object[]
+      maybe: string | null
+      extra: {type: string, required: false}
+`);
+    expect(codes(r)).toEqual([]);
+  });
+
+  test('the corpus mcp workflow stays clean', () => {
+    const r = compile(`
+openintent: "1.0"
+info: {name: x}
+mcp:
+  servers:
+    filesystem:
+      command: "npx"
+      args: ["-y", "@modelcontextprotocol/server-filesystem", "/data"]
+      allowed_tools: ["read_file", "list_directory"]
+      security: {audit: true}
+    remote:
+      command: "npx"
+      env: {KEY: "\${OPENINTENT_API_KEY}"}
+agents:
+  researcher: {tools: [mcp:filesystem/read_file, mcp:filesystem/list_directory]}
+  analyst: {tools: [mcp:remote/get_intent]}
+workflow:
+  gather: {assign: researcher}
+  analyze: {assign: analyst, depends_on: [gather]}
+`);
+    expect(codes(r)).toEqual([]);
+    expect(r.model!.agents!['researcher']!.tools).toEqual(['mcp:filesystem/read_file', 'mcp:filesystem/list_directory']);
+    expect(r.model!.agents!['researcher']!.blueprint).toBeUndefined();
+  });
+});
+
+test('an unknown llm provider is an invalid value, with a suggestion', () => {
+  const r = parseWorkflow(`
+openintent: "1.0"
+info: {name: x}
+llm: {provider: openia}
+agents:
+  w: {system_prompt: hi, llm: {provider: antropic}}
+workflow:
+  p: {assign: w}
+`);
+  expect(r.diagnostics.map((d) => [d.code, d.path.join('.'), d.hint])).toEqual([
+    ['invalid-value', 'llm.provider', 'did you mean `openai`?'],
+    ['invalid-value', 'agents.w.llm.provider', 'did you mean `anthropic`?'],
+  ]);
+});

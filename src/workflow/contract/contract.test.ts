@@ -1,0 +1,137 @@
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { loadWorkflow, parseWorkflow } from '../compile.js';
+import { SchemaCompiler } from '../json-schema.js';
+import { patternsOverlap } from './effects.js';
+import { loadContractFile } from './load.js';
+import { parseDuration } from './shape.js';
+import { compareVersions } from './version.js';
+
+const fixtures = join(import.meta.dirname, '..', '..', '..', 'test', 'fixtures', 'contracts');
+const codes = (text: string): string[] => parseWorkflow(text).diagnostics.map((d) => `${d.severity} ${d.code} ${d.path.join('.')}`);
+
+describe('agent contracts: the model', () => {
+  test("the spec's contract file reads into the model", () => {
+    const r = loadContractFile(join(fixtures, 'contracts', 'section-drafter.yaml'), new SchemaCompiler());
+    expect(r.diagnostics).toEqual([]);
+    const c = r.contract!;
+    expect(c.agentId).toBe('section-drafter');
+    expect(c.workflowStep).toBe('write-section');
+    expect(c.input?.schema['required']).toEqual(['sectionName', 'outline', 'research']);
+    expect(c.output?.at).toEqual({ file: r.file, path: ['output', 'schema'] });
+    expect(c.sideEffects.filesWritten.map((f) => f.path)).toEqual(['output-drafts/sections/{sectionName}.tex', 'memory/section-status.yaml']);
+    expect(c.sideEffects.filesRead).toHaveLength(2);
+    expect(c.resources).toEqual({ estimatedTime: '5-15 minutes', estimatedMs: { min: 300_000, max: 900_000 }, tokenBudget: 8000, memoryRequired: 'standard' });
+    expect(c.errorHandling).toEqual({
+      onInputValidationFailure: { action: 'reject', message: 'Invalid input: {validationErrors}' },
+      onPartialCompletion: { action: 'return_partial', requiresFlags: ['uncertainAreas'] },
+      onTimeout: { action: 'checkpoint_and_retry', maxRetries: 2 },
+      onAgentFailure: { action: 'escalate_to_user' },
+    });
+    expect(c.compatibility).toMatchObject({ minAgentVersion: '1.0.0', requiresContext: ['outline', 'research'], providesContext: ['draftContent', 'citations'] });
+  });
+
+  test('a workflow binds it: the agent carries the contract, the report has a verdict per binding and edge', async () => {
+    const r = await loadWorkflow(join(fixtures, 'workflow.yaml'));
+    const b = r.contracts!.bindings.find((x) => x.phase === 'write-section')!;
+    expect(b).toMatchObject({ agent: 'section-drafter', contract: 'file', output: 'compatible' });
+    expect(b.input).toBe('may-fail'); // sectionName comes from the (untyped) trigger
+    expect(r.contracts!.edges).toEqual([{ from: 'outline', to: 'write-section', keys: ['outline', 'research'], verdict: 'compatible' }]);
+  });
+
+  test('an empty contract file is reported at 1:1', () => {
+    const r = loadContractFile(join(fixtures, 'contracts', 'empty.yaml'), new SchemaCompiler());
+    expect(r.diagnostics.map((d) => [d.code, d.range])).toEqual([['wrong-type', [0, 0]]]);
+    expect(loadContractFile(join(fixtures, 'nope.yaml'), new SchemaCompiler()).diagnostics.map((d) => d.code)).toEqual(['file-unreadable']);
+  });
+
+  test('durations, versions', () => {
+    expect(parseDuration('30s')).toEqual({ min: 30_000, max: 30_000 });
+    expect(parseDuration('2 hours')).toEqual({ min: 7_200_000, max: 7_200_000 });
+    expect(parseDuration('15-5 minutes')).toBeUndefined();
+    expect(compareVersions('1.10.0', '1.9.9')).toBe(1);
+    expect(compareVersions('1.0.0-rc.1', '1.0.0')).toBe(-1);
+    expect(compareVersions('1.0', '1.0.0')).toBeUndefined();
+  });
+});
+
+describe('agent contracts: static checks', () => {
+  test("an LLM blueprint's parameters_schema is the contract's input schema (one model)", () => {
+    expect(
+      codes(`
+openintent: "1.0"
+info: {name: x}
+agents:
+  w: {parameters_schema: {type: object, required: [code], properties: {code: {type: string}}}}
+workflow:
+  p: {assign: w}
+`),
+    ).toEqual(['error input-schema-missing workflow.p.assign']);
+  });
+
+  test('a contract and a blueprint schema on one agent: the contract wins, with a warning', () => {
+    expect(
+      codes(`
+openintent: "1.0"
+info: {name: x}
+agents:
+  w:
+    output_schema: {type: object}
+    x-contract: {output: {schema: {type: object}}}
+workflow:
+  p: {assign: w}
+`),
+    ).toEqual(['warning contract-mismatch agents.w.output_schema']);
+  });
+
+  test('phases ordered by an edge never conflict; a templated path is one file per phase', () => {
+    expect(
+      codes(`
+openintent: "1.0"
+info: {name: x}
+agents:
+  w: {x-contract: {sideEffects: {filesWritten: [out/report.md, "drafts/{section}.tex"]}}}
+workflow:
+  a: {assign: w}
+  b: {assign: w, depends_on: [a]}
+  c: {assign: w, depends_on: [b]}
+`),
+    ).toEqual([]);
+    expect(patternsOverlap('drafts/{s}.tex', 'drafts/{s}.tex', true)).toBe(false);
+    expect(patternsOverlap('drafts/{s}.tex', 'drafts/*.tex')).toBe(true);
+    expect(patternsOverlap('out/**', 'out/a/b.md')).toBe(true);
+    expect(patternsOverlap('out/*.md', 'out/a/b.md')).toBe(false);
+    expect(patternsOverlap('a.md', 'b.md')).toBe(false);
+  });
+
+  test('context is provided by an upstream contract, an upstream output, or an input of that name', () => {
+    expect(
+      codes(`
+openintent: "1.0"
+info: {name: x}
+agents:
+  up: {x-contract: {compatibility: {providesContext: [a]}}}
+  down: {x-contract: {compatibility: {requiresContext: [a, b, c]}}}
+workflow:
+  one: {assign: up, outputs: {b: string}}
+  two: {assign: up, outputs: {x: string}}
+  three: {assign: down, depends_on: [one, two], inputs: {c: two.x}}
+`),
+    ).toEqual([]);
+  });
+
+  test('no contract, no contract diagnostics; a matching version passes', () => {
+    expect(
+      codes(`
+openintent: "1.0"
+info: {name: x}
+agents:
+  w: {version: "2.1.0", x-contract: {compatibility: {minAgentVersion: "2.0.0"}}}
+  v: {}
+workflow:
+  p: {assign: w}
+  q: {assign: v, depends_on: [p], inputs: {x: p.y}}
+`),
+    ).toEqual([]);
+  });
+});

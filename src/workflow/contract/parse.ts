@@ -1,0 +1,109 @@
+/**
+ * A contract value (from a file or inline) -> AgentContract. The structure is checked first (every
+ * problem collected, with paths relative to `base`); then schemas are compiled with the blueprint's
+ * SchemaCompiler, problems positioned inside the schema.
+ */
+import { isPlainObject, type JsonObject } from '../../core/json.js';
+import type { Path } from '../../core/path.js';
+import { error, hasErrors, type Diagnostic } from '../../diagnostics/diagnostic.js';
+import type { SchemaCompiler } from '../json-schema.js';
+import { checkShape } from '../shape.js';
+import { CONTRACT_VERSION, emptyContract, type AgentContract, type ErrorHandling, type FileEffect, type Loc } from './model.js';
+import { contractShape, parseDuration } from './shape.js';
+
+export interface ParseContractOptions {
+  /** Where the contract sits: [] in a contract file, ['agents', id, 'x-contract'] inline. */
+  base: Path;
+  /** The contract file (undefined: inline in the workflow). */
+  file?: string;
+  compiler: SchemaCompiler;
+}
+
+export function parseContract(raw: unknown, opts: ParseContractOptions, out: Diagnostic[]): AgentContract | undefined {
+  const { base, file, compiler } = opts;
+  const before = out.length;
+  checkShape(raw, contractShape(file !== undefined), base, out);
+  if (!isPlainObject(raw)) return undefined;
+  const loc = (...p: Path): Loc => ({ ...(file !== undefined ? { file } : {}), path: [...base, ...p] });
+  const c = emptyContract({ kind: file !== undefined ? 'file' : 'inline', ...(file !== undefined ? { file } : {}), at: loc() });
+  if (typeof raw['contractVersion'] === 'string') c.contractVersion = raw['contractVersion'];
+  if (typeof raw['agentId'] === 'string') c.agentId = raw['agentId'];
+  if (typeof raw['workflowStep'] === 'string') c.workflowStep = raw['workflowStep'];
+  for (const side of ['input', 'output'] as const) {
+    const block = raw[side];
+    if (!isPlainObject(block) || block['schema'] === undefined || block['schema'] === null) continue;
+    const schema = block['schema'];
+    const compiled = compiler.compile(schema);
+    if (!compiled.ok) {
+      for (const p of compiled.problems.slice(0, 5)) out.push(error('invalid-schema', [...base, side, 'schema', ...p.path], `\`${side}.schema\` is not a valid JSON Schema: ${p.message}`, { hint: 'draft-07 unless `$schema` names 2020-12; see https://json-schema.org' }));
+      continue;
+    }
+    c[side] = { schema: schema as JsonObject, at: loc(side, 'schema') };
+  }
+  const se = raw['sideEffects'];
+  if (isPlainObject(se)) {
+    c.sideEffects.filesWritten = fileEffects(se['filesWritten'], loc, 'filesWritten');
+    c.sideEffects.filesRead = fileEffects(se['filesRead'], loc, 'filesRead');
+    const calls = Array.isArray(se['externalCalls']) ? se['externalCalls'] : [];
+    calls.forEach((x, i) => {
+      const named = isPlainObject(x) ? [x['service'], x['url']].find((v): v is string => typeof v === 'string') : undefined;
+      const name = typeof x === 'string' ? x : (named ?? '');
+      if (name !== '') c.sideEffects.externalCalls.push({ name, at: loc('sideEffects', 'externalCalls', i) });
+    });
+  }
+  const res = raw['resources'];
+  if (isPlainObject(res)) {
+    if (typeof res['estimatedTime'] === 'string') {
+      c.resources.estimatedTime = res['estimatedTime'];
+      const ms = parseDuration(res['estimatedTime']);
+      if (ms) c.resources.estimatedMs = ms;
+    }
+    if (typeof res['tokenBudget'] === 'number' && Number.isInteger(res['tokenBudget']) && res['tokenBudget'] > 0) c.resources.tokenBudget = res['tokenBudget'];
+    if (typeof res['memoryRequired'] === 'string') c.resources.memoryRequired = res['memoryRequired'];
+  }
+  if (isPlainObject(raw['errorHandling'])) c.errorHandling = errorHandling(raw['errorHandling']);
+  const compat = raw['compatibility'];
+  if (isPlainObject(compat)) {
+    if (typeof compat['minAgentVersion'] === 'string') {
+      c.compatibility.minAgentVersion = compat['minAgentVersion'];
+      c.compatibility.minAgentVersionAt = loc('compatibility', 'minAgentVersion');
+    }
+    c.compatibility.requiresContext = strings(compat['requiresContext']);
+    c.compatibility.providesContext = strings(compat['providesContext']);
+  }
+  if (c.contractVersion !== CONTRACT_VERSION || hasErrors(out.slice(before))) return undefined;
+  return c;
+}
+
+function strings(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && x !== '') : [];
+}
+
+function fileEffects(v: unknown, loc: (...p: Path) => Loc, key: string): FileEffect[] {
+  if (!Array.isArray(v)) return [];
+  const out: FileEffect[] = [];
+  v.forEach((x, i) => {
+    const path = typeof x === 'string' ? x : isPlainObject(x) && typeof x['path'] === 'string' ? x['path'] : undefined;
+    if (path === undefined || path === '') return;
+    const description = isPlainObject(x) && typeof x['description'] === 'string' ? x['description'] : undefined;
+    out.push({ path, ...(description !== undefined ? { description } : {}), at: loc('sideEffects', key, i) });
+  });
+  return out;
+}
+
+function errorHandling(raw: Record<string, unknown>): ErrorHandling {
+  const eh: ErrorHandling = {};
+  const ivf = raw['onInputValidationFailure'];
+  if (isPlainObject(ivf) && ivf['action'] === 'reject') eh.onInputValidationFailure = { action: 'reject', ...(typeof ivf['message'] === 'string' ? { message: ivf['message'] } : {}) };
+  const pc = raw['onPartialCompletion'];
+  if (isPlainObject(pc) && (pc['action'] === 'return_partial' || pc['action'] === 'fail')) eh.onPartialCompletion = { action: pc['action'], requiresFlags: strings(pc['requiresFlags']) };
+  const to = raw['onTimeout'];
+  if (isPlainObject(to) && (to['action'] === 'checkpoint_and_retry' || to['action'] === 'retry' || to['action'] === 'fail')) {
+    eh.onTimeout = { action: to['action'], maxRetries: typeof to['maxRetries'] === 'number' ? to['maxRetries'] : to['action'] === 'fail' ? 0 : 1 };
+  }
+  const af = raw['onAgentFailure'];
+  if (isPlainObject(af) && (af['action'] === 'escalate_to_user' || af['action'] === 'fallback' || af['action'] === 'retry' || af['action'] === 'fail')) {
+    eh.onAgentFailure = { action: af['action'], ...(typeof af['fallbackAgent'] === 'string' ? { fallbackAgent: af['fallbackAgent'] } : {}) };
+  }
+  return eh;
+}

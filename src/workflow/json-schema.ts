@@ -1,0 +1,203 @@
+/**
+ * Blueprint JSON Schemas (`parameters_schema`, `output_schema`): compiled once with ajv (draft-07
+ * unless `$schema` names 2020-12), validated without coercion, and every error reported in the
+ * agent-output-schema spec's form: a JSON path (`$.comments[2].severity`) and a message
+ * (`'critical' is not one of ['low', 'medium', 'high']`), plus what was expected and received.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { isPlainObject, jsonTypeOf } from '../core/json.js';
+import type { Path } from '../core/path.js';
+
+/** One validation error, as the spec's `validation_errors` carry it. */
+export interface SchemaError {
+  /** JSON path from the value's root: `$`, `$.comments[2].severity`. */
+  path: string;
+  message: string;
+  /** What the schema wanted (`one of ['low', 'high']`, `number`, `a property 'summary'`). */
+  expected?: string;
+  /** What the value had (`'critical'`, `string`, `nothing`). */
+  received?: string;
+}
+
+/** A compiled schema: `validate` returns every error, `[]` when the value fits. */
+export interface SchemaValidator {
+  readonly schema: Record<string, unknown>;
+  readonly draft: 'draft-07' | '2020-12';
+  validate(value: unknown): SchemaError[];
+  /** Fast path: no error objects built. */
+  check(value: unknown): boolean;
+}
+
+/** A problem with a schema itself: where in the schema (a path from its root) and what. */
+export interface SchemaProblem {
+  path: Path;
+  message: string;
+}
+
+export type SchemaCompileResult = { ok: true; validator: SchemaValidator } | { ok: false; problems: SchemaProblem[] };
+
+const DRAFT_2020 = /json-schema\.org\/draft\/2020-12\/schema/;
+
+/**
+ * Compiles schemas, once each (keyed by their JSON text). One per engine or validator pass: no
+ * process-wide registry, so two engines never share ajv state.
+ */
+export class SchemaCompiler {
+  private draft7: Ajv | undefined;
+  private draft2020: Ajv2020 | undefined;
+  private readonly cache = new Map<string, SchemaCompileResult>();
+
+  compile(schema: unknown): SchemaCompileResult {
+    if (typeof schema === 'boolean') schema = schema ? {} : { not: {} };
+    if (!isPlainObject(schema)) return { ok: false, problems: [{ path: [], message: `a schema must be a mapping (JSON Schema object), got ${describeType(schema)}` }] };
+    let key: string;
+    try {
+      key = JSON.stringify(schema);
+    } catch {
+      return { ok: false, problems: [{ path: [], message: 'the schema is not JSON' }] };
+    }
+    const hit = this.cache.get(key);
+    if (hit) return hit;
+    const result = this.build(schema);
+    this.cache.set(key, result);
+    return result;
+  }
+
+  private build(schema: Record<string, unknown>): SchemaCompileResult {
+    const is2020 = typeof schema['$schema'] === 'string' && DRAFT_2020.test(schema['$schema']);
+    const ajv = is2020 ? (this.draft2020 ??= new Ajv2020(AJV_OPTIONS)) : (this.draft7 ??= new Ajv(AJV_OPTIONS));
+    const body = { ...schema };
+    // draft-07 is the default: a `$schema` naming draft-07 (or nothing) is fine; others are dropped so ajv does not look them up
+    if (!is2020 && typeof body['$schema'] === 'string' && !/draft-07/.test(body['$schema'])) delete body['$schema'];
+    if (!ajv.validateSchema(body)) {
+      // the meta-schema reports one mistake several ways (enum, anyOf branches): keep the first per place
+      const seen = new Set<string>();
+      const errs = (ajv.errors ?? []).filter((e) => !seen.has(e.instancePath) && seen.add(e.instancePath));
+      return { ok: false, problems: errs.map((e) => ({ path: pointerToPath(e.instancePath), message: `${e.instancePath === '' ? 'schema' : `\`${e.instancePath.slice(1).replace(/\//g, '.')}\``} ${e.message ?? 'is invalid'}${describeParams(e)}` })) };
+    }
+    let fn: ValidateFunction;
+    try {
+      fn = ajv.compile(body);
+    } catch (e) {
+      return { ok: false, problems: [{ path: [], message: (e as Error).message }] };
+    }
+    const validator: SchemaValidator = {
+      schema,
+      draft: is2020 ? '2020-12' : 'draft-07',
+      check: (value) => fn(value),
+      validate: (value) => {
+        if (fn(value)) return [];
+        // ajv keeps the last errors on the function: copy them out at once (STYLE: no shared state)
+        return formatErrors((fn.errors ?? []), value);
+      },
+    };
+    return { ok: true, validator };
+  }
+}
+
+const AJV_OPTIONS = { allErrors: true, strict: false, validateFormats: false, logger: false } as const;
+
+function describeParams(e: ErrorObject): string {
+  const p = e.params as Record<string, unknown>;
+  if (e.keyword === 'enum' && Array.isArray(p['allowedValues'])) return ` (${p['allowedValues'].map((v) => repr(v)).join(', ')})`;
+  if (e.keyword === 'type' && p['type'] !== undefined) return '';
+  return '';
+}
+
+/** JSON Pointer (`/comments/2/severity`) to path segments (numbers for digit-only segments). */
+export function pointerToPath(pointer: string): (string | number)[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^(0|[1-9]\d*)$/.test(s) ? Number(s) : s));
+}
+
+const IDENT = /^[A-Za-z_$][\w$]*$/;
+
+/** Path segments to a JSON path: `$.comments[2].severity`, odd keys as `$['a b']`. */
+export function jsonPath(path: readonly (string | number)[]): string {
+  let out = '$';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (IDENT.test(seg)) out += `.${seg}`;
+    else out += `[${repr(seg)}]`;
+  }
+  return out;
+}
+
+/** A value as the spec's messages show it (Python-like: single-quoted strings), cut when long. */
+export function repr(v: unknown, max = 80): string {
+  let s: string;
+  if (typeof v === 'string') s = `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  else if (Array.isArray(v)) s = `[${v.map((x) => repr(x, max)).join(', ')}]`;
+  else if (v === undefined) s = 'nothing';
+  else {
+    try {
+      s = JSON.stringify(v) ?? typeof v;
+    } catch {
+      s = typeof v;
+    }
+  }
+  return s.length > max ? `${s.slice(0, max - 3)}...` : s;
+}
+
+function describeType(v: unknown): string {
+  const t = jsonTypeOf(v);
+  return t === 'object' ? 'an object' : t === 'array' ? 'an array' : t;
+}
+
+function valueAt(root: unknown, path: readonly (string | number)[]): unknown {
+  let v = root;
+  for (const seg of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string | number, unknown>)[seg];
+  }
+  return v;
+}
+
+/** ajv errors to the spec's form. Branch noise of `anyOf`/`oneOf` is kept: the model needs every hint. */
+export function formatErrors(errors: readonly ErrorObject[], root: unknown): SchemaError[] {
+  const out: SchemaError[] = [];
+  const seen = new Set<string>();
+  for (const e of errors) {
+    const path = pointerToPath(e.instancePath);
+    const value = valueAt(root, path);
+    const p = e.params as Record<string, unknown>;
+    let err: SchemaError;
+    switch (e.keyword) {
+      case 'required': {
+        const name = String(p['missingProperty']);
+        err = { path: jsonPath(path), message: `${repr(name)} is a required property`, expected: `a property ${repr(name)}`, received: 'nothing' };
+        break;
+      }
+      case 'enum': {
+        const allowed = Array.isArray(p['allowedValues']) ? p['allowedValues'] : [];
+        err = { path: jsonPath(path), message: `${repr(value)} is not one of ${repr(allowed, 400)}`, expected: `one of ${repr(allowed, 400)}`, received: repr(value) };
+        break;
+      }
+      case 'const':
+        err = { path: jsonPath(path), message: `${repr(p['allowedValue'])} was expected`, expected: repr(p['allowedValue']), received: repr(value) };
+        break;
+      case 'type': {
+        const want = Array.isArray(p['type']) ? (p['type'] as unknown[]).join(' or ') : String(p['type']);
+        err = { path: jsonPath(path), message: `${repr(value)} is not of type ${repr(want)}`, expected: want, received: jsonTypeOf(value) };
+        break;
+      }
+      case 'additionalProperties': {
+        const extra = String(p['additionalProperty']);
+        err = { path: jsonPath(path), message: `Additional properties are not allowed (${repr(extra)} was unexpected)`, expected: 'no other properties', received: `a property ${repr(extra)}` };
+        break;
+      }
+      default:
+        err = { path: jsonPath(path), message: `${repr(value)} ${e.message ?? 'is invalid'}`, expected: `${e.keyword} ${JSON.stringify(p)}`, received: repr(value) };
+    }
+    const k = `${err.path}\u0000${err.message}`;
+    if (seen.has(k)) continue;
+    seen.add(k);
+    out.push(err);
+  }
+  return out;
+}

@@ -1,0 +1,288 @@
+/**
+ * The durable CLI end to end, as users drive it: real processes on the default SQLite store, a
+ * real `kill -9` in the middle of a run followed by `baton resume`, gates decided from a second
+ * terminal while the first waits, and the run/show/cancel/rerun/worker commands.
+ */
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import type { CliIo } from '../../src/cli/io.js';
+import { run } from '../../src/cli/main.js';
+import { baton, batonRun, until } from '../helpers/spawn.js';
+
+function dir(): string {
+  return mkdtempSync(join(tmpdir(), 'baton-durable-'));
+}
+
+function capture(cwd: string, env: Record<string, string> = {}): CliIo & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return { stdout: (s) => void (out += s), stderr: (s) => void (err += s), isTTY: false, cwd, env: { USER: 'tester', ...env }, out: () => out, err: () => err };
+}
+
+const CHAIN = `openintent: "1.0"
+info: {name: "Slow chain"}
+workflow:
+  a: {assign: slow, outputs: {n: integer}}
+  b: {assign: slow, depends_on: [a], inputs: {n: a.n}, outputs: {n: integer}}
+  c: {assign: slow, depends_on: [b], inputs: {n: b.n}, outputs: {n: integer}}
+  d: {assign: slow, depends_on: [c], inputs: {n: c.n}, outputs: {n: integer}}
+  e: {assign: slow, depends_on: [d], inputs: {n: d.n}, outputs: {n: integer}}
+`;
+
+const SLOW_AGENTS = `import { appendFileSync } from 'node:fs';
+export default {
+  slow: async (ctx) => {
+    appendFileSync(new URL('./calls.log', import.meta.url), JSON.stringify({ phase: ctx.phase, attempt: ctx.attempt, key: ctx.idempotencyKey }) + '\\n');
+    await new Promise((r) => setTimeout(r, Number(process.env.SLOW_MS ?? 250)));
+    return { n: (ctx.input.n ?? 0) + 1, at: ctx.phase };
+  },
+};
+`;
+
+function calls(cwd: string): { phase: string; attempt: number; key: string }[] {
+  const f = join(cwd, 'calls.log');
+  return existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { phase: string; attempt: number; key: string }) : [];
+}
+
+async function showJson(cwd: string, runId: string): Promise<{ status: string; phases: Record<string, { status: string; attempts: number; output: unknown }>; gates: { id: string; status: string }[] }> {
+  const io = capture(cwd);
+  expect(await run(['show', runId, '--json'], io)).toBe(0);
+  return JSON.parse(io.out()) as never;
+}
+
+describe('crash safety: kill -9, then baton resume', () => {
+  test('completed phases never run again and keep their outputs byte for byte; the attempt in flight runs again with the same idempotency key', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), CHAIN);
+    writeFileSync(join(cwd, 'agents.mjs'), SLOW_AGENTS);
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'k9', '-q'], { cwd });
+    await until(() => calls(cwd).length >= 3);
+    child.kill('SIGKILL');
+    const killed = await child.done;
+    expect(killed.signal).toBe('SIGKILL');
+    const before = await showJson(cwd, 'k9');
+    expect(before.status).toBe('running');
+    const completedBefore = Object.entries(before.phases).filter(([, p]) => p.status === 'completed');
+    expect(completedBefore.length).toBeGreaterThanOrEqual(1);
+
+    const resumed = await batonRun(['resume', 'k9', '-q'], { cwd });
+    expect(resumed.stderr).not.toMatch(/at .*\.ts:\d+/); // no stack trace
+    expect(resumed.code).toBe(0);
+    const after = await showJson(cwd, 'k9');
+    expect(after.status).toBe('completed');
+    for (const [name, p] of completedBefore) expect(JSON.stringify(after.phases[name]!.output)).toBe(JSON.stringify(p.output));
+    expect(Object.values(after.phases).map((p) => (p.output as { n: number }).n)).toEqual([1, 2, 3, 4, 5]);
+
+    const log = calls(cwd);
+    for (const [name] of completedBefore) expect(log.filter((c) => c.phase === name)).toHaveLength(1);
+    // every phase ran; a phase that ran twice was in flight at the kill: a new attempt, the same key
+    for (const name of ['a', 'b', 'c', 'd', 'e']) {
+      const mine = log.filter((c) => c.phase === name);
+      expect(mine.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(mine.map((c) => c.key))).toEqual(new Set([`k9:${name}`]));
+      expect(mine.map((c) => c.attempt)).toEqual(mine.map((_, i) => i + 1));
+    }
+    expect(log.length).toBeLessThanOrEqual(6);
+  }, 30_000);
+});
+
+const GATED = `openintent: "1.0"
+info: {name: "Gated"}
+workflow:
+  draft: {assign: writer, outputs: {text: string}}
+  publish:
+    assign: writer
+    depends_on: [draft]
+    inputs: {text: draft.text}
+    x-require_approval: {approvers: [alice]}
+`;
+
+describe('approval from a second terminal', () => {
+  test('the waiting run prints the command, refuses a non-approver, and continues within a second of the approval', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), GATED);
+    const first = baton(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'g1'], { cwd });
+    let stderr = '';
+    first.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await until(() => /baton approve g1 approve-publish/.test(stderr));
+    const runs = capture(cwd);
+    expect(await run(['runs', '--status', 'waiting', '--json'], runs)).toBe(0);
+    expect((JSON.parse(runs.out()) as { run_id: string }[]).map((r) => r.run_id)).toEqual(['g1']);
+
+    const bob = capture(cwd);
+    expect(await run(['approve', 'g1', 'approve-publish', '--as', 'bob'], bob)).toBe(1);
+    expect(bob.err()).toMatch(/not an approver/);
+    expect((await showJson(cwd, 'g1')).gates).toMatchObject([{ id: 'approve-publish', status: 'open' }]);
+
+    const t0 = Date.now();
+    expect(await run(['approve', 'g1', 'approve-publish', '--as', 'alice', '--comment', 'ship it'], capture(cwd))).toBe(0);
+    const done = await first.done;
+    expect(Date.now() - t0).toBeLessThan(3_000);
+    expect(done.code).toBe(0);
+    const shown = await showJson(cwd, 'g1');
+    expect(shown.status).toBe('completed');
+    expect(shown.gates).toMatchObject([{ id: 'approve-publish', status: 'approved', decided_by: 'alice', comment: 'ship it' }]);
+  }, 30_000);
+
+  test('a denied phase gate fails the phase and the run', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), GATED);
+    expect(await run(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'g2', '--detach'], capture(cwd))).toBe(0);
+    // nothing drives it yet: the gate opens when a process (resume, worker) reaches it
+    const first = baton(['resume', 'g2', '-q'], { cwd });
+    await until(async () => (await showJson(cwd, 'g2')).gates.length === 1);
+    expect(await run(['deny', 'g2', 'approve-publish', '--as', 'alice'], capture(cwd))).toBe(0);
+    const done = await first.done;
+    expect(done.code).toBe(1);
+    const shown = await showJson(cwd, 'g2');
+    expect(shown.phases['publish']).toMatchObject({ status: 'failed', error: { code: 'ApprovalDenied' } });
+  }, 30_000);
+});
+
+const ASKING = `openintent: "1.0"
+info: {name: "Asking"}
+workflow:
+  ask: {assign: asker, outputs: {color: string}}
+`;
+const ASKING_AGENTS = `export default {
+  asker: async (ctx) => ({ color: await ctx.requestInput({ question: 'Which colour?', choices: ['red', 'blue'] }) }),
+};
+`;
+
+describe('input gates', () => {
+  test('a wrong answer is refused and the gate stays open; a right one resumes the agent', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), ASKING);
+    writeFileSync(join(cwd, 'agents.mjs'), ASKING_AGENTS);
+    const first = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'in1'], { cwd });
+    let stderr = '';
+    first.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await until(() => /baton respond in1 input-ask-1/.test(stderr));
+    const shown = await showJson(cwd, 'in1');
+    expect(shown.status).toBe('waiting');
+    expect(shown.phases['ask']!.status).toBe('suspended_awaiting_input');
+
+    const wrong = capture(cwd);
+    expect(await run(['respond', 'in1', 'input-ask-1', '--value', '"green"'], wrong)).toBe(1);
+    expect(wrong.err()).toMatch(/not one of the choices/);
+    expect(await run(['respond', 'in1', 'input-ask-1', '--value', 'not json'], capture(cwd))).toBe(2);
+    expect(await run(['respond', 'in1', 'input-ask-1', '--value', '"blue"'], capture(cwd))).toBe(0);
+    expect((await first.done).code).toBe(0);
+    expect((await showJson(cwd, 'in1')).phases['ask']!.output).toEqual({ color: 'blue' });
+  }, 30_000);
+});
+
+describe('the durable commands', () => {
+  test('run --detach, runs, show, cancel; unknown runs and gates exit 2; a second start with the same id is refused', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), GATED);
+    const start = capture(cwd);
+    expect(await run(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'd1', '--detach'], start)).toBe(0);
+    expect(start.out().trim()).toBe('d1');
+    expect(existsSync(join(cwd, '.baton', 'baton.db'))).toBe(true);
+    const again = capture(cwd);
+    expect(await run(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'd1', '--detach'], again)).toBe(2);
+    expect(again.err()).toMatch(/already exists/);
+
+    const list = capture(cwd);
+    expect(await run(['runs'], list)).toBe(0);
+    expect(list.out()).toMatch(/d1\s+Gated\s+running/);
+    const show = capture(cwd);
+    expect(await run(['show', 'd1', '--events'], show)).toBe(0);
+    expect(show.out()).toMatch(/run\.started/);
+
+    for (const args of [['show', 'nope'], ['resume', 'nope'], ['approve', 'd1', 'no-gate'], ['cancel', 'nope']]) {
+      const io = capture(cwd);
+      expect(await run(args, io), args.join(' ')).toBe(2);
+      expect(io.err()).not.toMatch(/\n\s+at /);
+    }
+    expect(await run(['cancel', 'd1'], capture(cwd))).toBe(0);
+    expect((await showJson(cwd, 'd1')).status).toBe('cancelled');
+    expect(await run(['cancel', 'd1'], capture(cwd))).toBe(1);
+  });
+
+  test('a corrupt store file and an unreachable database exit 2 with a clear message', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'bad.db'), 'this is not a database, it is a text file that is long enough to have a header'.repeat(20));
+    const io = capture(cwd);
+    expect(await run(['runs', '--store', 'bad.db'], io)).toBe(2);
+    expect(io.err()).toMatch(/bad\.db/);
+    const pg = capture(cwd);
+    expect(await run(['runs', '--store', 'postgres://postgres@127.0.0.1:1/nope'], pg)).toBe(2);
+    expect(pg.err()).not.toMatch(/\n\s+at /);
+  });
+
+  test('rerun --from reuses upstream outputs and runs the phase and its descendants again', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), CHAIN);
+    writeFileSync(join(cwd, 'agents.mjs'), SLOW_AGENTS);
+    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'r1', '-q'], capture(cwd, { SLOW_MS: '1' }))).toBe(0);
+    const first = calls(cwd).length;
+    expect(first).toBe(5);
+    const io = capture(cwd);
+    expect(await run(['rerun', 'r1', '--from', 'd', '--run-id', 'r2', '-q'], io)).toBe(0);
+    expect(calls(cwd).slice(first).map((c) => c.phase)).toEqual(['d', 'e']);
+    const shown = await showJson(cwd, 'r2');
+    expect(shown.status).toBe('completed');
+    expect(Object.values(shown.phases).map((p) => (p.output as { n: number }).n)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  test('a detached run is finished by a worker process', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), CHAIN);
+    writeFileSync(join(cwd, 'agents.mjs'), SLOW_AGENTS);
+    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'w1', '--detach'], capture(cwd))).toBe(0);
+    const worker = baton(['worker', '--agents', 'agents.mjs', '-q'], { cwd, env: { SLOW_MS: '1' } });
+    try {
+      await until(async () => (await showJson(cwd, 'w1')).status === 'completed', 20_000);
+    } finally {
+      worker.kill('SIGINT');
+      await worker.done;
+    }
+    expect(calls(cwd).map((c) => c.phase)).toEqual(['a', 'b', 'c', 'd', 'e']);
+  }, 30_000);
+});
+
+describe('the workflow-state export', () => {
+  test('show --state and run --state-out give the run in the contract spec\'s workflow-state shape', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), GATED);
+    const io = capture(cwd);
+    expect(await run(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'st1', '--state-out', 'state.json', '--auto-approve', '-q'], io)).toBe(0);
+    const file = JSON.parse(readFileSync(join(cwd, 'state.json'), 'utf8')) as { workflowState: Record<string, unknown> };
+    expect(file.workflowState).toMatchObject({ id: 'st1', name: 'Gated', status: 'completed', currentStep: null, nextSteps: [] });
+    const steps = (file.workflowState['context'] as { completedSteps: { stepId: string; agentId: string; outputs: unknown }[] }).completedSteps;
+    expect(steps.map((s) => s.stepId)).toEqual(['draft', 'publish']);
+    expect(steps[0]).toMatchObject({ agentId: 'writer', outputs: { text: expect.any(String) as unknown } });
+
+    // a run waiting at its gate: the next step and the inputs it will receive
+    expect(await run(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'st2', '--detach'], capture(cwd))).toBe(0);
+    const waiting = baton(['resume', 'st2', '-q'], { cwd });
+    await until(async () => (await showJson(cwd, 'st2')).gates.length === 1);
+    const show = capture(cwd);
+    expect(await run(['show', 'st2', '--state'], show)).toBe(0);
+    const doc = JSON.parse(show.out()) as { workflowState: { status: string; currentStep: string | null; nextSteps: { stepId: string; inputs: Record<string, unknown> | null }[] } };
+    expect(doc.workflowState.status).toBe('waiting');
+    expect(doc.workflowState.currentStep).toBe('publish');
+    expect(doc.workflowState.nextSteps).toEqual([expect.objectContaining({ stepId: 'publish', agentId: 'writer', inputs: { text: expect.any(String) as unknown } })]);
+    await run(['cancel', 'st2'], capture(cwd));
+    await waiting.done;
+  }, 30_000);
+});
+
+describe('baton show --artifacts', () => {
+  test('lists the files agents recorded (phase, attempt, access, path, sha256, size)', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: "Files"}\nworkflow:\n  w: {assign: writer}\n');
+    writeFileSync(join(cwd, 'agents.mjs'), `export default { writer: (ctx) => { ctx.record('file_written', { path: 'out/a.md', sha256: 'ab'.repeat(32), size: 12 }); return {}; } };\n`);
+    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'f1', '-q'], capture(cwd))).toBe(0);
+    const io = capture(cwd);
+    expect(await run(['show', 'f1', '--artifacts', '--json'], io)).toBe(0);
+    expect(JSON.parse(io.out())).toEqual([{ run_id: 'f1', phase: 'w', attempt: 1, access: 'written', path: 'out/a.md', sha256: 'ab'.repeat(32), size: 12 }]);
+    const text = capture(cwd);
+    expect(await run(['show', 'f1', '--artifacts'], text)).toBe(0);
+    expect(text.out()).toMatch(/w#1\s+written\s+"out\/a\.md"/);
+  });
+});

@@ -1,0 +1,76 @@
+/**
+ * Ctrl-C as a terminal sends it (SIGINT to the whole process group): an agent that ignores its
+ * signal cannot hold the run, a synchronous loop cannot hold the process past the grace period,
+ * and a never-settling agent keeps the process alive (no silent exit 13) until Ctrl-C cancels it.
+ */
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { baton, batonRun, until } from '../helpers/spawn.js';
+
+function project(agent: string): string {
+  const cwd = mkdtempSync(join(tmpdir(), 'baton-int-'));
+  writeFileSync(join(cwd, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: "Stuck"}\nworkflow:\n  a: {assign: stuck}\n');
+  writeFileSync(join(cwd, 'agents.mjs'), `import { writeFileSync } from 'node:fs';\nexport default { stuck: ${agent} };\n`);
+  return cwd;
+}
+
+const started = (cwd: string) => () => existsSync(join(cwd, 'started'));
+const mark = `writeFileSync(new URL('./started', import.meta.url), '1')`;
+
+describe('Ctrl-C', () => {
+  test('an agent that never settles keeps the process alive; Ctrl-C cancels the run and writes the result', async () => {
+    const cwd = project(`() => { ${mark}; return new Promise(() => {}); }`);
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'n1', '--output', 'result.json'], { cwd, detached: true });
+    await until(started(cwd));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(child.exitCode).toBeNull(); // still alive: not a silent exit 13
+    process.kill(-child.pid!, 'SIGINT');
+    const done = await child.done;
+    expect(done.code).toBe(1);
+    expect(done.stderr).toMatch(/cancelling run n1/);
+    const result = JSON.parse(readFileSync(join(cwd, 'result.json'), 'utf8')) as { status: string; phases: { a: { status: string } } };
+    expect(result.status).toBe('cancelled');
+    expect(result.phases.a.status).toBe('cancelled');
+  }, 20_000);
+
+  test('a synchronous loop that never yields is stopped after the grace period; the run can be resumed', async () => {
+    const cwd = project(`() => { ${mark}; for (;;) {} }`);
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'sync1', '-q'], { cwd, detached: true });
+    await until(started(cwd));
+    const t0 = Date.now();
+    process.kill(-child.pid!, 'SIGINT');
+    const done = await child.done;
+    expect(done.signal).toBe('SIGKILL');
+    expect(Date.now() - t0).toBeLessThan(9_000);
+    expect(done.stderr).toMatch(/baton resume sync1/);
+    const shown = await batonRun(['show', 'sync1', '--json'], { cwd });
+    expect((JSON.parse(shown.stdout) as { status: string }).status).toBe('running');
+  }, 20_000);
+
+  test('a second Ctrl-C stops at once', async () => {
+    const cwd = project(`() => { ${mark}; for (;;) {} }`);
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '-q'], { cwd, detached: true });
+    await until(started(cwd));
+    const t0 = Date.now();
+    process.kill(-child.pid!, 'SIGINT');
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(-child.pid!, 'SIGINT');
+    const done = await child.done;
+    expect(done.signal).toBe('SIGKILL');
+    expect(Date.now() - t0).toBeLessThan(3_000);
+    expect(done.stderr).toMatch(/second Ctrl-C/);
+  }, 20_000);
+});
+
+describe('an agents module whose top-level await never settles', () => {
+  test('is reported, not a silent exit 13', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'baton-int-'));
+    writeFileSync(join(cwd, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: "T"}\nworkflow:\n  a: {assign: x}\n');
+    writeFileSync(join(cwd, 'agents.mjs'), 'await new Promise(() => {});\nexport default { x: () => ({}) };\n');
+    const done = await batonRun(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', 'memory'], { cwd, env: { BATON_MODULE_LOAD_TIMEOUT_MS: '500' } });
+    expect(done.code).toBe(2);
+    expect(done.stderr).toMatch(/did not finish loading/);
+  }, 20_000);
+});

@@ -1,0 +1,50 @@
+/** Agent contracts at run time: input before the agent runs, output after, partial completion flags. */
+import { describe, expect, test } from 'vitest';
+import { runWorkflow } from '../src/api/run.js';
+import { WorkflowSpec } from '../src/api/spec.js';
+
+const spec = WorkflowSpec.fromString(`
+openintent: "1.0"
+info: {name: guard}
+agents:
+  drafter:
+    x-contract:
+      input: {schema: {type: object, required: [topic], properties: {topic: {type: string, minLength: 3}}}}
+      output: {schema: {type: object, required: [draft], properties: {draft: {type: string}, completionStatus: {enum: [complete, partial]}, uncertainAreas: {type: array}}}}
+      errorHandling:
+        onInputValidationFailure: {action: reject, message: "Invalid input: {validationErrors}"}
+        onPartialCompletion: {action: return_partial, requiresFlags: [uncertainAreas]}
+workflow:
+  draft:
+    assign: drafter
+    inputs: {topic: $trigger.topic}
+    retry: {max_attempts: 3, initial_delay_ms: 0}
+`);
+
+describe('contract guard', () => {
+  test('valid input and output pass through', async () => {
+    const r = await runWorkflow(spec, { agents: { drafter: (ctx) => ({ draft: `on ${String(ctx.input['topic'])}` }) }, trigger: { topic: 'tides' } });
+    expect(r.phases['draft']?.output).toEqual({ draft: 'on tides' });
+  });
+
+  test('invalid input: the agent never runs, the message template is filled in, no retry', async () => {
+    let calls = 0;
+    const r = await runWorkflow(spec, { agents: { drafter: () => ((calls += 1), { draft: 'x' }) }, trigger: { topic: 'ab' } });
+    expect(calls).toBe(0);
+    expect(r.phases['draft']?.error).toMatchObject({ code: 'InputValidationError' });
+    expect(r.phases['draft']?.error?.message).toMatch(/^Invalid input: \$\.topic: /);
+    expect(r.phases['draft']?.attempts).toBe(1);
+  });
+
+  test('an output the contract rules out fails the attempt', async () => {
+    const r = await runWorkflow(spec, { agents: { drafter: () => ({ draft: 3 }) }, trigger: { topic: 'tides' } });
+    expect(r.phases['draft']?.error).toMatchObject({ code: 'OutputValidationError' });
+  });
+
+  test('a partial result must carry its required flags', async () => {
+    const bad = await runWorkflow(spec, { agents: { drafter: () => ({ draft: 'half', completionStatus: 'partial' }) }, trigger: { topic: 'tides' } });
+    expect(bad.phases['draft']?.error).toMatchObject({ code: 'PartialCompletionError' });
+    const ok = await runWorkflow(spec, { agents: { drafter: () => ({ draft: 'half', completionStatus: 'partial', uncertainAreas: ['method'] }) }, trigger: { topic: 'tides' } });
+    expect(ok.phases['draft']?.status).toBe('completed');
+  });
+});

@@ -1,0 +1,89 @@
+/** defineAgent end to end: run by the engine, files staged (AIP-16), loaded from an --agents module. */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { z } from 'zod';
+import { contractOfHandler, defineAgent, defineIO } from '../src/agents/define.js';
+import { runWorkflow } from '../src/api/run.js';
+import { WorkflowSpec } from '../src/api/spec.js';
+import { loadAgentsModule } from '../src/cli/agents-module.js';
+
+describe('defineAgent', () => {
+  const spec = WorkflowSpec.fromString(`
+openintent: "1.0"
+info: {name: define}
+workflow:
+  draft:
+    assign: drafter
+    inputs: {topic: $trigger.topic}
+    outputs: {draft: string}
+`);
+
+  test('a handler function carrying its contract; runs with parsed input, output checked', async () => {
+    const drafter = defineAgent({
+      id: 'drafter',
+      version: '1.0.0',
+      io: defineIO({ inputs: z.object({ topic: z.string().trim() }), outputs: z.object({ draft: z.string() }), outputsFiles: { draft: { path: 'out/draft.md' } } }),
+      sideEffects: { filesRead: ['notes/*.md'] },
+      handler: (ctx) => ({ draft: `<${ctx.input.topic}>` }),
+    });
+    expect(typeof drafter).toBe('function');
+    expect(contractOfHandler(drafter)).toMatchObject({ agentId: 'drafter', origin: { kind: 'typescript' } });
+    expect(drafter.contract.sideEffects.filesWritten.map((f) => f.path)).toEqual(['out/draft.md']);
+    expect(drafter.contract.sideEffects.filesRead.map((f) => f.path)).toEqual(['notes/*.md']);
+    const r = await runWorkflow(spec, { agents: { drafter }, trigger: { topic: '  tides ' } });
+    expect(r.phases['draft']?.error).toBeUndefined();
+    expect(r.phases['draft']?.output).toEqual({ draft: '<tides>' });
+  });
+
+  test('invalid input: rejected with the contract message template, not retried', async () => {
+    const drafter = defineAgent({
+      id: 'drafter',
+      version: '1.0.0',
+      io: defineIO({ inputs: { type: 'object', properties: { topic: { type: 'string', minLength: 3 } } } }),
+      errorHandling: { onInputValidationFailure: { action: 'reject', message: 'Invalid input: {validationErrors}' } },
+      handler: () => ({ draft: 'x' }),
+    });
+    const r = await runWorkflow(spec, { agents: { drafter }, trigger: { topic: 'ab' } });
+    expect(r.phases['draft']?.status).toBe('failed');
+    expect(r.phases['draft']?.error).toMatchObject({ code: 'InputValidationError' });
+    expect(r.phases['draft']?.error?.message).toMatch(/^Invalid input: \$\.topic: /);
+    expect(r.phases['draft']?.attempts).toBe(1);
+  });
+
+  test('AIP-16 files: staged into a scratch root injected as _workflowFsRoot, outputs synced back with tokens', async () => {
+    const ws = mkdtempSync(join(tmpdir(), 'baton-define-'));
+    writeFileSync(join(ws, 'notes.md'), 'tides and moons');
+    const drafter = defineAgent({
+      id: 'drafter',
+      version: '1.0.0',
+      workspace: ws,
+      io: defineIO({ inputs: z.object({ topic: z.string(), _workflowFsRoot: z.string() }), inputsFiles: { notes: { path: 'notes.md' } }, outputsFiles: { draft: { path: 'out/<runId>.md' } } }),
+      handler: async (ctx) => {
+        const root = ctx.input._workflowFsRoot;
+        const notes = await readFile(join(root, 'notes'), 'utf8');
+        await writeFile(join(root, 'draft'), `${ctx.input.topic}: ${notes}`);
+        return { draft: 'written' };
+      },
+    });
+    const events: { type: string; data?: unknown }[] = [];
+    const r = await runWorkflow(spec, { agents: { drafter }, trigger: { topic: 'sea' }, runId: 'run-files', onEvent: (e) => void events.push(e as never) });
+    expect(r.phases['draft']?.output).toEqual({ draft: 'written' });
+    expect(readFileSync(join(ws, 'out', 'run-files.md'), 'utf8')).toBe('sea: tides and moons');
+    const kinds = JSON.stringify(events);
+    expect(kinds).toContain('"file_read"');
+    expect(kinds).toContain('"file_written"');
+    expect(kinds).toMatch(/"path":"out\/run-files\.md","sha256":"[0-9a-f]{64}","size":20/);
+    const missing = defineAgent({ id: 'm', version: '1.0.0', workspace: ws, io: defineIO({ inputsFiles: { x: { path: 'nope.md' } } }), handler: () => ({ draft: 'x' }) });
+    const r2 = await runWorkflow(spec, { agents: { drafter: missing }, trigger: { topic: 'sea' } });
+    expect(r2.phases['draft']?.error).toMatchObject({ code: 'MissingInputFile' });
+  });
+
+  test('an --agents module exporting {drafter: defineAgent(...)} is still a handler map', async () => {
+    const handlers = await loadAgentsModule(join(import.meta.dirname, 'fixtures', 'define', 'agents.ts'), process.cwd());
+    expect(Object.keys(handlers)).toEqual(['drafter']);
+    expect(contractOfHandler(handlers['drafter'])?.input?.schema).toMatchObject({ required: ['topic'] });
+  });
+});

@@ -1,0 +1,423 @@
+/** Several workers on one store: two drivers, serving workers, heartbeats and lost leases, store failures, inputs a store must keep exactly. */
+import fc from 'fast-check';
+import { expect } from 'vitest';
+import { ManualClock } from '../../../src/core/clock.js';
+import { createEngine } from '../../../src/api/engine.js';
+import type { AgentContext, AgentHandler } from '../../../src/engine/agent.js';
+import type { RunEvent } from '../../../src/engine/events.js';
+import type { RunStore, TxDecision } from '../../../src/engine/ports.js';
+import type { Json } from '../../../src/core/json.js';
+import { deferred, eventsOf, expectReplays, header, settle, until, wf, withClock } from '../helpers.js';
+import { ASK, deaf, overriding, type Invocation, LONG_LEASE, RECOVERY_WORKFLOW, RISKY, type StoreFactory, TAKEOVER, deferredOf, engineOn, recoveryAgents, statusOf, untilStatus } from './common.js';
+import { timersKeepTheirTimeAcrossARestart } from './recovery.js';
+
+/** Two engines drive the same run at once: every attempt runs exactly once, and the result is whole. */
+export async function twoDriversOneRun(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  const log: Invocation[] = [];
+  const a = engineOn(store, clock, recoveryAgents('A', clock, log), { workerId: 'A', concurrency: 2 });
+  const b = engineOn(store, clock, recoveryAgents('B', clock, log), { workerId: 'B', concurrency: 2 });
+  const id = await a.start(RECOVERY_WORKFLOW, { trigger: { seed: 1 } });
+  const [ra, rb] = await withClock(clock, Promise.all([a.drive(id, undefined), b.drive(id, undefined)]));
+  expect(ra.status).toBe('completed');
+  expect(rb.status).toBe('completed');
+  expect(rb.phases).toEqual(ra.phases);
+  const seen = new Set<string>();
+  for (const i of log) {
+    const k = `${i.phase}#${i.attempt}`;
+    expect(seen.has(k), k).toBe(false);
+    seen.add(k);
+  }
+  for (const name of Object.keys(ra.phases)) expect(log.filter((i) => i.phase === name && !(name === 'flaky' && i.attempt === 1)), name).toHaveLength(1);
+  expect(eventsOf(ra.events, 'task.stale_outcome')).toEqual([]);
+  await expectReplays(store, ra);
+  await a.close();
+  await b.close();
+}
+
+/** A long attempt keeps its lease by heartbeats: a second worker looking at the run never takes it over. */
+export async function heartbeatsKeepTheLease(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  const leaseMs = 3000;
+  const release = deferredOf<Record<string, Json>>();
+  const started: string[] = [];
+  const slow = (who: string) => (ctx: AgentContext) => (started.push(`${who}${ctx.attempt}`), release.promise);
+  const a = createEngine({ store, clock, leaseMs, workerId: 'A', isOwnerDead: () => false, agents: { slow: slow('A'), w: () => ({ by: 'A' }) } });
+  const pa = a.drive(await a.start(TAKEOVER, { runId: 'beat' }), undefined);
+  await until(() => started.length === 1, 'A starts x');
+  const b = createEngine({ store, clock, leaseMs, workerId: 'B', isOwnerDead: () => false, agents: { slow: slow('B'), w: () => ({ by: 'B' }) } });
+  const pb = b.drive('beat', undefined);
+  for (let t = 0; t < 10; t++) await clock.advance(leaseMs / 2);
+  expect(started).toEqual(['A1']);
+  expect(eventsOf(await store.events('beat'), 'task.lease_expired')).toEqual([]);
+  release.resolve({ by: 'A' });
+  const [ra, rb] = await withClock(clock, Promise.all([pa, pb]));
+  expect(ra.status).toBe('completed');
+  expect(rb.status).toBe('completed');
+  expect(started).toEqual(['A1']);
+  await a.close();
+  await b.close();
+}
+
+/** `serve` workers run runs they did not start; each runs only the agents it binds, the others' tasks wait for them. */
+export async function serveWorkersSplitAgents(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  const ran: string[] = [];
+  const model = wf(`${header()}workflow:
+  a: {assign: x, outputs: {v: number}}
+  b: {assign: y, depends_on: [a], inputs: {v: a.v}, outputs: {v: number}}
+  c: {assign: x, depends_on: [b], inputs: {v: b.v}, outputs: {v: number}}`);
+  const x = (ctx: AgentContext) => (ran.push(`X:${ctx.phase}`), { v: ((ctx.input['v'] as number | undefined) ?? 0) + 1 });
+  const y = (ctx: AgentContext) => (ran.push(`Y:${ctx.phase}`), { v: (ctx.input['v'] as number) * 10 });
+  const starter = engineOn(store, clock, { x, y }, { workerId: 'S' });
+  const id = await starter.start(model);
+  const wx = engineOn(store, clock, { x }, { workerId: 'WX', pollMs: 10 });
+  const ctl = new AbortController();
+  const sx = wx.serve(ctl.signal);
+  await until(async () => (await store.tasks(id)).find((t) => t.phase === 'b')?.status === 'ready', 'a done, b ready');
+  await settle();
+  expect((await store.tasks(id)).find((t) => t.phase === 'b')!.status).toBe('ready'); // no worker binds y yet
+  const wy = engineOn(store, clock, { y }, { workerId: 'WY', pollMs: 10 });
+  const sy = wy.serve(ctl.signal);
+  await until(async () => (await statusOf(store, id)) === 'completed', 'the run completes');
+  ctl.abort();
+  await Promise.all([sx, sy]);
+  expect(ran).toEqual(['X:a', 'Y:b', 'X:c']);
+  const { result } = await starter.inspect(id);
+  expect(result.phases['c']!.output).toEqual({ v: 11 });
+  await expectReplays(store, result);
+  for (const e of [starter, wx, wy]) await e.close();
+}
+
+/** Cancelling from another terminal while the driver waits at a gate; commands on an ended run are refused. */
+export async function cancelWhileWaiting(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  let aborted = false;
+  const e = engineOn(store, clock, {
+    asker: async (ctx) => {
+      ctx.signal.addEventListener('abort', () => (aborted = true));
+      return { answer: await ctx.requestInput({ question: 'q' }) };
+    },
+    plain: () => ({}),
+  });
+  const id = await e.start(ASK);
+  const p = e.drive(id, undefined);
+  await untilStatus(store, id, 'waiting');
+  const other = engineOn(store, clock, {}, { workerId: 'T' });
+  await other.cancel(id, 'changed my mind');
+  const r = await p;
+  expect(r.status).toBe('cancelled');
+  expect(r.phases['ask']!.status).toBe('cancelled');
+  expect(r.suspended_phases).toEqual([]);
+  await until(() => aborted, 'the suspended attempt is aborted');
+  await expect(other.respond(id, 'input-ask-1', 'x', 'u')).rejects.toMatchObject({ code: 'gate-refused' });
+  await expect(other.approve(id, 'approval', 'u')).rejects.toMatchObject({ code: 'gate-refused' });
+  await expect(other.resume('nope')).rejects.toMatchObject({ code: 'unknown-run' });
+  // driving an ended run resolves at once with its result
+  const again = await other.resume(id);
+  expect(again.status).toBe('cancelled');
+  await expectReplays(store, r);
+  await e.close();
+  await other.close();
+}
+
+export const WORKER_SCENARIOS = { twoDriversOneRun, randomInterleavings, driveAfterServe, stopsAbortAttemptsInFlight, heartbeatsKeepTheLease, lostLeaseStopsTheAttempt, serveWorkersSplitAgents, cancelWhileWaiting, serveWorkerIdlesAtAGate, transientStoreFailure, storeDownForAWhile, unreadableLogFailsLoudly, timersKeepTheirTimeAcrossARestart, runIdIsIdempotent, runInputsMustBeJson };
+
+/** A serving worker facing ready tasks it cannot claim (held by a gate) waits; it does not spin on the store. */
+export async function serveWorkerIdlesAtAGate(makeStore: StoreFactory): Promise<void> {
+  const inner = await makeStore();
+  let finds = 0;
+  // every findWork yields to the event loop, so a spinning worker is counted rather than starving the test
+  const store = overriding(inner, {
+    findWork: async (q) => {
+      finds++;
+      await new Promise<void>((r) => setImmediate(r));
+      return inner.findWork(q);
+    },
+  });
+  const clock = new ManualClock(0);
+  const s = engineOn(store, clock, { x: (ctx) => (ctx.phase === 'a' ? { risk: 9 } : {}), y: () => ({}) }, { workerId: 'S', pollMs: 10 });
+  const id = await s.start(RISKY());
+  const ctl = new AbortController();
+  const serving = s.serve(ctl.signal);
+  await untilStatus(store, id, 'waiting');
+  await settle(5);
+  const before = finds;
+  await settle(200);
+  expect(finds - before).toBeLessThan(20);
+  await s.approve(id, 'approval', 'alice');
+  await untilStatus(store, id, 'completed');
+  ctl.abort();
+  await serving;
+  await s.close();
+}
+
+/** One commit fails (the store was briefly unreachable): the worker retries what it observed and the run completes, nothing run twice. */
+export async function transientStoreFailure(makeStore: StoreFactory): Promise<void> {
+  for (let n = 1; n <= 12; n++) {
+    const inner = await makeStore();
+    let calls = 0;
+    const store = overriding(inner, {
+      transact: (...args) => {
+        calls++;
+        if (calls === n) return Promise.reject(new Error('connection reset'));
+        return inner.transact(...args);
+      },
+    });
+    const clock = new ManualClock(0);
+    const log: Invocation[] = [];
+    const e = createEngine({ store, clock, leaseMs: 60_000, agents: recoveryAgents('A', clock, log), workerId: 'A' });
+    const r = await withClock(clock, e.run(RECOVERY_WORKFLOW, { trigger: { seed: 1 } }));
+    expect(r.status, `failure at transaction ${n}`).toBe('completed');
+    expect(log, `failure at transaction ${n}`).toHaveLength(8);
+    await expectReplays(store, r);
+    await e.close();
+  }
+}
+
+/** A chosen run id can be started once: a second start is refused and stores nothing. */
+export async function runIdIsIdempotent(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const e = engineOn(store, new ManualClock(0), { x: () => ({}) });
+  const model = wf(`${header()}workflow:\n  a: {assign: x}`);
+  await e.start(model, { runId: 'nightly-1' });
+  await expect(e.start(model, { runId: 'nightly-1' })).rejects.toMatchObject({ code: 'run-exists' });
+  expect(await store.runs()).toHaveLength(1);
+  const r = await e.drive('nightly-1', undefined);
+  expect(r.status).toBe('completed');
+  expect(eventsOf(r.events, 'run.started')).toHaveLength(1);
+  await e.close();
+}
+
+/** The store refuses commits for a while: the worker backs off (no busy retries) and finishes once it is back. */
+export async function storeDownForAWhile(makeStore: StoreFactory): Promise<void> {
+  const inner = await makeStore();
+  let down = false;
+  let refused = 0;
+  const store = overriding(inner, {
+    transact: (...args) => {
+      if (down) {
+        refused++;
+        return Promise.reject(new Error('connection refused'));
+      }
+      return inner.transact(...args);
+    },
+  });
+  const clock = new ManualClock(0);
+  const log: Invocation[] = [];
+  const e = createEngine({ store, clock, leaseMs: LONG_LEASE, agents: recoveryAgents('A', clock, log), workerId: 'A' });
+  const id = await e.start(RECOVERY_WORKFLOW, { trigger: { seed: 1 } });
+  down = true;
+  const p = e.drive(id, undefined);
+  // one refusal, then the worker waits for its backoff (100 ms, 200 ms, ...), not for the next turn
+  await until(() => refused >= 1, 'the first refusal');
+  await settle(10);
+  expect(refused).toBe(1);
+  await clock.advance(100);
+  await until(() => refused >= 2, 'the second refusal');
+  expect(refused).toBe(2);
+  await clock.advance(60_000);
+  await settle(10);
+  expect(refused).toBeLessThan(20);
+  down = false;
+  const r = await withClock(clock, p);
+  expect(r.status).toBe('completed');
+  expect(log).toHaveLength(8);
+  await expectReplays(store, r);
+  await e.close();
+}
+
+/** A log the engine cannot read (an event of an unknown type arrives): the driver fails loudly, it does not retry forever. */
+export async function unreadableLogFailsLoudly(makeStore: StoreFactory): Promise<void> {
+  const inner = await makeStore();
+  let poison = false;
+  const store = overriding(inner, {
+    transact: <T>(runId: string, knownSeq: number, decide: (delta: RunEvent[]) => TxDecision<T>) =>
+      inner.transact(runId, knownSeq, (delta) => decide(poison ? [...delta, { type: 'task.teleported', seq: knownSeq + delta.length + 1, at: 0 } as unknown as RunEvent] : delta)),
+  });
+  const e = engineOn(store, new ManualClock(0), {
+    x: () => {
+      poison = true;
+      return {};
+    },
+  });
+  const model = wf(`${header()}workflow:\n  a: {assign: x}\n  b: {assign: x, depends_on: [a]}`);
+  await expect(e.run(model)).rejects.toMatchObject({ code: 'internal' });
+  await e.close();
+}
+
+/** A trigger or initial state that is not JSON is refused before anything is stored. */
+export async function runInputsMustBeJson(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const e = engineOn(store, new ManualClock(0), { x: (ctx) => ({ saw: ctx.input['t'] ?? null }) });
+  const model = wf(`${header()}workflow:\n  a: {assign: x, inputs: {t: $trigger.t}}`);
+  for (const trigger of [{ t: new Date(0) }, { t: () => 1 }, { t: NaN }, cyclicTrigger()] as unknown[]) {
+    await expect(e.start(model, { trigger: trigger as Json })).rejects.toMatchObject({ code: 'usage' });
+  }
+  await expect(e.start(model, { trigger: { t: 1 }, initialState: [1] as unknown as Record<string, Json> })).rejects.toMatchObject({ code: 'usage' });
+  expect(await store.runs()).toEqual([]);
+  const r = await e.run(model, { trigger: { t: 1, gone: undefined } as unknown as Json });
+  expect(r.status).toBe('completed');
+  expect(r.events[0]).toMatchObject({ trigger: { t: 1 } });
+  expect(Object.keys((await store.run(r.runId))!.trigger as object)).toEqual(['t']);
+  await e.close();
+}
+
+export function cyclicTrigger(): unknown {
+  const o: Record<string, unknown> = {};
+  o['o'] = o;
+  return o;
+}
+
+/** A worker whose renewals failed for longer than its lease learns, at its next renewal, that the task moved on: it stops its attempt. */
+export async function lostLeaseStopsTheAttempt(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  const leaseMs = 9000;
+  let renewalsFail = true;
+  let heard = false;
+  const aStore = overriding(store, {
+    renewLeases: (...args) => (renewalsFail ? Promise.reject(new Error('unreachable')) : store.renewLeases(...args)),
+    waitForChange: deaf,
+  });
+  let aSignal: AbortSignal | undefined;
+  const a = createEngine({
+    store: aStore,
+    clock,
+    leaseMs,
+    workerId: 'A',
+    isOwnerDead: () => false,
+    agents: {
+      slow: (ctx) => {
+        aSignal = ctx.signal;
+        ctx.signal.addEventListener('abort', () => (heard = true));
+        return new Promise(() => undefined);
+      },
+      w: () => ({}),
+    },
+  });
+  const pa = a.drive(await a.start(TAKEOVER, { runId: 'lost' }), undefined);
+  pa.catch(() => undefined);
+  await until(() => aSignal !== undefined, 'A runs x');
+  await clock.advance(leaseMs + 1);
+  const b = engineOn(store, clock, { slow: () => ({ by: 'B' }), w: (ctx) => ({ by: ctx.input['by'] as string }) }, { workerId: 'B', leaseMs, isOwnerDead: () => false });
+  const r = await withClock(clock, b.resume('lost'));
+  expect(r.status).toBe('completed');
+  expect(r.phases['x']).toMatchObject({ attempts: 2, output: { by: 'B' } });
+  expect(heard).toBe(false);
+  renewalsFail = false;
+  await clock.advance(leaseMs);
+  await until(() => heard, "A's attempt is stopped");
+  expect(aSignal!.aborted).toBe(true);
+  await settle();
+  expect(eventsOf(await store.events('lost'), 'task.stale_outcome')).toEqual([]);
+  await a.close();
+  await b.close();
+}
+
+/** Two drivers and a serving worker on one run, with random agent latencies: no attempt runs twice, every phase completes once. */
+export async function randomInterleavings(makeStore: StoreFactory): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 4 }), { minLength: 16, maxLength: 16 }), fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 3 }), async (turns, ca, cb) => {
+      const store = await makeStore();
+      const clock = new ManualClock(0);
+      const log: Invocation[] = [];
+      let k = 0;
+      const agents = (engine: string): Record<string, AgentHandler> => {
+        const base = recoveryAgents(engine, clock, log);
+        const delayed = (h: AgentHandler): AgentHandler => async (ctx) => {
+          await settle(turns[k++ % turns.length]!);
+          return h(ctx);
+        };
+        return { w: delayed(base['w']!), flaky: delayed(base['flaky']!) };
+      };
+      const a = engineOn(store, clock, agents('A'), { workerId: 'A', concurrency: ca });
+      const b = engineOn(store, clock, agents('B'), { workerId: 'B', concurrency: cb });
+      const id = await a.start(RECOVERY_WORKFLOW, { trigger: { seed: 1 } });
+      const [ra, rb] = await withClock(clock, Promise.all([a.drive(id, undefined), b.drive(id, undefined)]));
+      expect(ra.status).toBe('completed');
+      expect(rb.phases).toEqual(ra.phases);
+      const keys = log.map((i) => `${i.phase}#${i.attempt}`);
+      expect(new Set(keys).size).toBe(keys.length);
+      expect(eventsOf(ra.events, 'task.completed')).toHaveLength(7);
+      expect(ra.phases['tail']!.output!['n']).toBe(3 * 3 + 102 + 1 + 1);
+      await expectReplays(store, ra);
+      await a.close();
+      await b.close();
+    }),
+    { numRuns: 40 },
+  );
+}
+
+/** Driving a run the same engine already took up while serving gives the whole result, events included. */
+export async function driveAfterServe(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  const e = engineOn(store, clock, { x: () => ({}) }, { pollMs: 10 });
+  const ctl = new AbortController();
+  const serving = e.serve(ctl.signal);
+  const model = wf(`${header('governance:\n  require_approval: {when: "trigger.big"}')}workflow:\n  a: {assign: x}\n  b: {assign: x, depends_on: [a]}`);
+  const id = await e.start(model, { trigger: { big: true } });
+  await untilStatus(store, id, 'waiting');
+  await until(() => e.work.holds(id), 'the serving loop takes the run up');
+  const p = e.drive(id, undefined);
+  await e.approve(id, 'approval', 'u');
+  const r = await p;
+  expect(r.status).toBe('completed');
+  expect(r.events).toEqual(await store.events(id));
+  ctl.abort();
+  await serving;
+  await e.close();
+}
+
+/** Stopping a run from outside (cancel from another terminal, a budget exceeded elsewhere) aborts the attempts in flight through ctx.signal. */
+export async function stopsAbortAttemptsInFlight(makeStore: StoreFactory): Promise<void> {
+  for (const how of ['cancel', 'budget'] as const) {
+    const store = await makeStore();
+    const clock = new ManualClock(0);
+    const model = wf(`${header('governance: {max_cost_usd: 1}')}workflow:
+  slow: {assign: s}
+  spender: {assign: p, depends_on: [gate]}
+  gate: {assign: g}
+  after: {assign: s, depends_on: [slow]}`);
+    const aborted: unknown[] = [];
+    const go = deferred();
+    const e = engineOn(store, clock, {
+      s: (ctx) =>
+        new Promise((_, reject) => {
+          ctx.signal.addEventListener('abort', () => {
+            aborted.push(ctx.phase);
+            reject(ctx.signal.reason);
+          });
+        }),
+      g: async () => (await go.promise, {}),
+      p: () => ({ _cost: 5 }),
+    });
+    const id = await e.start(model);
+    const p = e.drive(id, undefined);
+    await until(async () => eventsOf(await store.events(id), 'task.claimed').length === 2, 'slow and gate run');
+    if (how === 'cancel') {
+      const other = engineOn(store, clock, {}, { workerId: 'T' });
+      await other.cancel(id, 'stop it');
+      await other.close();
+    }
+    go.resolve(undefined);
+    const r = await p;
+    expect(r.status, how).toBe(how === 'cancel' ? 'cancelled' : 'failed');
+    if (how === 'budget') expect(r.error?.code).toBe('BudgetExceededError');
+    await until(() => aborted.length === 1, 'the slow attempt is aborted');
+    expect(aborted).toEqual(['slow']);
+    expect(r.phases['slow']!.status).toBe('cancelled');
+    expect(r.phases['after']!.status).toBe('cancelled');
+    await settle();
+    // the gate's late outcome may reach the store after the stop (a database's NOTIFY is not instant):
+    // then it is recorded as stale and never applied
+    for (const st of eventsOf(await store.events(id), 'task.stale_outcome')) expect(st).toMatchObject({ phase: 'gate', outcome: 'completed' });
+    await expectReplays(store, r);
+    await e.close();
+  }
+}
