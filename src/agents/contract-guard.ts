@@ -6,11 +6,10 @@
  *
  * - invalid input: `InputValidationError`, not retried, message from `onInputValidationFailure`
  *   (`{validationErrors}` filled in);
- * - invalid output: `OutputValidationError` (retryable, as any agent failure);
- * - `onPartialCompletion: return_partial` with `requiresFlags`: an output with
- *   `completionStatus: partial` must carry every flagged field, non-empty (`PartialCompletionError`).
+ * - invalid output: `OutputValidationError` (retryable, as any agent failure).
+ *
+ * Partial completions, timeouts and failures are the decisions' (engine/decide.ts), for every kind of agent.
  */
-import { isPlainObject } from '../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
 import type { SchemaCompiler, SchemaValidator } from '../workflow/json-schema.js';
 import type { AgentContract } from '../workflow/contract/model.js';
@@ -24,7 +23,7 @@ export function guardContracts(model: WorkflowModel, handlers: Record<string, Ag
     // LLM blueprints enforce both sides in their own loop (parameters_schema, output_schema with re-prompts)
     if (!h || !c || skip.has(h) || contractOfHandler(h) || c.origin.kind === 'typescript' || c.origin.kind === 'blueprint') continue;
     const output = c.output;
-    if (!c.input && !output && !c.errorHandling.onPartialCompletion) continue;
+    if (!c.input && !output) continue;
     handlers[id] = guarded(id, h, c, output ? compile(compiler, output.schema) : undefined, c.input ? compile(compiler, c.input.schema) : undefined);
   }
 }
@@ -36,7 +35,6 @@ function compile(compiler: SchemaCompiler, schema: Record<string, unknown>): Sch
 
 function guarded(id: string, h: AgentHandler, c: AgentContract, output: SchemaValidator | undefined, input: SchemaValidator | undefined): AgentHandler {
   const template = c.errorHandling.onInputValidationFailure?.message ?? `agent \`${id}\` rejected its input: {validationErrors}`;
-  const partial = c.errorHandling.onPartialCompletion;
   return async (ctx: AgentContext) => {
     if (input) {
       const errors = input.validate(ctx.input);
@@ -50,14 +48,6 @@ function guarded(id: string, h: AgentHandler, c: AgentContract, output: SchemaVa
       const errors = output.validate(out);
       if (errors.length > 0) throw new AgentError('OutputValidationError', `agent \`${id}\` returned an output its contract rules out: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { validationErrors: errors, agent: id });
     }
-    if (partial?.action === 'return_partial' && isPlainObject(out) && out['completionStatus'] === 'partial') {
-      const missing = partial.requiresFlags.filter((f) => isEmpty(out[f]));
-      if (missing.length > 0) throw new AgentError('PartialCompletionError', `agent \`${id}\` returned a partial result without ${missing.map((f) => `\`${f}\``).join(', ')}, which its contract requires to flag what is missing`, { missing, agent: id });
-    }
     return out;
   };
-}
-
-function isEmpty(v: unknown): boolean {
-  return v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0) || (isPlainObject(v) && Object.keys(v).length === 0);
 }

@@ -16,6 +16,8 @@ function ctx(input: JsonObject = {}, over: Partial<AgentContext> = {}): AgentCon
     attempt: 1,
     idempotencyKey: 'run-1:research',
     inputResponse: undefined,
+    lastCheckpoint: undefined,
+    checkpoint: () => Promise.resolve(),
     agent: 'researcher',
     signal: new AbortController().signal,
     initialState: { seed: 1 },

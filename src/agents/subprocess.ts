@@ -131,6 +131,8 @@ function requestOf(ctx: AgentContext): Record<string, unknown> {
     attempt: ctx.attempt,
     agent: ctx.agent,
     initial_state: ctx.initialState,
+    // a retry after a checkpointed attempt (an in-process or defineAgent wrapper saved it)
+    ...(ctx.lastCheckpoint !== undefined ? { last_checkpoint: ctx.lastCheckpoint } : {}),
   };
 }
 

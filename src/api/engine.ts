@@ -5,6 +5,8 @@
  */
 import { resolve as resolvePath, dirname } from 'node:path';
 import { guardContracts } from '../agents/contract-guard.js';
+import { contractOfHandler } from '../agents/define.js';
+import type { AgentContract } from '../workflow/contract/model.js';
 import { bindLlmAgents, llmAgentIds, type LlmBindOptions } from '../agents/llm/bind.js';
 import { withReplyEnforcement } from '../agents/llm/text-reply.js';
 import { subprocessAgent } from '../agents/subprocess.js';
@@ -136,7 +138,7 @@ export class Engine {
    * agents (a blueprint, `--llm`, `--llm-agents`), stubs. Adapters that may answer with a raw model
    * reply (`{"result_text": ...}`) go through the same extraction and validation as LLM agents.
    */
-  async bind(record: RunRecord): Promise<{ model: WorkflowModel; handlers: Record<string, AgentHandler> }> {
+  async bind(record: RunRecord): Promise<{ model: WorkflowModel; handlers: Record<string, AgentHandler>; contracts: Map<string, AgentContract> }> {
     const model = await this.model(record);
     const handlers: Record<string, AgentHandler> = {};
     const add = (bindings: Readonly<Record<string, AgentBinding>>): void => {
@@ -157,12 +159,18 @@ export class Engine {
       this.owned.push(bound);
       Object.assign(handlers, bound.handlers);
     }
+    // contracts `defineAgent` handlers carry steer the decisions as contract files do (partial, onTimeout, onAgentFailure)
+    const contracts = new Map<string, AgentContract>();
+    for (const [id, h] of Object.entries(handlers)) {
+      const c = contractOfHandler(h);
+      if (c && !model.agents?.[id]?.contract) contracts.set(id, c);
+    }
     guardContracts(model, handlers, this.compiler); // agent contracts at run time (agents/contract-guard.ts)
     if (this.opts.stubAgents || record.bindings['stubs'] === true) {
       const stub = stubAgent(model);
       for (const [id] of unboundAgents(model, handlers)) handlers[id] = stub;
     }
-    return { model, handlers };
+    return { model, handlers, contracts };
   }
 
   /** The engine's LLM options, or those a run recorded (`--llm`, `--llm-agents`, `--replies`) when the engine has none. */
@@ -405,6 +413,8 @@ export function unboundAgents(model: WorkflowModel, agents: Readonly<Record<stri
   for (const p of model.phases) {
     need(p.assign, p.name);
     if (p.retry.fallbackAgent) need(p.retry.fallbackAgent, p.name);
+    const fb = model.agents?.[p.assign]?.contract?.errorHandling.onAgentFailure?.fallbackAgent;
+    if (fb) need(fb, p.name);
   }
   return missing;
 }

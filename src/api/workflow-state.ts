@@ -20,7 +20,7 @@ export interface WorkflowStateDoc {
     status: 'in_progress' | 'waiting' | 'completed' | 'failed' | 'cancelled';
     context: {
       trigger: Json;
-      completedSteps: { stepId: string; agentId: string | null; completedAt: string | null; outputs: JsonObject }[];
+      completedSteps: { stepId: string; agentId: string | null; completedAt: string | null; outputs: JsonObject; /** Set when the step completed with a partial result its contract accepts. */ status?: 'partial' }[];
       /** Files agents declared and touched (`file_read` / `file_written` provenance): path -> {phase, sha256, size}. */
       artifacts: Record<string, JsonObject>;
     };
@@ -41,7 +41,7 @@ export function workflowState(state: RunState, model: WorkflowModel, events: rea
   for (const pm of model.phases) {
     const p = state.phases.get(pm.name);
     if (!p) continue;
-    if (p.status === 'completed') completedSteps.push({ stepId: pm.name, agentId: p.agent ?? null, completedAt: iso(p.endedAt), outputs: p.output ?? {} });
+    if (p.status === 'completed') completedSteps.push({ stepId: pm.name, agentId: p.agent ?? null, completedAt: iso(p.endedAt), outputs: p.output ?? {}, ...(p.partial ? { status: 'partial' as const } : {}) });
     else if (currentStep === null && (p.status === 'running' || p.status === 'suspended_awaiting_input' || p.status === 'awaiting_approval')) currentStep = pm.name;
     if (p.status === 'ready' || p.status === 'awaiting_approval' || (p.status === 'pending' && pm.dependsOn.every((d) => state.phases.get(d)?.status === 'completed'))) {
       const initial = initialState ? { ...initialState, ...pm.initialState } : pm.initialState;

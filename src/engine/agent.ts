@@ -34,6 +34,17 @@ export interface AgentContext {
    * asked is gone): the answer of the phase's last input gate. See also `requestInput`.
    */
   readonly inputResponse: Json | undefined;
+  /**
+   * The task's last checkpoint (`checkpoint(value)` of an earlier attempt): set when this attempt
+   * follows one that saved progress (a timeout under `onTimeout: checkpoint_and_retry`, a retry, a
+   * restart after a crash). Undefined on a first attempt.
+   */
+  readonly lastCheckpoint: Json | undefined;
+  /**
+   * Saves progress durably (a `task.checkpoint` event, committed before the promise resolves): a
+   * later attempt of this task receives it as `lastCheckpoint`. JSON only; the last one wins.
+   */
+  checkpoint(value: Json): Promise<void>;
   /** The agent id this attempt runs as (the fallback agent after retries run out). */
   readonly agent: string;
   /** Aborted when the attempt times out, the run is cancelled or the run's budget is exhausted. */

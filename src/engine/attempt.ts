@@ -23,6 +23,7 @@ export interface AttemptHost {
   sibling(att: Attempt, phase: string): JsonObject | undefined;
   remainingBudget(att: Attempt): number | undefined;
   requestInput(att: Attempt, req: InputRequest): Promise<Json>;
+  checkpoint(att: Attempt, value: Json): Promise<void>;
 }
 
 /** Why an attempt was stopped from outside; such an attempt reports no outcome (its task moved on). */
@@ -65,6 +66,7 @@ export class Attempt implements AgentContext {
     readonly input: JsonObject,
     readonly initialState: JsonObject,
     readonly inputResponse: Json | undefined,
+    readonly lastCheckpoint: Json | undefined = undefined,
   ) {}
 
   get idempotencyKey(): string {
@@ -140,6 +142,13 @@ export class Attempt implements AgentContext {
 
   remainingBudgetUsd(): number | undefined {
     return this.host.remainingBudget(this);
+  }
+
+  checkpoint(value: Json): Promise<void> {
+    if (this.settled) return Promise.reject(new StopSignal('the attempt has ended'));
+    const r = toJson(value);
+    if (!r.ok) return Promise.reject(new AgentError('InvalidCheckpoint', `ctx.checkpoint needs a JSON value: it ${r.message}`, {}, false));
+    return this.host.checkpoint(this, r.value);
   }
 
   requestInput(request: InputRequest): Promise<Json> {

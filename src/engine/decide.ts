@@ -6,7 +6,7 @@
  *
  * The worker loop (worker.ts) does the I/O around this: it claims, runs attempts, commits.
  */
-import { cloneJson, type Json, type JsonObject } from '../core/json.js';
+import { cloneJson, isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { checkTaskOutputs, tryResolveTaskInputs } from '../workflow/runtime.js';
 import { UpstreamIntentSuspendedError } from '../workflow/errors.js';
 import type { PhaseModel } from '../workflow/model.js';
@@ -14,7 +14,7 @@ import { BudgetExceededError } from './errors.js';
 import type { FailureRecord, GateKind, NewEvent, OnTimeout, RunEvent } from './events.js';
 import { checkAnswer } from './answers.js';
 import { toJson } from './attempt.js';
-import type { GateSpec, Plan } from './plan.js';
+import { contractOfPhase, type GateSpec, type Plan } from './plan.js';
 import { backoffDelay, isRetryable } from './retry.js';
 import { applyEvent, type GateState, type PhaseState, type RunState } from './state.js';
 
@@ -27,6 +27,8 @@ export interface Claimed {
   input: JsonObject;
   /** The answer of the phase's last input gate, for an attempt that replaces one that asked (ctx.inputResponse). */
   inputResponse?: Json;
+  /** The task's last checkpoint (`ctx.checkpoint`), for an attempt that follows one that saved it (ctx.lastCheckpoint). */
+  lastCheckpoint?: Json;
 }
 
 export type Outcome = { ok: true; output: unknown; costUsd: number } | { ok: false; failure: FailureRecord };
@@ -41,6 +43,10 @@ export type Fact =
   | { kind: 'log'; phase: string; attempt: number; message: string }
   | { kind: 'record'; phase: string; attempt: number; event: string; data: JsonObject }
   | { kind: 'sibling'; phase: string; attempt: number; sibling: string; found: boolean }
+  /** `ctx.checkpoint(value)`: saved durably for the task's later attempts. */
+  | { kind: 'checkpoint'; phase: string; attempt: number; value: Json }
+  /** A warning about a running or just-finished attempt (task.warning). */
+  | { kind: 'warn'; phase: string; attempt: number; code: string; message: string; details?: JsonObject }
   /** A running task whose worker is gone (its lease expired, or its process is known dead). */
   | { kind: 'lease_expired'; phase: string; attempt: number; owner: string }
   /** Timers: the run deadline, gate expiries, escalations. */
@@ -59,6 +65,7 @@ export type FactResult =
   | { kind: 'input'; gateId: string; answered: boolean; value?: Json }
   | { kind: 'input-refused'; message: string }
   | { kind: 'resumed'; ok: boolean }
+  | { kind: 'checkpoint'; ok: boolean }
   | { kind: 'done' };
 
 export interface DecideEnv {
@@ -115,6 +122,7 @@ function one(ctx: Ctx, f: Fact): FactResult {
       return { kind: 'done' };
     }
     if (f.kind === 'request_input') return { kind: 'input-refused', message: `the run is ${state.status}` };
+    if (f.kind === 'checkpoint') return { kind: 'checkpoint', ok: false };
     return { kind: 'done' };
   }
   switch (f.kind) {
@@ -134,6 +142,16 @@ function one(ctx: Ctx, f: Fact): FactResult {
       return { kind: 'done' };
     case 'sibling':
       if (isCurrent(ctx, f.phase, f.attempt)) emit(ctx, { type: 'task.sibling_output', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, sibling: f.sibling, found: f.found });
+      return { kind: 'done' };
+    case 'checkpoint': {
+      if (!isCurrent(ctx, f.phase, f.attempt)) return { kind: 'checkpoint', ok: false };
+      emit(ctx, { type: 'task.checkpoint', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, value: f.value });
+      return { kind: 'checkpoint', ok: true };
+    }
+    case 'warn':
+      if (isCurrent(ctx, f.phase, f.attempt) || lastAttemptOf(ctx, f.phase, f.attempt)) {
+        emit(ctx, { type: 'task.warning', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, code: f.code, message: f.message, ...(f.details !== undefined ? { details: f.details } : {}) });
+      }
       return { kind: 'done' };
     case 'lease_expired': {
       const p = state.phases.get(f.phase);
@@ -206,6 +224,12 @@ function taskId(ctx: Ctx, phase: string): string {
 function isCurrent(ctx: Ctx, phase: string, attempt: number): boolean {
   const p = ctx.state.phases.get(phase);
   return p !== undefined && (p.status === 'running' || p.status === 'suspended_awaiting_input') && p.attempts === attempt;
+}
+
+/** The attempt is the task's latest (it may have just finished: a warning about what it left is still its own). */
+function lastAttemptOf(ctx: Ctx, phase: string, attempt: number): boolean {
+  const p = ctx.state.phases.get(phase);
+  return p !== undefined && p.attempts === attempt;
 }
 
 function model(ctx: Ctx, phase: string): PhaseModel {
@@ -308,6 +332,8 @@ function settle(ctx: Ctx, name: string): void {
 
 function evaluate(ctx: Ctx, expr: NonNullable<PhaseModel['skipWhen']>, p: PhaseModel | undefined): { ok: true; value: boolean } | { ok: false; message: string } {
   const scope: Record<string, unknown> = { trigger: ctx.state.trigger, initial_state: p ? initialStateOf(ctx, p) : (ctx.env.initialState ?? {}) };
+  // `phases.<name>.status`: how each finished phase ended (`completed`, `partial`, `skipped`, `failed`)
+  if (expr.names.includes('phases')) scope['phases'] = phaseStatuses(ctx.state);
   for (const n of expr.names) {
     const out = ctx.state.phases.get(n)?.output;
     if (out !== undefined) scope[n] = out;
@@ -320,6 +346,16 @@ function evaluate(ctx: Ctx, expr: NonNullable<PhaseModel['skipWhen']>, p: PhaseM
   }
   if (typeof v !== 'boolean') return { ok: false, message: `gave ${JSON.stringify(v) ?? typeof v}, not a boolean` };
   return { ok: true, value: v };
+}
+
+function phaseStatuses(state: RunState): JsonObject {
+  const out: JsonObject = {};
+  for (const [name, p] of state.phases) {
+    if (p.status === 'completed' || p.status === 'failed' || p.status === 'skipped' || p.status === 'cancelled') {
+      out[name] = { status: p.status === 'completed' && p.partial ? 'partial' : p.status, attempts: p.attempts };
+    }
+  }
+  return out;
 }
 
 /** Records a terminal event and queues dependents whose dependencies all finished (§3.4). */
@@ -356,7 +392,14 @@ function stop(ctx: Ctx, how: { kind: 'failed'; failure: FailureRecord } | { kind
 
 const HOUR = 3_600_000;
 
-function openGate(ctx: Ctx, id: string, kind: GateKind, spec: GateSpec | { approvers: string[]; timeoutHours: number | undefined; onTimeout: OnTimeout | undefined }, reason: string, where: { phase?: string; task_id?: string; agent?: string; attempt?: number; index?: number; question?: string; choices?: Json[]; schema?: JsonObject }): GateState {
+function openGate(
+  ctx: Ctx,
+  id: string,
+  kind: GateKind,
+  spec: GateSpec | { approvers: string[]; timeoutHours: number | undefined; onTimeout: OnTimeout | undefined },
+  reason: string,
+  where: { phase?: string; task_id?: string; agent?: string; attempt?: number; index?: number; question?: string; choices?: Json[]; schema?: JsonObject; escalation?: { failure: FailureRecord } },
+): GateState {
   const now = ctx.env.now;
   const esc = ctx.plan.model.governance.escalation;
   emit(ctx, {
@@ -470,6 +513,7 @@ function respond(ctx: Ctx, f: Extract<Fact, { kind: 'respond' }>): FactResult {
     return { kind: 'gate', ok: false, code: 'gate-refused', message: reason };
   }
   emit(ctx, { type: 'gate.answered', gate_id: g.id, value: json.value, by: f.by });
+  if (g.escalation) afterEscalation(ctx, g, json.value, f.by);
   return { kind: 'gate', ok: true };
 }
 
@@ -604,9 +648,12 @@ function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] {
     }
     let inputResponse: Json | undefined;
     if (p.resumable && p.inputGates.length > 0) inputResponse = state.gates.get(p.inputGates[p.inputGates.length - 1]!)?.value;
+    // a later attempt resumes from the last checkpoint, unless the contract says a timeout starts over (`onTimeout: retry`)
+    const fresh = contractOfPhase(ctx.plan, name)?.errorHandling.onTimeout?.action === 'retry' && p.lastFailure?.code === 'Timeout';
+    const lastCheckpoint = p.checkpoint !== undefined && !fresh ? p.checkpoint.value : undefined;
     const attempt = p.attempts + 1;
     emit(ctx, { type: 'task.claimed', phase: name, task_id: p.taskId, attempt, agent, input: r.input, worker: f.worker, lease_expires_at: env.now + f.leaseMs });
-    out.push({ phase: name, taskId: p.taskId, attempt, agent, input: r.input, ...(inputResponse !== undefined ? { inputResponse } : {}) });
+    out.push({ phase: name, taskId: p.taskId, attempt, agent, input: r.input, ...(inputResponse !== undefined ? { inputResponse } : {}), ...(lastCheckpoint !== undefined ? { lastCheckpoint } : {}) });
   }
   return out;
 }
@@ -665,43 +712,120 @@ function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): void {
     return;
   }
   const recorded = checked.output;
+  let partial = false;
+  const pc = contractOfPhase(ctx.plan, f.phase)?.errorHandling.onPartialCompletion;
+  if (pc && recorded['completionStatus'] === 'partial') {
+    const missing = pc.action === 'return_partial' ? pc.requiresFlags.filter((k) => isEmpty(recorded[k])) : [];
+    if (pc.action === 'fail' || missing.length > 0) {
+      const failure: FailureRecord =
+        pc.action === 'fail'
+          ? { code: 'PartialCompletion', message: `agent \`${agent}\` returned a partial result (completionStatus: partial), which its contract does not accept (onPartialCompletion: fail)`, retryable: true, details: { agent } }
+          : { code: 'PartialCompletionError', message: `agent \`${agent}\` returned a partial result without ${missing.map((k) => `\`${k}\``).join(', ')}, which its contract requires to flag what is missing`, retryable: true, details: { agent, missing } };
+      emit(ctx, { type: 'task.attempt_failed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, failure });
+      retryOrFail(ctx, f.phase, f.attempt, agent, failure);
+      return;
+    }
+    partial = true;
+  }
   const declared = pm.outputs;
   const extra = declared ? Object.keys(recorded).filter((k) => !declared.some((d) => d.key === k)) : [];
-  terminal(ctx, { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd) });
+  terminal(ctx, { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd), ...(partial ? { partial: true } : {}) });
+}
+
+function isEmpty(v: unknown): boolean {
+  return v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0) || (isPlainObject(v) && Object.keys(v).length === 0);
 }
 
 function roundCost(x: number): number {
   return Math.round(x * 1e9) / 1e9;
 }
 
+/**
+ * After a failed attempt: retry (the phase's retry policy, or the contract's `onTimeout` for a
+ * timeout), hand over to the fallback agent, ask a human (`onAgentFailure: escalate_to_user`), or
+ * fail the phase.
+ */
 function retryOrFail(ctx: Ctx, name: string, attempt: number, agent: string, failure: FailureRecord): void {
   const pm = model(ctx, name);
   const p = ctx.state.phases.get(name)!;
   const policy = pm.retry;
+  const eh = contractOfPhase(ctx.plan, name)?.errorHandling;
   const onFallback = agent !== pm.assign;
-  if (!onFallback && p.failures < policy.maxAttempts && isRetryable(policy, failure)) {
-    // a provider's retry-after (a rate limit) is honoured when it asks for longer than the backoff
-    const after = failure.details?.['retry_after_ms'];
-    const delay = Math.max(backoffDelay(policy, p.failures), typeof after === 'number' && Number.isFinite(after) && after > 0 ? Math.min(after, 86_400_000) : 0);
-    emit(ctx, {
-      type: 'task.retrying',
-      phase: name,
-      task_id: p.taskId,
-      attempt,
-      next_attempt: attempt + 1,
-      delay_ms: delay,
-      agent,
-      reason: failure.code,
-      ...(delay > 0 ? { not_before: ctx.env.now + delay } : {}),
-    });
-    return;
+  // after a human chose `retry`, a new failure goes back to the human
+  const escalated = p.escalations > 0;
+  const ot = eh?.onTimeout;
+  if (failure.code === 'Timeout' && ot !== undefined) {
+    // the contract's `onTimeout` governs timeouts (counted apart from the retry policy's failures)
+    if (!onFallback && !escalated && ot.action !== 'fail' && p.timeouts <= ot.maxRetries) {
+      retry(ctx, name, attempt, agent, failure, backoffDelay(policy, p.timeouts));
+      return;
+    }
+  } else {
+    const counted = p.failures - (ot ? p.timeouts : 0);
+    if (!onFallback && !escalated && eh?.onAgentFailure?.action !== 'fail' && counted < policy.maxAttempts && isRetryable(policy, failure)) {
+      // a provider's retry-after (a rate limit) is honoured when it asks for longer than the backoff
+      const after = failure.details?.['retry_after_ms'];
+      retry(ctx, name, attempt, agent, failure, Math.max(backoffDelay(policy, counted), typeof after === 'number' && Number.isFinite(after) && after > 0 ? Math.min(after, 86_400_000) : 0));
+      return;
+    }
   }
-  const fb = policy.fallbackAgent;
-  if (!onFallback && fb !== undefined && fb !== pm.assign) {
+  const fb = eh?.onAgentFailure?.fallbackAgent ?? policy.fallbackAgent;
+  if (!onFallback && !escalated && fb !== undefined && fb !== pm.assign) {
     emit(ctx, { type: 'task.retrying', phase: name, task_id: p.taskId, attempt, next_attempt: attempt + 1, delay_ms: 0, agent: fb, reason: failure.code });
     return;
   }
+  if (eh?.onAgentFailure?.action === 'escalate_to_user' && failure.code !== 'InputValidationError') {
+    escalate(ctx, name, failure);
+    return;
+  }
   terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: attempt, failure });
+}
+
+function retry(ctx: Ctx, name: string, attempt: number, agent: string, failure: FailureRecord, delay: number): void {
+  const p = ctx.state.phases.get(name)!;
+  emit(ctx, {
+    type: 'task.retrying',
+    phase: name,
+    task_id: p.taskId,
+    attempt,
+    next_attempt: attempt + 1,
+    delay_ms: delay,
+    agent,
+    reason: failure.code,
+    ...(delay > 0 ? { not_before: ctx.env.now + delay } : {}),
+  });
+}
+
+export const ESCALATION_CHOICES: readonly string[] = ['retry', 'skip', 'fail'];
+
+/** `onAgentFailure: escalate_to_user`: an input gate asks a human whether to retry, skip or fail the phase. */
+function escalate(ctx: Ctx, name: string, failure: FailureRecord): void {
+  const p = ctx.state.phases.get(name)!;
+  const question = `phase \`${name}\` failed after ${p.attempts} attempt${p.attempts === 1 ? '' : 's'} (${failure.code}: ${failure.message.slice(0, 500)}); retry, skip or fail it?`;
+  openGate(ctx, `escalate-${name}-${p.escalations + 1}`, 'input', { approvers: [], timeoutHours: undefined, onTimeout: undefined }, question, {
+    phase: name,
+    task_id: p.taskId,
+    agent: p.agent ?? model(ctx, name).assign,
+    attempt: p.attempts,
+    question,
+    choices: [...ESCALATION_CHOICES],
+    escalation: { failure },
+  });
+}
+
+/** The human's answer to an escalation. */
+function afterEscalation(ctx: Ctx, g: GateState, answer: Json, by: string): void {
+  const name = g.phase!;
+  const p = ctx.state.phases.get(name)!;
+  if (p.status !== 'suspended_awaiting_input' || p.gate !== g.id) return;
+  const failure = g.escalation!.failure;
+  if (answer === 'retry') {
+    emit(ctx, { type: 'task.retrying', phase: name, task_id: p.taskId, attempt: p.attempts, next_attempt: p.attempts + 1, delay_ms: 0, agent: model(ctx, name).assign, reason: 'EscalationRetry' });
+  } else if (answer === 'skip') {
+    terminal(ctx, { type: 'task.skipped', phase: name, task_id: p.taskId, reason: 'escalation', detail: `skipped by ${by} after ${failure.code}` });
+  } else {
+    terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: p.attempts, failure: { ...failure, retryable: false, details: { ...(failure.details ?? {}), escalation: g.id, decided_by: by } } });
+  }
 }
 
 function addCost(ctx: Ctx, name: string, attempt: number, usd: number): void {

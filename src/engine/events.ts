@@ -18,6 +18,9 @@ export type TaskStatus =
 /** `waiting`: open gates and nothing running or ready; any worker continues it once they are decided. */
 export type RunStatus = 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
 
+/** `escalation`: a human chose to skip the phase after its agent failed (`onAgentFailure: escalate_to_user`). */
+export type SkipReason = 'skip_when' | 'upstream_skipped' | 'escalation';
+
 export type GateKind = 'run' | 'phase' | 'access' | 'input';
 export type OnTimeout = 'escalate' | 'abort' | 'proceed';
 
@@ -74,6 +77,13 @@ export type RunEvent =
   /** Completion-time validation failed (§3.3): the MissingOutputError / OutputTypeMismatchError payload. The task stays running. */
   | (TaskBase & { type: 'task.rejected'; attempt: number; error: Record<string, unknown> })
   | (TaskBase & { type: 'task.attempt_failed'; attempt: number; failure: FailureRecord })
+  /** `ctx.checkpoint(value)`: progress saved durably; a later attempt of the task receives it as `ctx.lastCheckpoint`. */
+  | (TaskBase & { type: 'task.checkpoint'; attempt: number; value: Json })
+  /**
+   * Something a user should see that changes nothing: an attempt running past twice its contract's
+   * estimated time (`EstimateExceeded`), a declared file the attempt did not produce (`DeclaredFileMissing`).
+   */
+  | (TaskBase & { type: 'task.warning'; attempt: number; code: string; message: string; details?: JsonObject })
   | (TaskBase & { type: 'task.retrying'; attempt: number; next_attempt: number; delay_ms: number; agent: string; reason: string; not_before?: number })
   | (TaskBase & {
       type: 'task.completed';
@@ -83,9 +93,11 @@ export type RunEvent =
       cost_usd: number;
       /** `baton rerun`: the output was recorded by this run, not produced again. */
       reused_from?: string;
+      /** The agent's contract accepted a partial result (`onPartialCompletion: return_partial`): the task's status is `partial`. */
+      partial?: boolean;
     })
   | (TaskBase & { type: 'task.failed'; attempts: number; failure: FailureRecord })
-  | (TaskBase & { type: 'task.skipped'; reason: 'skip_when' | 'upstream_skipped'; detail: string })
+  | (TaskBase & { type: 'task.skipped'; reason: SkipReason; detail: string })
   | (TaskBase & { type: 'task.cancelled'; reason: string })
   /** The worker holding the attempt stopped renewing its lease (it died): the task is ready for a new attempt. */
   | (TaskBase & { type: 'task.lease_expired'; attempt: number; owner: string })
@@ -118,6 +130,11 @@ export type RunEvent =
       question?: string;
       choices?: Json[];
       schema?: JsonObject;
+      /**
+       * Input gates opened by the engine, not by an attempt: the agent's contract says
+       * `onAgentFailure: escalate_to_user`, and a human answers `retry`, `skip` or `fail`.
+       */
+      escalation?: { failure: FailureRecord };
     })
   | (Base & { type: 'gate.decided'; gate_id: string; decision: 'approved' | 'denied'; by: string; comment?: string; auto: boolean })
   | (Base & { type: 'gate.answered'; gate_id: string; value: Json; by: string })

@@ -3,6 +3,7 @@
  * both ways, the gates (run, phase, access) in engine terms.
  */
 import { parseExpression, type Expression } from '../workflow/expr.js';
+import type { AgentContract } from '../workflow/contract/model.js';
 import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
 import type { OnTimeout } from './events.js';
 
@@ -26,6 +27,33 @@ export interface Plan {
   phaseGates: ReadonlyMap<string, GateSpec>;
   /** Agents declared `approval_required: true`. */
   accessAgents: ReadonlySet<string>;
+  /**
+   * Agent contracts by agent id: contract files, inline `x-contract`, LLM blueprints, and (at bind
+   * time, `withContracts`) those `defineAgent` handlers carry. They steer partial completions,
+   * timeouts (`onTimeout`), failures (`onAgentFailure`) and the default attempt timeout.
+   */
+  contracts: ReadonlyMap<string, AgentContract>;
+}
+
+/** The phase's governing contract: its assigned agent's (a fallback agent runs under it). */
+export function contractOfPhase(plan: Plan, phase: string): AgentContract | undefined {
+  const pm = plan.byName.get(phase);
+  return pm ? plan.contracts.get(pm.assign) : undefined;
+}
+
+/** The plan with contracts that handlers carry (`defineAgent`) for agents the workflow gives none. */
+export function withContracts(plan: Plan, extra: ReadonlyMap<string, AgentContract>): Plan {
+  let contracts: Map<string, AgentContract> | undefined;
+  for (const [id, c] of extra) {
+    if (plan.contracts.has(id)) continue;
+    (contracts ??= new Map(plan.contracts)).set(id, c);
+  }
+  return contracts ? { ...plan, contracts } : plan;
+}
+
+/** The default attempt timeout from a contract's `resources.estimatedTime` (its upper bound). */
+export function estimatedMsOf(c: AgentContract | undefined): number | undefined {
+  return c?.resources.estimatedMs?.max;
 }
 
 const plans = new WeakMap<WorkflowModel, Plan>();
@@ -65,8 +93,12 @@ function buildPlan(model: WorkflowModel): Plan {
     if (g) phaseGates.set(p.name, g);
   }
   const accessAgents = new Set<string>();
-  for (const [id, a] of Object.entries(model.agents ?? {})) if (a.approvalRequired) accessAgents.add(id);
-  return { model, byName: model.byName, dependsOn, dependents, assign, runGate, phaseGates, accessAgents };
+  const contracts = new Map<string, AgentContract>();
+  for (const [id, a] of Object.entries(model.agents ?? {})) {
+    if (a.approvalRequired) accessAgents.add(id);
+    if (a.contract) contracts.set(id, a.contract);
+  }
+  return { model, byName: model.byName, dependsOn, dependents, assign, runGate, phaseGates, accessAgents, contracts };
 }
 
 /**

@@ -56,7 +56,8 @@ export type RunUpdate = Pick<RunRecord, 'status' | 'updatedAt' | 'endedAt' | 'co
 export interface TaskRow {
   phase: string;
   taskId: string;
-  status: TaskStatus;
+  /** `partial`: completed with a partial result its agent's contract accepts. */
+  status: TaskStatus | 'partial';
   /** Number of the current (or last) attempt; 0 before the first claim. */
   attempt: number;
   /** The agent that runs (or will run) the next attempt: `assign`, or the fallback agent. */

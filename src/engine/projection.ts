@@ -12,7 +12,7 @@ export function taskRow(plan: Plan, state: RunState, phase: string, now: number)
   return {
     phase,
     taskId: p.taskId,
-    status: p.status,
+    status: p.status === 'completed' && p.partial ? 'partial' : p.status,
     attempt: p.attempts,
     agent: p.nextAgent ?? plan.byName.get(phase)?.assign ?? p.agent ?? '',
     leaseOwner: p.status === 'running' ? (p.leaseOwner ?? null) : null,

@@ -4,7 +4,7 @@
  * every worker kept while committing them).
  */
 import type { Json, JsonObject } from '../core/json.js';
-import type { FailureRecord, GateKind, OnTimeout, RunEvent, RunStatus, TaskStatus } from './events.js';
+import type { FailureRecord, GateKind, OnTimeout, RunEvent, RunStatus, SkipReason, TaskStatus } from './events.js';
 
 export interface PhaseState {
   status: TaskStatus;
@@ -20,7 +20,7 @@ export interface PhaseState {
   input: JsonObject | undefined;
   output: JsonObject | undefined;
   error: FailureRecord | undefined;
-  skippedReason: 'skip_when' | 'upstream_skipped' | undefined;
+  skippedReason: SkipReason | undefined;
   skippedDetail: string | undefined;
   costUsd: number;
   startedAt: number | undefined;
@@ -38,6 +38,16 @@ export interface PhaseState {
   resumable: { attempt: number; owner: string | undefined; until: number } | undefined;
   /** `baton rerun`: the run this output was copied from. */
   reusedFrom: string | undefined;
+  /** Completed with a partial result its agent's contract accepts (`onPartialCompletion: return_partial`). */
+  partial: boolean;
+  /** The last `ctx.checkpoint(value)` of any attempt of this task, and the attempt that saved it. */
+  checkpoint: { value: Json; attempt: number } | undefined;
+  /** Attempts that failed with `Timeout` (a contract's `onTimeout.maxRetries` counts these). */
+  timeouts: number;
+  /** The last failed attempt's failure. */
+  lastFailure: FailureRecord | undefined;
+  /** Escalation gates opened for this phase (`onAgentFailure: escalate_to_user`). */
+  escalations: number;
 }
 
 /** `closed`: the run ended (stopped, failed, cancelled) while the gate was still open; nobody can decide it now. */
@@ -69,6 +79,8 @@ export interface GateState {
   comment: string | undefined;
   auto: boolean;
   value: Json | undefined;
+  /** Set for the gate the engine opens when an agent fails and its contract says `escalate_to_user`. */
+  escalation: { failure: FailureRecord } | undefined;
 }
 
 export interface RunState {
@@ -130,6 +142,11 @@ export function newPhaseState(taskId: string): PhaseState {
     gate: undefined,
     resumable: undefined,
     reusedFrom: undefined,
+    partial: false,
+    checkpoint: undefined,
+    timeouts: 0,
+    lastFailure: undefined,
+    escalations: 0,
   };
 }
 
@@ -259,11 +276,19 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     case 'task.attempt_failed': {
       const p = phaseOf(state, e.phase, e.task_id);
       p.failures++;
+      if (e.failure.code === 'Timeout') p.timeouts++;
+      p.lastFailure = e.failure;
       return;
     }
     case 'task.rejected': {
       const p = phaseOf(state, e.phase, e.task_id);
       p.failures++;
+      p.lastFailure = { code: typeof e.error['error'] === 'string' ? e.error['error'] : 'OutputRejected', message: typeof e.error['message'] === 'string' ? e.error['message'] : 'the output was rejected', retryable: true };
+      return;
+    }
+    case 'task.checkpoint': {
+      const p = phaseOf(state, e.phase, e.task_id);
+      p.checkpoint = { value: e.value, attempt: e.attempt };
       return;
     }
     case 'task.retrying': {
@@ -283,6 +308,7 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     case 'task.sibling_output':
     case 'task.log':
     case 'task.agent_event':
+    case 'task.warning':
       return;
     case 'task.cost': {
       const p = phaseOf(state, e.phase, e.task_id);
@@ -297,6 +323,7 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       p.error = undefined;
       p.endedAt = e.at;
       p.reusedFrom = e.reused_from;
+      p.partial = e.partial === true;
       if (e.reused_from !== undefined) p.attempts = e.attempt;
       return;
     }
@@ -347,12 +374,20 @@ export function applyEvent(state: RunState, e: RunEvent): void {
         comment: undefined,
         auto: false,
         value: undefined,
+        escalation: e.escalation,
       });
       if (e.phase !== undefined && (e.kind === 'phase' || e.kind === 'input')) {
         const p = phaseOf(state, e.phase, e.task_id ?? taskIdFor(state.runId, e.phase));
-        if (e.kind === 'input') p.inputGates.push(e.gate_id);
+        // an escalation is not an attempt's k-th request: it never answers one
+        if (e.kind === 'input' && !e.escalation) p.inputGates.push(e.gate_id);
         setStatus(state, e.phase, p, e.kind === 'phase' ? 'awaiting_approval' : 'suspended_awaiting_input');
         p.gate = e.gate_id;
+        // the failed attempt is over: no process holds the task while a human decides
+        if (e.escalation) {
+          p.escalations++;
+          p.leaseOwner = undefined;
+          p.leaseExpiresAt = undefined;
+        }
       }
       return;
     }
@@ -377,7 +412,8 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       g.value = e.value;
       g.decidedBy = e.by;
       g.decidedAt = e.at;
-      if (g.phase !== undefined) {
+      // an escalation's answer is acted on by the decisions (retry, skip or fail the phase)
+      if (g.phase !== undefined && !g.escalation) {
         const p = state.phases.get(g.phase);
         if (p && p.status === 'suspended_awaiting_input') {
           const owner = p.leaseOwner;
@@ -471,7 +507,8 @@ export function runStatusOf(state: RunState): RunStatus {
 }
 
 export interface PhaseResult {
-  status: TaskStatus;
+  /** `partial`: completed with a partial result its agent's contract accepts (the stored task row says `completed`). */
+  status: TaskStatus | 'partial';
   task_id: string;
   agent?: string;
   input: JsonObject | null;
@@ -506,6 +543,8 @@ export interface GateResult {
   comment?: string;
   auto?: boolean;
   value?: Json;
+  /** The engine asked because the phase's agent failed (`onAgentFailure: escalate_to_user`): answer `retry`, `skip` or `fail`. */
+  escalation?: { failure: FailureRecord };
 }
 
 export interface RunResult {
@@ -545,6 +584,7 @@ export function gateResult(g: GateState): GateResult {
     ...(g.comment !== undefined ? { comment: g.comment } : {}),
     ...(g.status !== 'open' && g.status !== 'closed' && g.kind !== 'input' ? { auto: g.auto } : {}),
     ...(g.value !== undefined ? { value: g.value } : {}),
+    ...(g.escalation !== undefined ? { escalation: g.escalation } : {}),
   };
 }
 
@@ -554,7 +594,7 @@ export function toResult(state: RunState, events: RunEvent[]): RunResult {
   for (const [name, p] of state.phases) {
     if (p.status === 'suspended_awaiting_input') suspended.push(name);
     phases[name] = {
-      status: p.status,
+      status: p.status === 'completed' && p.partial ? 'partial' : p.status,
       task_id: p.taskId,
       ...(p.agent !== undefined ? { agent: p.agent } : {}),
       input: p.input ?? null,

@@ -18,13 +18,14 @@ import { hostname } from 'node:os';
 import { systemClock, type Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import { cloneJson, type Json, type JsonObject } from '../core/json.js';
+import type { AgentContract } from '../workflow/contract/model.js';
 import type { WorkflowModel } from '../workflow/model.js';
 import type { AgentHandler, InputRequest } from './agent.js';
 import { AgentError } from './agent.js';
 import { Attempt, StopSignal, TimeoutError, toOutcome, type AttemptHost } from './attempt.js';
 import { decide, remainingBudget, type Claimed, type Fact, type FactResult } from './decide.js';
 import type { RunEvent } from './events.js';
-import { planOf, type Plan } from './plan.js';
+import { contractOfPhase, estimatedMsOf, planOf, withContracts, type Plan } from './plan.js';
 import type { RunRecord, RunStore } from './ports.js';
 import { buildCommit, wakeAt } from './projection.js';
 import { applyEvent, attachGraph, replay, toResult, type RunResult, type RunState } from './state.js';
@@ -46,6 +47,8 @@ export interface FaultPlan {
 export interface BoundRun {
   model: WorkflowModel;
   handlers: Readonly<Record<string, AgentHandler>>;
+  /** Contracts the handlers carry (`defineAgent`), for agents the workflow gives none. */
+  contracts?: ReadonlyMap<string, AgentContract>;
 }
 
 export interface WorkerOptions {
@@ -208,7 +211,7 @@ export class Worker implements AttemptHost {
     const bound = await this.opts.bind(record);
     const events = await this.store.events(runId);
     const state = replay(runId, events);
-    const plan = planOf(bound.model);
+    const plan = bound.contracts ? withContracts(planOf(bound.model), bound.contracts) : planOf(bound.model);
     attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
     let resolve!: (r: RunResult) => void;
     let reject!: (e: unknown) => void;
@@ -599,7 +602,7 @@ export class Worker implements AttemptHost {
     const keep: ((r: FactResult | Error) => void)[] = [];
     facts.forEach((f, i) => {
       const w = waiters[i];
-      if (f.kind === 'outcome' || f.kind === 'cost' || f.kind === 'log' || f.kind === 'record' || f.kind === 'sibling' || f.kind === 'lease_expired') again.push(f);
+      if (f.kind === 'outcome' || f.kind === 'cost' || f.kind === 'log' || f.kind === 'record' || f.kind === 'sibling' || f.kind === 'lease_expired' || f.kind === 'warn') again.push(f);
       else if (w) keep.push(w);
     });
     waiters.length = 0;
@@ -689,20 +692,43 @@ export class Worker implements AttemptHost {
     const own = pm.inputs && pm.inputs.length > 0 ? cloneJson(c.input) : {};
     // copies: an agent that mutates its initial state or answer must not change the model, the run or the log
     const initial = cloneJson(ctx.record.initialState ? { ...ctx.record.initialState, ...pm.initialState } : pm.initialState);
-    const att = new Attempt(this, ctx.runId, c.phase, c.taskId, c.attempt, c.agent, own, initial, c.inputResponse === undefined ? undefined : cloneJson(c.inputResponse));
+    const att = new Attempt(
+      this,
+      ctx.runId,
+      c.phase,
+      c.taskId,
+      c.attempt,
+      c.agent,
+      own,
+      initial,
+      c.inputResponse === undefined ? undefined : cloneJson(c.inputResponse),
+      c.lastCheckpoint === undefined ? undefined : cloneJson(c.lastCheckpoint),
+    );
     ctx.attempts.set(c.phase, att);
     this.active++;
     this.ensureHeartbeat();
-    void this.execute(ctx, att, handler, pm.timeoutMs).catch((e: unknown) => this.crash(e));
+    // the contract's `resources.estimatedTime` (its upper bound) is the attempt timeout when the phase sets none
+    const estimate = estimatedMsOf(contractOfPhase(ctx.plan, c.phase));
+    void this.execute(ctx, att, handler, pm.timeoutMs ?? estimate, estimate).catch((e: unknown) => this.crash(e));
   }
 
-  private async execute(ctx: RunCtx, att: Attempt, handler: AgentHandler | undefined, timeoutMs: number | undefined): Promise<void> {
+  private async execute(ctx: RunCtx, att: Attempt, handler: AgentHandler | undefined, timeoutMs: number | undefined, estimateMs: number | undefined): Promise<void> {
     this.fault('attempt.before-invoke');
     if (this.crashed !== undefined) return;
     if (timeoutMs !== undefined) {
       att.timeoutMs = timeoutMs;
       att.timeoutLeft = timeoutMs;
       this.armTimeout(att);
+    }
+    // an attempt still running at twice its contract's estimate is worth a warning (when its timeout allows it that long)
+    const slow = estimateMs !== undefined && (timeoutMs === undefined || timeoutMs > 2 * estimateMs) ? new AbortController() : undefined;
+    if (slow) {
+      this.clock.sleep(2 * estimateMs!, slow.signal).then(
+        () => {
+          if (!att.settled) this.note(ctx, { kind: 'warn', phase: att.phase, attempt: att.attempt, code: 'EstimateExceeded', message: `the attempt has run for ${2 * estimateMs!} ms, twice its contract's estimated time`, details: { estimated_ms: estimateMs! } });
+        },
+        () => undefined,
+      );
     }
     let ok = true;
     let value: unknown;
@@ -715,6 +741,7 @@ export class Worker implements AttemptHost {
     }
     att.settled = true;
     att.timeoutCtl?.abort();
+    slow?.abort();
     if (ctx.attempts.get(att.phase) === att) ctx.attempts.delete(att.phase);
     if (att.suspendedOn === undefined) this.active--;
     if (this.crashed !== undefined) return;
@@ -823,6 +850,13 @@ export class Worker implements AttemptHost {
   remainingBudget(att: Attempt): number | undefined {
     const ctx = this.runs.get(att.runId);
     return ctx ? remainingBudget(ctx.plan, ctx.state, att.phase) : undefined;
+  }
+
+  async checkpoint(att: Attempt, value: Json): Promise<void> {
+    const ctx = this.runs.get(att.runId);
+    if (!ctx) throw new StopSignal('the run is gone');
+    const r = await this.push(ctx, { kind: 'checkpoint', phase: att.phase, attempt: att.attempt, value });
+    if (r.kind !== 'checkpoint' || !r.ok) throw new StopSignal('the attempt no longer holds its task: the checkpoint was not saved');
   }
 
   async requestInput(att: Attempt, req: InputRequest): Promise<Json> {

@@ -25,7 +25,7 @@ export interface ExpressionScope {
  * conditions (require_approval.when) may read any phase, so unknown names there are warnings.
  */
 export function checkExpressions(expr: Expression, path: Path, scope: ExpressionScope, out: Diagnostic[]): void {
-  const builtins = ['trigger', 'initial_state'];
+  const builtins = ['trigger', 'initial_state', 'phases'];
   for (const name of expr.names) {
     if (builtins.includes(name) || scope.ancestors.has(name)) continue;
     const workflowLevel = scope.phaseName === undefined;

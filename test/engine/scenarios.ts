@@ -8,12 +8,14 @@
  * except the serving-worker scenarios' store polls (pollMs: 10).
  */
 export * from './scenarios/common.js';
+export * from './scenarios/contracts.js';
 export * from './scenarios/gates.js';
 export * from './scenarios/recovery.js';
 export * from './scenarios/rerun.js';
 export * from './scenarios/workers.js';
 import { FAULT_POINTS } from '../../src/engine/worker.js';
 import { type StoreFactory } from './scenarios/common.js';
+import { CONTRACT_SCENARIOS } from './scenarios/contracts.js';
 import { GATE_SCENARIOS, MORE_GATE_SCENARIOS } from './scenarios/gates.js';
 import { ENDINGS, crashEverywhere, crashEverywhereGated, crashMatchesReference, lateCompletionAfterTakeover, leaseExpiryTakeover } from './scenarios/recovery.js';
 import { rerunFromPhase, rerunRefusals } from './scenarios/rerun.js';
@@ -28,6 +30,7 @@ export const STORE_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promis
   ...GATE_SCENARIOS,
   ...MORE_GATE_SCENARIOS,
   ...WORKER_SCENARIOS,
+  ...CONTRACT_SCENARIOS,
   leaseExpiryTakeover,
   lateCompletionAfterTakeover,
   rerunFromPhase,

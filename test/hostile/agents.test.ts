@@ -29,6 +29,8 @@ function ctx(signal = new AbortController().signal, input: JsonObject = {}): Age
     attempt: 1,
     idempotencyKey: 'r:p',
     inputResponse: undefined,
+    lastCheckpoint: undefined,
+    checkpoint: () => Promise.resolve(),
     agent: 'a',
     signal,
     initialState: {},

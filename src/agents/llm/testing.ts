@@ -19,6 +19,8 @@ export function recordingContext(over: { phase: string; agent: string; input?: J
     attempt: 1,
     idempotencyKey: 'r1:t1',
     inputResponse: undefined,
+    lastCheckpoint: undefined,
+    checkpoint: () => Promise.resolve(),
     agent: over.agent,
     signal: over.signal ?? new AbortController().signal,
     initialState: {},
