@@ -6,6 +6,7 @@
 import { resolve as resolvePath, dirname } from 'node:path';
 import { guardContracts } from '../agents/contract-guard.js';
 import { contractOfHandler } from '../agents/define.js';
+import { recordDeclaredFiles } from '../agents/provenance.js';
 import type { AgentContract } from '../workflow/contract/model.js';
 import { bindLlmAgents, llmAgentIds, type LlmBindOptions } from '../agents/llm/bind.js';
 import { withReplyEnforcement } from '../agents/llm/text-reply.js';
@@ -166,6 +167,13 @@ export class Engine {
       if (c && !model.agents?.[id]?.contract) contracts.set(id, c);
     }
     guardContracts(model, handlers, this.compiler); // agent contracts at run time (agents/contract-guard.ts)
+    // provenance of declared files for agents that record none (defineAgent handlers record their own)
+    for (const [id, decl] of Object.entries(model.agents ?? {})) {
+      const h = handlers[id];
+      const c = decl.contract;
+      if (!h || !c || contractOfHandler(h) || c.sideEffects.filesRead.length + c.sideEffects.filesWritten.length === 0) continue;
+      handlers[id] = recordDeclaredFiles(id, h, c, cwd);
+    }
     if (this.opts.stubAgents || record.bindings['stubs'] === true) {
       const stub = stubAgent(model);
       for (const [id] of unboundAgents(model, handlers)) handlers[id] = stub;

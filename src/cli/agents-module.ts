@@ -3,7 +3,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { contractOfHandler } from '../agents/define.js';
 import { isPlainObject } from '../core/json.js';
+import type { BoundAgents } from '../workflow/contract/check.js';
 
 export type HandlerMap = Record<string, (ctx: never) => unknown>;
 
@@ -91,4 +93,21 @@ function asError(e: unknown): Error {
   const err = new Error(typeof o.message === 'string' ? o.message : typeof e === 'string' ? e : 'unknown error');
   if (typeof o.name === 'string') err.name = o.name;
   return err;
+}
+
+/**
+ * What `defineAgent` handlers of an agents module carry (contracts, versions), for the contract
+ * checks of `baton check --agents` and `baton run`. Undefined when no handler carries either.
+ */
+export function boundFromHandlers(module: string, handlers: Readonly<Record<string, unknown>>): BoundAgents | undefined {
+  const bound: BoundAgents = { module, agents: {} };
+  let any = false;
+  for (const [id, h] of Object.entries(handlers)) {
+    const version = typeof h === 'function' ? (h as { version?: unknown }).version : undefined;
+    const contract = contractOfHandler(h);
+    if (typeof version !== 'string' && !contract) continue;
+    any = true;
+    bound.agents[id] = { ...(typeof version === 'string' ? { version } : {}), ...(contract ? { contract } : {}) };
+  }
+  return any ? bound : undefined;
 }

@@ -73,6 +73,13 @@ describe('baton check --agents', () => {
     expect(doc.diagnostics.map((d) => `${d.code} ${d.line}:${d.column}`)).toEqual(['input-schema-missing 7:13', 'output-schema-mismatch 8:15']);
     expect(await run(['check', 'workflow.yaml', '--agents', 'nope.ts'], capture(join(fixtures, 'define')))).toBe(2);
   });
+  test('baton run checks them too: a module whose contracts do not fit the workflow runs nothing', async () => {
+    const io = capture(join(fixtures, 'define'));
+    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.ts', '--store', 'memory', '--quiet'], io)).toBe(2);
+    expect(io.err()).toMatch(/error\[output-schema-mismatch\]/);
+    expect(io.err()).toMatch(/workflow\.yaml:8:15/);
+    expect(io.err()).toMatch(/agents module's contracts \(defineAgent\) do not fit the workflow; nothing was run/);
+  });
 });
 
 describe('baton validate with contract files', () => {

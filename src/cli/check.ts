@@ -17,9 +17,8 @@ import { loadWorkflow } from '../workflow/compile.js';
 import type { BindingReport, BindingVerdict, EdgeReport } from '../workflow/contract/check.js';
 import { loadContractFile } from '../workflow/contract/load.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
-import { contractOfHandler } from '../agents/define.js';
 import type { BoundAgents } from '../workflow/contract/check.js';
-import { AgentsModuleError, loadAgentsModule } from './agents-module.js';
+import { AgentsModuleError, boundFromHandlers, loadAgentsModule } from './agents-module.js';
 import type { CliIo } from './io.js';
 import { sourceResolver } from './sources.js';
 
@@ -42,12 +41,7 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
     // defineAgent handlers carry their contracts and versions: checked like contract files
     try {
       const handlers = await loadAgentsModule(values.agents, io.cwd);
-      bound = { module: values.agents, agents: {} };
-      for (const [id, h] of Object.entries(handlers)) {
-        const version = (h as { version?: unknown }).version;
-        const contract = contractOfHandler(h);
-        bound.agents[id] = { ...(typeof version === 'string' ? { version } : {}), ...(contract ? { contract } : {}) };
-      }
+      bound = boundFromHandlers(values.agents, handlers) ?? { module: values.agents, agents: {} };
     } catch (e) {
       if (!(e instanceof AgentsModuleError)) throw e;
       io.stderr(`baton check: ${e.message}\n`);

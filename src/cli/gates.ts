@@ -42,15 +42,22 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
   try {
     if (positionals.length !== 2) throw new UsageError('respond takes a run id and a gate id (see `baton show RUN`)');
     if (values.value === undefined) throw new UsageError('respond needs --value JSON (a string answer is written \'"yes"\')');
-    let value: Json;
+    let value: Json | undefined;
+    let notJson: string | undefined;
     try {
       value = JSON.parse(values.value) as Json;
     } catch (e) {
-      throw new UsageError(`--value is not valid JSON (${(e as Error).message}); a string answer is written '"yes"'`);
+      notJson = (e as Error).message;
     }
     const [runId, gateId] = positionals as [string, string];
     store = await openCliStore(values, io);
     const engine = createEngine({ store });
+    if (value === undefined) {
+      // a bare word that is one of the gate's string choices (`--value retry`) means that string
+      const choices = (await engine.inspect(runId)).result.gates.find((g) => g.id === gateId)?.choices;
+      if (!choices?.includes(values.value)) throw new UsageError(`--value is not valid JSON (${notJson ?? 'unreadable'}); a string answer is written '"yes"'`);
+      value = values.value;
+    }
     const by = actor(values.as, io);
     await engine.respond(runId, gateId, value, by);
     io.stdout(`gate ${gateId} of run ${runId} answered by ${by}\n`);

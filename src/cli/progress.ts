@@ -65,13 +65,14 @@ export class ProgressView {
     if (e.type === 'run.started') this.startedAt = e.at;
     const row = e.phase !== undefined ? this.rows.get(e.phase) : undefined;
     if (row) {
-      const state = STATE_OF[e.type];
+      const override = e.data?.['state'];
+      const state = typeof override === 'string' ? override : STATE_OF[e.type];
       if (state) row.state = state;
       if (e.type === 'task.claimed' || e.type === 'task.started') {
         row.attempts = Math.max(row.attempts, e.attempt ?? row.attempts + 1);
         row.startedAt ??= e.at;
       }
-      if (state === 'completed' || state === 'failed' || state === 'skipped' || state === 'cancelled') row.endedAt = e.at;
+      if (state === 'completed' || state === 'partial' || state === 'failed' || state === 'skipped' || state === 'cancelled') row.endedAt = e.at;
       const reason = e.data?.['reason'] ?? e.data?.['error'] ?? e.data?.['code'];
       if (state === 'failed' || state === 'skipped' || state === 'retrying' || state === 'waiting' || e.type === 'task.rejected') row.note = typeof reason === 'string' ? reason : '';
     }
@@ -99,6 +100,7 @@ export class ProgressView {
       running: c.cyan('▶'),
       retrying: c.yellow('↻'),
       completed: c.green('✓'),
+      partial: c.yellow('◐'),
       failed: c.red('✗'),
       skipped: c.dim('↷'),
       cancelled: c.dim('⊘'),

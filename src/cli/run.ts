@@ -23,6 +23,7 @@ import { startWatchdog } from './watchdog.js';
 import type { CliIo } from './io.js';
 import { outputProblem, printJson, saveResult } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
+import { boundFromHandlers } from './agents-module.js';
 import { printDiagnostics } from './validate.js';
 
 const RUN_USAGE = `Usage: baton run FILE|DIR|EXAMPLE [--agents MODULE] [--agent-command ID=CMD] [--agent-serve ID=CMD]
@@ -88,6 +89,18 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const runId = values['run-id'];
     if (runId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(runId)) throw new UsageError(`--run-id expects letters, digits and _ . : - (at most 128), got \`${runId}\``);
     const bound = await bindFromFlags(values, io, io.cwd, target.agents, compiled.model);
+    // contracts that `defineAgent` handlers carry are checked against the workflow as contract files are
+    const fromCode = typeof bound.record['module'] === 'string' ? boundFromHandlers(bound.record['module'], bound.agents) : undefined;
+    if (fromCode) {
+      const again = await loadWorkflow(target.workflow, { bound: fromCode });
+      const seen = new Set(compiled.diagnostics.map((d) => `${d.code} ${d.file ?? ''} ${d.path.join('.')}`));
+      const fresh = again.diagnostics.filter((d) => !seen.has(`${d.code} ${d.file ?? ''} ${d.path.join('.')}`));
+      if (fresh.length > 0) io.stderr(printDiagnostics({ ...again, diagnostics: fresh, file: r.file }, io.isTTY));
+      if (!again.ok) {
+        io.stderr(`${safeText(shown)}: the agents module's contracts (defineAgent) do not fit the workflow; nothing was run\n`);
+        return 2;
+      }
+    }
 
     store = await openCliStore(values, io);
     const view = values.quiet || values.detach ? undefined : progressView(spec.phases.map((p) => p.name), io, values.json === true);
@@ -180,10 +193,12 @@ export function gateNotice(e: RunEvent, state: RunState, io: CliIo, values: { st
   if (!g || g.status !== 'open') return;
   const who = g.approvers.length > 0 ? ` (approvers: ${g.approvers.join(', ')})` : '';
   const cmd =
-    g.kind === 'input'
+    g.kind === 'input' && g.escalation
+      ? `baton respond ${state.runId} ${g.id} --value retry|skip|fail${storeFlag(values)}`
+      : g.kind === 'input'
       ? `baton respond ${state.runId} ${g.id} --value '<JSON>'${storeFlag(values)}${g.choices ? `   (choices: ${g.choices.map((c) => JSON.stringify(c)).join(', ')})` : ''}`
       : `baton approve ${state.runId} ${g.id}${storeFlag(values)}   (or: baton deny ${state.runId} ${g.id}${storeFlag(values)})`;
-  io.stderr(`\n⏸ ${g.kind === 'input' ? 'input' : 'approval'} needed: ${g.reason}${who}\n  ${cmd}\n  waiting; the run continues when it is decided (Ctrl-C leaves it waiting in the store: baton resume ${state.runId}${storeFlag(values)})\n`);
+  io.stderr(`\n⏸ ${g.escalation ? 'decision' : g.kind === 'input' ? 'input' : 'approval'} needed: ${safeText(g.reason)}${who}\n  ${cmd}\n  waiting; the run continues when it is decided (Ctrl-C leaves it waiting in the store: baton resume ${state.runId}${storeFlag(values)})\n`);
 }
 
 function positiveInt(s: string, flag: string): number {
@@ -255,6 +270,12 @@ export function describeEvent(e: RunEvent): string {
       return `${e.reason}; attempt ${e.next_attempt}${e.agent ? ` (${e.agent})` : ''} in ${e.delay_ms} ms`;
     case 'task.skipped':
       return `${e.reason}: ${e.detail}`;
+    case 'task.completed':
+      return e.partial ? 'partial result (accepted by its contract)' : '';
+    case 'task.checkpoint':
+      return 'checkpoint saved';
+    case 'task.warning':
+      return `warning ${e.code}: ${e.message}`;
     case 'task.cancelled':
       return e.reason;
     case 'task.cost':
@@ -305,7 +326,7 @@ function toViewEvent(e: RunEvent): ViewEvent {
     at: e.at,
     ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}),
     ...('attempt' in e ? { attempt: e.attempt } : {}),
-    data: { reason: note },
+    data: { reason: note, ...(e.type === 'task.completed' && e.partial ? { state: 'partial' } : {}) },
   };
 }
 
@@ -318,7 +339,9 @@ function summary(r: RunResult, color: boolean): string {
   // names from the file and messages from agents are escaped: a terminal must not interpret them
   for (const [name, p] of Object.entries(r.phases)) {
     if (p.status === 'failed' && p.error) lines.push(`  ${c.red('✗')} ${safeText(name, 200)}: ${safeText(p.error.code, 200)}: ${safeText(p.error.message)}`);
+    else if (p.status === 'partial') lines.push(`  ${c.yellow('◐')} ${safeText(name, 200)}: partial result, accepted by its agent's contract`);
   }
+  for (const e of r.events) if (e.type === 'task.warning') lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)} (attempt ${e.attempt}): ${safeText(e.code, 200)}: ${safeText(e.message)}`);
   if (r.error && r.status !== 'completed') lines.push(`  ${safeText(r.error.code, 200)}: ${safeText(r.error.message)}`);
   return lines.join('\n') + '\n';
 }

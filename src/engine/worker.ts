@@ -836,7 +836,14 @@ export class Worker implements AttemptHost {
 
   record(att: Attempt, kind: string, data: JsonObject): void {
     const ctx = this.runs.get(att.runId);
-    if (ctx) this.note(ctx, { kind: 'record', phase: att.phase, attempt: att.attempt, event: kind, data });
+    if (!ctx) return;
+    // a declared output file the attempt did not produce (agents/provenance.ts) is a warning users see
+    if (kind === 'declared_file_missing') {
+      const path = typeof data['path'] === 'string' ? data['path'] : '?';
+      this.note(ctx, { kind: 'warn', phase: att.phase, attempt: att.attempt, code: 'DeclaredFileMissing', message: `declared output file \`${path}\` was not produced`, details: data });
+      return;
+    }
+    this.note(ctx, { kind: 'record', phase: att.phase, attempt: att.attempt, event: kind, data });
   }
 
   sibling(att: Attempt, phase: string): JsonObject | undefined {
