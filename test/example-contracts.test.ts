@@ -58,6 +58,15 @@ describe('examples/paper-contracts', () => {
     const r = await runWorkflow(spec, { agents, trigger: JSON.parse(readFileSync(join(dir, 'trigger.json'), 'utf8')) as Record<string, string> });
     expect(r.phases['edit']?.error).toBeUndefined();
     expect(r.status).toBe('completed');
-    expect(r.phases['edit']?.output).toEqual({ final: '\\section{introduction} On colour perception: smith2020, lee2021', words: 6 });
+    // the first attempt saved two paragraphs and timed out; the retry continued from its checkpoint
+    const ws = r.phases['write-section']!;
+    expect(ws).toMatchObject({ status: 'partial', attempts: 2, output: { completionStatus: 'partial', uncertainAreas: ['results: no data yet'] } });
+    expect(r.events.filter((e) => e.type === 'task.attempt_failed' && e.phase === 'write-section').map((e) => (e.type === 'task.attempt_failed' ? e.failure.code : ''))).toEqual(['Timeout']);
+    expect(r.events.filter((e) => e.type === 'task.checkpoint').map((e) => (e.type === 'task.checkpoint' ? e.attempt : 0))).toEqual([1, 1]);
+    expect(r.phases['flag-gaps']?.output).toEqual({ todo: ['fill in results: no data yet'] });
+    const draft = '\\section{introduction} On colour perception. introduction: smith2020, lee2021. method: smith2020, lee2021';
+    expect(r.phases['edit']?.output).toEqual({ final: draft, words: 10 });
+    // the declared section file was written and recorded as provenance
+    expect(readFileSync(join(dir, 'output-drafts', 'sections', 'introduction.tex'), 'utf8')).toBe(draft + '\n');
   });
 });

@@ -16,12 +16,17 @@ export type WriteSectionOutput = { draftContent: string; completionStatus: "comp
 export type EditInput = { draft: string; status: "complete" | "partial" | "blocked" };
 /** Phase `edit`: what its agent must return. */
 export type EditOutput = { final: string; words: number };
+/** Phase `flag-gaps` (agent `reviewer`): what ctx.input holds. */
+export type FlagGapsInput = { gaps: string[] };
+/** Phase `flag-gaps`: what its agent must return. */
+export type FlagGapsOutput = { todo: string[] };
 
 /** Every phase: its agent, input and output. */
 export interface Phases {
   outline: { agent: "architect"; input: OutlineInput; output: OutlineOutput };
   "write-section": { agent: "section-drafter"; input: WriteSectionInput; output: WriteSectionOutput };
   edit: { agent: "editor"; input: EditInput; output: EditOutput };
+  "flag-gaps": { agent: "reviewer"; input: FlagGapsInput; output: FlagGapsOutput };
 }
 
 /** The context a handler of phase P receives: ctx.input is exactly what the workflow wires. */
@@ -32,6 +37,7 @@ export interface AgentPhases {
   architect: "outline";
   "section-drafter": "write-section";
   editor: "edit";
+  reviewer: "flag-gaps";
 }
 
 type Handler<A extends keyof AgentPhases> = (ctx: { [P in AgentPhases[A]]: PhaseContext<P> }[AgentPhases[A]]) => Phases[AgentPhases[A]]["output"] | Promise<Phases[AgentPhases[A]]["output"]>;
