@@ -68,5 +68,7 @@ describe('examples/paper-contracts', () => {
     expect(r.phases['edit']?.output).toEqual({ final: draft, words: 10 });
     // the declared section file was written and recorded as provenance
     expect(readFileSync(join(dir, 'output-drafts', 'sections', 'introduction.tex'), 'utf8')).toBe(draft + '\n');
+    const files = r.events.flatMap((e) => (e.type === 'task.agent_event' && (e.kind === 'file_read' || e.kind === 'file_written') ? [`${e.phase} ${e.kind} ${String(e.data['path'])}`] : []));
+    expect(files).toEqual(['write-section file_written output-drafts/sections/introduction.tex', 'edit file_read output-drafts/sections/introduction.tex']);
   });
 });

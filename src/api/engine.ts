@@ -174,6 +174,17 @@ export class Engine {
       if (!h || !c || contractOfHandler(h) || c.sideEffects.filesRead.length + c.sideEffects.filesWritten.length === 0) continue;
       handlers[id] = recordDeclaredFiles(id, h, c, cwd);
     }
+    // a defineAgent records the AIP-16 files it stages and syncs itself; the files its `sideEffects` name are recorded here
+    for (const [id, h] of Object.entries(handlers)) {
+      const c = contractOfHandler(h);
+      if (!c) continue;
+      const own = (list: AgentContract['sideEffects']['filesRead']) => list.filter((f) => f.at.path[0] === 'sideEffects');
+      const sideEffects = { ...c.sideEffects, filesRead: own(c.sideEffects.filesRead), filesWritten: own(c.sideEffects.filesWritten) };
+      if (sideEffects.filesRead.length + sideEffects.filesWritten.length === 0) continue;
+      const wrapped = recordDeclaredFiles(id, h, { ...c, sideEffects }, cwd);
+      // still a defineAgent to the rest of the engine (its contract steers the decisions)
+      handlers[id] = Object.assign(wrapped, { contract: c });
+    }
     if (this.opts.stubAgents || record.bindings['stubs'] === true) {
       const stub = stubAgent(model);
       for (const [id] of unboundAgents(model, handlers)) handlers[id] = stub;

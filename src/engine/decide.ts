@@ -770,7 +770,7 @@ function retryOrFail(ctx: Ctx, name: string, attempt: number, agent: string, fai
     }
   }
   const fb = eh?.onAgentFailure?.fallbackAgent ?? policy.fallbackAgent;
-  if (!onFallback && !escalated && fb !== undefined && fb !== pm.assign) {
+  if (!onFallback && !escalated && fb !== undefined && fb !== pm.assign && eh?.onAgentFailure?.action !== 'fail') {
     emit(ctx, { type: 'task.retrying', phase: name, task_id: p.taskId, attempt, next_attempt: attempt + 1, delay_ms: 0, agent: fb, reason: failure.code });
     return;
   }
