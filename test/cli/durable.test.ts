@@ -286,3 +286,44 @@ describe('baton show --artifacts', () => {
     expect(text.out()).toMatch(/w#1\s+written\s+"out\/a\.md"/);
   });
 });
+
+const ESCALATING = `openintent: "1.0"
+info: {name: "Escalating"}
+agents:
+  drafter:
+    x-contract:
+      errorHandling: {onAgentFailure: {action: escalate_to_user}}
+workflow:
+  draft: {assign: drafter, outputs: {draft: string}}
+`;
+
+const ESCALATING_AGENTS = `export default {
+  drafter: (ctx) => {
+    if (ctx.attempt === 1) throw Object.assign(new Error('the model is down'), { code: 'ModelDown', retryable: false });
+    return { draft: 'written on attempt ' + ctx.attempt };
+  },
+};
+`;
+
+describe('escalation to a human (onAgentFailure: escalate_to_user)', () => {
+  test('the failed phase waits for retry, skip or fail, answered from a second terminal', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), ESCALATING);
+    writeFileSync(join(cwd, 'agents.mjs'), ESCALATING_AGENTS);
+    const first = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'esc1'], { cwd });
+    let stderr = '';
+    first.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await until(() => /baton respond esc1 escalate-draft-1 --value retry\|skip\|fail/.test(stderr));
+    expect(stderr).toMatch(/decision needed: phase `draft` failed after 1 attempt \(ModelDown: the model is down\)/);
+    const shown = await showJson(cwd, 'esc1');
+    expect(shown.status).toBe('waiting');
+    expect(shown.phases['draft']!.status).toBe('suspended_awaiting_input');
+    const wrong = capture(cwd);
+    expect(await run(['respond', 'esc1', 'escalate-draft-1', '--value', 'later'], wrong)).toBe(2);
+    expect(await run(['respond', 'esc1', 'escalate-draft-1', '--value', 'retry'], capture(cwd))).toBe(0);
+    expect((await first.done).code).toBe(0);
+    const done = await showJson(cwd, 'esc1');
+    expect(done.status).toBe('completed');
+    expect(done.phases['draft']).toMatchObject({ status: 'completed', attempts: 2, output: { draft: 'written on attempt 2' } });
+  }, 30_000);
+});

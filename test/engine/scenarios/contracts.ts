@@ -262,6 +262,20 @@ export async function contractFallback(makeStore: StoreFactory): Promise<void> {
   await Promise.all([e.close(), e2.close()]);
 }
 
+/** onAgentFailure: fail: the first failure fails the phase, whatever the retry policy and its fallback agent say. */
+export async function agentFailureFails(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  let calls = 0;
+  const e = engineOn(store, new ManualClock(0), { drafter: () => (calls++, Promise.reject(new AgentError('Down', 'down'))), backup: () => ({ draft: 'b' }), reviewer: () => ({}) });
+  const r = await e.run(
+    wf(`${header(contract('{onAgentFailure: {action: fail}}'))}workflow:
+  draft: {assign: drafter, retry: {max_attempts: 3, initial_delay_ms: 0, fallback_agent: backup}}`),
+  );
+  expect(r.phases['draft']).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'Down' } });
+  expect(calls).toBe(1);
+  await e.close();
+}
+
 export const CONTRACT_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promise<void>> = {
   partialCompletion,
   checkpointedRetry,
@@ -269,4 +283,5 @@ export const CONTRACT_SCENARIOS: Record<string, (makeStore: StoreFactory) => Pro
   estimatedTime,
   escalateToUser,
   contractFallback,
+  agentFailureFails,
 };
