@@ -179,6 +179,14 @@ describe('subprocess agent, serve mode', () => {
     expect(pids.has(again.pid)).toBe(true);
   });
 
+  it('saves a checkpoint line through ctx.checkpoint and passes last_checkpoint to a retry', async () => {
+    const a = serve();
+    const saved: unknown[] = [];
+    const out = (await run(a, ctx({ checkpoint: { step: 3 }, delay: 20 }, { attempt: 2, lastCheckpoint: { step: 1 }, checkpoint: (v) => (saved.push(v), Promise.resolve()) }))) as { last_checkpoint: unknown };
+    expect(saved).toEqual([{ step: 3 }]);
+    expect(out.last_checkpoint).toEqual({ step: 1 });
+  });
+
   it('maps an error answer to an AgentError', async () => {
     const a = serve();
     const e = await failure(run(a, ctx({ fail: true })));

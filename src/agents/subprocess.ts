@@ -5,7 +5,7 @@
  * documented in docs/agents.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { isPlainObject } from '../core/json.js';
+import { isPlainObject, type Json } from '../core/json.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { AgentError, type AgentContext, type ClosableAgent } from '../engine/agent.js';
 
@@ -334,6 +334,8 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
 interface Pending {
   resolve(value: unknown): void;
   reject(err: AgentError): void;
+  /** A `{"id", "checkpoint"}` line before the answer: progress to save (ctx.checkpoint). */
+  checkpoint?(value: unknown): void;
 }
 
 interface Refable {
@@ -460,6 +462,10 @@ class ServeProcess {
     }
     const p = this.pending.get(id);
     if (!p) return; // the late answer of an aborted request
+    if (Object.prototype.hasOwnProperty.call(msg, 'checkpoint') && !Object.prototype.hasOwnProperty.call(msg, 'output') && !Object.prototype.hasOwnProperty.call(msg, 'error')) {
+      p.checkpoint?.(msg['checkpoint']);
+      return;
+    }
     this.pending.delete(id);
     this.updateRef();
     if (Object.prototype.hasOwnProperty.call(msg, 'error')) p.reject(this.errorOf(msg['error']));
@@ -543,6 +549,8 @@ function serveAgent(l: Launch): ClosableAgent {
         ctx.signal.addEventListener('abort', onAbort, { once: true });
         const done = (): void => ctx.signal.removeEventListener('abort', onAbort);
         p.send(id, requestOf(ctx), {
+          // saved in order; a checkpoint the store refuses (the attempt moved on) is dropped
+          checkpoint: (v) => void ctx.checkpoint(v as Json).catch(() => undefined),
           resolve: (v) => {
             done();
             resolve(v);
