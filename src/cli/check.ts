@@ -10,6 +10,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pc from 'picocolors';
+import { safeText } from '../diagnostics/terminal.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
 import { diagnosticToJson, renderDiagnostic, summaryLine } from '../diagnostics/render.js';
 import { SourceFile } from '../diagnostics/source.js';
@@ -71,7 +72,7 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
     const c = pc.createColors(io.isTTY);
     const lines: string[] = [];
     const contracted = report.bindings.filter((b) => b.contract !== 'none');
-    lines.push(`${c.bold(file)}: ${report.bindings.length} binding(s), ${contracted.length} with a contract; ${report.edges.length} edge(s)`);
+    lines.push(`${c.bold(safeText(file, 500))}: ${report.bindings.length} binding(s), ${contracted.length} with a contract; ${report.edges.length} edge(s)`);
     lines.push(c.bold('bindings'));
     for (const b of report.bindings) lines.push(bindingLine(b, c));
     lines.push(c.bold('edges'));
@@ -104,15 +105,16 @@ const RANK: Record<BindingVerdict, number> = { none: 0, compatible: 1, 'may-fail
 
 function bindingLine(b: BindingReport, c: Colors): string {
   const worst = RANK[b.input] >= RANK[b.output] ? b.input : b.output;
-  const head = `  ${mark(worst, c)} ${b.phase} ${b.role === 'fallback' ? '(fallback) ' : ''}<- ${b.agent}`;
+  // phase and agent names and messages come from files: escaped, never sent raw to a terminal
+  const head = `  ${mark(worst, c)} ${safeText(b.phase, 200)} ${b.role === 'fallback' ? '(fallback) ' : ''}<- ${safeText(b.agent, 200)}`;
   if (b.contract === 'none') return `${head}: no contract`;
-  const notes = b.findings.slice(0, 3).map((f) => `${f.side} ${f.path.length > 0 ? `\`${f.path.join('.').replace(/\.\*/g, '[]')}\`` : 'value'}: ${f.message}`);
+  const notes = b.findings.slice(0, 3).map((f) => safeText(`${f.side} ${f.path.length > 0 ? `\`${f.path.join('.').replace(/\.\*/g, '[]')}\`` : 'value'}: ${f.message}`));
   const more = b.findings.length > 3 ? ` (+${b.findings.length - 3} more)` : '';
   return `${head} (contract: ${b.contract}): input ${b.input}, output ${b.output}${notes.length > 0 ? `\n      ${notes.join('\n      ')}${more}` : ''}`;
 }
 
 function edgeLine(e: EdgeReport, c: Colors): string {
-  return `  ${mark(e.verdict, c)} ${e.from} -> ${e.to} [${e.keys.join(', ')}]: ${e.verdict === 'none' ? 'no input schema (edge typing only)' : e.verdict}`;
+  return `  ${mark(e.verdict, c)} ${safeText(e.from, 200)} -> ${safeText(e.to, 200)} [${safeText(e.keys.join(', '), 500)}]: ${e.verdict === 'none' ? 'no input schema (edge typing only)' : e.verdict}`;
 }
 
 function count(ds: readonly Diagnostic[], s: 'error' | 'warning'): number {
@@ -162,7 +164,7 @@ function checkContractsDir(dir: string, json: boolean, io: CliIo): number {
       io.stdout(r.diagnostics.map((d) => renderDiagnostic(d, src, { color: io.isTTY }) + '\n\n').join(''));
       errors += count(r.diagnostics, 'error');
       warnings += count(r.diagnostics, 'warning');
-      if (r.contract) io.stdout(`${c.green('✓')} ${src.name}: valid contract${r.contract.agentId !== undefined ? ` for \`${r.contract.agentId}\`` : ''}\n`);
+      if (r.contract) io.stdout(`${c.green('✓')} ${safeText(src.name, 500)}: valid contract${r.contract.agentId !== undefined ? ` for \`${safeText(r.contract.agentId, 200)}\`` : ''}\n`);
     }
     if (results.length === 0) io.stdout(`no contract files (*.yaml, *.yml, *.json) under ${dir}\n`);
     io.stdout(summaryLine(results.length, errors, warnings, c) + '\n');

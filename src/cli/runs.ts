@@ -1,6 +1,7 @@
 /** `baton runs` and `baton show RUN`: what a store holds, without running anything. */
 import { parseArgs } from 'node:util';
 import pc from 'picocolors';
+import { safeText } from '../diagnostics/terminal.js';
 import { createEngine } from '../api/engine.js';
 import { workflowState } from '../api/workflow-state.js';
 import type { RunStatus } from '../engine/events.js';
@@ -35,7 +36,8 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       return 0;
     }
     const c = pc.createColors(io.isTTY);
-    const rows = runs.map((r) => [r.runId, r.workflowName, r.status, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), r.costUsd > 0 ? `$${r.costUsd}` : '']);
+    // names come from workflow files: escaped, never sent raw to a terminal
+    const rows = runs.map((r) => [safeText(r.runId, 200), safeText(r.workflowName, 200), r.status, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), r.costUsd > 0 ? `$${r.costUsd}` : '']);
     const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length), ['RUN', 'WORKFLOW', 'STATUS', 'CREATED'][i]!.length));
     const line = (cells: string[]): string => cells.map((x, i) => (i < 4 ? x.padEnd(widths[i]!) : x)).join('  ').trimEnd();
     io.stdout(c.bold(line(['RUN', 'WORKFLOW', 'STATUS', 'CREATED', 'COST'])) + '\n');
@@ -98,24 +100,25 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
     }
     const c = pc.createColors(io.isTTY);
     const out: string[] = [];
-    out.push(`${c.bold(`run ${record.runId}`)}  ${colorStatus(record.status, c)}  ${record.workflowName}${workflow ? ` (${workflow.path})` : ''}`);
+    // names, messages and reasons come from workflow files and agents: escaped, never sent raw to a terminal
+    out.push(`${c.bold(`run ${safeText(record.runId, 200)}`)}  ${colorStatus(record.status, c)}  ${safeText(record.workflowName, 200)}${workflow ? ` (${safeText(workflow.path, 500)})` : ''}`);
     out.push(`  started ${new Date(record.createdAt).toISOString()}${record.endedAt !== null ? `, ended ${new Date(record.endedAt).toISOString()}` : ''}${record.costUsd > 0 ? `, cost $${record.costUsd}` : ''}`);
-    if (result.error) out.push(`  ${c.red(result.error.code)}: ${result.error.message}`);
+    if (result.error) out.push(`  ${c.red(safeText(result.error.code, 200))}: ${safeText(result.error.message)}`);
     out.push('', c.bold('phases'));
     for (const [name, p] of Object.entries(result.phases)) {
-      out.push(`  ${name.padEnd(24)} ${colorStatus(p.status, c).padEnd(io.isTTY ? 34 : 24)} attempts ${p.attempts}${p.agent ? `  agent ${p.agent}` : ''}${p.reused_from ? `  (reused from ${p.reused_from})` : ''}`);
+      out.push(`  ${safeText(name, 200).padEnd(24)} ${colorStatus(p.status, c).padEnd(io.isTTY ? 34 : 24)} attempts ${p.attempts}${p.agent ? `  agent ${safeText(p.agent, 200)}` : ''}${p.reused_from ? `  (reused from ${safeText(p.reused_from, 200)})` : ''}`);
       if (p.input && Object.keys(p.input).length > 0) out.push(`      input  ${clip(JSON.stringify(p.input))}`);
       if (p.output) out.push(`      output ${clip(JSON.stringify(p.output))}`);
-      if (p.error) out.push(`      ${c.red(p.error.code)}: ${p.error.message}`);
-      if (p.skipped_reason) out.push(`      skipped: ${p.skipped_detail ?? p.skipped_reason}`);
+      if (p.error) out.push(`      ${c.red(safeText(p.error.code, 200))}: ${safeText(p.error.message)}`);
+      if (p.skipped_reason) out.push(`      skipped: ${safeText(p.skipped_detail ?? p.skipped_reason)}`);
     }
     if (result.gates.length > 0) {
       out.push('', c.bold('gates'));
-      for (const g of result.gates) out.push(gateLine(g));
+      for (const g of result.gates) out.push(gateLine(g, record.runId));
     }
     if (values.events) {
       out.push('', c.bold('events'));
-      for (const e of result.events) out.push(`  ${String(e.seq).padStart(5)} ${new Date(e.at).toISOString()} ${e.type}${'phase' in e && e.phase ? ` ${e.phase}` : ''}${'gate_id' in e ? ` ${e.gate_id}` : ''} ${describeEvent(e)}`.trimEnd());
+      for (const e of result.events) out.push(`  ${String(e.seq).padStart(5)} ${new Date(e.at).toISOString()} ${e.type}${'phase' in e && e.phase ? ` ${safeText(e.phase, 200)}` : ''}${'gate_id' in e ? ` ${safeText(e.gate_id, 200)}` : ''} ${safeText(describeEvent(e))}`.trimEnd());
     }
     io.stdout(out.join('\n') + '\n');
     return 0;
@@ -126,18 +129,20 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
-function gateLine(g: GateResult): string {
-  const parts = [`  ${g.id.padEnd(24)} ${g.kind.padEnd(6)} ${g.status.padEnd(9)}`];
-  if (g.phase) parts.push(`phase ${g.phase}`);
-  if (g.agent && g.kind === 'access') parts.push(`agent ${g.agent}`);
+function gateLine(g: GateResult, runId: string): string {
+  const parts = [`  ${safeText(g.id, 200).padEnd(24)} ${g.kind.padEnd(6)} ${g.status.padEnd(9)}`];
+  if (g.phase) parts.push(`phase ${safeText(g.phase, 200)}`);
+  if (g.agent && g.kind === 'access') parts.push(`agent ${safeText(g.agent, 200)}`);
   parts.push(`since ${new Date(g.opened_at).toISOString()}`);
   if (g.expires_at !== undefined) parts.push(`expires ${new Date(g.expires_at).toISOString()}`);
-  if (g.approvers.length > 0) parts.push(`approvers ${g.approvers.join(',')}`);
-  if (g.decided_by) parts.push(`by ${g.decided_by}${g.auto ? ' (automatic)' : ''}`);
+  if (g.approvers.length > 0) parts.push(`approvers ${safeText(g.approvers.join(','), 500)}`);
+  if (g.decided_by) parts.push(`by ${safeText(g.decided_by, 200)}${g.auto ? ' (automatic)' : ''}`);
   if (g.escalated) parts.push('escalated');
-  let s = parts.join('  ') + `\n      ${g.reason}`;
+  let s = parts.join('  ') + `\n      ${safeText(g.reason)}`;
+  if (g.status === 'open' && g.escalation) s += `\n      answer with: baton respond ${safeText(runId, 200)} ${safeText(g.id, 200)} --value retry|skip|fail`;
+  else if (g.status === 'open' && g.choices) s += `\n      choices ${clip(JSON.stringify(g.choices))}`;
   if (g.value !== undefined) s += `\n      answer ${clip(JSON.stringify(g.value))}`;
-  if (g.comment) s += `\n      comment ${g.comment}`;
+  if (g.comment) s += `\n      comment ${safeText(g.comment)}`;
   return s;
 }
 

@@ -41,9 +41,16 @@ describe('terminal output is escaped', () => {
     );
     writeFileSync(join(dir, 'agents.mjs'), `export default { x: () => { throw new Error('bad \\x1b[2J\\x1b]0;t\\x07 news'); }, y: () => ({}) };\n`);
     const io = capture(dir);
-    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs'], io)).toBe(1);
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--run-id', 'hostile'], io)).toBe(1);
     expect(io.out()).toMatch(/\\x1B\[2J/);
     expect(io.out() + io.err()).not.toMatch(RAW);
+    // the stored run, shown and listed later, is escaped the same way
+    for (const args of [['show', 'hostile'], ['show', 'hostile', '--events'], ['runs'], ['check', 'wf.yaml']]) {
+      const later = capture(dir);
+      await run(args, later);
+      expect(later.out()).toMatch(/\\x1B\[2J|\\u\{202E\}/);
+      expect(later.out() + later.err()).not.toMatch(RAW);
+    }
 
     writeFileSync(join(dir, 'unbound.yaml'), `openintent: "1.0"\ninfo: {name: "u"}\nworkflow:\n  a: {assign: "agent\\e[2J"}\n`);
     const io2 = capture(dir);
