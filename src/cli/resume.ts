@@ -1,5 +1,6 @@
 /** `baton resume RUN`, `baton rerun RUN --from PHASE` and `baton worker`: continue stored runs. */
 import { parseArgs } from 'node:util';
+import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
 import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, missingAgents, openCliStore, storeFlag } from './durable.js';
@@ -44,7 +45,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
     const { model } = await engine.bind(record);
     const view = values.quiet ? undefined : progressView(model.phases.map((p) => p.name), io, values.json === true);
     holder.view = view;
-    if (!values.quiet) io.stderr(`resuming run ${runId} (${record.workflowName}) from ${store.location}\n`);
+    if (!values.quiet) io.stderr(`resuming run ${safeText(runId, 200)} (${safeText(record.workflowName, 200)}) from ${safeText(store.location, 500)}\n`);
     return await finish(engine, runId, io, values, view);
   } catch (e) {
     return exitFor(e, 'resume', io, RESUME_USAGE);
@@ -134,7 +135,8 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),
-      ...(values.quiet ? {} : { onEvent: (e) => io.stderr(`${new Date(e.at).toISOString()} ${'phase' in e && e.phase ? `${e.phase} ` : ''}${e.type} ${describeEvent(e)}`.trimEnd() + '\n') }),
+      // names and messages come from files and agents: escaped, never sent raw to a terminal
+      ...(values.quiet ? {} : { onEvent: (e) => io.stderr(`${new Date(e.at).toISOString()} ${'phase' in e && e.phase ? `${safeText(e.phase, 200)} ` : ''}${e.type} ${safeText(describeEvent(e))}`.trimEnd() + '\n') }),
     });
     const off = io.onInterrupt?.(() => {
       io.stderr('worker stopping; running attempts are left to other workers (their leases expire)\n');
