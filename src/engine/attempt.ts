@@ -274,10 +274,48 @@ export type JsonConversion = { ok: true; value: Json } | { ok: false; message: s
  */
 export function toJson(value: unknown): JsonConversion {
   try {
+    // most outputs are small plain JSON: a recursive copy, bounded in depth, without the bookkeeping;
+    // anything else (deep, circular, not JSON) goes to the iterative conversion that says what is wrong
+    const fast = copyPlain(value, 0);
+    if (fast !== NOT_PLAIN) return { ok: true, value: fast };
     return convert(value);
   } catch (e) {
     return { ok: false, message: `could not be read (${e instanceof Error ? e.message : 'a getter or proxy threw'})` };
   }
+}
+
+const NOT_PLAIN: unique symbol = Symbol('not plain JSON');
+/** How deep the fast copy goes before it hands over (a cycle always reaches it). */
+const FAST_DEPTH = 32;
+
+/** A JSON copy with the conversion's rules (undefined members dropped, holes null, -0 as 0), or NOT_PLAIN. */
+function copyPlain(v: unknown, depth: number): Json | typeof NOT_PLAIN {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (typeof v === 'number') return Number.isFinite(v) ? (v === 0 ? 0 : v) : NOT_PLAIN;
+  if (typeof v !== 'object' || depth >= FAST_DEPTH) return NOT_PLAIN;
+  if (Array.isArray(v)) {
+    const n = v.length;
+    if (n > MAX_OUTPUT_ARRAY) return NOT_PLAIN;
+    const out: Json[] = new Array<Json>(n);
+    for (let i = 0; i < n; i++) {
+      const x: unknown = v[i];
+      const c = x === undefined ? null : copyPlain(x, depth + 1);
+      if (c === NOT_PLAIN) return NOT_PLAIN;
+      out[i] = c;
+    }
+    return out;
+  }
+  if (!isPlainObject(v)) return NOT_PLAIN;
+  const out: JsonObject = {};
+  for (const k of Object.keys(v)) {
+    const x = v[k];
+    if (x === undefined) continue;
+    const c = copyPlain(x, depth + 1);
+    if (c === NOT_PLAIN) return NOT_PLAIN;
+    if (k === '__proto__') Object.defineProperty(out, k, { value: c, enumerable: true, writable: true, configurable: true });
+    else out[k] = c;
+  }
+  return out;
 }
 
 function convert(root: unknown): JsonConversion {

@@ -610,7 +610,8 @@ function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] {
   const { state, env } = ctx;
   const out: Claimed[] = [];
   if (f.max <= 0 || runGateOpen(ctx)) return out;
-  for (const name of [...state.ready]) {
+  // the set itself, not a copy: claims delete what they take (safe while iterating) and add nothing to it
+  for (const name of state.ready) {
     if (out.length >= f.max || state.status !== 'running') break;
     const p = state.phases.get(name)!;
     if (p.notBefore !== undefined && p.notBefore > env.now) continue;
