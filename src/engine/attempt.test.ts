@@ -20,11 +20,10 @@ describe('toJson', () => {
     let deep: unknown = { leaf: [1, 'x'] };
     for (let i = 0; i < 100; i++) deep = i % 2 === 0 ? [deep] : { d: deep };
     const r = toJson(deep);
-    expect(r).toEqual({ ok: true, value: JSON.parse(JSON.stringify(deep)) });
+    expect(r).toEqual({ ok: true, value: JSON.parse(JSON.stringify(deep)) as unknown });
   });
 
   test('JSON rules: undefined members dropped, holes and undefined items null, -0 as 0, __proto__ kept as data', () => {
-    // eslint-disable-next-line no-sparse-arrays
     const r = toJson({ a: undefined, b: [1, , undefined, -0], c: JSON.parse('{"__proto__": {"x": 1}}') as unknown });
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -35,11 +34,15 @@ describe('toJson', () => {
   test('what is not JSON is named, with where it is', () => {
     const cycle: Record<string, unknown> = { a: { b: {} } };
     (cycle['a'] as { b: Record<string, unknown> }).b['back'] = cycle;
-    expect(toJson(cycle)).toMatchObject({ ok: false, message: expect.stringMatching(/circular at \/a\/b\/back/) });
-    expect(toJson({ f: () => 1 })).toMatchObject({ ok: false, message: expect.stringMatching(/function at \/f/) });
-    expect(toJson({ n: [1, Number.NaN] })).toMatchObject({ ok: false, message: expect.stringMatching(/NaN at \/n\/1/) });
-    expect(toJson({ d: new Date(0) })).toMatchObject({ ok: false, message: expect.stringMatching(/Date object at \/d/) });
+    const why = (v: unknown): string => {
+      const r = toJson(v);
+      return r.ok ? 'ok' : r.message;
+    };
+    expect(why(cycle)).toMatch(/circular at \/a\/b\/back/);
+    expect(why({ f: () => 1 })).toMatch(/function at \/f/);
+    expect(why({ n: [1, Number.NaN] })).toMatch(/NaN at \/n\/1/);
+    expect(why({ d: new Date(0) })).toMatch(/Date object at \/d/);
     const getter = Object.defineProperty({}, 'x', { enumerable: true, get: () => { throw new Error('no'); } });
-    expect(toJson(getter)).toMatchObject({ ok: false, message: expect.stringMatching(/could not be read/) });
+    expect(why(getter)).toMatch(/could not be read/);
   });
 });
