@@ -327,3 +327,54 @@ describe('escalation to a human (onAgentFailure: escalate_to_user)', () => {
     expect(done.phases['draft']).toMatchObject({ status: 'completed', attempts: 2, output: { draft: 'written on attempt 2' } });
   }, 30_000);
 });
+
+const CHECKPOINTED = `openintent: "1.0"
+info: {name: "Checkpointed"}
+agents:
+  counter:
+    x-contract:
+      errorHandling: {onTimeout: {action: checkpoint_and_retry, maxRetries: 2}}
+workflow:
+  count: {assign: counter, outputs: {total: integer}}
+`;
+
+const COUNTING_AGENTS = `import { appendFileSync } from 'node:fs';
+export default {
+  counter: async (ctx) => {
+    const from = ctx.lastCheckpoint?.done ?? 0;
+    appendFileSync(new URL('./calls.log', import.meta.url), JSON.stringify({ phase: ctx.phase, attempt: ctx.attempt, key: ctx.idempotencyKey, from }) + '\\n');
+    for (let i = from + 1; i <= 6; i++) {
+      await new Promise((r) => setTimeout(r, 60));
+      await ctx.checkpoint({ done: i });
+    }
+    return { total: 6, resumed_from: from };
+  },
+};
+`;
+
+describe('checkpoints survive kill -9', () => {
+  test('the attempt after the crash starts from the last checkpoint the killed one saved', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), CHECKPOINTED);
+    writeFileSync(join(cwd, 'agents.mjs'), COUNTING_AGENTS);
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'cp9', '-q'], { cwd });
+    const saved = async (): Promise<number> => {
+      const io = capture(cwd);
+      if ((await run(['show', 'cp9', '--json', '--events'], io)) !== 0) return 0;
+      const doc = JSON.parse(io.out()) as { events?: { type: string }[] };
+      return (doc.events ?? []).filter((e) => e.type === 'task.checkpoint').length;
+    };
+    await until(async () => (await saved()) >= 2);
+    child.kill('SIGKILL');
+    await child.done;
+    const resumed = await batonRun(['resume', 'cp9', '-q'], { cwd });
+    expect(resumed.code).toBe(0);
+    const after = await showJson(cwd, 'cp9');
+    expect(after.phases['count']).toMatchObject({ status: 'completed', attempts: 2 });
+    const out = after.phases['count']!.output as { resumed_from: number };
+    const log = calls(cwd) as unknown as { attempt: number; from: number }[];
+    expect(log.map((c) => c.attempt)).toEqual([1, 2]);
+    expect(log[1]!.from).toBeGreaterThanOrEqual(2);
+    expect(out.resumed_from).toBe(log[1]!.from);
+  }, 30_000);
+});
