@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type ClosableAgent } from '../engine/agent.js';
 import { subprocessAgent, type SubprocessOptions } from './subprocess.js';
@@ -157,6 +157,29 @@ describe('subprocess agent, once mode', () => {
     expect(e.code).toBe('SubprocessClosed');
     expect(e.details['signal']).toBe('SIGTERM');
     expect((await failure(run(a, ctx()))).code).toBe('SubprocessClosed');
+  });
+});
+
+describe('subprocess agent, once mode: checkpoints on fd 3', () => {
+  it('saves each JSON line as a checkpoint, in order, and passes last_checkpoint to a retry', async () => {
+    const saved: unknown[] = [];
+    const logs: string[] = [];
+    const a = agent({ command: node('checkpoint.mjs') });
+    const out = await run(a, ctx({ upto: 3, junk: true }, { attempt: 2, lastCheckpoint: { step: 1 }, checkpoint: (v) => (saved.push(v), Promise.resolve()), log: (m) => void logs.push(m) }));
+    expect(out).toEqual({ from: 1, attempt: 2 });
+    expect(saved).toEqual([{ step: 2 }, { step: 3 }]);
+    expect(logs.join('\n')).toMatch(/checkpoint line on fd 3 is not JSON; dropped/);
+  });
+
+  it('keeps what a process saved before it timed out', async () => {
+    const saved: unknown[] = [];
+    const ac = new AbortController();
+    const a = agent({ command: node('checkpoint.mjs'), killGraceMs: 200 });
+    const p = run(a, ctx({ upto: 2, hang: true }, { signal: ac.signal, checkpoint: (v) => (saved.push(v), Promise.resolve()) }));
+    await vi.waitFor(() => expect(saved).toHaveLength(2));
+    ac.abort(new Error('timeout'));
+    await expect(p).rejects.toMatchObject({ code: 'Aborted' });
+    expect(saved).toEqual([{ step: 1 }, { step: 2 }]);
   });
 });
 

@@ -67,9 +67,14 @@ export function subprocessAgent(opts: SubprocessOptions): ClosableAgent {
 /** POSIX: each agent process leads its own process group, so Baton can end everything it started. */
 const GROUPS = process.platform !== 'win32';
 
-function start(l: Launch): ChildProcess {
+/** The once-mode checkpoint channel: a pipe on this fd, one JSON value per line (docs/agents.md). */
+export const CHECKPOINT_FD = 3;
+/** A checkpoint line longer than this is dropped (and said so in a log line). */
+const MAX_CHECKPOINT_LINE = 4 * 1024 * 1024;
+
+function start(l: Launch, checkpoints = false): ChildProcess {
   return spawn(l.file, l.args, {
-    stdio: ['pipe', 'pipe', 'pipe'],
+    stdio: checkpoints ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
     shell: l.shell,
     env: l.env,
     windowsHide: true,
@@ -122,8 +127,9 @@ function tooDeepError(name: string, text: string, stderr?: string): AgentError {
   });
 }
 
-function requestOf(ctx: AgentContext): Record<string, unknown> {
+function requestOf(ctx: AgentContext, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
+    ...extra,
     input: ctx.input,
     phase: ctx.phase,
     task_id: ctx.taskId,
@@ -223,11 +229,12 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
   return new Promise<unknown>((resolve, reject) => {
     let child: ChildProcess;
     try {
-      child = start(l);
+      child = start(l, true);
     } catch (e) {
       reject(spawnError(name, l, e));
       return;
     }
+    readCheckpoints(child, ctx, name);
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;
     const stderr = new TailBuffer(STDERR_TAIL_BYTES);
@@ -251,7 +258,7 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
       clearTimeout(killTimer);
       clearTimeout(drainTimer);
       // Stopped by Baton, or drained after exit: a grandchild may still hold the pipes; drop them so they cannot hold the event loop.
-      if (stopping || exited) for (const s of [child.stdin, child.stdout, child.stderr]) s?.destroy();
+      if (stopping || exited) for (const s of [child.stdin, child.stdout, child.stderr, child.stdio[CHECKPOINT_FD]]) s?.destroy();
       reapGroup(child, l.graceMs); // nothing the attempt started outlives it
       settle();
       markSettled();
@@ -324,7 +331,51 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
       drainTimer.unref();
     });
     child.on('close', (code: number | null, sig: NodeJS.Signals | null) => settleExited(code, sig));
-    child.stdin!.end(`${JSON.stringify(requestOf(ctx))}\n`);
+    child.stdin!.end(`${JSON.stringify(requestOf(ctx, { checkpoint_fd: CHECKPOINT_FD }))}\n`);
+  });
+}
+
+/**
+ * Lines the process writes to fd 3 are checkpoints (`ctx.checkpoint`), saved in order while it runs:
+ * a later attempt of the task gets the last one as `last_checkpoint`, even when this process is killed
+ * by a timeout. A line that is not JSON (or too long or too deep) is dropped with a log line.
+ */
+function readCheckpoints(child: ChildProcess, ctx: AgentContext, name: string): void {
+  const pipe = child.stdio[CHECKPOINT_FD];
+  if (!pipe || !('on' in pipe)) return;
+  let buf = '';
+  let dropping = false;
+  const line = (text: string): void => {
+    const t = text.trim();
+    if (t === '') return;
+    const parsed = parseOutput(t);
+    if (!parsed.ok) {
+      ctx.log(`${name}: a checkpoint line on fd ${CHECKPOINT_FD} is not ${parsed.tooDeep ? `JSON within ${MAX_JSON_DEPTH} levels` : 'JSON'}; dropped`);
+      return;
+    }
+    void ctx.checkpoint(parsed.value as Json).catch(() => undefined);
+  };
+  (pipe as NodeJS.ReadableStream).setEncoding('utf8');
+  pipe.on('error', () => undefined);
+  pipe.on('data', (chunk: string) => {
+    let from = 0;
+    for (let nl = chunk.indexOf('\n'); nl >= 0; nl = chunk.indexOf('\n', from)) {
+      if (!dropping) line(buf + chunk.slice(from, nl));
+      buf = '';
+      dropping = false;
+      from = nl + 1;
+    }
+    if (dropping) return;
+    buf += chunk.slice(from);
+    if (buf.length > MAX_CHECKPOINT_LINE) {
+      ctx.log(`${name}: a checkpoint line on fd ${CHECKPOINT_FD} is longer than ${MAX_CHECKPOINT_LINE} characters; dropped`);
+      buf = '';
+      dropping = true;
+    }
+  });
+  pipe.on('end', () => {
+    if (!dropping && buf !== '') line(buf);
+    buf = '';
   });
 }
 

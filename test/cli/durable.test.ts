@@ -378,3 +378,27 @@ describe('checkpoints survive kill -9', () => {
     expect(out.resumed_from).toBe(log[1]!.from);
   }, 30_000);
 });
+
+describe('a once-mode subprocess agent saves checkpoints on fd 3', () => {
+  test('its attempt times out; the retry starts from what it saved', async () => {
+    const cwd = dir();
+    const agent = join(import.meta.dirname, '..', 'fixtures', 'agents', 'checkpoint.mjs');
+    writeFileSync(
+      join(cwd, 'workflow.yaml'),
+      `openintent: "1.0"
+info: {name: "Checkpointed subprocess"}
+agents:
+  counter:
+    x-command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(agent)}]
+    x-contract:
+      errorHandling: {onTimeout: {action: checkpoint_and_retry, maxRetries: 1}}
+workflow:
+  count: {assign: counter, x-timeout_ms: 3000, initial_state: {upto: 3, hang: true}, inputs: {upto: $initial_state.upto, hang: $initial_state.hang}, outputs: {from: integer, attempt: integer}}
+`,
+    );
+    const io = capture(cwd);
+    expect(await run(['run', 'workflow.yaml', '--run-id', 'sub1', '-q'], io)).toBe(0);
+    const after = await showJson(cwd, 'sub1');
+    expect(after.phases['count']).toMatchObject({ status: 'completed', attempts: 2, output: { from: 3, attempt: 2 } });
+  }, 30_000);
+});
