@@ -21,6 +21,30 @@ workflow:
     outputs: {draft: string}
 `);
 
+  test('its errorHandling and estimatedTime steer the run as a contract file does', async () => {
+    const seen: unknown[] = [];
+    const drafter = defineAgent({
+      id: 'drafter',
+      version: '1.0.0',
+      resources: { estimatedTime: '300ms' },
+      // a JavaScript caller may leave out requiresFlags and maxRetries: the contract file defaults apply
+      errorHandling: { onPartialCompletion: { action: 'return_partial' }, onTimeout: { action: 'checkpoint_and_retry' } },
+      handler: async (ctx) => {
+        seen.push(ctx.lastCheckpoint);
+        if (ctx.attempt === 1) {
+          await ctx.checkpoint({ half: true });
+          await new Promise((r) => ctx.signal.addEventListener('abort', r, { once: true }));
+        }
+        return { draft: 'half of it', completionStatus: 'partial' };
+      },
+    });
+    expect(drafter.contract.resources.estimatedMs).toEqual({ min: 300, max: 300 });
+    const r = await runWorkflow(spec, { agents: { drafter }, trigger: { topic: 'tides' } });
+    expect(r.phases['draft']).toMatchObject({ status: 'partial', attempts: 2, output: { draft: 'half of it' } });
+    expect(seen).toEqual([undefined, { half: true }]);
+    expect(r.events.find((e) => e.type === 'task.attempt_failed')).toMatchObject({ failure: { code: 'Timeout', details: { timeout_ms: 300 } } });
+  });
+
   test('a handler function carrying its contract; runs with parsed input, output checked', async () => {
     const drafter = defineAgent({
       id: 'drafter',

@@ -18,7 +18,9 @@ import { z } from 'zod';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext } from '../engine/agent.js';
 import { SchemaCompiler, type SchemaValidator } from '../workflow/json-schema.js';
-import { emptyContract, type AgentContract, type ErrorHandling, type FileEffect } from '../workflow/contract/model.js';
+import { emptyContract, type AgentContract, type FileEffect } from '../workflow/contract/model.js';
+import { errorHandling } from '../workflow/contract/parse.js';
+import { parseDuration } from '../workflow/contract/shape.js';
 
 export type JSONSchema = Record<string, unknown>;
 
@@ -134,6 +136,14 @@ export interface SideEffectsDecl {
   externalCalls?: string[];
 }
 
+/** The contract spec's `errorHandling`, as written in TypeScript (defaults as in a contract file). */
+export interface ErrorHandlingDecl {
+  onInputValidationFailure?: { action: 'reject'; message?: string };
+  onPartialCompletion?: { action: 'return_partial' | 'fail'; requiresFlags?: string[] };
+  onTimeout?: { action: 'checkpoint_and_retry' | 'retry' | 'fail'; maxRetries?: number };
+  onAgentFailure?: { action: 'escalate_to_user' | 'fallback' | 'retry' | 'fail'; fallbackAgent?: string | null };
+}
+
 /** An AgentContext whose input is the parsed, typed value. */
 export type TypedContext<In> = Omit<AgentContext, 'input'> & { readonly input: In };
 
@@ -143,7 +153,7 @@ export interface AgentDefinition<In, Out> {
   version: string;
   io?: IOHandle<In, Out>;
   handler: (ctx: TypedContext<In>) => Out | Promise<Out>;
-  errorHandling?: ErrorHandling;
+  errorHandling?: ErrorHandlingDecl;
   sideEffects?: SideEffectsDecl;
   resources?: { estimatedTime?: string; tokenBudget?: number; memoryRequired?: string };
   compatibility?: { requiresContext?: string[]; providesContext?: string[] };
@@ -264,8 +274,14 @@ function contractFor<In, Out>(def: AgentDefinition<In, Out>, io: IOHandle<In, Ou
     filesRead: effects(def.sideEffects?.filesRead, 'filesRead', io.inputsFiles),
     externalCalls: (def.sideEffects?.externalCalls ?? []).map((name, i) => ({ name, at: { path: ['sideEffects', 'externalCalls', i] } })),
   };
-  if (def.resources) c.resources = { ...def.resources };
-  if (def.errorHandling) c.errorHandling = def.errorHandling;
+  if (def.resources) {
+    c.resources = { ...def.resources };
+    // "5-15 minutes": the upper bound is the default attempt timeout, as for a contract file
+    const ms = def.resources.estimatedTime !== undefined ? parseDuration(def.resources.estimatedTime) : undefined;
+    if (ms) c.resources.estimatedMs = ms;
+  }
+  // normalised as a contract file's is (a JavaScript caller may leave out requiresFlags or maxRetries)
+  if (isPlainObject(def.errorHandling)) c.errorHandling = errorHandling(def.errorHandling);
   c.compatibility = { requiresContext: def.compatibility?.requiresContext ?? [], providesContext: def.compatibility?.providesContext ?? [] };
   return c;
 }

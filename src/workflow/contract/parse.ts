@@ -91,7 +91,8 @@ function fileEffects(v: unknown, loc: (...p: Path) => Loc, key: string): FileEff
   return out;
 }
 
-function errorHandling(raw: Record<string, unknown>): ErrorHandling {
+/** The error-handling block as the engine reads it: known actions only, defaults filled in (requiresFlags [], maxRetries). */
+export function errorHandling(raw: Record<string, unknown>): ErrorHandling {
   const eh: ErrorHandling = {};
   const ivf = raw['onInputValidationFailure'];
   if (isPlainObject(ivf) && ivf['action'] === 'reject') eh.onInputValidationFailure = { action: 'reject', ...(typeof ivf['message'] === 'string' ? { message: ivf['message'] } : {}) };
