@@ -2,33 +2,14 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type ClosableAgent } from '../engine/agent.js';
+import { fakeContext } from '../engine/testing.js';
 import { subprocessAgent, type SubprocessOptions } from './subprocess.js';
 
 const fixtures = fileURLToPath(new URL('../../test/fixtures/agents/', import.meta.url));
 const node = (script: string): string[] => [process.execPath, `${fixtures}${script}`];
 
 function ctx(input: JsonObject = {}, over: Partial<AgentContext> = {}): AgentContext {
-  return {
-    input,
-    phase: 'research',
-    taskId: 'task-1',
-    runId: 'run-1',
-    attempt: 1,
-    idempotencyKey: 'run-1:research',
-    inputResponse: undefined,
-    lastCheckpoint: undefined,
-    checkpoint: () => Promise.resolve(),
-    agent: 'researcher',
-    signal: new AbortController().signal,
-    initialState: { seed: 1 },
-    reportCost: () => undefined,
-    getSiblingOutput: () => undefined,
-    log: () => undefined,
-    record: () => undefined,
-    remainingBudgetUsd: () => undefined,
-    requestInput: () => Promise.reject(new Error('no input here')),
-    ...over,
-  };
+  return fakeContext({ input, phase: 'research', taskId: 'task-1', runId: 'run-1', idempotencyKey: 'run-1:research', agent: 'researcher', initialState: { seed: 1 }, ...over });
 }
 
 const open: ClosableAgent[] = [];

@@ -6,6 +6,7 @@
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
+import { Waiters } from './rows.js';
 
 interface Entry {
   run: RunRecord;
@@ -19,7 +20,7 @@ export class MemoryStore implements RunStore {
   readonly location = 'memory';
   private readonly entries = new Map<string, Entry>();
   private readonly workflows = new Map<string, WorkflowRecord>();
-  private waiters = new Set<() => void>();
+  private readonly waiters = new Waiters();
 
   createRun(init: NewRun): Promise<void> {
     const id = init.run.runId;
@@ -123,28 +124,16 @@ export class MemoryStore implements RunStore {
 
   waitForChange(maxMs: number, signal?: AbortSignal): Promise<void> {
     // one process: nothing changes behind our back, but transactions of other engines in this process wake waiters
-    return new Promise<void>((resolve) => {
-      if (signal?.aborted) return resolve();
-      const done = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
-        this.waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, Math.min(maxMs, 2 ** 31 - 1));
-      signal?.addEventListener('abort', done, { once: true });
-      this.waiters.add(done);
-    });
+    return this.waiters.wait(maxMs, signal);
   }
 
   close(): Promise<void> {
-    for (const w of [...this.waiters]) w();
+    this.waiters.wakeAll();
     return Promise.resolve();
   }
 
   private notify(): void {
-    if (this.waiters.size === 0) return;
-    for (const w of [...this.waiters]) w();
+    if (this.waiters.size > 0) this.waiters.wakeAll();
   }
 }
 

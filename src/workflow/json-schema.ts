@@ -149,7 +149,8 @@ function describeType(v: unknown): string {
   return t === 'object' ? 'an object' : t === 'array' ? 'an array' : t;
 }
 
-function valueAt(root: unknown, path: readonly (string | number)[]): unknown {
+/** The value at a path of keys and indexes (undefined where the path leaves the value). */
+export function valueAt(root: unknown, path: readonly (string | number)[]): unknown {
   let v = root;
   for (const seg of path) {
     if (v === null || typeof v !== 'object') return undefined;

@@ -16,31 +16,13 @@ import { run } from '../../src/cli/main.js';
 import { MAX_JSON_DEPTH } from '../../src/core/json-depth.js';
 import type { JsonObject } from '../../src/core/json.js';
 import { AgentError, type AgentContext, type ClosableAgent } from '../../src/engine/agent.js';
+import { fakeContext } from '../../src/engine/testing.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const fixtures = join(root, 'test', 'fixtures', 'agents');
 
 function ctx(signal = new AbortController().signal, input: JsonObject = {}): AgentContext {
-  return {
-    input,
-    phase: 'p',
-    taskId: 't',
-    runId: 'r',
-    attempt: 1,
-    idempotencyKey: 'r:p',
-    inputResponse: undefined,
-    lastCheckpoint: undefined,
-    checkpoint: () => Promise.resolve(),
-    agent: 'a',
-    signal,
-    initialState: {},
-    reportCost: () => undefined,
-    getSiblingOutput: () => undefined,
-    log: () => undefined,
-    record: () => undefined,
-    remainingBudgetUsd: () => undefined,
-    requestInput: () => Promise.reject(new Error('no input here')),
-  };
+  return fakeContext({ signal, input });
 }
 
 const open: ClosableAgent[] = [];

@@ -6,7 +6,7 @@
  */
 import type { Json, JsonObject } from '../../core/json.js';
 import type { ValueIssue } from '../../types/api.js';
-import { jsonPath, pointerToPath, repr, type SchemaCompiler, type SchemaError } from '../../workflow/json-schema.js';
+import { jsonPath, pointerToPath, repr, valueAt, type SchemaCompiler, type SchemaError } from '../../workflow/json-schema.js';
 import type { Blueprint, PhaseModel } from '../../workflow/model.js';
 
 export type Contract =
@@ -50,15 +50,6 @@ export function issuesToErrors(issues: readonly ValueIssue[], root: unknown): Sc
     if (i.kind === 'enum') return { path: jsonPath(path), message: `${repr(value)} is not one of ${i.expected}`, expected: `one of ${i.expected}`, received: repr(value) };
     return { path: jsonPath(path), message: `${repr(value)} is not of type ${repr(i.expected)}`, expected: i.expected, received: i.actual };
   });
-}
-
-function valueAt(root: unknown, path: readonly (string | number)[]): unknown {
-  let v = root;
-  for (const seg of path) {
-    if (v === null || typeof v !== 'object') return undefined;
-    v = (v as Record<string | number, unknown>)[seg];
-  }
-  return v;
 }
 
 /**
