@@ -17,6 +17,7 @@ import { toJson } from './attempt.js';
 import { contractOfPhase, type GateSpec, type Plan } from './plan.js';
 import { backoffDelay, isRetryable } from './retry.js';
 import { applyEvent, type GateState, type PhaseState, type RunState } from './state.js';
+import { claimableAt, runGateOpen, type Claimant } from './due.js';
 
 /** A task handed to a worker by a claim. */
 export interface Claimed {
@@ -37,7 +38,7 @@ export type Fact =
   /** A new run: run.started, then the roots (and the run gate when it reads only trigger / initial_state). */
   | { kind: 'start'; workflowHash?: string; deadlineAt?: number; autoApprove?: boolean; rerunOf?: { run_id: string; from: string; outputs: ReadonlyMap<string, { output: JsonObject; attempt: number }> } }
   /** Claim up to `max` ready tasks for a worker that binds `agents` (null: every agent). */
-  | { kind: 'claim'; worker: string; agents: ReadonlySet<string> | null; max: number; leaseMs: number; deadOwners?: ReadonlySet<string>; /** Phases whose answered attempt this worker continues itself (not claimed again). */ resuming?: ReadonlySet<string> }
+  | ({ kind: 'claim'; max: number; leaseMs: number } & Claimant)
   | { kind: 'outcome'; phase: string; attempt: number; worker: string; outcome: Outcome }
   | { kind: 'cost'; phase: string; attempt: number; usd: number }
   | { kind: 'log'; phase: string; attempt: number; message: string }
@@ -48,7 +49,7 @@ export type Fact =
   /** A warning about a running or just-finished attempt (task.warning). */
   | { kind: 'warn'; phase: string; attempt: number; code: string; message: string; details?: JsonObject }
   /** A running task whose worker is gone (its lease expired, or its process is known dead). */
-  | { kind: 'lease_expired'; phase: string; attempt: number; owner: string }
+  | { kind: 'lease_expired'; phase: string; attempt: number; owner: string; /** The owner's process is gone (no wait for its lease). */ dead?: boolean; /** The owner hands its own attempt back (a stopping worker). */ handBack?: boolean }
   /** Timers: the run deadline, gate expiries, escalations. */
   | { kind: 'tick' }
   | { kind: 'cancel'; reason: string }
@@ -194,9 +195,11 @@ function emit(ctx: Ctx, e: NewEvent): RunEvent {
   applyEvent(ctx.state, ev);
   ctx.out.push(ev);
   if (ROW_EVENTS.has(ev.type) && 'phase' in ev && ev.phase !== undefined) ctx.touched.add(ev.phase);
-  else if (ev.type === 'gate.opened' || ev.type === 'gate.decided' || ev.type === 'gate.answered') {
+  else if (ev.type === 'gate.opened' || ev.type === 'gate.decided' || ev.type === 'gate.answered' || ev.type === 'gate.expired') {
     const g = ctx.state.gates.get(ev.gate_id);
     if (g?.phase !== undefined) ctx.touched.add(g.phase);
+    // the run gate and access gates hold ready tasks: their rows' due times change with the gate
+    if (g !== undefined && (g.kind === 'run' || g.kind === 'access')) for (const n of ctx.state.ready) ctx.touched.add(n);
   } else if (ev.type === 'run.started') for (const n of ctx.state.phases.keys()) ctx.touched.add(n);
   return ev;
 }
@@ -440,10 +443,6 @@ function checkRunGate(ctx: Ctx, settled: string | undefined): void {
   openGate(ctx, 'approval', 'run', g, reason, {});
 }
 
-function runGateOpen(ctx: Ctx): boolean {
-  const g = ctx.state.gates.get('approval');
-  return g !== undefined && g.status === 'open';
-}
 
 function decideGate(ctx: Ctx, f: Extract<Fact, { kind: 'decide_gate' }>): FactResult {
   const g = ctx.state.gates.get(f.gateId);
@@ -609,7 +608,7 @@ function agentOf(ctx: Ctx, name: string): string {
 function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] {
   const { state, env } = ctx;
   const out: Claimed[] = [];
-  if (f.max <= 0 || runGateOpen(ctx)) return out;
+  if (f.max <= 0 || runGateOpen(state)) return out;
   // the set itself, not a copy: claims delete what they take (safe while iterating) and add nothing to it
   for (const name of state.ready) {
     if (out.length >= f.max || state.status !== 'running') break;
@@ -617,27 +616,18 @@ function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] {
     if (p.notBefore !== undefined && p.notBefore > env.now) continue;
     const agent = agentOf(ctx, name);
     if (ctx.plan.accessAgents.has(agent)) {
+      // a claim opens the agent's access gate (its first task), and fails tasks whose access was denied
       const g = state.gates.get(`access-${agent}`);
-      if (g?.status === 'denied') {
-        failAccess(ctx, name, g);
+      if (g === undefined) openAccessGate(ctx, agent, name);
+      const now = state.gates.get(`access-${agent}`)!;
+      if (now.status === 'denied') {
+        failAccess(ctx, name, now);
         continue;
       }
-      if (!g) {
-        openAccessGate(ctx, agent, name);
-        const now = state.gates.get(`access-${agent}`)!;
-        if (now.status === 'denied') {
-          failAccess(ctx, name, now);
-          continue;
-        }
-        if (now.status !== 'approved') continue;
-      } else if (g.status !== 'approved') continue;
     }
-    if (f.agents && !f.agents.has(agent)) continue;
-    if (p.resumable) {
-      // the process that asked continues its own attempt (task.resumed); others wait for its grace period, unless it is known dead
-      const r = p.resumable;
-      if (r.owner === f.worker ? f.resuming?.has(name) === true : r.until > env.now && !(r.owner !== undefined && f.deadOwners?.has(r.owner))) continue;
-    }
+    // the one rule of when a task is due for this claimant (due.ts): the worker sleeps by the same one
+    const at = claimableAt(ctx.plan, state, name, f);
+    if (at === undefined || at > env.now) continue;
     const pm = model(ctx, name);
     const r = tryResolveTaskInputs(pm, outputsView(state), { trigger: state.trigger, initialState: initialStateOf(ctx, pm), taskId: p.taskId });
     if (!r.ok) {
