@@ -16,6 +16,7 @@
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
+import { endRecordedGroup } from '../core/process.js';
 import { cloneJson, type Json, type JsonObject } from '../core/json.js';
 import type { AgentContract } from '../workflow/contract/model.js';
 import type { WorkflowModel } from '../workflow/model.js';
@@ -850,6 +851,9 @@ export class Worker implements AttemptHost {
 
   private start(ctx: RunCtx, c: Claimed): void {
     const pm = ctx.plan.byName.get(c.phase)!;
+    // an earlier attempt's agent process that outlived its worker (kill -9 of Baton) ends before this one starts
+    const orphan = ctx.state.phases.get(c.phase)?.process;
+    if (orphan && orphan.attempt < c.attempt) endRecordedGroup(orphan);
     const handler = ctx.handlers[c.agent];
     const own = pm.inputs && pm.inputs.length > 0 ? cloneJson(c.input) : {};
     // copies: an agent that mutates its initial state or answer must not change the model, the run or the log
