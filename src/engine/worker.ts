@@ -380,7 +380,10 @@ export class Worker implements AttemptHost {
    * next turn.
    */
   private async loop(): Promise<void> {
+    let busyTurns = 0;
     while (!this.closed && this.crashed === undefined) {
+      // a store that answers in microtasks (memory) must not starve timers and I/O: yield now and then
+      if (++busyTurns % 16 === 0) await new Promise<void>((r) => setImmediate(r));
       let did = false;
       for (const ctx of [...this.runs.values()]) {
         if (this.crashed !== undefined || this.closed) break;
@@ -399,7 +402,10 @@ export class Worker implements AttemptHost {
       this.evict();
       const live = [...this.runs.values()].some((c) => !c.ended);
       if (!live && !this.serving) break;
-      if (!did) await this.idle();
+      if (!did) {
+        busyTurns = 0;
+        await this.idle();
+      }
     }
     for (const ctx of this.runs.values()) {
       if (this.crashed !== undefined) ctx.reject(this.crashed);
@@ -547,11 +553,11 @@ export class Worker implements AttemptHost {
         if (ctx.facts.some((f) => f.kind === 'lease_expired' && f.phase === h.phase && f.attempt === h.attempt)) continue;
         ctx.facts.push({ kind: 'lease_expired', phase: h.phase, attempt: h.attempt, owner: h.owner, ...(h.live ? { dead: true } : {}) });
         found = true;
-      } else if (ctx.facts.length === 0 && ctx.retryAt <= now) {
-        // the store says something is due that this worker's state does not: the state is behind, so a
-        // look (a commit reads what it has not seen); what the state already knows the loop does itself
-        const knows = h.reason === 'timer' ? (nextTimer(ctx.state) ?? Infinity) <= now : (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) <= now;
-        if (!knows) {
+      } else if (ctx.facts.length === 0 && ctx.retryAt <= now && !ctx.flushing) {
+        // the store knows of a commit this worker has not seen: a look (a commit reads the events since);
+        // what a current state says is due, the loop does by itself (and what it says is not due, is not)
+        const behind = h.seq === undefined ? (h.reason === 'timer' ? (nextTimer(ctx.state) ?? Infinity) > now : (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) > now) : h.seq > ctx.state.seq;
+        if (behind) {
           ctx.facts.push({ kind: 'tick' });
           found = true;
         }
