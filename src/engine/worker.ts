@@ -154,7 +154,7 @@ export class Worker implements AttemptHost {
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
     this.concurrency = Math.max(1, Math.floor(opts.concurrency ?? DEFAULT_CONCURRENCY));
-    this.leaseMs = Math.max(100, opts.leaseMs ?? DEFAULT_LEASE_MS);
+    this.leaseMs = Math.max(100, Math.round(opts.leaseMs ?? DEFAULT_LEASE_MS));
     this.pollMs = Math.max(10, opts.pollMs ?? 1000);
     this.id = opts.workerId ?? newWorkerId();
     this.isOwnerDead = opts.isOwnerDead ?? ownerIsDeadOnThisHost;
