@@ -15,10 +15,12 @@ import type { RunEvent } from './events.js';
 import { planOf, withContracts, type Plan } from './plan.js';
 import type { RunRecord, RunStore } from './ports.js';
 import { DecisionError, isFault, newWorkerId, ownerIsDeadOnThisHost, monotonicNow } from './worker-support.js';
-import { attachGraph, replay, toResult, type RunResult, type RunState } from './state.js';
+import { applyEvent, attachGraph, replay, toResult, type RunResult, type RunState } from './state.js';
 
 export const DEFAULT_CONCURRENCY = 32;
 export const DEFAULT_LEASE_MS = 30_000;
+/** Runs a serving worker keeps parked (their state, to take up again without replaying their log). */
+export const PARKED_RUNS = 64;
 
 /** Named points at the commit boundaries where tests crash the worker. */
 export type FaultPoint = 'run.created' | 'flush.before-commit' | 'flush.after-commit' | 'attempt.before-invoke' | 'attempt.after-return';
@@ -232,9 +234,38 @@ export abstract class WorkerBase {
     return this.track(this.loadRun(runId, keepEvents));
   }
 
+  /**
+   * Runs a serving worker put down (nothing to do for it now), newest last, at most PARKED_RUNS: taken
+   * up again from the state it had plus the events after it, never by replaying the whole log.
+   */
+  protected readonly parked = new Map<string, RunCtx>();
+
+  protected park(ctx: RunCtx): void {
+    this.runs.delete(ctx.runId);
+    if (ctx.ended) return;
+    this.parked.delete(ctx.runId);
+    this.parked.set(ctx.runId, ctx);
+    if (this.parked.size > PARKED_RUNS) this.parked.delete(this.parked.keys().next().value!);
+  }
+
   private async loadRun(runId: string, keepEvents: boolean): Promise<RunCtx> {
     const have = this.runs.get(runId);
     if (have) return have;
+    const parked = keepEvents ? undefined : this.parked.get(runId);
+    if (parked) {
+      this.parked.delete(runId);
+      const after = await this.store.events(runId, parked.state.seq);
+      const again = this.runs.get(runId);
+      if (again) return again;
+      for (const e of after) applyEvent(parked.state, e);
+      parked.ended = parked.state.status !== 'running';
+      parked.retryAt = 0;
+      parked.contended = 0;
+      this.runs.set(runId, parked);
+      if (parked.ended) parked.resolve(toResult(parked.state, []));
+      else this.takeOverDead(parked);
+      return parked;
+    }
     const record = await this.store.run(runId);
     if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
     const bound = await this.opts.bind(record);

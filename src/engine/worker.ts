@@ -279,8 +279,8 @@ export class Worker extends WorkerAttempts {
   /** Runs this worker holds for nothing: a serving worker keeps only the runs it is executing (a gated run costs no memory). */
   private evict(): void {
     for (const ctx of [...this.runs.values()]) {
-      if (ctx.driven || ctx.flushing || ctx.attempts.size > 0 || ctx.busy.size > 0 || ctx.facts.length > 0 || ctx.waiters.length > 0) continue;
-      if (ctx.ended || (this.serving && !this.runsAnythingSoon(ctx))) this.runs.delete(ctx.runId);
+      if (ctx.driven || ctx.flushing || ctx.stale || ctx.attempts.size > 0 || ctx.busy.size > 0 || ctx.facts.length > 0 || ctx.waiters.length > 0) continue;
+      if (ctx.ended || (this.serving && !this.runsAnythingSoon(ctx))) this.park(ctx);
     }
   }
 
