@@ -404,7 +404,7 @@ const PINNED = new Set<object>();
 
 export function pinned(db: Database.Database): Database.Database {
   PINNED.add(db);
-  const prepare = db.prepare.bind(db) as (source: string) => Database.Statement;
+  const prepare = db.prepare.bind(db);
   (db as { prepare: (source: string) => Database.Statement }).prepare = (source: string) => {
     const st = prepare(source);
     PINNED.add(st);

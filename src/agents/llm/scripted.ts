@@ -13,11 +13,11 @@
  */
 import { readFileSync } from 'node:fs';
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3GenerateResult } from '@ai-sdk/provider';
-import { parse as parseYaml } from 'yaml';
 import { isPlainObject, type JsonObject } from '../../core/json.js';
 import { loadOptional } from '../../core/optional.js';
 import { modelToolName } from './names.js';
 import type { LlmProvider, StructuredOutput } from './provider.js';
+import { parseYamlValue } from '../../workflow/source.js';
 
 export interface ScriptedReply {
   text?: string;
@@ -47,7 +47,7 @@ export function loadScript(path: string): ScriptResult {
   }
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    raw = parseYamlValue(text);
   } catch (e) {
     return { ok: false, message: `${path}: not YAML or JSON (${(e as Error).message.split('\n')[0]})` };
   }
