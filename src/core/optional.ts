@@ -10,7 +10,7 @@ export function isMissingPackage(err: unknown, pkg: string): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const { code, message } = err as { code?: unknown; message?: unknown };
   if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return false;
-  return typeof message === 'string' && (message.includes(`'${pkg}'`) || message.includes(`'${pkg}/`) || message.includes(`/node_modules/${pkg}/`));
+  return typeof message === 'string' && (message.includes(`'${pkg}'`) || message.includes(`'${pkg}/`));
 }
 
 export function missingPackage(pkg: string, what: string, cause?: unknown): BatonError {
