@@ -78,10 +78,14 @@ try {
     if (!nodeSqliteAvailable()) {
       const t1 = performance.now();
       const r = spawnSync('npm', ['install', 'better-sqlite3', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: project, encoding: 'utf8' });
+      const ms = performance.now() - t1;
+      // npm 11 can leave it unbuilt (install scripts need approval): the store then says what to do
+      const probe = spawnSync(process.execPath, ['--input-type=module', '-e', "const { openSqliteStore } = await import('@baton-run/baton'); await openSqliteStore(':memory:').close(); console.log('loads')"], { cwd: project, encoding: 'utf8' });
       table([
         ['Node 20: + better-sqlite3', 'figure'],
-        ['install (compiles from source without a prebuilt binary)', r.status === 0 ? `${((performance.now() - t1) / 1000).toFixed(1)} s` : `failed: ${r.stderr.trim().split('\n').pop() ?? ''}`],
+        ['npm install better-sqlite3', r.status === 0 ? `${(ms / 1000).toFixed(1)} s` : `failed: ${r.stderr.trim().split('\n').pop() ?? ''}`],
         ['node_modules', `${du(nm).toFixed(1)} MB`],
+        ['the store opens', probe.status === 0 ? probe.stdout.trim() : (probe.stderr.split('\n').find((l) => /better-sqlite3|Error/.test(l)) ?? probe.stderr.trim().split('\n')[0] ?? '')],
       ]);
     }
   }
