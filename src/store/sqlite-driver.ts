@@ -25,6 +25,8 @@ export interface RunResult {
 
 /** A prepared statement (the type parameters mirror better-sqlite3's and are not checked). */
 export interface Statement<_P = unknown[], _R = unknown> {
+  /** The SQL text. */
+  readonly source: string;
   run(...params: unknown[]): RunResult;
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
@@ -83,10 +85,40 @@ export function open(file: string, opts: OpenOptions = {}): Database {
   if (binding === 'node') return openNode(file, opts.timeout ?? 5_000);
   const Better = loadBetterSqlite3();
   try {
-    return new Better(file, { timeout: opts.timeout ?? 5_000 });
+    return pinned(new Better(file, { timeout: opts.timeout ?? 5_000 }));
   } catch (err) {
     throw nativeLoadFault(err) ?? err;
   }
+}
+
+/**
+ * better-sqlite3 12 built against Node 24.19+ headers aborts the process (`Assertion failed: (env) !=
+ * nullptr`) when V8 collects one of its Database or Statement objects outside a JavaScript context (see
+ * `pinned` in sqlite.ts). So none is ever left for the GC: every database and statement this driver hands
+ * out (and every iterator) stays reachable for the process's life. node:sqlite has no such problem.
+ */
+const PINNED = new Set<object>();
+function pinned(db: Database): Database {
+  PINNED.add(db);
+  const prepare = db.prepare.bind(db);
+  db.prepare = (sql: string): Statement => {
+    const st = prepare(sql);
+    PINNED.add(st);
+    // an iterator is such an object too (the store never iterates: this is for other users of the driver)
+    const iterate = st.iterate.bind(st);
+    st.iterate = (...params: unknown[]): IterableIterator<unknown> => {
+      const it = iterate(...params);
+      PINNED.add(it);
+      return it;
+    };
+    return st;
+  };
+  // better-sqlite3's pragma() prepares a statement of its own that nothing pins: go through prepare()
+  db.pragma = (source: string, options: { simple?: boolean } = {}): unknown => {
+    const st = db.prepare(`PRAGMA ${source}`);
+    return options.simple ? st.pluck().get() : st.all();
+  };
+  return db;
 }
 
 /** The binding `open()` uses when none is given. */
@@ -106,6 +138,7 @@ export function nodeSqliteAvailable(): boolean {
 
 /** The part of `node:sqlite` used here (@types/node 20 does not declare the module). */
 interface NodeStmt {
+  readonly sourceSQL: string;
   run(...params: unknown[]): RunResult;
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
@@ -239,6 +272,10 @@ class NodeStatement implements Statement {
   constructor(private readonly st: NodeStmt) {
     // better-sqlite3 ignores named parameters a statement does not use
     st.setAllowUnknownNamedParameters?.(true);
+  }
+
+  get source(): string {
+    return this.st.sourceSQL;
   }
 
   pluck(toggle = true): this {
