@@ -102,6 +102,10 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     }
     ctx.busy.add(att.phase);
     const grace = new AbortController();
+    // a stopped worker waits for nobody: the grace timer must not keep the process alive
+    const stopGrace = (): void => grace.abort();
+    this.idleCtl.signal.addEventListener('abort', stopGrace, { once: true });
+    void att.finished.then(() => this.idleCtl.signal.removeEventListener('abort', stopGrace));
     const free = (): void => {
       if (ctx.busy.has(att.phase) && ![...ctx.attempts.values()].some((a) => a.phase === att.phase && a !== att)) ctx.busy.delete(att.phase);
     };
