@@ -24,7 +24,7 @@ import type { CliIo } from './io.js';
 import { outputProblem, printJson, saveResult } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
 import { boundFromHandlers } from './agents-module.js';
-import { printDiagnostics } from './validate.js';
+import { printDiagnostics, renderOptionsFor } from './validate.js';
 
 const RUN_USAGE = `Usage: baton run FILE|DIR|EXAMPLE [--agents MODULE] [--agent-command ID=CMD] [--agent-serve ID=CMD]
                  [--stub-agents] [--llm AGENT] [--llm-agents] [--replies FILE] [--auto-approve]
@@ -75,7 +75,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
 
     const compiled = await loadWorkflow(target.workflow);
     const r = { ...compiled, file: shown.startsWith('..') ? target.workflow : shown };
-    if (r.diagnostics.length > 0) io.stderr(printDiagnostics(r, io.isTTY));
+    if (r.diagnostics.length > 0) io.stderr(printDiagnostics(r, renderOptionsFor(io, 'stderr')));
     if (!r.ok) {
       io.stderr(`${safeText(shown)}: the workflow is invalid; nothing was run\n`);
       return 2;
@@ -95,7 +95,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       const again = await loadWorkflow(target.workflow, { bound: fromCode });
       const seen = new Set(compiled.diagnostics.map((d) => `${d.code} ${d.file ?? ''} ${d.path.join('.')}`));
       const fresh = again.diagnostics.filter((d) => !seen.has(`${d.code} ${d.file ?? ''} ${d.path.join('.')}`));
-      if (fresh.length > 0) io.stderr(printDiagnostics({ ...again, diagnostics: fresh, file: r.file }, io.isTTY));
+      if (fresh.length > 0) io.stderr(printDiagnostics({ ...again, diagnostics: fresh, file: r.file }, renderOptionsFor(io, 'stderr')));
       if (!again.ok) {
         io.stderr(`${safeText(shown)}: the agents module's contracts (defineAgent) do not fit the workflow; nothing was run\n`);
         return 2;

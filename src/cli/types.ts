@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { loadWorkflow } from '../workflow/compile.js';
 import { generateTypes } from '../workflow/contract/typegen.js';
 import type { CliIo } from './io.js';
-import { printDiagnostics } from './validate.js';
+import { printDiagnostics, renderOptionsFor } from './validate.js';
 
 const USAGE = 'Usage: baton types FILE [-o OUT.ts] [--baton-module NAME]\n';
 
@@ -22,7 +22,7 @@ export async function typesCommand(args: string[], io: CliIo): Promise<number> {
   const file = positionals[0]!;
   const r = await loadWorkflow(resolve(io.cwd, file));
   if (!r.model) {
-    io.stderr(printDiagnostics({ ...r, file }, io.isTTY, io.cwd));
+    io.stderr(printDiagnostics({ ...r, file }, renderOptionsFor(io, 'stderr'), io.cwd));
     return r.diagnostics.some((d) => d.code === 'file-unreadable') ? 2 : 1;
   }
   const text = generateTypes(r.model, { source: file, ...(values['baton-module'] !== undefined ? { batonModule: values['baton-module'] } : {}) });
