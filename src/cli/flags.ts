@@ -23,7 +23,7 @@ export function checkFlags(spec: CommandSpec, args: string[]): Flags {
   let color: ColorMode | undefined;
   let format: string | undefined;
   const positionals: string[] = [];
-  for (const [i, t] of tokens.entries()) {
+  for (const t of tokens) {
     if (t.kind === 'positional') {
       positionals.push(t.value);
       continue;

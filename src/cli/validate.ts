@@ -1,7 +1,7 @@
 /** `baton validate FILE... [--format F]`: every problem of every file, compiler-style. Exit 0 valid, 1 invalid, 2 unreadable. */
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { diagnosticToJson, renderDiagnostic, summaryLine, type RenderOptions } from '../diagnostics/render.js';
+import { diagnosticToJson, renderDiagnostic, summaryLine, type JsonDiagnostic, type RenderOptions } from '../diagnostics/render.js';
 import { escapeControls } from '../diagnostics/terminal.js';
 import { loadWorkflow, type CompileResult } from '../workflow/compile.js';
 import { colorsFor, columnsFor, useColor } from './color.js';
@@ -38,12 +38,7 @@ export async function validateCommand(files: string[], opts: { format: Format },
   if (opts.format === 'sarif' || opts.format === 'github') {
     await printMachineFormat(opts.format, results.map((r) => ({ diagnostics: r.diagnostics, source: sourceResolver(r, io.cwd) })), io);
   } else if (opts.format === 'json') {
-    const doc = {
-      files: results.map((r) => {
-        const src = sourceResolver(r, io.cwd);
-        return { file: r.file, valid: r.ok, diagnostics: r.diagnostics.map((d) => ({ ...diagnosticToJson(d, src(d)), ...(d.file !== undefined ? { file: src(d).name } : {}) })) };
-      }),
-    };
+    const doc = { files: results.map((r) => ({ file: r.file, valid: r.ok, diagnostics: jsonDiagnostics(r, io.cwd) })) };
     io.stdout(JSON.stringify(doc, null, 2) + '\n');
   } else {
     const c = colorsFor(io, 'stdout');
@@ -66,6 +61,12 @@ export async function validateCommand(files: string[], opts: { format: Format },
 export function printDiagnostics(r: CompileResult, opts: RenderOptions, cwd?: string): string {
   const src = sourceResolver(r, cwd);
   return r.diagnostics.map((d) => renderDiagnostic(d, src(d), opts) + '\n\n').join('');
+}
+
+/** The `--json` form of a result's diagnostics (`file` added for those in another file, a contract). */
+export function jsonDiagnostics(r: CompileResult, cwd: string): JsonDiagnostic[] {
+  const src = sourceResolver(r, cwd);
+  return r.diagnostics.map((d) => ({ ...diagnosticToJson(d, src(d)), ...(d.file !== undefined ? { file: src(d).name } : {}) }));
 }
 
 /** How diagnostics going to `stream` are rendered: its colour and its width. */
