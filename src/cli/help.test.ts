@@ -130,3 +130,15 @@ describe('the Environment section names every variable the code reads', () => {
     for (const e of ENVIRONMENT) expect(section, e.name).toContain(`\`${e.name}\``);
   });
 });
+
+describe('docs/cli.md', () => {
+  const doc = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'cli.md'), 'utf8');
+
+  test.each(COMMANDS.map((c) => [c.name]))('holds the help of %s as baton prints it', async (name) => {
+    expect(doc).toContain(`### \`baton ${name}\`\n\n\`\`\`text\n${(await cli(['help', name])).out}\`\`\``);
+  });
+
+  test('holds the environment section as baton prints it', async () => {
+    expect(doc).toContain((await cli(['help', 'environment'])).out);
+  });
+});
