@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import Ajv from 'ajv-draft-04';
+import { createRequire } from 'node:module';
 import { describe, expect, test } from 'vitest';
 import type { CliIo } from '../src/cli/io.js';
 import { run } from '../src/cli/main.js';
@@ -15,6 +15,8 @@ import { DIAGNOSTIC_CODES } from '../src/core/codes.js';
 
 const fixtures = join(import.meta.dirname, 'fixtures');
 const goldens = join(fixtures, 'formats');
+// ajv-draft-04 is CommonJS whose module.exports is the class
+const Ajv = createRequire(import.meta.url)('ajv-draft-04') as typeof import('ajv-draft-04').default;
 const schema = JSON.parse(readFileSync(join(fixtures, 'sarif', 'sarif-2.1.0-rtm.5.json'), 'utf8')) as object;
 // unicodeRegExp off: the schema has a pattern that is not a valid unicode regexp (`[a-zA-Z]{2}]?`)
 const validateSarif = new Ajv({ allErrors: true, strict: false, unicodeRegExp: false, validateFormats: false }).compile(schema);

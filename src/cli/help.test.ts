@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest';
 import { ENVIRONMENT } from './help.js';
 import type { CliIo } from './io.js';
 import { run } from './main.js';
-import { COMMANDS, GLOBAL_OPTIONS } from './spec.js';
+import { COMMANDS, GLOBAL_OPTIONS, type OptionSpec } from './spec.js';
 
 function capture(env: Record<string, string> = {}): CliIo & { out: () => string; err: () => string } {
   let out = '';
@@ -35,7 +35,7 @@ describe('help', () => {
     expect(viaHelp.code).toBe(0);
     expect(viaHelp.out).toBe(viaFlag.out);
     expect(viaFlag.out).toMatch(new RegExp(`^Usage: baton ${name}\\b`));
-    for (const [opt, o] of Object.entries({ ...spec.options, ...GLOBAL_OPTIONS })) {
+    for (const [opt, o] of Object.entries<OptionSpec>({ ...spec.options, ...GLOBAL_OPTIONS })) {
       const lines = viaFlag.out.split('\n').filter((l) => new RegExp(`^  (-\\w, )? *--${opt}(?![\\w-])`).test(l));
       expect(lines, `--${opt}`).toHaveLength(1);
       if (o.shown) expect(lines[0]).toContain(`default: ${o.shown}`);
@@ -112,7 +112,7 @@ describe('the Environment section names every variable the code reads', () => {
         if (e.isDirectory()) walk(p);
         else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts')) {
           const text = readFileSync(p, 'utf8');
-          for (const m of text.matchAll(/env\[['"]([A-Z][A-Z0-9_]+)['"]\]|env\.([A-Z][A-Z0-9_]+)\b/g)) names.add(m[1] ?? m[2]!);
+          for (const m of text.matchAll(/env\[['"]([A-Z][A-Z0-9_]+)['"]\]|env\??\.([A-Z][A-Z0-9_]+)\b/g)) names.add(m[1] ?? m[2]!);
         }
       }
     };

@@ -110,10 +110,15 @@ export async function newCommand(args: string[], io: CliIo): Promise<number> {
     printFailure(io, 'new', 'usage', `${relative(io.cwd, wf) || wf} already exists; choose another name or --dir`);
     return 2;
   }
-  await mkdir(dir, { recursive: true });
-  await writeFile(wf, starterWorkflow(name));
-  await writeFile(join(dir, 'agents.mjs'), STARTER_AGENTS);
-  await writeFile(join(dir, 'trigger.json'), JSON.stringify({ topic: 'multi-agent pipelines' }, null, 2) + '\n');
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(wf, starterWorkflow(name));
+    await writeFile(join(dir, 'agents.mjs'), STARTER_AGENTS);
+    await writeFile(join(dir, 'trigger.json'), JSON.stringify({ topic: 'multi-agent pipelines' }, null, 2) + '\n');
+  } catch (e) {
+    printFailure(io, 'new', 'usage', `cannot write ${relative(io.cwd, dir) || dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    return 2;
+  }
   const rel = relative(io.cwd, dir) || '.';
   if (io.json) {
     io.stdout(JSON.stringify({ name, dir: rel, files: ['workflow.yaml', 'agents.mjs', 'trigger.json'].map((f) => `${rel}/${f}`) }, null, 2) + '\n');
