@@ -53,7 +53,7 @@ function frame(source: SourceFile, range: readonly [number, number], paint: (s: 
   const main = windowed(lineText, col0, end0, room);
   for (let n = first; n < start.line; n++) {
     // a context line is shown from the same column as the line with the range
-    out.push(`${c.dim(`${String(n).padStart(gutter)} |`)} ${fromColumn(source.line(n), main.fromColumn, room)}`);
+    out.push(`${c.dim(`${String(n).padStart(gutter)} |`)} ${fromColumn(source.line(n), main.fromColumn, main.fromOffset, room)}`);
   }
   out.push(`${c.dim(`${String(start.line).padStart(gutter)} |`)} ${main.text}`);
   out.push(`${' '.repeat(gutter)} ${c.dim('|')} ${' '.repeat(main.caretAt)}${paint('^'.repeat(Math.max(1, Math.min(main.caretWidth, 80))))}`);
@@ -65,8 +65,10 @@ const MIN_FRAME_WIDTH = 20;
 
 interface Window {
   text: string;
-  /** Display column (in the whole line) where the window starts. */
-  fromColumn: number;
+  /** Display column (in the whole line) where the window starts; undefined when the line was too long to measure whole. */
+  fromColumn: number | undefined;
+  /** UTF-16 offset in the line where the window starts. */
+  fromOffset: number;
   /** Columns before the caret, in the printed text. */
   caretAt: number;
   caretWidth: number;
@@ -79,7 +81,8 @@ interface Window {
 function windowed(line: string, col0: number, end0: number, room: number): Window {
   const slack = room * 4;
   let lo = Math.max(0, col0 - slack);
-  let hi = Math.min(line.length, Math.max(end0, col0 + 1) + slack);
+  // past the range's start only `room` columns are shown: a long range is not measured whole either
+  let hi = Math.min(line.length, col0 + 1 + 2 * slack);
   if (lo > 0 && isLowSurrogate(line.charCodeAt(lo))) lo--;
   if (hi < line.length && isLowSurrogate(line.charCodeAt(hi))) hi++;
   const cs = cells(line.slice(lo, hi));
@@ -92,7 +95,7 @@ function windowed(line: string, col0: number, end0: number, room: number): Windo
     if (at < col0) before += x.width;
     else if (at < end0) span += x.width;
   }
-  if (lo === 0 && hi === line.length && total <= room) return { text: cs.map((x) => x.text).join(''), fromColumn: 0, caretAt: before, caretWidth: Math.max(1, span) };
+  if (lo === 0 && hi === line.length && total <= room) return { text: cs.map((x) => x.text).join(''), fromColumn: 0, fromOffset: 0, caretAt: before, caretWidth: Math.max(1, span) };
   // the range starts a third of the way in, unless the line ends sooner
   let from = Math.max(0, Math.min(before - Math.floor(room / 3), total - room));
   let col = 0;
@@ -110,28 +113,36 @@ function windowed(line: string, col0: number, end0: number, room: number): Windo
   const cutRight = hi < line.length || j < cs.length;
   return {
     text: `${cutLeft ? '…' : ''}${text}${cutRight ? '…' : ''}`,
-    fromColumn: from,
+    fromColumn: lo > 0 ? undefined : from,
+    fromOffset: lo + (cs[i]?.offset ?? 0),
     caretAt: (cutLeft ? 1 : 0) + Math.max(0, before - from),
     caretWidth: Math.max(1, Math.min(span, from + room - before)),
   };
 }
 
-/** A context line shown from display column `from`, in `room` columns. */
-function fromColumn(line: string, from: number, room: number): string {
-  const limit = (from + room) * 4 + 16;
+/**
+ * A context line shown from display column `from`, in `room` columns. Far into a long line it starts
+ * at the main window's UTF-16 offset instead, so a megabyte line is never measured whole.
+ */
+function fromColumn(line: string, from: number | undefined, fromOffset: number, room: number): string {
+  const far = from === undefined || from > room * 8;
+  let start = far ? Math.min(fromOffset, line.length) : 0;
+  if (start > 0 && isLowSurrogate(line.charCodeAt(start))) start--;
+  const skip = far ? 0 : (from ?? 0);
+  const limit = start + (skip + room) * 4 + 16;
   const sliced = line.length > limit;
-  const cs = cells(sliced ? line.slice(0, limit) : line);
+  const cs = cells(line.slice(start, sliced ? limit : line.length));
   let col = 0;
   let text = '';
   let i = 0;
-  for (; i < cs.length && col + cs[i]!.width <= from; i++) col += cs[i]!.width;
+  for (; i < cs.length && col + cs[i]!.width <= skip; i++) col += cs[i]!.width;
   let used = 0;
   let j = i;
   for (; j < cs.length && used + cs[j]!.width <= room; j++) {
     text += cs[j]!.text;
     used += cs[j]!.width;
   }
-  const cutLeft = i > 0;
+  const cutLeft = start > 0 || i > 0;
   const cutRight = j < cs.length || sliced;
   return `${cutLeft ? '…' : ''}${text}${cutRight ? '…' : ''}`;
 }

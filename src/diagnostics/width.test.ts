@@ -98,6 +98,18 @@ describe('long lines are cut to the terminal width around the range', () => {
     expect(f.caretAt).toBe(displayWidth(f.source.slice(0, f.source.indexOf('TARGET'))));
   });
 
+  test('a megabyte context line above a megabyte line is cut too, fast', () => {
+    const text = `${'字'.repeat(3_000_000)}\n${'x'.repeat(3_000_000)}TARGET\n`;
+    const start = text.indexOf('TARGET');
+    const t0 = performance.now();
+    const out = renderDiagnostic(error('unknown-key', [], 'm', { range: [start, start + 6] }), new SourceFile('f.yaml', text), { color: false, width: 80 });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(out.length).toBeLessThan(600);
+    const [, context, line, caret] = out.split('\n');
+    expect(displayWidth(context!.slice('1 | '.length))).toBeLessThanOrEqual(80);
+    expect(caret!.indexOf('^') - '  | '.length).toBe(displayWidth(line!.slice('2 | '.length, line!.indexOf('TARGET'))));
+  });
+
   test('a very narrow terminal still shows a window', () => {
     const f = frame(long, 5);
     expect(f.source).toContain('TARGET');
