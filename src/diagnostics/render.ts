@@ -4,7 +4,7 @@ import { dottedPath } from '../core/path.js';
 import type { Diagnostic } from './diagnostic.js';
 import { SourceFile } from './source.js';
 import { escapeControls, safeText } from './terminal.js';
-import { cells } from './width.js';
+import { cells, PRINTABLE_ASCII } from './width.js';
 
 /** Columns of a source line shown in a code frame when the terminal's width is unknown: a long line is cut to a window around the column. */
 export const FRAME_WIDTH = 120;
@@ -85,7 +85,10 @@ function windowed(line: string, col0: number, end0: number, room: number): Windo
   let hi = Math.min(line.length, col0 + 1 + 2 * slack);
   if (lo > 0 && isLowSurrogate(line.charCodeAt(lo))) lo--;
   if (hi < line.length && isLowSurrogate(line.charCodeAt(hi))) hi++;
-  const cs = cells(line.slice(lo, hi));
+  const slice = line.slice(lo, hi);
+  // plain ASCII (most lines): columns are offsets, no cells needed
+  if (PRINTABLE_ASCII.test(slice)) return asciiWindow(line, slice, lo, hi, col0, end0, room);
+  const cs = cells(slice);
   const widths = cs.map((x) => x.width);
   const total = widths.reduce((a, b) => a + b, 0);
   let before = 0; // columns before the range
@@ -120,6 +123,24 @@ function windowed(line: string, col0: number, end0: number, room: number): Windo
   };
 }
 
+function asciiWindow(line: string, slice: string, lo: number, hi: number, col0: number, end0: number, room: number): Window {
+  const total = slice.length;
+  const before = col0 - lo;
+  const span = Math.max(1, Math.min(end0, hi) - col0);
+  if (lo === 0 && hi === line.length && total <= room) return { text: slice, fromColumn: 0, fromOffset: 0, caretAt: before, caretWidth: span };
+  const from = Math.max(0, Math.min(before - Math.floor(room / 3), total - room));
+  const to = Math.min(total, from + room);
+  const cutLeft = lo + from > 0;
+  const cutRight = lo + to < line.length;
+  return {
+    text: `${cutLeft ? '…' : ''}${slice.slice(from, to)}${cutRight ? '…' : ''}`,
+    fromColumn: lo > 0 ? undefined : from,
+    fromOffset: lo + from,
+    caretAt: (cutLeft ? 1 : 0) + Math.max(0, before - from),
+    caretWidth: Math.max(1, Math.min(span, from + room - before)),
+  };
+}
+
 /**
  * A context line shown from display column `from`, in `room` columns. Far into a long line it starts
  * at the main window's UTF-16 offset instead, so a megabyte line is never measured whole.
@@ -131,7 +152,12 @@ function fromColumn(line: string, from: number | undefined, fromOffset: number, 
   const skip = far ? 0 : (from ?? 0);
   const limit = start + (skip + room) * 4 + 16;
   const sliced = line.length > limit;
-  const cs = cells(line.slice(start, sliced ? limit : line.length));
+  const part = line.slice(start, sliced ? limit : line.length);
+  if (PRINTABLE_ASCII.test(part)) {
+    const cutRight = sliced || part.length > skip + room;
+    return `${start > 0 || skip > 0 ? '…' : ''}${part.slice(skip, skip + room)}${cutRight ? '…' : ''}`;
+  }
+  const cs = cells(part);
   let col = 0;
   let text = '';
   let i = 0;
