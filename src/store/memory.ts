@@ -91,21 +91,24 @@ export class MemoryStore implements RunStore {
     return Promise.resolve(result);
   }
 
-  findWork(q: { agents: readonly string[] | null; now: number; limit: number }): Promise<WorkHint[]> {
+  findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]> {
     const out: WorkHint[] = [];
     const agents = q.agents ? new Set(q.agents) : null;
     const live = [...this.entries.values()].filter((e) => e.run.status === 'running' || e.run.status === 'waiting').sort((a, b) => a.run.createdAt - b.run.createdAt);
     for (const e of live) {
       if (out.length >= q.limit) break;
-      if (e.run.wakeAt !== null && e.run.wakeAt <= q.now) out.push({ runId: e.run.runId, reason: 'timer' });
+      const seq = e.run.seq;
+      if (e.run.wakeAt !== null && e.run.wakeAt <= q.now) out.push({ runId: e.run.runId, reason: 'timer', seq });
       let ready = false;
       for (const t of e.tasks.values()) {
         if (t.status === 'ready' && !ready && (t.notBefore === null || t.notBefore <= q.now) && (!agents || agents.has(t.agent))) {
           ready = true;
-          out.push({ runId: e.run.runId, reason: 'ready' });
+          out.push({ runId: e.run.runId, reason: 'ready', seq });
         }
-        if (t.status === 'running' && t.leaseExpiresAt !== null && t.leaseExpiresAt < q.now && t.leaseOwner !== null) {
-          out.push({ runId: e.run.runId, reason: 'lease', phase: t.phase, attempt: t.attempt, owner: t.leaseOwner });
+        if (t.status === 'running' && t.leaseOwner !== null) {
+          const expired = t.leaseExpiresAt !== null && t.leaseExpiresAt < q.now;
+          if (expired || (q.ownersLike !== undefined && t.leaseOwner.startsWith(q.ownersLike)))
+            out.push({ runId: e.run.runId, reason: 'lease', phase: t.phase, attempt: t.attempt, owner: t.leaseOwner, ...(expired ? {} : { live: true }), seq });
         }
       }
     }
