@@ -1,5 +1,5 @@
 /**
- * The embedded default store: one SQLite file (`.baton/baton.db`) through better-sqlite3.
+ * The embedded default store: one SQLite file (`.baton/baton.db`) through node:sqlite or better-sqlite3 (sqlite-driver.ts).
  *
  * Concurrency and durability: SQLite has one writer. Every write (createRun, transact,
  * renewLeases) is ONE synchronous `BEGIN IMMEDIATE` transaction, so the run's seq read, the
@@ -11,7 +11,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import * as Database from './sqlite-driver.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { Commit, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
@@ -135,7 +135,7 @@ export class SqliteStore implements RunStore {
     this.pollMs = opts.pollMs ?? 100;
     try {
       if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-      this.db = pinned(new Database(file, { timeout: this.busyMs }));
+      this.db = pinned(Database.open(file, { timeout: this.busyMs }));
     } catch (err) {
       throw this.fault(err);
     }
@@ -407,7 +407,7 @@ const PINNED = new Set<object>();
 
 export function pinned(db: Database.Database): Database.Database {
   PINNED.add(db);
-  const prepare = db.prepare.bind(db) as (source: string) => Database.Statement;
+  const prepare = db.prepare.bind(db);
   (db as { prepare: (source: string) => Database.Statement }).prepare = (source: string) => {
     const st = prepare(source);
     PINNED.add(st);
