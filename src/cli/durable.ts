@@ -22,10 +22,31 @@ export class UsageError extends Error {}
 /** The options of the durable commands and of those that bind agents live in the command table. */
 export { BINDING_OPTIONS, STORE_OPTIONS } from './spec.js';
 
-export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo): Promise<RunStore> {
+export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo, waitUnreachable = false): Promise<RunStore> {
   const sync = values.sync;
   if (sync !== undefined && sync !== 'full' && sync !== 'normal') throw new UsageError(`--sync expects full or normal, got \`${sync}\``);
-  return openStore(values.store, { cwd: io.cwd, env: io.env, ...(sync ? { sync } : {}) });
+  return openWhenReachable(() => openStore(values.store, { cwd: io.cwd, env: io.env, ...(sync ? { sync } : {}) }), io, waitUnreachable);
+}
+
+/**
+ * A store locked by another process when a command starts (SQLite's write lock held for longer
+ * than its busy timeout) is waited for, retried with backoff for up to 5 minutes and said in one
+ * line; so is an unreachable one for a long-lived worker (a database restart, a network cut), as a
+ * running worker waits. A command that finds its database down says so at once (exit 2).
+ */
+export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, waitUnreachable: boolean, forMs = 300_000): Promise<RunStore> {
+  const end = Date.now() + forMs;
+  let said = false;
+  for (let n = 1; ; n++) {
+    try {
+      return await open();
+    } catch (e) {
+      if (!(e instanceof BatonError && (e.code === 'store-locked' || (waitUnreachable && e.code === 'store-unreachable'))) || Date.now() >= end) throw e;
+      if (!said) io.stderr(`store unavailable, retrying: ${safeText(e.message, 300)}\n`);
+      said = true;
+      await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(6, n - 1))));
+    }
+  }
 }
 
 export interface BindingFlags {
