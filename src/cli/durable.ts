@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { subprocessAgent } from '../agents/subprocess.js';
 import { createEngine, unboundAgents, type AgentBinding, type Engine, type EngineOptions } from '../api/engine.js';
 import { openStore } from '../api/store.js';
+import { offsetClock, systemClock, type Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { isPlainObject, type JsonObject } from '../core/json.js';
@@ -95,11 +96,25 @@ export async function bindFromRecord(record: RunRecord, io: CliIo): Promise<Reco
   return out;
 }
 
+/**
+ * The clock of the commands that run work (run, resume, rerun, worker): the system clock, shifted by
+ * `BATON_CLOCK_OFFSET_MS` when it is set. A testing aid only (docs/durability.md): the chaos test gives
+ * one worker a clock seconds ahead of the others'. Read here and nowhere else.
+ */
+export function cliClock(io: CliIo): Clock {
+  const raw = io.env['BATON_CLOCK_OFFSET_MS'];
+  if (raw === undefined || raw === '') return systemClock;
+  const offset = Number(raw);
+  if (!Number.isSafeInteger(offset)) throw new UsageError(`BATON_CLOCK_OFFSET_MS expects an integer number of milliseconds, got \`${raw}\``);
+  return offset === 0 ? systemClock : offsetClock(systemClock, offset);
+}
+
 /** An engine over `store` whose runs bind the given agents, then each run's recorded bindings under them. */
 export function cliEngine(store: RunStore, io: CliIo, agents: Record<string, AgentBinding>, extra: Partial<EngineOptions> = {}): Engine {
   return createEngine({
     store,
     agents,
+    clock: cliClock(io),
     bindRun: async (record) => {
       const recorded = await bindFromRecord(record, io);
       // flags win over the record

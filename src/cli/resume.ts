@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
-import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, missingAgents, openCliStore, storeFlag } from './durable.js';
+import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliClock, cliEngine, exitFor, missingAgents, openCliStore, storeFlag } from './durable.js';
 import type { CliIo } from './io.js';
 import { describeEvent, finish, gateNotice, progressView } from './run.js';
 
@@ -132,6 +132,7 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     engine = createEngine({
       store,
       agents: bound.agents,
+      clock: cliClock(io),
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),
