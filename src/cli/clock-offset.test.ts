@@ -21,7 +21,7 @@ const DAY = 86_400_000;
 
 describe('BATON_CLOCK_OFFSET_MS', () => {
   test('offsetClock shifts now() and keeps the base clock\'s sleeps', async () => {
-    const c = offsetClock({ now: () => 1_000, sleep: systemClock.sleep }, -250);
+    const c = offsetClock({ now: () => 1_000, sleep: (ms, signal) => systemClock.sleep(ms, signal) }, -250);
     expect(c.now()).toBe(750);
     await c.sleep(0);
   });
