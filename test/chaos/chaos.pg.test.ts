@@ -24,6 +24,8 @@ describe.skipIf(!process.env['BATON_CHAOS'])('chaos on PostgreSQL (BATON_CHAOS=1
       restartMs: 300,
       cutEveryMs: 4_000,
       cutMs: 1_000,
+      slowPercent: 10,
+      slowMs: 1_200,
       settleMs: 40_000,
       seed: Number(process.env['CHAOS_SEED'] ?? Date.now() % 1_000_000),
       ...(process.env['CHAOS_VERBOSE'] ? { log: (l: string) => console.log(l) } : {}),

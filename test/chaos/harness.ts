@@ -38,6 +38,9 @@ export interface ChaosConfig {
   /** Mean time between connection cuts at the proxy (0: none), each lasting `cutMs`. */
   cutEveryMs: number;
   cutMs: number;
+  /** Executions that sleep `slowMs` instead of a few ms (percent): they hold leases long enough to be taken over. */
+  slowPercent: number;
+  slowMs: number;
   /** After the chaos: how long the runs may take to finish before the test gives up. */
   settleMs: number;
   seed: number;
@@ -130,6 +133,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
   const deaths = new Map<number, number>();
   const exits: WorkerExit[] = [];
   const slots: Slot[] = [];
+  const labels = new Map<number, string>();
   let proxy: TcpProxy | undefined;
   let store: RunStore | undefined;
   let stopping = false;
@@ -150,7 +154,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
   process.once('exit', killAll);
 
   const spawnChild = (args: string[], env: Record<string, string>): Child => {
-    const c = baton(args, { cwd: dir, env: { CHAOS_LOG_DIR: logDir, ...env }, detached: true });
+    const c = baton(args, { cwd: dir, env: { CHAOS_LOG_DIR: logDir, CHAOS_SLOW_PERCENT: String(config.slowPercent), CHAOS_SLOW_MS: String(config.slowMs), ...env }, detached: true });
     children.add(c);
     void c.done.then(() => children.delete(c));
     return c;
@@ -160,6 +164,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
     slot.expected = false;
     const c = spawnChild(['worker', '--store', url, '--agents', AGENTS, '--concurrency', String(config.concurrency), '--lease', String(config.leaseSeconds), '-q'], slot.env);
     slot.child = c;
+    if (slot.env['BATON_CLOCK_OFFSET_MS'] !== undefined && c.pid !== undefined) labels.set(c.pid, `clock ${slot.env['BATON_CLOCK_OFFSET_MS']} ms ahead`);
     void c.done.then((d: Done) => {
       if (c.pid !== undefined && !deaths.has(c.pid)) deaths.set(c.pid, wall());
       if (slot.child !== c) return;
@@ -290,7 +295,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
       runIds.map(async (id) => ({ runId: id, status: (await store!.run(id))?.status ?? 'missing', events: (await store!.events(id)) as unknown as StoredEvent[] })),
     );
     const log = readLog(logDir);
-    const violations = checkInvariants({ runs: storedRuns, phases: PHASES, log, deaths, exits });
+    const violations = checkInvariants({ runs: storedRuns, phases: PHASES, log, deaths, exits, labels });
     return {
       config,
       violations,

@@ -64,6 +64,8 @@ export interface CheckInput {
   deaths: ReadonlyMap<number, number>;
   /** Worker processes that ended without the harness asking. */
   exits: WorkerExit[];
+  /** Names of some pids for the details (the skewed worker). */
+  labels?: ReadonlyMap<number, string>;
 }
 
 interface Execution {
@@ -91,6 +93,7 @@ export function executions(log: readonly ExecLine[], deaths: ReadonlyMap<number,
 
 export function checkInvariants(input: CheckInput): Violation[] {
   const out: Violation[] = [];
+  const who = (pid: number): string => `pid ${pid}${input.labels?.has(pid) ? `, ${input.labels.get(pid)}` : ''}`;
   const execs = executions(input.log, input.deaths);
   const byTask = new Map<string, Execution[]>();
   for (const x of execs) {
@@ -118,7 +121,7 @@ export function checkInvariants(input: CheckInput): Violation[] {
     const seen = new Map<number, Execution>();
     for (const x of list) {
       const other = seen.get(x.attempt);
-      if (other) out.push({ code: 'attempt-ran-twice', run: x.run, phase: x.phase, detail: `attempt ${x.attempt} started in pid ${other.pid} and pid ${x.pid}` });
+      if (other) out.push({ code: 'attempt-ran-twice', run: x.run, phase: x.phase, detail: `attempt ${x.attempt} started in ${who(other.pid)} and ${who(x.pid)}` });
       seen.set(x.attempt, x);
     }
     const sorted = [...list].sort((a, b) => a.from - b.from);
@@ -126,13 +129,14 @@ export function checkInvariants(input: CheckInput): Violation[] {
     for (const x of sorted) {
       if (last && x.from < last.to) {
         const during = last.to === Infinity ? 'which never ended' : `which ran ${(last.to - x.from).toFixed(1)} ms longer`;
-        out.push({ code: 'overlap', run: x.run, phase: x.phase, detail: `attempt ${x.attempt} (pid ${x.pid}) started during attempt ${last.attempt} (pid ${last.pid}), ${during}` });
+        out.push({ code: 'overlap', run: x.run, phase: x.phase, detail: `attempt ${x.attempt} (${who(x.pid)}) started during attempt ${last.attempt} (${who(last.pid)}), ${during}` });
       }
       if (!last || x.to > last.to) last = x;
     }
   }
 
-  for (const e of input.exits) out.push({ code: 'worker-exited', detail: `pid ${e.pid} exited (code ${e.code}, signal ${e.signal}): ${e.stderr.trim().split('\n').slice(-3).join(' | ').slice(0, 400)}` });
+  // exit code 13: Node's "unsettled top-level await": the loop's promise was left pending and the event loop emptied
+  for (const e of input.exits) out.push({ code: 'worker-exited', detail: `pid ${e.pid} exited (code ${e.code}${e.code === 13 ? ': unsettled top-level await' : ''}, signal ${e.signal}): ${e.stderr.trim().split('\n').slice(-3).join(' | ').slice(0, 400)}` });
   return out;
 }
 
