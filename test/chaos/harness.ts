@@ -160,6 +160,17 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
     return c;
   };
 
+  /** Settles when a worker printed that it serves (or ended). */
+  const serving = (c: Child): Promise<void> =>
+    new Promise((resolve) => {
+      let err = '';
+      c.stderr?.on('data', (d: Buffer) => {
+        err += d.toString();
+        if (err.includes('serving')) resolve();
+      });
+      void c.done.then(() => resolve());
+    });
+
   const startWorker = (slot: Slot, url: string): void => {
     slot.expected = false;
     const c = spawnChild(['worker', '--store', url, '--agents', AGENTS, '--concurrency', String(config.concurrency), '--lease', String(config.leaseSeconds), '-q'], slot.env);
@@ -190,7 +201,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
     await c.done;
   };
 
-  const t0 = wall();
+  let t0 = wall();
   let allCompletedAfterMs: number | undefined;
   const runIds: string[] = [];
   try {
@@ -205,6 +216,9 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
       slots.push({ index: i, env: skewed ? { BATON_CLOCK_OFFSET_MS: String(config.skewMs) } : {}, child: undefined, expected: false });
     }
     for (const s of slots) startWorker(s, viaProxy);
+    // the chaos starts once every worker serves (a loaded machine takes seconds to start six)
+    await Promise.all(slots.map((s) => serving(s.child!)));
+    t0 = wall();
     say(`${config.workers} workers on ${viaProxy}${config.skewMs ? `, worker ${config.workers - 1} ${config.skewMs} ms ahead` : ''}; seed ${config.seed}`);
 
     // what the harness will enqueue, in a shuffled order
@@ -221,8 +235,10 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
 
     const chaosEnd = t0 + config.chaosMs;
     const deadline = chaosEnd + config.settleMs;
-    let nextKill = config.killEveryMs > 0 ? t0 + config.killEveryMs * (0.5 + random()) : Infinity;
-    let nextCut = config.cutEveryMs > 0 ? t0 + config.cutEveryMs * (0.5 + random()) : Infinity;
+    // the first of each within the first half of the chaos, so that every configuration has some
+    const first = (every: number): number => (every > 0 ? t0 + Math.min(every, config.chaosMs / 3) * (0.5 + random()) : Infinity);
+    let nextKill = first(config.killEveryMs);
+    let nextCut = first(config.cutEveryMs);
     let enqueued = 0;
     let lastPoll = 0;
 
@@ -230,7 +246,8 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
       const now = wall();
       // enqueue over the first half of the chaos, a few at a time (in this process: the CLI's `run`)
       const due = Math.min(plan.length, Math.ceil((plan.length * (now - t0)) / Math.max(1, config.chaosMs / 2)));
-      while (enqueued < due) {
+      // a few per turn, so kills and cuts keep their pace while enqueueing lags
+      for (let k = 0; k < 3 && enqueued < due; k++) {
         const p = plan[enqueued++]!;
         const io = quietIo(dir);
         const rc = await cli(['run', p.file, '--agents', AGENTS, '--store', db.url, '--run-id', p.id, '--detach'], io);
