@@ -12,7 +12,8 @@ const n = Number(concurrency);
 const runner = await run({
   connectionString: url,
   concurrency: n,
-  maxPoolSize: n + 2,
+  // graphile-worker's default pool: the server (max_connections 100) is shared by 4 processes and other tests
+  maxPoolSize: 10,
   noHandleSignals: true,
   pollInterval: 2_000,
   logger: new Logger(() => () => undefined),
