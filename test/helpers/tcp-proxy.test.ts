@@ -66,10 +66,10 @@ describe('tcp proxy', () => {
     await until(() => p.stats().live === 0);
   });
 
-  test('cut(ms) closes live connections, refuses new ones while it lasts, then lets them through', async () => {
+  test('cut(ms) closes live connections, refuses new ones while it lasts, then (heal) lets them through', async () => {
     const p = await proxy();
     const c = await client(p.port);
-    const over = p.cut(300);
+    const over = p.cut(60_000); // ended by heal() below: a loaded machine cannot outlast it
     await c.closed; // the live connection is gone
     expect(p.stats().live).toBe(0);
     // a new connection during the cut is accepted by the kernel and reset at once: no byte gets through
@@ -82,12 +82,22 @@ describe('tcp proxy', () => {
     await new Promise<void>((r) => s.on('close', () => r()));
     expect(got).toBe('');
     expect(p.stats().refused).toBe(1);
+    p.heal();
     await over;
     const after = await client(p.port);
     after.s.write('back');
     await until(() => after.got() === 'back');
     after.s.destroy();
     expect(p.stats().cuts).toBe(1);
+  });
+
+  test('a cut ends by itself after its time', async () => {
+    const p = await proxy();
+    await p.cut(50);
+    const c = await client(p.port);
+    c.s.write('later');
+    await until(() => c.got() === 'later');
+    c.s.destroy();
   });
 
   test('pause() holds bytes without closing; resume() delivers them', async () => {
@@ -120,11 +130,12 @@ describe('tcp proxy', () => {
     c1.on('error', (e) => errors.push(e));
     await c1.connect();
     expect((await c1.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
-    const over = p.cut(300);
+    const over = p.cut(60_000);
     await expect(c1.query('SELECT pg_sleep(0.05)')).rejects.toThrow();
     const refused = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
     refused.on('error', () => undefined);
     await expect(refused.connect()).rejects.toThrow();
+    p.heal();
     await over;
     const c2 = new pg.Client({ connectionString: url });
     await c2.connect();

@@ -14,6 +14,8 @@ export interface TcpProxy {
   rewrite(url: string): string;
   /** Destroys live connections and refuses new ones for `ms`; resolves when connections are allowed again. */
   cut(ms: number): Promise<void>;
+  /** Ends a cut under way now (its promise resolves). */
+  heal(): void;
   /** Until `resume()`: bytes are held (sockets paused), connections stay open. */
   pause(): void;
   resume(): void;
@@ -77,6 +79,15 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   if (address === null || typeof address === 'string') throw new Error('the proxy has no TCP address');
   const port = address.port;
 
+  function heal(): void {
+    for (const [t, resolve] of timers) {
+      clearTimeout(t);
+      resolve();
+    }
+    timers.clear();
+    cutUntil = 0;
+  }
+
   return {
     port,
     rewrite: (url) => {
@@ -116,14 +127,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       }
     },
     stats: () => ({ accepted, live: pairs.size, refused, cuts }),
+    heal,
     close: async () => {
       // a cut still under way ends now: whoever awaits it is not left hanging
-      for (const [t, resolve] of timers) {
-        clearTimeout(t);
-        resolve();
-      }
-      timers.clear();
-      cutUntil = 0;
+      heal();
       for (const [a, b] of pairs) {
         a.destroy();
         b.destroy();
