@@ -19,7 +19,7 @@ import type { RunStore } from '../../src/engine/ports.js';
 import { PG_SERVER, testDatabase } from '../helpers/pg.js';
 import { baton, type Done } from '../helpers/spawn.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { checkInvariants, type ExecLine, type StoredEvent, type Violation, type WorkerExit } from './invariants.js';
+import { checkInvariants, why, type ExecLine, type StoredEvent, type Violation, type WorkerExit } from './invariants.js';
 
 export interface ChaosConfig {
   /** Runs without a gate, and runs whose last phase waits for `baton approve`. */
@@ -182,7 +182,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
       slot.child = undefined;
       if (slot.expected) return;
       exits.push({ pid: c.pid ?? -1, code: d.code, signal: d.signal, stderr: d.stderr });
-      say(`worker ${slot.index} (pid ${c.pid}) exited by itself: code ${d.code} ${d.stderr.trim().split('\n').slice(-1)[0] ?? ''}`);
+      say(`worker ${slot.index} (pid ${c.pid}) exited by itself: code ${d.code} ${why(d.stderr)}`);
       // it is replaced, so the test goes on and reports everything it finds
       if (!stopping) setTimeout(() => !stopping && !slot.child && startWorker(slot, url), config.restartMs);
     });

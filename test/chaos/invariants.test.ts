@@ -1,6 +1,6 @@
 /** The chaos test's checks, on made-up histories: a clean one passes, and each broken rule is named. */
 import { describe, expect, test } from 'vitest';
-import { checkInvariants, summarize, type CheckInput, type ExecLine, type StoredEvent } from './invariants.js';
+import { checkInvariants, summarize, why, type CheckInput, type ExecLine, type StoredEvent } from './invariants.js';
 
 const PHASES = ['a', 'b'];
 
@@ -76,6 +76,11 @@ describe('chaos invariants', () => {
     const h = clean();
     h.log = [...exec('l1', 'b', 1, 10, 0, 100, { v: 'y1' }), ...exec('l2', 'b', 2, 11, 1, 2), ...exec('l3', 'b', 3, 12, 50, 51), ...exec('e2', 'a', 2, 11, 6, 9, { v: 'x2' })];
     expect(checkInvariants(h).filter((v) => v.code === 'overlap')).toHaveLength(2);
+  });
+
+  test('what a dead worker said: its first error line, else its last', () => {
+    expect(why('worker w1 serving x\nfile:///a.js:3\n  throw e;\n\nError: Connection terminated unexpectedly\n    at Client.x\n\nNode.js v20.20.2\n')).toBe('Error: Connection terminated unexpectedly');
+    expect(why('baton worker: cannot reach the store\n')).toBe('baton worker: cannot reach the store');
   });
 
   test('a worker that exited by itself', () => {

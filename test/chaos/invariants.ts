@@ -136,8 +136,14 @@ export function checkInvariants(input: CheckInput): Violation[] {
   }
 
   // exit code 13: Node's "unsettled top-level await": the loop's promise was left pending and the event loop emptied
-  for (const e of input.exits) out.push({ code: 'worker-exited', detail: `pid ${e.pid} exited (code ${e.code}${e.code === 13 ? ': unsettled top-level await' : ''}, signal ${e.signal}): ${e.stderr.trim().split('\n').slice(-3).join(' | ').slice(0, 400)}` });
+  for (const e of input.exits) out.push({ code: 'worker-exited', detail: `pid ${e.pid} exited (code ${e.code}${e.code === 13 ? ': unsettled top-level await' : ''}, signal ${e.signal}): ${why(e.stderr)}` });
   return out;
+}
+
+/** What a dead worker said: its first error line (an uncaught exception's), else its last line. */
+export function why(stderr: string): string {
+  const lines = stderr.trim().split('\n');
+  return (lines.find((l) => /^\s*(\w*Error\b|error:)/.test(l)) ?? lines.at(-1) ?? '').trim().slice(0, 300);
 }
 
 /** Counts by code, for a one-line summary. */
