@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext } from '../engine/agent.js';
 import { SchemaCompiler, type SchemaValidator } from '../workflow/json-schema.js';
@@ -72,7 +72,9 @@ function side(def: unknown, compiler: () => SchemaCompiler, what: 'inputs' | 'ou
   if (def === undefined || def === null) return { schema: {}, check: (v) => ({ ok: true, value: v }) };
   if (isZod(def)) {
     const zs: Zodish & z.ZodType = def;
-    const schema = z.toJSONSchema(zs, { target: 'draft-2020-12', unrepresentable: 'any', io: what === 'inputs' ? 'input' : 'output' }) as JSONSchema;
+    // the schema's own method: Baton never imports zod (the user's copy, whichever version, converts itself)
+    if (typeof (zs as { toJSONSchema?: unknown }).toJSONSchema !== 'function') throw new TypeError(`defineIO: \`${what}\` is a zod schema without toJSONSchema(): use zod >= 4.2`);
+    const schema = zs.toJSONSchema({ target: 'draft-2020-12', unrepresentable: 'any', io: what === 'inputs' ? 'input' : 'output' }) as JSONSchema;
     return {
       schema,
       check: (v) => {
