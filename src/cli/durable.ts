@@ -7,6 +7,7 @@ import { subprocessAgent } from '../agents/subprocess.js';
 import type { StoreTrouble } from '../engine/worker.js';
 import { createEngine, unboundAgents, type AgentBinding, type Engine, type EngineOptions } from '../api/engine.js';
 import { openStore } from '../api/store.js';
+import { offsetClock, systemClock, type Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import { isPlainObject, type JsonObject } from '../core/json.js';
 import type { RunRecord, RunStore } from '../engine/ports.js';
@@ -107,6 +108,19 @@ export async function bindFromRecord(record: RunRecord, io: CliIo): Promise<Reco
   return out;
 }
 
+/**
+ * The clock of the commands that run work (run, resume, rerun, worker): the system clock, shifted by
+ * `BATON_CLOCK_OFFSET_MS` when it is set. A testing aid only (docs/durability.md): the chaos test gives
+ * one worker a clock seconds ahead of the others'. Read here and nowhere else.
+ */
+export function cliClock(io: CliIo): Clock {
+  const raw = io.env['BATON_CLOCK_OFFSET_MS'];
+  if (raw === undefined || raw === '') return systemClock;
+  const offset = Number(raw);
+  if (!Number.isSafeInteger(offset)) throw new UsageError(`BATON_CLOCK_OFFSET_MS expects an integer number of milliseconds, got \`${raw}\``);
+  return offset === 0 ? systemClock : offsetClock(systemClock, offset);
+}
+
 /** One line when the store starts failing, one when it answers again (the worker retries meanwhile). */
 export function storeTroubleLine(io: CliIo): (t: StoreTrouble) => void {
   return (t) => io.stderr(t.state === 'down' ? `store unavailable, retrying: ${safeText(t.message, 300)}\n` : `store available again after ${(t.downMs / 1000).toFixed(1)} s\n`);
@@ -117,6 +131,7 @@ export function cliEngine(store: RunStore, io: CliIo, agents: Record<string, Age
   return createEngine({
     store,
     agents,
+    clock: cliClock(io),
     bindRun: async (record) => {
       const recorded = await bindFromRecord(record, io);
       // flags win over the record

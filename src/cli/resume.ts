@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
-import { UsageError, bindFromFlags, cliEngine, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
+import { UsageError, bindFromFlags, cliClock, cliEngine, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RERUN_OPTIONS, RESUME_OPTIONS, WORKER_OPTIONS, commandSpec } from './spec.js';
@@ -116,6 +116,7 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     engine = createEngine({
       store,
       agents: bound.agents,
+      clock: cliClock(io),
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),
