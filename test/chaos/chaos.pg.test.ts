@@ -4,14 +4,13 @@
  * with a skewed clock, approvals from other processes, retries of 0-2 ms. It fails with the codes of
  * the invariants broken (invariants.ts), and prints the report.
  *
- * Off unless BATON_CHAOS=1 (the engine before issue 13's rewrite died on a cut and ran attempts twice
- * under skew; the rewritten one passes): the lead removes the `skipIf` once it is known to be stable. A
- * worker restarted during a cut that exits 2 at start-up fails it as `worker-exited`.
+ * The engine before issue 13's rewrite died on a cut and ran attempts twice under skew. A worker
+ * restarted during a cut now waits for the database; one that exits fails this as `worker-exited`.
  */
 import { describe, expect, test } from 'vitest';
 import { formatReport, runChaos } from './harness.js';
 
-describe.skipIf(!process.env['BATON_CHAOS'])('chaos on PostgreSQL (BATON_CHAOS=1)', () => {
+describe('chaos on PostgreSQL', () => {
   test('kills, cuts, skew and approvals: every run ends, every phase completes once, no attempt runs twice, no completion is lost', async () => {
     const report = await runChaos({
       runs: 16,
