@@ -13,6 +13,7 @@ import { withReplyEnforcement } from '../agents/llm/text-reply.js';
 import { subprocessAgent } from '../agents/subprocess.js';
 import { stubAgent } from '../agents/stub.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
@@ -27,6 +28,7 @@ import { Worker, type FaultPlan, type WorkerOptions } from '../engine/worker.js'
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
 import type { WorkflowModel } from '../workflow/model.js';
+import { runHandle, type RunHandle } from './handle.js';
 import { WorkflowSpec } from './spec.js';
 
 export type AgentBinding = AgentHandler | ClosableAgent;
@@ -73,6 +75,8 @@ export interface StartRunOptions {
   cwd?: string;
   /** Cancels the run when it aborts (Ctrl-C). */
   signal?: AbortSignal;
+  /** `start()` only: store the run without driving it here (a `baton worker` elsewhere runs it). */
+  detach?: boolean;
 }
 
 export interface RunInspection {
@@ -216,8 +220,24 @@ export class Engine {
     return h;
   }
 
-  /** Creates a run in the store (nothing runs yet); refuses it when an agent has no handler. */
-  async start(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<string> {
+  /**
+   * Stores a run and drives it on this engine (unless `detach`); the handle gives its result, its
+   * events, its status and cancel. Refuses (BatonError `unbound-agent`) when an agent has no handler.
+   */
+  async start(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<RunHandle> {
+    const id = await this.create(spec, opts);
+    const run = this.handle(id, opts.signal);
+    if (!opts.detach) void run.result();
+    return run;
+  }
+
+  /** A handle on a stored run: its `result()` drives the run here (a resume), its `events()` observe it wherever it runs. */
+  handle(runId: string, signal?: AbortSignal): RunHandle {
+    return runHandle(this, runId, signal);
+  }
+
+  /** Creates a run in the store (nothing runs yet) and returns its id; refuses it when an agent has no handler. */
+  async create(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<string> {
     const model = spec instanceof WorkflowSpec ? spec.model : spec;
     opts = { ...opts, ...jsonRunInputs(opts) };
     const runId = opts.runId ?? newRunId(this.clock.now());
@@ -264,7 +284,7 @@ export class Engine {
 
   /** Starts a run and drives it to its end. Rejects only on faults, never on a failed run. */
   async run(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<RunResult> {
-    const runId = await this.start(spec, opts);
+    const runId = await this.create(spec, opts);
     return this.drive(runId, opts.signal);
   }
 
@@ -393,6 +413,11 @@ export class Engine {
     // a store call in flight finishes (or fails) before the caller may close the store under it
     await this.worker?.settled();
     await Promise.allSettled(this.owned.map((a) => a.close()));
+  }
+
+  /** `await using engine = createEngine(...)`: close() at the end of the scope (the store stays open). */
+  [asyncDispose](): Promise<void> {
+    return this.close();
   }
 }
 

@@ -22,6 +22,7 @@
  * PostgreSQL schema (`baton` by default), so Baton can share a database with an application.
  */
 import pg from 'pg';
+import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
@@ -330,6 +331,10 @@ export class PostgresStore implements RunStore {
         this.waiters.wakeAll();
       })
       .catch(drop);
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   async close(): Promise<void> {

@@ -12,6 +12,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { Commit, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
@@ -351,6 +352,10 @@ export class SqliteStore implements RunStore {
       this.dataVersion = v;
       this.waiters.wakeAll();
     }
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   close(): Promise<void> {

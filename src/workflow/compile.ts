@@ -21,9 +21,23 @@ import { checkBlueprints } from './blueprint.js';
 import { checkContracts, type BoundAgents, type ContractReport } from './contract/check.js';
 import { didYouMean } from '../core/suggest.js';
 
-export interface CompileResult {
-  ok: boolean;
-  model: WorkflowModel | undefined;
+/**
+ * What the compiler returns: narrow on `ok` (as zod's `safeParse`) and `model` is a `WorkflowModel`;
+ * on `ok: false` there is no model and `diagnostics` holds at least one error.
+ */
+export type CompileResult = CompileSuccess | CompileFailure;
+
+export interface CompileSuccess extends CompileOutcome {
+  ok: true;
+  model: WorkflowModel;
+}
+
+export interface CompileFailure extends CompileOutcome {
+  ok: false;
+  model: undefined;
+}
+
+interface CompileOutcome {
   /** Every diagnostic, positioned (`range` filled in), sorted by position. */
   diagnostics: Diagnostic[];
   file: string;
@@ -104,8 +118,8 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
   if (source.diagnostics.length === 0) model = compileDocument(source.value, file, diagnostics, extras);
   if (model) model.sourceText = text;
   positionAll(source, text, diagnostics);
-  const ok = !hasErrors(diagnostics);
-  return { ok, model: ok ? model : undefined, diagnostics, file, text, ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
+  const rest = { diagnostics, file, text, ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
+  return model && !hasErrors(diagnostics) ? { ok: true, model, ...rest } : { ok: false, model: undefined, ...rest };
 }
 
 interface Extras {
