@@ -30,13 +30,15 @@ import { SchemaCompiler } from '../workflow/json-schema.js';
 import type { WorkflowModel } from '../workflow/model.js';
 import { runHandle, type RunHandle } from './handle.js';
 import { WorkflowSpec } from './spec.js';
+import type { AgentsOption, AnyWorkflow, TriggerOf, WorkflowTypes } from './typed.js';
 
 export type AgentBinding = AgentHandler | ClosableAgent;
 
-export interface EngineOptions {
+/** `W`: the workflow's types from `baton types` (default: untyped, checked when a run starts). */
+export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
   store: RunStore;
   /** Handlers by agent id: functions `(ctx) => output`, or adapters with `handler` and `close()` (closed by the caller). */
-  agents?: Readonly<Record<string, AgentBinding>>;
+  agents?: AgentsOption<W>;
   /** Bind every agent that has no handler (and no `x-command`) to a stub built from the output types. */
   stubAgents?: boolean;
   /**
@@ -57,10 +59,11 @@ export interface EngineOptions {
   onEvent?: (event: RunEvent, state: RunState) => void;
 }
 
-export interface StartRunOptions {
+export interface StartRunOptions<W extends WorkflowTypes = AnyWorkflow> {
   /** A chosen id; a second start with the same id is refused (BatonError `run-exists`). */
   runId?: string;
-  trigger?: Json;
+  /** The trigger payload (`$trigger.*`): JSON, checked against `x-trigger` when the workflow declares it. */
+  trigger?: TriggerOf<W>;
   /** Run-level initial state: `$initial_state.*` keys a phase's own `initial_state` does not set. */
   initialState?: JsonObject;
   /** Run timeout in ms (overrides governance.timeout_hours). */
@@ -87,19 +90,20 @@ export interface RunInspection {
   tasks: TaskRow[];
 }
 
-export class Engine {
+export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   readonly store: RunStore;
   readonly clock: Clock;
-  private readonly opts: EngineOptions;
+  private readonly opts: EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
   private readonly models = new Map<string, WorkflowModel>();
   private readonly owned: { close(): Promise<void> }[] = [];
   private readonly compiler = new SchemaCompiler();
   private readonly subprocesses = new Map<string, AgentHandler>();
   private worker: Worker | undefined;
 
-  constructor(opts: EngineOptions) {
+  constructor(opts: EngineOptions<W>) {
     if (!opts.store) throw new BatonError('usage', 'an engine needs a store (the memory store is a store)');
-    this.opts = opts;
+    // the workflow's types are checked at compile time; at run time every handler is an AgentHandler
+    this.opts = opts as EngineOptions as EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
   }
@@ -224,7 +228,7 @@ export class Engine {
    * Stores a run and drives it on this engine (unless `detach`); the handle gives its result, its
    * events, its status and cancel. Refuses (BatonError `unbound-agent`) when an agent has no handler.
    */
-  async start(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<RunHandle> {
+  async start(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions<W> = {}): Promise<RunHandle> {
     const id = await this.create(spec, opts);
     const run = this.handle(id, opts.signal);
     if (!opts.detach) void run.result();
@@ -237,9 +241,10 @@ export class Engine {
   }
 
   /** Creates a run in the store (nothing runs yet) and returns its id; refuses it when an agent has no handler. */
-  async create(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<string> {
+  async create(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}): Promise<string> {
     const model = spec instanceof WorkflowSpec ? spec.model : spec;
-    opts = { ...opts, ...jsonRunInputs(opts) };
+    const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
+    checkTrigger(model, opts.trigger);
     const runId = opts.runId ?? newRunId(this.clock.now());
     const wf = workflowRecord(model, opts.path);
     this.models.set(wf.hash, model);
@@ -283,7 +288,7 @@ export class Engine {
   }
 
   /** Starts a run and drives it to its end. Rejects only on faults, never on a failed run. */
-  async run(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<RunResult> {
+  async run(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions<W> = {}): Promise<RunResult> {
     const runId = await this.create(spec, opts);
     return this.drive(runId, opts.signal);
   }
@@ -441,8 +446,18 @@ function jsonRunInputs(opts: StartRunOptions): Pick<StartRunOptions, 'trigger' |
   return out;
 }
 
-export function createEngine(opts: EngineOptions): Engine {
-  return new Engine(opts);
+/** A workflow that declares `x-trigger` refuses a trigger that does not fit it, before anything is stored. */
+function checkTrigger(model: WorkflowModel, trigger: Json | undefined): void {
+  if (!model.trigger) return;
+  const issues = model.trigger.issues(trigger ?? null);
+  if (issues.length === 0) return;
+  const shown = issues.slice(0, 3).map((i) => `${i.pointer === '' ? '$' : i.pointer}: ${i.message}`);
+  throw new BatonError('usage', `the trigger does not fit \`x-trigger\` (${model.trigger.text}): ${shown.join('; ')}${issues.length > 3 ? ` (and ${issues.length - 3} more)` : ''}`);
+}
+
+/** An engine over a store; `createEngine<Workflow>(...)` (a `baton types` interface) checks agent ids, outputs and the trigger at compile time. */
+export function createEngine<W extends WorkflowTypes = AnyWorkflow>(opts: EngineOptions<W>): Engine<W> {
+  return new Engine<W>(opts);
 }
 
 /** Agent ids the workflow needs (assign and fallback_agent) that have no handler, with their phases. */

@@ -87,6 +87,16 @@ describe('engine.start() returns a run handle', () => {
     await expect(engine.handle('run_nope').status()).rejects.toMatchObject({ code: 'unknown-run' });
   });
 
+  test('a workflow with x-trigger refuses a trigger that does not fit it before anything is stored', async () => {
+    const store = new MemoryStore();
+    await using engine = createEngine({ store, agents });
+    const typed = WorkflowSpec.fromString('openintent: "1.0"\ninfo: {name: T}\nx-trigger: {n: number}\nworkflow:\n  a: {assign: w, inputs: {n: $trigger.n}, outputs: {n: number}}\n');
+    await expect(engine.start(typed, { trigger: { n: 'one' } })).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(/x-trigger.*\/n/) as unknown });
+    await expect(engine.start(typed)).rejects.toMatchObject({ code: 'usage' });
+    expect(await store.runs()).toEqual([]);
+    expect((await (await engine.start(typed, { trigger: { n: 1 } })).result()).status).toBe('completed');
+  });
+
   test('engines and stores are AsyncDisposable', async () => {
     const store = new MemoryStore();
     let closed = 0;
