@@ -255,12 +255,15 @@ export interface ErrorHandlingDecl {
 /** An AgentContext whose input is the parsed, typed value. */
 export type TypedContext<In> = Omit<AgentContext, 'input'> & { readonly input: In };
 
-export interface AgentDefinition<In, Out> {
+/** What a handler returns: the output schema's type when it has one, else what the handler itself returns (`R`). */
+export type AgentOutput<Out, R> = unknown extends Out ? R : Out;
+
+export interface AgentDefinition<In, Out, R = Out> {
   id: string;
   /** The agent's version, checked against a contract's `minAgentVersion`. */
   version: string;
   io?: IOHandle<In, Out>;
-  handler: (ctx: TypedContext<In>) => Out | Promise<Out>;
+  handler: (ctx: TypedContext<In>) => AgentOutput<Out, R> | Promise<AgentOutput<Out, R>>;
   errorHandling?: ErrorHandlingDecl;
   sideEffects?: SideEffectsDecl;
   resources?: { estimatedTime?: string; tokenBudget?: number; memoryRequired?: string };
@@ -285,7 +288,7 @@ export function contractOfHandler(h: unknown): AgentContract | undefined {
   return isPlainObject(c) && (c as { origin?: { kind?: unknown } }).origin?.kind === 'typescript' ? (c as unknown as AgentContract) : undefined;
 }
 
-export function defineAgent<In = unknown, Out = unknown>(def: AgentDefinition<In, Out>): DefinedAgent<In, Out> {
+export function defineAgent<In = unknown, Out = unknown, R = Out>(def: AgentDefinition<In, Out, R>): DefinedAgent<In, AgentOutput<Out, R>> {
   const io = def.io ?? (defineIO({}) as IOHandle<In, Out>);
   const checks = asyncChecks(io);
   const contract = contractFor(def, io);
@@ -324,7 +327,7 @@ export function defineAgent<In = unknown, Out = unknown>(def: AgentDefinition<In
     io: { value: io, enumerable: true },
     contract: { value: contract, enumerable: true },
   });
-  return run as unknown as DefinedAgent<In, Out>;
+  return run as unknown as DefinedAgent<In, AgentOutput<Out, R>>;
 }
 
 /** AIP-16 steps 3: each declared input file, from the workspace to `<root>/<key>`; a missing one fails before the body runs. */
@@ -368,7 +371,7 @@ async function digest(path: string): Promise<{ sha256: string; size: number }> {
   return { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length };
 }
 
-function contractFor<In, Out>(def: AgentDefinition<In, Out>, io: IOHandle<In, Out>): AgentContract {
+function contractFor<In, Out, R>(def: AgentDefinition<In, Out, R>, io: IOHandle<In, Out>): AgentContract {
   const c = emptyContract({ kind: 'typescript', at: { path: [] } });
   c.agentId = def.id;
   if (Object.keys(io.inputs).some((k) => k !== '$schema')) c.input = { schema: io.inputs as JsonObject, at: { path: ['io', 'inputs'] } };

@@ -62,6 +62,15 @@ describe('defineIO accepts any Standard Schema', () => {
     await expect(agent({ ...ctx, input: {} })).rejects.toMatchObject({ code: 'InputValidationError', message: expect.stringMatching(/\$\.n: need n/) as unknown });
   });
 
+  test('defineAgent output types: the schema\'s when it has one (a wrong return fails tsc), else the handler\'s', () => {
+    const typed = defineAgent({ id: 'a', version: '1.0.0', io: defineIO({ outputs: z.object({ n: z.number() }) }), handler: () => ({ n: 1 }) });
+    expectTypeOf<Awaited<ReturnType<typeof typed>>>().toEqualTypeOf<{ n: number }>();
+    // @ts-expect-error the zod schema says n is a number
+    defineAgent({ id: 'a', version: '1.0.0', io: defineIO({ outputs: z.object({ n: z.number() }) }), handler: () => ({ n: 'one' }) });
+    const json = defineAgent({ id: 'a', version: '1.0.0', io: defineIO({ outputs: { type: 'object' } }), handler: () => ({ draft: 'd' }) });
+    expectTypeOf<Awaited<ReturnType<typeof json>>>().toEqualTypeOf<{ draft: string }>();
+  });
+
   test('a defineAgent side without JSON Schema is a schema-not-comparable warning in the contract checks', () => {
     const drafter = defineAgent({ id: 'drafter', version: '1.0.0', io: defineIO({ outputs: z3.object({ draft: z3.string() }) }), handler: () => ({ draft: 'd' }) });
     const r = parseWorkflow('openintent: "1.0"\ninfo: {name: w}\nagents:\n  drafter: {}\nworkflow:\n  a: {assign: drafter, outputs: {draft: string}}\n', {

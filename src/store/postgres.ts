@@ -80,7 +80,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
   } finally {
     await client.end().catch(() => undefined);
   }
-  return new PostgresStore(config, location, schema, opts.poolSize ?? 10);
+  return new PostgresStore({ ...config }, location, schema, opts.poolSize ?? 10);
 }
 
 /**
@@ -121,15 +121,16 @@ export class PostgresStore implements RunStore {
   private changed = false;
   private closed = false;
 
+  /** `config`: pg's ClientConfig (typed structurally so the published types do not need @types/pg). */
   constructor(
-    private readonly config: pg.ClientConfig,
+    private readonly config: Readonly<Record<string, unknown>>,
     readonly location: string,
     readonly schema: string,
     poolSize: number,
   ) {
     this.channel = `${schema}_runs`;
     this.sql = sqlFor(`"${schema}"`, this.channel);
-    this.pool = new pg.Pool({ ...config, max: poolSize, pipeline: true });
+    this.pool = new pg.Pool({ ...(config as pg.ClientConfig), max: poolSize, pipeline: true });
     // an idle connection that breaks is dropped by the pool; the next query reports the cause
     this.pool.on('error', () => undefined);
     // Every statement is key-driven and prepared once per connection: plan it once too. (With the
@@ -307,7 +308,7 @@ export class PostgresStore implements RunStore {
 
   private listen(): void {
     if (this.listening || this.closed) return;
-    const c = new pg.Client(this.config);
+    const c = new pg.Client(this.config as pg.ClientConfig);
     const drop = (): void => {
       if (this.listener === c) this.listener = undefined;
       this.listening = undefined;

@@ -407,6 +407,7 @@ function sqliteFault(err: unknown, location: string, busyMs: number): unknown {
  */
 const PINNED = new Set<object>();
 
+/** @internal (tests): not in the published types, which must not need @types/better-sqlite3. */
 export function pinned(db: Database.Database): Database.Database {
   PINNED.add(db);
   const prepare = db.prepare.bind(db) as (source: string) => Database.Statement;
