@@ -69,6 +69,7 @@ describe('defineIO accepts any Standard Schema', () => {
     defineAgent({ id: 'a', version: '1.0.0', io: defineIO({ outputs: z.object({ n: z.number() }) }), handler: () => ({ n: 'one' }) });
     const json = defineAgent({ id: 'a', version: '1.0.0', io: defineIO({ outputs: { type: 'object' } }), handler: () => ({ draft: 'd' }) });
     expectTypeOf<Awaited<ReturnType<typeof json>>>().toEqualTypeOf<{ draft: string }>();
+    expect([typed.agentId, json.agentId]).toEqual(['a', 'a']);
   });
 
   test('a defineAgent side without JSON Schema is a schema-not-comparable warning in the contract checks', () => {

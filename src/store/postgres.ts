@@ -308,7 +308,7 @@ export class PostgresStore implements RunStore {
 
   private listen(): void {
     if (this.listening || this.closed) return;
-    const c = new pg.Client(this.config as pg.ClientConfig);
+    const c = new pg.Client(this.config);
     const drop = (): void => {
       if (this.listener === c) this.listener = undefined;
       this.listening = undefined;
