@@ -82,7 +82,8 @@ export function generateTypes(model: WorkflowModel, opts: TypegenOptions = {}): 
   lines.push('');
   lines.push('/** Typed handlers, for `--agents` modules and `createEngine`: `export default defineHandlers({ agent: (ctx) => ({ ... }) })`. An agent id the workflow does not have fails `tsc`. */');
   // NoInfer: H comes from the handlers written here, never from where the result goes (an untyped engine's `agents`)
-  lines.push('export function defineHandlers<H extends Partial<Handlers>>(handlers: H & Record<Exclude<keyof H, keyof AgentPhases>, never>): NoInfer<H> {');
+  // an id the workflow does not have must take a type no handler has; a string literal type that says so is what tsc prints
+  lines.push('export function defineHandlers<H extends Partial<Handlers>>(handlers: H & { [K in Exclude<keyof H, keyof AgentPhases>]: `${K & string} is not an agent of this workflow` }): NoInfer<H> {');
   lines.push('  return handlers;');
   lines.push('}');
   return lines.join('\n') + '\n';
