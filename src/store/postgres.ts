@@ -80,7 +80,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
   } finally {
     await client.end().catch(() => undefined);
   }
-  return new PostgresStore({ ...config }, location, schema, opts.poolSize ?? 10);
+  return new PostgresStore(config, location, schema, opts.poolSize ?? 10);
 }
 
 /**
@@ -123,7 +123,7 @@ export class PostgresStore implements RunStore {
 
   /** `config`: pg's ClientConfig (typed structurally so the published types do not need @types/pg). */
   constructor(
-    private readonly config: Readonly<Record<string, unknown>>,
+    private readonly config: object,
     readonly location: string,
     readonly schema: string,
     poolSize: number,
