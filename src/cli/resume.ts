@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
-import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, missingAgents, openCliStore, storeFlag } from './durable.js';
+import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, storeTroubleLine, missingAgents, openCliStore, storeFlag } from './durable.js';
 import type { CliIo } from './io.js';
 import { describeEvent, finish, gateNotice, progressView } from './run.js';
 
@@ -135,12 +135,20 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),
+      onStoreTrouble: storeTroubleLine(io),
       // names and messages come from files and agents: escaped, never sent raw to a terminal
       ...(values.quiet ? {} : { onEvent: (e) => io.stderr(`${new Date(e.at).toISOString()} ${'phase' in e && e.phase ? `${safeText(e.phase, 200)} ` : ''}${e.type} ${safeText(describeEvent(e))}`.trimEnd() + '\n') }),
     });
+    let stopping = false;
     const off = io.onInterrupt?.(() => {
-      io.stderr('worker stopping; running attempts are left to other workers (their leases expire)\n');
-      ctl.abort();
+      if (stopping) {
+        io.stderr('worker stopping now; attempts not handed back are left to other workers (their leases expire)\n');
+        ctl.abort();
+        return;
+      }
+      stopping = true;
+      io.stderr('worker stopping: running attempts may finish for 10 s, the rest are handed back to other workers (again to stop now)\n');
+      void engine!.stop(10_000).finally(() => ctl.abort());
     });
     const agents = Object.keys(bound.agents);
     io.stderr(`worker ${engine.work.id} serving ${store.location}${agents.length > 0 ? ` for agents ${agents.join(', ')}` : ''}${values['stub-agents'] ? ' (stub agents)' : ''}\n`);
