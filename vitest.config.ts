@@ -1,8 +1,16 @@
 import { defineConfig } from 'vitest/config';
 
+const src = (file: string): string => new URL(`./src/${file}`, import.meta.url).pathname;
+
 export default defineConfig({
-  // examples import the package by name, as a user's project does
-  resolve: { alias: { baton: new URL('./src/index.ts', import.meta.url).pathname } },
+  // examples and tests import the package by name, as a user's project does: the core and each
+  // subpath of package.json's `exports`, resolved to the sources (tsconfig.json's `paths` say the same)
+  resolve: {
+    alias: [
+      { find: /^@baton-run\/baton$/, replacement: src('index.ts') },
+      { find: /^@baton-run\/baton\/(postgres|llm|mcp|typescript)$/, replacement: src('exports/$1.ts') },
+    ],
+  },
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     environment: 'node',

@@ -1,4 +1,9 @@
-/** Baton's public API: explicit named exports, one line of doc each. */
+/**
+ * Baton's public API (the core: compile, validate, run, the embedded SQLite store): explicit named
+ * exports, one line of doc each. Optional capabilities live behind subpaths, each needing an optional
+ * peer dependency: `@baton-run/baton/postgres` (pg), `/llm` (@ai-sdk/*), `/mcp`
+ * (@modelcontextprotocol/sdk), `/typescript` (tsx). docs/package.md lists them.
+ */
 
 /** Reads and compiles a workflow file: the model (when valid) and every diagnostic. */
 export { loadWorkflow, parseWorkflow, type CompileResult, type CompileSuccess, type CompileFailure } from './workflow/compile.js';
@@ -55,23 +60,13 @@ export { MemoryStore } from './store/memory.js';
 export { workflowState, type WorkflowStateDoc } from './api/workflow-state.js';
 /** Opens the store a spec names: a SQLite file path (default `.baton/baton.db`), `postgres://...`, or `memory`. */
 export { openStore, parseStoreSpec, DEFAULT_STORE, type OpenStoreOptions } from './api/store.js';
-/** The durable stores, for direct use (options such as the PostgreSQL schema or the SQLite sync level). */
+/** The embedded SQLite store, for direct use (options such as the sync level); PostgreSQL: `@baton-run/baton/postgres`. */
 export { openSqliteStore, SqliteStore, type SqliteStoreOptions } from './store/sqlite.js';
-export { openPostgresStore, PostgresStore, type PostgresStoreOptions } from './store/postgres.js';
 /** Agent adapters: subprocesses (once or serve) and stubs built from output types. */
 export { subprocessAgent, type SubprocessOptions } from './agents/subprocess.js';
 export { stubAgent, stubAgents } from './agents/stub.js';
 /** LLM agents: a model's reply parsed against a schema (extracted, repaired, validated; never coerced). */
 export { parseAgentReply, type ParsedReply, type ReplySchema, type RepairKind, type SchemaError } from './agents/llm/reply.js';
-/** LLM agents: binding agents to models for a run, the enforcement loop, providers, failure codes, prices. */
-export { bindLlmAgents, llmAgentIds, type LlmBindOptions, type LlmBinding } from './agents/llm/bind.js';
-export { llmAgent, type LlmAgentOptions } from './agents/llm/agent.js';
-export { makeProvider, PROVIDERS } from './agents/llm/providers.js';
-export type { LlmProvider, LanguageModelLike, StructuredOutput } from './agents/llm/provider.js';
-export { scriptedProvider, parseScript, loadScript, ScriptedModel, type Script, type ScriptedReply } from './agents/llm/scripted.js';
-export { McpHost, type McpHostOptions } from './agents/llm/mcp.js';
-export { DEFAULT_PRICES, type PriceTable, type ModelPrice } from './agents/llm/pricing.js';
-export { LLM_FAILURE_CODES, type LlmFailureCode } from './agents/llm/failures.js';
 export { SchemaCompiler, type SchemaValidator } from './workflow/json-schema.js';
 /** Time as a port: the system clock and a manual clock for tests. */
 export { systemClock, ManualClock, type Clock } from './core/clock.js';

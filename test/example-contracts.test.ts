@@ -43,7 +43,7 @@ describe('examples/paper-contracts', () => {
       moduleResolution: ts.ModuleResolutionKind.NodeNext,
       skipLibCheck: true,
       baseUrl: join(dir, '..', '..'),
-      paths: { baton: ['src/index.ts'] },
+      paths: { '@baton-run/baton': ['src/index.ts'] },
       types: ['node'],
       typeRoots: [join(dir, '..', '..', 'node_modules', '@types')],
     });

@@ -3,7 +3,7 @@
 // is a defineAgent carrying its own contract (checked by `baton check --agents` and `baton run`, enforced
 // when it runs).
 import { mkdir, writeFile } from 'node:fs/promises';
-import { defineAgent, defineIO } from 'baton';
+import { defineAgent, defineIO } from '@baton-run/baton';
 import { defineHandlers } from './workflow.types.js';
 
 /** Where the drafter writes its section: the contract's `filesWritten`, relative to the workflow's directory. */

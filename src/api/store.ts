@@ -7,6 +7,7 @@
  */
 import { isAbsolute, relative, resolve } from 'node:path';
 import { BatonError } from '../core/errors.js';
+import { loadOptional } from '../core/optional.js';
 import type { RunStore } from '../engine/ports.js';
 import { MemoryStore } from '../store/memory.js';
 import { openSqliteStore } from '../store/sqlite.js';
@@ -46,8 +47,8 @@ export async function openStore(spec: string | undefined, opts: OpenStoreOptions
     case 'memory':
       return new MemoryStore();
     case 'postgres': {
-      // loaded only when asked for: a SQLite user never pays for pg at startup
-      const { openPostgresStore } = await import('../store/postgres.js');
+      // loaded only when asked for: a SQLite user never pays for pg (an optional peer dependency) at startup
+      const { openPostgresStore } = await loadOptional('pg', 'PostgreSQL support', () => import('../store/postgres.js'));
       return openPostgresStore(p.url);
     }
     case 'sqlite':

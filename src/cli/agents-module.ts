@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { contractOfHandler } from '../agents/define.js';
 import { isPlainObject } from '../core/json.js';
+import { isMissingPackage } from '../core/optional.js';
 import type { BoundAgents } from '../workflow/contract/check.js';
 
 export type HandlerMap = Record<string, (ctx: never) => unknown>;
@@ -30,6 +31,8 @@ export async function loadAgentsModule(path: string, cwd: string): Promise<Handl
     mod = await Promise.race([load, timeout]);
   } catch (e) {
     if (e instanceof AgentsModuleError) throw e;
+    // tsx is an optional peer dependency: only TypeScript agents need it
+    if (isMissingPackage(e, 'tsx')) throw new AgentsModuleError(`${path}: TypeScript agents need the \`tsx\` package: npm install tsx (or compile it to .js)`);
     throw new AgentsModuleError(loadFailure(path, abs, e));
   } finally {
     clearTimeout(timer);

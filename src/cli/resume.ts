@@ -1,6 +1,7 @@
 /** `baton resume RUN`, `baton rerun RUN --from PHASE` and `baton worker`: continue stored runs. */
 import { parseArgs } from 'node:util';
 import { safeText } from '../diagnostics/terminal.js';
+import { BatonError } from '../core/errors.js';
 import { createEngine, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
 import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, storeTroubleLine, missingAgents, openCliStore, storeFlag } from './durable.js';
@@ -112,6 +113,25 @@ async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: st
   return engine;
 }
 
+/**
+ * A worker started while its database is down (a restart, a network cut) waits for it, as it would
+ * once running: retried with backoff for 5 minutes, said in one line. Other store errors are final.
+ */
+async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, forMs = 300_000): Promise<RunStore> {
+  const end = Date.now() + forMs;
+  let said = false;
+  for (let n = 1; ; n++) {
+    try {
+      return await open();
+    } catch (e) {
+      if (!(e instanceof BatonError && e.code === 'store-unreachable') || Date.now() >= end) throw e;
+      if (!said) io.stderr(`store unavailable, retrying: ${safeText(e.message, 300)}\n`);
+      said = true;
+      await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(6, n - 1))));
+    }
+  }
+}
+
 export async function workerCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({ args, options: { ...BINDING_OPTIONS, ...STORE_OPTIONS, concurrency: { type: 'string' }, lease: { type: 'string' }, quiet: { type: 'boolean', short: 'q', default: false }, help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
@@ -126,7 +146,7 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     const lease = values.lease === undefined ? undefined : Number(values.lease);
     if (lease !== undefined && !(Number.isFinite(lease) && lease >= 0.5)) throw new UsageError(`--lease expects a number of seconds (at least 0.5), got \`${values.lease}\``);
     const bound = await bindFromFlags(values, io, io.cwd);
-    store = await openCliStore(values, io);
+    store = await openWhenReachable(() => openCliStore(values, io), io);
     const ctl = new AbortController();
     // a worker runs what its own flags bind (and x-command agents): not modules recorded by whoever started a run
     engine = createEngine({

@@ -80,4 +80,6 @@ export type ErrorCode =
   | 'store-version'
   /** The database cannot be reached. */
   | 'store-unreachable'
+  /** An optional capability whose package is not installed (the message names the install command). */
+  | 'missing-package'
   | 'fault-injected';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import * as Database from './sqlite-driver.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RunStore } from '../engine/ports.js';
 import { newRun, storeConformance, task } from './conformance.js';
@@ -84,7 +84,7 @@ describe('sqlite store', () => {
 
   it('refuses a SQLite database that is not a Baton store (store-corrupt)', () => {
     const f = file('other.db');
-    const db = pinned(new Database(f));
+    const db = pinned(Database.open(f));
     db.exec('CREATE TABLE customers (id INTEGER PRIMARY KEY)');
     db.close();
     expect(codeOf(() => new SqliteStore(f))).toBe('store-corrupt');
@@ -122,7 +122,7 @@ describe('sqlite store', () => {
     const f = file('locked.db');
     const s = new SqliteStore(f, { busyTimeoutMs: 50 });
     await s.createRun(newRun('l'));
-    const other = pinned(new Database(f));
+    const other = pinned(Database.open(f));
     other.exec('BEGIN IMMEDIATE');
     try {
       const err = await s.transact('l', 1, () => ({ commit: null, value: null })).then(
@@ -181,7 +181,7 @@ describe('sqlite store', () => {
     const f = file('plan.db');
     const s = new SqliteStore(f);
     const statements = (s as unknown as { s: Record<string, { source: string }> }).s;
-    const db = pinned(new Database(f));
+    const db = pinned(Database.open(f));
     const plans: Record<string, string> = {};
     for (const [name, st] of Object.entries(statements)) {
       const named = [...new Set([...st.source.matchAll(/:(\w+)/g)].map((m) => m[1]!))];

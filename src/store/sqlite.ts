@@ -1,5 +1,5 @@
 /**
- * The embedded default store: one SQLite file (`.baton/baton.db`) through better-sqlite3.
+ * The embedded default store: one SQLite file (`.baton/baton.db`) through node:sqlite or better-sqlite3 (sqlite-driver.ts).
  *
  * Concurrency and durability: SQLite has one writer. Every write (createRun, transact,
  * renewLeases) is ONE synchronous `BEGIN IMMEDIATE` transaction, so the run's seq read, the
@@ -11,7 +11,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import * as Database from './sqlite-driver.js';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
@@ -57,6 +57,7 @@ interface HintRow {
   phase: string | null;
   attempt: number | null;
   owner: string | null;
+  seq: number | null;
 }
 interface LeaseRow {
   status: string;
@@ -79,14 +80,14 @@ WITH RECURSIVE ready(run_id) AS (
           ORDER BY t.run_id LIMIT 1)
   FROM ready WHERE ready.run_id IS NOT NULL
 )
-SELECT run_id, reason, phase, attempt, owner FROM (
-  SELECT r.run_id, r.created_at, 0 AS k, 'timer' AS reason, NULL AS phase, NULL AS attempt, NULL AS owner
+SELECT run_id, reason, phase, attempt, owner, seq FROM (
+  SELECT r.run_id, r.created_at, 0 AS k, 'timer' AS reason, NULL AS phase, NULL AS attempt, NULL AS owner, r.seq AS seq
     FROM runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= :now
   UNION ALL
-  SELECT r.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL
+  SELECT r.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL, r.seq
     FROM ready JOIN runs r ON r.run_id = ready.run_id WHERE r.status IN ('running', 'waiting')
   UNION ALL
-  SELECT t.run_id, r.created_at, 2, CASE WHEN t.lease_expires_at < :now THEN 'lease' ELSE 'live' END, t.phase, t.attempt, t.lease_owner
+  SELECT t.run_id, r.created_at, 2, CASE WHEN t.lease_expires_at < :now THEN 'lease' ELSE 'live' END, t.phase, t.attempt, t.lease_owner, r.seq
     FROM tasks t JOIN runs r ON r.run_id = t.run_id
     WHERE t.status = 'running' AND t.lease_owner IS NOT NULL AND r.status IN ('running', 'waiting')
       AND (t.lease_expires_at < :now OR (:owners IS NOT NULL AND substr(t.lease_owner, 1, length(:owners)) = :owners))
@@ -135,7 +136,7 @@ export class SqliteStore implements RunStore {
     this.pollMs = opts.pollMs ?? 100;
     try {
       if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-      this.db = pinned(new Database(file, { timeout: this.busyMs }));
+      this.db = pinned(Database.open(file, { timeout: this.busyMs }));
     } catch (err) {
       throw this.fault(err);
     }
@@ -412,7 +413,7 @@ const PINNED = new Set<object>();
 /** @internal (tests): not in the published types, which must not need @types/better-sqlite3. */
 export function pinned(db: Database.Database): Database.Database {
   PINNED.add(db);
-  const prepare = db.prepare.bind(db) as (source: string) => Database.Statement;
+  const prepare = db.prepare.bind(db);
   (db as { prepare: (source: string) => Database.Statement }).prepare = (source: string) => {
     const st = prepare(source);
     PINNED.add(st);

@@ -5,7 +5,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { isPlainObject, type JsonObject } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { didYouMean } from '../core/suggest.js';
@@ -14,6 +13,7 @@ import { SchemaCompiler } from './json-schema.js';
 import type { AgentDecl, Blueprint, McpConfig, McpServerDecl, PhaseModel } from './model.js';
 import { llmFields } from './schema.js';
 import { checkObject, checkShape, type Field } from './shape.js';
+import { parseYamlValue } from './source.js';
 
 /** Fields that make an agent declaration a blueprint (an LLM agent). */
 export const BLUEPRINT_FIELDS = ['name', 'system_prompt', 'prompt', 'parameters_schema', 'output_schema', 'max_output_retries', 'llm'] as const;
@@ -133,7 +133,7 @@ function loadBlueprintFile(ref: unknown, workflowFile: string, at: Path, out: Di
   }
   let value: unknown;
   try {
-    value = parseYaml(text);
+    value = parseYamlValue(text);
   } catch (e) {
     out.push(error('yaml-syntax', at, `blueprint ${ref} is not valid YAML or JSON: ${(e as Error).message.split('\n')[0]}`));
     return undefined;

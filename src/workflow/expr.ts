@@ -3,7 +3,13 @@
  * @marcbachmann/cel-js (safe by construction: no prototype access, no I/O, not Turing complete).
  * Parsed once at compile time; evaluated by the engine against plain JSON data.
  */
-import { parse as celParse } from '@marcbachmann/cel-js';
+import { createRequire } from 'node:module';
+
+// cel-js is loaded on the first expression, not with the core (a workflow without skip_when never
+// needs it); require() of this ES module is synchronous on Node >= 20.19, as parsing is
+let cel: typeof import('@marcbachmann/cel-js') | undefined;
+const celParse = (source: string): ReturnType<typeof import('@marcbachmann/cel-js').parse> =>
+  (cel ??= createRequire(import.meta.url)('@marcbachmann/cel-js') as typeof import('@marcbachmann/cel-js')).parse(source);
 
 export interface Expression {
   /** The expression as written. */

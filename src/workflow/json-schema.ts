@@ -4,10 +4,14 @@
  * agent-output-schema spec's form: a JSON path (`$.comments[2].severity`) and a message
  * (`'critical' is not one of ['low', 'medium', 'high']`), plus what was expected and received.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { isPlainObject, jsonTypeOf } from '../core/json.js';
 import type { Path } from '../core/path.js';
+
+// draft-07 (a schema that says so) loads its own Ajv class on first use; 2020-12 is the default
+const draft7Ajv = (): typeof Ajv => (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv;
 
 /** One validation error, as the spec's `validation_errors` carry it. */
 export interface SchemaError {
@@ -66,7 +70,7 @@ export class SchemaCompiler {
 
   private build(schema: Record<string, unknown>): SchemaCompileResult {
     const is2020 = typeof schema['$schema'] === 'string' && DRAFT_2020.test(schema['$schema']);
-    const ajv = is2020 ? (this.draft2020 ??= new Ajv2020(AJV_OPTIONS)) : (this.draft7 ??= new Ajv(AJV_OPTIONS));
+    const ajv = is2020 ? (this.draft2020 ??= new Ajv2020(AJV_OPTIONS)) : (this.draft7 ??= new (draft7Ajv())(AJV_OPTIONS));
     const body = { ...schema };
     // draft-07 is the default: a `$schema` naming draft-07 (or nothing) is fine; others are dropped so ajv does not look them up
     if (!is2020 && typeof body['$schema'] === 'string' && !/draft-07/.test(body['$schema'])) delete body['$schema'];

@@ -10,9 +10,10 @@
  * When js-yaml rejects the text, a small file (SYNTAX_DETAIL_MAX_CHARS) is re-read by the `yaml`
  * library, which reports every syntax error with its position; a large one gets js-yaml's single
  * positioned error (the `yaml` library needs seconds and gigabytes for a few hostile megabytes).
+ * So the `yaml` library is loaded only on that error path (docs/package.md has the figures).
  */
+import { createRequire } from 'node:module';
 import jsyaml from 'js-yaml';
-import { parseDocument } from 'yaml';
 import type { Path } from '../core/path.js';
 import { error, type Diagnostic, type Range } from '../diagnostics/diagnostic.js';
 import { codePointName, findInvalidCharacter } from '../diagnostics/text.js';
@@ -43,6 +44,18 @@ const coreFloat = new jsyaml.Type('tag:yaml.org,2002:float', {
   represent: (v: unknown) => String(v),
 });
 const CORE12 = jsyaml.CORE_SCHEMA.extend({ implicit: [coreInt, coreFloat] });
+
+/**
+ * A plain YAML or JSON file's value (a blueprint, a replies file) with the same YAML 1.2 core schema
+ * and nesting bound as a workflow; throws js-yaml's error (message `reason (line:col)`) when invalid.
+ */
+export function parseYamlValue(text: string): unknown {
+  return jsyaml.load(text, { schema: CORE12, maxDepth: MAX_NESTING } as jsyaml.LoadOptions);
+}
+
+// the `yaml` library, loaded synchronously on the syntax-error path only (it costs ~50 ms to import)
+let yamlLib: typeof import('yaml') | undefined;
+const yaml = (): typeof import('yaml') => (yamlLib ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
 
 /** Up to this size a file with a syntax error is re-read by the `yaml` library for every error. */
 export const SYNTAX_DETAIL_MAX_CHARS = 64 * 1024;
@@ -134,7 +147,7 @@ function explain(e: unknown, text: string, positions: () => PositionIndex): Diag
 function syntaxErrors(text: string): Diagnostic[] {
   let errors: { pos: [number, number]; message: string }[];
   try {
-    errors = parseDocument(text, { uniqueKeys: false, prettyErrors: false }).errors;
+    errors = yaml().parseDocument(text, { uniqueKeys: false, prettyErrors: false }).errors;
   } catch {
     return []; // a stack overflow on deep input: js-yaml's error stands
   }

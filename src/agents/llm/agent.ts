@@ -31,7 +31,7 @@ export interface LlmAgentOptions {
   blueprint: Blueprint | undefined;
   settings: LlmSettings;
   /** The provider (or how to make it: may throw an AgentError such as `llm_missing_key`). */
-  provider: LlmProvider | (() => LlmProvider);
+  provider: LlmProvider | (() => LlmProvider | Promise<LlmProvider>);
   compiler: SchemaCompiler;
   prices: PriceTable;
   /** Tool references offered to the model (the blueprint's `tools`, else the declaration's). */
@@ -88,7 +88,7 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
 
   let provider: LlmProvider;
   try {
-    provider = typeof o.provider === 'function' ? o.provider() : o.provider;
+    provider = typeof o.provider === 'function' ? await o.provider() : o.provider;
   } catch (e) {
     throw providerFailure(e, who, o.now());
   }

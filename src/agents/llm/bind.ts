@@ -84,14 +84,19 @@ export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: L
     const bp = decl?.blueprint;
     const settings = resolveSettings(model, bp);
     const prices: PriceTable = { ...DEFAULT_PRICES, ...pricesFromConfig(settings.prices), ...(o.prices ?? {}) };
-    let provider: LlmProvider | undefined;
+    let provider: Promise<LlmProvider> | undefined;
     const tools = bp?.tools.length ? bp.tools : (decl?.tools ?? []);
     handlers[id] = llmAgent({
       workflow: model,
       agentId: id,
       blueprint: bp,
       settings,
-      provider: () => (provider ??= makeProvider(settings, deps)),
+      // one provider per agent; a failure to make it (a missing key or package) is not kept, so the next attempt tries again
+      provider: () =>
+        (provider ??= makeProvider(settings, deps).catch((e: unknown) => {
+          provider = undefined;
+          throw e;
+        })),
       compiler,
       prices,
       ...(tools.length > 0 ? { tools } : {}),

@@ -3,7 +3,8 @@
  * stable `code` and a `retryable` flag the phase's retry policy reads: rate limits and transport
  * errors are retryable, a refusal or a bad key is not.
  */
-import { APICallError } from 'ai';
+import type { APICallError } from '@ai-sdk/provider';
+import { BatonError } from '../../core/errors.js';
 import { AgentError } from '../../engine/agent.js';
 import type { SchemaError } from '../../workflow/json-schema.js';
 import { ScriptExhaustedError } from './scripted.js';
@@ -51,9 +52,18 @@ export function retryAfterMs(headers: Record<string, string> | undefined, now: n
   return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
 }
 
+/**
+ * The AI SDK's `APICallError.isInstance`, without loading the SDK: its errors carry a marker symbol
+ * (so the check also holds across two copies of the package).
+ */
+function isApiCallError(e: unknown): e is APICallError {
+  const marker = Symbol.for('vercel.ai.error.AI_APICallError');
+  return typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[marker] === true;
+}
+
 /** A provider call's exception as a run failure. */
 export function providerFailure(e: unknown, who: string, now: number): AgentError {
-  if (APICallError.isInstance(e)) {
+  if (isApiCallError(e)) {
     const status = e.statusCode;
     const base = { status: status ?? null, url: e.url, ...(e.responseBody ? { response: e.responseBody.slice(0, 2000) } : {}) };
     if (status === 429) {
@@ -65,6 +75,7 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
     return llmError('llm_request_rejected', `${who}: the provider rejected the request (HTTP ${status}): ${e.message}`, base, false);
   }
   if (e instanceof ScriptExhaustedError) return llmError('llm_script_exhausted', `${who}: ${e.message}`, {}, false);
+  if (e instanceof BatonError && e.code === 'missing-package') return llmError('llm_config_invalid', `${who}: ${e.message}`, {}, false);
   if (e instanceof AgentError) return e;
   const msg = e instanceof Error ? e.message : String(e);
   // fetch failures (connection refused, reset, DNS) arrive as TypeError or AI SDK wrappers without a status

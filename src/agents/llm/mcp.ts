@@ -2,13 +2,14 @@
  * MCP tools for LLM agents, through the official TypeScript SDK over stdio. Servers start on first
  * use (one process per server and run, shared by the agents that name it) and stop at close().
  * Only tools that an agent declares, that the server allows (`allowed_tools`) and that the server
- * lists are ever offered; anything else is never called.
+ * lists are ever offered; anything else is never called. The SDK (an optional peer dependency) is
+ * imported when the first server starts.
  */
 import type { Readable } from 'node:stream';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { JsonObject } from '../../core/json.js';
 import { isPlainObject } from '../../core/json.js';
+import { isMissingPackage } from '../../core/optional.js';
 import type { McpServerDecl } from '../../workflow/model.js';
 import { llmError } from './failures.js';
 import { modelToolName, parseToolRef } from './names.js';
@@ -117,6 +118,7 @@ export class McpHost implements ToolHost {
   }
 
   private async start(decl: McpServerDecl, signal: AbortSignal): Promise<Connection> {
+    const { Client, getDefaultEnvironment, StdioClientTransport } = await loadSdk(decl.id);
     const env: Record<string, string> = { ...getDefaultEnvironment() };
     for (const [k, v] of Object.entries(decl.env)) {
       const missing: string[] = [];
@@ -151,5 +153,17 @@ export class McpHost implements ToolHost {
       const tail = stderr.trim().split('\n').slice(-3).join(' | ');
       throw llmError('mcp_server_failed', `MCP server '${decl.id}' (${[decl.command, ...decl.args].join(' ')}) failed to start: ${why}${tail ? ` (stderr: ${tail})` : ''}`, { server: decl.id, command: decl.command, args: decl.args, stderr }, false);
     }
+  }
+}
+
+const SDK = '@modelcontextprotocol/sdk';
+
+async function loadSdk(server: string): Promise<{ Client: typeof Client } & typeof import('@modelcontextprotocol/sdk/client/stdio.js')> {
+  try {
+    const [{ Client }, stdio] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/stdio.js')]);
+    return { Client, ...stdio };
+  } catch (e) {
+    if (!isMissingPackage(e, SDK)) throw e;
+    throw llmError('mcp_server_failed', `MCP server '${server}': MCP tools need the \`${SDK}\` package: npm install ${SDK}`, { server, package: SDK }, false);
   }
 }

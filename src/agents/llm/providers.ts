@@ -2,11 +2,10 @@
  * Providers through the Vercel AI SDK 6: `openai` (Chat Completions, strict JSON schema), `anthropic`
  * (Messages API; JSON via output format or tool use), `openai-compatible` (Ollama, vLLM, LM Studio...),
  * `env` (whichever key is set), and `scripted` (a replies file). Keys come from the environment only.
+ * Each provider's package is an optional peer dependency, imported when an agent first uses it.
  */
 import { resolve } from 'node:path';
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { loadOptional } from '../../core/optional.js';
 import { llmError } from './failures.js';
 import type { LlmProvider } from './provider.js';
 import { loadScript, scriptedProvider } from './scripted.js';
@@ -28,7 +27,7 @@ export interface ProviderDeps {
   note?: (message: string) => void;
 }
 
-export function makeProvider(s: LlmSettings, deps: ProviderDeps): LlmProvider {
+export async function makeProvider(s: LlmSettings, deps: ProviderDeps): Promise<LlmProvider> {
   if (deps.replies !== undefined) return scripted(resolve(deps.cwd, deps.replies), s.model, deps);
   switch (s.provider) {
     case 'openai':
@@ -60,23 +59,28 @@ function key(deps: ProviderDeps, name: string): string {
   return k;
 }
 
-function openai(s: LlmSettings, deps: ProviderDeps, model: string): LlmProvider {
+async function openai(s: LlmSettings, deps: ProviderDeps, model: string): Promise<LlmProvider> {
   const baseURL = s.baseUrl ?? deps.env['OPENAI_BASE_URL'];
-  const p = createOpenAI({ apiKey: key(deps, 'OPENAI_API_KEY'), ...(baseURL ? { baseURL } : {}), ...(deps.fetch ? { fetch: deps.fetch } : {}) });
+  const apiKey = key(deps, 'OPENAI_API_KEY');
+  const { createOpenAI } = await loadOptional('@ai-sdk/openai', 'The openai provider', () => import('@ai-sdk/openai'));
+  const p = createOpenAI({ apiKey, ...(baseURL ? { baseURL } : {}), ...(deps.fetch ? { fetch: deps.fetch } : {}) });
   return { name: 'openai', model: p.chat(model), structuredOutput: 'openai-strict', nativeOptions: () => ({ openai: { strictJsonSchema: true } }) };
 }
 
-function anthropic(s: LlmSettings, deps: ProviderDeps, model: string): LlmProvider {
+async function anthropic(s: LlmSettings, deps: ProviderDeps, model: string): Promise<LlmProvider> {
   const baseURL = s.baseUrl ?? deps.env['ANTHROPIC_BASE_URL'];
-  const p = createAnthropic({ apiKey: key(deps, 'ANTHROPIC_API_KEY'), ...(baseURL ? { baseURL } : {}), ...(deps.fetch ? { fetch: deps.fetch } : {}) });
+  const apiKey = key(deps, 'ANTHROPIC_API_KEY');
+  const { createAnthropic } = await loadOptional('@ai-sdk/anthropic', 'The anthropic provider', () => import('@ai-sdk/anthropic'));
+  const p = createAnthropic({ apiKey, ...(baseURL ? { baseURL } : {}), ...(deps.fetch ? { fetch: deps.fetch } : {}) });
   return { name: 'anthropic', model: p(model), structuredOutput: 'anthropic' };
 }
 
-function compatible(s: LlmSettings, deps: ProviderDeps): LlmProvider {
+async function compatible(s: LlmSettings, deps: ProviderDeps): Promise<LlmProvider> {
   const baseURL = s.baseUrl ?? deps.env['OPENAI_COMPATIBLE_BASE_URL'];
   if (!baseURL) throw llmError('llm_config_invalid', '`provider: openai-compatible` needs `x-base_url` (e.g. http://localhost:11434/v1) or OPENAI_COMPATIBLE_BASE_URL', {}, false);
   if (!s.model) throw llmError('llm_config_invalid', '`provider: openai-compatible` needs `model`', {}, false);
   const apiKey = deps.env['OPENAI_COMPATIBLE_API_KEY'];
+  const { createOpenAICompatible } = await loadOptional('@ai-sdk/openai-compatible', 'The openai-compatible provider', () => import('@ai-sdk/openai-compatible'));
   const p = createOpenAICompatible({
     name: 'openai-compatible',
     baseURL,

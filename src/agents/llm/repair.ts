@@ -4,8 +4,12 @@
  * a value cut inside a string or after a key is not completed. Types are never coerced: `"5"`
  * stays a string, and the schema decides.
  */
-import { jsonrepair } from 'jsonrepair';
+import { createRequire } from 'node:module';
 import { rewrite } from './rewrite.js';
+
+// loaded on the first reply that needs repairing (its CommonJS build: synchronous)
+let repairer: typeof import('jsonrepair') | undefined;
+const jsonrepair = (text: string): string => (repairer ??= createRequire(import.meta.url)('jsonrepair') as typeof import('jsonrepair')).jsonrepair(text);
 
 export type RepairKind =
   | 'trailing_comma'

@@ -13,11 +13,11 @@
  */
 import { readFileSync } from 'node:fs';
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3GenerateResult } from '@ai-sdk/provider';
-import { APICallError } from 'ai';
-import { parse as parseYaml } from 'yaml';
 import { isPlainObject, type JsonObject } from '../../core/json.js';
+import { loadOptional } from '../../core/optional.js';
 import { modelToolName } from './names.js';
 import type { LlmProvider, StructuredOutput } from './provider.js';
+import { parseYamlValue } from '../../workflow/source.js';
 
 export interface ScriptedReply {
   text?: string;
@@ -47,7 +47,7 @@ export function loadScript(path: string): ScriptResult {
   }
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    raw = parseYamlValue(text);
   } catch (e) {
     return { ok: false, message: `${path}: not YAML or JSON (${(e as Error).message.split('\n')[0]})` };
   }
@@ -127,30 +127,30 @@ export class ScriptedModel {
   }
 
   /** @internal (typed by `@ai-sdk/provider`, which the published types do not name) */
-  doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+  async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
     this.calls.push(options);
     const who = options.providerOptions?.[SCRIPT_KEY] ?? {};
     const phase = typeof who['phase'] === 'string' ? who['phase'] : '';
     const agent = typeof who['agent'] === 'string' ? who['agent'] : '';
     const key = this.script.phases[phase] ? `phase:${phase}` : `agent:${agent}`;
     const list = this.script.phases[phase] ?? this.script.agents[agent];
-    if (!list) return Promise.reject(new ScriptExhaustedError(`the replies file has no replies for phase '${phase}' or agent '${agent}'`));
+    if (!list) throw new ScriptExhaustedError(`the replies file has no replies for phase '${phase}' or agent '${agent}'`);
     const i = this.cursors.get(key) ?? 0;
     const reply = list[i];
-    if (!reply) return Promise.reject(new ScriptExhaustedError(`the replies file has ${list.length} ${list.length === 1 ? 'reply' : 'replies'} for ${key.replace(':', " '")}', and call ${i + 1} asked for another`));
+    if (!reply) throw new ScriptExhaustedError(`the replies file has ${list.length} ${list.length === 1 ? 'reply' : 'replies'} for ${key.replace(':', " '")}', and call ${i + 1} asked for another`);
     this.cursors.set(key, i + 1);
     if (reply.error) {
       const headers: Record<string, string> = reply.error.retryAfterS !== undefined ? { 'retry-after': String(reply.error.retryAfterS) } : {};
-      return Promise.reject(
-        new APICallError({
-          message: reply.error.message ?? `scripted HTTP ${reply.error.status}`,
-          url: 'scripted://',
-          requestBodyValues: {},
-          statusCode: reply.error.status,
-          responseHeaders: headers,
-          isRetryable: reply.error.status === 429 || reply.error.status >= 500,
-        }),
-      );
+      // the AI SDK's own error class, loaded only when a script plays an HTTP error
+      const { APICallError } = await loadOptional('@ai-sdk/provider', 'LLM agents', () => import('@ai-sdk/provider'));
+      throw new APICallError({
+        message: reply.error.message ?? `scripted HTTP ${reply.error.status}`,
+        url: 'scripted://',
+        requestBodyValues: {},
+        statusCode: reply.error.status,
+        responseHeaders: headers,
+        isRetryable: reply.error.status === 429 || reply.error.status >= 500,
+      });
     }
     const content: LanguageModelV3Content[] = [];
     if (reply.text !== undefined) content.push({ type: 'text', text: reply.text });
@@ -161,12 +161,12 @@ export class ScriptedModel {
     const outputChars = (reply.text ?? '').length + JSON.stringify(reply.toolCalls ?? []).length;
     const usage = reply.usage ?? { input: Math.ceil(inputChars / 4), output: Math.ceil(outputChars / 4) };
     const finish = reply.finish ?? (reply.toolCalls?.length ? 'tool-calls' : 'stop');
-    return Promise.resolve({
+    return {
       content,
       finishReason: { unified: finish, raw: finish },
       usage: { inputTokens: { total: usage.input, noCache: usage.input, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: usage.output, text: usage.output, reasoning: undefined } },
       warnings: [],
-    });
+    };
   }
 
   doStream(): never {

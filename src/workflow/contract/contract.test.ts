@@ -55,6 +55,17 @@ describe('agent contracts: the model', () => {
     expect(compareVersions('1.0.0-rc.1', '1.0.0')).toBe(-1);
     expect(compareVersions('1.0', '1.0.0')).toBeUndefined();
   });
+
+  test('versions follow SemVer 2.0.0 precedence (semver), not string order', () => {
+    expect(compareVersions('1.0.0-beta.11', '1.0.0-beta.2')).toBe(1);
+    expect(compareVersions('1.0.0-beta.2', '1.0.0-beta.11')).toBe(-1);
+    expect(compareVersions('1.0.0-alpha', '1.0.0-alpha.1')).toBe(-1);
+    expect(compareVersions('1.0.0-alpha.beta', '1.0.0-beta')).toBe(-1);
+    expect(compareVersions('1.0.0-rc.1', '1.0.0-beta.11')).toBe(1);
+    expect(compareVersions('1.0.0+build.2', '1.0.0+build.1')).toBe(0);
+    expect(compareVersions('2.0.0', '10.0.0')).toBe(-1);
+    expect(compareVersions('v1.0.0', '1.0.0')).toBeUndefined();
+  });
 });
 
 describe('agent contracts: static checks', () => {
@@ -135,5 +146,18 @@ workflow:
   q: {assign: v, depends_on: [p], inputs: {x: p.y}}
 `),
     ).toEqual([]);
+  });
+  test('minAgentVersion compares pre-releases by SemVer precedence', () => {
+    const wf = (version: string, min: string): string => `
+openintent: "1.0"
+info: {name: x}
+agents:
+  w: {version: "${version}", x-contract: {compatibility: {minAgentVersion: "${min}"}}}
+workflow:
+  p: {assign: w}
+`;
+    expect(codes(wf('1.0.0-beta.11', '1.0.0-beta.2'))).toEqual([]);
+    expect(codes(wf('1.0.0-beta.2', '1.0.0-beta.11'))).toEqual(['error agent-version-mismatch agents.w.version']);
+    expect(codes(wf('1.0.0', '1.0.0-rc.3'))).toEqual([]);
   });
 });

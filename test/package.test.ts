@@ -1,0 +1,155 @@
+/**
+ * The package as it is published: its name and subpaths resolve, the tarball holds only runtime code
+ * with a LICENSE and no dangling source maps, the core imports no optional capability, and every
+ * dependency allows Node 20, 22 and 24. The tarball is built into a scratch folder (the worktree's
+ * dist/ is left alone) and listed with `npm pack --dry-run --json`.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { builtinModules, createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import satisfies from 'semver/functions/satisfies.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as core from '@baton-run/baton';
+import * as llm from '@baton-run/baton/llm';
+import * as mcp from '@baton-run/baton/mcp';
+import * as postgres from '@baton-run/baton/postgres';
+import * as typescript from '@baton-run/baton/typescript';
+
+const root = resolve(import.meta.dirname, '..');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  name: string;
+  bin: Record<string, string>;
+  files: string[];
+  exports: Record<string, string | { types: string; default: string }>;
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+  peerDependenciesMeta: Record<string, { optional?: boolean }>;
+  devDependencies: Record<string, string>;
+  engines: { node: string };
+  license: string;
+  repository: { url: string };
+  homepage: string;
+  bugs: { url: string };
+};
+
+describe('the package by name', () => {
+  it('is scoped, keeps the `baton` command, and names its repository', () => {
+    expect(pkg.name).toBe('@baton-run/baton');
+    expect(Object.keys(pkg.bin)).toEqual(['baton']);
+    expect(pkg.license).toBe('MIT');
+    expect(pkg.repository.url).toMatch(/^git\+https:\/\/github\.com\/.+\.git$/);
+    expect(pkg.homepage).toMatch(/^https:\/\//);
+    expect(pkg.bugs.url).toMatch(/^https:\/\//);
+  });
+
+  it('imports as a user does: the core and each optional capability behind its subpath', () => {
+    expect(typeof core.createEngine).toBe('function');
+    expect(typeof core.loadWorkflow).toBe('function');
+    expect(typeof core.openSqliteStore).toBe('function');
+    expect(typeof core.MemoryStore).toBe('function');
+    expect(typeof postgres.openPostgresStore).toBe('function');
+    expect(typeof llm.bindLlmAgents).toBe('function');
+    expect(typeof llm.scriptedProvider).toBe('function');
+    expect(typeof mcp.McpHost).toBe('function');
+    expect(typeof typescript.loadAgentsModule).toBe('function');
+    // what needs an optional peer is not in the core
+    for (const moved of ['openPostgresStore', 'PostgresStore', 'McpHost', 'bindLlmAgents', 'makeProvider']) expect(core).not.toHaveProperty(moved);
+  });
+
+  it('every subpath of `exports` has an entry module in src/exports/', () => {
+    for (const [sub, target] of Object.entries(pkg.exports)) {
+      if (sub === '.' || sub === './package.json') continue;
+      expect(typeof target === 'object' && target.default).toBe(`./dist/exports/${sub.slice(2)}.js`);
+      expect(existsSync(join(root, 'src', 'exports', `${sub.slice(2)}.ts`))).toBe(true);
+    }
+  });
+});
+
+describe('dependencies', () => {
+  const optional = ['pg', 'better-sqlite3', '@ai-sdk/provider', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/openai-compatible', '@modelcontextprotocol/sdk', 'tsx'];
+
+  it('each optional capability is an optional peer, kept in devDependencies so this repository installs everything', () => {
+    expect(Object.keys(pkg.peerDependencies).sort()).toEqual([...optional].sort());
+    for (const p of optional) {
+      expect(pkg.peerDependenciesMeta[p]).toEqual({ optional: true });
+      expect(pkg.devDependencies[p]).toBeDefined();
+      expect(pkg.dependencies[p]).toBeUndefined();
+    }
+    expect(pkg.dependencies['ai']).toBeUndefined();
+  });
+
+  it('every installed dependency and peer allows Node 20.19, 22.13 and 24', () => {
+    for (const name of [...Object.keys(pkg.dependencies), ...optional]) {
+      const range = (JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { engines?: { node?: string } }).engines?.node;
+      if (range === undefined) continue;
+      for (const v of ['20.19.0', '22.13.0', '24.0.0']) expect([name, v, satisfies(v, range)]).toEqual([name, v, true]);
+    }
+    for (const v of ['20.19.0', '22.13.0', '24.0.0']) expect(satisfies(v, pkg.engines.node)).toBe(true);
+  });
+});
+
+describe('the tarball', () => {
+  let work: string;
+  let files: string[];
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'baton-pack-'));
+    // the package's own files, with dist/ built here (not in the worktree)
+    for (const f of ['package.json', 'README.md', 'LICENSE', ...pkg.files.filter((f) => f !== 'dist')]) cpSync(join(root, f), join(work, f), { recursive: true });
+    const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', join(work, 'dist')], { stdio: 'pipe' });
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: work, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const [listing] = JSON.parse(out) as [{ name: string; files: { path: string }[] }];
+    expect(listing.name).toBe('@baton-run/baton');
+    files = listing.files.map((f) => f.path).sort();
+  }, 240_000);
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it('has a LICENSE, the README, the command and the entry points', () => {
+    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'bin/baton.js', 'dist/index.js', 'dist/index.d.ts']));
+    expect(readFileSync(join(work, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n\nCopyright \(c\) 2026 The Baton authors\n/);
+    for (const target of Object.values(pkg.exports)) {
+      for (const f of typeof target === 'string' ? [target] : [target.types, target.default]) expect(files).toContain(f.replace(/^\.\//, ''));
+    }
+  });
+
+  it('holds no tests and no test support', () => {
+    expect(files.filter((f) => /\.(test|spec)\.[cm]?[jt]s$|(^|\/)(conformance|testing|processes)\.(js|d\.ts)$/.test(f) && f.startsWith('dist/'))).toEqual([]);
+    const importsVitest = files.filter((f) => f.endsWith('.js') && /from ['"]vitest['"]|import\(['"]vitest['"]\)/.test(readFileSync(join(work, f), 'utf8')));
+    expect(importsVitest).toEqual([]);
+  });
+
+  it('has no source map without its source', () => {
+    const dangling = files.filter((f) => f.endsWith('.map')).filter((m) => {
+      const map = JSON.parse(readFileSync(join(work, m), 'utf8')) as { sources: string[] };
+      return map.sources.some((s) => !files.includes(join(dirname(m), s)));
+    });
+    expect(dangling).toEqual([]);
+  });
+
+  it('the core imports only its dependencies; optional capabilities are reached only through dynamic imports', () => {
+    const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+    const pkgOf = (spec: string): string => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+    const staticImports = (file: string): string[] =>
+      [...readFileSync(file, 'utf8').matchAll(/^(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]|^import\s+['"]([^'"]+)['"]/gm)].map((m) => (m[1] ?? m[2])!);
+    // every module the core's entry reaches without a dynamic import()
+    const seen = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const spec of staticImports(file)) {
+        if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
+        else if (!builtins.has(spec)) packages.add(pkgOf(spec));
+      }
+    };
+    visit(join(work, 'dist', 'index.js'));
+    expect(seen.size).toBeGreaterThan(50);
+    expect([...packages].filter((p) => pkg.dependencies[p] === undefined)).toEqual([]);
+    // and nothing in the tarball imports a package that is neither a dependency nor a peer
+    const everywhere = new Set(files.filter((f) => f.startsWith('dist/') && f.endsWith('.js')).flatMap((f) => staticImports(join(work, f))).filter((s) => !s.startsWith('.') && !builtins.has(s)).map(pkgOf));
+    expect([...everywhere].filter((p) => pkg.dependencies[p] === undefined && pkg.peerDependencies[p] === undefined)).toEqual([]);
+  });
+});
