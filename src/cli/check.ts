@@ -9,7 +9,6 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import pc from 'picocolors';
 import { safeText } from '../diagnostics/terminal.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
 import { diagnosticToJson, renderDiagnostic, summaryLine } from '../diagnostics/render.js';
@@ -20,20 +19,26 @@ import { loadContractFile } from '../workflow/contract/load.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
 import type { BoundAgents } from '../workflow/contract/check.js';
 import { AgentsModuleError, boundFromHandlers, loadAgentsModule } from './agents-module.js';
+import { colorsFor, type Colors } from './color.js';
+import { printFailure } from './fail.js';
+import { formatOf, printMachineFormat, type Format } from './formats.js';
+import { usageLine } from './help.js';
 import type { CliIo } from './io.js';
 import { sourceResolver } from './sources.js';
-
-export const CHECK_USAGE = 'Usage: baton check FILE [--agents MODULE] [--json]\n       baton check --contracts DIR [--json]\n';
+import { CHECK_OPTIONS, commandSpec } from './spec.js';
+import { renderOptionsFor } from './validate.js';
 
 export async function checkCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options: { json: { type: 'boolean', default: false }, contracts: { type: 'string' }, agents: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
-  if (values.help) {
-    io.stdout(CHECK_USAGE);
-    return 0;
+  const { values, positionals } = parseArgs({ args, options: CHECK_OPTIONS, allowPositionals: true });
+  const format = formatOf(values);
+  if (typeof format !== 'string') {
+    printFailure(io, 'check', 'usage', format.error);
+    return 2;
   }
-  if (values.contracts !== undefined) return checkContractsDir(values.contracts, values.json === true, io);
+  if (values.contracts !== undefined) return checkContractsDir(values.contracts, format, io);
   if (positionals.length !== 1) {
-    io.stderr(`baton check: name one workflow file (or --contracts DIR)\n${CHECK_USAGE}`);
+    printFailure(io, 'check', 'usage', 'name one workflow file (or --contracts DIR)');
+    io.stderr(usageLine(commandSpec('check')!));
     return 2;
   }
   const file = positionals[0]!;
@@ -45,7 +50,7 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
       bound = boundFromHandlers(values.agents, handlers) ?? { module: values.agents, agents: {} };
     } catch (e) {
       if (!(e instanceof AgentsModuleError)) throw e;
-      io.stderr(`baton check: ${e.message}\n`);
+      printFailure(io, 'check', 'agents-module', e.message);
       return 2;
     }
   }
@@ -54,7 +59,9 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
   const unreadable = r.diagnostics.some((d) => d.code === 'file-unreadable');
   const report = r.contracts ?? { bindings: [], edges: [] };
   const src = sourceResolver({ ...r, file }, io.cwd);
-  if (values.json) {
+  if (format === 'sarif' || format === 'github') {
+    await printMachineFormat(format, [{ diagnostics: r.diagnostics, source: src }], io);
+  } else if (format === 'json') {
     io.stdout(
       JSON.stringify(
         {
@@ -69,7 +76,7 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
       ) + '\n',
     );
   } else {
-    const c = pc.createColors(io.isTTY);
+    const c = colorsFor(io, 'stdout');
     const lines: string[] = [];
     const contracted = report.bindings.filter((b) => b.contract !== 'none');
     lines.push(`${c.bold(safeText(file, 500))}: ${report.bindings.length} binding(s), ${contracted.length} with a contract; ${report.edges.length} edge(s)`);
@@ -78,14 +85,13 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
     lines.push(c.bold('edges'));
     for (const e of report.edges) lines.push(edgeLine(e, c));
     io.stdout(lines.join('\n') + '\n\n');
-    io.stdout(r.diagnostics.map((d) => renderDiagnostic(d, src(d), { color: io.isTTY }) + '\n\n').join(''));
+    io.stdout(r.diagnostics.map((d) => renderDiagnostic(d, src(d), renderOptionsFor(io, 'stdout')) + '\n\n').join(''));
     io.stdout(summaryLine(1, count(r.diagnostics, 'error'), count(r.diagnostics, 'warning'), c) + '\n');
   }
   if (unreadable) return 2;
   return r.ok ? 0 : 1;
 }
 
-type Colors = ReturnType<typeof pc.createColors>;
 
 function mark(v: BindingVerdict, c: Colors): string {
   switch (v) {
@@ -131,19 +137,28 @@ function contractFiles(dir: string): string[] {
   return out;
 }
 
-function checkContractsDir(dir: string, json: boolean, io: CliIo): number {
+async function checkContractsDir(dir: string, format: Format, io: CliIo): Promise<number> {
   const abs = resolve(io.cwd, dir);
   let files: string[];
   try {
     files = contractFiles(abs);
   } catch (e) {
-    io.stderr(`baton check: cannot read ${dir}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (e as Error).message}\n`);
+    printFailure(io, 'check', 'file-unreadable', `cannot read ${dir}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (e as Error).message}`);
     return 2;
   }
   const compiler = new SchemaCompiler();
   const results = files.map((f) => loadContractFile(f, compiler));
-  const c = pc.createColors(io.isTTY);
-  if (json) {
+  const c = colorsFor(io, 'stdout');
+  if (format === 'sarif' || format === 'github') {
+    await printMachineFormat(
+      format,
+      results.map((r) => {
+        const src = new SourceFile(relative(io.cwd, r.file), r.text);
+        return { diagnostics: r.diagnostics, source: () => src };
+      }),
+      io,
+    );
+  } else if (format === 'json') {
     io.stdout(
       JSON.stringify(
         {
@@ -161,7 +176,7 @@ function checkContractsDir(dir: string, json: boolean, io: CliIo): number {
     let warnings = 0;
     for (const r of results) {
       const src = new SourceFile(relative(io.cwd, r.file), r.text);
-      io.stdout(r.diagnostics.map((d) => renderDiagnostic(d, src, { color: io.isTTY }) + '\n\n').join(''));
+      io.stdout(r.diagnostics.map((d) => renderDiagnostic(d, src, renderOptionsFor(io, 'stdout')) + '\n\n').join(''));
       errors += count(r.diagnostics, 'error');
       warnings += count(r.diagnostics, 'warning');
       if (r.contract) io.stdout(`${c.green('✓')} ${safeText(src.name, 500)}: valid contract${r.contract.agentId !== undefined ? ` for \`${safeText(r.contract.agentId, 200)}\`` : ''}\n`);

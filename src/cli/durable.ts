@@ -8,29 +8,19 @@ import type { StoreTrouble } from '../engine/worker.js';
 import { createEngine, unboundAgents, type AgentBinding, type Engine, type EngineOptions } from '../api/engine.js';
 import { openStore } from '../api/store.js';
 import { BatonError } from '../core/errors.js';
-import { safeText } from '../diagnostics/terminal.js';
 import { isPlainObject, type JsonObject } from '../core/json.js';
 import type { RunRecord, RunStore } from '../engine/ports.js';
 import { AgentsModuleError, loadAgentsModule } from './agents-module.js';
 import type { WorkflowModel } from '../workflow/model.js';
 import { unknownBinding } from './bindings.js';
+import { safeText } from '../diagnostics/terminal.js';
+import { printFailure } from './fail.js';
 import type { CliIo } from './io.js';
 
 export class UsageError extends Error {}
 
-/** Options every durable command takes. */
-export const STORE_OPTIONS = {
-  store: { type: 'string' },
-  sync: { type: 'string' },
-} as const;
-
-/** Options of the commands that bind agents (run, resume, rerun, worker). */
-export const BINDING_OPTIONS = {
-  agents: { type: 'string' },
-  'agent-command': { type: 'string', multiple: true },
-  'agent-serve': { type: 'string', multiple: true },
-  'stub-agents': { type: 'boolean', default: false },
-} as const;
+/** The options of the durable commands and of those that bind agents live in the command table. */
+export { BINDING_OPTIONS, STORE_OPTIONS } from './spec.js';
 
 export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo): Promise<RunStore> {
   const sync = values.sync;
@@ -134,12 +124,12 @@ export function actor(as: string | undefined, io: CliIo): string {
 /** Faults a user can cause (unknown run, locked store, unreachable database, ...) → a message and exit 2. */
 export function exitFor(e: unknown, cmd: string, io: CliIo, usage?: string): number {
   if (e instanceof UsageError || e instanceof AgentsModuleError) {
-    io.stderr(`baton ${cmd}: ${safeText(e.message, 4000, { keepNewlines: true })}\n`);
+    printFailure(io, cmd, e instanceof UsageError ? 'usage' : 'agents-module', e.message);
     if (usage && e instanceof UsageError) io.stderr(usage);
     return 2;
   }
   if (e instanceof BatonError) {
-    io.stderr(`baton ${cmd}: ${safeText(e.message, 4000)}\n`);
+    printFailure(io, cmd, e.code, e.message);
     return e.code === 'gate-refused' ? 1 : 2;
   }
   throw e;

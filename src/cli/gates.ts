@@ -3,16 +3,14 @@ import { parseArgs } from 'node:util';
 import { createEngine } from '../api/engine.js';
 import type { Json } from '../core/json.js';
 import type { RunStore } from '../engine/ports.js';
-import { STORE_OPTIONS, UsageError, actor, exitFor, openCliStore } from './durable.js';
+import { UsageError, actor, exitFor, openCliStore } from './durable.js';
+import { printFailure } from './fail.js';
+import { CANCEL_OPTIONS, DECIDE_OPTIONS, RESPOND_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
 
 export function decideCommand(decision: 'approve' | 'deny'): (args: string[], io: CliIo) => Promise<number> {
   return async (args, io) => {
-    const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...STORE_OPTIONS, as: { type: 'string' }, comment: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
-    if (values.help) {
-      io.stdout(`Usage: baton ${decision} RUN GATE [--as NAME] [--comment TEXT] [--store SPEC]\n`);
-      return 0;
-    }
+    const { values, positionals } = parseArgs({ args, allowPositionals: true, options: DECIDE_OPTIONS });
     let store: RunStore | undefined;
     try {
       if (positionals.length !== 2) throw new UsageError(`${decision} takes a run id and a gate id (see \`baton show RUN\`)`);
@@ -22,7 +20,8 @@ export function decideCommand(decision: 'approve' | 'deny'): (args: string[], io
       const by = actor(values.as, io);
       if (decision === 'approve') await engine.approve(runId, gateId, by, values.comment);
       else await engine.deny(runId, gateId, by, values.comment);
-      io.stdout(`gate ${gateId} of run ${runId} ${decision === 'approve' ? 'approved' : 'denied'} by ${by}\n`);
+      const decided = decision === 'approve' ? 'approved' : 'denied';
+      io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: decided, by, ...(values.comment !== undefined ? { comment: values.comment } : {}) }, null, 2) + '\n' : `gate ${gateId} of run ${runId} ${decided} by ${by}\n`);
       return 0;
     } catch (e) {
       return exitFor(e, decision, io);
@@ -33,11 +32,7 @@ export function decideCommand(decision: 'approve' | 'deny'): (args: string[], io
 }
 
 export async function respondCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...STORE_OPTIONS, value: { type: 'string' }, as: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
-  if (values.help) {
-    io.stdout('Usage: baton respond RUN GATE --value JSON [--as NAME] [--store SPEC]\n');
-    return 0;
-  }
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: RESPOND_OPTIONS });
   let store: RunStore | undefined;
   try {
     if (positionals.length !== 2) throw new UsageError('respond takes a run id and a gate id (see `baton show RUN`)');
@@ -60,7 +55,7 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
     }
     const by = actor(values.as, io);
     await engine.respond(runId, gateId, value, by);
-    io.stdout(`gate ${gateId} of run ${runId} answered by ${by}\n`);
+    io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: 'answered', value, by }, null, 2) + '\n' : `gate ${gateId} of run ${runId} answered by ${by}\n`);
     return 0;
   } catch (e) {
     return exitFor(e, 'respond', io);
@@ -70,11 +65,7 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
 }
 
 export async function cancelCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...STORE_OPTIONS, reason: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
-  if (values.help) {
-    io.stdout('Usage: baton cancel RUN [--reason TEXT] [--store SPEC]\n');
-    return 0;
-  }
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: CANCEL_OPTIONS });
   let store: RunStore | undefined;
   try {
     if (positionals.length !== 1) throw new UsageError('cancel takes one run id');
@@ -83,11 +74,12 @@ export async function cancelCommand(args: string[], io: CliIo): Promise<number> 
     const engine = createEngine({ store });
     const before = await store.run(runId);
     if (before && before.status !== 'running' && before.status !== 'waiting') {
-      io.stderr(`baton cancel: run ${runId} already ${before.status}\n`);
+      printFailure(io, 'cancel', 'run-ended', `run ${runId} already ${before.status}`, { runId, status: before.status });
       return 1;
     }
-    await engine.cancel(runId, values.reason ?? `cancelled by ${actor(undefined, io)}`);
-    io.stdout(`run ${runId} cancelled\n`);
+    const reason = values.reason ?? `cancelled by ${actor(undefined, io)}`;
+    await engine.cancel(runId, reason);
+    io.stdout(values.json ? JSON.stringify({ runId, status: 'cancelled', reason }, null, 2) + '\n' : `run ${runId} cancelled\n`);
     return 0;
   } catch (e) {
     return exitFor(e, 'cancel', io);

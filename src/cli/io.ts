@@ -2,8 +2,14 @@
 export interface CliIo {
   stdout: (s: string) => void;
   stderr: (s: string) => void;
-  /** Colours and the live view only on a TTY. */
+  /** Whether stdout is a terminal: the live view, and colour for stdout (see color.ts). */
   isTTY: boolean;
+  /** Whether stderr is a terminal: colour for what goes to stderr (absent: not a terminal). */
+  stderrIsTTY?: boolean;
+  /** `--color`, set by main (absent: auto). */
+  color?: 'auto' | 'always' | 'never';
+  /** `--json` (or `--format json`), set by main: failures are printed as `{"error": {...}}` on stdout. */
+  json?: boolean;
   cwd: string;
   env: Record<string, string | undefined>;
   /** The real terminal stream behind stdout, for the live view (absent in tests). */
@@ -35,7 +41,8 @@ export function processIo(): CliIo {
   return {
     stdout: writer(process.stdout),
     stderr: writer(process.stderr),
-    isTTY: Boolean(process.stdout.isTTY) && process.env['NO_COLOR'] === undefined,
+    isTTY: Boolean(process.stdout.isTTY),
+    stderrIsTTY: Boolean(process.stderr.isTTY),
     cwd: process.cwd(),
     env: process.env,
     stdoutStream: process.stdout,

@@ -4,7 +4,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { escapeControls } from '../diagnostics/terminal.js';
+import { printFailure } from './fail.js';
 import type { CliIo } from './io.js';
+import { NEW_OPTIONS } from './spec.js';
 
 /** Letters that do not decompose into a base letter and marks. */
 const LATIN: Record<string, string> = { ø: 'o', æ: 'ae', œ: 'oe', ß: 'ss', đ: 'd', ð: 'd', ł: 'l', þ: 'th', ı: 'i', ħ: 'h', ŀ: 'l' };
@@ -96,27 +98,32 @@ export default {
 `;
 
 export async function newCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options: { dir: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
-  if (values.help) {
-    io.stdout('Usage: baton new "Workflow Name" [--dir DIR]\n');
-    return 0;
-  }
+  const { values, positionals } = parseArgs({ args, options: NEW_OPTIONS, allowPositionals: true });
   const name = positionals.join(' ').trim();
   if (!name) {
-    io.stderr('baton new: give the workflow a name, e.g. baton new "Weekly Digest"\n');
+    printFailure(io, 'new', 'usage', 'give the workflow a name, e.g. baton new "Weekly Digest"');
     return 2;
   }
   const dir = resolve(io.cwd, values.dir ?? slugify(name));
   const wf = join(dir, 'workflow.yaml');
   if (existsSync(wf)) {
-    io.stderr(`baton new: ${relative(io.cwd, wf) || wf} already exists; choose another name or --dir\n`);
+    printFailure(io, 'new', 'usage', `${relative(io.cwd, wf) || wf} already exists; choose another name or --dir`);
     return 2;
   }
-  await mkdir(dir, { recursive: true });
-  await writeFile(wf, starterWorkflow(name));
-  await writeFile(join(dir, 'agents.mjs'), STARTER_AGENTS);
-  await writeFile(join(dir, 'trigger.json'), JSON.stringify({ topic: 'multi-agent pipelines' }, null, 2) + '\n');
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(wf, starterWorkflow(name));
+    await writeFile(join(dir, 'agents.mjs'), STARTER_AGENTS);
+    await writeFile(join(dir, 'trigger.json'), JSON.stringify({ topic: 'multi-agent pipelines' }, null, 2) + '\n');
+  } catch (e) {
+    printFailure(io, 'new', 'usage', `cannot write ${relative(io.cwd, dir) || dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    return 2;
+  }
   const rel = relative(io.cwd, dir) || '.';
+  if (io.json) {
+    io.stdout(JSON.stringify({ name, dir: rel, files: ['workflow.yaml', 'agents.mjs', 'trigger.json'].map((f) => `${rel}/${f}`) }, null, 2) + '\n');
+    return 0;
+  }
   // the next steps are commands to paste: quoted when the folder name needs it
   io.stdout(`created ${rel}/workflow.yaml, ${rel}/agents.mjs and ${rel}/trigger.json\n\n  npx baton validate ${shellQuote(`${rel}/workflow.yaml`)}\n  npx baton run ${shellQuote(rel)}\n`);
   return 0;

@@ -48,10 +48,10 @@ export class ProgressView {
 
   constructor(
     phases: readonly string[],
-    private readonly out: { write: (s: string) => void; isTTY: boolean; stream?: NodeJS.WriteStream },
+    private readonly out: { write: (s: string) => void; isTTY: boolean; color?: boolean; stream?: NodeJS.WriteStream },
     private readonly now: () => number = Date.now,
   ) {
-    this.c = pc.createColors(out.isTTY);
+    this.c = pc.createColors(out.color ?? out.isTTY);
     for (const p of phases) this.rows.set(p, { state: 'pending', attempts: 0, startedAt: undefined, endedAt: undefined, note: '' });
     // a terminal that reports no size (some emulated ttys) would get an empty redraw: use lines there
     if (out.isTTY && out.stream && (out.stream.rows ?? 0) > 0) {

@@ -4,29 +4,18 @@ import { safeText } from '../diagnostics/terminal.js';
 import { BatonError } from '../core/errors.js';
 import { createEngine, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
-import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, storeTroubleLine, missingAgents, openCliStore, storeFlag } from './durable.js';
+import { UsageError, bindFromFlags, cliEngine, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
+import { printFailure } from './fail.js';
+import { usageLine } from './help.js';
+import { RERUN_OPTIONS, RESUME_OPTIONS, WORKER_OPTIONS, commandSpec } from './spec.js';
 import type { CliIo } from './io.js';
 import { describeEvent, finish, gateNotice, progressView } from './run.js';
 
-const RESUME_USAGE = 'Usage: baton resume RUN [--agents MODULE] [--agent-command ID=CMD] [--agent-serve ID=CMD] [--stub-agents] [--store SPEC] [--json] [--output FILE] [--quiet]\n';
-const RERUN_USAGE = 'Usage: baton rerun RUN --from PHASE [--run-id ID] [binding flags] [--store SPEC] [--detach] [--json] [--output FILE] [--quiet]\n';
-
-const COMMON = {
-  ...BINDING_OPTIONS,
-  ...STORE_OPTIONS,
-  json: { type: 'boolean', default: false },
-  output: { type: 'string' },
-  quiet: { type: 'boolean', short: 'q', default: false },
-  concurrency: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
+const RESUME_USAGE = usageLine(commandSpec('resume')!);
+const RERUN_USAGE = usageLine(commandSpec('rerun')!);
 
 export async function resumeCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: COMMON });
-  if (values.help) {
-    io.stdout(RESUME_USAGE);
-    return 0;
-  }
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: RESUME_OPTIONS });
   let store: RunStore | undefined;
   let engine: Engine | undefined;
   try {
@@ -36,7 +25,10 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
     const record = await store.run(runId);
     if (!record) throw new UsageError(`no run ${runId} in ${store.location} (see \`baton runs\`)`);
     if (record.status !== 'running' && record.status !== 'waiting') {
-      io.stderr(`run ${runId} already ${record.status}; nothing to resume (baton rerun ${runId} --from PHASE runs part of it again)\n`);
+      const message = `run ${runId} already ${record.status}; nothing to resume (baton rerun ${runId} --from PHASE runs part of it again)`;
+      if (record.status === 'completed' && io.json) io.stdout(JSON.stringify({ runId, status: record.status, resumed: false }, null, 2) + '\n');
+      if (record.status !== 'completed' && io.json) printFailure(io, 'resume', 'run-ended', message, { runId, status: record.status });
+      else io.stderr(`${safeText(message)}\n`);
       return record.status === 'completed' ? 0 : 1;
     }
     const holder: ViewHolder = {};
@@ -57,11 +49,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
 }
 
 export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...COMMON, from: { type: 'string' }, 'run-id': { type: 'string' }, detach: { type: 'boolean', default: false } } });
-  if (values.help) {
-    io.stdout(RERUN_USAGE);
-    return 0;
-  }
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: RERUN_OPTIONS });
   let store: RunStore | undefined;
   let engine: Engine | undefined;
   try {
@@ -73,12 +61,12 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
     const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}) });
     const record = (await store.run(id))!;
     if (values.detach) {
-      io.stdout(`${id}\n`);
+      io.stdout(values.json ? JSON.stringify({ runId: id, status: 'running', store: store.location }) + '\n' : `${id}\n`);
       return 0;
     }
     const missing = await missingAgents(engine, id);
     if (missing) {
-      io.stderr(`run ${id} is stored; ${missing}; then: baton resume ${id}${storeFlag(values)}\n`);
+      printFailure(io, 'rerun', 'unbound-agent', `run ${id} is stored; ${missing}; then: baton resume ${id}${storeFlag(values)}`, { runId: id });
       return 2;
     }
     const { model } = await engine.bind(record);
@@ -133,11 +121,7 @@ async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, forMs
 }
 
 export async function workerCommand(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseArgs({ args, options: { ...BINDING_OPTIONS, ...STORE_OPTIONS, concurrency: { type: 'string' }, lease: { type: 'string' }, quiet: { type: 'boolean', short: 'q', default: false }, help: { type: 'boolean', short: 'h' } } });
-  if (values.help) {
-    io.stdout('Usage: baton worker [--store SPEC] [--agents MODULE] [--agent-command ID=CMD] [--agent-serve ID=CMD] [--stub-agents] [--concurrency N] [--lease SECONDS]\n');
-    return 0;
-  }
+  const { values } = parseArgs({ args, options: WORKER_OPTIONS });
   let store: RunStore | undefined;
   let engine: Engine | undefined;
   try {
@@ -157,7 +141,8 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),
       onStoreTrouble: storeTroubleLine(io),
       // names and messages come from files and agents: escaped, never sent raw to a terminal
-      ...(values.quiet ? {} : { onEvent: (e) => io.stderr(`${new Date(e.at).toISOString()} ${'phase' in e && e.phase ? `${safeText(e.phase, 200)} ` : ''}${e.type} ${safeText(describeEvent(e))}`.trimEnd() + '\n') }),
+      // --json: every event as a JSON line on stdout (the stored event, as `baton show --events --json` has it)
+      ...(values.quiet ? {} : values.json ? { onEvent: (e) => io.stdout(JSON.stringify(e) + '\n') } : { onEvent: (e) => io.stderr(`${new Date(e.at).toISOString()} ${'phase' in e && e.phase ? `${safeText(e.phase, 200)} ` : ''}${e.type} ${safeText(describeEvent(e))}`.trimEnd() + '\n') }),
     });
     let stopping = false;
     const off = io.onInterrupt?.(() => {
@@ -171,6 +156,7 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       void engine!.stop(10_000).finally(() => ctl.abort());
     });
     const agents = Object.keys(bound.agents);
+    if (values.json) io.stdout(JSON.stringify({ type: 'worker.started', worker: engine.work.id, store: store.location, agents, stub_agents: values['stub-agents'] === true }) + '\n');
     io.stderr(`worker ${engine.work.id} serving ${store.location}${agents.length > 0 ? ` for agents ${agents.join(', ')}` : ''}${values['stub-agents'] ? ' (stub agents)' : ''}\n`);
     try {
       await engine.serve(ctl.signal);

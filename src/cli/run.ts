@@ -16,7 +16,11 @@ import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { RunResult, RunState } from '../engine/state.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
-import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, openCliStore, storeFlag } from './durable.js';
+import { UsageError, bindFromFlags, cliEngine, exitFor, openCliStore, storeFlag } from './durable.js';
+import { useColor } from './color.js';
+import { printFailure } from './fail.js';
+import { usageLine } from './help.js';
+import { RUN_OPTIONS, commandSpec } from './spec.js';
 import { resolveTarget } from './examples.js';
 import { StateOut } from './state-out.js';
 import { startWatchdog } from './watchdog.js';
@@ -24,43 +28,12 @@ import type { CliIo } from './io.js';
 import { outputProblem, printJson, saveResult } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
 import { boundFromHandlers } from './agents-module.js';
-import { printDiagnostics } from './validate.js';
+import { jsonDiagnostics, printDiagnostics, renderOptionsFor } from './validate.js';
 
-const RUN_USAGE = `Usage: baton run FILE|DIR|EXAMPLE [--agents MODULE] [--agent-command ID=CMD] [--agent-serve ID=CMD]
-                 [--stub-agents] [--llm AGENT] [--llm-agents] [--replies FILE] [--auto-approve]
-                 [--trigger JSON|@file.json] [--initial-state JSON|@file.json]
-                 [--store SPEC] [--sync full|normal] [--run-id ID] [--detach] [--state-out FILE]
-                 [--output result.json] [--json] [--concurrency N] [--timeout SECONDS] [--quiet]
-`;
+const RUN_USAGE = usageLine(commandSpec('run')!);
 
 export async function runCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      ...BINDING_OPTIONS,
-      ...STORE_OPTIONS,
-      'auto-approve': { type: 'boolean', default: false },
-      llm: { type: 'string', multiple: true },
-      'llm-agents': { type: 'boolean', default: false },
-      replies: { type: 'string' },
-      'state-out': { type: 'string' },
-      'run-id': { type: 'string' },
-      detach: { type: 'boolean', default: false },
-      trigger: { type: 'string' },
-      'initial-state': { type: 'string' },
-      output: { type: 'string' },
-      json: { type: 'boolean', default: false },
-      concurrency: { type: 'string' },
-      timeout: { type: 'string' },
-      quiet: { type: 'boolean', short: 'q', default: false },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    io.stdout(RUN_USAGE);
-    return 0;
-  }
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: RUN_OPTIONS });
   let store: RunStore | undefined;
   let engine: Engine | undefined;
   try {
@@ -75,9 +48,10 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
 
     const compiled = await loadWorkflow(target.workflow);
     const r = { ...compiled, file: shown.startsWith('..') ? target.workflow : shown };
-    if (r.diagnostics.length > 0) io.stderr(printDiagnostics(r, io.isTTY));
+    if (r.diagnostics.length > 0) io.stderr(printDiagnostics(r, renderOptionsFor(io, 'stderr')));
     if (!r.ok) {
-      io.stderr(`${safeText(shown)}: the workflow is invalid; nothing was run\n`);
+      if (io.json) printFailure(io, 'run', 'invalid-workflow', `${shown}: the workflow is invalid; nothing was run`, { diagnostics: jsonDiagnostics(r, io.cwd) });
+      else io.stderr(`${safeText(shown)}: the workflow is invalid; nothing was run\n`);
       return 2;
     }
     const spec = WorkflowSpec.fromResult(compiled);
@@ -95,9 +69,11 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       const again = await loadWorkflow(target.workflow, { bound: fromCode });
       const seen = new Set(compiled.diagnostics.map((d) => `${d.code} ${d.file ?? ''} ${d.path.join('.')}`));
       const fresh = again.diagnostics.filter((d) => !seen.has(`${d.code} ${d.file ?? ''} ${d.path.join('.')}`));
-      if (fresh.length > 0) io.stderr(printDiagnostics({ ...again, diagnostics: fresh, file: r.file }, io.isTTY));
+      if (fresh.length > 0) io.stderr(printDiagnostics({ ...again, diagnostics: fresh, file: r.file }, renderOptionsFor(io, 'stderr')));
       if (!again.ok) {
-        io.stderr(`${safeText(shown)}: the agents module's contracts (defineAgent) do not fit the workflow; nothing was run\n`);
+        const message = `${shown}: the agents module's contracts (defineAgent) do not fit the workflow; nothing was run`;
+        if (io.json) printFailure(io, 'run', 'invalid-workflow', message, { diagnostics: jsonDiagnostics({ ...again, diagnostics: fresh, file: r.file }, io.cwd) });
+        else io.stderr(`${safeText(message)}\n`);
         return 2;
       }
     }
@@ -176,7 +152,7 @@ export async function finish(engine: Engine, runId: string, io: CliIo, values: {
   // streamed: a result of hundreds of megabytes is never one string; an unwritable file never loses it
   const saved = values.output ? await saveResult(result, resolve(io.cwd, values.output), values.output, io) : true;
   if (values.json) await printJson(result, io);
-  else io.stdout(summary(result, io.isTTY));
+  else io.stdout(summary(result, useColor(io, 'stdout')));
   return !saved ? 2 : result.status === 'completed' ? 0 : 1;
 }
 
@@ -185,7 +161,9 @@ export const GRACE_S = 5;
 
 export function progressView(phases: string[], io: CliIo, toStderr: boolean): ProgressView {
   const stream = toStderr ? io.stderrStream : io.stdoutStream;
-  return new ProgressView(phases, { write: toStderr ? io.stderr : io.stdout, isTTY: io.isTTY, ...(stream ? { stream } : {}) });
+  // live and coloured by the TTY-ness of the stream it writes to
+  const tty = toStderr ? io.stderrIsTTY === true : io.isTTY;
+  return new ProgressView(phases, { write: toStderr ? io.stderr : io.stdout, isTTY: tty, color: useColor(io, toStderr ? 'stderr' : 'stdout'), ...(stream ? { stream } : {}) });
 }
 
 /** When a gate opens and stays open, say how to decide it (the run keeps waiting meanwhile). */

@@ -7,18 +7,16 @@ import { workflowState } from '../api/workflow-state.js';
 import type { RunStatus } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { GateResult } from '../engine/state.js';
-import { STORE_OPTIONS, UsageError, exitFor, openCliStore } from './durable.js';
+import { colorsFor, useColor } from './color.js';
+import { UsageError, exitFor, openCliStore } from './durable.js';
+import { RUNS_OPTIONS, SHOW_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
 import { describeEvent } from './run.js';
 
 const RUN_STATES: readonly RunStatus[] = ['running', 'waiting', 'completed', 'failed', 'cancelled'];
 
 export async function runsCommand(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseArgs({ args, options: { ...STORE_OPTIONS, status: { type: 'string', multiple: true }, limit: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
-  if (values.help) {
-    io.stdout('Usage: baton runs [--status running|waiting|completed|failed|cancelled]... [--limit N] [--json] [--store SPEC]\n');
-    return 0;
-  }
+  const { values } = parseArgs({ args, options: RUNS_OPTIONS });
   let store: RunStore | undefined;
   try {
     const status = (values.status ?? []).flatMap((s) => s.split(','));
@@ -35,7 +33,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       io.stdout(`no runs in ${store.location}\n`);
       return 0;
     }
-    const c = pc.createColors(io.isTTY);
+    const c = colorsFor(io, 'stdout');
     // names come from workflow files: escaped, never sent raw to a terminal
     const rows = runs.map((r) => [safeText(r.runId, 200), safeText(r.workflowName, 200), r.status, new Date(r.createdAt).toISOString().replace('T', ' ').slice(0, 19), r.costUsd > 0 ? `$${r.costUsd}` : '']);
     const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length), ['RUN', 'WORKFLOW', 'STATUS', 'CREATED'][i]!.length));
@@ -58,11 +56,7 @@ function colorStatus(s: string, c: ReturnType<typeof pc.createColors>): string {
 }
 
 export async function showCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...STORE_OPTIONS, events: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, state: { type: 'boolean', default: false }, artifacts: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
-  if (values.help) {
-    io.stdout('Usage: baton show RUN [--events] [--json] [--state] [--artifacts] [--store SPEC]\n  --state      the run in the agent-contract spec\'s workflow-state shape (JSON)\n  --artifacts  the files agents declared and read or wrote: phase, attempt, path, sha256, size\n');
-    return 0;
-  }
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: SHOW_OPTIONS });
   let store: RunStore | undefined;
   try {
     if (positionals.length !== 1) throw new UsageError('show takes one run id (see `baton runs`)');
@@ -98,7 +92,8 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
       io.stdout(JSON.stringify(doc, null, 2) + '\n');
       return 0;
     }
-    const c = pc.createColors(io.isTTY);
+    const color = useColor(io, 'stdout');
+    const c = pc.createColors(color);
     const out: string[] = [];
     // names, messages and reasons come from workflow files and agents: escaped, never sent raw to a terminal
     out.push(`${c.bold(`run ${safeText(record.runId, 200)}`)}  ${colorStatus(record.status, c)}  ${safeText(record.workflowName, 200)}${workflow ? ` (${safeText(workflow.path, 500)})` : ''}`);
@@ -106,7 +101,7 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
     if (result.error) out.push(`  ${c.red(safeText(result.error.code, 200))}: ${safeText(result.error.message)}`);
     out.push('', c.bold('phases'));
     for (const [name, p] of Object.entries(result.phases)) {
-      out.push(`  ${safeText(name, 200).padEnd(24)} ${colorStatus(p.status, c).padEnd(io.isTTY ? 34 : 24)} attempts ${p.attempts}${p.agent ? `  agent ${safeText(p.agent, 200)}` : ''}${p.reused_from ? `  (reused from ${safeText(p.reused_from, 200)})` : ''}`);
+      out.push(`  ${safeText(name, 200).padEnd(24)} ${colorStatus(p.status, c).padEnd(color ? 34 : 24)} attempts ${p.attempts}${p.agent ? `  agent ${safeText(p.agent, 200)}` : ''}${p.reused_from ? `  (reused from ${safeText(p.reused_from, 200)})` : ''}`);
       if (p.input && Object.keys(p.input).length > 0) out.push(`      input  ${clip(JSON.stringify(p.input))}`);
       if (p.output) out.push(`      output ${clip(JSON.stringify(p.output))}`);
       if (p.error) out.push(`      ${c.red(safeText(p.error.code, 200))}: ${safeText(p.error.message)}`);

@@ -1,35 +1,41 @@
-/** `baton types FILE [-o OUT] [--baton-module NAME]`: TypeScript types for a workflow's phases and a typed `defineHandlers`. */
+/** `baton types FILE [-o OUT] [--baton-module NAME] [--json]`: TypeScript types for a workflow's phases and a typed `defineHandlers`. */
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadWorkflow } from '../workflow/compile.js';
 import { generateTypes } from '../workflow/contract/typegen.js';
 import type { CliIo } from './io.js';
-import { printDiagnostics } from './validate.js';
-
-const USAGE = 'Usage: baton types FILE [-o OUT.ts] [--baton-module NAME]\n';
+import { printFailure } from './fail.js';
+import { usageLine } from './help.js';
+import { TYPES_OPTIONS, commandSpec } from './spec.js';
+import { jsonDiagnostics, printDiagnostics, renderOptionsFor } from './validate.js';
 
 export async function typesCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options: { output: { type: 'string', short: 'o' }, 'baton-module': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
-  if (values.help) {
-    io.stdout(USAGE);
-    return 0;
-  }
+  const { values, positionals } = parseArgs({ args, options: TYPES_OPTIONS, allowPositionals: true });
   if (positionals.length !== 1) {
-    io.stderr(`baton types: name one workflow file\n${USAGE}`);
+    printFailure(io, 'types', 'usage', 'name one workflow file');
+    io.stderr(usageLine(commandSpec('types')!));
     return 2;
   }
   const file = positionals[0]!;
   const r = await loadWorkflow(resolve(io.cwd, file));
   if (!r.model) {
-    io.stderr(printDiagnostics({ ...r, file }, io.isTTY, io.cwd));
-    return r.diagnostics.some((d) => d.code === 'file-unreadable') ? 2 : 1;
+    io.stderr(printDiagnostics({ ...r, file }, renderOptionsFor(io, 'stderr'), io.cwd));
+    const unreadable = r.diagnostics.some((d) => d.code === 'file-unreadable');
+    if (io.json) printFailure(io, 'types', unreadable ? 'file-unreadable' : 'invalid-workflow', `${file}: the workflow is invalid; no types were written`, { diagnostics: jsonDiagnostics({ ...r, file }, io.cwd) });
+    return unreadable ? 2 : 1;
   }
   const text = generateTypes(r.model, { source: file, ...(values['baton-module'] !== undefined ? { batonModule: values['baton-module'] } : {}) });
-  if (values.output === undefined) io.stdout(text);
+  const phases = r.model.phases.length;
+  if (values.output === undefined) io.stdout(values.json ? JSON.stringify({ file, phases, types: text }, null, 2) + '\n' : text);
   else {
-    await writeFile(resolve(io.cwd, values.output), text);
-    io.stdout(`wrote ${values.output}: ${r.model.phases.length} phase(s)\n`);
+    try {
+      await writeFile(resolve(io.cwd, values.output), text);
+    } catch (e) {
+      printFailure(io, 'types', 'usage', `cannot write ${values.output}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      return 2;
+    }
+    io.stdout(values.json ? JSON.stringify({ file, phases, wrote: values.output }, null, 2) + '\n' : `wrote ${values.output}: ${phases} phase(s)\n`);
   }
   return 0;
 }

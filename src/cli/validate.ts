@@ -1,14 +1,32 @@
-/** `baton validate FILE... [--json]`: every problem of every file, compiler-style. Exit 0 valid, 1 invalid, 2 unreadable. */
+/** `baton validate FILE... [--format F]`: every problem of every file, compiler-style. Exit 0 valid, 1 invalid, 2 unreadable. */
 import { relative, resolve } from 'node:path';
-import pc from 'picocolors';
-import { diagnosticToJson, renderDiagnostic, summaryLine } from '../diagnostics/render.js';
+import { parseArgs } from 'node:util';
+import { diagnosticToJson, renderDiagnostic, summaryLine, type JsonDiagnostic, type RenderOptions } from '../diagnostics/render.js';
 import { escapeControls } from '../diagnostics/terminal.js';
 import { loadWorkflow, type CompileResult } from '../workflow/compile.js';
+import { colorsFor, columnsFor, useColor } from './color.js';
 import { resolveTarget } from './examples.js';
+import { printFailure } from './fail.js';
+import { formatOf, printMachineFormat, type Format } from './formats.js';
 import type { CliIo } from './io.js';
 import { sourceResolver } from './sources.js';
+import { VALIDATE_OPTIONS } from './spec.js';
 
-export async function validateCommand(files: string[], opts: { json: boolean }, io: CliIo): Promise<number> {
+export async function validateCli(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options: VALIDATE_OPTIONS, allowPositionals: true });
+  const format = formatOf(values);
+  if (typeof format !== 'string') {
+    printFailure(io, 'validate', 'usage', format.error);
+    return 2;
+  }
+  if (positionals.length === 0) {
+    printFailure(io, 'validate', 'usage', 'name at least one workflow (a file, a directory holding workflow.yaml, or a bundled example)');
+    return 2;
+  }
+  return validateCommand(positionals, { format }, io);
+}
+
+export async function validateCommand(files: string[], opts: { format: Format }, io: CliIo): Promise<number> {
   const results: CompileResult[] = [];
   for (const f of files) {
     // what `run` accepts: a file, a directory holding workflow.yaml, a bundled example
@@ -17,20 +35,17 @@ export async function validateCommand(files: string[], opts: { json: boolean }, 
     results.push(await loadWorkflow(path).then((r) => ({ ...r, file: path === resolve(io.cwd, f) ? f : displayPath(path, io.cwd) })));
   }
   const unreadable = results.some((r) => r.diagnostics.some((d) => d.code === 'file-unreadable'));
-  if (opts.json) {
-    const doc = {
-      files: results.map((r) => {
-        const src = sourceResolver(r, io.cwd);
-        return { file: r.file, valid: r.ok, diagnostics: r.diagnostics.map((d) => ({ ...diagnosticToJson(d, src(d)), ...(d.file !== undefined ? { file: src(d).name } : {}) })) };
-      }),
-    };
+  if (opts.format === 'sarif' || opts.format === 'github') {
+    await printMachineFormat(opts.format, results.map((r) => ({ diagnostics: r.diagnostics, source: sourceResolver(r, io.cwd) })), io);
+  } else if (opts.format === 'json') {
+    const doc = { files: results.map((r) => ({ file: r.file, valid: r.ok, diagnostics: jsonDiagnostics(r, io.cwd) })) };
     io.stdout(JSON.stringify(doc, null, 2) + '\n');
   } else {
-    const c = pc.createColors(io.isTTY);
+    const c = colorsFor(io, 'stdout');
     let errors = 0;
     let warnings = 0;
     for (const r of results) {
-      io.stdout(printDiagnostics(r, io.isTTY, io.cwd));
+      io.stdout(printDiagnostics(r, renderOptionsFor(io, 'stdout'), io.cwd));
       for (const d of r.diagnostics) {
         if (d.severity === 'error') errors++;
         else warnings++;
@@ -43,9 +58,21 @@ export async function validateCommand(files: string[], opts: { json: boolean }, 
   return results.every((r) => r.ok) ? 0 : 1;
 }
 
-export function printDiagnostics(r: CompileResult, color: boolean, cwd?: string): string {
+export function printDiagnostics(r: CompileResult, opts: RenderOptions, cwd?: string): string {
   const src = sourceResolver(r, cwd);
-  return r.diagnostics.map((d) => renderDiagnostic(d, src(d), { color }) + '\n\n').join('');
+  return r.diagnostics.map((d) => renderDiagnostic(d, src(d), opts) + '\n\n').join('');
+}
+
+/** The `--json` form of a result's diagnostics (`file` added for those in another file, a contract). */
+export function jsonDiagnostics(r: CompileResult, cwd: string): JsonDiagnostic[] {
+  const src = sourceResolver(r, cwd);
+  return r.diagnostics.map((d) => ({ ...diagnosticToJson(d, src(d)), ...(d.file !== undefined ? { file: src(d).name } : {}) }));
+}
+
+/** How diagnostics going to `stream` are rendered: its colour and its width. */
+export function renderOptionsFor(io: CliIo, stream: 'stdout' | 'stderr'): RenderOptions {
+  const width = columnsFor(io, stream);
+  return { color: useColor(io, stream), ...(width !== undefined ? { width } : {}) };
 }
 
 /** A path as the user would type it from `cwd`, or absolute when it lies elsewhere (a bundled example). */
