@@ -7,6 +7,7 @@ import { subprocessAgent } from '../agents/subprocess.js';
 import type { StoreTrouble } from '../engine/worker.js';
 import { createEngine, unboundAgents, type AgentBinding, type Engine, type EngineOptions } from '../api/engine.js';
 import { openStore } from '../api/store.js';
+import { offsetClock, systemClock, type Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import { isPlainObject, type JsonObject } from '../core/json.js';
 import type { RunRecord, RunStore } from '../engine/ports.js';
@@ -22,10 +23,31 @@ export class UsageError extends Error {}
 /** The options of the durable commands and of those that bind agents live in the command table. */
 export { BINDING_OPTIONS, STORE_OPTIONS } from './spec.js';
 
-export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo): Promise<RunStore> {
+export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo, waitUnreachable = false): Promise<RunStore> {
   const sync = values.sync;
   if (sync !== undefined && sync !== 'full' && sync !== 'normal') throw new UsageError(`--sync expects full or normal, got \`${sync}\``);
-  return openStore(values.store, { cwd: io.cwd, env: io.env, ...(sync ? { sync } : {}) });
+  return openWhenReachable(() => openStore(values.store, { cwd: io.cwd, env: io.env, ...(sync ? { sync } : {}) }), io, waitUnreachable);
+}
+
+/**
+ * A store locked by another process when a command starts (SQLite's write lock held for longer
+ * than its busy timeout) is waited for, retried with backoff for up to 5 minutes and said in one
+ * line; so is an unreachable one for a long-lived worker (a database restart, a network cut), as a
+ * running worker waits. A command that finds its database down says so at once (exit 2).
+ */
+export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, waitUnreachable: boolean, forMs = 300_000): Promise<RunStore> {
+  const end = Date.now() + forMs;
+  let said = false;
+  for (let n = 1; ; n++) {
+    try {
+      return await open();
+    } catch (e) {
+      if (!(e instanceof BatonError && (e.code === 'store-locked' || (waitUnreachable && e.code === 'store-unreachable'))) || Date.now() >= end) throw e;
+      if (!said) io.stderr(`store unavailable, retrying: ${safeText(e.message, 300)}\n`);
+      said = true;
+      await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(6, n - 1))));
+    }
+  }
 }
 
 export interface BindingFlags {
@@ -86,6 +108,19 @@ export async function bindFromRecord(record: RunRecord, io: CliIo): Promise<Reco
   return out;
 }
 
+/**
+ * The clock of the commands that run work (run, resume, rerun, worker): the system clock, shifted by
+ * `BATON_CLOCK_OFFSET_MS` when it is set. A testing aid only (docs/durability.md): the chaos test gives
+ * one worker a clock seconds ahead of the others'. Read here and nowhere else.
+ */
+export function cliClock(io: CliIo): Clock {
+  const raw = io.env['BATON_CLOCK_OFFSET_MS'];
+  if (raw === undefined || raw === '') return systemClock;
+  const offset = Number(raw);
+  if (!Number.isSafeInteger(offset)) throw new UsageError(`BATON_CLOCK_OFFSET_MS expects an integer number of milliseconds, got \`${raw}\``);
+  return offset === 0 ? systemClock : offsetClock(systemClock, offset);
+}
+
 /** One line when the store starts failing, one when it answers again (the worker retries meanwhile). */
 export function storeTroubleLine(io: CliIo): (t: StoreTrouble) => void {
   return (t) => io.stderr(t.state === 'down' ? `store unavailable, retrying: ${safeText(t.message, 300)}\n` : `store available again after ${(t.downMs / 1000).toFixed(1)} s\n`);
@@ -96,6 +131,7 @@ export function cliEngine(store: RunStore, io: CliIo, agents: Record<string, Age
   return createEngine({
     store,
     agents,
+    clock: cliClock(io),
     bindRun: async (record) => {
       const recorded = await bindFromRecord(record, io);
       // flags win over the record

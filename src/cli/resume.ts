@@ -1,10 +1,9 @@
 /** `baton resume RUN`, `baton rerun RUN --from PHASE` and `baton worker`: continue stored runs. */
 import { parseArgs } from 'node:util';
 import { safeText } from '../diagnostics/terminal.js';
-import { BatonError } from '../core/errors.js';
 import { createEngine, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
-import { UsageError, bindFromFlags, cliEngine, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
+import { UsageError, bindFromFlags, cliClock, cliEngine, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RERUN_OPTIONS, RESUME_OPTIONS, WORKER_OPTIONS, commandSpec } from './spec.js';
@@ -101,25 +100,6 @@ async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: st
   return engine;
 }
 
-/**
- * A worker started while its database is down (a restart, a network cut) waits for it, as it would
- * once running: retried with backoff for 5 minutes, said in one line. Other store errors are final.
- */
-async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, forMs = 300_000): Promise<RunStore> {
-  const end = Date.now() + forMs;
-  let said = false;
-  for (let n = 1; ; n++) {
-    try {
-      return await open();
-    } catch (e) {
-      if (!(e instanceof BatonError && e.code === 'store-unreachable') || Date.now() >= end) throw e;
-      if (!said) io.stderr(`store unavailable, retrying: ${safeText(e.message, 300)}\n`);
-      said = true;
-      await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(6, n - 1))));
-    }
-  }
-}
-
 export async function workerCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({ args, options: WORKER_OPTIONS });
   let store: RunStore | undefined;
@@ -130,12 +110,13 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     const lease = values.lease === undefined ? undefined : Number(values.lease);
     if (lease !== undefined && !(Number.isFinite(lease) && lease >= 0.5)) throw new UsageError(`--lease expects a number of seconds (at least 0.5), got \`${values.lease}\``);
     const bound = await bindFromFlags(values, io, io.cwd);
-    store = await openWhenReachable(() => openCliStore(values, io), io);
+    store = await openCliStore(values, io, true);
     const ctl = new AbortController();
     // a worker runs what its own flags bind (and x-command agents): not modules recorded by whoever started a run
     engine = createEngine({
       store,
       agents: bound.agents,
+      clock: cliClock(io),
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),

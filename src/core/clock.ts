@@ -48,6 +48,14 @@ export const systemClock: Clock = {
     }),
 };
 
+/**
+ * A clock `offsetMs` ahead of `base` (behind when negative); sleeps are the base's. A testing aid: one
+ * process with a skewed clock among others (`BATON_CLOCK_OFFSET_MS`, read by the CLI).
+ */
+export function offsetClock(base: Clock, offsetMs: number): Clock {
+  return { now: () => base.now() + offsetMs, sleep: (ms, signal) => base.sleep(ms, signal) };
+}
+
 interface Sleeper {
   at: number;
   resolve: () => void;
