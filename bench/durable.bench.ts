@@ -82,7 +82,7 @@ function startWorkers(schema: string, k: number): ChildProcess[] {
 async function runOnWorkers(store: RunStore, m: WorkflowModel): Promise<number> {
   const engine = createEngine({ store, agents });
   const t0 = performance.now();
-  const id = await engine.start(m, { trigger: { topic: 't' } });
+  const id = await engine.create(m, { trigger: { topic: 't' } });
   for (;;) {
     const r = await store.run(id);
     if (r && r.status !== 'running' && r.status !== 'waiting') {
@@ -147,7 +147,7 @@ try {
     const store = await open(b, 'resume');
     const m = model('chain', n);
     const crashing = createEngine({ store, agents, faults: { at: 'flush.after-commit', hit: n / 2 } });
-    const id = await crashing.start(m, { trigger: { topic: 't' } });
+    const id = await crashing.create(m, { trigger: { topic: 't' } });
     await crashing.drive(id, undefined).catch(() => undefined);
     await crashing.close();
     const events = (await store.events(id)).length;

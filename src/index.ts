@@ -6,7 +6,7 @@
  */
 
 /** Reads and compiles a workflow file: the model (when valid) and every diagnostic. */
-export { loadWorkflow, parseWorkflow, type CompileResult } from './workflow/compile.js';
+export { loadWorkflow, parseWorkflow, type CompileResult, type CompileSuccess, type CompileFailure } from './workflow/compile.js';
 /** The throwing edge over the compiler, with RFC-0024 helpers and `toPortfolioSpec()`. */
 export { WorkflowSpec, toPortfolioSpec, type IntentSpec, type PortfolioSpec } from './api/spec.js';
 /** RFC-0024 runtime checks as pure functions on a compiled phase. */
@@ -28,6 +28,10 @@ export { BudgetExceededError } from './engine/errors.js';
 export { runWorkflow, type RunOptions, type AgentBinding } from './api/run.js';
 /** The engine: start, run, resume, serve (worker), approve, deny, respond, cancel, inspect runs in a store. */
 export { createEngine, Engine, unboundAgents, newRunId, type EngineOptions, type StartRunOptions, type RunInspection } from './api/engine.js';
+/** A run handle (`engine.start()`): id, result(), cancel(), status(), and events({ after }) as an async iterator. */
+export { runEvents, type RunHandle, type RunEventsOptions } from './api/handle.js';
+/** Workflow types for `createEngine<Workflow>` (the `Workflow` interface `baton types` writes). */
+export type { WorkflowTypes, AnyWorkflow, AgentsOption, TriggerOf, UntypedHandler } from './api/typed.js';
 /** The worker loop, its defaults and the named fault points tests crash at. */
 export { Worker, DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type WorkerOptions } from './engine/worker.js';
 /** The decisions as a pure function of run state and facts, and the plan they read. */
@@ -41,7 +45,9 @@ export { toJson, MAX_OUTPUT_DEPTH } from './engine/attempt.js';
 export type { RunEvent, RunEventType, FailureRecord, TaskStatus, RunStatus, GateKind } from './engine/events.js';
 export { replay, toResult, runStatusOf, type RunResult, type PhaseResult, type GateResult, type RunState, type PhaseState, type GateState } from './engine/state.js';
 /** Agent contracts in TypeScript: AIP-16's defineIO, and defineAgent (a handler carrying its contract). */
-export { defineIO, defineAgent, contractOfHandler, FS_ROOT, type IODefinition, type IOHandle, type FileContractEntry, type AgentDefinition, type DefinedAgent, type TypedContext } from './agents/define.js';
+export { defineIO, defineAgent, contractOfHandler, FS_ROOT, type IODefinition, type IOHandle, type FileContractEntry, type AgentDefinition, type AgentOutput, type DefinedAgent, type TypedContext, type SchemaLike } from './agents/define.js';
+/** Standard Schema V1 (standardschema.dev), vendored: what zod, valibot, arktype and others implement. */
+export type { StandardSchemaV1, StandardSchemaProps, StandardResult, StandardIssue, StandardOutput } from './core/standard-schema.js';
 /** Agent contracts: the model, contract files, JSON Schema subtyping (docs/contracts.md). */
 export type { AgentContract, ErrorHandling as ContractErrorHandling, FileEffect } from './workflow/contract/model.js';
 export { loadContractFile, type LoadedContractFile } from './workflow/contract/load.js';

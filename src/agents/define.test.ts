@@ -31,7 +31,7 @@ describe('defineIO (AIP-16)', () => {
   });
 
   test('a schema that is neither JSON Schema nor zod is misuse', () => {
-    expect(() => defineIO({ inputs: 'string' })).toThrow(TypeError);
+    expect(() => defineIO({ inputs: 'string' as never })).toThrow(TypeError);
   });
 });
 

@@ -6,15 +6,20 @@
  * parsed value and never re-validates) and its output on the way out. AIP-16 files are staged and
  * synced, each recorded (`file_read` / `file_written`: path, sha256, size) as provenance.
  *
- * Schemas are JSON Schema (Draft 2020-12 unless `$schema` says otherwise) or zod schemas (converted
- * with zod's own `toJSONSchema`, validated with zod so transforms and refinements apply). Nothing is
+ * Schemas are JSON Schema (Draft 2020-12 unless `$schema` says otherwise) or any Standard Schema
+ * (zod 3 and 4, valibot, arktype: `~standard`), validated by the library itself so transforms and
+ * refinements apply. For the static contract checks a Standard Schema is converted to JSON Schema by
+ * the library's own converter: Standard JSON Schema (`~standard.jsonSchema`: zod 4.2+, arktype),
+ * `@valibot/to-json-schema` when installed, zod's `toJSONSchema` for an older zod 4. Without one the
+ * schema is checked at run time only, and `warnings` says the static checks are skipped. Nothing is
  * compiled or read at module load: validators are built on first use.
  */
 import { createHash } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
-import type { z } from 'zod';
+import { isStandardSchema, type StandardJsonSchemaConverter, type StandardOutput, type StandardResult, type StandardSchemaV1 } from '../core/standard-schema.js';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext } from '../engine/agent.js';
 import { SchemaCompiler, type SchemaValidator } from '../workflow/json-schema.js';
@@ -30,10 +35,13 @@ export interface FileContractEntry {
   contentType?: string;
 }
 
+/** A schema `defineIO` accepts: a JSON Schema object (or boolean), or a Standard Schema (zod 3/4, valibot, arktype, ...). */
+export type SchemaLike = StandardSchemaV1 | JSONSchema | boolean;
+
 export interface IODefinition {
-  /** JSON Schema (Draft 2020-12) or a zod schema. */
-  inputs?: unknown;
-  outputs?: unknown;
+  /** JSON Schema (Draft 2020-12) or a Standard Schema (zod 3 and 4, valibot, arktype, ...). */
+  inputs?: SchemaLike;
+  outputs?: SchemaLike;
   inputsFiles?: Record<string, FileContractEntry>;
   outputsFiles?: Record<string, FileContractEntry>;
 }
@@ -50,55 +58,122 @@ export interface IOHandle<In = unknown, Out = unknown> {
   validateInput(value: unknown): ValidationResult<In>;
   /** Baton's addition: `outputs` on the way out. */
   validateOutput(value: unknown): ValidationResult<Out>;
+  /** Why a side has no static contract check (a Standard Schema without a JSON Schema converter): checked at run time only. */
+  readonly unchecked: { readonly inputs?: string; readonly outputs?: string };
+  /** The same, as one-line warnings to show. */
+  readonly warnings: readonly string[];
 }
 
-/** The type a zod schema parses to, or `unknown` for a JSON Schema. */
-type Infer<S> = S extends { _zod: { output: infer O } } ? O : unknown;
+/** The type a Standard Schema parses to, or `unknown` for a JSON Schema. */
+type Infer<S> = S extends StandardSchemaV1 ? StandardOutput<S> : unknown;
 
 export const FS_ROOT = '_workflowFsRoot';
 const DRAFT_2020 = 'https://json-schema.org/draft/2020-12/schema';
 
-interface Zodish {
-  safeParse(v: unknown): { success: true; data: unknown } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
-}
-
-function isZod(s: unknown): s is Zodish & z.ZodType {
-  return typeof s === 'object' && s !== null && '_zod' in s && typeof (s as { safeParse?: unknown }).safeParse === 'function';
-}
-
 type Check = (v: unknown) => ValidationResult<unknown>;
 
-function side(def: unknown, compiler: () => SchemaCompiler, what: 'inputs' | 'outputs'): { schema: JSONSchema; check: Check } {
-  if (def === undefined || def === null) return { schema: {}, check: (v) => ({ ok: true, value: v }) };
-  if (isZod(def)) {
-    const zs: Zodish & z.ZodType = def;
-    // the schema's own method: Baton never imports zod (the user's copy, whichever version, converts itself)
-    if (typeof (zs as { toJSONSchema?: unknown }).toJSONSchema !== 'function') throw new TypeError(`defineIO: \`${what}\` is a zod schema without toJSONSchema(): use zod >= 4.2`);
-    const schema = zs.toJSONSchema({ target: 'draft-2020-12', unrepresentable: 'any', io: what === 'inputs' ? 'input' : 'output' }) as JSONSchema;
-    return {
-      schema,
-      check: (v) => {
-        const r = zs.safeParse(v);
-        return r.success ? { ok: true, value: r.data } : { ok: false, error: r.error.issues.map((i: { path: PropertyKey[]; message: string }) => `${['$', ...i.path.map(String)].join('.')}: ${i.message}`).join('; ') };
-      },
-    };
+interface Side {
+  schema: JSONSchema;
+  check: Check;
+  /** Standard Schemas whose `validate` may be asynchronous (defineAgent awaits it). */
+  checkAsync: (v: unknown) => Promise<ValidationResult<unknown>>;
+  /** Set when there is no JSON Schema for the static checks. */
+  unchecked?: string;
+}
+
+function side(def: unknown, compiler: () => SchemaCompiler, what: 'inputs' | 'outputs'): Side {
+  if (def === undefined || def === null) {
+    const ok: Check = (v) => ({ ok: true, value: v });
+    return { schema: {}, check: ok, checkAsync: (v) => Promise.resolve(ok(v)) };
   }
+  if (isStandardSchema(def)) return standardSide(def, what);
   if (typeof def === 'boolean') def = def ? {} : { not: {} };
-  if (!isPlainObject(def)) throw new TypeError(`defineIO: \`${what}\` must be a JSON Schema object or a zod schema`);
+  if (!isPlainObject(def)) throw new TypeError(`defineIO: \`${what}\` must be a JSON Schema object or a Standard Schema (zod, valibot, arktype, ...)`);
   const schema: JSONSchema = typeof def['$schema'] === 'string' ? def : { $schema: DRAFT_2020, ...def };
   let validator: SchemaValidator | undefined;
-  return {
-    schema,
-    check: (v) => {
-      if (!validator) {
-        const c = compiler().compile(schema);
-        if (!c.ok) return { ok: false, error: `\`${what}\` is not a valid JSON Schema: ${c.problems.map((p) => p.message).join('; ')}` };
-        validator = c.validator;
-      }
-      const errors = validator.validate(v);
-      return errors.length === 0 ? { ok: true, value: v } : { ok: false, error: errors.map((e) => `${e.path}: ${e.message}`).join('; ') };
-    },
+  const check: Check = (v) => {
+    if (!validator) {
+      const c = compiler().compile(schema);
+      if (!c.ok) return { ok: false, error: `\`${what}\` is not a valid JSON Schema: ${c.problems.map((p) => p.message).join('; ')}` };
+      validator = c.validator;
+    }
+    const errors = validator.validate(v);
+    return errors.length === 0 ? { ok: true, value: v } : { ok: false, error: errors.map((e) => `${e.path}: ${e.message}`).join('; ') };
   };
+  return { schema, check, checkAsync: (v) => Promise.resolve(check(v)) };
+}
+
+function standardSide(s: StandardSchemaV1, what: 'inputs' | 'outputs'): Side {
+  const std = s['~standard'];
+  const converted = toJsonSchema(s, what === 'inputs' ? 'input' : 'output');
+  const result = (r: StandardResult<unknown>): ValidationResult<unknown> => (r.issues ? { ok: false, error: r.issues.map(issueText).join('; ') } : { ok: true, value: r.value });
+  return {
+    schema: 'schema' in converted ? converted.schema : {},
+    ...('why' in converted ? { unchecked: converted.why } : {}),
+    check: (v) => {
+      const r = std.validate(v);
+      if (r instanceof Promise) return { ok: false, error: `\`${what}\` (${std.vendor}) validates asynchronously: only defineAgent handlers can await it` };
+      return result(r);
+    },
+    checkAsync: async (v) => result(await std.validate(v)),
+  };
+}
+
+function issueText(i: { message: string; path?: readonly (PropertyKey | { readonly key: PropertyKey })[] | undefined }): string {
+  const path = (i.path ?? []).map((p) => String(typeof p === 'object' ? p.key : p));
+  return `${['$', ...path].join('.')}: ${i.message}`;
+}
+
+const requireHere = createRequire(import.meta.url);
+
+/** A module of the user's, if installed (synchronous: defineIO is). */
+function optional(name: string): Record<string, unknown> | undefined {
+  try {
+    return requireHere(name) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A Standard Schema as JSON Schema, by the library's own converter. Types JSON Schema cannot say
+ * (a transform's output, a function) become `{}` (anything) rather than failing the whole schema.
+ */
+function toJsonSchema(s: StandardSchemaV1, io: 'input' | 'output'): { schema: JSONSchema } | { why: string } {
+  const std = s['~standard'];
+  const vendor = std.vendor;
+  const fail = (e: unknown): { why: string } => ({ why: `${vendor} could not convert the schema to JSON Schema (${e instanceof Error ? e.message : String(e)})` });
+  const conv = (std as { jsonSchema?: Partial<StandardJsonSchemaConverter> }).jsonSchema;
+  if (conv && typeof conv[io] === 'function') {
+    try {
+      return { schema: conv[io]({ target: 'draft-2020-12', libraryOptions: { unrepresentable: 'any' } }) };
+    } catch (e) {
+      return fail(e);
+    }
+  }
+  if (vendor === 'valibot') {
+    const m = optional('@valibot/to-json-schema');
+    if (typeof m?.['toJsonSchema'] !== 'function') return { why: 'valibot schemas need @valibot/to-json-schema for static checks (npm install @valibot/to-json-schema)' };
+    try {
+      const f = m['toJsonSchema'] as (s: unknown, o: Record<string, unknown>) => JSONSchema;
+      return { schema: f(s, { target: 'draft-2020-12', typeMode: io, errorMode: 'ignore' }) };
+    } catch (e) {
+      return fail(e);
+    }
+  }
+  if (vendor === 'zod' && '_zod' in s) {
+    // zod 4 before Standard JSON Schema (4.0, 4.1): its own toJSONSchema
+    const z = optional('zod/v4/core');
+    if (typeof z?.['toJSONSchema'] === 'function') {
+      try {
+        const f = z['toJSONSchema'] as (s: unknown, o: Record<string, unknown>) => JSONSchema;
+        return { schema: f(s, { target: 'draft-2020-12', unrepresentable: 'any', io }) };
+      } catch (e) {
+        return fail(e);
+      }
+    }
+  }
+  return { why: `${vendor} schemas have no JSON Schema converter Baton knows (${vendor === 'zod' ? 'zod 3: upgrade to zod 4, or write JSON Schema' : 'no `~standard.jsonSchema`'})` };
 }
 
 /** AIP-16: the four IO blocks in canonical shape, and input validation for adapters. */
@@ -110,24 +185,55 @@ export function defineIO<D extends IODefinition>(definition: D): IOHandle<Infer<
   const inputsFiles = { ...(definition.inputsFiles ?? {}) };
   const outputsFiles = { ...(definition.outputsFiles ?? {}) };
   const files = Object.keys(inputsFiles).length + Object.keys(outputsFiles).length > 0;
-  return {
+  const unchecked = { ...(inputs.unchecked !== undefined ? { inputs: inputs.unchecked } : {}), ...(outputs.unchecked !== undefined ? { outputs: outputs.unchecked } : {}) };
+  const rootProblem = (value: unknown): string | undefined => {
+    if (files) {
+      if (!isPlainObject(value)) return `$: the input must be an object (it carries \`${FS_ROOT}\`)`;
+      if (typeof value[FS_ROOT] !== 'string') return `$.${FS_ROOT}: the host must inject the scratch root as a string`;
+    } else if (isPlainObject(value) && value[FS_ROOT] !== undefined && typeof value[FS_ROOT] !== 'string') {
+      return `$.${FS_ROOT}: must be a string`;
+    }
+    return undefined;
+  };
+  const handle: IOHandle<Infer<D['inputs']>, Infer<D['outputs']>> = {
     inputs: inputs.schema,
     outputs: outputs.schema,
     inputsFiles,
     outputsFiles,
     validateInput(value) {
-      if (files) {
-        if (!isPlainObject(value)) return { ok: false, error: `$: the input must be an object (it carries \`${FS_ROOT}\`)` };
-        if (typeof value[FS_ROOT] !== 'string') return { ok: false, error: `$.${FS_ROOT}: the host must inject the scratch root as a string` };
-      } else if (isPlainObject(value) && value[FS_ROOT] !== undefined && typeof value[FS_ROOT] !== 'string') {
-        return { ok: false, error: `$.${FS_ROOT}: must be a string` };
-      }
+      const problem = rootProblem(value);
+      if (problem !== undefined) return { ok: false, error: problem };
       return inputs.check(value) as ValidationResult<Infer<D['inputs']>>;
     },
     validateOutput(value) {
       return outputs.check(value) as ValidationResult<Infer<D['outputs']>>;
     },
+    unchecked,
+    warnings: Object.entries(unchecked).map(([k, why]) => `\`${k}\`: ${why}; static contract checks are skipped (validated at run time)`),
   };
+  // defineAgent awaits Standard Schemas that validate asynchronously
+  Object.defineProperty(handle, ASYNC, {
+    value: {
+      input: async (value: unknown) => {
+        const problem = rootProblem(value);
+        return problem !== undefined ? { ok: false, error: problem } : inputs.checkAsync(value);
+      },
+      output: (value: unknown) => outputs.checkAsync(value),
+    } satisfies AsyncChecks,
+  });
+  return handle;
+}
+
+const ASYNC = Symbol('baton.io.async');
+interface AsyncChecks {
+  input(v: unknown): Promise<ValidationResult<unknown>>;
+  output(v: unknown): Promise<ValidationResult<unknown>>;
+}
+
+/** The asynchronous checks of a defineIO handle; a hand-made IOHandle gets its sync ones. */
+function asyncChecks(io: IOHandle<unknown, unknown>): AsyncChecks {
+  const a = (io as unknown as Record<symbol, AsyncChecks | undefined>)[ASYNC];
+  return a ?? { input: (v) => Promise.resolve(io.validateInput(v)), output: (v) => Promise.resolve(io.validateOutput(v)) };
 }
 
 type FileDecl = string | { path: string; description?: string };
@@ -149,12 +255,15 @@ export interface ErrorHandlingDecl {
 /** An AgentContext whose input is the parsed, typed value. */
 export type TypedContext<In> = Omit<AgentContext, 'input'> & { readonly input: In };
 
-export interface AgentDefinition<In, Out> {
+/** What a handler returns: the output schema's type when it has one, else what the handler itself returns (`R`). */
+export type AgentOutput<Out, R> = unknown extends Out ? R : Out;
+
+export interface AgentDefinition<In, Out, R = Out> {
   id: string;
   /** The agent's version, checked against a contract's `minAgentVersion`. */
   version: string;
   io?: IOHandle<In, Out>;
-  handler: (ctx: TypedContext<In>) => Out | Promise<Out>;
+  handler: (ctx: TypedContext<In>) => AgentOutput<Out, R> | Promise<AgentOutput<Out, R>>;
   errorHandling?: ErrorHandlingDecl;
   sideEffects?: SideEffectsDecl;
   resources?: { estimatedTime?: string; tokenBudget?: number; memoryRequired?: string };
@@ -179,8 +288,9 @@ export function contractOfHandler(h: unknown): AgentContract | undefined {
   return isPlainObject(c) && (c as { origin?: { kind?: unknown } }).origin?.kind === 'typescript' ? (c as unknown as AgentContract) : undefined;
 }
 
-export function defineAgent<In = unknown, Out = unknown>(def: AgentDefinition<In, Out>): DefinedAgent<In, Out> {
+export function defineAgent<In = unknown, Out = unknown, R = Out>(def: AgentDefinition<In, Out, R>): DefinedAgent<In, AgentOutput<Out, R>> {
   const io = def.io ?? (defineIO({}) as IOHandle<In, Out>);
+  const checks = asyncChecks(io);
   const contract = contractFor(def, io);
   const template = def.errorHandling?.onInputValidationFailure?.message ?? `agent \`${def.id}\` rejected its input: {validationErrors}`;
   const hasFiles = Object.keys(io.inputsFiles).length + Object.keys(io.outputsFiles).length > 0;
@@ -199,7 +309,7 @@ export function defineAgent<In = unknown, Out = unknown>(def: AgentDefinition<In
     }
   };
   const body = async (ctx: AgentContext, raw: unknown): Promise<Out> => {
-    const input = io.validateInput(raw);
+    const input = await checks.input(raw);
     if (!input.ok) throw new AgentError('InputValidationError', template.replace('{validationErrors}', input.error), { validationErrors: input.error, agent: def.id }, false);
     // the body receives the parsed value (zod transforms applied) and never re-validates
     let value: unknown = input.value;
@@ -207,7 +317,7 @@ export function defineAgent<In = unknown, Out = unknown>(def: AgentDefinition<In
     if (hasFiles && isPlainObject(value) && isPlainObject(raw) && value[FS_ROOT] === undefined) value = { ...value, [FS_ROOT]: raw[FS_ROOT] };
     const typed = Object.create(ctx, { input: { value, enumerable: true } }) as TypedContext<In>;
     const out = await def.handler(typed);
-    const checked = io.validateOutput(out);
+    const checked = (await checks.output(out)) as ValidationResult<Out>;
     if (!checked.ok) throw new AgentError('OutputValidationError', `agent \`${def.id}\` returned an output its contract rules out: ${checked.error}`, { validationErrors: checked.error, agent: def.id });
     return checked.value;
   };
@@ -217,7 +327,7 @@ export function defineAgent<In = unknown, Out = unknown>(def: AgentDefinition<In
     io: { value: io, enumerable: true },
     contract: { value: contract, enumerable: true },
   });
-  return run as unknown as DefinedAgent<In, Out>;
+  return run as unknown as DefinedAgent<In, AgentOutput<Out, R>>;
 }
 
 /** AIP-16 steps 3: each declared input file, from the workspace to `<root>/<key>`; a missing one fails before the body runs. */
@@ -261,11 +371,13 @@ async function digest(path: string): Promise<{ sha256: string; size: number }> {
   return { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length };
 }
 
-function contractFor<In, Out>(def: AgentDefinition<In, Out>, io: IOHandle<In, Out>): AgentContract {
+function contractFor<In, Out, R>(def: AgentDefinition<In, Out, R>, io: IOHandle<In, Out>): AgentContract {
   const c = emptyContract({ kind: 'typescript', at: { path: [] } });
   c.agentId = def.id;
   if (Object.keys(io.inputs).some((k) => k !== '$schema')) c.input = { schema: io.inputs as JsonObject, at: { path: ['io', 'inputs'] } };
   if (Object.keys(io.outputs).some((k) => k !== '$schema')) c.output = { schema: io.outputs as JsonObject, at: { path: ['io', 'outputs'] } };
+  const unchecked = { ...(io.unchecked.inputs !== undefined ? { input: io.unchecked.inputs } : {}), ...(io.unchecked.outputs !== undefined ? { output: io.unchecked.outputs } : {}) };
+  if (unchecked.input !== undefined || unchecked.output !== undefined) c.unchecked = unchecked;
   const effects = (list: FileDecl[] | undefined, key: string, files: Record<string, FileContractEntry>): FileEffect[] => [
     ...(list ?? []).map((f, i) => ({ ...(typeof f === 'string' ? { path: f } : f), at: { path: ['sideEffects', key, i] } })),
     // AIP-16's file contract: staged inputs are reads, synced outputs are writes

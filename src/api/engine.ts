@@ -13,6 +13,7 @@ import { withReplyEnforcement } from '../agents/llm/text-reply.js';
 import { subprocessAgent } from '../agents/subprocess.js';
 import { stubAgent } from '../agents/stub.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
@@ -27,14 +28,17 @@ import { Worker, type FaultPlan, type StoreTrouble, type WorkerOptions } from '.
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
 import type { WorkflowModel } from '../workflow/model.js';
+import { runHandle, type RunHandle } from './handle.js';
 import { WorkflowSpec } from './spec.js';
+import type { AgentsOption, AnyWorkflow, TriggerOf, WorkflowTypes } from './typed.js';
 
 export type AgentBinding = AgentHandler | ClosableAgent;
 
-export interface EngineOptions {
+/** `W`: the workflow's types from `baton types` (default: untyped, checked when a run starts). */
+export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
   store: RunStore;
   /** Handlers by agent id: functions `(ctx) => output`, or adapters with `handler` and `close()` (closed by the caller). */
-  agents?: Readonly<Record<string, AgentBinding>>;
+  agents?: AgentsOption<W>;
   /** Bind every agent that has no handler (and no `x-command`) to a stub built from the output types. */
   stubAgents?: boolean;
   /**
@@ -61,10 +65,11 @@ export interface EngineOptions {
   abortGraceMs?: number;
 }
 
-export interface StartRunOptions {
+export interface StartRunOptions<W extends WorkflowTypes = AnyWorkflow> {
   /** A chosen id; a second start with the same id is refused (BatonError `run-exists`). */
   runId?: string;
-  trigger?: Json;
+  /** The trigger payload (`$trigger.*`): JSON, checked against `x-trigger` when the workflow declares it. */
+  trigger?: TriggerOf<W>;
   /** Run-level initial state: `$initial_state.*` keys a phase's own `initial_state` does not set. */
   initialState?: JsonObject;
   /** Run timeout in ms (overrides governance.timeout_hours). */
@@ -79,6 +84,8 @@ export interface StartRunOptions {
   cwd?: string;
   /** Cancels the run when it aborts (Ctrl-C). */
   signal?: AbortSignal;
+  /** `start()` only: store the run without driving it here (a `baton worker` elsewhere runs it). */
+  detach?: boolean;
 }
 
 export interface RunInspection {
@@ -89,19 +96,20 @@ export interface RunInspection {
   tasks: TaskRow[];
 }
 
-export class Engine {
+export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   readonly store: RunStore;
   readonly clock: Clock;
-  private readonly opts: EngineOptions;
+  private readonly opts: EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
   private readonly models = new Map<string, WorkflowModel>();
   private readonly owned: { close(): Promise<void> }[] = [];
   private readonly compiler = new SchemaCompiler();
   private readonly subprocesses = new Map<string, AgentHandler>();
   private worker: Worker | undefined;
 
-  constructor(opts: EngineOptions) {
+  constructor(opts: EngineOptions<W>) {
     if (!opts.store) throw new BatonError('usage', 'an engine needs a store (the memory store is a store)');
-    this.opts = opts;
+    // the workflow's types are checked at compile time; at run time every handler is an AgentHandler
+    this.opts = opts as EngineOptions as EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
   }
@@ -225,10 +233,27 @@ export class Engine {
     return h;
   }
 
-  /** Creates a run in the store (nothing runs yet); refuses it when an agent has no handler. */
-  async start(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<string> {
+  /**
+   * Stores a run and drives it on this engine (unless `detach`); the handle gives its result, its
+   * events, its status and cancel. Refuses (BatonError `unbound-agent`) when an agent has no handler.
+   */
+  async start(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions<W> = {}): Promise<RunHandle> {
+    const id = await this.create(spec, opts);
+    const run = this.handle(id, opts.signal);
+    if (!opts.detach) void run.result();
+    return run;
+  }
+
+  /** A handle on a stored run: its `result()` drives the run here (a resume), its `events()` observe it wherever it runs. */
+  handle(runId: string, signal?: AbortSignal): RunHandle {
+    return runHandle(this, runId, signal);
+  }
+
+  /** Creates a run in the store (nothing runs yet) and returns its id; refuses it when an agent has no handler. */
+  async create(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}): Promise<string> {
     const model = spec instanceof WorkflowSpec ? spec.model : spec;
-    opts = { ...opts, ...jsonRunInputs(opts) };
+    const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
+    checkTrigger(model, opts.trigger);
     const runId = opts.runId ?? newRunId(this.clock.now());
     const wf = workflowRecord(model, opts.path);
     this.models.set(wf.hash, model);
@@ -272,8 +297,8 @@ export class Engine {
   }
 
   /** Starts a run and drives it to its end. Rejects only on faults, never on a failed run. */
-  async run(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions = {}): Promise<RunResult> {
-    const runId = await this.start(spec, opts);
+  async run(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions<W> = {}): Promise<RunResult> {
+    const runId = await this.create(spec, opts);
     return this.drive(runId, opts.signal);
   }
 
@@ -413,6 +438,11 @@ export class Engine {
     await this.worker?.settled();
     await Promise.allSettled(this.owned.map((a) => a.close()));
   }
+
+  /** `await using engine = createEngine(...)`: close() at the end of the scope (the store stays open). */
+  [asyncDispose](): Promise<void> {
+    return this.close();
+  }
 }
 
 /**
@@ -435,8 +465,18 @@ function jsonRunInputs(opts: StartRunOptions): Pick<StartRunOptions, 'trigger' |
   return out;
 }
 
-export function createEngine(opts: EngineOptions): Engine {
-  return new Engine(opts);
+/** A workflow that declares `x-trigger` refuses a trigger that does not fit it, before anything is stored. */
+function checkTrigger(model: WorkflowModel, trigger: Json | undefined): void {
+  if (!model.trigger) return;
+  const issues = model.trigger.issues(trigger ?? null);
+  if (issues.length === 0) return;
+  const shown = issues.slice(0, 3).map((i) => `${i.pointer === '' ? '$' : i.pointer}: ${i.message}`);
+  throw new BatonError('usage', `the trigger does not fit \`x-trigger\` (${model.trigger.text}): ${shown.join('; ')}${issues.length > 3 ? ` (and ${issues.length - 3} more)` : ''}`);
+}
+
+/** An engine over a store; `createEngine<Workflow>(...)` (a `baton types` interface) checks agent ids, outputs and the trigger at compile time. */
+export function createEngine<W extends WorkflowTypes = AnyWorkflow>(opts: EngineOptions<W>): Engine<W> {
+  return new Engine<W>(opts);
 }
 
 /** Agent ids the workflow needs (assign and fallback_agent) that have no handler, with their phases. */

@@ -9,19 +9,20 @@ import { MemoryStore } from '../store/memory.js';
 import type { WorkflowModel } from '../workflow/model.js';
 import { createEngine, type EngineOptions, type StartRunOptions } from './engine.js';
 import type { WorkflowSpec } from './spec.js';
+import type { AnyWorkflow, WorkflowTypes } from './typed.js';
 
 export type { AgentBinding } from './engine.js';
 
 /** Engine options (agents, stubAgents, clock, concurrency, onEvent, faults, ...) and the run's (trigger, initialState, timeoutMs, runId, signal, ...). */
-export interface RunOptions extends Omit<EngineOptions, 'store'>, StartRunOptions {
+export interface RunOptions<W extends WorkflowTypes = AnyWorkflow> extends Omit<EngineOptions<W>, 'store'>, StartRunOptions<W> {
   /** Where the run is kept (default: a new in-memory store). */
   store?: RunStore;
 }
 
 /** Runs a workflow to its end and resolves to the run result (it rejects only on faults, never on a failed run). */
-export async function runWorkflow(spec: WorkflowSpec | WorkflowModel, opts: RunOptions = {}): Promise<RunResult> {
+export async function runWorkflow<W extends WorkflowTypes = AnyWorkflow>(spec: WorkflowSpec | WorkflowModel, opts: RunOptions<W> = {}): Promise<RunResult> {
   const { runId, trigger, initialState, timeoutMs, autoApprove, bindings, path, cwd, signal, store, ...engineOptions } = opts;
-  const engine = createEngine({ ...engineOptions, store: store ?? new MemoryStore() });
+  const engine = createEngine<W>({ ...engineOptions, store: store ?? new MemoryStore() });
   try {
     return await engine.run(spec, {
       ...(runId !== undefined ? { runId } : {}),

@@ -95,7 +95,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
         gateNotice(e, state, io, values);
       },
     });
-    const id = await engine.start(spec, {
+    const { id } = await engine.start(spec, {
       ...(runId !== undefined ? { runId } : {}),
       ...(trigger !== undefined ? { trigger } : {}),
       ...(initialState !== undefined ? { initialState: initialState as JsonObject } : {}),
@@ -103,6 +103,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       autoApprove: values['auto-approve'] === true,
       bindings: bound.record,
       path: target.workflow,
+      // driven below by finish() (with Ctrl-C handling), or by a worker after --detach
+      detach: true,
     });
     if (values.detach) {
       view?.close();

@@ -11,7 +11,7 @@ import { attachGraph, initialState, replay, toResult, type RunState } from './st
 function model(yaml: string) {
   const r = parseWorkflow(`openintent: "1.0"\ninfo: {name: "T"}\n${yaml}`);
   if (!r.ok) throw new Error(r.diagnostics.map((d) => `${d.code}: ${d.message}`).join('\n'));
-  return r.model!;
+  return r.model;
 }
 
 /** A run of `yaml` with its plan and state, and a way to feed facts at a time. */

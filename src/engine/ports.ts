@@ -10,6 +10,7 @@
  * Durability invariant: every state change reaches a store through `createRun` or `transact`, and
  * each of those commits its events and projections in ONE transaction, or nothing.
  */
+import type { asyncDispose } from '../core/dispose.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { FailureRecord, RunEvent, RunStatus, TaskStatus } from './events.js';
 
@@ -203,6 +204,8 @@ export interface RunStore {
   takeChanged?(): ReadonlyMap<string, number> | 'unknown';
 
   close(): Promise<void>;
+  /** close(): `await using store = ...`. */
+  [asyncDispose](): Promise<void>;
 }
 
 /** `TaskRow.notBefore` of a ready task held by a gate: never due until a decision rewrites the row. */

@@ -12,7 +12,7 @@ export { bindLlmAgents, llmAgentIds, type LlmBindOptions, type LlmBinding } from
 export { llmAgent, type LlmAgentOptions } from '../agents/llm/agent.js';
 /** Providers by name, resolved lazily (a missing key or package fails that agent's attempt). */
 export { makeProvider, PROVIDERS } from '../agents/llm/providers.js';
-export type { LlmProvider, StructuredOutput } from '../agents/llm/provider.js';
+export type { LlmProvider, LanguageModelLike, StructuredOutput } from '../agents/llm/provider.js';
 /** The scripted provider: replies from a file, for tests and offline examples. */
 export { scriptedProvider, parseScript, loadScript, ScriptedModel, type Script, type ScriptedReply } from '../agents/llm/scripted.js';
 /** Prices per model and the failure codes of LLM agents. */

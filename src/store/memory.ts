@@ -3,6 +3,7 @@
  * ordered, commits all-or-nothing, expectations enforced), kept for the process's life. For unit
  * tests and `--store memory`.
  */
+import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
@@ -133,6 +134,10 @@ export class MemoryStore implements RunStore {
   close(): Promise<void> {
     this.waiters.wakeAll();
     return Promise.resolve();
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   private notify(): void {

@@ -22,6 +22,7 @@
  * PostgreSQL schema (`baton` by default), so Baton can share a database with an application.
  */
 import pg from 'pg';
+import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
@@ -128,8 +129,9 @@ export class PostgresStore implements RunStore {
   private unknown = true;
   private closed = false;
 
+  /** `config`: pg's ClientConfig (typed structurally so the published types do not need @types/pg). */
   constructor(
-    private readonly config: pg.ClientConfig,
+    private readonly config: object,
     readonly location: string,
     readonly schema: string,
     poolSize: number,
@@ -137,7 +139,7 @@ export class PostgresStore implements RunStore {
   ) {
     this.channel = `${schema}_runs`;
     this.sql = sqlFor(`"${schema}"`, this.channel);
-    this.pool = new pg.Pool({ ...config, max: poolSize, pipeline: true });
+    this.pool = new pg.Pool({ ...(config as pg.ClientConfig), max: poolSize, pipeline: true });
     // an idle connection that breaks is dropped by the pool; the next query reports the cause
     this.pool.on('error', () => undefined);
     // Every statement is key-driven and prepared once per connection: plan it once too. (With the
@@ -361,6 +363,10 @@ export class PostgresStore implements RunStore {
         this.waiters.wakeAll();
       })
       .catch(drop);
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   async close(): Promise<void> {

@@ -12,6 +12,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import * as Database from './sqlite-driver.js';
+import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { Commit, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
@@ -356,6 +357,10 @@ export class SqliteStore implements RunStore {
     }
   }
 
+  [asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
   close(): Promise<void> {
     this.waiters.wakeAll();
     if (this.poll) clearInterval(this.poll);
@@ -405,6 +410,7 @@ function sqliteFault(err: unknown, location: string, busyMs: number): unknown {
  */
 const PINNED = new Set<object>();
 
+/** @internal (tests): not in the published types, which must not need @types/better-sqlite3. */
 export function pinned(db: Database.Database): Database.Database {
   PINNED.add(db);
   const prepare = db.prepare.bind(db);

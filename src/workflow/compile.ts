@@ -21,9 +21,23 @@ import { checkBlueprints } from './blueprint.js';
 import { checkContracts, type BoundAgents, type ContractReport } from './contract/check.js';
 import { didYouMean } from '../core/suggest.js';
 
-export interface CompileResult {
-  ok: boolean;
-  model: WorkflowModel | undefined;
+/**
+ * What the compiler returns: narrow on `ok` (as zod's `safeParse`) and `model` is a `WorkflowModel`;
+ * on `ok: false` there is no model and `diagnostics` holds at least one error.
+ */
+export type CompileResult = CompileSuccess | CompileFailure;
+
+export interface CompileSuccess extends CompileOutcome {
+  ok: true;
+  model: WorkflowModel;
+}
+
+export interface CompileFailure extends CompileOutcome {
+  ok: false;
+  model: undefined;
+}
+
+interface CompileOutcome {
   /** Every diagnostic, positioned (`range` filled in), sorted by position. */
   diagnostics: Diagnostic[];
   file: string;
@@ -104,8 +118,8 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
   if (source.diagnostics.length === 0) model = compileDocument(source.value, file, diagnostics, extras);
   if (model) model.sourceText = text;
   positionAll(source, text, diagnostics);
-  const ok = !hasErrors(diagnostics);
-  return { ok, model: ok ? model : undefined, diagnostics, file, text, ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
+  const rest = { diagnostics, file, text, ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
+  return model && !hasErrors(diagnostics) ? { ok: true, model, ...rest } : { ok: false, model: undefined, ...rest };
 }
 
 interface Extras {
@@ -168,6 +182,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   const { registry, diagnostics: typeDiags } = compileTypes(doc['types'] ?? undefined, ['types']);
   out.push(...typeDiags);
   const any = registry.compile(ANY_TYPE, []).type!;
+  const trigger = compileTrigger(doc['x-trigger'], registry, any, out);
 
   const wf = doc['workflow'];
   if (wf === undefined || wf === null) {
@@ -233,7 +248,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   for (const [name, raw] of phaseRaw) {
     const deps = edges.get(name) ?? [];
     const inputs = isPlainObject(raw['inputs'])
-      ? checkInputs(raw['inputs'], { phaseName: name, dependsOn: new Set(deps), phaseNames, outputsOf: (p) => outputs.get(p), types: registry, any }, out)
+      ? checkInputs(raw['inputs'], { phaseName: name, dependsOn: new Set(deps), phaseNames, outputsOf: (p) => outputs.get(p), types: registry, any, ...(trigger ? { trigger } : {}) }, out)
       : undefined;
     const skipWhen = typeof raw['skip_when'] === 'string' ? compileExpression(raw['skip_when'], ['workflow', name, 'skip_when'], out) : undefined;
     if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name) }, out);
@@ -265,7 +280,27 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     order: topologicalOrder(phases.map((p) => p.name), edges),
     extensions: extensionsOf(doc),
     ...(llmPass.mcp ? { mcp: llmPass.mcp } : {}),
+    ...(trigger ? { trigger } : {}),
   };
+}
+
+/**
+ * `x-trigger`: the trigger's type, written as a phase's `outputs` are (`{topic: string, depth:
+ * {type: integer, required: false}}`) or as one type (`Request`, a record of the `types` block).
+ */
+function compileTrigger(raw: unknown, registry: TypeRegistry, any: CompiledType, out: Diagnostic[]): CompiledType | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!isPlainObject(raw)) {
+    const r = registry.compile(raw, ['x-trigger']);
+    out.push(...r.diagnostics);
+    return r.type;
+  }
+  const fields = Object.entries(raw).map(([key, expr]) => {
+    const r = registry.compile(expr, ['x-trigger', key]);
+    out.push(...r.diagnostics);
+    return { name: key, type: (r.type ?? any).node, required: r.required };
+  });
+  return registry.fromNode({ kind: 'record', fields });
 }
 
 export function extensionsOf(obj: Record<string, unknown>): Record<string, Json> {

@@ -27,6 +27,8 @@ export interface WorkflowModel {
   order: string[];
   /** Top-level `x-` extension keys. */
   extensions: Record<string, Json>;
+  /** The trigger's type (`x-trigger`): checked at start, and the type of `$trigger.*` inputs. Undefined: any JSON. */
+  trigger?: CompiledType;
   /** The `mcp` section's tool servers (undefined when the document has none). */
   mcp?: McpConfig;
 }

@@ -82,7 +82,7 @@ workflow:
       "cost$&": number
 `);
 if (!compiled.ok) throw new Error(compiled.diagnostics.map((d) => `${d.code}: ${d.message}`).join('\n'));
-const model = compiled.model!;
+const model = compiled.model;
 const phase = (name: string): PhaseModel => model.byName.get(name)!;
 const research = phase('research');
 const analysis = phase('analysis');

@@ -46,6 +46,8 @@ export interface WiringContext {
   outputsOf: (phase: string) => OutputDecl[] | undefined;
   types: TypeRegistry;
   any: CompiledType;
+  /** The trigger's type (`x-trigger`), when the workflow declares one. */
+  trigger?: CompiledType;
 }
 
 function wiringError(ctx: WiringContext, path: Path, code: Parameters<typeof error>[0], ref: string, message: string, suggestion: string): Diagnostic {
@@ -104,8 +106,12 @@ export function checkInputs(inputs: Record<string, unknown>, ctx: WiringContext,
         upstreamOptional = !decl.required;
       }
     }
-    if (src.path.length > 0) {
-      const found = ctx.types.lookup(type, src.path);
+    // a declared trigger types `$trigger.key.path` as a declared output types `phase.key.path`
+    const typedTrigger = src.kind === 'trigger' && ctx.trigger !== undefined;
+    if (typedTrigger) type = ctx.trigger!;
+    const segments = typedTrigger ? [src.key, ...src.path] : src.path;
+    if (segments.length > 0) {
+      const found = ctx.types.lookup(type, segments);
       if (!found.ok) {
         out.push(error('input-path-invalid', path, `input \`${name}\`: ${found.message}`, { ...(found.hint ? { hint: found.hint } : {}), data: { phase_name: ctx.phaseName, ref: raw } }));
         continue;

@@ -33,7 +33,7 @@ describe('a worker whose clock runs ahead', () => {
       return { by: who };
     };
     const a = createEngine({ store: storeA, leaseMs: 3000, workerId: 'A', isOwnerDead: () => false, agents: { slow: slow('A') } });
-    const id = await a.start(model, { runId: 'lease' });
+    const id = await a.create(model, { runId: 'lease' });
     const pa = a.drive(id, undefined);
     while (started.length === 0) await new Promise((r) => setTimeout(r, 20));
     // B's clock is 2.5 s ahead: in its own time A's 3 s lease expires after 0.5 s

@@ -19,7 +19,7 @@ import { buildContract, outputOf, type Contract } from './contract.js';
 import { llmError, providerFailure, validationDetails } from './failures.js';
 import { outputSection, phaseMessage, renderTemplate, repromptText, textSection, truncationText } from './prompt.js';
 import { costUsd, priceOf, type PriceTable } from './pricing.js';
-import { planNative, type LlmProvider } from './provider.js';
+import { asModel, nativeOptionsOf, planNative, type LlmProvider } from './provider.js';
 import { parseAgentReply } from './reply.js';
 import { SCRIPT_KEY } from './scripted.js';
 import type { LlmSettings } from './settings.js';
@@ -92,7 +92,7 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
   } catch (e) {
     throw providerFailure(e, who, o.now());
   }
-  const model = provider.model;
+  const model = asModel(provider);
 
   // 3. native structured output where the provider has it for this schema
   let responseFormat: LanguageModelV3CallOptions['responseFormat'];
@@ -101,7 +101,7 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     const plan = planNative(provider.structuredOutput, contract.schema);
     if (plan.native) {
       responseFormat = { type: 'json', schema: plan.schema, name: 'output' };
-      providerOptions = { ...providerOptions, ...(provider.nativeOptions?.() ?? {}) };
+      providerOptions = { ...providerOptions, ...(nativeOptionsOf(provider) ?? {}) };
       ctx.record('structured_output', { provider: provider.name, mode: provider.structuredOutput });
     } else {
       ctx.record('structured_output_fallback', { provider: provider.name, reason: plan.reason });

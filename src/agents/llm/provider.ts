@@ -15,13 +15,36 @@ import { isPlainObject } from '../../core/json.js';
  */
 export type StructuredOutput = 'openai-strict' | 'anthropic' | 'none';
 
+/**
+ * An AI SDK `LanguageModelV3`, as far as Baton's published types name it: the full interface lives
+ * in `@ai-sdk/provider`, whose types a consumer may not have (they need `@types/json-schema`).
+ * Every AI SDK 6 provider's model fits it.
+ */
+export interface LanguageModelLike {
+  readonly specificationVersion: 'v3';
+  readonly provider: string;
+  readonly modelId: string;
+  doGenerate(options: never): PromiseLike<unknown>;
+}
+
 export interface LlmProvider {
   /** `openai`, `anthropic`, `openai-compatible`, `scripted`. */
   readonly name: string;
-  readonly model: LanguageModelV3;
+  /** A `LanguageModelV3` (see asModel). */
+  readonly model: LanguageModelLike;
   readonly structuredOutput: StructuredOutput;
-  /** Provider options sent with a native structured-output call. */
-  nativeOptions?(): LanguageModelV3CallOptions['providerOptions'];
+  /** Provider options sent with a native structured-output call (`LanguageModelV3CallOptions['providerOptions']`). */
+  nativeOptions?(): Record<string, Record<string, unknown>> | undefined;
+}
+
+/** @internal The provider's model as the AI SDK interface it is. */
+export function asModel(p: LlmProvider): LanguageModelV3 {
+  return p.model as unknown as LanguageModelV3;
+}
+
+/** @internal The provider's native options as the AI SDK types them. */
+export function nativeOptionsOf(p: LlmProvider): LanguageModelV3CallOptions['providerOptions'] {
+  return p.nativeOptions?.() as LanguageModelV3CallOptions['providerOptions'];
 }
 
 export type NativePlan = { native: true; schema: Record<string, unknown> } | { native: false; reason: string };

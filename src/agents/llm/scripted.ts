@@ -110,12 +110,12 @@ function parseReply(r: unknown): ScriptedReply | string {
 }
 
 /** A scripted model over one script. Its cursors live here: one model per run plays each list once. */
-export class ScriptedModel implements LanguageModelV3 {
+export class ScriptedModel {
   readonly specificationVersion = 'v3' as const;
   readonly provider = 'scripted';
   readonly modelId: string;
   readonly supportedUrls = {};
-  /** Every call's options, in order (tests read the prompts, tools and response formats). */
+  /** @internal Every call's options, in order (tests read the prompts, tools and response formats). */
   readonly calls: LanguageModelV3CallOptions[] = [];
   private readonly cursors = new Map<string, number>();
 
@@ -126,6 +126,7 @@ export class ScriptedModel implements LanguageModelV3 {
     this.modelId = modelId;
   }
 
+  /** @internal (typed by `@ai-sdk/provider`, which the published types do not name) */
   async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
     this.calls.push(options);
     const who = options.providerOptions?.[SCRIPT_KEY] ?? {};
@@ -179,5 +180,7 @@ export class ScriptExhaustedError extends Error {
 }
 
 export function scriptedProvider(script: Script, modelId?: string): LlmProvider & { model: ScriptedModel } {
-  return { name: 'scripted', model: new ScriptedModel(script, modelId), structuredOutput: script.structuredOutput };
+  // still an AI SDK LanguageModelV3 (checked here: the class does not name the interface in the published types)
+  const model: ScriptedModel & LanguageModelV3 = new ScriptedModel(script, modelId);
+  return { name: 'scripted', model, structuredOutput: script.structuredOutput };
 }

@@ -71,6 +71,9 @@ export function checkContracts(doc: Record<string, unknown>, agents: Record<stri
     const c = unify(id, raw, decl, contractOf(id, raw, file, compiler, files, out) ?? fromCode(code?.contract, bound?.module), out);
     if (c) decl.contract = c;
     if (c) checkVersion(id, raw, c, out, code?.version !== undefined && typeof raw['version'] !== 'string' ? { version: code.version, module: bound!.module } : undefined);
+    for (const [side, why] of Object.entries(code?.contract?.unchecked ?? {})) {
+      out.push(warning('schema-not-comparable', ['agents', id], `agent \`${id}\`'s ${side} schema (defineAgent in ${bound!.module}): ${why}; static contract checks are skipped, it is validated at run time`, { hint: 'use a schema library with a JSON Schema converter (zod 4, arktype, valibot with @valibot/to-json-schema), or JSON Schema' }));
+    }
   }
   const contract = (agent: string): AgentContract | undefined => agents?.[agent]?.contract;
   const report: ContractReport = { bindings: [], edges: [] };

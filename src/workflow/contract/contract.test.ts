@@ -14,7 +14,8 @@ describe('agent contracts: the model', () => {
   test("the spec's contract file reads into the model", () => {
     const r = loadContractFile(join(fixtures, 'contracts', 'section-drafter.yaml'), new SchemaCompiler());
     expect(r.diagnostics).toEqual([]);
-    const c = r.contract!;
+    if (!r.ok) throw new Error('expected a contract');
+    const c = r.contract; // narrowed on ok
     expect(c.agentId).toBe('section-drafter');
     expect(c.workflowStep).toBe('write-section');
     expect(c.input?.schema['required']).toEqual(['sectionName', 'outline', 'research']);
@@ -42,6 +43,7 @@ describe('agent contracts: the model', () => {
   test('an empty contract file is reported at 1:1', () => {
     const r = loadContractFile(join(fixtures, 'contracts', 'empty.yaml'), new SchemaCompiler());
     expect(r.diagnostics.map((d) => [d.code, d.range])).toEqual([['wrong-type', [0, 0]]]);
+    expect(loadContractFile(join(fixtures, 'nope.yaml'), new SchemaCompiler())).toMatchObject({ ok: false, contract: undefined });
     expect(loadContractFile(join(fixtures, 'nope.yaml'), new SchemaCompiler()).diagnostics.map((d) => d.code)).toEqual(['file-unreadable']);
   });
 

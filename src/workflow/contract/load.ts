@@ -7,20 +7,20 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { isPlainObject } from '../../core/json.js';
 import type { Path } from '../../core/path.js';
-import { error, type Diagnostic } from '../../diagnostics/diagnostic.js';
+import { error, hasErrors, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import type { SchemaCompiler } from '../json-schema.js';
 import { parseYamlSource } from '../source.js';
 import type { AgentContract } from './model.js';
 import { parseContract } from './parse.js';
 
-export interface LoadedContractFile {
+/** A contract file read and checked: narrow on `ok` for a contract without errors (a failed one may hold what could be read). */
+export type LoadedContractFile = ({ ok: true; contract: AgentContract } | { ok: false; contract: AgentContract | undefined }) & {
   /** The resolved path (the key of `sources`). */
   file: string;
   text: string;
-  contract: AgentContract | undefined;
   /** Positioned, each with `file` set. */
   diagnostics: Diagnostic[];
-}
+};
 
 /** Reads and checks one contract file on its own (`baton check --contracts DIR` and `x-contract: path`). */
 export function loadContractFile(path: string, compiler: SchemaCompiler): LoadedContractFile {
@@ -29,7 +29,7 @@ export function loadContractFile(path: string, compiler: SchemaCompiler): Loaded
     text = readFileSync(path, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    return { file: path, text: '', contract: undefined, diagnostics: [{ ...error('file-unreadable', [], `cannot read contract ${path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`), file: path }] };
+    return { ok: false, file: path, text: '', contract: undefined, diagnostics: [{ ...error('file-unreadable', [], `cannot read contract ${path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`), file: path }] };
   }
   return parseContractText(text, path, compiler);
 }
@@ -54,7 +54,7 @@ export function parseContractText(text: string, file: string, compiler: SchemaCo
     }
   }
   diagnostics.sort((a, b) => (a.range?.[0] ?? -1) - (b.range?.[0] ?? -1));
-  return { file, text, contract, diagnostics };
+  return contract && !hasErrors(diagnostics) ? { ok: true, file, text, contract, diagnostics } : { ok: false, file, text, contract, diagnostics };
 }
 
 /**

@@ -66,6 +66,8 @@ export interface AgentContract {
   resources: Resources;
   errorHandling: ErrorHandling;
   compatibility: { minAgentVersion?: string; minAgentVersionAt?: Loc; requiresContext: string[]; providesContext: string[] };
+  /** A `defineAgent` side whose Standard Schema has no JSON Schema converter: why (checked at run time only). */
+  unchecked?: { input?: string; output?: string };
   /** How it was written. */
   origin: { kind: 'file' | 'inline' | 'blueprint' | 'typescript'; file?: string; at: Loc; workflowAt?: Path };
 }

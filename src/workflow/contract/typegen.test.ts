@@ -32,13 +32,23 @@ workflow:
 `;
 
 const agentModule = resolve(import.meta.dirname, '..', '..', 'engine', 'agent.js');
+const typedModule = resolve(import.meta.dirname, '..', '..', 'api', 'typed.js');
 
 function compileHandlers(handlers: string): string[] {
-  const model = parseWorkflow(WORKFLOW).model!;
+  return compile(`import { defineHandlers } from './workflow.types.js';\nexport default defineHandlers(${handlers});\n`);
+}
+
+/** Type-checks `agents.ts` (the program) beside the generated module of `workflow`; the diagnostics as `TSnnnn file`. */
+function compile(program: string, workflow = WORKFLOW): string[] {
+  const model = parseWorkflow(workflow).model!;
   const dir = mkdtempSync(join(tmpdir(), 'baton-types-'));
   writeFileSync(join(dir, 'workflow.types.ts'), generateTypes(model, { batonModule: agentModule }));
-  writeFileSync(join(dir, 'agents.ts'), `import { defineHandlers } from './workflow.types.js';\nexport default defineHandlers(${handlers});\n`);
-  const program = ts.createProgram([join(dir, 'agents.ts')], {
+  writeFileSync(join(dir, 'agents.ts'), program);
+  return check(join(dir, 'agents.ts'));
+}
+
+function check(file: string): string[] {
+  const program = ts.createProgram([file], {
     strict: true,
     exactOptionalPropertyTypes: true,
     noEmit: true,
@@ -82,6 +92,74 @@ describe('baton types', () => {
   }, 30_000);
 
   test('a handler for an agent the workflow does not have fails tsc', () => {
-    expect(compileHandlers(GOOD.replace('researcher:', 'researchr:'))).not.toEqual([]);
+    // TS2322 names the id; its handler then has no context type (TS7006 under strict)
+    expect(compileHandlers(GOOD.replace('researcher:', 'researchr:'))).toEqual(['TS2322 agents.ts', 'TS7006 agents.ts']);
   }, 30_000);
 });
+
+describe('createEngine<Workflow>: the agents option and the trigger checked at compile time', () => {
+  // createEngine's and start()'s signatures over api/typed.ts (the engine's sources take half a minute to check;
+  // the packed package is checked whole by test/consumer.test.ts)
+  const program = (agents: string, trigger: string): string => `import type { AgentsOption, AnyWorkflow, TriggerOf, WorkflowTypes } from ${JSON.stringify(typedModule)};
+import { defineHandlers, type Workflow } from './workflow.types.js';
+declare function createEngine<W extends WorkflowTypes = AnyWorkflow>(opts: { agents?: AgentsOption<W> }): { start(spec: object, opts?: { trigger?: TriggerOf<W> }): void };
+const engine = createEngine<Workflow>({ agents: ${agents} });
+export const run = (m: object) => engine.start(m, { trigger: ${trigger} });
+export const untyped = createEngine({ agents: defineHandlers(${GOOD}) });
+`;
+
+  test('ids, outputs and the trigger: right ones compile, wrong ones fail tsc; an untyped engine takes typed handlers', () => {
+    const declared = WORKFLOW.replace('types:', 'x-trigger: {topic: string, depth: {type: integer, required: false}}\ntypes:');
+    // one program (the engine's sources are checked once), a file per case; the generated module of `declared` types `topic` as a string
+    const dir = mkdtempSync(join(tmpdir(), 'baton-types-'));
+    writeFileSync(join(dir, 'workflow.types.ts'), generateTypes(parseWorkflow(declared).model!, { batonModule: agentModule }));
+    const cases: Record<string, string> = {
+      good: program(GOOD, "{ topic: 'tides' }"),
+      goodDefined: program(`defineHandlers(${GOOD})`, "{ topic: 'tides', depth: 2 }"),
+      misspelled: program(GOOD.replace('drafter:', 'drafterr:'), "{ topic: 'x' }"),
+      wrongOutput: program(GOOD.replace('({ draft:', '({ drafts:'), "{ topic: 'x' }"),
+      wrongTriggerKey: program(GOOD, "{ topc: 'x' }"),
+      wrongTriggerType: program(GOOD, '{ topic: 3 }'),
+    };
+    for (const [name, text] of Object.entries(cases)) writeFileSync(join(dir, `${name}.ts`), text);
+    const byFile = new Map<string, string[]>(Object.keys(cases).map((n) => [`${n}.ts`, []]));
+    for (const d of checkProgram(Object.keys(cases).map((n) => join(dir, `${n}.ts`)))) {
+      const f = d.file?.fileName.split('/').pop() ?? '';
+      byFile.get(f)?.push(`TS${d.code}`);
+    }
+    expect(Object.fromEntries(byFile)).toEqual({
+      'good.ts': [],
+      'goodDefined.ts': [],
+      // TS2561 "did you mean 'drafter'"; the misspelled handler's parameters are then untyped (TS7006)
+      'misspelled.ts': ['TS2561', 'TS7006', 'TS7006'],
+      'wrongOutput.ts': ['TS2322'],
+      'wrongTriggerKey.ts': ['TS2561'],
+      'wrongTriggerType.ts': ['TS2322'],
+    });
+  }, 60_000);
+
+  test('Trigger: x-trigger when declared, else the keys $trigger.* inputs read', () => {
+    const declared = WORKFLOW.replace('types:', 'x-trigger: {topic: string, depth: {type: integer, required: false}}\ntypes:');
+    expect(generateTypes(parseWorkflow(declared).model!)).toContain('export type Trigger = { topic: string; depth?: number };');
+    expect(generateTypes(parseWorkflow(WORKFLOW).model!)).toContain('export type Trigger = { topic: unknown };');
+    const nested = 'openintent: "1.0"\ninfo: {name: x}\nworkflow:\n  a: {assign: a, inputs: {q: $trigger.req.q, id: $trigger.req.id, toString: $trigger.toString}}\n';
+    expect(generateTypes(parseWorkflow(nested).model!)).toContain('export type Trigger = { req: { q: unknown; id: unknown }; toString: unknown };');
+    expect(generateTypes(parseWorkflow('openintent: "1.0"\ninfo: {name: x}\nworkflow:\n  a: {assign: a}\n').model!)).toContain('export type Trigger = unknown;');
+  });
+});
+
+function checkProgram(files: string[]): readonly ts.Diagnostic[] {
+  const program = ts.createProgram(files, {
+    strict: true,
+    exactOptionalPropertyTypes: true,
+    noEmit: true,
+    target: ts.ScriptTarget.ES2022,
+    lib: ['lib.es2023.d.ts'],
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    skipLibCheck: true,
+    types: ['node'],
+    typeRoots: [resolve(import.meta.dirname, '..', '..', '..', 'node_modules', '@types')],
+  });
+  return ts.getPreEmitDiagnostics(program);
+}

@@ -132,7 +132,7 @@ export async function checkpointSurvivesCrash(makeStore: StoreFactory): Promise<
     },
     { workerId: 'A', faults: { at: 'attempt.after-return' }, isOwnerDead: () => false },
   );
-  const id = await a.start(model);
+  const id = await a.create(model);
   await a.drive(id).catch(() => undefined);
   await a.close();
   expect(eventsOf(await store.events(id), 'task.checkpoint')).toEqual([expect.objectContaining({ attempt: 1, value: { step: 7 } })]);
@@ -194,7 +194,7 @@ export async function escalateToUser(makeStore: StoreFactory): Promise<void> {
     },
     reviewer: (ctx) => ({ reviewed: ctx.input['text'] as string }),
   });
-  const id = await e.start(ESCALATING());
+  const id = await e.create(ESCALATING());
   const p = e.drive(id);
   await untilStatus(store, id, 'waiting');
   expect(calls).toBe(2);
@@ -215,7 +215,7 @@ export async function escalateToUser(makeStore: StoreFactory): Promise<void> {
 
   // skip: the phase is skipped, and a phase that reads its output is skipped with it
   const e2 = engineOn(store, clock, { drafter: () => Promise.reject(new AgentError('Broken', 'no', {}, false)), reviewer: () => ({}) });
-  const id2 = await e2.start(ESCALATING());
+  const id2 = await e2.create(ESCALATING());
   const p2 = e2.drive(id2);
   await untilStatus(store, id2, 'waiting');
   await e2.respond(id2, 'escalate-draft-1', 'skip', 'ana');
@@ -225,7 +225,7 @@ export async function escalateToUser(makeStore: StoreFactory): Promise<void> {
   expect(skipped.phases['review']).toMatchObject({ status: 'skipped', skipped_reason: 'upstream_skipped' });
 
   // fail: the phase fails with the agent's failure
-  const id3 = await e2.start(ESCALATING());
+  const id3 = await e2.create(ESCALATING());
   const p3 = e2.drive(id3);
   await untilStatus(store, id3, 'waiting');
   await e2.respond(id3, 'escalate-draft-1', 'fail', 'ana');
@@ -253,7 +253,7 @@ export async function contractFallback(makeStore: StoreFactory): Promise<void> {
   expect(agents).toEqual(['drafter', 'drafter', 'backup']);
 
   const e2 = engineOn(store, clock, { drafter: () => Promise.reject(new AgentError('Down', 'down')), backup: () => Promise.reject(new AgentError('AlsoDown', 'down too')), reviewer: () => ({}) });
-  const id = await e2.start(ESCALATING(', fallbackAgent: backup'));
+  const id = await e2.create(ESCALATING(', fallbackAgent: backup'));
   const p = e2.drive(id);
   await untilStatus(store, id, 'waiting');
   expect(await gateOf(e2, id, 'escalate-draft-1')).toMatchObject({ escalation: { failure: { code: 'AlsoDown' } } });

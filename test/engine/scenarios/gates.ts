@@ -15,7 +15,7 @@ export async function runGateApprove(makeStore: StoreFactory): Promise<void> {
   const clock = new ManualClock(1000);
   const ran: string[] = [];
   const e = engineOn(store, clock, { x: (ctx) => (ran.push(ctx.phase), ctx.phase === 'a' ? { risk: 9 } : {}), y: (ctx) => (ran.push(ctx.phase), {}) });
-  const id = await e.start(RISKY());
+  const id = await e.create(RISKY());
   const p = e.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   expect(ran).not.toContain('b');
@@ -56,7 +56,7 @@ export async function runGateAtStartDeny(makeStore: StoreFactory): Promise<void>
   b: {assign: x, depends_on: [a]}`);
   let calls = 0;
   const e = engineOn(store, clock, { x: () => (calls++, {}) });
-  const id = await e.start(model, { trigger: { amount: 500 } });
+  const id = await e.create(model, { trigger: { amount: 500 } });
   const first = await store.events(id);
   expect(first.map((x) => x.type)).toContain('gate.opened');
   const p = e.drive(id, undefined);
@@ -93,7 +93,7 @@ export async function runGateFailClosed(makeStore: StoreFactory): Promise<void> 
       },
       y: () => ({}),
     });
-    const id = await e.start(model);
+    const id = await e.create(model);
     const p = e.drive(id, undefined);
     await until(async () => (await store.events(id)).some((x) => x.type === 'gate.opened'), 'the gate');
     const g = await gateOf(e, id, 'approval');
@@ -126,7 +126,7 @@ export async function phaseGateApproveDeny(makeStore: StoreFactory): Promise<voi
     const store = await makeStore();
     let published = 0;
     const e = engineOn(store, new ManualClock(0), { w: () => ({ text: 't' }), p: () => (published++, {}) });
-    const id = await e.start(PUBLISH, { trigger: { careful: false } });
+    const id = await e.create(PUBLISH, { trigger: { careful: false } });
     const p = e.drive(id, undefined);
     await untilStatus(store, id, 'waiting');
     const ins = await e.inspect(id);
@@ -202,7 +202,7 @@ export async function accessGates(makeStore: StoreFactory): Promise<void> {
     const store = await makeStore();
     let vault = 0;
     const e = engineOn(store, new ManualClock(0), { vault: () => (vault++, {}), plain: () => ({}) });
-    const id = await e.start(ACCESS('defer'));
+    const id = await e.create(ACCESS('defer'));
     const p = e.drive(id, undefined);
     await until(async () => (await store.events(id)).some((x) => x.type === 'gate.opened'), 'access gate');
     await settle();
@@ -268,7 +268,7 @@ export async function gateTimeouts(makeStore: StoreFactory): Promise<void> {
     const store = await makeStore();
     const clock = new ManualClock(0);
     const e = engineOn(store, clock, { x: () => ({}) });
-    const id = await e.start(model('escalate'));
+    const id = await e.create(model('escalate'));
     const p = e.drive(id, undefined);
     await untilStatus(store, id, 'waiting');
     await clock.advance(2 * HOUR - 1);
@@ -302,7 +302,7 @@ export async function escalationAfterHours(makeStore: StoreFactory): Promise<voi
     x: () => ({}),
     y: async (ctx) => ({ v: await ctx.requestInput({ question: 'which?' }) }),
   });
-  const id = await e.start(model);
+  const id = await e.create(model);
   const p = e.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   await clock.advance(HOUR);
@@ -354,7 +354,7 @@ export async function inputGateChoices(makeStore: StoreFactory): Promise<void> {
     },
     plain: () => ({}),
   });
-  const id = await e.start(ASK);
+  const id = await e.create(ASK);
   const p = e.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   const ins = await e.inspect(id);
@@ -388,7 +388,7 @@ export async function inputGateSchemaAndTimeout(makeStore: StoreFactory): Promis
       asker: async (ctx) => ({ answer: await ctx.requestInput({ question: 'how many?', schema: { type: 'object', required: ['n'], properties: { n: { type: 'integer', minimum: 1 } } } }) }),
       plain: () => ({}),
     });
-    const id = await e.start(ASK);
+    const id = await e.create(ASK);
     const p = e.drive(id, undefined);
     await untilStatus(store, id, 'waiting');
     for (const bad of [{ n: 'x' }, { n: 0 }, {}, 'n', null] as Json[]) await expect(e.respond(id, 'input-ask-1', bad, 'u')).rejects.toMatchObject({ code: 'gate-refused' });
@@ -426,7 +426,7 @@ export async function resumeAfterRestartApproval(makeStore: StoreFactory): Promi
   const calls: string[] = [];
   const agents = { x: (ctx: AgentContext) => (calls.push(ctx.phase), ctx.phase === 'a' ? { risk: 9 } : {}), y: (ctx: AgentContext) => (calls.push(ctx.phase), {}) };
   const a = engineOn(store, clock, agents, { workerId: 'A' });
-  const id = await a.start(RISKY());
+  const id = await a.create(RISKY());
   const pa = a.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   await a.close();
@@ -454,7 +454,7 @@ export async function resumeAfterRestartInput(makeStore: StoreFactory): Promise<
     };
     const agents = { asker, plain: () => ({}) };
     const a = engineOn(store, clock, agents, { workerId: 'A', isOwnerDead: () => false });
-    const id = await a.start(ASK);
+    const id = await a.create(ASK);
     const pa = a.drive(id, undefined);
     await untilStatus(store, id, 'waiting');
     await a.close();
@@ -483,7 +483,7 @@ export async function approveFromAnotherEngine(makeStore: StoreFactory): Promise
   const calls: string[] = [];
   const agents = { x: (ctx: AgentContext) => (calls.push(ctx.phase), ctx.phase === 'a' ? { risk: 9 } : {}), y: (ctx: AgentContext) => (calls.push(ctx.phase), {}) };
   const a = engineOn(store, clock, agents, { workerId: 'A', pollMs: 10 });
-  const id = await a.start(RISKY());
+  const id = await a.create(RISKY());
   const pa = a.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   const other = engineOn(store, clock, {}, { workerId: 'T' });
@@ -530,7 +530,7 @@ export async function twoQuestionsAcrossARestart(makeStore: StoreFactory): Promi
     return { answer: [first, second] };
   };
   const a = engineOn(store, clock, { asker, plain: () => ({}) }, { workerId: 'A' });
-  const id = await a.start(ASK);
+  const id = await a.create(ASK);
   const pa = a.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   await a.respond(id, 'input-ask-1', 1, 'u');
@@ -605,7 +605,7 @@ export async function phaseTimeoutPausedWhileWaiting(makeStore: StoreFactory): P
         return { v };
       },
     });
-    const id = await e.start(model);
+    const id = await e.create(model);
     const p = e.drive(id, undefined);
     await untilStatus(store, id, 'waiting');
     await clock.advance(5000);
@@ -635,7 +635,7 @@ export async function commandBesideADueTimer(makeStore: StoreFactory): Promise<v
   escalation: {contact: ops, after_hours: 1}`)}workflow:
   a: {assign: x}`);
   const e = createEngine({ store, clock, leaseMs: LONG_LEASE, agents: { x: () => ({}) } });
-  const id = await e.start(model);
+  const id = await e.create(model);
   const p = e.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   clock.t = HOUR + 1; // the escalation is due; the worker has not looked yet
@@ -660,7 +660,7 @@ export async function answersAreCopies(makeStore: StoreFactory): Promise<void> {
       return { answer: v };
     };
     const a = engineOn(store, clock, { asker, plain: () => ({}) }, { workerId: 'A' });
-    const id = await a.start(ASK);
+    const id = await a.create(ASK);
     const pa = a.drive(id, undefined);
     await untilStatus(store, id, 'waiting');
     let r;
@@ -711,7 +711,7 @@ export async function initialStateIsACopy(makeStore: StoreFactory): Promise<void
 export async function answersMustBeJson(makeStore: StoreFactory): Promise<void> {
   const store = await makeStore();
   const e = engineOn(store, new ManualClock(0), { asker: async (ctx) => ({ answer: await ctx.requestInput({ question: 'q' }) }), plain: () => ({}) });
-  const id = await e.start(ASK);
+  const id = await e.create(ASK);
   const p = e.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   for (const bad of [undefined, () => 1, NaN, { n: Infinity }, 10n] as unknown[]) {
@@ -733,7 +733,7 @@ export async function commandsAfterClose(makeStore: StoreFactory): Promise<void>
     const clock = new ManualClock(0);
     const agents = { x: (ctx: AgentContext) => (ctx.phase === 'a' ? { risk: 9 } : {}), y: () => ({}) };
     const a = engineOn(store, clock, agents, { workerId: 'A', ...(how === 'crashed' ? { faults: { at: 'flush.before-commit' as const, hit: 2 } } : {}) });
-    const id = await a.start(RISKY());
+    const id = await a.create(RISKY());
     const pa = a.drive(id, undefined);
     pa.catch(() => undefined);
     if (how === 'closed') {
@@ -769,7 +769,7 @@ export async function inputTimeoutThenRetryAndRestart(makeStore: StoreFactory): 
     return { answer: v };
   };
   const a = engineOn(store, clock, { asker }, { workerId: 'A' });
-  const id = await a.start(model);
+  const id = await a.create(model);
   const pa = a.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   await clock.advance(1000);

@@ -140,7 +140,7 @@ export async function lateCompletionAfterTakeover(makeStore: StoreFactory): Prom
     const dA = deferredOf<Record<string, Json>>();
     const dB = deferredOf<Record<string, Json>>();
     const a = createEngine({ store: partitioned(store), clock, leaseMs, workerId: 'A', isOwnerDead: () => false, agents: { slow: () => dA.promise, w: () => ({ by: 'A' }) } });
-    const pa = a.drive(await a.start(TAKEOVER, { runId: 'late' }), undefined);
+    const pa = a.drive(await a.create(TAKEOVER, { runId: 'late' }), undefined);
     pa.catch(() => undefined);
     await until(async () => eventsOf(await store.events('late'), 'task.claimed').length === 1, 'A claims x');
     await clock.advance(leaseMs + 1);
@@ -291,7 +291,7 @@ export async function timersKeepTheirTimeAcrossARestart(makeStore: StoreFactory)
   a: {assign: x}
   b: {assign: x, depends_on: [a]}`);
     const a = engineOn(store, clock, { x: () => new Promise(() => undefined) }, { workerId: 'A' });
-    const id = await a.start(model, { timeoutMs: 10_000 });
+    const id = await a.create(model, { timeoutMs: 10_000 });
     const pa = a.drive(id, undefined);
     await until(async () => eventsOf(await store.events(id), 'task.claimed').length === 1, 'a runs');
     await clock.advance(3000);
@@ -315,7 +315,7 @@ export async function timersKeepTheirTimeAcrossARestart(makeStore: StoreFactory)
   require_approval: {timeout_hours: 2, on_timeout: abort}`)}workflow:
   a: {assign: x}`);
     const a = engineOn(store, clock, { x: () => ({}) }, { workerId: 'A' });
-    const id = await a.start(model);
+    const id = await a.create(model);
     const pa = a.drive(id, undefined);
     await untilStatus(store, id, 'waiting');
     await a.close();

@@ -66,7 +66,7 @@ async function shortRetries(makeStore: StoreFactory, delay: number): Promise<voi
   c: {assign: x, depends_on: [a], outputs: {n: number}, ${retry}}
   d: {assign: x, depends_on: [b, c], outputs: {n: number}, ${retry}}`);
   const engine = engineOn(store, clock, { x: flakyOnce });
-  const id = await engine.start(model, { runId: `retry-${delay}` });
+  const id = await engine.create(model, { runId: `retry-${delay}` });
   const r = await withClock(clock, engine.drive(id, undefined), 2000);
   expect(r.status).toBe('completed');
   for (const p of ['a', 'b', 'c', 'd']) expect(r.phases[p]).toMatchObject({ status: 'completed', attempts: 2 });
@@ -91,12 +91,12 @@ export async function gateExpiryAndDeadlineDuringCommits(makeStore: StoreFactory
   a: {assign: x, outputs: {n: number}, x-require_approval: {timeout_hours: 0.000001, on_timeout: proceed}}
   b: {assign: x, depends_on: [a], outputs: {n: number}}`);
   const engine = engineOn(store, clock, { x: (ctx) => ({ n: ctx.attempt }), slow: () => new Promise(() => undefined) });
-  const r = await withClock(clock, engine.drive(await engine.start(gated, { runId: 'expiry' }), undefined), 2000);
+  const r = await withClock(clock, engine.drive(await engine.create(gated, { runId: 'expiry' }), undefined), 2000);
   expect(r.status).toBe('completed');
   expect(eventsOf(r.events, 'gate.expired').map((e) => e.action)).toEqual(['proceed']);
   const deadline = wf(`${header()}workflow:
   a: {assign: slow}`);
-  const d = await withClock(clock, engine.drive(await engine.start(deadline, { runId: 'deadline', timeoutMs: 5 }), undefined), 2000);
+  const d = await withClock(clock, engine.drive(await engine.create(deadline, { runId: 'deadline', timeoutMs: 5 }), undefined), 2000);
   expect(d.status).toBe('failed');
   expect(d.error).toMatchObject({ code: 'RunTimeout' });
   expect(d.ended_at - d.started_at).toBeGreaterThanOrEqual(5);
@@ -118,7 +118,7 @@ export async function leaseTakeoverDuringCommits(makeStore: StoreFactory): Promi
   b: {assign: x, depends_on: [a], outputs: {by: string}}`);
   const started: string[] = [];
   const a = engineOn(slowly(frozen, clock, steps()), clock, { x: (ctx) => (started.push(`A${ctx.phase}${ctx.attempt}`), ctx.phase === 'a' ? new Promise(() => undefined) : { by: 'A' }) }, { workerId: 'A', leaseMs, isOwnerDead: () => false });
-  const id = await a.start(model, { runId: 'takeover' });
+  const id = await a.create(model, { runId: 'takeover' });
   const pa = a.drive(id, undefined).catch(() => undefined);
   await until(() => started.length === 1, 'A starts a');
   const b = engineOn(slowly(base, clock, steps()), clock, { x: (ctx) => (started.push(`B${ctx.phase}${ctx.attempt}`), { by: 'B' }) }, { workerId: 'B', leaseMs, isOwnerDead: () => false });

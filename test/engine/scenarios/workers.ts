@@ -18,7 +18,7 @@ export async function twoDriversOneRun(makeStore: StoreFactory): Promise<void> {
   const log: Invocation[] = [];
   const a = engineOn(store, clock, recoveryAgents('A', clock, log), { workerId: 'A', concurrency: 2 });
   const b = engineOn(store, clock, recoveryAgents('B', clock, log), { workerId: 'B', concurrency: 2 });
-  const id = await a.start(RECOVERY_WORKFLOW, { trigger: { seed: 1 } });
+  const id = await a.create(RECOVERY_WORKFLOW, { trigger: { seed: 1 } });
   const [ra, rb] = await withClock(clock, Promise.all([a.drive(id, undefined), b.drive(id, undefined)]));
   expect(ra.status).toBe('completed');
   expect(rb.status).toBe('completed');
@@ -45,7 +45,7 @@ export async function heartbeatsKeepTheLease(makeStore: StoreFactory): Promise<v
   const started: string[] = [];
   const slow = (who: string) => (ctx: AgentContext) => (started.push(`${who}${ctx.attempt}`), release.promise);
   const a = createEngine({ store, clock, leaseMs, workerId: 'A', isOwnerDead: () => false, agents: { slow: slow('A'), w: () => ({ by: 'A' }) } });
-  const pa = a.drive(await a.start(TAKEOVER, { runId: 'beat' }), undefined);
+  const pa = a.drive(await a.create(TAKEOVER, { runId: 'beat' }), undefined);
   await until(() => started.length === 1, 'A starts x');
   const b = createEngine({ store, clock, leaseMs, workerId: 'B', isOwnerDead: () => false, agents: { slow: slow('B'), w: () => ({ by: 'B' }) } });
   const pb = b.drive('beat', undefined);
@@ -73,7 +73,7 @@ export async function serveWorkersSplitAgents(makeStore: StoreFactory): Promise<
   const x = (ctx: AgentContext) => (ran.push(`X:${ctx.phase}`), { v: ((ctx.input['v'] as number | undefined) ?? 0) + 1 });
   const y = (ctx: AgentContext) => (ran.push(`Y:${ctx.phase}`), { v: (ctx.input['v'] as number) * 10 });
   const starter = engineOn(store, clock, { x, y }, { workerId: 'S' });
-  const id = await starter.start(model);
+  const id = await starter.create(model);
   const wx = engineOn(store, clock, { x }, { workerId: 'WX', pollMs: 10 });
   const ctl = new AbortController();
   const sx = wx.serve(ctl.signal);
@@ -104,7 +104,7 @@ export async function cancelWhileWaiting(makeStore: StoreFactory): Promise<void>
     },
     plain: () => ({}),
   });
-  const id = await e.start(ASK);
+  const id = await e.create(ASK);
   const p = e.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   const other = engineOn(store, clock, {}, { workerId: 'T' });
@@ -141,7 +141,7 @@ export async function serveWorkerIdlesAtAGate(makeStore: StoreFactory): Promise<
   });
   const clock = new ManualClock(0);
   const s = engineOn(store, clock, { x: (ctx) => (ctx.phase === 'a' ? { risk: 9 } : {}), y: () => ({}) }, { workerId: 'S', pollMs: 10 });
-  const id = await s.start(RISKY());
+  const id = await s.create(RISKY());
   const ctl = new AbortController();
   const serving = s.serve(ctl.signal);
   await untilStatus(store, id, 'waiting');
@@ -184,8 +184,8 @@ export async function runIdIsIdempotent(makeStore: StoreFactory): Promise<void> 
   const store = await makeStore();
   const e = engineOn(store, new ManualClock(0), { x: () => ({}) });
   const model = wf(`${header()}workflow:\n  a: {assign: x}`);
-  await e.start(model, { runId: 'nightly-1' });
-  await expect(e.start(model, { runId: 'nightly-1' })).rejects.toMatchObject({ code: 'run-exists' });
+  await e.create(model, { runId: 'nightly-1' });
+  await expect(e.create(model, { runId: 'nightly-1' })).rejects.toMatchObject({ code: 'run-exists' });
   expect(await store.runs()).toHaveLength(1);
   const r = await e.drive('nightly-1', undefined);
   expect(r.status).toBe('completed');
@@ -210,7 +210,7 @@ export async function storeDownForAWhile(makeStore: StoreFactory): Promise<void>
   const clock = new ManualClock(0);
   const log: Invocation[] = [];
   const e = createEngine({ store, clock, leaseMs: LONG_LEASE, agents: recoveryAgents('A', clock, log), workerId: 'A' });
-  const id = await e.start(RECOVERY_WORKFLOW, { trigger: { seed: 1 } });
+  const id = await e.create(RECOVERY_WORKFLOW, { trigger: { seed: 1 } });
   down = true;
   const p = e.drive(id, undefined);
   // one refusal, then the worker waits for its backoff (100 ms, 200 ms, ...), not for the next turn
@@ -257,9 +257,9 @@ export async function runInputsMustBeJson(makeStore: StoreFactory): Promise<void
   const e = engineOn(store, new ManualClock(0), { x: (ctx) => ({ saw: ctx.input['t'] ?? null }) });
   const model = wf(`${header()}workflow:\n  a: {assign: x, inputs: {t: $trigger.t}}`);
   for (const trigger of [{ t: new Date(0) }, { t: () => 1 }, { t: NaN }, cyclicTrigger()] as unknown[]) {
-    await expect(e.start(model, { trigger: trigger as Json })).rejects.toMatchObject({ code: 'usage' });
+    await expect(e.create(model, { trigger: trigger as Json })).rejects.toMatchObject({ code: 'usage' });
   }
-  await expect(e.start(model, { trigger: { t: 1 }, initialState: [1] as unknown as Record<string, Json> })).rejects.toMatchObject({ code: 'usage' });
+  await expect(e.create(model, { trigger: { t: 1 }, initialState: [1] as unknown as Record<string, Json> })).rejects.toMatchObject({ code: 'usage' });
   expect(await store.runs()).toEqual([]);
   const r = await e.run(model, { trigger: { t: 1, gone: undefined } as unknown as Json });
   expect(r.status).toBe('completed');
@@ -301,7 +301,7 @@ export async function lostLeaseStopsTheAttempt(makeStore: StoreFactory): Promise
       w: () => ({}),
     },
   });
-  const pa = a.drive(await a.start(TAKEOVER, { runId: 'lost' }), undefined);
+  const pa = a.drive(await a.create(TAKEOVER, { runId: 'lost' }), undefined);
   pa.catch(() => undefined);
   await until(() => aSignal !== undefined, 'A runs x');
   await clock.advance(leaseMs + 1);
@@ -338,7 +338,7 @@ export async function randomInterleavings(makeStore: StoreFactory): Promise<void
       };
       const a = engineOn(store, clock, agents('A'), { workerId: 'A', concurrency: ca });
       const b = engineOn(store, clock, agents('B'), { workerId: 'B', concurrency: cb });
-      const id = await a.start(RECOVERY_WORKFLOW, { trigger: { seed: 1 } });
+      const id = await a.create(RECOVERY_WORKFLOW, { trigger: { seed: 1 } });
       const [ra, rb] = await withClock(clock, Promise.all([a.drive(id, undefined), b.drive(id, undefined)]));
       expect(ra.status).toBe('completed');
       expect(rb.phases).toEqual(ra.phases);
@@ -362,7 +362,7 @@ export async function driveAfterServe(makeStore: StoreFactory): Promise<void> {
   const ctl = new AbortController();
   const serving = e.serve(ctl.signal);
   const model = wf(`${header('governance:\n  require_approval: {when: "trigger.big"}')}workflow:\n  a: {assign: x}\n  b: {assign: x, depends_on: [a]}`);
-  const id = await e.start(model, { trigger: { big: true } });
+  const id = await e.create(model, { trigger: { big: true } });
   await untilStatus(store, id, 'waiting');
   // a serving worker keeps no run that waits on a gate (it costs no memory): drive() takes it up again
   await settle(20);
@@ -400,7 +400,7 @@ export async function stopsAbortAttemptsInFlight(makeStore: StoreFactory): Promi
       g: async () => (await go.promise, {}),
       p: () => ({ _cost: 5 }),
     });
-    const id = await e.start(model);
+    const id = await e.create(model);
     const p = e.drive(id, undefined);
     await until(async () => eventsOf(await store.events(id), 'task.claimed').length === 2, 'slow and gate run');
     if (how === 'cancel') {

@@ -1,0 +1,92 @@
+/**
+ * A run handle (`engine.start()` returns one): the run's id, its result, cancel, status, and its
+ * events as an async iterator resumable from a `seq`. Built on the store port's public reads
+ * (`run`, `events`, `waitForChange`) and the engine's public methods, so it observes a run driven
+ * by this engine or by a worker in another process alike.
+ */
+import { BatonError } from '../core/errors.js';
+import type { RunEvent, RunStatus } from '../engine/events.js';
+import type { RunStore } from '../engine/ports.js';
+import type { RunResult } from '../engine/state.js';
+
+export interface RunEventsOptions {
+  /** Yield events with `seq` greater than this (default 0: from the first event). */
+  after?: number;
+  /** Ends the iteration (quietly) when it aborts. */
+  signal?: AbortSignal;
+}
+
+export interface RunHandle {
+  readonly id: string;
+  /** Drives the run on this engine (once; later calls share it) and resolves at its end. Rejects only on faults, never on a failed run. */
+  result(): Promise<RunResult>;
+  /** Cancels the run (the running attempts are told to stop). */
+  cancel(reason?: string): Promise<void>;
+  /** The stored status: running, waiting (a gate or a timer), completed, failed or cancelled. */
+  status(): Promise<RunStatus>;
+  /** The run's events in order, from `after`, ending when the run ends. */
+  events(opts?: RunEventsOptions): AsyncIterableIterator<RunEvent>;
+}
+
+/** What a handle needs from the engine: its store and three of its public methods. */
+export interface HandleHost {
+  readonly store: RunStore;
+  drive(runId: string, signal?: AbortSignal): Promise<RunResult>;
+  cancel(runId: string, reason?: string): Promise<void>;
+}
+
+/** How long one wait for a change lasts before the store is read again (a safety net; commits wake it sooner). */
+const WAIT_MS = 1000;
+
+export function runHandle(host: HandleHost, id: string, signal?: AbortSignal): RunHandle {
+  let driven: Promise<RunResult> | undefined;
+  return {
+    id,
+    result: () => (driven ??= host.drive(id, signal)),
+    cancel: (reason) => host.cancel(id, reason),
+    async status() {
+      const r = await host.store.run(id);
+      if (!r) throw new BatonError('unknown-run', `no run ${id} in ${host.store.location}`);
+      return r.status;
+    },
+    events: (opts = {}) => runEvents(host.store, id, opts),
+  };
+}
+
+const TERMINAL = new Set<RunEvent['type']>(['run.completed', 'run.failed', 'run.cancelled']);
+const ENDED = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
+
+/**
+ * The events of a run with seq > `after`, in order, until its terminal event (or until `signal`
+ * aborts). The wait for a change is armed before each read, so a commit between the read and the
+ * wait is never missed; an idle run costs one read per commit (or per WAIT_MS), never a busy loop.
+ */
+export async function* runEvents(store: RunStore, runId: string, opts: RunEventsOptions = {}): AsyncGenerator<RunEvent, void, undefined> {
+  let seq = opts.after ?? 0;
+  const signal = opts.signal;
+  if (!Number.isInteger(seq) || seq < 0) throw new BatonError('usage', `events({ after }): expected a seq (an integer >= 0), got ${String(opts.after)}`);
+  for (;;) {
+    if (signal?.aborted) return;
+    const stop = new AbortController();
+    const onAbort = (): void => stop.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const woken = store.waitForChange(WAIT_MS, stop.signal);
+      const batch = await store.events(runId, seq);
+      for (const e of batch) {
+        seq = e.seq;
+        yield e;
+        if (TERMINAL.has(e.type) || signal?.aborted) return;
+      }
+      if (batch.length > 0) continue;
+      const record = await store.run(runId);
+      if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${store.location}`);
+      // the terminal event lies at or before `after`: nothing more will come
+      if (ENDED.has(record.status) && record.seq <= seq) return;
+      await woken;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      stop.abort();
+    }
+  }
+}

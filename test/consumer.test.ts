@@ -1,0 +1,117 @@
+/**
+ * The package as a user gets it: `npm pack`, the tarball installed into a scratch project whose
+ * tsconfig is strict with `skipLibCheck: false`, `baton types` run by the installed bin, a program
+ * using the public API (loadWorkflow narrowing, createEngine<Workflow>, defineHandlers, defineAgent,
+ * the run handle with `for await`, `await using`) type-checked and run, and the same program with a
+ * misspelled agent id refused by tsc. The package name comes from package.json, as users import it.
+ *
+ * It runs the program on this Node and on every binary BATON_CONSUMER_NODES names (paths separated by
+ * `:`), e.g. Node 22 and 24 (docs/api.md says how to get them). It is skipped only when npm itself
+ * cannot pack or install for an environmental reason (no npm, no registry), and says why.
+ */
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const FIXTURE = join(ROOT, 'test', 'fixtures', 'consumer');
+const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; bin: Record<string, string>; devDependencies: Record<string, string> };
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+const EXTRA_NODES = (process.env['BATON_CONSUMER_NODES'] ?? '').split(delimiter).filter((p) => p !== '');
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** Why the process could not run or was killed (`ENOENT`, a timeout). */
+  error?: string;
+}
+
+function run(file: string, args: string[], cwd: string, timeoutMs = 240_000): Promise<Ran> {
+  return new Promise((done) => {
+    // npm_config_* from an enclosing `npm test` would point the scratch install at this repository
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_(config|package|lifecycle)_/i.test(k)));
+    execFile(file, args, { cwd, env: { ...env, NO_COLOR: '1' }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+      done({ code, stdout, stderr, ...(error && typeof error.code !== 'number' ? { error: String(error.code ?? error.signal ?? error.message) } : {}) });
+    });
+  });
+}
+
+/** npm could not run or reach the registry: the environment, not the package. */
+function environmental(r: Ran): string | undefined {
+  if (r.error === 'ENOENT') return 'npm is not on PATH';
+  const m = /\b(ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOSPC|EACCES)\b/.exec(r.stderr);
+  return m ? `npm failed with ${m[1]}` : undefined;
+}
+
+const PROGRAM = readFileSync(join(FIXTURE, 'program.ts.txt'), 'utf8').replaceAll('PACKAGE', PKG.name);
+const BAD = PROGRAM.replace('\n    drafter,\n', '\n    drafterr: drafter,\n');
+const BAD_AT = `${BAD.split('\n').findIndex((l) => l.includes('drafterr')) + 1},5`;
+
+let dir = '';
+let skipped: string | undefined;
+let tsc: Ran;
+
+beforeAll(async () => {
+  expect(BAD).not.toBe(PROGRAM);
+  dir = mkdtempSync(join(tmpdir(), 'baton-consumer-'));
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', dir], ROOT);
+  if (packed.code !== 0) {
+    skipped = environmental(packed);
+    if (skipped) return;
+    throw new Error(`npm pack failed:\n${packed.stderr}`);
+  }
+  const tarball = join(dir, (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename);
+  const app = join(dir, 'app');
+  mkdirSync(app);
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2));
+  writeFileSync(
+    join(app, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { strict: true, skipLibCheck: false, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2022', outDir: 'out', types: ['node'] }, include: ['*.ts'] }, null, 2),
+  );
+  copyFileSync(join(FIXTURE, 'workflow.yaml'), join(app, 'workflow.yaml'));
+  writeFileSync(join(app, 'good.ts'), PROGRAM);
+  writeFileSync(join(app, 'bad.ts'), BAD);
+  // --ignore-scripts: what pnpm does by default; the program uses the memory store, no native build needed
+  const installed = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', tarball, `@types/node@${PKG.devDependencies['@types/node']}`], app);
+  if (installed.code !== 0) {
+    skipped = environmental(installed);
+    if (skipped) return;
+    throw new Error(`npm install failed:\n${installed.stderr}`);
+  }
+  const bin = join(app, 'node_modules', PKG.name, PKG.bin['baton']!);
+  const types = await run(process.execPath, [bin, 'types', 'workflow.yaml', '-o', 'workflow.types.ts'], app);
+  expect(types.stderr).toBe('');
+  tsc = await run(process.execPath, [TSC, '-p', '.', '--pretty', 'false'], app);
+}, 300_000);
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** `file(line,col): error TSnnnn` lines of tsc's output. */
+function errors(out: string): string[] {
+  return [...out.matchAll(/^(\S+)\((\d+),(\d+)\): error (TS\d+)/gm)].map((m) => `${m[1]}:${m[2]},${m[3]} ${m[4]}`);
+}
+
+describe(`the packed package in a strict consumer project`, () => {
+  test('the published types and the program type-check with skipLibCheck: false; a misspelled agent id does not', (ctx) => {
+    if (skipped) ctx.skip(`skipped: ${skipped}`);
+    // exactly one error, in bad.ts at the misspelled id (defineHandlers: "`drafterr` is not an agent of this workflow"); none in any .d.ts
+    expect(errors(tsc.stdout), tsc.stdout).toEqual([`bad.ts:${BAD_AT} TS2322`]);
+  });
+
+  for (const node of [process.execPath, ...EXTRA_NODES]) {
+    test(`the program runs on ${node}`, async (ctx) => {
+      if (skipped) ctx.skip(`skipped: ${skipped}`);
+      const r = await run(node, [join(dir, 'app', 'out', 'good.js')], join(dir, 'app'), 60_000);
+      expect(r.stderr).toBe('');
+      const out = JSON.parse(r.stdout) as Record<string, unknown>;
+      expect(out).toMatchObject({ status: 'completed', result: 'completed', first: 'run.started', last: 'run.completed', output: { draft: expect.stringContaining('tides rise') as unknown } });
+      console.log(`consumer program: ok on Node ${String(out['node'])}`);
+    });
+  }
+});
