@@ -5,7 +5,8 @@ import { createEngine, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
 import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, missingAgents, openCliStore, storeFlag } from './durable.js';
 import type { CliIo } from './io.js';
-import { describeEvent, finish, gateNotice, progressView } from './run.js';
+import { Foreground } from './foreground.js';
+import { describeEvent, gateNotice, progressView } from './run.js';
 
 const RESUME_USAGE = 'Usage: baton resume RUN [--agents MODULE] [--agent-command ID=CMD] [--agent-serve ID=CMD] [--stub-agents] [--store SPEC] [--json] [--output FILE] [--quiet]\n';
 const RERUN_USAGE = 'Usage: baton rerun RUN --from PHASE [--run-id ID] [binding flags] [--store SPEC] [--detach] [--json] [--output FILE] [--quiet]\n';
@@ -38,7 +39,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
       io.stderr(`run ${runId} already ${record.status}; nothing to resume (baton rerun ${runId} --from PHASE runs part of it again)\n`);
       return record.status === 'completed' ? 0 : 1;
     }
-    const holder: ViewHolder = {};
+    const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
     engine = await makeEngine(store, io, values, holder);
     const missing = await missingAgents(engine, runId);
     if (missing) throw new UsageError(missing);
@@ -46,7 +47,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
     const view = values.quiet ? undefined : progressView(model.phases.map((p) => p.name), io, values.json === true);
     holder.view = view;
     if (!values.quiet) io.stderr(`resuming run ${safeText(runId, 200)} (${safeText(record.workflowName, 200)}) from ${safeText(store.location, 500)}\n`);
-    return await finish(engine, runId, io, values, view);
+    return await holder.fg.finish(engine, runId, view);
   } catch (e) {
     return exitFor(e, 'resume', io, RESUME_USAGE);
   } finally {
@@ -67,7 +68,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
     if (positionals.length !== 1) throw new UsageError('rerun takes one run id (see `baton runs`)');
     if (values.from === undefined) throw new UsageError('rerun needs --from PHASE: that phase and everything after it run again');
     store = await openCliStore(values, io);
-    const holder: ViewHolder = {};
+    const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
     engine = await makeEngine(store, io, values, holder);
     const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}) });
     const record = (await store.run(id))!;
@@ -84,7 +85,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
     const view = values.quiet ? undefined : progressView(model.phases.map((p) => p.name), io, values.json === true);
     holder.view = view;
     if (!values.quiet) io.stderr(`run ${id}: rerun of ${positionals[0]!} from phase ${values.from}\n`);
-    return await finish(engine, id, io, values, view);
+    return await holder.fg.finish(engine, id, view);
   } catch (e) {
     return exitFor(e, 'rerun', io, RERUN_USAGE);
   } finally {
@@ -95,6 +96,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
 
 interface ViewHolder {
   view?: ReturnType<typeof progressView> | undefined;
+  fg: Foreground;
 }
 
 async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: string | undefined; json?: boolean | undefined; store?: string | undefined } & Parameters<typeof bindFromFlags>[0], holder: ViewHolder): Promise<Engine> {
@@ -106,7 +108,8 @@ async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: st
     ...(concurrency !== undefined ? { concurrency } : {}),
     onEvent: (e, state) => {
       holder.view?.onEvent({ type: e.type, at: e.at, ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}), ...('attempt' in e ? { attempt: e.attempt } : {}), data: { reason: describeEvent(e) } });
-      gateNotice(e, state, io, values);
+      if (!holder.fg.inMemory) gateNotice(e, state, io, values);
+      holder.fg.onEvent(e, state);
     },
   });
   return engine;

@@ -4,7 +4,6 @@
  */
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import pc from 'picocolors';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { safeText } from '../diagnostics/terminal.js';
@@ -14,14 +13,14 @@ import { describeAgentEvent } from '../agents/llm/describe.js';
 import { WorkflowSpec } from '../api/spec.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
-import type { RunResult, RunState } from '../engine/state.js';
+import type { RunState } from '../engine/state.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
 import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, openCliStore, storeFlag } from './durable.js';
 import { resolveTarget } from './examples.js';
 import { StateOut } from './state-out.js';
-import { startWatchdog } from './watchdog.js';
+import { Foreground } from './foreground.js';
 import type { CliIo } from './io.js';
-import { outputProblem, printJson, saveResult } from './output.js';
+import { outputProblem } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
 import { boundFromHandlers } from './agents-module.js';
 import { printDiagnostics } from './validate.js';
@@ -108,6 +107,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const replies = values.replies !== undefined ? resolve(io.cwd, values.replies) : undefined;
     const llm = { ...(values.llm ? { agents: values.llm } : {}), allUnbound: values['llm-agents'] === true, env: io.env, ...(replies !== undefined ? { replies } : {}), onNote: (m: string) => io.stderr(`note: ${m}\n`) };
     if (values.llm || values['llm-agents'] || replies !== undefined) bound.record['llm'] = { ...(values.llm ? { agents: values.llm } : {}), ...(values['llm-agents'] ? { all_unbound: true } : {}), ...(replies !== undefined ? { replies } : {}) };
+    const fg = new Foreground(io, values, store.kind === 'memory');
     const stateOut = values['state-out'] !== undefined ? new StateOut(resolve(io.cwd, values['state-out']), spec.model, initialState as JsonObject | undefined) : undefined;
     engine = cliEngine(store, io, bound.agents, {
       stubAgents: values['stub-agents'] === true,
@@ -116,7 +116,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       onEvent: (e, state) => {
         stateOut?.update(e, state);
         view?.onEvent(toViewEvent(e));
-        gateNotice(e, state, io, values);
+        if (!fg.inMemory) gateNotice(e, state, io, values);
+        fg.onEvent(e, state);
       },
     });
     const id = await engine.start(spec, {
@@ -136,7 +137,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       return 0;
     }
     try {
-      return await finish(engine, id, io, values, view);
+      return await fg.finish(engine, id, view);
     } finally {
       stateOut?.flush();
     }
@@ -147,39 +148,6 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     await store?.close();
   }
 }
-
-/** Drives a run in the foreground with progress and Ctrl-C handling, then prints or writes the result. */
-export async function finish(engine: Engine, runId: string, io: CliIo, values: { json?: boolean | undefined; output?: string | undefined; store?: string | undefined }, view: ProgressView | undefined): Promise<number> {
-  const ctl = new AbortController();
-  let interrupts = 0;
-  // only in a real process (tests inject io without onInterrupt)
-  const watchdog = io.onInterrupt ? startWatchdog(GRACE_S, `The run stays in the store: baton resume ${runId}${storeFlag(values)}`) : undefined;
-  const off = io.onInterrupt?.(() => {
-    interrupts++;
-    if (interrupts === 1) {
-      io.stderr(`\ncancelling run ${runId} (agents get ${GRACE_S} s to stop; press Ctrl-C again to exit at once)\n`);
-      ctl.abort(new Error('interrupted (SIGINT)'));
-      // an agent that ignores its signal does not hold the process past the grace period
-      setTimeout(() => io.exit?.(130), GRACE_S * 1000).unref();
-    } else io.exit?.(130);
-  });
-  let result: RunResult;
-  try {
-    result = await engine.drive(runId, ctl.signal);
-  } finally {
-    view?.close();
-    off?.();
-    watchdog?.stop();
-  }
-  // streamed: a result of hundreds of megabytes is never one string; an unwritable file never loses it
-  const saved = values.output ? await saveResult(result, resolve(io.cwd, values.output), values.output, io) : true;
-  if (values.json) await printJson(result, io);
-  else io.stdout(summary(result, io.isTTY));
-  return !saved ? 2 : result.status === 'completed' ? 0 : 1;
-}
-
-/** Seconds an in-process agent gets to return after Ctrl-C before Baton exits anyway. */
-export const GRACE_S = 5;
 
 export function progressView(phases: string[], io: CliIo, toStderr: boolean): ProgressView {
   const stream = toStderr ? io.stderrStream : io.stdoutStream;
@@ -293,7 +261,7 @@ export function describeEvent(e: RunEvent): string {
     case 'run.cancelled':
       return e.reason;
     case 'run.started':
-      return e.workflow;
+      return `run ${e.run_id}: ${e.workflow}`;
     case 'gate.opened':
       return `${e.kind} gate ${e.gate_id}: ${e.reason}`;
     case 'gate.decided':
@@ -328,20 +296,4 @@ function toViewEvent(e: RunEvent): ViewEvent {
     ...('attempt' in e ? { attempt: e.attempt } : {}),
     data: { reason: note, ...(e.type === 'task.completed' && e.partial ? { state: 'partial' } : {}) },
   };
-}
-
-function summary(r: RunResult, color: boolean): string {
-  const c = pc.createColors(color);
-  const counts = new Map<string, number>();
-  for (const p of Object.values(r.phases)) counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
-  const status = r.status === 'completed' ? c.green(c.bold('completed')) : c.red(c.bold(r.status));
-  const lines = [`\nrun ${r.runId} ${status} in ${(r.duration_ms / 1000).toFixed(2)} s: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}${r.cost_usd > 0 ? `; cost $${r.cost_usd}` : ''}`];
-  // names from the file and messages from agents are escaped: a terminal must not interpret them
-  for (const [name, p] of Object.entries(r.phases)) {
-    if (p.status === 'failed' && p.error) lines.push(`  ${c.red('✗')} ${safeText(name, 200)}: ${safeText(p.error.code, 200)}: ${safeText(p.error.message)}`);
-    else if (p.status === 'partial') lines.push(`  ${c.yellow('◐')} ${safeText(name, 200)}: partial result, accepted by its agent's contract`);
-  }
-  for (const e of r.events) if (e.type === 'task.warning') lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)} (attempt ${e.attempt}): ${safeText(e.code, 200)}: ${safeText(e.message)}`);
-  if (r.error && r.status !== 'completed') lines.push(`  ${safeText(r.error.code, 200)}: ${safeText(r.error.message)}`);
-  return lines.join('\n') + '\n';
 }
