@@ -31,10 +31,11 @@ export const BINDING_OPTIONS = {
   'stub-agents': { type: 'boolean', default: false },
 } as const;
 
-export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo): Promise<RunStore> {
+/** `access: 'read'`: the command only reads the store (runs, show), which then needs no write access. */
+export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo, access: 'read' | 'write' = 'write'): Promise<RunStore> {
   const sync = values.sync;
   if (sync !== undefined && sync !== 'full' && sync !== 'normal') throw new UsageError(`--sync expects full or normal, got \`${sync}\``);
-  return openStore(values.store, { cwd: io.cwd, env: io.env, ...(sync ? { sync } : {}) });
+  return openStore(values.store, { cwd: io.cwd, env: io.env, access, ...(sync ? { sync } : {}) });
 }
 
 export interface BindingFlags {

@@ -112,10 +112,17 @@ export async function newCommand(args: string[], io: CliIo): Promise<number> {
     io.stderr(`baton new: ${relative(io.cwd, wf) || wf} already exists; choose another name or --dir\n`);
     return 2;
   }
-  await mkdir(dir, { recursive: true });
-  await writeFile(wf, starterWorkflow(name));
-  await writeFile(join(dir, 'agents.mjs'), STARTER_AGENTS);
-  await writeFile(join(dir, 'trigger.json'), JSON.stringify({ topic: 'multi-agent pipelines' }, null, 2) + '\n');
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(wf, starterWorkflow(name));
+    await writeFile(join(dir, 'agents.mjs'), STARTER_AGENTS);
+    await writeFile(join(dir, 'trigger.json'), JSON.stringify({ topic: 'multi-agent pipelines' }, null, 2) + '\n');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ENOTDIR' || code === 'EEXIST' ? 'a part of the path is a file, not a directory' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'EROFS' ? 'the file system is read-only' : (code ?? (e as Error).message);
+    io.stderr(`baton new: cannot write ${relative(io.cwd, dir) || dir}: ${why}\n`);
+    return 2;
+  }
   const rel = relative(io.cwd, dir) || '.';
   // the next steps are commands to paste: quoted when the folder name needs it
   io.stdout(`created ${rel}/workflow.yaml, ${rel}/agents.mjs and ${rel}/trigger.json\n\n  npx baton validate ${shellQuote(`${rel}/workflow.yaml`)}\n  npx baton run ${shellQuote(rel)}\n`);

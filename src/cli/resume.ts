@@ -1,5 +1,7 @@
 /** `baton resume RUN`, `baton rerun RUN --from PHASE` and `baton worker`: continue stored runs. */
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { outputProblem } from './output.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
@@ -31,6 +33,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
   let engine: Engine | undefined;
   try {
     if (positionals.length !== 1) throw new UsageError('resume takes one run id (see `baton runs`)');
+    await checkOutput(values.output, io);
     const runId = positionals[0]!;
     store = await openCliStore(values, io);
     const record = await store.run(runId);
@@ -67,6 +70,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
   try {
     if (positionals.length !== 1) throw new UsageError('rerun takes one run id (see `baton runs`)');
     if (values.from === undefined) throw new UsageError('rerun needs --from PHASE: that phase and everything after it run again');
+    await checkOutput(values.output, io);
     store = await openCliStore(values, io);
     const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
     engine = await makeEngine(store, io, values, holder);
@@ -92,6 +96,13 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
     await engine?.close();
     await store?.close();
   }
+}
+
+/** `--output` is checked before anything runs, as `baton run` does. */
+async function checkOutput(output: string | undefined, io: CliIo): Promise<void> {
+  if (output === undefined) return;
+  const why = await outputProblem(resolve(io.cwd, output));
+  if (why) throw new UsageError(`--output ${output}: ${why}; nothing was run`);
 }
 
 interface ViewHolder {

@@ -20,7 +20,7 @@ import { resolveTarget } from './examples.js';
 import { StateOut } from './state-out.js';
 import { Foreground } from './foreground.js';
 import type { CliIo } from './io.js';
-import { outputProblem } from './output.js';
+import { inputProblem, outputProblem } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
 import { boundFromHandlers } from './agents-module.js';
 import { printDiagnostics } from './validate.js';
@@ -68,9 +68,14 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const target = resolveTarget(arg, io.cwd);
     if (!target) throw new UsageError(`no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`);
     const shown = relative(io.cwd, target.workflow) || target.workflow;
-    const outputPath = values.output === undefined ? undefined : resolve(io.cwd, values.output);
-    const outputWhy = outputPath ? await outputProblem(outputPath) : undefined;
-    if (outputWhy) throw new UsageError(`--output ${values.output}: ${outputWhy}; nothing was run`);
+    // every path the run will write is checked before anything runs
+    for (const [flag, given] of [['--output', values.output], ['--state-out', values['state-out']]] as const) {
+      if (given === undefined) continue;
+      const why = await outputProblem(resolve(io.cwd, given));
+      if (why) throw new UsageError(`${flag} ${given}: ${why}; nothing was run`);
+    }
+    const repliesWhy = values.replies === undefined ? undefined : await inputProblem(resolve(io.cwd, values.replies));
+    if (repliesWhy) throw new UsageError(`--replies ${values.replies}: ${repliesWhy}; nothing was run`);
 
     const compiled = await loadWorkflow(target.workflow);
     const r = { ...compiled, file: shown.startsWith('..') ? target.workflow : shown };
@@ -108,7 +113,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const llm = { ...(values.llm ? { agents: values.llm } : {}), allUnbound: values['llm-agents'] === true, env: io.env, ...(replies !== undefined ? { replies } : {}), onNote: (m: string) => io.stderr(`note: ${m}\n`) };
     if (values.llm || values['llm-agents'] || replies !== undefined) bound.record['llm'] = { ...(values.llm ? { agents: values.llm } : {}), ...(values['llm-agents'] ? { all_unbound: true } : {}), ...(replies !== undefined ? { replies } : {}) };
     const fg = new Foreground(io, values, store.kind === 'memory');
-    const stateOut = values['state-out'] !== undefined ? new StateOut(resolve(io.cwd, values['state-out']), spec.model, initialState as JsonObject | undefined) : undefined;
+    const stateOut = values['state-out'] !== undefined ? new StateOut(resolve(io.cwd, values['state-out']), spec.model, initialState as JsonObject | undefined, (m) => io.stderr(`${m}\n`), values['state-out']) : undefined;
     engine = cliEngine(store, io, bound.agents, {
       stubAgents: values['stub-agents'] === true,
       llm,

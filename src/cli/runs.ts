@@ -25,7 +25,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
     for (const s of status) if (!RUN_STATES.includes(s as RunStatus)) throw new UsageError(`--status expects one of ${RUN_STATES.join(', ')}, got \`${s}\``);
     const limit = values.limit === undefined ? 100 : Number(values.limit);
     if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit expects a positive integer, got \`${values.limit}\``);
-    store = await openCliStore(values, io);
+    store = await openCliStore(values, io, 'read');
     const runs = await store.runs({ ...(status.length > 0 ? { status: status as RunStatus[] } : {}), limit });
     if (values.json) {
       io.stdout(JSON.stringify(runs.map((r) => ({ run_id: r.runId, workflow: r.workflowName, status: r.status, created_at: new Date(r.createdAt).toISOString(), updated_at: new Date(r.updatedAt).toISOString(), ended_at: r.endedAt === null ? null : new Date(r.endedAt).toISOString(), cost_usd: r.costUsd })), null, 2) + '\n');
@@ -66,7 +66,7 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
   let store: RunStore | undefined;
   try {
     if (positionals.length !== 1) throw new UsageError('show takes one run id (see `baton runs`)');
-    store = await openCliStore(values, io);
+    store = await openCliStore(values, io, 'read');
     const engine = createEngine({ store });
     const { record, workflow, result, state } = await engine.inspect(positionals[0]!);
     if (values.state) {

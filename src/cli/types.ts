@@ -1,5 +1,6 @@
 /** `baton types FILE [-o OUT] [--baton-module NAME]`: TypeScript types for a workflow's phases and a typed `defineHandlers`. */
 import { writeFile } from 'node:fs/promises';
+import { outputProblem } from './output.js';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadWorkflow } from '../workflow/compile.js';
@@ -20,6 +21,11 @@ export async function typesCommand(args: string[], io: CliIo): Promise<number> {
     return 2;
   }
   const file = positionals[0]!;
+  const why = values.output === undefined ? undefined : await outputProblem(resolve(io.cwd, values.output));
+  if (why) {
+    io.stderr(`baton types: -o ${values.output}: ${why}\n`);
+    return 2;
+  }
   const r = await loadWorkflow(resolve(io.cwd, file));
   if (!r.model) {
     io.stderr(printDiagnostics({ ...r, file }, io.isTTY, io.cwd));
@@ -28,7 +34,12 @@ export async function typesCommand(args: string[], io: CliIo): Promise<number> {
   const text = generateTypes(r.model, { source: file, ...(values['baton-module'] !== undefined ? { batonModule: values['baton-module'] } : {}) });
   if (values.output === undefined) io.stdout(text);
   else {
-    await writeFile(resolve(io.cwd, values.output), text);
+    try {
+      await writeFile(resolve(io.cwd, values.output), text);
+    } catch (e) {
+      io.stderr(`baton types: cannot write ${values.output} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})\n`);
+      return 2;
+    }
     io.stdout(`wrote ${values.output}: ${r.model.phases.length} phase(s)\n`);
   }
   return 0;

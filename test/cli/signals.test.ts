@@ -72,8 +72,8 @@ describe.each(['SIGINT', 'SIGTERM'] as const)('%s sent to the process alone', (s
     const id = `s-${signal}-${where}`;
     const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', id], { cwd });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     await until(() => REACHED[where].test(out));
     child.kill(signal);
     const done = await child.done;
