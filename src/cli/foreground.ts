@@ -75,8 +75,8 @@ export class Foreground {
     const { io, values } = this;
     const flag = storeFlag(values);
     const hint = this.inMemory ? 'The run was in memory (--store memory) and is lost.' : `The run stays in the store: baton resume ${runId}${flag}`;
-    // only in a real process (tests inject io without onInterrupt)
-    const watchdog = io.onInterrupt ? startWatchdog(GRACE_S, hint) : undefined;
+    // only in a real process (tests inject io without exit)
+    const watchdog = io.onInterrupt && io.exit ? startWatchdog(GRACE_S, hint) : undefined;
     const ctl = new AbortController();
     let signals = 0;
     this.onStop = () => {

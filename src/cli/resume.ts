@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { outputProblem } from './output.js';
 import { safeText } from '../diagnostics/terminal.js';
-import { createEngine, type Engine } from '../api/engine.js';
+import { createEngine, unboundAgents, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
 import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, missingAgents, openCliStore, storeFlag } from './durable.js';
 import type { CliIo } from './io.js';
@@ -152,12 +152,15 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       // names and messages come from files and agents: escaped, never sent raw to a terminal
       ...(values.quiet ? {} : { onEvent: (e) => io.stderr(`${new Date(e.at).toISOString()} ${'phase' in e && e.phase ? `${safeText(e.phase, 200)} ` : ''}${e.type} ${safeText(describeEvent(e))}`.trimEnd() + '\n') }),
     });
-    const off = io.onInterrupt?.(() => {
+    const off = io.onInterrupt?.((why) => {
+      if (why === 'reader-gone') return; // a log reader that went away does not stop the work
       io.stderr('worker stopping; running attempts are left to other workers (their leases expire)\n');
       ctl.abort();
     });
     const agents = Object.keys(bound.agents);
-    io.stderr(`worker ${engine.work.id} serving ${store.location}${agents.length > 0 ? ` for agents ${agents.join(', ')}` : ''}${values['stub-agents'] ? ' (stub agents)' : ''}\n`);
+    io.stderr(`worker ${engine.work.id} serving ${store.location}: ${agents.length > 0 ? `agents ${agents.map((a) => safeText(a, 200)).join(', ')}` : 'no agents of its own'}${values['stub-agents'] ? ', stubs for the rest' : ''}, and the x-command and LLM agents the stored workflows declare\n`);
+    if (agents.length === 0 && !values['stub-agents']) io.stderr('warning: this worker binds no agents: it runs only agents a workflow declares with x-command (or LLM agents); bind the others with --agents MODULE, --agent-command ID=CMD or --stub-agents\n');
+    for (const line of await unservedRuns(engine, store)) io.stderr(`warning: ${line}\n`);
     try {
       await engine.serve(ctl.signal);
     } finally {
@@ -170,4 +173,28 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     await engine?.close();
     await store?.close();
   }
+}
+
+/**
+ * The waiting runs of the store whose ready work needs agents this worker cannot run: said once when
+ * the worker starts, so a worker that will never claim anything does not wait in silence.
+ */
+export async function unservedRuns(engine: Engine, store: RunStore, limit = 50): Promise<string[]> {
+  const out: string[] = [];
+  const runs = await store.runs({ status: ['running', 'waiting'], limit });
+  for (const record of runs) {
+    let need: Map<string, string[]>;
+    try {
+      const { model, handlers } = await engine.bind(record);
+      need = unboundAgents(model, handlers);
+    } catch {
+      continue; // a run whose workflow cannot be bound here is reported when a worker takes it up
+    }
+    if (need.size === 0) continue;
+    const ready = (await store.tasks(record.runId)).filter((t) => t.status === 'ready' || t.status === 'running');
+    const blocked = [...need].filter(([, phases]) => ready.some((t) => phases.includes(t.phase)));
+    if (blocked.length === 0) continue;
+    out.push(`run ${safeText(record.runId, 200)} (${safeText(record.workflowName, 200)}) needs agent${blocked.length === 1 ? '' : 's'} ${blocked.map(([a]) => `\`${safeText(a, 200)}\``).join(', ')}, which this worker does not bind${typeof record.bindings['module'] === 'string' ? ` (the run was started with --agents ${safeText(record.bindings['module'], 500)})` : ''}`);
+  }
+  return out;
 }

@@ -15,7 +15,7 @@ import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { RunState } from '../engine/state.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
-import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, openCliStore, storeFlag } from './durable.js';
+import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
 import { resolveTarget } from './examples.js';
 import { StateOut } from './state-out.js';
 import { Foreground } from './foreground.js';
@@ -107,6 +107,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     }
 
     store = await openCliStore(values, io);
+    if (values.detach && store.kind === 'memory') throw new UsageError('--detach stores the run for a worker or `baton resume`, but --store memory keeps nothing after this process: use a durable store (the default .baton/baton.db, a file, or postgres://...)');
     const view = values.quiet || values.detach ? undefined : progressView(spec.phases.map((p) => p.name), io, values.json === true);
     // LLM agents (docs/llm-agents.md); recorded with the run so a resume binds them the same way
     const replies = values.replies !== undefined ? resolve(io.cwd, values.replies) : undefined;
@@ -138,7 +139,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       view?.close();
       if (values.json) io.stdout(JSON.stringify({ runId: id, status: 'running', store: store.location }) + '\n');
       else io.stdout(`${id}\n`);
-      io.stderr(`run ${id} stored in ${store.location}; continue it with: baton resume ${id}${storeFlag(values)} (or any \`baton worker\`)\n`);
+      const module = typeof bound.record['module'] === 'string' ? ` --agents ${shellQuote(relative(io.cwd, bound.record['module']) || bound.record['module'])}` : '';
+      io.stderr(`run ${id} stored in ${store.location}; continue it with: baton resume ${id}${storeFlag(values)} (or a worker that binds its agents: baton worker${module}${values['stub-agents'] ? ' --stub-agents' : ''}${storeFlag(values)})\n`);
       return 0;
     }
     try {
