@@ -2,6 +2,7 @@
  * What the durable commands share: opening the store named by `--store` / `BATON_STORE`, binding
  * agents from flags and from what a run recorded, and turning faults into exit codes.
  */
+import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { subprocessAgent } from '../agents/subprocess.js';
 import { createEngine, unboundAgents, type AgentBinding, type Engine, type EngineOptions } from '../api/engine.js';
@@ -120,9 +121,18 @@ export async function missingAgents(engine: Engine, runId: string): Promise<stri
   return `run ${runId} needs agent${unbound.size === 1 ? '' : 's'} ${[...unbound].map(([a, ps]) => `\`${a}\` (${ps.join(', ')})`).join(', ')}, which nothing binds here: pass --agents MODULE, --agent-command ID=CMD or --stub-agents`;
 }
 
-/** Who decides a gate: `--as`, else BATON_USER, else the login name. */
+/** Who decides a gate: `--as`, else BATON_USER, else the login name (USER, LOGNAME, else the account of this process: `uid N` when it has no name). */
 export function actor(as: string | undefined, io: CliIo): string {
-  return as ?? io.env['BATON_USER'] ?? io.env['USER'] ?? io.env['LOGNAME'] ?? 'unknown';
+  const named = as ?? io.env['BATON_USER'] ?? io.env['USER'] ?? io.env['LOGNAME'];
+  if (named !== undefined && named.trim() !== '') return named;
+  try {
+    const u = userInfo();
+    if (u.username) return u.username;
+    return `uid ${u.uid}`;
+  } catch {
+    // no passwd entry for this uid (a container): still someone, by number
+    return typeof process.getuid === 'function' ? `uid ${process.getuid()}` : 'an unnamed user';
+  }
 }
 
 /** Faults a user can cause (unknown run, locked store, unreachable database, ...) → a message and exit 2. */
