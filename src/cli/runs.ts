@@ -5,9 +5,10 @@ import { safeText } from '../diagnostics/terminal.js';
 import { createEngine } from '../api/engine.js';
 import { workflowState } from '../api/workflow-state.js';
 import type { RunStatus } from '../engine/events.js';
-import type { RunStore } from '../engine/ports.js';
+import type { RunRecord, RunStore, TaskRow } from '../engine/ports.js';
+import { ownerIsDeadOnThisHost } from '../engine/worker.js';
 import type { GateResult } from '../engine/state.js';
-import { STORE_OPTIONS, UsageError, exitFor, openCliStore } from './durable.js';
+import { STORE_OPTIONS, UsageError, exitFor, openCliStore, storeFlag } from './durable.js';
 import type { CliIo } from './io.js';
 import { describeEvent } from './run.js';
 
@@ -68,7 +69,7 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
     if (positionals.length !== 1) throw new UsageError('show takes one run id (see `baton runs`)');
     store = await openCliStore(values, io, 'read');
     const engine = createEngine({ store });
-    const { record, workflow, result, state } = await engine.inspect(positionals[0]!);
+    const { record, workflow, result, state, tasks } = await engine.inspect(positionals[0]!);
     if (values.state) {
       const model = await engine.model(record);
       io.stdout(JSON.stringify(workflowState(state, model, result.events, record.initialState ?? undefined), null, 2) + '\n');
@@ -116,6 +117,8 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
       out.push('', c.bold('gates'));
       for (const g of result.gates) out.push(gateLine(g, record.runId));
     }
+    const next = nextSteps(record, tasks, result.gates, values.store);
+    if (next.length > 0) out.push('', c.bold('next'), ...next.map((l) => `  ${l}`));
     if (values.events) {
       out.push('', c.bold('events'));
       for (const e of result.events) out.push(`  ${String(e.seq).padStart(5)} ${new Date(e.at).toISOString()} ${e.type}${'phase' in e && e.phase ? ` ${safeText(e.phase, 200)}` : ''}${'gate_id' in e ? ` ${safeText(e.gate_id, 200)}` : ''} ${safeText(describeEvent(e))}`.trimEnd());
@@ -127,6 +130,35 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
   } finally {
     await store?.close();
   }
+}
+
+/**
+ * What a run that has not ended waits for, and what continues it: an attempt left by a process that
+ * is gone (Ctrl-C, a signal, a crash), a gate to decide, or no process at all.
+ */
+export function nextSteps(record: RunRecord, tasks: readonly TaskRow[], gates: readonly GateResult[], store: string | undefined, now = Date.now()): string[] {
+  if (record.status !== 'running' && record.status !== 'waiting') return [];
+  const run = safeText(record.runId, 200);
+  const flag = storeFlag({ store });
+  const lines: string[] = [];
+  let live = false;
+  for (const t of tasks) {
+    if (t.status !== 'running' || !t.leaseOwner) continue;
+    const gone = ownerIsDeadOnThisHost(t.leaseOwner) || (t.leaseExpiresAt !== null && t.leaseExpiresAt < now);
+    if (gone) lines.push(`${safeText(t.phase, 200)}: attempt ${t.attempt} was left by ${safeText(t.leaseOwner, 200)}, which is gone; it runs again when the run is continued`);
+    else {
+      live = true;
+      lines.push(`${safeText(t.phase, 200)}: attempt ${t.attempt} is running in ${safeText(t.leaseOwner, 200)}${t.leaseExpiresAt !== null ? ` (lease until ${new Date(t.leaseExpiresAt).toISOString()})` : ''}`);
+    }
+  }
+  for (const g of gates) {
+    if (g.status !== 'open') continue;
+    const id = safeText(g.id, 200);
+    if (g.kind === 'input') lines.push(`gate ${id} waits for ${g.escalation ? 'a decision' : 'an answer'}: baton respond ${run} ${id} --value ${g.escalation ? 'retry|skip|fail' : "'<JSON>'"}${flag}`);
+    else lines.push(`gate ${id} waits for a decision: baton approve ${run} ${id}${flag} (or baton deny ${run} ${id}${flag})`);
+  }
+  if (!live) lines.push(`no process is working on this run: continue it with baton resume ${run}${flag} (or a baton worker that binds its agents)`);
+  return lines;
 }
 
 function gateLine(g: GateResult, runId: string): string {

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, test } from 'vitest';
+import { run } from '../../src/cli/main.js';
 import { baton, batonRun, until } from '../helpers/spawn.js';
 
 const STACK = /\n\s+at .+:\d+:\d+/;
@@ -84,6 +85,13 @@ describe.each(['SIGINT', 'SIGTERM'] as const)('%s sent to the process alone', (s
     expect(left.status).toBe(where === 'gate' ? 'waiting' : 'running');
     expect(left.phases['a']).toMatchObject({ status: 'completed', output: { n: 1 } });
     expect(left.phases['b']!.status).not.toBe('cancelled');
+    // and `baton show` explains what the run waits for and what continues it
+    let shown = '';
+    expect(await run(['show', id], { stdout: (t) => void (shown += t), stderr: () => undefined, isTTY: false, cwd, env: {} })).toBe(0);
+    expect(shown).toMatch(/\nnext\n/);
+    expect(shown).toContain(`baton resume ${id}`);
+    if (where === 'gate') expect(shown).toContain(`baton approve ${id} approve-b`);
+    if (where === 'attempt') expect(shown).toMatch(/b: attempt 1 was left by .*, which is gone/);
     // and it is finished where it was left: approved, or resumed
     if (where === 'gate') expect((await batonRun(['approve', id, 'approve-b', '--as', 'ann'], { cwd })).code).toBe(0);
     const resumed = await batonRun(['resume', id, '--agents', 'agents.mjs', '-q'], { cwd, env: { FAST: '1' } });
