@@ -71,7 +71,9 @@ describe.each(['SIGINT', 'SIGTERM'] as const)('%s sent to the process alone', (s
   test.each(['gate', 'attempt', 'retry-delay'] as const)('at a %s: the run is left as it was, finished phases keep their outputs, and it can be finished', async (where) => {
     const cwd = project(WORKFLOW[where], AGENTS);
     const id = `s-${signal}-${where}`;
-    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', id], { cwd });
+    // SIGTERM runs with --json: the run as it stands goes to stdout
+    const json = signal === 'SIGTERM' ? ['--json'] : [];
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', id, ...json], { cwd });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -81,6 +83,7 @@ describe.each(['SIGINT', 'SIGTERM'] as const)('%s sent to the process alone', (s
     expect(done.code).toBe(signal === 'SIGINT' ? 130 : 143);
     expect(done.stderr).toContain(`baton resume ${id}`);
     expect(done.stderr).not.toMatch(STACK);
+    if (json.length > 0) expect((JSON.parse(done.stdout) as { runId: string; status: string }).status).toBe(where === 'gate' ? 'waiting' : 'running');
     const left = await show(cwd, id);
     expect(left.status).toBe(where === 'gate' ? 'waiting' : 'running');
     expect(left.phases['a']).toMatchObject({ status: 'completed', output: { n: 1 } });
