@@ -106,3 +106,14 @@ describe('a gate that opens later with --store memory', () => {
     expect(r.phases['a']!.status).toBe('completed');
   });
 });
+
+describe('on a terminal', () => {
+  test('the live table names the run from its first event', async () => {
+    const { ProgressView } = await import('../../src/cli/progress.js');
+    const { describeEvent } = await import('../../src/cli/run.js');
+    const v = new ProgressView(['a'], { write: () => undefined, isTTY: true });
+    const started = { type: 'run.started', seq: 1, at: 0, run_id: 'r1', workflow: 'Gated', trigger: null, phases: ['a'] } as unknown as RunEvent;
+    v.onEvent({ type: 'run.started', at: 0, data: { reason: describeEvent(started) } });
+    expect(v.render().split('\n')[0]).toContain('run r1: Gated');
+  });
+});
