@@ -5,6 +5,8 @@
  * documented in docs/agents.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { hostname } from 'node:os';
+import { processStartTime } from '../core/process.js';
 import { isPlainObject, type Json } from '../core/json.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { AgentError, type AgentContext, type ClosableAgent } from '../engine/agent.js';
@@ -72,9 +74,16 @@ export const CHECKPOINT_FD = 3;
 /** A checkpoint line longer than this is dropped (and said so in a log line). */
 const MAX_CHECKPOINT_LINE = 4 * 1024 * 1024;
 
+/**
+ * Once mode: a pipe on this fd that Baton never writes to and keeps open while it runs: a read
+ * reaches end-of-file when Baton is gone (killed, crashed), so the agent can stop instead of running
+ * beside its successor (docs/agents.md).
+ */
+export const ALIVE_FD = 4;
+
 function start(l: Launch, checkpoints = false): ChildProcess {
   return spawn(l.file, l.args, {
-    stdio: checkpoints ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+    stdio: checkpoints ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
     shell: l.shell,
     env: l.env,
     windowsHide: true,
@@ -100,6 +109,18 @@ function killGroup(child: ChildProcess, sig: NodeJS.Signals): boolean {
     }
   }
   return child.exitCode === null && child.signalCode === null ? child.kill(sig) : false;
+}
+
+/**
+ * The attempt's process group, recorded with the attempt (`task.agent_event` kind `process`): a
+ * worker that takes the task over on this host ends that group before it starts the next attempt,
+ * so no orphan runs beside its successor. The process's start time guards against a reused pid.
+ */
+function recordProcess(child: ChildProcess, ctx: AgentContext): void {
+  const pid = child.pid;
+  if (pid === undefined || !GROUPS) return;
+  const started = processStartTime(pid);
+  ctx.record('process', { pid, pgid: pid, host: hostname(), ...(started !== undefined ? { start_time: started } : {}) });
 }
 
 /** After an attempt settled: whatever the agent left behind in its group gets SIGTERM, then SIGKILL. */
@@ -235,6 +256,9 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
       return;
     }
     readCheckpoints(child, ctx, name);
+    // the end of Baton's side of the alive pipe is never written; its errors (the agent closed it) do not matter
+    child.stdio[ALIVE_FD]?.on('error', () => undefined);
+    recordProcess(child, ctx);
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;
     const stderr = new TailBuffer(STDERR_TAIL_BYTES);
@@ -258,7 +282,7 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
       clearTimeout(killTimer);
       clearTimeout(drainTimer);
       // Stopped by Baton, or drained after exit: a grandchild may still hold the pipes; drop them so they cannot hold the event loop.
-      if (stopping || exited) for (const s of [child.stdin, child.stdout, child.stderr, child.stdio[CHECKPOINT_FD]]) s?.destroy();
+      if (stopping || exited) for (const s of [child.stdin, child.stdout, child.stderr, child.stdio[CHECKPOINT_FD], child.stdio[ALIVE_FD]]) s?.destroy();
       reapGroup(child, l.graceMs); // nothing the attempt started outlives it
       settle();
       markSettled();

@@ -23,7 +23,7 @@ import { toJson } from '../engine/attempt.js';
 import { commandRun, startRun, workflowRecord } from '../engine/start.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
 import { planOf } from '../engine/plan.js';
-import { Worker, type FaultPlan, type WorkerOptions } from '../engine/worker.js';
+import { Worker, type FaultPlan, type StoreTrouble, type WorkerOptions } from '../engine/worker.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
 import type { WorkflowModel } from '../workflow/model.js';
@@ -53,6 +53,12 @@ export interface EngineOptions {
   faults?: FaultPlan;
   isOwnerDead?: (owner: string) => boolean;
   onEvent?: (event: RunEvent, state: RunState) => void;
+  /** How long store errors are retried (with backoff) before the worker gives up (default 5 minutes). */
+  storeRetryMs?: number;
+  /** Told once when the store starts failing and once when it answers again. */
+  onStoreTrouble?: (t: StoreTrouble) => void;
+  /** How long an aborted agent that ignores its signal runs on before a warning (default 5 s; its slot stays taken until it settles). */
+  abortGraceMs?: number;
 }
 
 export interface StartRunOptions {
@@ -119,6 +125,9 @@ export class Engine {
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       ...(o.isOwnerDead !== undefined ? { isOwnerDead: o.isOwnerDead } : {}),
       ...(o.onEvent !== undefined ? { onEvent: o.onEvent } : {}),
+      ...(o.storeRetryMs !== undefined ? { storeRetryMs: o.storeRetryMs } : {}),
+      ...(o.onStoreTrouble !== undefined ? { onStoreTrouble: o.onStoreTrouble } : {}),
+      ...(o.abortGraceMs !== undefined ? { abortGraceMs: o.abortGraceMs } : {}),
     };
   }
 
@@ -397,6 +406,16 @@ export class Engine {
       // inspection works without the compiled workflow
     }
     return { record, workflow, state, result: toResult(state, events), tasks };
+  }
+
+  /**
+   * Stops the worker cleanly: claims nothing more, lets running attempts finish for up to `graceMs`,
+   * hands the rest back to the store (their leases released, so another worker takes them at once),
+   * then closes like `close()`.
+   */
+  async stop(graceMs = 10_000): Promise<void> {
+    await this.worker?.stop(graceMs);
+    await this.close();
   }
 
   /** Stops the worker and closes the subprocess agents this engine started (not the store). Idempotent. */

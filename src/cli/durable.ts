@@ -5,6 +5,7 @@
 import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { subprocessAgent } from '../agents/subprocess.js';
+import type { StoreTrouble } from '../engine/worker.js';
 import { createEngine, unboundAgents, type AgentBinding, type Engine, type EngineOptions } from '../api/engine.js';
 import { openStore } from '../api/store.js';
 import { BatonError } from '../core/errors.js';
@@ -97,6 +98,11 @@ export async function bindFromRecord(record: RunRecord, io: CliIo): Promise<Reco
   return out;
 }
 
+/** One line when the store starts failing, one when it answers again (the worker retries meanwhile). */
+export function storeTroubleLine(io: CliIo): (t: StoreTrouble) => void {
+  return (t) => io.stderr(t.state === 'down' ? `store unavailable, retrying: ${safeText(t.message, 300)}\n` : `store available again after ${(t.downMs / 1000).toFixed(1)} s\n`);
+}
+
 /** An engine over `store` whose runs bind the given agents, then each run's recorded bindings under them. */
 export function cliEngine(store: RunStore, io: CliIo, agents: Record<string, AgentBinding>, extra: Partial<EngineOptions> = {}): Engine {
   return createEngine({
@@ -107,6 +113,7 @@ export function cliEngine(store: RunStore, io: CliIo, agents: Record<string, Age
       // flags win over the record
       return { ...recorded, ...agents };
     },
+    onStoreTrouble: storeTroubleLine(io),
     ...extra,
   });
 }

@@ -6,8 +6,9 @@
  * changes it:
  * - SIGINT or SIGTERM (Ctrl-C, `kill PID`, a supervisor, `timeout`): this process stops working on the
  *   run and leaves it in the store as it is (running or waiting); `baton resume RUN` or any worker
- *   continues it, and an attempt in flight runs again there. Agents get GRACE_S seconds to stop; a
- *   second signal exits at once.
+ *   continues it. Running attempts may finish for a few seconds (their outputs are kept); the rest are
+ *   handed back (engine.stop) and run again there. The process ends within GRACE_S seconds; a second
+ *   signal ends it at once.
  * - A reader that went away (`| head`): output is dropped; the run goes on to its end, unless it has
  *   to wait for a human, in which case it is left waiting in the store.
  * - With `--store memory` nothing outside this process can reach the run: a gate nobody here can
@@ -84,7 +85,10 @@ export class Foreground {
       if (this.inMemory) {
         // nothing can continue the run elsewhere: end it, saying why
         ctl.abort(new Error(s.kind === 'unanswerable' ? `gate ${s.gate} needs a decision that nothing outside this process can give (--store memory)` : s.kind === 'signal' ? `interrupted (${s.signal})` : 'the reader went away'));
-      } else void engine.close();
+      } else {
+        // running attempts may finish (their outputs are kept) until shortly before the process must end; the rest are handed back
+        void engine.stop(Math.max(0, GRACE_S - 1.5) * 1000).catch(() => engine.close());
+      }
     };
     const off = io.onInterrupt?.((why: Interruption) => {
       if (why === 'reader-gone') {
@@ -100,7 +104,7 @@ export class Foreground {
       io.stderr(
         this.inMemory
           ? `\n${why}: cancelling run ${runId} (--store memory keeps it in this process only; agents get ${GRACE_S} s to stop; a second ${why === 'SIGINT' ? 'Ctrl-C' : 'signal'} exits at once)\n`
-          : `\n${why}: stopping; run ${runId} stays in ${safeText(engine.store.location, 500)} as it is (agents get ${GRACE_S} s to stop; a second ${why === 'SIGINT' ? 'Ctrl-C' : 'signal'} exits at once). Continue it with: baton resume ${runId}${flag}\n`,
+          : `\n${why}: stopping; run ${runId} stays in ${safeText(engine.store.location, 500)} as it is (running attempts may finish for ${GRACE_S - 1.5} s, the rest are handed back; a second ${why === 'SIGINT' ? 'Ctrl-C' : 'signal'} exits at once). Continue it with: baton resume ${runId}${flag}\n`,
       );
       this.request({ kind: 'signal', signal: why });
       // an agent that ignores its signal does not hold the process past the grace period

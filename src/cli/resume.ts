@@ -5,7 +5,7 @@ import { outputProblem } from './output.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, unboundAgents, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
-import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, missingAgents, openCliStore, storeFlag } from './durable.js';
+import { BINDING_OPTIONS, STORE_OPTIONS, UsageError, bindFromFlags, cliEngine, exitFor, storeTroubleLine, missingAgents, openCliStore, storeFlag } from './durable.js';
 import type { CliIo } from './io.js';
 import { Foreground } from './foreground.js';
 import { describeEvent, gateNotice, progressView } from './run.js';
@@ -149,13 +149,21 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),
+      onStoreTrouble: storeTroubleLine(io),
       // names and messages come from files and agents: escaped, never sent raw to a terminal
       ...(values.quiet ? {} : { onEvent: (e) => io.stderr(`${new Date(e.at).toISOString()} ${'phase' in e && e.phase ? `${safeText(e.phase, 200)} ` : ''}${e.type} ${safeText(describeEvent(e))}`.trimEnd() + '\n') }),
     });
+    let stopping = false;
     const off = io.onInterrupt?.((why) => {
       if (why === 'reader-gone') return; // a log reader that went away does not stop the work
-      io.stderr('worker stopping; running attempts are left to other workers (their leases expire)\n');
-      ctl.abort();
+      if (stopping) {
+        io.stderr('worker stopping now; attempts not handed back are left to other workers (their leases expire)\n');
+        ctl.abort();
+        return;
+      }
+      stopping = true;
+      io.stderr('worker stopping: running attempts may finish for 10 s, the rest are handed back to other workers (again to stop now)\n');
+      void engine!.stop(10_000).finally(() => ctl.abort());
     });
     const agents = Object.keys(bound.agents);
     io.stderr(`worker ${engine.work.id} serving ${store.location}: ${agents.length > 0 ? `agents ${agents.map((a) => safeText(a, 200)).join(', ')}` : 'no agents of its own'}${values['stub-agents'] ? ', stubs for the rest' : ''}, and the x-command and LLM agents the stored workflows declare\n`);

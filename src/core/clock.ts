@@ -1,3 +1,5 @@
+import { performance } from 'node:perf_hooks';
+
 /** Time as a port: the engine never reads the wall clock or sleeps directly, so tests never sleep. */
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -15,22 +17,26 @@ export interface Clock {
 /** setTimeout's limit: longer delays fire at once (TimeoutOverflowWarning), so long sleeps are chained. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * The wall clock for timestamps; sleeps measure their duration on the monotonic clock, so a step of
+ * the system clock (NTP, a VM resumed) neither stretches nor cuts a lease renewal or a timeout.
+ */
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const until = Date.now() + Math.max(0, ms);
+      const until = performance.now() + Math.max(0, ms);
       let timer: NodeJS.Timeout;
       const onAbort = (): void => {
         clearTimeout(timer);
         reject(signal?.reason);
       };
       const arm = (): void => {
-        const left = until - Date.now();
+        const left = until - performance.now();
         timer = setTimeout(
           () => {
-            if (until - Date.now() > 0) return arm();
+            if (until - performance.now() > 0) return arm();
             signal?.removeEventListener('abort', onAbort);
             resolve();
           },
@@ -115,6 +121,15 @@ export class ManualClock implements Clock {
       this.sleepers.push(sleeper);
     });
   }
+  /**
+   * Moves time forward by `ms` at once, from inside a component's I/O (a store call that takes
+   * simulated time): wakes the sleepers due by then without waiting for anyone to be quiet.
+   */
+  jump(ms: number): void {
+    this.t += Math.max(0, ms);
+    this.fireDue();
+  }
+
   /** Moves time forward by `ms`, waking sleepers in order. */
   async advance(ms: number): Promise<void> {
     const target = this.t + ms;

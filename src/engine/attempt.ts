@@ -55,6 +55,13 @@ export class Attempt implements AgentContext {
   timeoutArmedAt: number | undefined;
   private ctl: AbortController | undefined;
   private rejectFn: ((e: unknown) => void) | undefined;
+  /** Whether the agent's own code has settled (an aborted attempt settles early; the code may run on). */
+  handlerDone = false;
+  private doneFn: (() => void) | undefined;
+  /** Resolves when the agent's own code settles, whatever `invoke` answered first. */
+  readonly finished: Promise<void> = new Promise<void>((r) => {
+    this.doneFn = r;
+  });
 
   constructor(
     private readonly host: AttemptHost,
@@ -81,8 +88,20 @@ export class Attempt implements AgentContext {
 
   /** Runs the handler; settles early when the attempt is aborted (timeout, stop), even if the agent never returns. */
   invoke(handler: AgentHandler): Promise<unknown> {
-    return new Promise<unknown>((resolve, reject) => {
-      this.rejectFn = reject;
+    const done = (): void => {
+      this.handlerDone = true;
+      this.doneFn?.();
+    };
+    return new Promise<unknown>((outerResolve, outerReject) => {
+      this.rejectFn = outerReject;
+      const resolve = (v: unknown): void => {
+        done();
+        outerResolve(v);
+      };
+      const reject = (e: unknown): void => {
+        done();
+        outerReject(e);
+      };
       let r: unknown;
       try {
         r = handler(this);

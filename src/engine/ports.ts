@@ -65,7 +65,11 @@ export interface TaskRow {
   /** The worker holding the running attempt, and until when (ms since epoch). Null unless running. */
   leaseOwner: string | null;
   leaseExpiresAt: number | null;
-  /** A ready task is not claimed before this time (retry delays). Null: at once. */
+  /**
+   * A ready task is not claimed before this time (retry delays, another process's grace period).
+   * Null: at once. `HELD` (Number.MAX_SAFE_INTEGER): held by a gate (the run gate, an access gate)
+   * until a decision rewrites the row, so that `findWork` never offers it.
+   */
   notBefore: number | null;
   input: JsonObject | null;
   /** The output exactly as validated and recorded. */
@@ -126,6 +130,8 @@ export interface WorkHint {
   runId: string;
   /** ready: claimable tasks for the agents asked; timer: `wakeAt` is due; lease: a running task's lease expired. */
   reason: 'ready' | 'timer' | 'lease';
+  /** For `lease`: true when the lease has not expired and the hint comes only from `ownersLike` (check the owner is dead first). */
+  live?: boolean;
   /** For `lease`: the task, its attempt and owner. */
   phase?: string;
   attempt?: number;
@@ -157,18 +163,23 @@ export interface RunStore {
    * The one write path after creation. Serialises against every other transaction on the run
    * (a row lock, or SQLite's single writer), reads the events committed since `knownSeq`, calls
    * `decide(delta)` synchronously with them, and commits what it returns, all in one transaction.
+   * `now` is the store's own clock when it has one (PostgreSQL: the database's `clock_timestamp()`,
+   * read in the same round trip), so that every process compares due times, leases and deadlines
+   * in one clock; undefined for stores on this machine (the caller's clock is the store's).
    * If `decide` throws, nothing is written and the error propagates. If an expectation fails,
    * nothing is written and `{ok: false}` is returned (decide's in-memory effects are then the
    * caller's to discard). Throws StoreError `unknown-run` for an unknown run.
    */
-  transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[]) => TxDecision<T>, opts?: TxOptions): Promise<TxResult<T>>;
+  transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[], now?: number) => TxDecision<T>, opts?: TxOptions): Promise<TxResult<T>>;
 
   /**
    * What a worker could do now, oldest first: runs with a ready task for one of `agents` (null:
    * any agent) whose notBefore has passed, runs whose wakeAt is due, and running tasks whose lease
-   * expired. Only runs in status running or waiting. At most `limit` hints.
+   * expired, or whose owner is named by `ownersLike` (a prefix: the workers of this host, whose
+   * liveness the caller can check). Only runs in status running or waiting. Ready work comes in
+   * the order it became due; tasks held by a gate never come. At most `limit` hints.
    */
-  findWork(q: { agents: readonly string[] | null; now: number; limit: number }): Promise<WorkHint[]>;
+  findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]>;
 
   /**
    * Extends the leases `owner` holds on these running attempts to `until`. Returns the ones it no
@@ -182,5 +193,15 @@ export interface RunStore {
    */
   waitForChange(maxMs: number, signal?: AbortSignal): Promise<void>;
 
+  /**
+   * The runs changed since the last call with their new seq, when the store knows them (PostgreSQL: the NOTIFY
+   * payloads), or 'unknown' (any run may have changed: after a reconnect, an overflow, or a store
+   * that cannot tell). Optional: a store without it is always 'unknown'.
+   */
+  takeChanged?(): ReadonlyMap<string, number> | 'unknown';
+
   close(): Promise<void>;
 }
+
+/** `TaskRow.notBefore` of a ready task held by a gate: never due until a decision rewrites the row. */
+export const HELD = Number.MAX_SAFE_INTEGER;

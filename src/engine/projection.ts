@@ -2,7 +2,8 @@
  * The projections a store keeps beside the event log (the run row, one row per task), computed
  * from the run state after a decision. Stores write them as given.
  */
-import type { Commit, LeaseExpectation, RunUpdate, TaskRow } from './ports.js';
+import { HELD, type Commit, type LeaseExpectation, type RunUpdate, type TaskRow } from './ports.js';
+import { nextTimer, storedNotBefore } from './due.js';
 import type { Plan } from './plan.js';
 import { runStatusOf, type RunState } from './state.js';
 import type { RunEvent } from './events.js';
@@ -17,7 +18,7 @@ export function taskRow(plan: Plan, state: RunState, phase: string, now: number)
     agent: p.nextAgent ?? plan.byName.get(phase)?.assign ?? p.agent ?? '',
     leaseOwner: p.status === 'running' ? (p.leaseOwner ?? null) : null,
     leaseExpiresAt: p.status === 'running' ? (p.leaseExpiresAt ?? null) : null,
-    notBefore: p.status === 'ready' ? (p.notBefore ?? null) : null,
+    notBefore: storedNotBefore(plan, state, phase, HELD),
     input: p.input ?? null,
     output: p.output ?? null,
     failure: p.error ?? null,
@@ -25,16 +26,9 @@ export function taskRow(plan: Plan, state: RunState, phase: string, now: number)
   };
 }
 
-/** The earliest timer of the run: its deadline, a gate's expiry or escalation. */
+/** The earliest timer of the run: its deadline, a gate's expiry or escalation (due.ts). */
 export function wakeAt(state: RunState): number | null {
-  if (state.status !== 'running') return null;
-  let t = state.deadlineAt ?? Infinity;
-  for (const g of state.gates.values()) {
-    if (g.status !== 'open') continue;
-    if (g.expiresAt !== undefined && !g.expired) t = Math.min(t, g.expiresAt);
-    if (g.escalateAt !== undefined && !g.escalated) t = Math.min(t, g.escalateAt);
-  }
-  return t === Infinity ? null : t;
+  return nextTimer(state);
 }
 
 export function runUpdate(state: RunState, now: number): RunUpdate {

@@ -83,8 +83,9 @@ export async function commandRun(store: RunStore, model: WorkflowModel, record: 
   const events = await store.events(record.runId);
   const state = replay(record.runId, events);
   attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
-  const now = clock.now();
-  const r = await store.transact(record.runId, state.seq, (delta) => {
+  const r = await store.transact(record.runId, state.seq, (delta, storeNow) => {
+    // the store's clock (the database's on PostgreSQL), read under the run's lock
+    const now = storeNow ?? clock.now();
     for (const e of delta) applyEvent(state, e);
     const d = decide(plan, state, facts, { now, initialState: record.initialState ?? undefined });
     return { commit: d.events.length > 0 ? buildCommit(plan, state, d.events, d.touched, now) : null, value: d.results };

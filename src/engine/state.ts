@@ -48,6 +48,8 @@ export interface PhaseState {
   lastFailure: FailureRecord | undefined;
   /** Escalation gates opened for this phase (`onAgentFailure: escalate_to_user`). */
   escalations: number;
+  /** The process group of the last attempt that recorded one (a subprocess agent). */
+  process: { attempt: number; pid: number; pgid: number; host: string; start_time?: string } | undefined;
 }
 
 /** `closed`: the run ended (stopped, failed, cancelled) while the gate was still open; nobody can decide it now. */
@@ -147,6 +149,7 @@ export function newPhaseState(taskId: string): PhaseState {
     timeouts: 0,
     lastFailure: undefined,
     escalations: 0,
+    process: undefined,
   };
 }
 
@@ -307,9 +310,17 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     case 'task.stale_outcome':
     case 'task.sibling_output':
     case 'task.log':
-    case 'task.agent_event':
     case 'task.warning':
       return;
+    case 'task.agent_event': {
+      // a subprocess agent's process group, kept so that a takeover can end an orphan first
+      if (e.kind === 'process' && typeof e.data['pid'] === 'number' && typeof e.data['pgid'] === 'number' && typeof e.data['host'] === 'string') {
+        const p = phaseOf(state, e.phase, e.task_id);
+        const st = e.data['start_time'];
+        p.process = { attempt: e.attempt, pid: e.data['pid'], pgid: e.data['pgid'], host: e.data['host'], ...(typeof st === 'string' ? { start_time: st } : {}) };
+      }
+      return;
+    }
     case 'task.cost': {
       const p = phaseOf(state, e.phase, e.task_id);
       p.costUsd = e.phase_total_usd;

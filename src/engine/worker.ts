@@ -14,9 +14,9 @@
  *   one, and every transaction also claims new tasks for the free slots (one commit per phase on a
  *   chain, far fewer on a fan).
  */
-import { hostname } from 'node:os';
 import { systemClock, type Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
+import { endRecordedGroup } from '../core/process.js';
 import { cloneJson, type Json, type JsonObject } from '../core/json.js';
 import type { AgentContract } from '../workflow/contract/model.js';
 import type { WorkflowModel } from '../workflow/model.js';
@@ -24,10 +24,12 @@ import type { AgentHandler, InputRequest } from './agent.js';
 import { AgentError } from './agent.js';
 import { Attempt, StopSignal, TimeoutError, toOutcome, type AttemptHost } from './attempt.js';
 import { decide, remainingBudget, type Claimed, type Fact, type FactResult } from './decide.js';
+import { nextClaim, nextLeaseLook, nextTimer, type Claimant } from './due.js';
 import type { RunEvent } from './events.js';
 import { contractOfPhase, estimatedMsOf, planOf, withContracts, type Plan } from './plan.js';
-import type { RunRecord, RunStore } from './ports.js';
-import { buildCommit, wakeAt } from './projection.js';
+import type { LeaseExpectation, RunRecord, RunStore } from './ports.js';
+import { buildCommit } from './projection.js';
+import { backoff, DecisionError, isFault, newWorkerId, ownerIsDeadOnThisHost, thisHostPrefix, monotonicNow } from './worker-support.js';
 import { applyEvent, attachGraph, replay, toResult, type RunResult, type RunState } from './state.js';
 
 export const DEFAULT_CONCURRENCY = 32;
@@ -70,7 +72,18 @@ export interface WorkerOptions {
   /** When serving: the agent ids this worker binds (it asks the store only for their tasks). Default: any. */
   agents?: readonly string[];
   onEvent?: (event: RunEvent, state: RunState) => void;
+  /**
+   * How long the store may keep failing (unreachable, locked, conflicts) before the worker gives
+   * up (default 5 minutes). Meanwhile outcomes wait in memory and commits are retried with backoff.
+   */
+  storeRetryMs?: number;
+  /** Told once when the store starts failing, and once when it answers again (one visible line each). */
+  onStoreTrouble?: (t: StoreTrouble) => void;
+  /** How long an aborted agent that ignores its signal runs on before a warning event (default 5 s); its slot stays taken until it settles. */
+  abortGraceMs?: number;
 }
+
+export type StoreTrouble = { state: 'down'; message: string } | { state: 'up'; downMs: number };
 
 interface RunCtx {
   runId: string;
@@ -84,15 +97,15 @@ interface RunCtx {
   facts: Fact[];
   waiters: ((r: FactResult | Error) => void)[];
   attempts: Map<string, Attempt>;
-  /** Something changed since the last claim that found nothing: try claiming again. */
-  claimable: boolean;
-  /** The state's seq when a claim last found nothing: a store hint of ready work at the same seq is not new. */
-  emptyClaimSeq: number;
-  /** A claim-only transaction found the run busy: wait for a wake before claiming again. */
-  skipUntilWake: boolean;
-  /** After a failed commit: no new commit before this time (backoff), and how many failed in a row. */
+  /** Phases with an attempt of this worker that was aborted and has not settled yet: no second one meanwhile. */
+  busy: Set<string>;
+  /** After a failed or fruitless commit: no new commit before this time (backoff, in store time). */
   retryAt: number;
+  /** Commits that failed in a row; claim-only transactions that found the run busy, or due work untaken, in a row. */
   failedCommits: number;
+  contended: number;
+  /** The in-memory state may hold uncommitted decisions (a commit failed): rebuild it from the store first. */
+  stale: boolean;
   ended: boolean;
   flushing: boolean;
   done: Promise<RunResult>;
@@ -124,8 +137,18 @@ export class Worker implements AttemptHost {
   private io = 0;
   private idling = false;
   private readonly unregister: (() => void) | undefined;
-  /** A timer fired: a lease may have expired, look at the store on the next turn. */
-  private leaseScanDue = false;
+  /** The store's clock minus this worker's (PostgreSQL: the database's time), measured at each commit. */
+  private offset = 0;
+  /** When the store started failing (monotonic ms), if it is failing now. */
+  private troubleSince: number | undefined;
+  private readonly storeRetryMs: number;
+  private readonly abortGraceMs: number;
+  /** Next look at the store for expired leases and (serving) new work, in store time. */
+  private nextScanAt = 0;
+  /** Last check of local owners' processes (monotonic ms). */
+  private lastDeadCheck = 0;
+  /** Stopping: claim nothing more, hand back what is not finished. */
+  private draining = false;
 
   constructor(private readonly opts: WorkerOptions) {
     this.store = opts.store;
@@ -135,6 +158,8 @@ export class Worker implements AttemptHost {
     this.pollMs = Math.max(10, opts.pollMs ?? 1000);
     this.id = opts.workerId ?? newWorkerId();
     this.isOwnerDead = opts.isOwnerDead ?? ownerIsDeadOnThisHost;
+    this.storeRetryMs = Math.max(0, opts.storeRetryMs ?? 300_000);
+    this.abortGraceMs = Math.max(0, opts.abortGraceMs ?? 5_000);
     this.unregister = this.clock.register?.(() => this.crashed !== undefined || this.closed || (this.io === 0 && (!this.looping || this.idling)));
   }
 
@@ -142,10 +167,40 @@ export class Worker implements AttemptHost {
   private async track<T>(p: Promise<T>): Promise<T> {
     this.io++;
     try {
-      return await p;
+      const v = await p;
+      this.storeOk();
+      return v;
     } finally {
       this.io--;
     }
+  }
+
+  /** Now in the store's clock: this worker's clock corrected by the offset measured at the last commit. */
+  storeNow(): number {
+    return this.clock.now() + this.offset;
+  }
+
+  /**
+   * Store errors are weather: retried with backoff for `storeRetryMs`, said once (and once when it
+   * passes); past that the worker stops with the error.
+   */
+  private storeTrouble(e: unknown): void {
+    if (this.crashed !== undefined || isFault(e) || e instanceof DecisionError) return;
+    const t = monotonicNow();
+    if (this.troubleSince === undefined) {
+      this.troubleSince = t;
+      this.opts.onStoreTrouble?.({ state: 'down', message: e instanceof Error ? e.message : String(e) });
+    } else if (t - this.troubleSince > this.storeRetryMs) {
+      const msg = e instanceof Error ? e.message : String(e);
+      this.crash(e instanceof BatonError ? new BatonError(e.code, `the store kept failing for ${Math.round((t - this.troubleSince) / 1000)} s: ${msg}`, { cause: e }) : e);
+    }
+  }
+
+  private storeOk(): void {
+    if (this.troubleSince === undefined) return;
+    const downMs = Math.round(monotonicNow() - this.troubleSince);
+    this.troubleSince = undefined;
+    this.opts.onStoreTrouble?.({ state: 'up', downMs });
   }
 
   // ---- public ---------------------------------------------------------------------------------
@@ -183,6 +238,41 @@ export class Worker implements AttemptHost {
   /** Resolves once no store call of this worker is in flight (after close or a crash, nothing new starts). */
   async settled(): Promise<void> {
     while (this.io > 0) await new Promise<void>((r) => setTimeout(r, 1));
+  }
+
+  /**
+   * Stops cleanly (SIGTERM, Ctrl-C of a worker): claims nothing more, lets running attempts finish
+   * for up to `graceMs`, then aborts the rest and hands their tasks back (the lease is released in
+   * the store, so another worker takes them at once), commits what it holds, and closes.
+   */
+  async stop(graceMs: number): Promise<void> {
+    if (this.closed) return;
+    this.draining = true;
+    this.kick();
+    const end = monotonicNow() + Math.max(0, graceMs);
+    while (this.crashed === undefined && !this.closed && this.liveAttempts() > 0 && monotonicNow() < end) await new Promise<void>((r) => setTimeout(r, 20));
+    for (const ctx of this.runs.values()) {
+      for (const a of [...ctx.attempts.values()]) {
+        if (a.settled) continue;
+        const p = ctx.state.phases.get(a.phase);
+        if (p?.status === 'running' && p.attempts === a.attempt && p.leaseOwner === this.id) ctx.facts.push({ kind: 'lease_expired', phase: a.phase, attempt: a.attempt, owner: this.id, handBack: true });
+        a.abort(new StopSignal('the worker stopped'));
+      }
+    }
+    this.kick();
+    // the hand-backs and every outcome already in memory are committed before the loop stops
+    const flushEnd = monotonicNow() + 10_000;
+    while (this.crashed === undefined && !this.closed && [...this.runs.values()].some((c) => !c.ended && (c.facts.length > 0 || c.flushing)) && monotonicNow() < flushEnd) {
+      this.ensureLoop();
+      await new Promise<void>((r) => setTimeout(r, 10));
+    }
+    this.close();
+  }
+
+  private liveAttempts(): number {
+    let n = 0;
+    for (const ctx of this.runs.values()) for (const a of ctx.attempts.values()) if (!a.settled && a.suspendedOn === undefined) n++;
+    return n;
   }
 
   /** Stops the loop; running attempts are aborted and their tasks left for another worker (leases expire). */
@@ -231,11 +321,11 @@ export class Worker implements AttemptHost {
       facts: [],
       waiters: [],
       attempts: new Map(),
-      claimable: true,
-      emptyClaimSeq: -1,
-      skipUntilWake: false,
+      busy: new Set(),
       retryAt: 0,
       failedCommits: 0,
+      contended: 0,
+      stale: false,
       ended: state.status !== 'running',
       flushing: false,
       done,
@@ -249,15 +339,18 @@ export class Worker implements AttemptHost {
     return ctx;
   }
 
-  /** Running tasks whose owner is known dead (or whose lease expired) are handed back for a new attempt. */
+  /**
+   * Running tasks whose owner is a process of this host that is gone are taken over at once, not
+   * after their lease: the takeover is fenced by the stored lease (owner and attempt), so a task
+   * that moved on meanwhile is left alone.
+   */
   private takeOverDead(ctx: RunCtx): void {
-    const now = this.clock.now();
     for (const name of ctx.state.running) {
       const p = ctx.state.phases.get(name)!;
       const owner = p.leaseOwner;
       if (owner === undefined || owner === this.id) continue;
-      if (this.isOwnerDead(owner)) ctx.facts.push({ kind: 'lease_expired', phase: name, attempt: p.attempts, owner });
-      else if (p.leaseExpiresAt !== undefined && p.leaseExpiresAt < now) ctx.claimable = true; // checked against the store's renewed lease in refresh()
+      if (ctx.facts.some((f) => f.kind === 'lease_expired' && f.phase === name && f.attempt === p.attempts)) continue;
+      if (this.isOwnerDead(owner)) ctx.facts.push({ kind: 'lease_expired', phase: name, attempt: p.attempts, owner, dead: true });
     }
   }
 
@@ -280,28 +373,30 @@ export class Worker implements AttemptHost {
     k?.();
   }
 
+  /**
+   * Level-triggered: every turn asks, for each run, when it is next due (due.ts) and commits the
+   * ones due now; then sleeps until the earliest due time, a kick, or a change in the store. No flag
+   * remembers a hint, so none can be lost: a due time that passed during a commit is due at the
+   * next turn.
+   */
   private async loop(): Promise<void> {
-    let lastLeaseScan = 0;
     while (!this.closed && this.crashed === undefined) {
       let did = false;
       for (const ctx of [...this.runs.values()]) {
-        if (ctx.ended) {
-          if (ctx.attempts.size === 0 && !ctx.driven) this.runs.delete(ctx.runId);
-          continue;
-        }
-        if (this.wantsFlush(ctx)) {
+        if (this.crashed !== undefined || this.closed) break;
+        if (ctx.ended) continue;
+        if (this.dueAt(ctx) <= this.storeNow()) {
           await this.flush(ctx);
           did = true;
         }
       }
       if (this.crashed !== undefined || this.closed) break;
-      const now = this.clock.now();
-      // a serving worker looks for work in other runs when it has nothing to do here (and for expired leases now and then)
-      if (now - lastLeaseScan >= this.leaseMs / 3 || (this.serving && !did) || this.leaseScanDue) {
-        lastLeaseScan = now;
-        this.leaseScanDue = false;
+      this.checkDeadOwners();
+      const now = this.storeNow();
+      if ((this.serving && !did && !this.draining) || now >= this.nextScanAt || now >= this.leaseLookAt()) {
         if (await this.scanWork()) did = true;
       }
+      this.evict();
       const live = [...this.runs.values()].some((c) => !c.ended);
       if (!live && !this.serving) break;
       if (!did) await this.idle();
@@ -312,53 +407,44 @@ export class Worker implements AttemptHost {
     }
   }
 
-  private wantsFlush(ctx: RunCtx): boolean {
-    if (ctx.flushing) return false;
-    if (ctx.retryAt > this.clock.now()) return false;
-    if (ctx.facts.length > 0) return true;
-    if (this.tickDue(ctx)) return true;
-    return ctx.claimable && this.active < this.concurrency && this.hasClaimable(ctx);
+  private claimant(ctx: RunCtx): Claimant {
+    return { worker: this.id, agents: ctx.agents, deadOwners: this.deadOwnersOf(ctx), resuming: this.resumingOf(ctx), busy: ctx.busy };
   }
 
-  private hasClaimable(ctx: RunCtx): boolean {
-    const now = this.clock.now();
-    for (const name of ctx.state.ready) {
-      const p = ctx.state.phases.get(name)!;
-      if (p.notBefore === undefined || p.notBefore <= now) return true;
+  /** When the run next needs a commit from this worker (store time): now for pending facts, its timers, its next claim. */
+  private dueAt(ctx: RunCtx): number {
+    if (ctx.flushing || ctx.ended) return Infinity;
+    let t = Infinity;
+    if (ctx.facts.length > 0 || ctx.stale) t = -Infinity;
+    else {
+      const timer = nextTimer(ctx.state);
+      if (timer !== null) t = timer;
+      if (!this.draining && this.active < this.concurrency) {
+        const c = nextClaim(ctx.plan, ctx.state, this.claimant(ctx));
+        if (c !== undefined && c < t) t = c;
+      }
     }
-    return false;
+    return t === Infinity ? t : Math.max(t, ctx.retryAt);
   }
 
-  private tickDue(ctx: RunCtx): boolean {
-    const w = nextTimer(ctx.state);
-    return w !== undefined && w <= this.clock.now();
-  }
-
-  /** Waits for a kick (a fact, an attempt's end), the next timer, or a change in the store. */
-  private async idle(): Promise<void> {
-    // facts noted while the last flush was in flight (an attempt that ended at once) need no wait
-    for (const ctx of this.runs.values()) if (!ctx.ended && this.wantsFlush(ctx)) return;
-    const now = this.clock.now();
-    let wake = Infinity;
+  /** When the first-granted lease of another worker's attempt passes (then the store is asked whether it was renewed). */
+  private leaseLookAt(): number {
+    let t = Infinity;
     for (const ctx of this.runs.values()) {
       if (ctx.ended) continue;
-      const t = nextTimer(ctx.state);
-      if (t !== undefined) wake = Math.min(wake, t);
-      if (ctx.retryAt > now) wake = Math.min(wake, ctx.retryAt);
-      for (const name of ctx.state.ready) {
-        const p = ctx.state.phases.get(name)!;
-        const nb = p.notBefore;
-        if (nb !== undefined && nb > now) wake = Math.min(wake, nb);
-        // an answered attempt whose process is gone is claimable once its grace period ends: a timer, like a retry delay
-        const rs = p.resumable;
-        if (rs !== undefined && rs.owner !== this.id && rs.until > now) wake = Math.min(wake, rs.until);
-      }
-      // another worker's lease as first granted: look at the store when it would expire (renewals live there only)
-      for (const name of ctx.state.running) {
-        const p = ctx.state.phases.get(name)!;
-        if (p.leaseOwner !== this.id && p.leaseExpiresAt !== undefined && p.leaseExpiresAt >= now) wake = Math.min(wake, p.leaseExpiresAt + 1);
-      }
+      const l = nextLeaseLook(ctx.state, this.id);
+      if (l !== undefined && l + 1 < t) t = l + 1;
     }
+    return Math.max(t, this.nextScanAt);
+  }
+
+  /** Waits for a kick (a fact, an attempt's end), the next due time, or a change in the store. */
+  private async idle(): Promise<void> {
+    let wake = Infinity;
+    for (const ctx of this.runs.values()) if (!ctx.ended) wake = Math.min(wake, this.dueAt(ctx));
+    wake = Math.min(wake, this.leaseLookAt());
+    const now = this.storeNow();
+    if (wake <= now) return;
     const ctl = new AbortController();
     const onIdleAbort = (): void => ctl.abort();
     this.idleCtl.signal.addEventListener('abort', onIdleAbort, { once: true });
@@ -373,63 +459,102 @@ export class Worker implements AttemptHost {
     this.idling = true;
     const why = await Promise.race(waits);
     this.idling = false;
-    for (const ctx of this.runs.values()) ctx.skipUntilWake = false;
     ctl.abort();
     this.idleCtl.signal.removeEventListener('abort', onIdleAbort);
     this.kickFn = undefined;
-    if (why === 'timer') {
-      for (const ctx of this.runs.values()) ctx.claimable = true;
-      this.leaseScanDue = true;
-    }
     if (why === 'store') await this.refresh();
   }
 
-  /** Another process may have committed: pull the runs whose seq moved. */
+  /** Another process may have committed: runs whose stored seq moved get a look (the NOTIFY payloads say which, when the store knows). */
   private async refresh(): Promise<void> {
+    const changed = this.store.takeChanged?.() ?? 'unknown';
     for (const ctx of this.runs.values()) {
-      if (ctx.ended || ctx.flushing) continue;
-      const rec = await this.track(this.store.run(ctx.runId));
-      if (rec && rec.seq !== ctx.state.seq) {
-        ctx.claimable = true;
-        if (ctx.facts.length === 0) ctx.facts.push({ kind: 'tick' });
+      if (ctx.ended || ctx.flushing || ctx.facts.length > 0) continue;
+      if (changed !== 'unknown') {
+        const seq = changed.get(ctx.runId);
+        if (seq !== undefined && seq > ctx.state.seq) ctx.facts.push({ kind: 'tick' });
+        continue;
       }
+      let rec: RunRecord | undefined;
+      try {
+        rec = await this.track(this.store.run(ctx.runId));
+      } catch (e) {
+        this.storeTrouble(e);
+        return;
+      }
+      if (rec && rec.seq !== ctx.state.seq && ctx.facts.length === 0) ctx.facts.push({ kind: 'tick' });
     }
   }
 
-  /** Leases that expired (their worker stopped renewing) and, when serving, runs with work. */
+  /** Processes of this host that held a task and are gone: their tasks are taken over now (checked every pollMs, no store call). */
+  private checkDeadOwners(): void {
+    const t = monotonicNow();
+    if (t - this.lastDeadCheck < this.pollMs) return;
+    this.lastDeadCheck = t;
+    for (const ctx of this.runs.values()) if (!ctx.ended && ctx.state.running.size > 0) this.takeOverDead(ctx);
+  }
+
+  /** Runs this worker holds for nothing: a serving worker keeps only the runs it is executing (a gated run costs no memory). */
+  private evict(): void {
+    for (const ctx of [...this.runs.values()]) {
+      if (ctx.driven || ctx.flushing || ctx.attempts.size > 0 || ctx.busy.size > 0 || ctx.facts.length > 0 || ctx.waiters.length > 0) continue;
+      if (ctx.ended || (this.serving && !this.runsAnythingSoon(ctx))) this.runs.delete(ctx.runId);
+    }
+  }
+
+  /** Whether the run has work for this worker in the next moment (kept loaded rather than re-read). */
+  private runsAnythingSoon(ctx: RunCtx): boolean {
+    const c = nextClaim(ctx.plan, ctx.state, this.claimant(ctx));
+    return c !== undefined && c <= this.storeNow() + 1000;
+  }
+
+  /** Expired leases and, when serving, runs with due work (store time; tasks held by gates never come). */
   private async scanWork(): Promise<boolean> {
-    const now = this.clock.now();
-    const hints = await this.track(this.store.findWork({ agents: this.serving ? (this.opts.agents ?? null) : null, now, limit: 100 }));
+    const now = this.storeNow();
+    this.nextScanAt = now + Math.min(this.leaseMs / 3, Math.max(this.pollMs, 1000));
+    let hints;
+    try {
+      hints = await this.track(this.store.findWork({ agents: this.serving ? (this.opts.agents ?? null) : null, now, limit: 100, ownersLike: thisHostPrefix() }));
+    } catch (e) {
+      this.storeTrouble(e);
+      return false;
+    }
     let found = false;
+    // workers that ask at once get the same oldest hints: each takes them in its own order
+    for (let i = hints.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [hints[i], hints[j]] = [hints[j]!, hints[i]!];
+    }
     for (const h of hints) {
+      if (this.crashed !== undefined || this.closed) break;
       let ctx = this.runs.get(h.runId);
       if (!ctx) {
-        if (!this.serving) continue;
+        if (!this.serving || this.draining) continue;
+        if (h.reason === 'ready' && this.active >= this.concurrency) continue;
+        if (h.reason === 'lease' && (h.owner === this.id || (h.live && (h.owner === undefined || !this.isOwnerDead(h.owner))))) continue;
         try {
           ctx = await this.load(h.runId, false);
-        } catch {
+        } catch (e) {
+          if (!(e instanceof BatonError && (e.code === 'unknown-run' || e.code === 'invalid-workflow' || e.code === 'store-corrupt' || e.code === 'usage'))) this.storeTrouble(e);
           continue; // a run this worker cannot bind (its workflow or agents): leave it to others
         }
+        found = true;
       }
       if (ctx.ended) continue;
       if (h.reason === 'lease') {
-        if (h.owner === this.id || h.phase === undefined || h.attempt === undefined) continue;
-        ctx.facts.push({ kind: 'lease_expired', phase: h.phase, attempt: h.attempt, owner: h.owner! });
+        if (h.owner === this.id || h.phase === undefined || h.attempt === undefined || h.owner === undefined) continue;
+        if (h.live && !this.isOwnerDead(h.owner)) continue;
+        if (ctx.facts.some((f) => f.kind === 'lease_expired' && f.phase === h.phase && f.attempt === h.attempt)) continue;
+        ctx.facts.push({ kind: 'lease_expired', phase: h.phase, attempt: h.attempt, owner: h.owner, ...(h.live ? { dead: true } : {}) });
         found = true;
-      } else if (h.reason === 'ready' && ctx.emptyClaimSeq === ctx.state.seq) {
-        // ready tasks this worker just failed to claim (held by a gate, another worker's grace period): waking
-        // again for them would spin; a change (refresh) or a timer (idle) makes them worth another claim
-        continue;
-      } else if (h.reason === 'ready' && this.active < this.concurrency && [...ctx.state.ready].some((n) => ctx.agents.has(ctx.state.phases.get(n)!.nextAgent ?? ctx.plan.byName.get(n)!.assign))) {
-        ctx.claimable = true;
-        found = true;
-      } else if (h.reason === 'timer') {
-        ctx.facts.push({ kind: 'tick' });
-        found = true;
-      } else if (h.reason === 'ready' && ctx.state.ready.size === 0) {
-        // our state is behind the store: pull
-        ctx.facts.push({ kind: 'tick' });
-        found = true;
+      } else if (ctx.facts.length === 0 && ctx.retryAt <= now) {
+        // the store says something is due that this worker's state does not: the state is behind, so a
+        // look (a commit reads what it has not seen); what the state already knows the loop does itself
+        const knows = h.reason === 'timer' ? (nextTimer(ctx.state) ?? Infinity) <= now : (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) <= now;
+        if (!knows) {
+          ctx.facts.push({ kind: 'tick' });
+          found = true;
+        }
       }
     }
     return found;
@@ -493,22 +618,28 @@ export class Worker implements AttemptHost {
 
   private async flush(ctx: RunCtx): Promise<void> {
     ctx.flushing = true;
+    if (ctx.stale) {
+      // a failed commit left decisions in memory that the store never saw: rebuild from the store first
+      const ok = await this.reload(ctx);
+      if (!ok || ctx.ended) {
+        ctx.flushing = false;
+        return;
+      }
+    }
     const facts = ctx.facts.splice(0);
     const waiters = ctx.waiters.splice(0);
-    const free = this.concurrency - this.active;
-    if (this.tickDue(ctx)) {
+    const free = this.draining || this.closed ? 0 : this.concurrency - this.active;
+    const before = this.storeNow();
+    if ((nextTimer(ctx.state) ?? Infinity) <= before) {
       // waiters line up with facts by index: the tick gets a waiter of its own
       facts.unshift({ kind: 'tick' });
       if (waiters.length > 0) waiters.unshift(() => undefined);
     }
     let claimIndex = -1;
-    if (free > 0 && !this.closed) {
+    if (free > 0) {
       claimIndex = facts.length;
-      const dead = this.deadOwnersOf(ctx);
-      const resuming = this.resumingOf(ctx);
-      facts.push({ kind: 'claim', worker: this.id, agents: ctx.agents, max: free, leaseMs: this.leaseMs, ...(dead ? { deadOwners: dead } : {}), ...(resuming ? { resuming } : {}) });
+      facts.push({ kind: 'claim', max: free, leaseMs: this.leaseMs, ...this.claimant(ctx) });
     }
-    const now = this.clock.now();
     let delta: RunEvent[] = [];
     let made: RunEvent[] = [];
     let results: FactResult[] = [];
@@ -518,29 +649,47 @@ export class Worker implements AttemptHost {
     try {
       this.fault('flush.before-commit');
       const r = await this.track(
-        this.store.transact(ctx.runId, ctx.state.seq, (d) => {
-          // a worker that crashed while this transaction waited for its lock writes nothing more (a dead process commits nothing)
-          if (this.crashed !== undefined) throw this.crashed instanceof Error ? this.crashed : new BatonError('fault-injected', 'the worker crashed');
-          try {
-            delta = d;
-            for (const e of d) applyEvent(ctx.state, e);
-            const out = decide(ctx.plan, ctx.state, facts, { now, initialState: ctx.record.initialState ?? undefined });
-            made = out.events;
-            results = out.results;
-            return { commit: out.events.length > 0 ? buildCommit(ctx.plan, ctx.state, out.events, out.touched, now) : null, value: null };
-          } catch (err) {
-            // a bug in the decisions or a log this engine cannot read, not a store failure: retrying would fail forever
-            throw new DecisionError(err);
-          }
-        }, onlyClaims ? { skipIfBusy: true } : undefined),
+        this.store.transact(
+          ctx.runId,
+          ctx.state.seq,
+          (d, storeNow) => {
+            // a worker that crashed while this transaction waited for its lock writes nothing more (a dead process commits nothing)
+            if (this.crashed !== undefined) throw this.crashed instanceof Error ? this.crashed : new BatonError('fault-injected', 'the worker crashed');
+            // the time is read now, under the run's lock (the database's clock when the store has one), never before the commit
+            const now = storeNow ?? this.clock.now();
+            if (storeNow !== undefined) this.offset = storeNow - this.clock.now();
+            try {
+              delta = d;
+              for (const e of d) applyEvent(ctx.state, e);
+              const out = decide(ctx.plan, ctx.state, facts, { now, initialState: ctx.record.initialState ?? undefined });
+              made = out.events;
+              results = out.results;
+              return { commit: out.events.length > 0 ? buildCommit(ctx.plan, ctx.state, out.events, out.touched, now, fences(facts, out.events, now)) : null, value: null };
+            } catch (err) {
+              // a bug in the decisions or a log this engine cannot read, not a store failure: retrying would fail forever
+              throw new DecisionError(err);
+            }
+          },
+          onlyClaims ? { skipIfBusy: true } : undefined,
+        ),
       );
       if (!r.ok && r.reason === 'busy') {
+        // another transaction holds the run: back off a little (its commit's NOTIFY may wake this worker sooner); never spin
         ctx.flushing = false;
-        ctx.claimable = true;
-        ctx.skipUntilWake = true; // not a spin against the holder: the next wake (its NOTIFY, a timer, a fact) tries again
+        ctx.contended++;
+        ctx.retryAt = this.storeNow() + backoff(ctx.contended, 5, 500);
+        ctx.facts.unshift(...facts.filter((f) => f.kind !== 'claim' && f.kind !== 'tick'));
         return;
       }
-      if (!r.ok) throw new BatonError('store', `a lease changed hands during the commit (${r.failed.phase})`);
+      if (!r.ok) {
+        // a takeover found the lease renewed (or moved on): the lease is alive, so that fact is dropped; the rest go again
+        ctx.flushing = false;
+        const failed = r.failed;
+        this.requeue(ctx, facts, waiters, (f) => f.kind === 'lease_expired' && f.phase === failed.phase && f.attempt === failed.attempt);
+        for (const w of waiters) w(new BatonError('store', `a lease changed hands during the commit (${failed.phase})`));
+        ctx.stale = true;
+        return;
+      }
       this.fault('flush.after-commit');
     } catch (e) {
       ctx.flushing = false;
@@ -550,16 +699,20 @@ export class Worker implements AttemptHost {
         this.crash(e);
         return;
       }
-      if (!isFault(e)) {
-        this.requeue(ctx, facts, waiters);
-        // the store may be down for a while: back off (100 ms doubling to 5 s) instead of hammering it
-        ctx.failedCommits++;
-        ctx.retryAt = this.clock.now() + Math.min(5000, 100 * 2 ** (ctx.failedCommits - 1));
+      if (isFault(e)) {
+        for (const w of waiters) w(e instanceof Error ? e : new Error(String(e)));
+        this.crash(e);
+        return;
       }
-      // the in-memory state may hold decisions that were not committed: rebuild it from the store
-      await this.reload(ctx);
+      // the store failed (unreachable, locked, a conflict): what this worker observed itself waits in
+      // memory and goes again after a backoff (100 ms doubling to 5 s, with jitter); the in-memory state
+      // may hold decisions that were not committed, so it is rebuilt from the store first
+      this.requeue(ctx, facts, waiters);
+      ctx.failedCommits++;
+      ctx.retryAt = this.storeNow() + backoff(ctx.failedCommits, 100, 5000);
+      ctx.stale = true;
       for (const w of waiters) w(e instanceof Error ? e : new Error(String(e)));
-      if (isFault(e)) this.crash(e);
+      this.storeTrouble(e);
       return;
     }
     ctx.flushing = false;
@@ -571,9 +724,12 @@ export class Worker implements AttemptHost {
     for (let i = 0; i < waiters.length; i++) waiters[i]!(results[i] ?? { kind: 'done' });
     const claimed = claimIndex >= 0 ? results[claimIndex] : undefined;
     const got = claimed && claimed.kind === 'claimed' ? claimed.tasks : [];
-    // try claiming again only if this claim may have left work behind (it took all it could) or another process changed the run
-    ctx.claimable = (claimIndex >= 0 && got.length === free && ctx.state.ready.size > 0) || (claimIndex < 0 && delta.length > 0);
-    ctx.emptyClaimSeq = claimIndex >= 0 && got.length === 0 ? ctx.state.seq : -1;
+    // due work that this commit did not take (the store's clock behind this worker's estimate, say):
+    // back off a little rather than ask again at once; anything that changes the run clears it
+    if (all.length === 0 && got.length === 0 && ctx.facts.length === 0 && this.dueAt(ctx) <= this.storeNow()) {
+      ctx.contended++;
+      ctx.retryAt = this.storeNow() + backoff(ctx.contended, 1, 250);
+    } else ctx.contended = 0;
     this.reconcile(ctx);
     for (const c of got) {
       // a crash while starting one attempt of the batch (a fault point) is the process dying: start no more
@@ -597,11 +753,12 @@ export class Worker implements AttemptHost {
    * (gate decisions, answers, cancel, input requests, resumes) are not retried: their callers get
    * the error. Their waiters are taken out of `waiters` so that only those callers hear of it.
    */
-  private requeue(ctx: RunCtx, facts: Fact[], waiters: ((r: FactResult | Error) => void)[]): void {
+  private requeue(ctx: RunCtx, facts: Fact[], waiters: ((r: FactResult | Error) => void)[], drop?: (f: Fact) => boolean): void {
     const again: Fact[] = [];
     const keep: ((r: FactResult | Error) => void)[] = [];
     facts.forEach((f, i) => {
       const w = waiters[i];
+      if (drop?.(f)) return;
       if (f.kind === 'outcome' || f.kind === 'cost' || f.kind === 'log' || f.kind === 'record' || f.kind === 'sibling' || f.kind === 'lease_expired' || f.kind === 'warn') again.push(f);
       else if (w) keep.push(w);
     });
@@ -622,19 +779,25 @@ export class Worker implements AttemptHost {
     return out;
   }
 
-  private async reload(ctx: RunCtx): Promise<void> {
+  /** Rebuilds the run's state from the store; false when the store failed (the run stays stale, retried later). */
+  private async reload(ctx: RunCtx): Promise<boolean> {
+    let events: RunEvent[];
     try {
-      const events = await this.track(this.store.events(ctx.runId));
-      const state = replay(ctx.runId, events);
-      attachGraph(state, ctx.plan.dependsOn, ctx.plan.dependents, ctx.plan.assign);
-      ctx.state = state;
-      if (ctx.events) ctx.events = [...events];
-      ctx.claimable = true;
-      this.reconcile(ctx);
-      if (state.status !== 'running') this.end(ctx);
+      events = await this.track(this.store.events(ctx.runId));
     } catch (e) {
-      this.crash(e);
+      ctx.failedCommits++;
+      ctx.retryAt = this.storeNow() + backoff(ctx.failedCommits, 100, 5000);
+      this.storeTrouble(e);
+      return false;
     }
+    const state = replay(ctx.runId, events);
+    attachGraph(state, ctx.plan.dependsOn, ctx.plan.dependents, ctx.plan.assign);
+    ctx.state = state;
+    ctx.stale = false;
+    if (ctx.events) ctx.events = [...events];
+    this.reconcile(ctx);
+    if (state.status !== 'running') this.end(ctx);
+    return true;
   }
 
   /** Local attempts whose task moved on (cancelled, taken over, the run ended) stop; answered ones resume. */
@@ -688,6 +851,9 @@ export class Worker implements AttemptHost {
 
   private start(ctx: RunCtx, c: Claimed): void {
     const pm = ctx.plan.byName.get(c.phase)!;
+    // an earlier attempt's agent process that outlived its worker (kill -9 of Baton) ends before this one starts
+    const orphan = ctx.state.phases.get(c.phase)?.process;
+    if (orphan && orphan.attempt < c.attempt) endRecordedGroup(orphan);
     const handler = ctx.handlers[c.agent];
     const own = pm.inputs && pm.inputs.length > 0 ? cloneJson(c.input) : {};
     // copies: an agent that mutates its initial state or answer must not change the model, the run or the log
@@ -743,7 +909,7 @@ export class Worker implements AttemptHost {
     att.timeoutCtl?.abort();
     slow?.abort();
     if (ctx.attempts.get(att.phase) === att) ctx.attempts.delete(att.phase);
-    if (att.suspendedOn === undefined) this.active--;
+    if (att.suspendedOn === undefined) this.releaseSlot(ctx, att);
     if (this.crashed !== undefined) return;
     if (att.abortReason instanceof StopSignal) {
       this.kick();
@@ -752,6 +918,38 @@ export class Worker implements AttemptHost {
     const outcome = toOutcome(ok, value);
     this.fault('attempt.after-return');
     this.note(ctx, { kind: 'outcome', phase: att.phase, attempt: att.attempt, worker: this.id, outcome });
+  }
+
+  /**
+   * An attempt's slot frees when its agent's code has settled, not when the attempt was aborted: an
+   * agent that ignores its signal still runs, so it still counts against concurrency, and no second
+   * attempt of its task starts in this process while it runs (for `abortGraceMs`; past that a
+   * `task.warning AbortIgnored` says so and the task may go on, the slot still taken).
+   */
+  private releaseSlot(ctx: RunCtx, att: Attempt): void {
+    if (att.handlerDone) {
+      this.active--;
+      return;
+    }
+    ctx.busy.add(att.phase);
+    const grace = new AbortController();
+    const free = (): void => {
+      if (ctx.busy.has(att.phase) && ![...ctx.attempts.values()].some((a) => a.phase === att.phase && a !== att)) ctx.busy.delete(att.phase);
+    };
+    this.clock.sleep(this.abortGraceMs, grace.signal).then(
+      () => {
+        if (att.handlerDone || this.crashed !== undefined) return;
+        this.note(ctx, { kind: 'warn', phase: att.phase, attempt: att.attempt, code: 'AbortIgnored', message: `the agent ignored its abort signal for ${this.abortGraceMs} ms and is still running; its slot stays taken until it returns`, details: { grace_ms: this.abortGraceMs } });
+        free();
+      },
+      () => undefined,
+    );
+    void att.finished.then(() => {
+      grace.abort();
+      this.active--;
+      free();
+      this.kick();
+    });
   }
 
   /**
@@ -802,7 +1000,8 @@ export class Worker implements AttemptHost {
       }
       if (held.length === 0) continue;
       try {
-        const lost = await this.track(this.store.renewLeases(this.id, this.clock.now() + this.leaseMs, held));
+        // in the store's clock (the database's on PostgreSQL), like every lease comparison
+        const lost = await this.track(this.store.renewLeases(this.id, this.storeNow() + this.leaseMs, held));
         for (const l of lost) {
           const a = byKey.get(`${l.runId}\u0000${l.phase}`);
           // a task claimed in this very transaction may not show as running in the store yet: only stop attempts that started before
@@ -816,8 +1015,9 @@ export class Worker implements AttemptHost {
             else if (ctx) this.note(ctx, { kind: 'tick' });
           }
         }
-      } catch {
+      } catch (e) {
         // the store is unreachable for now: keep running; if it stays so, leases expire and others take over
+        this.storeTrouble(e);
       }
     }
   }
@@ -897,41 +1097,19 @@ export class Worker implements AttemptHost {
   }
 }
 
-/** The run's next timer (deadline, gate expiry, escalation): the projection's wake time. */
-function nextTimer(state: RunState): number | undefined {
-  return wakeAt(state) ?? undefined;
-}
-
-/** The decisions threw (a bug): the worker stops loudly instead of retrying the same facts. */
-class DecisionError extends BatonError {
-  constructor(cause: unknown) {
-    super('internal', `the engine's decisions failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+/**
+ * The lease conditions a commit carries (fencing): a takeover of another worker's attempt holds only
+ * if the stored lease is still that attempt's and has expired by the store's clock (or its owner is
+ * known dead); a hand-back only if this worker still holds the lease.
+ */
+function fences(facts: readonly Fact[], made: readonly RunEvent[], now: number): LeaseExpectation[] | undefined {
+  let out: LeaseExpectation[] | undefined;
+  for (const e of made) {
+    if (e.type !== 'task.lease_expired') continue;
+    const f = facts.find((x): x is Extract<Fact, { kind: 'lease_expired' }> => x.kind === 'lease_expired' && x.phase === e.phase && x.attempt === e.attempt);
+    if (!f) continue;
+    (out ??= []).push({ phase: e.phase, attempt: e.attempt, owner: f.owner, ...(f.dead || f.handBack ? {} : { expiredBefore: now }) });
   }
+  return out;
 }
-
-function isFault(e: unknown): boolean {
-  return e instanceof BatonError && e.code === 'fault-injected';
-}
-
-let seqNo = 0;
-export function newWorkerId(): string {
-  seqNo++;
-  return `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}${seqNo}`;
-}
-
-/** A worker id names its host and pid: on this host, a pid that no longer exists is a dead worker. */
-export function ownerIsDeadOnThisHost(owner: string): boolean {
-  const parts = owner.split(':');
-  if (parts.length < 3) return false;
-  const [host, pidText] = parts;
-  if (host !== hostname()) return false;
-  const pid = Number(pidText);
-  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ESRCH';
-  }
-}
-
+export { newWorkerId, ownerIsDeadOnThisHost } from './worker-support.js';

@@ -91,7 +91,7 @@ export class MemoryStore implements RunStore {
     return Promise.resolve(result);
   }
 
-  findWork(q: { agents: readonly string[] | null; now: number; limit: number }): Promise<WorkHint[]> {
+  findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]> {
     const out: WorkHint[] = [];
     const agents = q.agents ? new Set(q.agents) : null;
     const live = [...this.entries.values()].filter((e) => e.run.status === 'running' || e.run.status === 'waiting').sort((a, b) => a.run.createdAt - b.run.createdAt);
@@ -104,8 +104,10 @@ export class MemoryStore implements RunStore {
           ready = true;
           out.push({ runId: e.run.runId, reason: 'ready' });
         }
-        if (t.status === 'running' && t.leaseExpiresAt !== null && t.leaseExpiresAt < q.now && t.leaseOwner !== null) {
-          out.push({ runId: e.run.runId, reason: 'lease', phase: t.phase, attempt: t.attempt, owner: t.leaseOwner });
+        if (t.status === 'running' && t.leaseOwner !== null) {
+          const expired = t.leaseExpiresAt !== null && t.leaseExpiresAt < q.now;
+          if (expired || (q.ownersLike !== undefined && t.leaseOwner.startsWith(q.ownersLike)))
+            out.push({ runId: e.run.runId, reason: 'lease', phase: t.phase, attempt: t.attempt, owner: t.leaseOwner, ...(expired ? {} : { live: true }) });
         }
       }
     }

@@ -13,7 +13,8 @@ export function sqlFor(s: string, channel: string): Record<StatementName, string
     // a transaction-scoped advisory lock per run (bigint key space; migrations use the two-int one)
     lock: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
     tryLock: `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS got`,
-    read: `SELECT r.seq AS run_seq, e.seq, e.body FROM ${s}.runs r
+    // db_now: the database's clock, read under the lock; every due time, lease and deadline is compared in it
+    read: `SELECT r.seq AS run_seq, (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS db_now, e.seq, e.body FROM ${s}.runs r
       LEFT JOIN ${s}.events e ON e.run_id = r.run_id AND e.seq > $2 WHERE r.run_id = $1 ORDER BY e.seq`,
     write: `WITH
       held AS (
@@ -41,7 +42,7 @@ export function sqlFor(s: string, channel: string): Record<StatementName, string
       ru AS (
         UPDATE ${s}.runs SET status = $23, updated_at = $24, ended_at = $25, cost_usd = $26, wake_at = $27, seq = $28
         WHERE run_id = $1 AND (SELECT ok FROM ok))
-      SELECT ok.ok, ok.held, (SELECT count(*) FROM (SELECT pg_notify('${channel}', $1) WHERE ok.ok AND cardinality($6::integer[]) > 0) n) AS notified FROM ok`,
+      SELECT ok.ok, ok.held, (SELECT count(*) FROM (SELECT pg_notify('${channel}', $1 || ' ' || ($28::integer)::text) WHERE ok.ok AND cardinality($6::integer[]) > 0) n) AS notified FROM ok`,
     create: `WITH
       wf AS (INSERT INTO ${s}.workflows (hash, name, source, path, created_at) VALUES ($15, $16, $17, $18, $9) ON CONFLICT (hash) DO NOTHING),
       r AS (
@@ -54,7 +55,7 @@ export function sqlFor(s: string, channel: string): Record<StatementName, string
         INSERT INTO ${s}.tasks (${TASK_COLUMNS})
         SELECT r.run_id, t.* FROM r, unnest($24::text[], $25::text[], $26::text[], $27::integer[], $28::text[], $29::text[], $30::bigint[],
           $31::bigint[], $32::json[], $33::json[], $34::json[], $35::bigint[]) AS t)
-      SELECT count(*) AS created, (SELECT count(*) FROM (SELECT pg_notify('${channel}', r.run_id) FROM r) n) AS notified FROM r`,
+      SELECT count(*) AS created, (SELECT count(*) FROM (SELECT pg_notify('${channel}', r.run_id || ' ' || ($13::integer)::text) FROM r) n) AS notified FROM r`,
     run: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE run_id = $1`,
     runs: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE $1::text[] IS NULL OR status = ANY($1::text[]) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
     workflow: `SELECT hash, name, source, path FROM ${s}.workflows WHERE hash = $1`,
@@ -77,10 +78,11 @@ export function sqlFor(s: string, channel: string): Record<StatementName, string
           FROM ready WHERE ready.run_id IS NOT NULL) x
         WHERE x.created_at IS NOT NULL
         UNION ALL
-        SELECT y.run_id, y.created_at, 2, 'lease', y.phase, y.attempt, y.lease_owner FROM (
-          SELECT t.run_id, t.phase, t.attempt, t.lease_owner,
+        SELECT y.run_id, y.created_at, 2, CASE WHEN y.expired THEN 'lease' ELSE 'live' END, y.phase, y.attempt, y.lease_owner FROM (
+          SELECT t.run_id, t.phase, t.attempt, t.lease_owner, t.lease_expires_at < $2 AS expired,
             (SELECT r.created_at FROM ${s}.runs r WHERE r.run_id = t.run_id AND r.status IN ('running', 'waiting')) AS created_at
-          FROM ${s}.tasks t WHERE t.status = 'running' AND t.lease_expires_at < $2 AND t.lease_owner IS NOT NULL) y
+          FROM ${s}.tasks t WHERE t.status = 'running' AND t.lease_owner IS NOT NULL
+            AND (t.lease_expires_at < $2 OR ($4::text IS NOT NULL AND starts_with(t.lease_owner, $4::text)))) y
         WHERE y.created_at IS NOT NULL
       ) h ORDER BY created_at, run_id, k, phase LIMIT $3`,
     // Never waits for a lock: a task row locked by a transaction in flight is left for the next

@@ -27,7 +27,7 @@ import type { RunEvent } from '../engine/events.js';
 import type { Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
 import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
 import { sqlFor, type StatementName } from './postgres-sql.js';
-import { checkSeq, eventFromBody, eventPhase, jsonOrNull, runFromRow, taskFromRow, tasksByPhase, Waiters, workflowFromRow, type RunRow, type TaskRowSql, type WorkflowRow } from './rows.js';
+import { checkSeq, eventFromBody, hintFromRow, eventPhase, jsonOrNull, runFromRow, taskFromRow, tasksByPhase, Waiters, workflowFromRow, type RunRow, type TaskRowSql, type WorkflowRow } from './rows.js';
 
 export interface PostgresStoreOptions {
   /** The PostgreSQL schema holding Baton's tables. Default `baton`. */
@@ -38,6 +38,11 @@ export interface PostgresStoreOptions {
   connectTimeoutMs?: number;
   /** The schema's migrations (tests add a fake next version). */
   migrations?: readonly Migration[];
+  /**
+   * Decide in the database's clock (default true): every process compares due times, leases and
+   * deadlines in one clock, whatever its own says. Tests that drive time by hand turn it off.
+   */
+  databaseClock?: boolean;
 }
 
 /** int8 as a number (times in ms fit), json as its text (parsed by rows.ts, exactly as stored). */
@@ -79,7 +84,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
   } finally {
     await client.end().catch(() => undefined);
   }
-  return new PostgresStore(config, location, schema, opts.poolSize ?? 10);
+  return new PostgresStore(config, location, schema, opts.poolSize ?? 10, opts.databaseClock ?? true);
 }
 
 /**
@@ -118,6 +123,9 @@ export class PostgresStore implements RunStore {
   private listening: Promise<void> | undefined;
   /** A notification arrived while nobody waited: the next wait returns at once. */
   private changed = false;
+  /** NOTIFY payloads (`run_id seq`) since the last takeChanged, or unknown (a reconnect, an overflow). */
+  private changedRuns = new Map<string, number>();
+  private unknown = true;
   private closed = false;
 
   constructor(
@@ -125,6 +133,7 @@ export class PostgresStore implements RunStore {
     readonly location: string,
     readonly schema: string,
     poolSize: number,
+    private readonly databaseClock = true,
   ) {
     this.channel = `${schema}_runs`;
     this.sql = sqlFor(`"${schema}"`, this.channel);
@@ -183,7 +192,7 @@ export class PostgresStore implements RunStore {
     return (await this.query<TaskRowSql>('tasks', [runId])).map(taskFromRow);
   }
 
-  async transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[]) => TxDecision<T>, opts: TxOptions = {}): Promise<TxResult<T>> {
+  async transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[], now?: number) => TxDecision<T>, opts: TxOptions = {}): Promise<TxResult<T>> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
@@ -218,13 +227,13 @@ export class PostgresStore implements RunStore {
       }
     };
     try {
-      let rows: { run_seq: number; seq: number | null; body: string | null }[];
+      let rows: { run_seq: number; db_now: number; seq: number | null; body: string | null }[];
       try {
         // pipelined: the read starts (and takes its snapshot) only once the lock is held
         const [, lock, read] = await settled(
           client.query('BEGIN'),
           q<{ got?: boolean }>(opts.skipIfBusy ? 'tryLock' : 'lock', [`${this.schema}/${runId}`]),
-          q<{ run_seq: number; seq: number | null; body: string | null }>('read', [runId, knownSeq]),
+          q<{ run_seq: number; db_now: number; seq: number | null; body: string | null }>('read', [runId, knownSeq]),
         );
         if (opts.skipIfBusy && lock.rows[0]?.got !== true) {
           await rollback();
@@ -245,7 +254,7 @@ export class PostgresStore implements RunStore {
       let d: TxDecision<T>;
       let last: number;
       try {
-        d = decide(bodies.map(eventFromBody));
+        d = decide(bodies.map(eventFromBody), this.databaseClock ? Number(rows[0]!.db_now) : undefined);
         last = d.commit ? checkSeq(runId, runSeq, d.commit.events) : runSeq;
       } catch (err) {
         await rollback();
@@ -277,9 +286,9 @@ export class PostgresStore implements RunStore {
     }
   }
 
-  async findWork(q: { agents: readonly string[] | null; now: number; limit: number }): Promise<WorkHint[]> {
-    const rows = await this.query<{ run_id: string; reason: WorkHint['reason']; phase: string | null; attempt: number | null; owner: string | null }>('findWork', [q.agents, q.now, q.limit]);
-    return rows.map((h): WorkHint => (h.reason === 'lease' ? { runId: h.run_id, reason: 'lease', phase: h.phase!, attempt: h.attempt!, owner: h.owner! } : { runId: h.run_id, reason: h.reason }));
+  async findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]> {
+    const rows = await this.query<{ run_id: string; reason: WorkHint['reason'] | 'live'; phase: string | null; attempt: number | null; owner: string | null }>('findWork', [q.agents, q.now, q.limit, q.ownersLike ?? null]);
+    return rows.map(hintFromRow);
   }
 
   async renewLeases(owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]): Promise<{ runId: string; phase: string; attempt: number }[]> {
@@ -304,10 +313,30 @@ export class PostgresStore implements RunStore {
     return p;
   }
 
+  private noteChanged(payload: string | undefined): void {
+    const sp = payload?.lastIndexOf(' ') ?? -1;
+    const seq = sp > 0 ? Number(payload!.slice(sp + 1)) : NaN;
+    if (!Number.isFinite(seq) || this.changedRuns.size >= 10_000) {
+      this.unknown = true;
+      return;
+    }
+    const id = payload!.slice(0, sp);
+    if ((this.changedRuns.get(id) ?? -1) < seq) this.changedRuns.set(id, seq);
+  }
+
+  takeChanged(): ReadonlyMap<string, number> | 'unknown' {
+    // without a live LISTEN connection the payloads say nothing about what was missed
+    const out: ReadonlyMap<string, number> | 'unknown' = this.unknown || !this.listener ? 'unknown' : this.changedRuns;
+    this.changedRuns = new Map();
+    this.unknown = false;
+    return out;
+  }
+
   private listen(): void {
     if (this.listening || this.closed) return;
     const c = new pg.Client(this.config);
     const drop = (): void => {
+      this.unknown = true;
       if (this.listener === c) this.listener = undefined;
       this.listening = undefined;
       c.end().catch(() => undefined);
@@ -316,7 +345,8 @@ export class PostgresStore implements RunStore {
     c.on('end', () => {
       if (this.listener === c) drop();
     });
-    c.on('notification', () => {
+    c.on('notification', (n) => {
+      this.noteChanged(n.payload);
       if (this.waiters.size > 0) this.waiters.wakeAll();
       else this.changed = true;
     });
@@ -327,6 +357,7 @@ export class PostgresStore implements RunStore {
         if (this.closed) return drop();
         this.listener = c;
         // what changed before we listened is unknown: whoever waits looks again
+        this.unknown = true;
         this.waiters.wakeAll();
       })
       .catch(drop);
@@ -414,5 +445,8 @@ export function pgFault(err: unknown, location: string): unknown {
   const message = typeof e.message === 'string' ? e.message : String(err);
   if (UNREACHABLE.has(code) || code.startsWith('08') || /Connection terminated|connection timeout|timeout expired|not queryable|Client was closed|pool after calling end/i.test(message))
     return new BatonError('store-unreachable', `cannot reach the PostgreSQL store ${location}: ${message || code}`, { cause: err });
+  // serialization failures, deadlocks, lock timeouts, too many connections: try again later
+  if (code === '40001' || code === '40P01' || code === '55P03' || code === '53300' || code === '53400')
+    return new BatonError('store-locked', `the PostgreSQL store ${location} is busy: ${message} (${code})`, { cause: err });
   return new BatonError('store', `PostgreSQL store ${location}: ${message}${code ? ` (${code})` : ''}`, { cause: err });
 }

@@ -6,7 +6,7 @@
 import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { FailureRecord, RunEvent, RunStatus, TaskStatus } from '../engine/events.js';
-import type { Commit, LeaseExpectation, RunRecord, TaskRow, WorkflowRecord } from '../engine/ports.js';
+import type { Commit, LeaseExpectation, RunRecord, TaskRow, WorkflowRecord, WorkHint } from '../engine/ports.js';
 
 export interface RunRow {
   run_id: string;
@@ -130,6 +130,12 @@ export function tasksByPhase(c: Commit): TaskRow[] {
   const m = new Map<string, TaskRow>();
   for (const t of c.tasks) m.set(t.phase, t);
   return [...m.values()];
+}
+
+/** A findWork row as a hint (every store): `live` is a running task of a local owner whose lease has not expired. */
+export function hintFromRow(h: { run_id: string; reason: string; phase: string | null; attempt: number | null; owner: string | null }): WorkHint {
+  if (h.reason === 'lease' || h.reason === 'live') return { runId: h.run_id, reason: 'lease', phase: h.phase!, attempt: h.attempt!, owner: h.owner!, ...(h.reason === 'live' ? { live: true } : {}) };
+  return { runId: h.run_id, reason: h.reason as 'ready' | 'timer' };
 }
 
 /** Whether a task row meets an expectation (the same rule in every store; memory.ts keeps it too). */

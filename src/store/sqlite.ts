@@ -20,6 +20,7 @@ import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations
 import {
   checkSeq,
   eventFromBody,
+  hintFromRow,
   eventPhase,
   jsonOrNull,
   meets,
@@ -87,9 +88,10 @@ SELECT run_id, reason, phase, attempt, owner FROM (
   SELECT r.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL
     FROM ready JOIN runs r ON r.run_id = ready.run_id WHERE r.status IN ('running', 'waiting')
   UNION ALL
-  SELECT t.run_id, r.created_at, 2, 'lease', t.phase, t.attempt, t.lease_owner
+  SELECT t.run_id, r.created_at, 2, CASE WHEN t.lease_expires_at < :now THEN 'lease' ELSE 'live' END, t.phase, t.attempt, t.lease_owner
     FROM tasks t JOIN runs r ON r.run_id = t.run_id
-    WHERE t.status = 'running' AND t.lease_expires_at < :now AND t.lease_owner IS NOT NULL AND r.status IN ('running', 'waiting')
+    WHERE t.status = 'running' AND t.lease_owner IS NOT NULL AND r.status IN ('running', 'waiting')
+      AND (t.lease_expires_at < :now OR (:owners IS NOT NULL AND substr(t.lease_owner, 1, length(:owners)) = :owners))
 )
 ORDER BY created_at, run_id, k, phase LIMIT :limit`;
 
@@ -282,7 +284,7 @@ export class SqliteStore implements RunStore {
     return this.read(() => (this.s.tasks.all(runId) as TaskRowSql[]).map(taskFromRow));
   }
 
-  transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[]) => TxDecision<T>): Promise<TxResult<T>> {
+  transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[], now?: number) => TxDecision<T>): Promise<TxResult<T>> {
     let out: { result: TxResult<unknown>; wrote: boolean };
     try {
       out = this.txTransact.immediate(runId, knownSeq, decide);
@@ -314,10 +316,10 @@ export class SqliteStore implements RunStore {
     return undefined;
   }
 
-  findWork(q: { agents: readonly string[] | null; now: number; limit: number }): Promise<WorkHint[]> {
+  findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]> {
     return this.read(() => {
-      const rows = this.s.findWork.all({ agents: q.agents ? JSON.stringify(q.agents) : null, now: q.now, limit: q.limit }) as HintRow[];
-      return rows.map((h): WorkHint => (h.reason === 'lease' ? { runId: h.run_id, reason: 'lease', phase: h.phase!, attempt: h.attempt!, owner: h.owner! } : { runId: h.run_id, reason: h.reason }));
+      const rows = this.s.findWork.all({ agents: q.agents ? JSON.stringify(q.agents) : null, now: q.now, limit: q.limit, owners: q.ownersLike ?? null }) as HintRow[];
+      return rows.map(hintFromRow);
     });
   }
 

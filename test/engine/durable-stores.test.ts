@@ -38,7 +38,7 @@ const STORES: Record<string, StoreFactory> = {
     // scenarios that take a fresh store per case (crash at every hit) would exhaust PostgreSQL's
     // connections: the oldest stores of the test, long finished with, are closed first
     while (opened.length >= 6) await opened.shift()!.close();
-    const s = await openPostgresStore(db.url, { schema: `e${n++}`, poolSize: 3 });
+    const s = await openPostgresStore(db.url, { schema: `e${n++}`, poolSize: 3, databaseClock: false });
     opened.push(s);
     return s;
   },

@@ -308,7 +308,9 @@ describe('retry, fallback, timeouts (injected clock)', () => {
     const result = await runWithClock(model, { x: (ctx) => { signals.push(ctx.signal); return new Promise(() => undefined); } }, clock);
     expect(result.phases['a']).toMatchObject({ status: 'failed', attempts: 2, error: { code: 'Timeout' } });
     expect(signals.every((s) => s.aborted)).toBe(true);
-    expect(clock.now()).toBe(500 + 100 + 500);
+    // the agent ignores its signal: the next attempt waits for it for the abort grace (5 s), then a warning says so
+    expect(clock.now()).toBe(500 + 5000 + 500);
+    expect(result.events.filter((e) => e.type === 'task.warning').map((e) => (e as { code?: string }).code)).toContain('AbortIgnored');
   });
 
   test('the run timeout stops the run and cancels what is left', async () => {

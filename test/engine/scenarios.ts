@@ -12,6 +12,7 @@ export * from './scenarios/contracts.js';
 export * from './scenarios/gates.js';
 export * from './scenarios/recovery.js';
 export * from './scenarios/rerun.js';
+export * from './scenarios/timing.js';
 export * from './scenarios/workers.js';
 import { FAULT_POINTS } from '../../src/engine/worker.js';
 import { type StoreFactory } from './scenarios/common.js';
@@ -19,6 +20,7 @@ import { CONTRACT_SCENARIOS } from './scenarios/contracts.js';
 import { GATE_SCENARIOS, MORE_GATE_SCENARIOS } from './scenarios/gates.js';
 import { ENDINGS, crashEverywhere, crashEverywhereGated, crashMatchesReference, lateCompletionAfterTakeover, leaseExpiryTakeover } from './scenarios/recovery.js';
 import { rerunFromPhase, rerunRefusals } from './scenarios/rerun.js';
+import { TIMING_SCENARIOS } from './scenarios/timing.js';
 import { WORKER_SCENARIOS } from './scenarios/workers.js';
 export { FAULT_POINTS, type FaultPoint } from '../../src/engine/worker.js';
 
@@ -31,6 +33,7 @@ export const STORE_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promis
   ...MORE_GATE_SCENARIOS,
   ...WORKER_SCENARIOS,
   ...CONTRACT_SCENARIOS,
+  ...TIMING_SCENARIOS,
   leaseExpiryTakeover,
   lateCompletionAfterTakeover,
   rerunFromPhase,

@@ -1,0 +1,84 @@
+/**
+ * Claims: ready tasks handed to a worker, with the access gates a claim opens and the inputs resolved
+ * from the recorded outputs.
+ */
+import type { Json } from '../core/json.js';
+import { tryResolveTaskInputs } from '../workflow/runtime.js';
+import { contractOfPhase } from './plan.js';
+import type { RunState } from './state.js';
+import { claimableAt, runGateOpen } from './due.js';
+import type { Claimed, Fact } from './decide-types.js';
+import { agentOf, emit, initialStateOf, model, openGate, type Ctx } from './decide-context.js';
+import { failAccess } from './decide-gates.js';
+import { terminal } from './decide-settle.js';
+
+// ---- claims -----------------------------------------------------------------------------------
+
+export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] {
+  const { state, env } = ctx;
+  const out: Claimed[] = [];
+  if (f.max <= 0 || runGateOpen(state)) return out;
+  // the set itself, not a copy: claims delete what they take (safe while iterating) and add nothing to it
+  for (const name of state.ready) {
+    if (out.length >= f.max || state.status !== 'running') break;
+    const p = state.phases.get(name)!;
+    if (p.notBefore !== undefined && p.notBefore > env.now) continue;
+    const agent = agentOf(ctx, name);
+    if (ctx.plan.accessAgents.has(agent)) {
+      // a claim opens the agent's access gate (its first task), and fails tasks whose access was denied
+      const g = state.gates.get(`access-${agent}`);
+      if (g === undefined) openAccessGate(ctx, agent, name);
+      const now = state.gates.get(`access-${agent}`)!;
+      if (now.status === 'denied') {
+        failAccess(ctx, name, now);
+        continue;
+      }
+    }
+    // the one rule of when a task is due for this claimant (due.ts): the worker sleeps by the same one
+    const at = claimableAt(ctx.plan, state, name, f);
+    if (at === undefined || at > env.now) continue;
+    const pm = model(ctx, name);
+    const r = tryResolveTaskInputs(pm, outputsView(state), { trigger: state.trigger, initialState: initialStateOf(ctx, pm), taskId: p.taskId });
+    if (!r.ok) {
+      // upstream outputs never change once recorded: a rejected claim can never succeed, so the task fails now
+      const payload = r.error.toJSON();
+      emit(ctx, { type: 'task.claim_rejected', phase: name, task_id: p.taskId, error: payload });
+      terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: p.attempts, failure: { code: r.error.error, error: r.error.error, message: r.error.message, retryable: false, details: payload } });
+      continue;
+    }
+    let inputResponse: Json | undefined;
+    if (p.resumable && p.inputGates.length > 0) inputResponse = state.gates.get(p.inputGates[p.inputGates.length - 1]!)?.value;
+    // a later attempt resumes from the last checkpoint, unless the contract says a timeout starts over (`onTimeout: retry`)
+    const fresh = contractOfPhase(ctx.plan, name)?.errorHandling.onTimeout?.action === 'retry' && p.lastFailure?.code === 'Timeout';
+    const lastCheckpoint = p.checkpoint !== undefined && !fresh ? p.checkpoint.value : undefined;
+    const attempt = p.attempts + 1;
+    emit(ctx, { type: 'task.claimed', phase: name, task_id: p.taskId, attempt, agent, input: r.input, worker: f.worker, lease_expires_at: env.now + f.leaseMs });
+    out.push({ phase: name, taskId: p.taskId, attempt, agent, input: r.input, ...(inputResponse !== undefined ? { inputResponse } : {}), ...(lastCheckpoint !== undefined ? { lastCheckpoint } : {}) });
+  }
+  return out;
+}
+
+function openAccessGate(ctx: Ctx, agent: string, phase: string): void {
+  const ar = ctx.plan.model.governance.accessReview;
+  const id = `access-${agent}`;
+  const g = openGate(ctx, id, 'access', { approvers: ar?.approvers ?? [], timeoutHours: ar?.timeoutHours, onTimeout: undefined }, `agent \`${agent}\` requires access approval before its first task (phase \`${phase}\`)`, { agent });
+  if (g.status !== 'open' || !ar || ar.onRequest === 'defer') return;
+  emit(ctx, { type: 'gate.decided', gate_id: id, decision: ar.onRequest === 'approve' ? 'approved' : 'denied', by: 'access_review', auto: true });
+}
+
+/** Recorded outputs by phase name, for input resolution: a read-through view of the state, no copy. */
+class OutputsView extends Map<string, unknown> {
+  constructor(private readonly state: RunState) {
+    super();
+  }
+  override get(k: string): unknown {
+    return this.state.phases.get(k)?.output;
+  }
+  override has(k: string): boolean {
+    return this.state.phases.get(k)?.output !== undefined;
+  }
+}
+
+function outputsView(state: RunState): ReadonlyMap<string, unknown> {
+  return new OutputsView(state);
+}

@@ -1,0 +1,118 @@
+/**
+ * What every part of the decisions shares: the context of one decide() call (the plan, the state the
+ * events are applied to as they are made, the events so far), emit(), opening a gate, and small
+ * lookups. The other decide-*.ts modules import it; of them it imports only the types (no cycles).
+ */
+import type { Json, JsonObject } from '../core/json.js';
+import type { PhaseModel } from '../workflow/model.js';
+import type { FailureRecord, GateKind, NewEvent, OnTimeout, RunEvent } from './events.js';
+import type { GateSpec, Plan } from './plan.js';
+import { applyEvent, type GateState, type RunState } from './state.js';
+import type { DecideEnv } from './decide-types.js';
+
+export interface Ctx {
+  plan: Plan;
+  state: RunState;
+  env: DecideEnv;
+  out: RunEvent[];
+  touched: Set<string>;
+  /** Phases whose dependencies all finished, waiting to be settled (a worklist: no recursion down long chains). */
+  unblocked: string[];
+}
+
+// ---- events ---------------------------------------------------------------------------------
+
+export function emit(ctx: Ctx, e: NewEvent): RunEvent {
+  const ev = e as RunEvent;
+  ev.seq = ctx.state.seq + 1;
+  ev.at = ctx.env.now;
+  applyEvent(ctx.state, ev);
+  ctx.out.push(ev);
+  if (ROW_EVENTS.has(ev.type) && 'phase' in ev && ev.phase !== undefined) ctx.touched.add(ev.phase);
+  else if (ev.type === 'gate.opened' || ev.type === 'gate.decided' || ev.type === 'gate.answered' || ev.type === 'gate.expired') {
+    const g = ctx.state.gates.get(ev.gate_id);
+    if (g?.phase !== undefined) ctx.touched.add(g.phase);
+    // the run gate and access gates hold ready tasks: their rows' due times change with the gate
+    if (g !== undefined && (g.kind === 'run' || g.kind === 'access')) for (const n of ctx.state.ready) ctx.touched.add(n);
+  } else if (ev.type === 'run.started') for (const n of ctx.state.phases.keys()) ctx.touched.add(n);
+  return ev;
+}
+
+/**
+ * Events that change a task row. Others (cost, log, ...) must not rewrite the row: its lease expiry
+ * is renewed in the store only, and a rewrite from the state would set it back.
+ */
+const ROW_EVENTS: ReadonlySet<string> = new Set([
+  'task.ready',
+  'task.claimed',
+  'task.resumed',
+  'task.retrying',
+  'task.lease_expired',
+  'task.completed',
+  'task.failed',
+  'task.skipped',
+  'task.cancelled',
+]);
+
+export function taskId(ctx: Ctx, phase: string): string {
+  return ctx.state.phases.get(phase)!.taskId;
+}
+
+export function isCurrent(ctx: Ctx, phase: string, attempt: number): boolean {
+  const p = ctx.state.phases.get(phase);
+  return p !== undefined && (p.status === 'running' || p.status === 'suspended_awaiting_input') && p.attempts === attempt;
+}
+
+/** The attempt is the task's latest (it may have just finished: a warning about what it left is still its own). */
+export function lastAttemptOf(ctx: Ctx, phase: string, attempt: number): boolean {
+  const p = ctx.state.phases.get(phase);
+  return p !== undefined && p.attempts === attempt;
+}
+
+export function model(ctx: Ctx, phase: string): PhaseModel {
+  return ctx.plan.byName.get(phase)!;
+}
+
+export function initialStateOf(ctx: Ctx, p: PhaseModel): JsonObject {
+  const run = ctx.env.initialState;
+  return run ? { ...run, ...p.initialState } : p.initialState;
+}
+
+export function agentOf(ctx: Ctx, name: string): string {
+  return ctx.state.phases.get(name)!.nextAgent ?? model(ctx, name).assign;
+}
+
+// ---- gates and times -----------------------------------------------------------------------
+
+export const HOUR = 3_600_000;
+
+export function openGate(
+  ctx: Ctx,
+  id: string,
+  kind: GateKind,
+  spec: GateSpec | { approvers: string[]; timeoutHours: number | undefined; onTimeout: OnTimeout | undefined },
+  reason: string,
+  where: { phase?: string; task_id?: string; agent?: string; attempt?: number; index?: number; question?: string; choices?: Json[]; schema?: JsonObject; escalation?: { failure: FailureRecord } },
+): GateState {
+  const now = ctx.env.now;
+  const esc = ctx.plan.model.governance.escalation;
+  emit(ctx, {
+    type: 'gate.opened',
+    gate_id: id,
+    kind,
+    ...where,
+    approvers: spec.approvers,
+    reason,
+    ...(spec.timeoutHours !== undefined ? { expires_at: now + spec.timeoutHours * HOUR } : {}),
+    ...(spec.onTimeout !== undefined ? { on_timeout: spec.onTimeout } : {}),
+    ...(esc?.afterHours !== undefined ? { escalate_at: now + esc.afterHours * HOUR } : {}),
+  });
+  if (ctx.state.autoApprove && kind !== 'input') emit(ctx, { type: 'gate.decided', gate_id: id, decision: 'approved', by: 'auto-approve', auto: true });
+  return ctx.state.gates.get(id)!;
+}
+
+export function formatMs(ms: number): string {
+  if (ms >= HOUR && ms % HOUR === 0) return `${ms / HOUR} h`;
+  if (ms >= 1000) return `${Math.round(ms / 100) / 10} s`;
+  return `${ms} ms`;
+}

@@ -1,0 +1,177 @@
+/**
+ * Outcomes of attempts: a completion checked against the declared outputs and the contract, or a
+ * failure retried, handed to the fallback agent, escalated to a human or made final; and costs against
+ * the phase and run budgets.
+ */
+import { isPlainObject } from '../core/json.js';
+import { checkTaskOutputs } from '../workflow/runtime.js';
+import { BudgetExceededError } from './errors.js';
+import type { FailureRecord } from './events.js';
+import { contractOfPhase } from './plan.js';
+import { backoffDelay, isRetryable } from './retry.js';
+import type { PhaseState } from './state.js';
+import type { Fact } from './decide-types.js';
+import { emit, model, openGate, type Ctx } from './decide-context.js';
+import { stop, terminal } from './decide-settle.js';
+
+// ---- outcomes -----------------------------------------------------------------------------------
+
+export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): void {
+  const p = ctx.state.phases.get(f.phase);
+  if (!p) return;
+  const stale = p.status !== 'running' ? `the task is ${p.status}` : p.attempts !== f.attempt ? `attempt ${p.attempts} replaced it` : p.leaseOwner !== undefined && p.leaseOwner !== f.worker ? `its lease passed to ${p.leaseOwner}` : undefined;
+  if (stale !== undefined) {
+    emit(ctx, { type: 'task.stale_outcome', phase: f.phase, task_id: p.taskId, attempt: f.attempt, worker: f.worker, reason: stale, outcome: f.outcome.ok ? 'completed' : 'failed' });
+    return;
+  }
+  const pm = model(ctx, f.phase);
+  const agent = p.agent ?? pm.assign;
+  if (!f.outcome.ok) {
+    emit(ctx, { type: 'task.attempt_failed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, failure: f.outcome.failure });
+    retryOrFail(ctx, f.phase, f.attempt, agent, f.outcome.failure);
+    return;
+  }
+  if (f.outcome.costUsd > 0) {
+    addCost(ctx, f.phase, f.attempt, f.outcome.costUsd);
+    if (ctx.state.status !== 'running') return;
+  }
+  const checked = checkTaskOutputs(pm, f.outcome.output, { taskId: p.taskId });
+  if (!checked.ok) {
+    const payload = checked.error.toJSON();
+    emit(ctx, { type: 'task.rejected', phase: f.phase, task_id: p.taskId, attempt: f.attempt, error: payload });
+    retryOrFail(ctx, f.phase, f.attempt, agent, { code: checked.error.error, error: checked.error.error, message: checked.error.message, retryable: true, details: payload });
+    return;
+  }
+  const recorded = checked.output;
+  let partial = false;
+  const pc = contractOfPhase(ctx.plan, f.phase)?.errorHandling.onPartialCompletion;
+  if (pc && recorded['completionStatus'] === 'partial') {
+    const missing = pc.action === 'return_partial' ? pc.requiresFlags.filter((k) => isEmpty(recorded[k])) : [];
+    if (pc.action === 'fail' || missing.length > 0) {
+      const failure: FailureRecord =
+        pc.action === 'fail'
+          ? { code: 'PartialCompletion', message: `agent \`${agent}\` returned a partial result (completionStatus: partial), which its contract does not accept (onPartialCompletion: fail)`, retryable: true, details: { agent } }
+          : { code: 'PartialCompletionError', message: `agent \`${agent}\` returned a partial result without ${missing.map((k) => `\`${k}\``).join(', ')}, which its contract requires to flag what is missing`, retryable: true, details: { agent, missing } };
+      emit(ctx, { type: 'task.attempt_failed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, failure });
+      retryOrFail(ctx, f.phase, f.attempt, agent, failure);
+      return;
+    }
+    partial = true;
+  }
+  const declared = pm.outputs;
+  const extra = declared ? Object.keys(recorded).filter((k) => !declared.some((d) => d.key === k)) : [];
+  terminal(ctx, { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd), ...(partial ? { partial: true } : {}) });
+}
+
+function isEmpty(v: unknown): boolean {
+  return v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0) || (isPlainObject(v) && Object.keys(v).length === 0);
+}
+
+function roundCost(x: number): number {
+  return Math.round(x * 1e9) / 1e9;
+}
+
+/**
+ * After a failed attempt: retry (the phase's retry policy, or the contract's `onTimeout` for a
+ * timeout), hand over to the fallback agent, ask a human (`onAgentFailure: escalate_to_user`), or
+ * fail the phase.
+ */
+export function retryOrFail(ctx: Ctx, name: string, attempt: number, agent: string, failure: FailureRecord): void {
+  const pm = model(ctx, name);
+  const p = ctx.state.phases.get(name)!;
+  const policy = pm.retry;
+  const eh = contractOfPhase(ctx.plan, name)?.errorHandling;
+  const onFallback = agent !== pm.assign;
+  // after a human chose `retry`, a new failure goes back to the human
+  const escalated = p.escalations > 0;
+  const ot = eh?.onTimeout;
+  if (failure.code === 'Timeout' && ot !== undefined) {
+    // the contract's `onTimeout` governs timeouts (counted apart from the retry policy's failures)
+    if (!onFallback && !escalated && ot.action !== 'fail' && p.timeouts <= ot.maxRetries) {
+      retry(ctx, name, attempt, agent, failure, backoffDelay(policy, p.timeouts));
+      return;
+    }
+  } else {
+    const counted = p.failures - (ot ? p.timeouts : 0);
+    if (!onFallback && !escalated && eh?.onAgentFailure?.action !== 'fail' && counted < policy.maxAttempts && isRetryable(policy, failure)) {
+      // a provider's retry-after (a rate limit) is honoured when it asks for longer than the backoff
+      const after = failure.details?.['retry_after_ms'];
+      retry(ctx, name, attempt, agent, failure, Math.max(backoffDelay(policy, counted), typeof after === 'number' && Number.isFinite(after) && after > 0 ? Math.min(after, 86_400_000) : 0));
+      return;
+    }
+  }
+  const fb = eh?.onAgentFailure?.fallbackAgent ?? policy.fallbackAgent;
+  if (!onFallback && !escalated && fb !== undefined && fb !== pm.assign && eh?.onAgentFailure?.action !== 'fail') {
+    emit(ctx, { type: 'task.retrying', phase: name, task_id: p.taskId, attempt, next_attempt: attempt + 1, delay_ms: 0, agent: fb, reason: failure.code });
+    return;
+  }
+  if (eh?.onAgentFailure?.action === 'escalate_to_user' && failure.code !== 'InputValidationError') {
+    escalate(ctx, name, failure);
+    return;
+  }
+  terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: attempt, failure });
+}
+
+function retry(ctx: Ctx, name: string, attempt: number, agent: string, failure: FailureRecord, delay: number): void {
+  const p = ctx.state.phases.get(name)!;
+  emit(ctx, {
+    type: 'task.retrying',
+    phase: name,
+    task_id: p.taskId,
+    attempt,
+    next_attempt: attempt + 1,
+    delay_ms: delay,
+    agent,
+    reason: failure.code,
+    ...(delay > 0 ? { not_before: ctx.env.now + delay } : {}),
+  });
+}
+
+export const ESCALATION_CHOICES: readonly string[] = ['retry', 'skip', 'fail'];
+
+/** `onAgentFailure: escalate_to_user`: an input gate asks a human whether to retry, skip or fail the phase. */
+function escalate(ctx: Ctx, name: string, failure: FailureRecord): void {
+  const p = ctx.state.phases.get(name)!;
+  const question = `phase \`${name}\` failed after ${p.attempts} attempt${p.attempts === 1 ? '' : 's'} (${failure.code}: ${failure.message.slice(0, 500)}); retry, skip or fail it?`;
+  openGate(ctx, `escalate-${name}-${p.escalations + 1}`, 'input', { approvers: [], timeoutHours: undefined, onTimeout: undefined }, question, {
+    phase: name,
+    task_id: p.taskId,
+    agent: p.agent ?? model(ctx, name).assign,
+    attempt: p.attempts,
+    question,
+    choices: [...ESCALATION_CHOICES],
+    escalation: { failure },
+  });
+}
+
+export function addCost(ctx: Ctx, name: string, attempt: number, usd: number): void {
+  if (usd === 0) return;
+  const { state } = ctx;
+  const pm = model(ctx, name);
+  const ps: PhaseState = state.phases.get(name)!;
+  const phaseTotal = ps.costUsd + usd;
+  const runTotal = state.costUsd + usd;
+  emit(ctx, { type: 'task.cost', phase: name, task_id: ps.taskId, attempt, usd, phase_total_usd: phaseTotal, run_total_usd: runTotal });
+  const ct = pm.costTracking;
+  if (ct && ct.enabled && ct.budgetUsd !== undefined) {
+    const pct = ct.budgetUsd > 0 ? (phaseTotal / ct.budgetUsd) * 100 : Infinity;
+    if (ct.alertAtPercent !== undefined && pct >= ct.alertAtPercent && !state.alerted.has(name)) {
+      emit(ctx, { type: 'budget.alert', scope: 'phase', phase: name, budget_usd: ct.budgetUsd, spent_usd: phaseTotal, percent: Math.round(pct * 10) / 10 });
+    }
+    if (phaseTotal > ct.budgetUsd + 1e-12) {
+      const err = new BudgetExceededError('phase', ct.budgetUsd, phaseTotal, name);
+      stop(ctx, { kind: 'failed', failure: { code: err.error, error: err.error, message: err.message, retryable: false, details: err.toJSON() } });
+      return;
+    }
+  }
+  const max = ctx.plan.model.governance.maxCostUsd;
+  if (max !== undefined) {
+    if (!state.alerted.has('') && runTotal >= max * 0.8) {
+      emit(ctx, { type: 'budget.alert', scope: 'run', budget_usd: max, spent_usd: runTotal, percent: Math.round((runTotal / max) * 1000) / 10 });
+    }
+    if (runTotal > max + 1e-12) {
+      const err = new BudgetExceededError('run', max, runTotal);
+      stop(ctx, { kind: 'failed', failure: { code: err.error, error: err.error, message: err.message, retryable: false, details: err.toJSON() } });
+    }
+  }
+}

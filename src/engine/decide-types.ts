@@ -1,0 +1,71 @@
+/**
+ * The vocabulary of the decisions (decide.ts): the facts that come in, the results that go back to the
+ * caller, and the environment (the time) they are decided in. Re-exported by decide.ts.
+ */
+import type { Json, JsonObject } from '../core/json.js';
+import type { FailureRecord, RunEvent } from './events.js';
+import type { Claimant } from './due.js';
+
+/** A task handed to a worker by a claim. */
+export interface Claimed {
+  phase: string;
+  taskId: string;
+  attempt: number;
+  agent: string;
+  input: JsonObject;
+  /** The answer of the phase's last input gate, for an attempt that replaces one that asked (ctx.inputResponse). */
+  inputResponse?: Json;
+  /** The task's last checkpoint (`ctx.checkpoint`), for an attempt that follows one that saved it (ctx.lastCheckpoint). */
+  lastCheckpoint?: Json;
+}
+
+export type Outcome = { ok: true; output: unknown; costUsd: number } | { ok: false; failure: FailureRecord };
+
+export type Fact =
+  /** A new run: run.started, then the roots (and the run gate when it reads only trigger / initial_state). */
+  | { kind: 'start'; workflowHash?: string; deadlineAt?: number; autoApprove?: boolean; rerunOf?: { run_id: string; from: string; outputs: ReadonlyMap<string, { output: JsonObject; attempt: number }> } }
+  /** Claim up to `max` ready tasks for a worker that binds `agents` (null: every agent). */
+  | ({ kind: 'claim'; max: number; leaseMs: number } & Claimant)
+  | { kind: 'outcome'; phase: string; attempt: number; worker: string; outcome: Outcome }
+  | { kind: 'cost'; phase: string; attempt: number; usd: number }
+  | { kind: 'log'; phase: string; attempt: number; message: string }
+  | { kind: 'record'; phase: string; attempt: number; event: string; data: JsonObject }
+  | { kind: 'sibling'; phase: string; attempt: number; sibling: string; found: boolean }
+  /** `ctx.checkpoint(value)`: saved durably for the task's later attempts. */
+  | { kind: 'checkpoint'; phase: string; attempt: number; value: Json }
+  /** A warning about a running or just-finished attempt (task.warning). */
+  | { kind: 'warn'; phase: string; attempt: number; code: string; message: string; details?: JsonObject }
+  /** A running task whose worker is gone (its lease expired, or its process is known dead). */
+  | { kind: 'lease_expired'; phase: string; attempt: number; owner: string; /** The owner's process is gone (no wait for its lease). */ dead?: boolean; /** The owner hands its own attempt back (a stopping worker). */ handBack?: boolean }
+  /** Timers: the run deadline, gate expiries, escalations. */
+  | { kind: 'tick' }
+  | { kind: 'cancel'; reason: string }
+  | { kind: 'decide_gate'; gateId: string; decision: 'approved' | 'denied'; by: string; comment?: string }
+  | { kind: 'respond'; gateId: string; value: Json; by: string }
+  | { kind: 'request_input'; phase: string; attempt: number; worker: string; index: number; question: string; choices?: Json[]; schema?: JsonObject; timeoutMs?: number }
+  /** The process whose attempt asked for input continues it with the answer. */
+  | { kind: 'resume'; phase: string; attempt: number; worker: string; leaseMs: number };
+
+export type FactResult =
+  | { kind: 'claimed'; tasks: Claimed[] }
+  | { kind: 'gate'; ok: true }
+  | { kind: 'gate'; ok: false; code: 'unknown-gate' | 'gate-refused'; message: string }
+  | { kind: 'input'; gateId: string; answered: boolean; value?: Json }
+  | { kind: 'input-refused'; message: string }
+  | { kind: 'resumed'; ok: boolean }
+  | { kind: 'checkpoint'; ok: boolean }
+  | { kind: 'done' };
+
+export interface DecideEnv {
+  now: number;
+  /** The run-level initial state (the run record's). */
+  initialState: JsonObject | undefined;
+  /** governance.escalation.contact / after_hours are read from the plan's model. */
+}
+
+export interface Decisions {
+  events: RunEvent[];
+  /** Phases whose task row changed. */
+  touched: Set<string>;
+  results: FactResult[];
+}

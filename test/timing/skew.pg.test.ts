@@ -1,0 +1,69 @@
+/**
+ * Clocks that disagree, on the real PostgreSQL: every lease, retry time and deadline is compared in
+ * the database's clock, so a worker whose own clock runs 2.5 s ahead neither takes over a healthy
+ * 3 s lease nor claims a retry early. Real time (a few seconds): the point is real clocks.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createEngine } from '../../src/api/engine.js';
+import { systemClock, type Clock } from '../../src/core/clock.js';
+import { AgentError } from '../../src/engine/agent.js';
+import { openPostgresStore } from '../../src/store/postgres.js';
+import { testDatabase } from '../helpers/pg.js';
+import { eventsOf, header, wf } from '../engine/helpers.js';
+
+const db = testDatabase('baton_test_skew');
+beforeAll(db.create);
+afterAll(db.drop);
+
+/** The system clock, `ms` ahead (a machine whose clock is wrong). */
+function ahead(ms: number): Clock {
+  return { now: () => Date.now() + ms, sleep: (d, signal) => systemClock.sleep(d, signal) };
+}
+
+describe('a worker whose clock runs ahead', () => {
+  test('does not take over a healthy lease, and the attempt runs once', async () => {
+    const storeA = await openPostgresStore(db.url, { schema: 'skew_lease' });
+    const storeB = await openPostgresStore(db.url, { schema: 'skew_lease' });
+    const model = wf(`${header()}workflow:
+  long: {assign: slow, outputs: {by: string}}`);
+    const started: string[] = [];
+    const slow = (who: string) => async () => {
+      started.push(who);
+      await new Promise((r) => setTimeout(r, 4000));
+      return { by: who };
+    };
+    const a = createEngine({ store: storeA, leaseMs: 3000, workerId: 'A', isOwnerDead: () => false, agents: { slow: slow('A') } });
+    const id = await a.start(model, { runId: 'lease' });
+    const pa = a.drive(id, undefined);
+    while (started.length === 0) await new Promise((r) => setTimeout(r, 20));
+    // B's clock is 2.5 s ahead: in its own time A's 3 s lease expires after 0.5 s
+    const b = createEngine({ store: storeB, clock: ahead(2500), leaseMs: 3000, workerId: 'B', isOwnerDead: () => false, agents: { slow: slow('B') } });
+    const pb = b.drive(id, undefined);
+    const [ra, rb] = await Promise.all([pa, pb]);
+    expect(ra.status).toBe('completed');
+    expect(rb.status).toBe('completed');
+    expect(started).toEqual(['A']);
+    expect(ra.phases['long']!.output).toEqual({ by: 'A' });
+    expect(eventsOf(await storeA.events(id), 'task.lease_expired')).toEqual([]);
+    await a.close();
+    await b.close();
+    await storeA.close();
+    await storeB.close();
+  }, 30_000);
+
+  test('does not claim a retry before its time in the database clock', async () => {
+    const store = await openPostgresStore(db.url, { schema: 'skew_retry' });
+    const model = wf(`${header()}workflow:
+  a: {assign: x, outputs: {n: number}, retry: {max_attempts: 2, backoff: constant, initial_delay_ms: 1500}}`);
+    const engine = createEngine({ store, clock: ahead(5000), agents: { x: (ctx) => { if (ctx.attempt === 1) throw new AgentError('Flaky', 'once'); return { n: 1 }; } } });
+    const r = await engine.run(model, { runId: 'retry' });
+    expect(r.status).toBe('completed');
+    const retrying = eventsOf(r.events, 'task.retrying')[0]!;
+    const second = eventsOf(r.events, 'task.claimed').find((c) => c.attempt === 2)!;
+    // both times are the database's: the retry waited its 1.5 s there, whatever the worker's clock said
+    expect(second.at - retrying.at).toBeGreaterThanOrEqual(1500);
+    expect(Math.abs(retrying.at - Date.now())).toBeLessThan(60_000);
+    await engine.close();
+    await store.close();
+  }, 30_000);
+});
