@@ -42,9 +42,9 @@ describe('golden store files', () => {
     }
     // and it is a live store: work is found and a run continues
     expect(await s.findWork({ agents: null, now: 1_763_800_000_000 + 3_600_000, limit: 10 })).toEqual([
-      { runId: 'run-waiting', reason: 'timer' },
-      { runId: 'run-running', reason: 'ready' },
-      { runId: 'run-running', reason: 'lease', phase: 'a', attempt: 1, owner: 'host-1/42' },
+      { runId: 'run-waiting', reason: 'timer', seq: 2 },
+      { runId: 'run-running', reason: 'ready', seq: 1 },
+      { runId: 'run-running', reason: 'lease', phase: 'a', attempt: 1, owner: 'host-1/42', seq: 1 },
     ]);
     const r = await s.transact('run-waiting', 2, (delta) => ({
       commit: { events: [{ seq: 3, at: 1, type: 'gate.decided', gate_id: 'g-run', decision: 'approved', by: 'ana', auto: false }], tasks: [], run: { status: 'running', updatedAt: 1, endedAt: null, costUsd: 0, wakeAt: null } },

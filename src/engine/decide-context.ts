@@ -103,9 +103,9 @@ export function openGate(
     ...where,
     approvers: spec.approvers,
     reason,
-    ...(spec.timeoutHours !== undefined ? { expires_at: now + spec.timeoutHours * HOUR } : {}),
+    ...(spec.timeoutHours !== undefined ? { expires_at: now + Math.ceil(spec.timeoutHours * HOUR) } : {}),
     ...(spec.onTimeout !== undefined ? { on_timeout: spec.onTimeout } : {}),
-    ...(esc?.afterHours !== undefined ? { escalate_at: now + esc.afterHours * HOUR } : {}),
+    ...(esc?.afterHours !== undefined ? { escalate_at: now + Math.ceil(esc.afterHours * HOUR) } : {}),
   });
   if (ctx.state.autoApprove && kind !== 'input') emit(ctx, { type: 'gate.decided', gate_id: id, decision: 'approved', by: 'auto-approve', auto: true });
   return ctx.state.gates.get(id)!;

@@ -123,7 +123,7 @@ function retry(ctx: Ctx, name: string, attempt: number, agent: string, failure: 
     delay_ms: delay,
     agent,
     reason: failure.code,
-    ...(delay > 0 ? { not_before: ctx.env.now + delay } : {}),
+    ...(delay > 0 ? { not_before: ctx.env.now + Math.ceil(delay) } : {}),
   });
 }
 

@@ -130,6 +130,8 @@ export interface WorkHint {
   runId: string;
   /** ready: claimable tasks for the agents asked; timer: `wakeAt` is due; lease: a running task's lease expired. */
   reason: 'ready' | 'timer' | 'lease';
+  /** The run's seq when the store answered: a worker holding the run at this seq already knows what is due. */
+  seq?: number;
   /** For `lease`: true when the lease has not expired and the hint comes only from `ownersLike` (check the owner is dead first). */
   live?: boolean;
   /** For `lease`: the task, its attempt and owner. */

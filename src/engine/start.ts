@@ -51,7 +51,7 @@ export async function startRun(store: RunStore, model: WorkflowModel, opts: Star
   const fact: Fact = {
     kind: 'start',
     workflowHash: workflow.hash,
-    ...(timeoutMs !== undefined ? { deadlineAt: now + timeoutMs } : {}),
+    ...(timeoutMs !== undefined ? { deadlineAt: now + Math.ceil(timeoutMs) } : {}),
     ...(opts.autoApprove ? { autoApprove: true } : {}),
     ...(opts.rerunOf ? { rerunOf: opts.rerunOf } : {}),
   };

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Json } from '../core/json.js';
 import type { RunEvent } from '../engine/events.js';
-import type { Commit, LeaseExpectation, RunStore, TaskRow } from '../engine/ports.js';
+import { HELD, type Commit, type LeaseExpectation, type RunStore, type TaskRow, type WorkHint } from '../engine/ports.js';
 import { log, newRun, T0, task, TRICKY, WORKFLOW } from './testing.js';
 
 export { newRun, task } from './testing.js';
@@ -300,13 +300,20 @@ export function storeConformance(name: string, h: StoreHarness): void {
 
       it('finds ready tasks per agent (one hint per run), due timers and expired leases of live runs, oldest run first', async () => {
         const s = await setup();
-        expect(await s.findWork({ agents: null, now, limit: 100 })).toEqual([
+        // each hint carries its run's seq (a worker holding the run at that seq knows what is due)
+        const find = async (q: Parameters<RunStore['findWork']>[0]): Promise<WorkHint[]> =>
+          (await s.findWork(q)).map((h) => {
+            expect(h.seq).toBe(1);
+            const { seq: _seq, ...rest } = h;
+            return rest;
+          });
+        expect(await find({ agents: null, now, limit: 100 })).toEqual([
           { runId: 'ready-x', reason: 'ready' },
           { runId: 'later', reason: 'ready' },
           { runId: 'timer', reason: 'timer' },
           { runId: 'lease', reason: 'lease', phase: 'a', attempt: 3, owner: 'w1' },
         ]);
-        expect(await s.findWork({ agents: ['x'], now, limit: 100 })).toEqual([
+        expect(await find({ agents: ['x'], now, limit: 100 })).toEqual([
           { runId: 'ready-x', reason: 'ready' },
           { runId: 'timer', reason: 'timer' },
           { runId: 'lease', reason: 'lease', phase: 'a', attempt: 3, owner: 'w1' },
@@ -319,7 +326,17 @@ export function storeConformance(name: string, h: StoreHarness): void {
         const s = await setup();
         const later = (await s.findWork({ agents: null, now: now + 2, limit: 100 })).map((h) => `${h.runId}:${h.reason}${h.phase ? `:${h.phase}` : ''}`);
         expect(later).toEqual(['ready-x:ready', 'later:ready', 'timer:timer', 'timer-later:timer', 'lease:lease:a', 'lease:lease:b']);
-        expect(await s.findWork({ agents: null, now: T0, limit: 100 })).toEqual([{ runId: 'ready-x', reason: 'ready' }]);
+        expect((await s.findWork({ agents: null, now: T0, limit: 100 })).map((h) => `${h.runId}:${h.reason}`)).toEqual(['ready-x:ready']);
+      });
+
+      it('never offers a task held by a gate, and offers the running tasks of owners named by ownersLike (live)', async () => {
+        const s = await setup();
+        await s.createRun(newRun('held', { createdAt: T0 + 7, tasks: [task('a', { notBefore: HELD })] }));
+        await s.createRun(newRun('local', { createdAt: T0 + 8, tasks: [task('a', { status: 'running', attempt: 2, leaseOwner: 'host1:42:x', leaseExpiresAt: now + 60_000 })] }));
+        const all = (await s.findWork({ agents: null, now: now + 10_000, limit: 100, ownersLike: 'host1:' })).map((h) => `${h.runId}:${h.reason}${h.live ? ':live' : ''}`);
+        expect(all).not.toContain('held:ready');
+        expect(all).toContain('local:lease:live');
+        expect((await s.findWork({ agents: null, now: now + 10_000, limit: 100 })).map((h) => h.runId)).not.toContain('local');
       });
 
       it('returns at most limit hints, the oldest', async () => {

@@ -97,17 +97,18 @@ export class MemoryStore implements RunStore {
     const live = [...this.entries.values()].filter((e) => e.run.status === 'running' || e.run.status === 'waiting').sort((a, b) => a.run.createdAt - b.run.createdAt);
     for (const e of live) {
       if (out.length >= q.limit) break;
-      if (e.run.wakeAt !== null && e.run.wakeAt <= q.now) out.push({ runId: e.run.runId, reason: 'timer' });
+      const seq = e.run.seq;
+      if (e.run.wakeAt !== null && e.run.wakeAt <= q.now) out.push({ runId: e.run.runId, reason: 'timer', seq });
       let ready = false;
       for (const t of e.tasks.values()) {
         if (t.status === 'ready' && !ready && (t.notBefore === null || t.notBefore <= q.now) && (!agents || agents.has(t.agent))) {
           ready = true;
-          out.push({ runId: e.run.runId, reason: 'ready' });
+          out.push({ runId: e.run.runId, reason: 'ready', seq });
         }
         if (t.status === 'running' && t.leaseOwner !== null) {
           const expired = t.leaseExpiresAt !== null && t.leaseExpiresAt < q.now;
           if (expired || (q.ownersLike !== undefined && t.leaseOwner.startsWith(q.ownersLike)))
-            out.push({ runId: e.run.runId, reason: 'lease', phase: t.phase, attempt: t.attempt, owner: t.leaseOwner, ...(expired ? {} : { live: true }) });
+            out.push({ runId: e.run.runId, reason: 'lease', phase: t.phase, attempt: t.attempt, owner: t.leaseOwner, ...(expired ? {} : { live: true }), seq });
         }
       }
     }

@@ -68,22 +68,22 @@ export function sqlFor(s: string, channel: string): Record<StatementName, string
         UNION ALL
         SELECT (SELECT t.run_id FROM ${s}.tasks t WHERE ${ready} AND t.run_id > ready.run_id ORDER BY t.run_id LIMIT 1)
         FROM ready WHERE ready.run_id IS NOT NULL)
-      SELECT run_id, reason, phase, attempt, owner FROM (
-        SELECT r.run_id, r.created_at, 0 AS k, 'timer' AS reason, NULL::text AS phase, NULL::integer AS attempt, NULL::text AS owner
+      SELECT run_id, reason, phase, attempt, owner, seq FROM (
+        SELECT r.run_id, r.created_at, 0 AS k, 'timer' AS reason, NULL::text AS phase, NULL::integer AS attempt, NULL::text AS owner, r.seq
           FROM ${s}.runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= $2
         UNION ALL
-        SELECT x.run_id, x.created_at, 1, 'ready', NULL, NULL, NULL FROM (
-          -- a scalar subquery: one primary-key probe per run with ready work (a join may scan runs)
-          SELECT ready.run_id, (SELECT r.created_at FROM ${s}.runs r WHERE r.run_id = ready.run_id AND r.status IN ('running', 'waiting')) AS created_at
-          FROM ready WHERE ready.run_id IS NOT NULL) x
-        WHERE x.created_at IS NOT NULL
+        SELECT x.run_id, x.created_at, 1, 'ready', NULL, NULL, NULL, x.seq FROM (
+          -- LATERAL ... LIMIT 1: one primary-key probe per run with ready work (a join may scan runs)
+          SELECT ready.run_id, r.created_at, r.seq FROM ready CROSS JOIN LATERAL (
+            SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = ready.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
+          WHERE ready.run_id IS NOT NULL) x
         UNION ALL
-        SELECT y.run_id, y.created_at, 2, CASE WHEN y.expired THEN 'lease' ELSE 'live' END, y.phase, y.attempt, y.lease_owner FROM (
-          SELECT t.run_id, t.phase, t.attempt, t.lease_owner, t.lease_expires_at < $2 AS expired,
-            (SELECT r.created_at FROM ${s}.runs r WHERE r.run_id = t.run_id AND r.status IN ('running', 'waiting')) AS created_at
-          FROM ${s}.tasks t WHERE t.status = 'running' AND t.lease_owner IS NOT NULL
+        SELECT y.run_id, y.created_at, 2, CASE WHEN y.expired THEN 'lease' ELSE 'live' END, y.phase, y.attempt, y.lease_owner, y.seq FROM (
+          SELECT t.run_id, t.phase, t.attempt, t.lease_owner, t.lease_expires_at < $2 AS expired, r.created_at, r.seq
+          FROM ${s}.tasks t CROSS JOIN LATERAL (
+            SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = t.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
+          WHERE t.status = 'running' AND t.lease_owner IS NOT NULL
             AND (t.lease_expires_at < $2 OR ($4::text IS NOT NULL AND starts_with(t.lease_owner, $4::text)))) y
-        WHERE y.created_at IS NOT NULL
       ) h ORDER BY created_at, run_id, k, phase LIMIT $3`,
     // Never waits for a lock: a task row locked by a transaction in flight is left for the next
     // renewal (and reported lost only once that transaction took it).

@@ -161,8 +161,8 @@ describe('postgres store', () => {
     expect(plan).toContain('runs_live_wake');
     expect(plan).not.toMatch(/Seq Scan on tasks/);
     expect(await s.findWork({ agents: ['x'], now: 100, limit: 10 })).toEqual([
-      { runId: 'live', reason: 'ready' },
-      { runId: 'live', reason: 'lease', phase: 'b', attempt: 1, owner: 'w' },
+      { runId: 'live', reason: 'ready', seq: 1 },
+      { runId: 'live', reason: 'lease', phase: 'b', attempt: 1, owner: 'w', seq: 1 },
     ]);
     await s.close();
   });

@@ -287,7 +287,7 @@ export class PostgresStore implements RunStore {
   }
 
   async findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]> {
-    const rows = await this.query<{ run_id: string; reason: WorkHint['reason'] | 'live'; phase: string | null; attempt: number | null; owner: string | null }>('findWork', [q.agents, q.now, q.limit, q.ownersLike ?? null]);
+    const rows = await this.query<{ run_id: string; reason: WorkHint['reason'] | 'live'; phase: string | null; attempt: number | null; owner: string | null; seq: number | null }>('findWork', [q.agents, q.now, q.limit, q.ownersLike ?? null]);
     return rows.map(hintFromRow);
   }
 

@@ -133,9 +133,10 @@ export function tasksByPhase(c: Commit): TaskRow[] {
 }
 
 /** A findWork row as a hint (every store): `live` is a running task of a local owner whose lease has not expired. */
-export function hintFromRow(h: { run_id: string; reason: string; phase: string | null; attempt: number | null; owner: string | null }): WorkHint {
-  if (h.reason === 'lease' || h.reason === 'live') return { runId: h.run_id, reason: 'lease', phase: h.phase!, attempt: h.attempt!, owner: h.owner!, ...(h.reason === 'live' ? { live: true } : {}) };
-  return { runId: h.run_id, reason: h.reason as 'ready' | 'timer' };
+export function hintFromRow(h: { run_id: string; reason: string; phase: string | null; attempt: number | null; owner: string | null; seq: number | string | null }): WorkHint {
+  const seq = h.seq === null ? {} : { seq: Number(h.seq) };
+  if (h.reason === 'lease' || h.reason === 'live') return { runId: h.run_id, reason: 'lease', phase: h.phase!, attempt: h.attempt!, owner: h.owner!, ...(h.reason === 'live' ? { live: true } : {}), ...seq };
+  return { runId: h.run_id, reason: h.reason as 'ready' | 'timer', ...seq };
 }
 
 /** Whether a task row meets an expectation (the same rule in every store; memory.ts keeps it too). */

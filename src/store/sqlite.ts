@@ -59,6 +59,7 @@ interface HintRow {
   phase: string | null;
   attempt: number | null;
   owner: string | null;
+  seq: number | null;
 }
 interface LeaseRow {
   status: string;
@@ -81,14 +82,14 @@ WITH RECURSIVE ready(run_id) AS (
           ORDER BY t.run_id LIMIT 1)
   FROM ready WHERE ready.run_id IS NOT NULL
 )
-SELECT run_id, reason, phase, attempt, owner FROM (
-  SELECT r.run_id, r.created_at, 0 AS k, 'timer' AS reason, NULL AS phase, NULL AS attempt, NULL AS owner
+SELECT run_id, reason, phase, attempt, owner, seq FROM (
+  SELECT r.run_id, r.created_at, 0 AS k, 'timer' AS reason, NULL AS phase, NULL AS attempt, NULL AS owner, r.seq AS seq
     FROM runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= :now
   UNION ALL
-  SELECT r.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL
+  SELECT r.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL, r.seq
     FROM ready JOIN runs r ON r.run_id = ready.run_id WHERE r.status IN ('running', 'waiting')
   UNION ALL
-  SELECT t.run_id, r.created_at, 2, CASE WHEN t.lease_expires_at < :now THEN 'lease' ELSE 'live' END, t.phase, t.attempt, t.lease_owner
+  SELECT t.run_id, r.created_at, 2, CASE WHEN t.lease_expires_at < :now THEN 'lease' ELSE 'live' END, t.phase, t.attempt, t.lease_owner, r.seq
     FROM tasks t JOIN runs r ON r.run_id = t.run_id
     WHERE t.status = 'running' AND t.lease_owner IS NOT NULL AND r.status IN ('running', 'waiting')
       AND (t.lease_expires_at < :now OR (:owners IS NOT NULL AND substr(t.lease_owner, 1, length(:owners)) = :owners))

@@ -1,0 +1,267 @@
+/**
+ * The attempts: starting one on a claimed task, running its agent, freeing its slot, its phase
+ * timeout, the heartbeat that renews the leases, and the AttemptHost side an attempt calls back
+ * (costs, logs, records, siblings, budget, checkpoints, input requests).
+ */
+import { endRecordedGroup } from '../core/process.js';
+import { cloneJson, type Json, type JsonObject } from '../core/json.js';
+import type { AgentHandler, InputRequest } from './agent.js';
+import { AgentError } from './agent.js';
+import { Attempt, StopSignal, TimeoutError, toOutcome, type AttemptHost } from './attempt.js';
+import { remainingBudget, type Claimed } from './decide.js';
+import { contractOfPhase, estimatedMsOf } from './plan.js';
+import type { RunCtx } from './worker-base.js';
+import { WorkerCommits } from './worker-commits.js';
+
+export abstract class WorkerAttempts extends WorkerCommits implements AttemptHost {
+  private heartbeat: Promise<void> | undefined;
+
+  // ---- attempts ---------------------------------------------------------------------------------
+
+  protected override start(ctx: RunCtx, c: Claimed): void {
+    const pm = ctx.plan.byName.get(c.phase)!;
+    // an earlier attempt's agent process that outlived its worker (kill -9 of Baton) ends before this one starts
+    const orphan = ctx.state.phases.get(c.phase)?.process;
+    if (orphan && orphan.attempt < c.attempt) endRecordedGroup(orphan);
+    const handler = ctx.handlers[c.agent];
+    const own = pm.inputs && pm.inputs.length > 0 ? cloneJson(c.input) : {};
+    // copies: an agent that mutates its initial state or answer must not change the model, the run or the log
+    const initial = cloneJson(ctx.record.initialState ? { ...ctx.record.initialState, ...pm.initialState } : pm.initialState);
+    const att = new Attempt(
+      this,
+      ctx.runId,
+      c.phase,
+      c.taskId,
+      c.attempt,
+      c.agent,
+      own,
+      initial,
+      c.inputResponse === undefined ? undefined : cloneJson(c.inputResponse),
+      c.lastCheckpoint === undefined ? undefined : cloneJson(c.lastCheckpoint),
+    );
+    ctx.attempts.set(c.phase, att);
+    this.active++;
+    this.ensureHeartbeat();
+    // the contract's `resources.estimatedTime` (its upper bound) is the attempt timeout when the phase sets none
+    const estimate = estimatedMsOf(contractOfPhase(ctx.plan, c.phase));
+    void this.execute(ctx, att, handler, pm.timeoutMs ?? estimate, estimate).catch((e: unknown) => this.crash(e));
+  }
+
+  private async execute(ctx: RunCtx, att: Attempt, handler: AgentHandler | undefined, timeoutMs: number | undefined, estimateMs: number | undefined): Promise<void> {
+    this.fault('attempt.before-invoke');
+    if (this.crashed !== undefined) return;
+    if (timeoutMs !== undefined) {
+      att.timeoutMs = timeoutMs;
+      att.timeoutLeft = timeoutMs;
+      this.armTimeout(att);
+    }
+    // an attempt still running at twice its contract's estimate is worth a warning (when its timeout allows it that long)
+    const slow = estimateMs !== undefined && (timeoutMs === undefined || timeoutMs > 2 * estimateMs) ? new AbortController() : undefined;
+    if (slow) {
+      this.clock.sleep(2 * estimateMs!, slow.signal).then(
+        () => {
+          if (!att.settled) this.note(ctx, { kind: 'warn', phase: att.phase, attempt: att.attempt, code: 'EstimateExceeded', message: `the attempt has run for ${2 * estimateMs!} ms, twice its contract's estimated time`, details: { estimated_ms: estimateMs! } });
+        },
+        () => undefined,
+      );
+    }
+    let ok = true;
+    let value: unknown;
+    try {
+      if (!handler) throw new AgentError('UnboundAgent', `no handler is bound for agent ${att.agent}`, {}, false);
+      value = await att.invoke(handler);
+    } catch (e) {
+      ok = false;
+      value = e;
+    }
+    att.settled = true;
+    att.timeoutCtl?.abort();
+    slow?.abort();
+    if (ctx.attempts.get(att.phase) === att) ctx.attempts.delete(att.phase);
+    if (att.suspendedOn === undefined) this.releaseSlot(ctx, att);
+    if (this.crashed !== undefined) return;
+    if (att.abortReason instanceof StopSignal) {
+      this.kick();
+      return; // the task moved on: this attempt's outcome is not wanted
+    }
+    const outcome = toOutcome(ok, value);
+    this.fault('attempt.after-return');
+    this.note(ctx, { kind: 'outcome', phase: att.phase, attempt: att.attempt, worker: this.id, outcome });
+  }
+
+  /**
+   * An attempt's slot frees when its agent's code has settled, not when the attempt was aborted: an
+   * agent that ignores its signal still runs, so it still counts against concurrency, and no second
+   * attempt of its task starts in this process while it runs (for `abortGraceMs`; past that a
+   * `task.warning AbortIgnored` says so and the task may go on, the slot still taken).
+   */
+  private releaseSlot(ctx: RunCtx, att: Attempt): void {
+    if (att.handlerDone) {
+      this.active--;
+      return;
+    }
+    ctx.busy.add(att.phase);
+    const grace = new AbortController();
+    const free = (): void => {
+      if (ctx.busy.has(att.phase) && ![...ctx.attempts.values()].some((a) => a.phase === att.phase && a !== att)) ctx.busy.delete(att.phase);
+    };
+    this.clock.sleep(this.abortGraceMs, grace.signal).then(
+      () => {
+        if (att.handlerDone || this.crashed !== undefined) return;
+        this.note(ctx, { kind: 'warn', phase: att.phase, attempt: att.attempt, code: 'AbortIgnored', message: `the agent ignored its abort signal for ${this.abortGraceMs} ms and is still running; its slot stays taken until it returns`, details: { grace_ms: this.abortGraceMs } });
+        free();
+      },
+      () => undefined,
+    );
+    void att.finished.then(() => {
+      grace.abort();
+      this.active--;
+      free();
+      this.kick();
+    });
+  }
+
+  /**
+   * The phase timeout counts the agent's time, not a human's: it is paused while the attempt waits
+   * for input (the input gate has its own timeout) and resumed with what was left.
+   */
+  protected override armTimeout(att: Attempt): void {
+    const ctl = new AbortController();
+    att.timeoutCtl = ctl;
+    att.timeoutArmedAt = this.clock.now();
+    this.clock.sleep(att.timeoutLeft!, ctl.signal).then(
+      () => att.abort(new TimeoutError(att.timeoutMs!)),
+      () => undefined,
+    );
+  }
+
+  private pauseTimeout(att: Attempt): void {
+    if (att.timeoutCtl === undefined || att.timeoutLeft === undefined) return;
+    att.timeoutCtl.abort();
+    att.timeoutCtl = undefined;
+    att.timeoutLeft = Math.max(0, att.timeoutLeft - (this.clock.now() - (att.timeoutArmedAt ?? this.clock.now())));
+  }
+
+  protected override ensureHeartbeat(): void {
+    if (this.heartbeat) return;
+    this.heartbeat = this.beat().finally(() => {
+      this.heartbeat = undefined;
+    });
+  }
+
+  /** Renews the leases of running attempts every third of the lease; a lost lease stops its attempt. */
+  private async beat(): Promise<void> {
+    while (this.crashed === undefined && !this.closed) {
+      const held: { runId: string; phase: string; attempt: number }[] = [];
+      const byKey = new Map<string, Attempt>();
+      for (const ctx of this.runs.values()) {
+        for (const a of ctx.attempts.values()) {
+          if (a.suspendedOn !== undefined) continue;
+          held.push({ runId: ctx.runId, phase: a.phase, attempt: a.attempt });
+          byKey.set(`${ctx.runId}\u0000${a.phase}`, a);
+        }
+      }
+      if (held.length === 0 && this.active === 0) return;
+      try {
+        await this.clock.sleep(this.leaseMs / 3, this.idleCtl.signal);
+      } catch {
+        return;
+      }
+      if (held.length === 0) continue;
+      try {
+        // in the store's clock (the database's on PostgreSQL), like every lease comparison
+        const lost = await this.track(this.store.renewLeases(this.id, this.storeNow() + this.leaseMs, held));
+        for (const l of lost) {
+          const a = byKey.get(`${l.runId}\u0000${l.phase}`);
+          // a task claimed in this very transaction may not show as running in the store yet: only stop attempts that started before
+          if (a && !a.settled && a.attempt === l.attempt) {
+            const ctx = this.runs.get(l.runId);
+            const p = ctx?.state.phases.get(l.phase);
+            if (!p || p.status !== 'running' || p.leaseOwner !== this.id || p.attempts !== l.attempt) a.abort(new StopSignal('the lease was lost'));
+            // this worker's state says it still holds the task: the state is behind the store (another worker
+            // took the task over while renewals failed, or the claim is not visible yet); pull it, and
+            // reconcile() stops the attempt if the task moved on
+            else if (ctx) this.note(ctx, { kind: 'tick' });
+          }
+        }
+      } catch (e) {
+        // the store is unreachable for now: keep running; if it stays so, leases expire and others take over
+        this.storeTrouble(e);
+      }
+    }
+  }
+
+  // ---- AttemptHost ------------------------------------------------------------------------------
+
+  cost(att: Attempt, usd: number): void {
+    const ctx = this.runs.get(att.runId);
+    if (ctx) this.note(ctx, { kind: 'cost', phase: att.phase, attempt: att.attempt, usd });
+  }
+
+  log(att: Attempt, message: string): void {
+    const ctx = this.runs.get(att.runId);
+    if (ctx) this.note(ctx, { kind: 'log', phase: att.phase, attempt: att.attempt, message });
+  }
+
+  record(att: Attempt, kind: string, data: JsonObject): void {
+    const ctx = this.runs.get(att.runId);
+    if (!ctx) return;
+    // a declared output file the attempt did not produce (agents/provenance.ts) is a warning users see
+    if (kind === 'declared_file_missing') {
+      const path = typeof data['path'] === 'string' ? data['path'] : '?';
+      this.note(ctx, { kind: 'warn', phase: att.phase, attempt: att.attempt, code: 'DeclaredFileMissing', message: `declared output file \`${path}\` was not produced`, details: data });
+      return;
+    }
+    this.note(ctx, { kind: 'record', phase: att.phase, attempt: att.attempt, event: kind, data });
+  }
+
+  sibling(att: Attempt, phase: string): JsonObject | undefined {
+    const ctx = this.runs.get(att.runId);
+    if (!ctx) return undefined;
+    const out = ctx.state.phases.get(phase)?.output;
+    if (!att.settled) this.note(ctx, { kind: 'sibling', phase: att.phase, attempt: att.attempt, sibling: phase, found: out !== undefined });
+    return out === undefined ? undefined : cloneJson(out);
+  }
+
+  remainingBudget(att: Attempt): number | undefined {
+    const ctx = this.runs.get(att.runId);
+    return ctx ? remainingBudget(ctx.plan, ctx.state, att.phase) : undefined;
+  }
+
+  async checkpoint(att: Attempt, value: Json): Promise<void> {
+    const ctx = this.runs.get(att.runId);
+    if (!ctx) throw new StopSignal('the run is gone');
+    const r = await this.push(ctx, { kind: 'checkpoint', phase: att.phase, attempt: att.attempt, value });
+    if (r.kind !== 'checkpoint' || !r.ok) throw new StopSignal('the attempt no longer holds its task: the checkpoint was not saved');
+  }
+
+  async requestInput(att: Attempt, req: InputRequest): Promise<Json> {
+    const ctx = this.runs.get(att.runId);
+    if (!ctx) throw new StopSignal('the run is gone');
+    const index = att.inputIndex++;
+    const r = await this.push(ctx, {
+      kind: 'request_input',
+      phase: att.phase,
+      attempt: att.attempt,
+      worker: this.id,
+      index,
+      question: req.question,
+      ...(req.choices !== undefined ? { choices: cloneJson(req.choices) } : {}),
+      ...(req.schema !== undefined ? { schema: cloneJson(req.schema) } : {}),
+      ...(req.timeoutMs !== undefined ? { timeoutMs: req.timeoutMs } : {}),
+    });
+    if (r.kind === 'input-refused') throw new StopSignal(r.message);
+    if (r.kind !== 'input') throw new AgentError('InvalidInputRequest', 'the input request was not recorded', {}, false);
+    if (r.answered) return cloneJson(r.value ?? null);
+    // suspended: no slot, no lease, no phase timeout, until the answer comes (reconcile() resumes it)
+    att.suspendedOn = r.gateId;
+    this.pauseTimeout(att);
+    this.active--;
+    this.kick();
+    return new Promise<Json>((resolve, reject) => {
+      att.answer = resolve;
+      const prev = att.signal;
+      prev.addEventListener('abort', () => reject(prev.reason), { once: true });
+    });
+  }
+}

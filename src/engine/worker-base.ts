@@ -1,0 +1,334 @@
+/**
+ * The worker's foundation: its options and per-run context, its fields, the store-trouble
+ * handling, faults and crashes, how facts reach a run, and loading a run from the store. The layers
+ * above add the commits (worker-commits.ts), the attempts (worker-attempts.ts) and the loop with
+ * the public API (worker.ts, which keeps the durability invariants).
+ */
+import { systemClock, type Clock } from '../core/clock.js';
+import { BatonError } from '../core/errors.js';
+import type { AgentContract } from '../workflow/contract/model.js';
+import type { WorkflowModel } from '../workflow/model.js';
+import type { AgentHandler } from './agent.js';
+import { StopSignal, type Attempt } from './attempt.js';
+import type { Fact, FactResult } from './decide.js';
+import type { RunEvent } from './events.js';
+import { planOf, withContracts, type Plan } from './plan.js';
+import type { RunRecord, RunStore } from './ports.js';
+import { DecisionError, isFault, newWorkerId, ownerIsDeadOnThisHost, monotonicNow } from './worker-support.js';
+import { applyEvent, attachGraph, replay, toResult, type RunResult, type RunState } from './state.js';
+
+export const DEFAULT_CONCURRENCY = 32;
+export const DEFAULT_LEASE_MS = 30_000;
+/** Runs a serving worker keeps parked (their state, to take up again without replaying their log). */
+export const PARKED_RUNS = 64;
+
+/** Named points at the commit boundaries where tests crash the worker. */
+export type FaultPoint = 'run.created' | 'flush.before-commit' | 'flush.after-commit' | 'attempt.before-invoke' | 'attempt.after-return';
+export const FAULT_POINTS: readonly FaultPoint[] = ['run.created', 'flush.before-commit', 'flush.after-commit', 'attempt.before-invoke', 'attempt.after-return'];
+
+/** Crash at the `hit`-th time (1-based, default 1) the worker reaches `at`. */
+export interface FaultPlan {
+  at: FaultPoint;
+  hit?: number;
+}
+
+/** A workflow and the handlers of the agents this worker binds, for one run. */
+export interface BoundRun {
+  model: WorkflowModel;
+  handlers: Readonly<Record<string, AgentHandler>>;
+  /** Contracts the handlers carry (`defineAgent`), for agents the workflow gives none. */
+  contracts?: ReadonlyMap<string, AgentContract>;
+}
+
+export interface WorkerOptions {
+  store: RunStore;
+  /** Loads a run's workflow and binds its agents (the composition root knows how). */
+  bind: (run: RunRecord) => Promise<BoundRun>;
+  clock?: Clock;
+  /** Unique among live workers: `host:pid:random` by default. */
+  workerId?: string;
+  /** Attempts running at once in this worker (default 32). */
+  concurrency?: number;
+  /** Lease of a claimed attempt; renewed every third of it while the attempt runs (default 30 s). */
+  leaseMs?: number;
+  /** How often to look at the store for changes from other processes when idle (default 1 s; PostgreSQL is woken by NOTIFY). */
+  pollMs?: number;
+  /** Whether the worker that holds a lease is known to be dead (default: same host and its pid is gone). */
+  isOwnerDead?: (owner: string) => boolean;
+  faults?: FaultPlan;
+  /** When serving: the agent ids this worker binds (it asks the store only for their tasks). Default: any. */
+  agents?: readonly string[];
+  onEvent?: (event: RunEvent, state: RunState) => void;
+  /**
+   * How long the store may keep failing (unreachable, locked, conflicts) before the worker gives
+   * up (default 5 minutes). Meanwhile outcomes wait in memory and commits are retried with backoff.
+   */
+  storeRetryMs?: number;
+  /** Told once when the store starts failing, and once when it answers again (one visible line each). */
+  onStoreTrouble?: (t: StoreTrouble) => void;
+  /** How long an aborted agent that ignores its signal runs on before a warning event (default 5 s); its slot stays taken until it settles. */
+  abortGraceMs?: number;
+}
+
+export type StoreTrouble = { state: 'down'; message: string } | { state: 'up'; downMs: number };
+
+export interface RunCtx {
+  runId: string;
+  record: RunRecord;
+  plan: Plan;
+  handlers: Readonly<Record<string, AgentHandler>>;
+  agents: ReadonlySet<string>;
+  state: RunState;
+  /** Every event of the run, kept for the result when the worker drives it. */
+  events: RunEvent[] | undefined;
+  facts: Fact[];
+  waiters: ((r: FactResult | Error) => void)[];
+  attempts: Map<string, Attempt>;
+  /** Phases with an attempt of this worker that was aborted and has not settled yet: no second one meanwhile. */
+  busy: Set<string>;
+  /** After a failed or fruitless commit: no new commit before this time (backoff, in store time). */
+  retryAt: number;
+  /** Commits that failed in a row; claim-only transactions that found the run busy, or due work untaken, in a row. */
+  failedCommits: number;
+  contended: number;
+  /** The in-memory state may hold uncommitted decisions (a commit failed): rebuild it from the store first. */
+  stale: boolean;
+  ended: boolean;
+  flushing: boolean;
+  done: Promise<RunResult>;
+  resolve: (r: RunResult) => void;
+  reject: (e: unknown) => void;
+  /** Awaited by a caller (drive): kept until the run ends. */
+  driven: boolean;
+}
+
+export abstract class WorkerBase {
+  readonly id: string;
+  protected readonly store: RunStore;
+  protected readonly clock: Clock;
+  protected readonly concurrency: number;
+  protected readonly leaseMs: number;
+  protected readonly pollMs: number;
+  protected readonly isOwnerDead: (owner: string) => boolean;
+  protected readonly runs = new Map<string, RunCtx>();
+  protected active = 0;
+  protected crashed: unknown;
+  protected closed = false;
+  protected looping = false;
+  protected readonly idleCtl = new AbortController();
+  private faultHits = 0;
+  /** Store calls in flight, and whether the loop waits in idle(): a test clock moves only when both say quiet. */
+  protected io = 0;
+  protected idling = false;
+  protected readonly unregister: (() => void) | undefined;
+  /** The store's clock minus this worker's (PostgreSQL: the database's time), measured at each commit. */
+  protected offset = 0;
+  /** When the store started failing (monotonic ms), if it is failing now. */
+  private troubleSince: number | undefined;
+  private readonly storeRetryMs: number;
+  protected readonly abortGraceMs: number;
+  /** Stopping: claim nothing more, hand back what is not finished. */
+  protected draining = false;
+
+  constructor(protected readonly opts: WorkerOptions) {
+    this.store = opts.store;
+    this.clock = opts.clock ?? systemClock;
+    this.concurrency = Math.max(1, Math.floor(opts.concurrency ?? DEFAULT_CONCURRENCY));
+    this.leaseMs = Math.max(100, Math.round(opts.leaseMs ?? DEFAULT_LEASE_MS));
+    this.pollMs = Math.max(10, opts.pollMs ?? 1000);
+    this.id = opts.workerId ?? newWorkerId();
+    this.isOwnerDead = opts.isOwnerDead ?? ownerIsDeadOnThisHost;
+    this.storeRetryMs = Math.max(0, opts.storeRetryMs ?? 300_000);
+    this.abortGraceMs = Math.max(0, opts.abortGraceMs ?? 5_000);
+    this.unregister = this.clock.register?.(() => this.crashed !== undefined || this.closed || (this.io === 0 && (!this.looping || this.idling)));
+  }
+
+  /** Counts a store call as I/O in flight. */
+  protected async track<T>(p: Promise<T>): Promise<T> {
+    this.io++;
+    try {
+      const v = await p;
+      this.storeOk();
+      return v;
+    } finally {
+      this.io--;
+    }
+  }
+
+  /** Now in the store's clock: this worker's clock corrected by the offset measured at the last commit. */
+  storeNow(): number {
+    return this.clock.now() + this.offset;
+  }
+
+  /**
+   * Store errors are weather: retried with backoff for `storeRetryMs`, said once (and once when it
+   * passes); past that the worker stops with the error.
+   */
+  protected storeTrouble(e: unknown): void {
+    if (this.crashed !== undefined || isFault(e) || e instanceof DecisionError) return;
+    const t = monotonicNow();
+    if (this.troubleSince === undefined) {
+      this.troubleSince = t;
+      this.opts.onStoreTrouble?.({ state: 'down', message: e instanceof Error ? e.message : String(e) });
+    } else if (t - this.troubleSince > this.storeRetryMs) {
+      const msg = e instanceof Error ? e.message : String(e);
+      this.crash(e instanceof BatonError ? new BatonError(e.code, `the store kept failing for ${Math.round((t - this.troubleSince) / 1000)} s: ${msg}`, { cause: e }) : e);
+    }
+  }
+
+  private storeOk(): void {
+    if (this.troubleSince === undefined) return;
+    const downMs = Math.round(monotonicNow() - this.troubleSince);
+    this.troubleSince = undefined;
+    this.opts.onStoreTrouble?.({ state: 'up', downMs });
+  }
+
+  // ---- faults and facts ---------------------------------------------------------------------------
+
+  protected fault(at: FaultPoint): void {
+    const f = this.opts.faults;
+    if (!f || f.at !== at) return;
+    this.faultHits++;
+    if (this.faultHits === (f.hit ?? 1)) {
+      const e = new BatonError('fault-injected', `fault injected at ${at} (hit ${this.faultHits})`);
+      this.crash(e);
+      throw e;
+    }
+  }
+
+  /** Simulates the process dying: no further I/O, attempts abandoned, callers see the fault. */
+  protected crash(e: unknown): void {
+    if (this.crashed !== undefined) return;
+    this.crashed = e;
+    this.idleCtl.abort();
+    for (const ctx of this.runs.values()) {
+      for (const a of ctx.attempts.values()) a.abort(new StopSignal('the worker crashed'));
+      ctx.reject(e);
+      for (const w of ctx.waiters.splice(0)) w(e instanceof Error ? e : new Error(String(e)));
+    }
+    this.kick();
+  }
+
+  protected push(ctx: RunCtx, fact: Fact): Promise<FactResult> {
+    if (this.crashed !== undefined) return Promise.reject(this.crashed);
+    return new Promise<FactResult>((resolve, reject) => {
+      ctx.facts.push(fact);
+      // waiters line up with facts by index
+      while (ctx.waiters.length < ctx.facts.length - 1) ctx.waiters.push(() => undefined);
+      ctx.waiters.push((r) => (r instanceof Error ? reject(r) : resolve(r)));
+      this.ensureLoop();
+    });
+  }
+
+  protected note(ctx: RunCtx, fact: Fact): void {
+    if (ctx.ended || this.crashed !== undefined) return;
+    ctx.facts.push(fact);
+    this.kick();
+  }
+
+  // ---- loading ----------------------------------------------------------------------------------
+
+  protected load(runId: string, keepEvents: boolean): Promise<RunCtx> {
+    const have = this.runs.get(runId);
+    if (have) return Promise.resolve(have);
+    return this.track(this.loadRun(runId, keepEvents));
+  }
+
+  /**
+   * Runs a serving worker put down (nothing to do for it now), newest last, at most PARKED_RUNS: taken
+   * up again from the state it had plus the events after it, never by replaying the whole log.
+   */
+  protected readonly parked = new Map<string, RunCtx>();
+
+  protected park(ctx: RunCtx): void {
+    this.runs.delete(ctx.runId);
+    if (ctx.ended) return;
+    this.parked.delete(ctx.runId);
+    this.parked.set(ctx.runId, ctx);
+    if (this.parked.size > PARKED_RUNS) this.parked.delete(this.parked.keys().next().value!);
+  }
+
+  private async loadRun(runId: string, keepEvents: boolean): Promise<RunCtx> {
+    const have = this.runs.get(runId);
+    if (have) return have;
+    const parked = keepEvents ? undefined : this.parked.get(runId);
+    if (parked) {
+      this.parked.delete(runId);
+      const after = await this.store.events(runId, parked.state.seq);
+      const again = this.runs.get(runId);
+      if (again) return again;
+      for (const e of after) applyEvent(parked.state, e);
+      parked.ended = parked.state.status !== 'running';
+      parked.retryAt = 0;
+      parked.contended = 0;
+      this.runs.set(runId, parked);
+      if (parked.ended) parked.resolve(toResult(parked.state, []));
+      else this.takeOverDead(parked);
+      return parked;
+    }
+    const record = await this.store.run(runId);
+    if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
+    const bound = await this.opts.bind(record);
+    const events = await this.store.events(runId);
+    const state = replay(runId, events);
+    const plan = bound.contracts ? withContracts(planOf(bound.model), bound.contracts) : planOf(bound.model);
+    attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
+    let resolve!: (r: RunResult) => void;
+    let reject!: (e: unknown) => void;
+    const done = new Promise<RunResult>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    done.catch(() => undefined);
+    const ctx: RunCtx = {
+      runId,
+      record,
+      plan,
+      handlers: bound.handlers,
+      agents: new Set(Object.keys(bound.handlers).filter((k) => typeof bound.handlers[k] === 'function')),
+      state,
+      events: keepEvents ? [...events] : undefined,
+      facts: [],
+      waiters: [],
+      attempts: new Map(),
+      busy: new Set(),
+      retryAt: 0,
+      failedCommits: 0,
+      contended: 0,
+      stale: false,
+      ended: state.status !== 'running',
+      flushing: false,
+      done,
+      resolve,
+      reject,
+      driven: false,
+    };
+    this.runs.set(runId, ctx);
+    if (ctx.ended) resolve(toResult(state, ctx.events ?? []));
+    else this.takeOverDead(ctx);
+    return ctx;
+  }
+
+  /**
+   * Running tasks whose owner is a process of this host that is gone are taken over at once, not
+   * after their lease: the takeover is fenced by the stored lease (owner and attempt), so a task
+   * that moved on meanwhile is left alone.
+   */
+  protected takeOverDead(ctx: RunCtx): void {
+    for (const name of ctx.state.running) {
+      const p = ctx.state.phases.get(name)!;
+      const owner = p.leaseOwner;
+      if (owner === undefined || owner === this.id) continue;
+      if (ctx.facts.some((f) => f.kind === 'lease_expired' && f.phase === name && f.attempt === p.attempts)) continue;
+      if (this.isOwnerDead(owner)) ctx.facts.push({ kind: 'lease_expired', phase: name, attempt: p.attempts, owner, dead: true });
+    }
+  }
+
+  // ---- kept by the loop (worker.ts) ---------------------------------------------------------------
+
+  /** Wakes the loop if it is idle (a new fact, an attempt ended). */
+  protected abstract kick(): void;
+
+  /** Starts the loop, or wakes it if it runs. */
+  protected abstract ensureLoop(): void;
+}

@@ -1,0 +1,284 @@
+/**
+ * The commits: one batch of facts decided and written in one store transaction (flush), what a
+ * failed commit keeps (requeue) and how the state is rebuilt (reload), and local attempts brought
+ * in line with the committed state (reconcile, resumed, end).
+ */
+import { BatonError } from '../core/errors.js';
+import { cloneJson } from '../core/json.js';
+import { StopSignal, type Attempt } from './attempt.js';
+import { decide, type Claimed, type Fact, type FactResult } from './decide.js';
+import { nextTimer, type Claimant } from './due.js';
+import type { RunEvent } from './events.js';
+import type { LeaseExpectation } from './ports.js';
+import { buildCommit } from './projection.js';
+import { backoff, DecisionError, isFault } from './worker-support.js';
+import { applyEvent, attachGraph, replay, toResult } from './state.js';
+import { WorkerBase, type RunCtx } from './worker-base.js';
+
+export abstract class WorkerCommits extends WorkerBase {
+  // ---- kept by the layers above ----------------------------------------------------------------
+
+  /** What this worker asks for when it claims (worker.ts). */
+  protected abstract claimant(ctx: RunCtx): Claimant;
+
+  /** When the run next needs a commit from this worker, in store time (worker.ts). */
+  protected abstract dueAt(ctx: RunCtx): number;
+
+  /** Starts an attempt of a task this worker claimed (worker-attempts.ts). */
+  protected abstract start(ctx: RunCtx, c: Claimed): void;
+
+  /** (Re)arms an attempt's phase timeout with what is left of it (worker-attempts.ts). */
+  protected abstract armTimeout(att: Attempt): void;
+
+  /** Starts the lease renewals if they are not running (worker-attempts.ts). */
+  protected abstract ensureHeartbeat(): void;
+
+  // ---- commits ----------------------------------------------------------------------------------
+
+  protected async flush(ctx: RunCtx): Promise<void> {
+    ctx.flushing = true;
+    if (ctx.stale) {
+      // a failed commit left decisions in memory that the store never saw: rebuild from the store first
+      const ok = await this.reload(ctx);
+      if (!ok || ctx.ended) {
+        ctx.flushing = false;
+        return;
+      }
+    }
+    const facts = ctx.facts.splice(0);
+    const waiters = ctx.waiters.splice(0);
+    const free = this.draining || this.closed ? 0 : this.concurrency - this.active;
+    const before = this.storeNow();
+    if ((nextTimer(ctx.state) ?? Infinity) <= before) {
+      // waiters line up with facts by index: the tick gets a waiter of its own
+      facts.unshift({ kind: 'tick' });
+      if (waiters.length > 0) waiters.unshift(() => undefined);
+    }
+    let claimIndex = -1;
+    if (free > 0) {
+      claimIndex = facts.length;
+      facts.push({ kind: 'claim', max: free, leaseMs: this.leaseMs, ...this.claimant(ctx) });
+    }
+    let delta: RunEvent[] = [];
+    let made: RunEvent[] = [];
+    let results: FactResult[] = [];
+    // a transaction that only claims does not queue behind another worker's commit on the same run:
+    // that worker claims for itself as it commits, and its commit wakes this one (graphile-worker's SKIP LOCKED, per run)
+    const onlyClaims = waiters.length === 0 && facts.every((f) => f.kind === 'claim' || f.kind === 'tick');
+    try {
+      this.fault('flush.before-commit');
+      const r = await this.track(
+        this.store.transact(
+          ctx.runId,
+          ctx.state.seq,
+          (d, storeNow) => {
+            // a worker that crashed while this transaction waited for its lock writes nothing more (a dead process commits nothing)
+            if (this.crashed !== undefined) throw this.crashed instanceof Error ? this.crashed : new BatonError('fault-injected', 'the worker crashed');
+            // the time is read now, under the run's lock (the database's clock when the store has one), never before the commit
+            const now = storeNow ?? this.clock.now();
+            if (storeNow !== undefined) this.offset = storeNow - this.clock.now();
+            try {
+              delta = d;
+              for (const e of d) applyEvent(ctx.state, e);
+              const out = decide(ctx.plan, ctx.state, facts, { now, initialState: ctx.record.initialState ?? undefined });
+              made = out.events;
+              results = out.results;
+              return { commit: out.events.length > 0 ? buildCommit(ctx.plan, ctx.state, out.events, out.touched, now, fences(facts, out.events, now)) : null, value: null };
+            } catch (err) {
+              // a bug in the decisions or a log this engine cannot read, not a store failure: retrying would fail forever
+              throw new DecisionError(err);
+            }
+          },
+          onlyClaims ? { skipIfBusy: true } : undefined,
+        ),
+      );
+      if (!r.ok && r.reason === 'busy') {
+        // another transaction holds the run: back off a little (its commit's NOTIFY may wake this worker sooner); never spin
+        ctx.flushing = false;
+        ctx.contended++;
+        ctx.retryAt = this.storeNow() + backoff(ctx.contended, 5, 500);
+        ctx.facts.unshift(...facts.filter((f) => f.kind !== 'claim' && f.kind !== 'tick'));
+        return;
+      }
+      if (!r.ok) {
+        // a takeover found the lease renewed (or moved on): the lease is alive, so that fact is dropped; the rest go again
+        ctx.flushing = false;
+        const failed = r.failed;
+        this.requeue(ctx, facts, waiters, (f) => f.kind === 'lease_expired' && f.phase === failed.phase && f.attempt === failed.attempt);
+        for (const w of waiters) w(new BatonError('store', `a lease changed hands during the commit (${failed.phase})`));
+        ctx.stale = true;
+        return;
+      }
+      this.fault('flush.after-commit');
+    } catch (e) {
+      ctx.flushing = false;
+      if (this.crashed !== undefined) return;
+      if (e instanceof DecisionError) {
+        for (const w of waiters) w(e);
+        this.crash(e);
+        return;
+      }
+      if (isFault(e)) {
+        for (const w of waiters) w(e instanceof Error ? e : new Error(String(e)));
+        this.crash(e);
+        return;
+      }
+      // the store failed (unreachable, locked, a conflict): what this worker observed itself waits in
+      // memory and goes again after a backoff (100 ms doubling to 5 s, with jitter); the in-memory state
+      // may hold decisions that were not committed, so it is rebuilt from the store first
+      this.requeue(ctx, facts, waiters);
+      ctx.failedCommits++;
+      ctx.retryAt = this.storeNow() + backoff(ctx.failedCommits, 100, 5000);
+      ctx.stale = true;
+      for (const w of waiters) w(e instanceof Error ? e : new Error(String(e)));
+      this.storeTrouble(e);
+      return;
+    }
+    ctx.flushing = false;
+    ctx.failedCommits = 0;
+    ctx.retryAt = 0;
+    const all = delta.length > 0 ? delta.concat(made) : made;
+    if (ctx.events) for (const e of all) ctx.events.push(e);
+    if (this.opts.onEvent) for (const e of all) this.opts.onEvent(e, ctx.state);
+    for (let i = 0; i < waiters.length; i++) waiters[i]!(results[i] ?? { kind: 'done' });
+    const claimed = claimIndex >= 0 ? results[claimIndex] : undefined;
+    const got = claimed && claimed.kind === 'claimed' ? claimed.tasks : [];
+    // due work that this commit did not take (the store's clock behind this worker's estimate, say):
+    // back off a little rather than ask again at once; anything that changes the run clears it
+    if (all.length === 0 && got.length === 0 && ctx.facts.length === 0 && this.dueAt(ctx) <= this.storeNow()) {
+      ctx.contended++;
+      ctx.retryAt = this.storeNow() + backoff(ctx.contended, 1, 250);
+    } else ctx.contended = 0;
+    this.reconcile(ctx);
+    for (const c of got) {
+      // a crash while starting one attempt of the batch (a fault point) is the process dying: start no more
+      if (this.crashed !== undefined) break;
+      this.start(ctx, c);
+    }
+    if (ctx.state.status !== 'running') this.end(ctx);
+  }
+
+  /** Phases whose suspended attempt lives in this worker: answered, it is resumed here, not claimed anew. */
+  protected resumingOf(ctx: RunCtx): ReadonlySet<string> | undefined {
+    let out: Set<string> | undefined;
+    for (const [name, att] of ctx.attempts) if (att.suspendedOn !== undefined && !att.settled && att.abortReason === undefined) (out ??= new Set()).add(name);
+    return out;
+  }
+
+  /**
+   * A commit failed (the store was unreachable, a conflict): the facts this worker observed itself
+   * (outcomes, costs, logs, lost leases) are still true and go in the next commit; dropping an
+   * outcome would leave its task running under this worker's lease forever. Commands from callers
+   * (gate decisions, answers, cancel, input requests, resumes) are not retried: their callers get
+   * the error. Their waiters are taken out of `waiters` so that only those callers hear of it.
+   */
+  private requeue(ctx: RunCtx, facts: Fact[], waiters: ((r: FactResult | Error) => void)[], drop?: (f: Fact) => boolean): void {
+    const again: Fact[] = [];
+    const keep: ((r: FactResult | Error) => void)[] = [];
+    facts.forEach((f, i) => {
+      const w = waiters[i];
+      if (drop?.(f)) return;
+      if (f.kind === 'outcome' || f.kind === 'cost' || f.kind === 'log' || f.kind === 'record' || f.kind === 'sibling' || f.kind === 'lease_expired' || f.kind === 'warn') again.push(f);
+      else if (w) keep.push(w);
+    });
+    waiters.length = 0;
+    waiters.push(...keep);
+    if (again.length === 0) return;
+    // ahead of anything that arrived meanwhile, each with a waiter that does nothing (alignment by index)
+    ctx.facts.unshift(...again);
+    if (ctx.waiters.length > 0) ctx.waiters.unshift(...again.map(() => () => undefined));
+  }
+
+  protected deadOwnersOf(ctx: RunCtx): ReadonlySet<string> | undefined {
+    let out: Set<string> | undefined;
+    for (const name of ctx.state.ready) {
+      const o = ctx.state.phases.get(name)!.resumable?.owner;
+      if (o !== undefined && o !== this.id && this.isOwnerDead(o)) (out ??= new Set()).add(o);
+    }
+    return out;
+  }
+
+  /** Rebuilds the run's state from the store; false when the store failed (the run stays stale, retried later). */
+  private async reload(ctx: RunCtx): Promise<boolean> {
+    let events: RunEvent[];
+    try {
+      events = await this.track(this.store.events(ctx.runId));
+    } catch (e) {
+      ctx.failedCommits++;
+      ctx.retryAt = this.storeNow() + backoff(ctx.failedCommits, 100, 5000);
+      this.storeTrouble(e);
+      return false;
+    }
+    const state = replay(ctx.runId, events);
+    attachGraph(state, ctx.plan.dependsOn, ctx.plan.dependents, ctx.plan.assign);
+    ctx.state = state;
+    ctx.stale = false;
+    if (ctx.events) ctx.events = [...events];
+    this.reconcile(ctx);
+    if (state.status !== 'running') this.end(ctx);
+    return true;
+  }
+
+  /** Local attempts whose task moved on (cancelled, taken over, the run ended) stop; answered ones resume. */
+  private reconcile(ctx: RunCtx): void {
+    for (const [name, att] of ctx.attempts) {
+      const p = ctx.state.phases.get(name);
+      if (!p) continue;
+      if (att.suspendedOn !== undefined) {
+        if (p.status === 'ready' && p.resumable?.attempt === att.attempt && !att.resuming) {
+          att.resuming = true;
+          void this.push(ctx, { kind: 'resume', phase: name, attempt: att.attempt, worker: this.id, leaseMs: this.leaseMs }).then(
+            (r) => this.resumed(ctx, att, r),
+            () => {
+              // not committed (the store failed): the next reconcile tries again
+              att.resuming = false;
+            },
+          );
+        } else if (p.status !== 'suspended_awaiting_input' && !(p.status === 'ready' && p.resumable?.attempt === att.attempt) && !(p.status === 'running' && p.attempts === att.attempt && p.leaseOwner === this.id)) {
+          att.abort(new StopSignal(`the task is ${p.status}`));
+        }
+        continue;
+      }
+      const mine = (p.status === 'running' || p.status === 'suspended_awaiting_input') && p.attempts === att.attempt && (p.leaseOwner === undefined || p.leaseOwner === this.id);
+      if (!mine) att.abort(new StopSignal(p.status === 'cancelled' ? 'the task was cancelled' : `the task is ${p.status}`));
+    }
+  }
+
+  private resumed(ctx: RunCtx, att: Attempt, r: FactResult): void {
+    att.resuming = false;
+    if (r.kind !== 'resumed' || !r.ok) {
+      att.abort(new StopSignal('another attempt took over after the answer'));
+      return;
+    }
+    const gate = ctx.state.gates.get(att.suspendedOn!);
+    att.suspendedOn = undefined;
+    this.active++;
+    this.ensureHeartbeat();
+    if (att.timeoutLeft !== undefined && !att.settled) this.armTimeout(att);
+    // a copy: the agent may mutate what it is given, the recorded answer must not change
+    att.answer?.(cloneJson(gate?.value ?? null));
+  }
+
+  private end(ctx: RunCtx): void {
+    if (ctx.ended) return;
+    ctx.ended = true;
+    for (const a of ctx.attempts.values()) a.abort(new StopSignal(`the run ${ctx.state.status}`));
+    ctx.resolve(toResult(ctx.state, ctx.events ?? []));
+  }
+}
+
+/**
+ * The lease conditions a commit carries (fencing): a takeover of another worker's attempt holds only
+ * if the stored lease is still that attempt's and has expired by the store's clock (or its owner is
+ * known dead); a hand-back only if this worker still holds the lease.
+ */
+function fences(facts: readonly Fact[], made: readonly RunEvent[], now: number): LeaseExpectation[] | undefined {
+  let out: LeaseExpectation[] | undefined;
+  for (const e of made) {
+    if (e.type !== 'task.lease_expired') continue;
+    const f = facts.find((x): x is Extract<Fact, { kind: 'lease_expired' }> => x.kind === 'lease_expired' && x.phase === e.phase && x.attempt === e.attempt);
+    if (!f) continue;
+    (out ??= []).push({ phase: e.phase, attempt: e.attempt, owner: f.owner, ...(f.dead || f.handBack ? {} : { expiredBefore: now }) });
+  }
+  return out;
+}
