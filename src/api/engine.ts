@@ -266,7 +266,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       const list = [...unbound].map(([a, ps]) => `\`${a}\` (phase${ps.length === 1 ? '' : 's'} ${ps.join(', ')})`).join(', ');
       throw new BatonError('unbound-agent', `no handler is bound for agent${unbound.size === 1 ? '' : 's'} ${list}; bind them with --agents, declare \`x-command\`, or dry-run with --stub-agents`);
     }
-    await startRun(
+    const first = await startRun(
       this.store,
       model,
       {
@@ -282,6 +282,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       this.clock,
     );
     this.work.checkFault('run.created');
+    this.report(first.events, first.state);
     return runId;
   }
 
@@ -320,7 +321,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const w = await this.store.workflow(record.workflowHash);
     const timeoutMs = typeof record.options['timeout_ms'] === 'number' ? record.options['timeout_ms'] : undefined;
     const newId = opts.runId ?? newRunId(this.clock.now());
-    await startRun(
+    const first = await startRun(
       this.store,
       model,
       {
@@ -336,7 +337,18 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       },
       this.clock,
     );
+    this.report(first.events, first.state);
     return newId;
+  }
+
+  /**
+   * The events of a run's first commit (run.started, the root task.ready, a gate that opens at once)
+   * go to `onEvent` as the worker's commits do: a run that waits from its start is not silent.
+   */
+  private report(events: readonly RunEvent[], state: RunState): void {
+    const on = this.opts.onEvent;
+    if (!on) return;
+    for (const e of events) on(e, state);
   }
 
   /** Continues a stored run (after a crash, or a wait) until it ends. */
@@ -431,8 +443,15 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     await this.close();
   }
 
-  /** Stops the worker and closes the subprocess agents this engine started (not the store). */
-  async close(): Promise<void> {
+  /** Stops the worker and closes the subprocess agents this engine started (not the store). Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.closeOnce();
+    return this.closing;
+  }
+
+  private closing: Promise<void> | undefined;
+
+  private async closeOnce(): Promise<void> {
     this.worker?.close();
     // a store call in flight finishes (or fails) before the caller may close the store under it
     await this.worker?.settled();

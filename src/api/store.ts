@@ -5,7 +5,8 @@
  *   postgres://... postgresql:// a PostgreSQL database (schema `baton`)
  *   anything else               a SQLite file path, relative to cwd (`sqlite:PATH` also accepted)
  */
-import { isAbsolute, relative, resolve } from 'node:path';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { BatonError } from '../core/errors.js';
 import { loadOptional } from '../core/optional.js';
 import type { RunStore } from '../engine/ports.js';
@@ -20,6 +21,8 @@ export interface OpenStoreOptions {
   sync?: 'full' | 'normal';
   /** Where `BATON_STORE` is read from (default: none, so tests stay hermetic). */
   env?: Readonly<Record<string, string | undefined>>;
+  /** `read`: the caller only reads (`baton runs`, `show`): an existing SQLite file is opened read-only, so no write access is needed. */
+  access?: 'read' | 'write';
 }
 
 export type StoreSpec = { kind: 'memory' } | { kind: 'postgres'; url: string } | { kind: 'sqlite'; file: string; location: string };
@@ -51,11 +54,82 @@ export async function openStore(spec: string | undefined, opts: OpenStoreOptions
       const { openPostgresStore } = await loadOptional('pg', 'PostgreSQL support', () => import('../store/postgres.js'));
       return openPostgresStore(p.url);
     }
-    case 'sqlite':
-      return openSqliteStore(p.file, { location: p.location, ...(opts.sync ? { sync: opts.sync } : {}) });
+    case 'sqlite': {
+      const why = sqlitePathProblem(p.file);
+      if (why) throw new BatonError('usage', `cannot use the store ${p.location}: ${why}`);
+      // reading needs no store: a missing file is an empty one (nothing is created)
+      if (opts.access === 'read' && !existsSync(p.file)) return emptyStore(p.location);
+      const readonly = opts.access === 'read';
+      try {
+        return openSqliteStore(p.file, { location: p.location, ...(opts.sync ? { sync: opts.sync } : {}), ...(readonly ? { readonly } : {}) });
+      } catch (e) {
+        throw storeFault(e, p.file, p.location);
+      }
+    }
     default: {
       const never: never = p;
       throw new BatonError('internal', `unhandled store ${JSON.stringify(never)}`);
     }
   }
+}
+
+/**
+ * Why a SQLite store cannot be at `file`, checked before anything is created: the path names a
+ * directory, or a part of it is a regular file. (A directory nobody may write in is found when
+ * SQLite opens the file, and reported by storeFault.)
+ */
+function sqlitePathProblem(file: string): string | undefined {
+  const st = statOf(file);
+  if (st?.isDirectory()) return 'it is a directory; name a file, e.g. .baton/baton.db';
+  if (st) return undefined;
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    const d = statOf(dir);
+    if (d && !d.isDirectory()) return `${dir} is a file, not a directory`;
+    if (d || dirname(dir) === dir) return undefined;
+  }
+}
+
+function statOf(path: string): ReturnType<typeof statSync> | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A file-system failure while creating or opening the store, as a message (never a stack trace). */
+function storeFault(e: unknown, file: string, location: string): unknown {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (e instanceof BatonError) {
+    // SQLite says "unable to open database file": say which directory cannot be written
+    if (e.code === 'store' && !existsSync(file) && !writable(nearestDir(file))) return new BatonError('store', `cannot create the store ${location}: no permission to write in ${nearestDir(file)}`, { cause: e });
+    return e;
+  }
+  if (code === 'EACCES' || code === 'EPERM') return new BatonError('store', `cannot create the store ${location}: permission denied (${(e as NodeJS.ErrnoException).path ?? dirname(file)})`, { cause: e });
+  if (code === 'EROFS') return new BatonError('store', `cannot create the store ${location}: the file system is read-only`, { cause: e });
+  if (code === 'ENOTDIR' || code === 'EEXIST') return new BatonError('usage', `cannot use the store ${location}: a part of its path is a file, not a directory`, { cause: e });
+  if (typeof code === 'string') return new BatonError('store', `cannot open the store ${location}: ${(e as Error).message}`, { cause: e });
+  return e;
+}
+
+function nearestDir(file: string): string {
+  let dir = dirname(file);
+  while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+}
+
+function writable(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What a read-only command sees where no store file exists yet: no runs (named as the file is). */
+function emptyStore(location: string): RunStore {
+  const store = new MemoryStore();
+  Object.defineProperty(store, 'location', { value: location });
+  return store;
 }

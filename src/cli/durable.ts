@@ -2,6 +2,7 @@
  * What the durable commands share: opening the store named by `--store` / `BATON_STORE`, binding
  * agents from flags and from what a run recorded, and turning faults into exit codes.
  */
+import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { subprocessAgent } from '../agents/subprocess.js';
 import type { StoreTrouble } from '../engine/worker.js';
@@ -23,10 +24,11 @@ export class UsageError extends Error {}
 /** The options of the durable commands and of those that bind agents live in the command table. */
 export { BINDING_OPTIONS, STORE_OPTIONS } from './spec.js';
 
-export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo, waitUnreachable = false): Promise<RunStore> {
+/** `access: 'read'`: the command only reads the store (runs, show), which then needs no write access. */
+export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo, access: 'read' | 'write' = 'write', waitUnreachable = false): Promise<RunStore> {
   const sync = values.sync;
   if (sync !== undefined && sync !== 'full' && sync !== 'normal') throw new UsageError(`--sync expects full or normal, got \`${sync}\``);
-  return openWhenReachable(() => openStore(values.store, { cwd: io.cwd, env: io.env, ...(sync ? { sync } : {}) }), io, waitUnreachable);
+  return openWhenReachable(() => openStore(values.store, { cwd: io.cwd, env: io.env, access, ...(sync ? { sync } : {}) }), io, waitUnreachable);
 }
 
 /**
@@ -152,9 +154,18 @@ export async function missingAgents(engine: Engine, runId: string): Promise<stri
   return `run ${runId} needs agent${unbound.size === 1 ? '' : 's'} ${[...unbound].map(([a, ps]) => `\`${a}\` (${ps.join(', ')})`).join(', ')}, which nothing binds here: pass --agents MODULE, --agent-command ID=CMD or --stub-agents`;
 }
 
-/** Who decides a gate: `--as`, else BATON_USER, else the login name. */
+/** Who decides a gate: `--as`, else BATON_USER, else the login name (USER, LOGNAME, else the account of this process: `uid N` when it has no name). */
 export function actor(as: string | undefined, io: CliIo): string {
-  return as ?? io.env['BATON_USER'] ?? io.env['USER'] ?? io.env['LOGNAME'] ?? 'unknown';
+  const named = as ?? io.env['BATON_USER'] ?? io.env['USER'] ?? io.env['LOGNAME'];
+  if (named !== undefined && named.trim() !== '') return named;
+  try {
+    const u = userInfo();
+    if (u.username) return u.username;
+    return `uid ${u.uid}`;
+  } catch {
+    // no passwd entry for this uid (a container): still someone, by number
+    return typeof process.getuid === 'function' ? `uid ${process.getuid()}` : 'an unnamed user';
+  }
 }
 
 /** Faults a user can cause (unknown run, locked store, unreachable database, ...) → a message and exit 2. */

@@ -50,6 +50,8 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
     if (value === undefined) {
       // a bare word that is one of the gate's string choices (`--value retry`) means that string
       const choices = (await engine.inspect(runId)).result.gates.find((g) => g.id === gateId)?.choices;
+      if (choices && choices.length > 0 && !choices.includes(values.value))
+        throw new UsageError(`--value ${values.value}: gate ${gateId} takes one of ${choices.map((c) => (typeof c === 'string' && /^[\w-]+$/.test(c) ? c : JSON.stringify(c))).join(', ')}`);
       if (!choices?.includes(values.value)) throw new UsageError(`--value is not valid JSON (${notJson ?? 'unreadable'}); a string answer is written '"yes"'`);
       value = values.value;
     }

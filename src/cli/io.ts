@@ -17,19 +17,22 @@ export interface CliIo {
   stderrStream?: NodeJS.WriteStream;
   /** Ends the process at once (absent in tests). */
   exit?: (code: number) => void;
-  /** Registers a SIGINT handler; returns the function that removes it (absent in tests). */
-  onInterrupt?: (handler: () => void) => () => void;
+  /** Registers a handler of SIGINT, SIGTERM and a reader that went away; returns the function that removes it (absent in tests). */
+  onInterrupt?: (handler: (why: Interruption) => void) => () => void;
 }
 
+/** What interrupts a command: a signal (however it arrives: a terminal, `kill PID`, a supervisor) or a closed pipe. */
+export type Interruption = 'SIGINT' | 'SIGTERM' | 'reader-gone';
+
 export function processIo(): CliIo {
-  const interrupts = new Set<() => void>();
+  const interrupts = new Set<(why: Interruption) => void>();
   let readerGone = false;
   // A reader that went away (`baton validate --json | head`) makes the next write fail with EPIPE.
-  // That ends Baton quietly: later writes are dropped, and a run in progress stops as on Ctrl-C.
+  // Later writes are dropped; a run in progress is told (it is not cancelled: see foreground.ts).
   const onWriteError = (): void => {
     if (readerGone) return;
     readerGone = true;
-    for (const h of [...interrupts]) h();
+    for (const h of [...interrupts]) h('reader-gone');
   };
   process.stdout.on('error', onWriteError);
   process.stderr.on('error', onWriteError);
@@ -49,10 +52,16 @@ export function processIo(): CliIo {
     stderrStream: process.stderr,
     exit: (code) => process.exit(code),
     onInterrupt: (handler) => {
-      process.on('SIGINT', handler);
+      const onInt = (): void => handler('SIGINT');
+      const onTerm = (): void => handler('SIGTERM');
+      process.on('SIGINT', onInt);
+      process.on('SIGTERM', onTerm);
       interrupts.add(handler);
+      // a reader that went away before the handler was registered
+      if (readerGone) queueMicrotask(() => handler('reader-gone'));
       return () => {
-        process.off('SIGINT', handler);
+        process.off('SIGINT', onInt);
+        process.off('SIGTERM', onTerm);
         interrupts.delete(handler);
       };
     },

@@ -161,7 +161,7 @@ describe('gates, cancel and worker on a shared store', () => {
     const store = ['--store', join(cwd, 'runs.db')];
     expect((await cli(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'w1', '--detach', ...store], cwd)).code).toBe(0);
     let out = '';
-    let stop: (() => void) | undefined;
+    let stop: ((why: 'SIGINT') => void) | undefined;
     const worker = cli(['worker', '--stub-agents', '--json', ...store], cwd, {
       stdout: (s) => void (out += s),
       onInterrupt: (h) => {
@@ -170,7 +170,7 @@ describe('gates, cancel and worker on a shared store', () => {
       },
     });
     await until(() => out.includes('"run.completed"'));
-    stop!();
+    stop!('SIGINT');
     expect((await worker).code).toBe(0);
     const lines = out.trimEnd().split('\n').map((l) => JSON.parse(l) as { type: string });
     expect(lines[0]).toMatchObject({ type: 'worker.started', stub_agents: true });

@@ -95,11 +95,27 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     return await (await load())(flags.args, cio);
   } catch (e) {
     if ((e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      printFailure(cio, cmd, 'usage', (e as Error).message.replace(/\s*\n\s*/g, ' '));
+      printFailure(cio, cmd, 'usage', parseArgsMessage((e as Error).message, flags.args));
       return 2;
     }
     throw e;
   }
+}
+
+/**
+ * node:util parseArgs's message in one line. `--concurrency -3` is "ambiguous" to it (the value looks
+ * like an option): say what was given and how to write it.
+ */
+export function parseArgsMessage(message: string, args: readonly string[]): string {
+  const ambiguous = /^Option '(--?[\w-]+)' argument is ambiguous/.exec(message);
+  if (ambiguous) {
+    const flag = ambiguous[1]!;
+    const value = args[args.indexOf(flag) + 1];
+    // every number Baton's options take is positive: a negative one is a mistake, not an option
+    if (value !== undefined && /^-\d/.test(value)) return safeText(`${flag} expects a positive number, got \`${value}\``, 500);
+    return safeText(`${flag} ${value ?? ''}: a value that starts with a dash is taken for an option; write ${flag}=${value ?? 'VALUE'} if you mean it`, 500);
+  }
+  return safeText(message.split('\n')[0] ?? message, 500);
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -116,7 +116,9 @@ export async function newCommand(args: string[], io: CliIo): Promise<number> {
     await writeFile(join(dir, 'agents.mjs'), STARTER_AGENTS);
     await writeFile(join(dir, 'trigger.json'), JSON.stringify({ topic: 'multi-agent pipelines' }, null, 2) + '\n');
   } catch (e) {
-    printFailure(io, 'new', 'usage', `cannot write ${relative(io.cwd, dir) || dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ENOTDIR' || code === 'EEXIST' ? 'a part of the path is a file, not a directory' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'EROFS' ? 'the file system is read-only' : (code ?? (e as Error).message);
+    printFailure(io, 'new', 'usage', `cannot write ${relative(io.cwd, dir) || dir}: ${why}`);
     return 2;
   }
   const rel = relative(io.cwd, dir) || '.';

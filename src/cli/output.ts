@@ -38,6 +38,20 @@ export async function outputProblem(abs: string): Promise<string | undefined> {
   }
 }
 
+/** Why the file `abs` cannot be read, or undefined when it can. */
+export async function inputProblem(abs: string): Promise<string | undefined> {
+  try {
+    const st = await stat(abs);
+    if (st.isDirectory()) return 'is a directory; name a file';
+    await access(abs, constants.R_OK);
+    return undefined;
+  } catch (e) {
+    if (errno(e) === 'ENOENT' || errno(e) === 'ENOTDIR') return 'no such file';
+    if (errno(e) === 'EACCES') return 'permission denied';
+    return (e as Error).message;
+  }
+}
+
 /**
  * Writes the result to `abs`; when that fails, to the temporary directory. Returns false when the
  * result did not reach `abs` (the caller exits non-zero), having said where it went.

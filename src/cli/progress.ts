@@ -45,6 +45,7 @@ export class ProgressView {
   private timer: NodeJS.Timeout | undefined;
   private dirty = false;
   private startedAt = Date.now();
+  private title: string | undefined;
 
   constructor(
     phases: readonly string[],
@@ -62,7 +63,12 @@ export class ProgressView {
   }
 
   onEvent(e: ViewEvent): void {
-    if (e.type === 'run.started') this.startedAt = e.at;
+    if (e.type === 'run.started') {
+      this.startedAt = e.at;
+      // the run id, at once: what `baton resume`, `show` and `approve` need
+      const title = e.data?.['reason'];
+      if (typeof title === 'string') this.title = title;
+    }
     const row = e.phase !== undefined ? this.rows.get(e.phase) : undefined;
     if (row) {
       const override = e.data?.['state'];
@@ -119,7 +125,7 @@ export class ProgressView {
     // a long workflow shows its active rows and a tally instead of thousands of lines
     const shown = lines.length > 40 ? lines.filter((_, i) => ['running', 'retrying', 'failed'].includes([...this.rows.values()][i]!.state)).slice(0, 30) : lines;
     const tally = [...counts].map(([s, n]) => `${n} ${s}`).join(', ');
-    return [...shown, c.dim(`${this.rows.size} phases: ${tally}`)].join('\n');
+    return [...(this.title !== undefined ? [c.bold(safeText(this.title, 300))] : []), ...shown, c.dim(`${this.rows.size} phases: ${tally}`)].join('\n');
   }
 
   flush(): void {

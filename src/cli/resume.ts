@@ -1,14 +1,17 @@
 /** `baton resume RUN`, `baton rerun RUN --from PHASE` and `baton worker`: continue stored runs. */
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { outputProblem } from './output.js';
 import { safeText } from '../diagnostics/terminal.js';
-import { createEngine, type Engine } from '../api/engine.js';
+import { createEngine, unboundAgents, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
 import { UsageError, bindFromFlags, cliClock, cliEngine, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RERUN_OPTIONS, RESUME_OPTIONS, WORKER_OPTIONS, commandSpec } from './spec.js';
 import type { CliIo } from './io.js';
-import { describeEvent, finish, gateNotice, progressView } from './run.js';
+import { Foreground } from './foreground.js';
+import { describeEvent, gateNotice, progressView } from './run.js';
 
 const RESUME_USAGE = usageLine(commandSpec('resume')!);
 const RERUN_USAGE = usageLine(commandSpec('rerun')!);
@@ -19,6 +22,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
   let engine: Engine | undefined;
   try {
     if (positionals.length !== 1) throw new UsageError('resume takes one run id (see `baton runs`)');
+    await checkOutput(values.output, io);
     const runId = positionals[0]!;
     store = await openCliStore(values, io);
     const record = await store.run(runId);
@@ -30,7 +34,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
       else io.stderr(`${safeText(message)}\n`);
       return record.status === 'completed' ? 0 : 1;
     }
-    const holder: ViewHolder = {};
+    const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
     engine = await makeEngine(store, io, values, holder);
     const missing = await missingAgents(engine, runId);
     if (missing) throw new UsageError(missing);
@@ -38,7 +42,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
     const view = values.quiet ? undefined : progressView(model.phases.map((p) => p.name), io, values.json === true);
     holder.view = view;
     if (!values.quiet) io.stderr(`resuming run ${safeText(runId, 200)} (${safeText(record.workflowName, 200)}) from ${safeText(store.location, 500)}\n`);
-    return await finish(engine, runId, io, values, view);
+    return await holder.fg.finish(engine, runId, view);
   } catch (e) {
     return exitFor(e, 'resume', io, RESUME_USAGE);
   } finally {
@@ -54,8 +58,9 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
   try {
     if (positionals.length !== 1) throw new UsageError('rerun takes one run id (see `baton runs`)');
     if (values.from === undefined) throw new UsageError('rerun needs --from PHASE: that phase and everything after it run again');
+    await checkOutput(values.output, io);
     store = await openCliStore(values, io);
-    const holder: ViewHolder = {};
+    const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
     engine = await makeEngine(store, io, values, holder);
     const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}) });
     const record = (await store.run(id))!;
@@ -72,7 +77,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
     const view = values.quiet ? undefined : progressView(model.phases.map((p) => p.name), io, values.json === true);
     holder.view = view;
     if (!values.quiet) io.stderr(`run ${id}: rerun of ${positionals[0]!} from phase ${values.from}\n`);
-    return await finish(engine, id, io, values, view);
+    return await holder.fg.finish(engine, id, view);
   } catch (e) {
     return exitFor(e, 'rerun', io, RERUN_USAGE);
   } finally {
@@ -81,8 +86,16 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
+/** `--output` is checked before anything runs, as `baton run` does. */
+async function checkOutput(output: string | undefined, io: CliIo): Promise<void> {
+  if (output === undefined) return;
+  const why = await outputProblem(resolve(io.cwd, output));
+  if (why) throw new UsageError(`--output ${output}: ${why}; nothing was run`);
+}
+
 interface ViewHolder {
   view?: ReturnType<typeof progressView> | undefined;
+  fg: Foreground;
 }
 
 async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: string | undefined; json?: boolean | undefined; store?: string | undefined } & Parameters<typeof bindFromFlags>[0], holder: ViewHolder): Promise<Engine> {
@@ -94,7 +107,8 @@ async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: st
     ...(concurrency !== undefined ? { concurrency } : {}),
     onEvent: (e, state) => {
       holder.view?.onEvent({ type: e.type, at: e.at, ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}), ...('attempt' in e ? { attempt: e.attempt } : {}), data: { reason: describeEvent(e) } });
-      gateNotice(e, state, io, values);
+      if (!holder.fg.inMemory) gateNotice(e, state, io, values);
+      holder.fg.onEvent(e, state);
     },
   });
   return engine;
@@ -110,7 +124,7 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     const lease = values.lease === undefined ? undefined : Number(values.lease);
     if (lease !== undefined && !(Number.isFinite(lease) && lease >= 0.5)) throw new UsageError(`--lease expects a number of seconds (at least 0.5), got \`${values.lease}\``);
     const bound = await bindFromFlags(values, io, io.cwd);
-    store = await openCliStore(values, io, true);
+    store = await openCliStore(values, io, 'write', true);
     const ctl = new AbortController();
     // a worker runs what its own flags bind (and x-command agents): not modules recorded by whoever started a run
     engine = createEngine({
@@ -126,7 +140,8 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       ...(values.quiet ? {} : values.json ? { onEvent: (e) => io.stdout(JSON.stringify(e) + '\n') } : { onEvent: (e) => io.stderr(`${new Date(e.at).toISOString()} ${'phase' in e && e.phase ? `${safeText(e.phase, 200)} ` : ''}${e.type} ${safeText(describeEvent(e))}`.trimEnd() + '\n') }),
     });
     let stopping = false;
-    const off = io.onInterrupt?.(() => {
+    const off = io.onInterrupt?.((why) => {
+      if (why === 'reader-gone') return; // a log reader that went away does not stop the work
       if (stopping) {
         io.stderr('worker stopping now; attempts not handed back are left to other workers (their leases expire)\n');
         ctl.abort();
@@ -138,7 +153,9 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     });
     const agents = Object.keys(bound.agents);
     if (values.json) io.stdout(JSON.stringify({ type: 'worker.started', worker: engine.work.id, store: store.location, agents, stub_agents: values['stub-agents'] === true }) + '\n');
-    io.stderr(`worker ${engine.work.id} serving ${store.location}${agents.length > 0 ? ` for agents ${agents.join(', ')}` : ''}${values['stub-agents'] ? ' (stub agents)' : ''}\n`);
+    io.stderr(`worker ${engine.work.id} serving ${store.location}: ${agents.length > 0 ? `agents ${agents.map((a) => safeText(a, 200)).join(', ')}` : 'no agents of its own'}${values['stub-agents'] ? ', stubs for the rest' : ''}, and the x-command and LLM agents the stored workflows declare\n`);
+    if (agents.length === 0 && !values['stub-agents']) io.stderr('warning: this worker binds no agents: it runs only agents a workflow declares with x-command (or LLM agents); bind the others with --agents MODULE, --agent-command ID=CMD or --stub-agents\n');
+    for (const line of await unservedRuns(engine, store)) io.stderr(`warning: ${line}\n`);
     try {
       await engine.serve(ctl.signal);
     } finally {
@@ -151,4 +168,28 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     await engine?.close();
     await store?.close();
   }
+}
+
+/**
+ * The waiting runs of the store whose ready work needs agents this worker cannot run: said once when
+ * the worker starts, so a worker that will never claim anything does not wait in silence.
+ */
+export async function unservedRuns(engine: Engine, store: RunStore, limit = 50): Promise<string[]> {
+  const out: string[] = [];
+  const runs = await store.runs({ status: ['running', 'waiting'], limit });
+  for (const record of runs) {
+    let need: Map<string, string[]>;
+    try {
+      const { model, handlers } = await engine.bind(record);
+      need = unboundAgents(model, handlers);
+    } catch {
+      continue; // a run whose workflow cannot be bound here is reported when a worker takes it up
+    }
+    if (need.size === 0) continue;
+    const ready = (await store.tasks(record.runId)).filter((t) => t.status === 'ready' || t.status === 'running');
+    const blocked = [...need].filter(([, phases]) => ready.some((t) => phases.includes(t.phase)));
+    if (blocked.length === 0) continue;
+    out.push(`run ${safeText(record.runId, 200)} (${safeText(record.workflowName, 200)}) needs agent${blocked.length === 1 ? '' : 's'} ${blocked.map(([a]) => `\`${safeText(a, 200)}\``).join(', ')}, which this worker does not bind${typeof record.bindings['module'] === 'string' ? ` (the run was started with --agents ${safeText(record.bindings['module'], 500)})` : ''}`);
+  }
+  return out;
 }

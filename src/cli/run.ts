@@ -4,7 +4,6 @@
  */
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import pc from 'picocolors';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { safeText } from '../diagnostics/terminal.js';
@@ -14,18 +13,18 @@ import { describeAgentEvent } from '../agents/llm/describe.js';
 import { WorkflowSpec } from '../api/spec.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
-import type { RunResult, RunState } from '../engine/state.js';
+import type { RunState } from '../engine/state.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
-import { UsageError, bindFromFlags, cliEngine, exitFor, openCliStore, storeFlag } from './durable.js';
+import { UsageError, bindFromFlags, cliEngine, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
 import { useColor } from './color.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RUN_OPTIONS, commandSpec } from './spec.js';
 import { resolveTarget } from './examples.js';
 import { StateOut } from './state-out.js';
-import { startWatchdog } from './watchdog.js';
+import { Foreground } from './foreground.js';
 import type { CliIo } from './io.js';
-import { outputProblem, printJson, saveResult } from './output.js';
+import { inputProblem, outputProblem } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
 import { boundFromHandlers } from './agents-module.js';
 import { jsonDiagnostics, printDiagnostics, renderOptionsFor } from './validate.js';
@@ -42,9 +41,14 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const target = resolveTarget(arg, io.cwd);
     if (!target) throw new UsageError(`no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`);
     const shown = relative(io.cwd, target.workflow) || target.workflow;
-    const outputPath = values.output === undefined ? undefined : resolve(io.cwd, values.output);
-    const outputWhy = outputPath ? await outputProblem(outputPath) : undefined;
-    if (outputWhy) throw new UsageError(`--output ${values.output}: ${outputWhy}; nothing was run`);
+    // every path the run will write is checked before anything runs
+    for (const [flag, given] of [['--output', values.output], ['--state-out', values['state-out']]] as const) {
+      if (given === undefined) continue;
+      const why = await outputProblem(resolve(io.cwd, given));
+      if (why) throw new UsageError(`${flag} ${given}: ${why}; nothing was run`);
+    }
+    const repliesWhy = values.replies === undefined ? undefined : await inputProblem(resolve(io.cwd, values.replies));
+    if (repliesWhy) throw new UsageError(`--replies ${values.replies}: ${repliesWhy}; nothing was run`);
 
     const compiled = await loadWorkflow(target.workflow);
     const r = { ...compiled, file: shown.startsWith('..') ? target.workflow : shown };
@@ -79,12 +83,14 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     }
 
     store = await openCliStore(values, io);
+    if (values.detach && store.kind === 'memory') throw new UsageError('--detach stores the run for a worker or `baton resume`, but --store memory keeps nothing after this process: use a durable store (the default .baton/baton.db, a file, or postgres://...)');
     const view = values.quiet || values.detach ? undefined : progressView(spec.phases.map((p) => p.name), io, values.json === true);
     // LLM agents (docs/llm-agents.md); recorded with the run so a resume binds them the same way
     const replies = values.replies !== undefined ? resolve(io.cwd, values.replies) : undefined;
     const llm = { ...(values.llm ? { agents: values.llm } : {}), allUnbound: values['llm-agents'] === true, env: io.env, ...(replies !== undefined ? { replies } : {}), onNote: (m: string) => io.stderr(`note: ${m}\n`) };
     if (values.llm || values['llm-agents'] || replies !== undefined) bound.record['llm'] = { ...(values.llm ? { agents: values.llm } : {}), ...(values['llm-agents'] ? { all_unbound: true } : {}), ...(replies !== undefined ? { replies } : {}) };
-    const stateOut = values['state-out'] !== undefined ? new StateOut(resolve(io.cwd, values['state-out']), spec.model, initialState as JsonObject | undefined) : undefined;
+    const fg = new Foreground(io, values, store.kind === 'memory');
+    const stateOut = values['state-out'] !== undefined ? new StateOut(resolve(io.cwd, values['state-out']), spec.model, initialState as JsonObject | undefined, (m) => io.stderr(`${m}\n`), values['state-out']) : undefined;
     engine = cliEngine(store, io, bound.agents, {
       stubAgents: values['stub-agents'] === true,
       llm,
@@ -92,7 +98,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       onEvent: (e, state) => {
         stateOut?.update(e, state);
         view?.onEvent(toViewEvent(e));
-        gateNotice(e, state, io, values);
+        if (!fg.inMemory) gateNotice(e, state, io, values);
+        fg.onEvent(e, state);
       },
     });
     const { id } = await engine.start(spec, {
@@ -110,11 +117,12 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       view?.close();
       if (values.json) io.stdout(JSON.stringify({ runId: id, status: 'running', store: store.location }) + '\n');
       else io.stdout(`${id}\n`);
-      io.stderr(`run ${id} stored in ${store.location}; continue it with: baton resume ${id}${storeFlag(values)} (or any \`baton worker\`)\n`);
+      const module = typeof bound.record['module'] === 'string' ? ` --agents ${shellQuote(relative(io.cwd, bound.record['module']) || bound.record['module'])}` : '';
+      io.stderr(`run ${id} stored in ${store.location}; continue it with: baton resume ${id}${storeFlag(values)} (or a worker that binds its agents: baton worker${module}${values['stub-agents'] ? ' --stub-agents' : ''}${storeFlag(values)})\n`);
       return 0;
     }
     try {
-      return await finish(engine, id, io, values, view);
+      return await fg.finish(engine, id, view);
     } finally {
       stateOut?.flush();
     }
@@ -125,39 +133,6 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     await store?.close();
   }
 }
-
-/** Drives a run in the foreground with progress and Ctrl-C handling, then prints or writes the result. */
-export async function finish(engine: Engine, runId: string, io: CliIo, values: { json?: boolean | undefined; output?: string | undefined; store?: string | undefined }, view: ProgressView | undefined): Promise<number> {
-  const ctl = new AbortController();
-  let interrupts = 0;
-  // only in a real process (tests inject io without onInterrupt)
-  const watchdog = io.onInterrupt ? startWatchdog(GRACE_S, `The run stays in the store: baton resume ${runId}${storeFlag(values)}`) : undefined;
-  const off = io.onInterrupt?.(() => {
-    interrupts++;
-    if (interrupts === 1) {
-      io.stderr(`\ncancelling run ${runId} (agents get ${GRACE_S} s to stop; press Ctrl-C again to exit at once)\n`);
-      ctl.abort(new Error('interrupted (SIGINT)'));
-      // an agent that ignores its signal does not hold the process past the grace period
-      setTimeout(() => io.exit?.(130), GRACE_S * 1000).unref();
-    } else io.exit?.(130);
-  });
-  let result: RunResult;
-  try {
-    result = await engine.drive(runId, ctl.signal);
-  } finally {
-    view?.close();
-    off?.();
-    watchdog?.stop();
-  }
-  // streamed: a result of hundreds of megabytes is never one string; an unwritable file never loses it
-  const saved = values.output ? await saveResult(result, resolve(io.cwd, values.output), values.output, io) : true;
-  if (values.json) await printJson(result, io);
-  else io.stdout(summary(result, useColor(io, 'stdout')));
-  return !saved ? 2 : result.status === 'completed' ? 0 : 1;
-}
-
-/** Seconds an in-process agent gets to return after Ctrl-C before Baton exits anyway. */
-export const GRACE_S = 5;
 
 export function progressView(phases: string[], io: CliIo, toStderr: boolean): ProgressView {
   const stream = toStderr ? io.stderrStream : io.stdoutStream;
@@ -273,7 +248,7 @@ export function describeEvent(e: RunEvent): string {
     case 'run.cancelled':
       return e.reason;
     case 'run.started':
-      return e.workflow;
+      return `run ${e.run_id}: ${e.workflow}`;
     case 'gate.opened':
       return `${e.kind} gate ${e.gate_id}: ${e.reason}`;
     case 'gate.decided':
@@ -308,20 +283,4 @@ function toViewEvent(e: RunEvent): ViewEvent {
     ...('attempt' in e ? { attempt: e.attempt } : {}),
     data: { reason: note, ...(e.type === 'task.completed' && e.partial ? { state: 'partial' } : {}) },
   };
-}
-
-function summary(r: RunResult, color: boolean): string {
-  const c = pc.createColors(color);
-  const counts = new Map<string, number>();
-  for (const p of Object.values(r.phases)) counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
-  const status = r.status === 'completed' ? c.green(c.bold('completed')) : c.red(c.bold(r.status));
-  const lines = [`\nrun ${r.runId} ${status} in ${(r.duration_ms / 1000).toFixed(2)} s: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}${r.cost_usd > 0 ? `; cost $${r.cost_usd}` : ''}`];
-  // names from the file and messages from agents are escaped: a terminal must not interpret them
-  for (const [name, p] of Object.entries(r.phases)) {
-    if (p.status === 'failed' && p.error) lines.push(`  ${c.red('✗')} ${safeText(name, 200)}: ${safeText(p.error.code, 200)}: ${safeText(p.error.message)}`);
-    else if (p.status === 'partial') lines.push(`  ${c.yellow('◐')} ${safeText(name, 200)}: partial result, accepted by its agent's contract`);
-  }
-  for (const e of r.events) if (e.type === 'task.warning') lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)} (attempt ${e.attempt}): ${safeText(e.code, 200)}: ${safeText(e.message)}`);
-  if (r.error && r.status !== 'completed') lines.push(`  ${safeText(r.error.code, 200)}: ${safeText(r.error.message)}`);
-  return lines.join('\n') + '\n';
 }

@@ -5,10 +5,11 @@ import { safeText } from '../diagnostics/terminal.js';
 import { createEngine } from '../api/engine.js';
 import { workflowState } from '../api/workflow-state.js';
 import type { RunStatus } from '../engine/events.js';
-import type { RunStore } from '../engine/ports.js';
+import type { RunRecord, RunStore, TaskRow } from '../engine/ports.js';
+import { ownerIsDeadOnThisHost } from '../engine/worker.js';
 import type { GateResult } from '../engine/state.js';
 import { colorsFor, useColor } from './color.js';
-import { UsageError, exitFor, openCliStore } from './durable.js';
+import { UsageError, exitFor, openCliStore, storeFlag } from './durable.js';
 import { RUNS_OPTIONS, SHOW_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
 import { describeEvent } from './run.js';
@@ -23,7 +24,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
     for (const s of status) if (!RUN_STATES.includes(s as RunStatus)) throw new UsageError(`--status expects one of ${RUN_STATES.join(', ')}, got \`${s}\``);
     const limit = values.limit === undefined ? 100 : Number(values.limit);
     if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit expects a positive integer, got \`${values.limit}\``);
-    store = await openCliStore(values, io);
+    store = await openCliStore(values, io, 'read');
     const runs = await store.runs({ ...(status.length > 0 ? { status: status as RunStatus[] } : {}), limit });
     if (values.json) {
       io.stdout(JSON.stringify(runs.map((r) => ({ run_id: r.runId, workflow: r.workflowName, status: r.status, created_at: new Date(r.createdAt).toISOString(), updated_at: new Date(r.updatedAt).toISOString(), ended_at: r.endedAt === null ? null : new Date(r.endedAt).toISOString(), cost_usd: r.costUsd })), null, 2) + '\n');
@@ -60,9 +61,9 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
   let store: RunStore | undefined;
   try {
     if (positionals.length !== 1) throw new UsageError('show takes one run id (see `baton runs`)');
-    store = await openCliStore(values, io);
+    store = await openCliStore(values, io, 'read');
     const engine = createEngine({ store });
-    const { record, workflow, result, state } = await engine.inspect(positionals[0]!);
+    const { record, workflow, result, state, tasks } = await engine.inspect(positionals[0]!);
     if (values.state) {
       const model = await engine.model(record);
       io.stdout(JSON.stringify(workflowState(state, model, result.events, record.initialState ?? undefined), null, 2) + '\n');
@@ -111,6 +112,8 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
       out.push('', c.bold('gates'));
       for (const g of result.gates) out.push(gateLine(g, record.runId));
     }
+    const next = nextSteps(record, tasks, result.gates, values.store);
+    if (next.length > 0) out.push('', c.bold('next'), ...next.map((l) => `  ${l}`));
     if (values.events) {
       out.push('', c.bold('events'));
       for (const e of result.events) out.push(`  ${String(e.seq).padStart(5)} ${new Date(e.at).toISOString()} ${e.type}${'phase' in e && e.phase ? ` ${safeText(e.phase, 200)}` : ''}${'gate_id' in e ? ` ${safeText(e.gate_id, 200)}` : ''} ${safeText(describeEvent(e))}`.trimEnd());
@@ -122,6 +125,35 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
   } finally {
     await store?.close();
   }
+}
+
+/**
+ * What a run that has not ended waits for, and what continues it: an attempt left by a process that
+ * is gone (Ctrl-C, a signal, a crash), a gate to decide, or no process at all.
+ */
+export function nextSteps(record: RunRecord, tasks: readonly TaskRow[], gates: readonly GateResult[], store: string | undefined, now = Date.now()): string[] {
+  if (record.status !== 'running' && record.status !== 'waiting') return [];
+  const run = safeText(record.runId, 200);
+  const flag = storeFlag({ store });
+  const lines: string[] = [];
+  let live = false;
+  for (const t of tasks) {
+    if (t.status !== 'running' || !t.leaseOwner) continue;
+    const gone = ownerIsDeadOnThisHost(t.leaseOwner) || (t.leaseExpiresAt !== null && t.leaseExpiresAt < now);
+    if (gone) lines.push(`${safeText(t.phase, 200)}: attempt ${t.attempt} was left by ${safeText(t.leaseOwner, 200)}, which is gone; it runs again when the run is continued`);
+    else {
+      live = true;
+      lines.push(`${safeText(t.phase, 200)}: attempt ${t.attempt} is running in ${safeText(t.leaseOwner, 200)}${t.leaseExpiresAt !== null ? ` (lease until ${new Date(t.leaseExpiresAt).toISOString()})` : ''}`);
+    }
+  }
+  for (const g of gates) {
+    if (g.status !== 'open') continue;
+    const id = safeText(g.id, 200);
+    if (g.kind === 'input') lines.push(`gate ${id} waits for ${g.escalation ? 'a decision' : 'an answer'}: baton respond ${run} ${id} --value ${g.escalation ? 'retry|skip|fail' : "'<JSON>'"}${flag}`);
+    else lines.push(`gate ${id} waits for a decision: baton approve ${run} ${id}${flag} (or baton deny ${run} ${id}${flag})`);
+  }
+  if (!live) lines.push(`no process is working on this run: continue it with baton resume ${run}${flag} (or a baton worker that binds its agents)`);
+  return lines;
 }
 
 function gateLine(g: GateResult, runId: string): string {

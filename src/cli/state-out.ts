@@ -1,8 +1,10 @@
 /**
  * `baton run --state-out FILE`: the run in the workflow-state shape, kept current while it goes
  * (written at most every 200 ms, and at the end; each write replaces the file whole, through a rename).
+ * The path is checked before the run starts (outputProblem); a write that fails during the run (the
+ * directory was removed, the disk is full) is a warning line, said once, never the end of the run.
  */
-import { renameSync, writeFileSync } from 'node:fs';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { JsonObject } from '../core/json.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunState } from '../engine/state.js';
@@ -13,11 +15,14 @@ export class StateOut {
   private readonly provenance: RunEvent[] = [];
   private last: RunState | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private warned = false;
 
   constructor(
     private readonly path: string,
     private readonly model: WorkflowModel,
     private readonly initialState: JsonObject | undefined,
+    private readonly warn: (message: string) => void,
+    private readonly shown: string = path,
   ) {}
 
   update(e: RunEvent, state: RunState): void {
@@ -32,7 +37,16 @@ export class StateOut {
     this.timer = undefined;
     if (!this.last) return;
     const tmp = `${this.path}.tmp-${process.pid}`;
-    writeFileSync(tmp, JSON.stringify(workflowState(this.last, this.model, this.provenance, this.initialState), null, 2) + '\n');
-    renameSync(tmp, this.path);
+    try {
+      writeFileSync(tmp, JSON.stringify(workflowState(this.last, this.model, this.provenance, this.initialState), null, 2) + '\n');
+      renameSync(tmp, this.path);
+      this.warned = false;
+    } catch (e) {
+      rmSync(tmp, { force: true });
+      if (this.warned) return;
+      this.warned = true;
+      const code = (e as NodeJS.ErrnoException).code;
+      this.warn(`warning: cannot write --state-out ${this.shown} (${code === 'ENOENT' ? 'its directory is gone' : (code ?? (e as Error).message)}); the run goes on and the store keeps it (baton show RUN --state)`);
+    }
   }
 }

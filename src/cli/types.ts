@@ -1,5 +1,6 @@
 /** `baton types FILE [-o OUT] [--baton-module NAME] [--json]`: TypeScript types for a workflow's phases and a typed `defineHandlers`. */
 import { writeFile } from 'node:fs/promises';
+import { outputProblem } from './output.js';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadWorkflow } from '../workflow/compile.js';
@@ -18,6 +19,11 @@ export async function typesCommand(args: string[], io: CliIo): Promise<number> {
     return 2;
   }
   const file = positionals[0]!;
+  const why = values.output === undefined ? undefined : await outputProblem(resolve(io.cwd, values.output));
+  if (why) {
+    io.stderr(`baton types: -o ${values.output}: ${why}\n`);
+    return 2;
+  }
   const r = await loadWorkflow(resolve(io.cwd, file));
   if (!r.model) {
     io.stderr(printDiagnostics({ ...r, file }, renderOptionsFor(io, 'stderr'), io.cwd));

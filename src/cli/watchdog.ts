@@ -11,9 +11,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 // No background jobs: a sleeping subshell would hold Baton's stderr open (a pipe would not close).
 const SCRIPT = `
 p=$BATON_PID; n=0; d=0
-trap 'n=$((n+1)); if [ $n -ge 2 ]; then kill -9 $p 2>/dev/null; echo "baton: stopped at once (second Ctrl-C). $BATON_HINT" >&2; exit 0; fi; d=$(( $(date +%s) + BATON_GRACE ))' INT
+trap 'n=$((n+1)); if [ $n -ge 2 ]; then kill -9 $p 2>/dev/null; echo "baton: stopped at once (second signal). $BATON_HINT" >&2; exit 0; fi; d=$(( $(date +%s) + BATON_GRACE ))' INT TERM
 while kill -0 $p 2>/dev/null; do
-  if [ $d -gt 0 ] && [ $(date +%s) -ge $d ]; then kill -9 $p 2>/dev/null; echo "baton: an agent held the process $BATON_GRACE s after Ctrl-C; stopped. $BATON_HINT" >&2; exit 0; fi
+  if [ $d -gt 0 ] && [ $(date +%s) -ge $d ]; then kill -9 $p 2>/dev/null; echo "baton: an agent held the process $BATON_GRACE s after the signal; stopped. $BATON_HINT" >&2; exit 0; fi
   sleep 0.2 </dev/null >/dev/null 2>&1
 done
 `;

@@ -51,6 +51,8 @@ export const DIAGNOSTIC_CODES = [
   'agent-version-mismatch',
   'side-effect-conflict',
   'contract-mismatch',
+  // names JavaScript objects cannot keep (`__proto__`)
+  'reserved-name',
   // files
   'file-unreadable',
 ] as const;

@@ -51,6 +51,7 @@ export const RULES: Readonly<Record<DiagnosticCode, RuleInfo>> = {
   'side-effect-conflict': { summary: 'Two phases that may run at once write the same path, or one reads what the other writes', severity: 'error' },
   'contract-mismatch': { summary: 'A contract names another agent or a step no phase of that agent runs', severity: 'warning' },
   'file-unreadable': { summary: 'A file could not be read', severity: 'error' },
+  'reserved-name': { summary: 'A name JavaScript objects cannot keep (`__proto__`) used as a key or a reference segment', severity: 'error' },
 };
 
 /** The codes in their documented order (SARIF `ruleIndex` refers to it). */

@@ -10,6 +10,7 @@ import type { WorkflowModel } from '../workflow/model.js';
 import { decide, type Fact, type FactResult } from './decide.js';
 import { planOf } from './plan.js';
 import type { RunRecord, RunStore, WorkflowRecord } from './ports.js';
+import type { RunEvent } from './events.js';
 import { buildCommit } from './projection.js';
 import { applyEvent, attachGraph, initialState, replay, type RunState } from './state.js';
 
@@ -34,8 +35,12 @@ export function workflowRecord(model: WorkflowModel, path: string | undefined): 
   return { hash: createHash('sha256').update(source).digest('hex'), name: model.info.name, source, path: path ?? model.file };
 }
 
-/** Creates the run in the store: the run row, its workflow and its first events (run.started, ready roots), in one transaction. */
-export async function startRun(store: RunStore, model: WorkflowModel, opts: StartOptions, clock: Clock): Promise<RunState> {
+/**
+ * Creates the run in the store: the run row, its workflow and its first events (run.started, ready
+ * roots, gates that open at once), in one transaction. Returns the state after them and the events,
+ * which the caller reports as a worker reports the events of its commits.
+ */
+export async function startRun(store: RunStore, model: WorkflowModel, opts: StartOptions, clock: Clock): Promise<{ state: RunState; events: RunEvent[] }> {
   const now = clock.now();
   const plan = planOf(model);
   const workflow = workflowRecord(model, opts.path);
@@ -69,7 +74,7 @@ export async function startRun(store: RunStore, model: WorkflowModel, opts: Star
     wakeAt: commit.run.wakeAt,
   };
   await store.createRun({ run, workflow, commit });
-  return state;
+  return { state, events: d.events };
 }
 
 /** Applies facts to a stored run in one transaction, from a fresh replay (no worker needed). */

@@ -60,6 +60,8 @@ export interface OpenOptions {
   timeout?: number;
   /** Which binding (default: `BATON_SQLITE`, else node:sqlite when available, else better-sqlite3). */
   binding?: Binding;
+  /** Open for reading only; the file must exist. */
+  readonly?: boolean;
 }
 
 /**
@@ -82,10 +84,10 @@ export class SqliteError extends Error {
 /** Opens a database file (or `:memory:`) through the chosen binding. */
 export function open(file: string, opts: OpenOptions = {}): Database {
   const binding = opts.binding ?? chooseBinding();
-  if (binding === 'node') return openNode(file, opts.timeout ?? 5_000);
+  if (binding === 'node') return openNode(file, opts.timeout ?? 5_000, opts.readonly === true);
   const Better = loadBetterSqlite3();
   try {
-    return pinned(new Better(file, { timeout: opts.timeout ?? 5_000 }));
+    return pinned(new Better(file, { timeout: opts.timeout ?? 5_000, ...(opts.readonly ? { readonly: true, fileMustExist: true } : {}) }));
   } catch (err) {
     throw nativeLoadFault(err) ?? err;
   }
@@ -151,7 +153,7 @@ interface NodeDb {
   close(): void;
 }
 interface NodeSqlite {
-  DatabaseSync: new (path: string) => NodeDb;
+  DatabaseSync: new (path: string, opts?: { readOnly?: boolean }) => NodeDb;
 }
 let nodeModule: NodeSqlite | null | undefined;
 
@@ -178,12 +180,12 @@ function nodeSqlite(): NodeSqlite | undefined {
   return nodeModule ?? undefined;
 }
 
-function openNode(file: string, timeout: number): Database {
+function openNode(file: string, timeout: number, readOnly = false): Database {
   const m = nodeSqlite();
   if (!m) throw new BatonError('missing-package', `BATON_SQLITE=node: node:sqlite is not available on Node ${process.versions.node} (it needs Node >= 22.13); use better-sqlite3`);
   let db: NodeDb;
   try {
-    db = new m.DatabaseSync(file);
+    db = readOnly ? new m.DatabaseSync(file, { readOnly: true }) : new m.DatabaseSync(file);
   } catch (err) {
     throw fromNode(err);
   }

@@ -10,6 +10,7 @@
  * `decide` is synchronous, so no await ever happens while the lock is held.
  */
 import { mkdirSync } from 'node:fs';
+import { checkSchema, openReadonly } from './sqlite-readonly.js';
 import { dirname } from 'node:path';
 import * as Database from './sqlite-driver.js';
 import { asyncDispose } from '../core/dispose.js';
@@ -47,6 +48,8 @@ export interface SqliteStoreOptions {
   location?: string;
   /** The schema's migrations (tests add a fake next version). */
   migrations?: readonly Migration[];
+  /** Open to read only (`baton runs`, `show`): nothing is created, migrated or written (sqlite-readonly.ts). */
+  readonly?: boolean;
 }
 
 type Stmt = Database.Statement<unknown[], unknown>;
@@ -135,8 +138,11 @@ export class SqliteStore implements RunStore {
     this.busyMs = opts.busyTimeoutMs ?? 5_000;
     this.pollMs = opts.pollMs ?? 100;
     try {
-      if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-      this.db = pinned(Database.open(file, { timeout: this.busyMs }));
+      if (opts.readonly) this.db = pinned(openReadonly(file, this.busyMs));
+      else {
+        if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+        this.db = pinned(Database.open(file, { timeout: this.busyMs }));
+      }
     } catch (err) {
       throw this.fault(err);
     }
@@ -144,9 +150,12 @@ export class SqliteStore implements RunStore {
       // any read of a file that is not a database fails here (SQLITE_NOTADB)
       // exec, not pragma(): pragma() prepares a statement of its own each time (see pinned())
       this.db.exec('PRAGMA schema_version');
-      if (file !== ':memory:') this.db.exec('PRAGMA journal_mode = WAL');
-      this.db.exec(`PRAGMA synchronous = ${opts.sync === 'normal' ? 'NORMAL' : 'FULL'}`);
-      migrate(this.db, this.location, opts.migrations ?? MIGRATIONS);
+      if (opts.readonly) checkSchema(this.db, this.location, opts.migrations ?? MIGRATIONS);
+      else {
+        if (file !== ':memory:') this.db.exec('PRAGMA journal_mode = WAL');
+        this.db.exec(`PRAGMA synchronous = ${opts.sync === 'normal' ? 'NORMAL' : 'FULL'}`);
+        migrate(this.db, this.location, opts.migrations ?? MIGRATIONS);
+      }
       this.s = this.prepare();
       this.dataVersion = this.s.dataVersion.get() as number;
     } catch (err) {

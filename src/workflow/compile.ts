@@ -17,6 +17,7 @@ import { parseYamlSource, type ParsedSource } from './source.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
 import { checkInputs } from './wiring.js';
+import { checkReservedNames } from './reserved.js';
 import { checkBlueprints } from './blueprint.js';
 import { checkContracts, type BoundAgents, type ContractReport } from './contract/check.js';
 import { didYouMean } from '../core/suggest.js';
@@ -157,6 +158,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     return undefined;
   }
   reportUnknownKeys(doc, TOP_LEVEL_KEYS, [], out);
+  checkReservedNames(doc, out);
 
   // openintent
   const version = doc['openintent'];

@@ -157,7 +157,8 @@ function describeType(v: unknown): string {
 export function valueAt(root: unknown, path: readonly (string | number)[]): unknown {
   let v = root;
   for (const seg of path) {
-    if (v === null || typeof v !== 'object') return undefined;
+    // own keys only: a `__proto__` or `constructor` key of the data is data, never the prototype's
+    if (v === null || typeof v !== 'object' || !Object.prototype.hasOwnProperty.call(v, seg)) return undefined;
     v = (v as Record<string | number, unknown>)[seg];
   }
   return v;

@@ -139,8 +139,13 @@ function explain(e: unknown, text: string, positions: () => PositionIndex): Diag
   }
   const detailed = text.length <= SYNTAX_DETAIL_MAX_CHARS ? syntaxErrors(text) : [];
   if (detailed.length > 0) return detailed;
-  const reason = e.reason === 'expected a single document in the stream, but found more' ? 'the file must hold a single YAML document' : e.reason;
-  return [error('yaml-syntax', [], reason, { range: [at, Math.min(text.length, at + 1)] })];
+  if (e.reason === 'expected a single document in the stream, but found more') {
+    // js-yaml marks the start of the file: point at the `---` that starts the second document
+    const first = contentStart(text, 0);
+    const second = [...text.matchAll(/^---(?=[ \t]|\r?$)/gm)].find((m) => m.index > first)?.index ?? at;
+    return [error('yaml-syntax', [], 'the file must hold a single YAML document: this `---` starts a second one', { range: [second, Math.min(text.length, second + 3)], hint: 'remove the `---` line and what follows it, or put each workflow in its own file' })];
+  }
+  return [error('yaml-syntax', [], e.reason, { range: [at, Math.min(text.length, at + 1)] })];
 }
 
 /** Every syntax error the `yaml` library finds, one per place. Empty when it finds none (or gives up). */
@@ -158,9 +163,16 @@ function syntaxErrors(text: string): Diagnostic[] {
   for (const e of errors) {
     if (seen.has(e.pos[0])) continue; // one report per place: the parser often explains one slip twice
     seen.add(e.pos[0]);
-    out.push(error('yaml-syntax', [], firstLine(e.message), { range: [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)] }));
+    const [message, extra] = syntaxMessage(firstLine(e.message));
+    out.push(error('yaml-syntax', [], message, { ...extra, range: [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)] }));
   }
   return out;
+}
+
+/** The `yaml` library's messages in a user's words where they address a programmer ("please use YAML.parseAllDocuments()"). */
+function syntaxMessage(message: string): [string, { hint?: string }] {
+  if (/multiple documents/i.test(message)) return ['the file must hold a single YAML document: this `---` starts a second one', { hint: 'remove the `---` line and what follows it, or put each workflow in its own file' }];
+  return [message, {}];
 }
 
 function firstLine(s: string): string {

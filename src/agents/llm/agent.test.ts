@@ -315,8 +315,11 @@ describe('failure codes', () => {
   });
 
   test('transport error (HTTP 500) is retryable; a bad key (401) is not; a rejected request (400) is not', async () => {
-    const t = await failure(setup([{ error: { status: 500 } }]).handler(ctx()));
+    // retried within the attempt (llm.x-transport_retries, default 2), then the phase's policy decides
+    const s500 = setup([{ error: { status: 500 } }, { error: { status: 500 } }, { error: { status: 500 } }]);
+    const t = await failure(s500.handler(ctx()));
     expect([t.code, t.retryable]).toEqual(['llm_transport_error', true]);
+    expect(s500.sleeps).toEqual([1000, 2000]);
     const a = await failure(setup([{ error: { status: 401 } }]).handler(ctx()));
     expect([a.code, a.retryable]).toEqual(['llm_auth_failed', false]);
     const r = await failure(setup([{ error: { status: 400 } }]).handler(ctx()));

@@ -124,7 +124,9 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
   const maxRetries = retriesLeft;
   let toolRounds = 0;
   let rateWaits = 0;
+  let transportRetries = 0;
   let call = 0;
+  const timeoutMs = o.settings.requestTimeoutMs;
 
   // the agent contract's `resources.tokenBudget`: tokens (in and out) one attempt may spend
   const tokenBudget = o.workflow.agents?.[o.agentId]?.contract?.resources.tokenBudget;
@@ -145,6 +147,14 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     call++;
     const started = o.now();
     let res: LanguageModelV3GenerateResult;
+    // a provider that accepts the connection and never answers: the call is aborted at the timeout
+    // (network time, a real timer: the injected sleep is for waits Baton chooses, such as rate limits)
+    const callCtl = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      callCtl.abort(new Error(`no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
     try {
       res = await model.doGenerate({
         prompt: messages,
@@ -153,11 +163,11 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
         ...(responseFormat ? { responseFormat } : {}),
         ...(sdkTools.length > 0 ? { tools: sdkTools, toolChoice: { type: 'auto' } } : {}),
         providerOptions,
-        abortSignal: ctx.signal,
+        abortSignal: AbortSignal.any([ctx.signal, callCtl.signal]),
       });
     } catch (e) {
       if (ctx.signal.aborted) throw new AgentError('Aborted', `${who}: the attempt was aborted`, {}, true);
-      const f = providerFailure(e, who, o.now());
+      const f = timedOut ? llmError('llm_transport_error', `${who}: the provider did not answer within ${timeoutMs} ms (llm.x-request_timeout_ms)`, { timeout_ms: timeoutMs }, true) : providerFailure(e, who, o.now());
       const after = f.details['retry_after_ms'];
       if (f.code === 'llm_rate_limited' && rateWaits < (o.rateLimitWaits ?? 2)) {
         const wait = typeof after === 'number' ? after : 1000 * 2 ** rateWaits;
@@ -168,8 +178,18 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
           continue;
         }
       }
+      if (f.code === 'llm_transport_error' && transportRetries < o.settings.transportRetries) {
+        // transport failures are the network's weather: bounded retries with backoff, then the phase's policy
+        const wait = 1000 * 2 ** transportRetries;
+        transportRetries++;
+        ctx.record('transport_retry', { call, wait_ms: wait, message: f.message });
+        await o.sleep(wait, ctx.signal);
+        continue;
+      }
       ctx.record('llm_error', { call, code: f.code, message: f.message });
       throw f;
+    } finally {
+      clearTimeout(timer);
     }
     const inTok = res.usage.inputTokens.total ?? 0;
     const outTok = res.usage.outputTokens.total ?? 0;

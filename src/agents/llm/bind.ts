@@ -77,7 +77,13 @@ export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: L
   const note = o.onNote ? (m: string): void => void (noted.has(m) || (noted.add(m), o.onNote!(m))) : undefined;
   const deps: ProviderDeps = { env, cwd, scripts: new Map(), ...(o.replies !== undefined ? { replies: o.replies } : {}), ...(o.fetch ? { fetch: o.fetch } : {}), ...(note ? { note } : {}) };
   const compiler = new SchemaCompiler();
-  const host = model.mcp && Object.keys(model.mcp.servers).length > 0 ? new McpHost({ servers: model.mcp.servers, env, cwd }) : undefined;
+  const ms = (name: string): number | undefined => {
+    const n = Number(env[name]);
+    return env[name] !== undefined && Number.isFinite(n) && n > 0 ? n : undefined;
+  };
+  const startTimeoutMs = ms('BATON_MCP_START_TIMEOUT_MS');
+  const callTimeoutMs = ms('BATON_MCP_CALL_TIMEOUT_MS');
+  const host = model.mcp && Object.keys(model.mcp.servers).length > 0 ? new McpHost({ servers: model.mcp.servers, env, cwd, ...(startTimeoutMs ? { startTimeoutMs } : {}), ...(callTimeoutMs ? { callTimeoutMs } : {}) }) : undefined;
   const handlers: Record<string, AgentHandler> = {};
   for (const id of ids) {
     const decl = model.agents?.[id];

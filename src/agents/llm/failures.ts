@@ -72,12 +72,17 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
     }
     if (status === 401 || status === 403) return llmError('llm_auth_failed', `${who}: the provider refused the API key (HTTP ${status})`, base, false);
     if (status === undefined || status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: ${e.message}`, base, true);
+    // a 2xx whose body could not be read (not JSON, cut off): a broken proxy or server, not a refusal of the request
+    if (status >= 200 && status < 300) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with a body that is not a valid reply: ${e.message}`, base, true);
     return llmError('llm_request_rejected', `${who}: the provider rejected the request (HTTP ${status}): ${e.message}`, base, false);
   }
   if (e instanceof ScriptExhaustedError) return llmError('llm_script_exhausted', `${who}: ${e.message}`, {}, false);
   if (e instanceof BatonError && e.code === 'missing-package') return llmError('llm_config_invalid', `${who}: ${e.message}`, {}, false);
   if (e instanceof AgentError) return e;
   const msg = e instanceof Error ? e.message : String(e);
+  // a body that is not JSON, or not the shape the provider's protocol has (AI_JSONParseError, AI_TypeValidationError)
+  const name = e instanceof Error ? e.name : '';
+  if (name === 'AI_JSONParseError' || name === 'AI_TypeValidationError') return llmError('llm_transport_error', `${who}: the provider's reply is not a valid response: ${msg.slice(0, 500)}`, {}, true);
   // fetch failures (connection refused, reset, DNS) arrive as TypeError or AI SDK wrappers without a status
   return llmError('llm_transport_error', `${who}: ${msg}`, {}, true);
 }

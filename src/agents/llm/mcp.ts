@@ -21,10 +21,23 @@ export interface McpHostOptions {
   env: Readonly<Record<string, string | undefined>>;
   /** Working directory of server processes (the workflow's folder). */
   cwd: string;
-  /** How long a server gets to start and answer `initialize` + `tools/list` (default 15 s). */
+  /** How long a server gets to start and answer `initialize` + `tools/list` (default 15 s; BATON_MCP_START_TIMEOUT_MS). */
   startTimeoutMs?: number;
-  /** How long one tool call may take (default 60 s). */
+  /** How long one tool call may take (default 60 s; BATON_MCP_CALL_TIMEOUT_MS). */
   callTimeoutMs?: number;
+}
+
+/**
+ * What a failed server's stderr says, in a line: the lines that name an error (`Error: Cannot find
+ * module ...`), not the last ones, which for Node are the stack's closing brace and `Node.js v20`.
+ */
+export function stderrGist(stderr: string): string {
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !/^at\s/.test(l) && !/^Node\.js v\d/.test(l) && !/^[\s{}()[\],;^~|]*$/.test(l) && !/^code: /.test(l) && !/^requireStack:/.test(l));
+  const telling = lines.filter((l) => /error|cannot|can't|not found|no such|denied|refused|failed|exception|ENOENT|EACCES|traceback/i.test(l));
+  return (telling.length > 0 ? telling.slice(0, 2) : lines.slice(-3)).join(' | ').slice(0, 1000);
 }
 
 interface Listed {
@@ -150,7 +163,7 @@ export class McpHost implements ToolHost {
     } catch (e) {
       await client.close().catch(() => undefined);
       const why = e instanceof Error ? e.message : String(e);
-      const tail = stderr.trim().split('\n').slice(-3).join(' | ');
+      const tail = stderrGist(stderr);
       throw llmError('mcp_server_failed', `MCP server '${decl.id}' (${[decl.command, ...decl.args].join(' ')}) failed to start: ${why}${tail ? ` (stderr: ${tail})` : ''}`, { server: decl.id, command: decl.command, args: decl.args, stderr }, false);
     }
   }

@@ -150,8 +150,10 @@ describe('openai over the wire', () => {
   });
 
   test('500 is a retryable transport error; 401 is not retryable', async () => {
-    queue = [{ status: 500, body: { error: { message: 'The server had an error' } } }];
+    const err = { status: 500, body: { error: { message: 'The server had an error' } } };
+    queue = [err, err, err]; // retried twice within the attempt (llm.x-transport_retries)
     const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect(queue).toEqual([]);
     expect([e.code, e.retryable, e.details['status']]).toEqual(['llm_transport_error', true, 500]);
     queue = [{ status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } } }];
     const a = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-bad' })(ctx()));

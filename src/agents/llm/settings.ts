@@ -22,7 +22,15 @@ export interface LlmSettings {
   structuredOutputs: boolean;
   /** `x-prices`, raw. */
   prices: unknown;
+  /** `x-request_timeout_ms`: how long one model call may go unanswered before it counts as a transport failure. */
+  requestTimeoutMs: number;
+  /** `x-transport_retries`: transport failures (no answer, reset, a body that is not JSON) retried within an attempt. */
+  transportRetries: number;
 }
+
+/** Five minutes: a long structured reply fits; a provider that accepted the connection and went silent does not hold a run forever. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
+export const DEFAULT_TRANSPORT_RETRIES = 2;
 
 export const DEFAULT_MODELS: Readonly<Record<string, string>> = {
   openai: 'gpt-5.2',
@@ -56,5 +64,15 @@ export function resolveSettings(workflow: WorkflowModel, blueprint: Blueprint | 
     replies: str('x-replies'),
     structuredOutputs: pick('x-structured_outputs') === true,
     prices,
+    requestTimeoutMs: positive(num('x-request_timeout_ms')) ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    transportRetries: Math.min(10, Math.floor(nonNegative(num('x-transport_retries')) ?? DEFAULT_TRANSPORT_RETRIES)),
   };
+}
+
+function positive(n: number | undefined): number | undefined {
+  return n !== undefined && n > 0 ? n : undefined;
+}
+
+function nonNegative(n: number | undefined): number | undefined {
+  return n !== undefined && n >= 0 ? n : undefined;
 }

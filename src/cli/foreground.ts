@@ -1,0 +1,170 @@
+/**
+ * A run driven in the foreground (`baton run`, `resume`, `rerun`): progress, gates, signals and a
+ * reader that goes away.
+ *
+ * What the run *is* belongs to the store, not to this process. So nothing that happens to the process
+ * changes it:
+ * - SIGINT or SIGTERM (Ctrl-C, `kill PID`, a supervisor, `timeout`): this process stops working on the
+ *   run and leaves it in the store as it is (running or waiting); `baton resume RUN` or any worker
+ *   continues it. Running attempts may finish for a few seconds (their outputs are kept); the rest are
+ *   handed back (engine.stop) and run again there. The process ends within GRACE_S seconds; a second
+ *   signal ends it at once.
+ * - A reader that went away (`| head`): output is dropped; the run goes on to its end, unless it has
+ *   to wait for a human, in which case it is left waiting in the store.
+ * - With `--store memory` nothing outside this process can reach the run: a gate nobody here can
+ *   decide ends it at once (cancelled, with the reason), and a signal cancels it (it would be lost).
+ */
+import { resolve } from 'node:path';
+import pc from 'picocolors';
+import type { Engine } from '../api/engine.js';
+import { safeText } from '../diagnostics/terminal.js';
+import type { RunEvent } from '../engine/events.js';
+import { runStatusOf, type RunResult, type RunState } from '../engine/state.js';
+import { storeFlag } from './durable.js';
+import type { CliIo, Interruption } from './io.js';
+import { printJson, saveResult } from './output.js';
+import type { ProgressView } from './progress.js';
+import { startWatchdog } from './watchdog.js';
+
+/** Seconds an in-process agent gets to return after Ctrl-C before Baton exits anyway. */
+export const GRACE_S = 5;
+
+export interface ForegroundValues {
+  json?: boolean | undefined;
+  output?: string | undefined;
+  store?: string | undefined;
+}
+
+type Stop = { kind: 'signal'; signal: 'SIGINT' | 'SIGTERM' } | { kind: 'reader' } | { kind: 'unanswerable'; gate: string; gateKind: string };
+
+/** Exit status of a process ended by a signal, as a shell reports it. */
+const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+
+export class Foreground {
+  private state: RunState | undefined;
+  private stop: Stop | undefined;
+  private onStop: (() => void) | undefined;
+  private readerGone = false;
+
+  constructor(
+    private readonly io: CliIo,
+    private readonly values: ForegroundValues,
+    /** The store keeps runs in this process only (`--store memory`). */
+    readonly inMemory: boolean,
+  ) {}
+
+  /** Every event of the run (the engine's onEvent), after the progress view and the gate notice. */
+  onEvent(e: RunEvent, state: RunState): void {
+    this.state = state;
+    if (this.stop) return;
+    if (e.type === 'gate.opened' && this.inMemory) {
+      const g = state.gates.get(e.gate_id);
+      if (g && g.status === 'open') this.request({ kind: 'unanswerable', gate: g.id, gateKind: g.kind });
+      return;
+    }
+    if (this.readerGone && runStatusOf(state) === 'waiting') this.request({ kind: 'reader' });
+  }
+
+  private request(s: Stop): void {
+    if (this.stop) return;
+    this.stop = s;
+    this.onStop?.();
+  }
+
+  /** Drives the run with signal handling, then prints or writes the result. Returns the exit status. */
+  async finish(engine: Engine, runId: string, view: ProgressView | undefined): Promise<number> {
+    const { io, values } = this;
+    const flag = storeFlag(values);
+    const hint = this.inMemory ? 'The run was in memory (--store memory) and is lost.' : `The run stays in the store: baton resume ${runId}${flag}`;
+    // only in a real process (tests inject io without exit)
+    const watchdog = io.onInterrupt && io.exit ? startWatchdog(GRACE_S, hint) : undefined;
+    const ctl = new AbortController();
+    let signals = 0;
+    this.onStop = () => {
+      const s = this.stop!;
+      if (this.inMemory) {
+        // nothing can continue the run elsewhere: end it, saying why
+        ctl.abort(new Error(s.kind === 'unanswerable' ? `gate ${s.gate} needs a decision that nothing outside this process can give (--store memory)` : s.kind === 'signal' ? `interrupted (${s.signal})` : 'the reader went away'));
+      } else {
+        // running attempts may finish (their outputs are kept) until shortly before the process must end; the rest are handed back
+        void engine.stop(Math.max(0, GRACE_S - 1.5) * 1000).catch(() => engine.close());
+      }
+    };
+    const off = io.onInterrupt?.((why: Interruption) => {
+      if (why === 'reader-gone') {
+        this.readerGone = true;
+        if (this.state && runStatusOf(this.state) === 'waiting') this.request({ kind: 'reader' });
+        return;
+      }
+      signals++;
+      if (signals > 1) {
+        io.exit?.(SIGNAL_EXIT[why]);
+        return;
+      }
+      io.stderr(
+        this.inMemory
+          ? `\n${why}: cancelling run ${runId} (--store memory keeps it in this process only; agents get ${GRACE_S} s to stop; a second ${why === 'SIGINT' ? 'Ctrl-C' : 'signal'} exits at once)\n`
+          : `\n${why}: stopping; run ${runId} stays in ${safeText(engine.store.location, 500)} as it is (running attempts may finish for ${GRACE_S - 1.5} s, the rest are handed back; a second ${why === 'SIGINT' ? 'Ctrl-C' : 'signal'} exits at once). Continue it with: baton resume ${runId}${flag}\n`,
+      );
+      this.request({ kind: 'signal', signal: why });
+      // an agent that ignores its signal does not hold the process past the grace period
+      setTimeout(() => io.exit?.(SIGNAL_EXIT[why]), GRACE_S * 1000).unref();
+    });
+    if (this.stop) this.onStop(); // a gate opened as the run started
+    let result: RunResult | undefined;
+    try {
+      result = await engine.drive(runId, ctl.signal);
+    } catch (e) {
+      // a stop closes the engine under the drive: what the run is now is read back from the store
+      if (!this.stop || this.inMemory) throw e;
+    } finally {
+      view?.close();
+      off?.();
+      watchdog?.stop();
+    }
+    const stop = this.stop;
+    if (stop?.kind === 'unanswerable') {
+      io.stderr(`baton run: ${stop.gateKind === 'input' ? 'input' : 'a decision'} is needed at gate \`${safeText(stop.gate, 200)}\`, but with --store memory the run lives in this process only and nothing else can answer it; the run was cancelled. Use a durable store (the default .baton/baton.db, or --store FILE)${stop.gateKind === 'input' ? '' : ', or --auto-approve'}\n`);
+    }
+    if (result === undefined) {
+      // left in the store, resumable: say so, and give --json readers the run as it stands
+      const now = (await engine.inspect(runId)).result;
+      if (stop?.kind !== 'reader') {
+        if (values.json) await printJson(now, io);
+        io.stderr(`run ${runId} left ${now.status} in ${safeText(engine.store.location, 500)}: ${describeCounts(now)}; continue it with: baton resume ${runId}${flag}\n`);
+      }
+      return stop?.kind === 'signal' ? SIGNAL_EXIT[stop.signal] : 1;
+    }
+    if (stop?.kind === 'signal' && this.inMemory) io.stderr(`run ${runId} cancelled by ${stop.signal}\n`);
+    // streamed: a result of hundreds of megabytes is never one string; an unwritable file never loses it
+    const saved = values.output ? await saveResult(result, resolve(io.cwd, values.output), values.output, io) : true;
+    if (values.json) await printJson(result, io);
+    else io.stdout(summary(result, io.isTTY));
+    if (!saved) return 2;
+    if (stop?.kind === 'unanswerable') return 2;
+    if (stop?.kind === 'signal') return SIGNAL_EXIT[stop.signal];
+    return result.status === 'completed' ? 0 : 1;
+  }
+}
+
+function describeCounts(r: RunResult): string {
+  const counts = new Map<string, number>();
+  for (const p of Object.values(r.phases)) counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
+  return [...counts].map(([s, n]) => `${n} ${s}`).join(', ');
+}
+
+export function summary(r: RunResult, color: boolean): string {
+  const c = pc.createColors(color);
+  const counts = new Map<string, number>();
+  for (const p of Object.values(r.phases)) counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
+  const status = r.status === 'completed' ? c.green(c.bold('completed')) : c.red(c.bold(r.status));
+  const lines = [`\nrun ${r.runId} ${status} in ${(r.duration_ms / 1000).toFixed(2)} s: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}${r.cost_usd > 0 ? `; cost $${r.cost_usd}` : ''}`];
+  // names from the file and messages from agents are escaped: a terminal must not interpret them
+  for (const [name, p] of Object.entries(r.phases)) {
+    if (p.status === 'failed' && p.error) lines.push(`  ${c.red('✗')} ${safeText(name, 200)}: ${safeText(p.error.code, 200)}: ${safeText(p.error.message)}`);
+    else if (p.status === 'partial') lines.push(`  ${c.yellow('◐')} ${safeText(name, 200)}: partial result, accepted by its agent's contract`);
+  }
+  for (const e of r.events) if (e.type === 'task.warning') lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)} (attempt ${e.attempt}): ${safeText(e.code, 200)}: ${safeText(e.message)}`);
+  if (r.error && r.status !== 'completed') lines.push(`  ${safeText(r.error.code, 200)}: ${safeText(r.error.message)}`);
+  return lines.join('\n') + '\n';
+}

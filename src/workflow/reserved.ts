@@ -1,0 +1,53 @@
+/**
+ * Names a workflow cannot use: `__proto__`. A JavaScript object cannot hold it as an ordinary key
+ * (assigning it replaces the object's prototype), so a phase, input, output, agent, type or field
+ * of that name would vanish from some record, result or output path. It is refused where it is
+ * written, as a key anywhere in the file, or as a segment of an input reference
+ * (`upstream.__proto__`, `$trigger.__proto__`). Data from agents and triggers is another matter: a
+ * `"__proto__"` key there is kept as an ordinary key (see engine/attempt.ts toJson).
+ */
+import { isPlainObject } from '../core/json.js';
+import type { Path } from '../core/path.js';
+import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
+
+export const RESERVED_NAMES: ReadonlySet<string> = new Set(['__proto__']);
+
+/** Every `__proto__` key of the document, and every input reference with a `__proto__` segment. */
+export function checkReservedNames(doc: unknown, out: Diagnostic[]): void {
+  // iterative: the document's depth is already bounded (too-deep), but no recursion is needed
+  const stack: { value: unknown; path: Path }[] = [{ value: doc, path: [] }];
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!;
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: [...path, i] });
+      continue;
+    }
+    if (!isPlainObject(value)) continue;
+    const keys = Object.keys(value);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const k = keys[i]!;
+      const at = [...path, k];
+      if (RESERVED_NAMES.has(k)) {
+        out.push(error('reserved-name', at, `\`${k}\` cannot be used as a name or key in a workflow (${what(path)})`, { target: 'key', hint: 'rename it: JavaScript objects cannot hold this key as an ordinary one' }));
+      }
+      const v = value[k];
+      if (typeof v === 'string' && path.length === 3 && path[0] === 'workflow' && path[2] === 'inputs' && v.split('.').some((s) => RESERVED_NAMES.has(s))) {
+        out.push(error('reserved-name', at, `the input reference \`${v}\` reads \`__proto__\`, which no output or trigger key can be`, { hint: 'name the key the value is kept under' }));
+        continue;
+      }
+      stack.push({ value: v, path: at });
+    }
+  }
+}
+
+/** What a key at `path` names, for the message. */
+function what(path: Path): string {
+  const [top, , field] = path;
+  if (path.length === 1 && top === 'workflow') return 'a phase name';
+  if (path.length === 1 && top === 'agents') return 'an agent id';
+  if (path.length === 1 && top === 'types') return 'a type name';
+  if (top === 'types') return 'a field name';
+  if (path.length === 3 && top === 'workflow' && field === 'inputs') return 'an input name';
+  if (path.length === 3 && top === 'workflow' && field === 'outputs') return 'an output name';
+  return 'a key';
+}
