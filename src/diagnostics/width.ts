@@ -66,13 +66,14 @@ export function cells(line: string): Cell[] {
 }
 
 // built from a string: TypeScript's ES2022 target does not know the v flag (Node 20 does)
-const EMOJI = new RegExp('^\\p{RGI_Emoji}$', 'v');
-const ZERO_WIDTH = /^[\p{Mn}\p{Me}\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
+// compiled on first use: the emoji property set is large, and most runs never draw a code frame
+let emoji: RegExp | undefined;
+let zeroWidth: RegExp | undefined;
 
 /** Columns of one grapheme cluster (not a control character). */
 function clusterWidth(g: string): number {
-  if (ZERO_WIDTH.test(g)) return 0; // a combining mark or format character with no base
-  if (EMOJI.test(g)) return 2;
+  if ((zeroWidth ??= /^[\p{Mn}\p{Me}\p{Cf}\p{Default_Ignorable_Code_Point}]/u).test(g)) return 0; // a combining mark or format character with no base
+  if ((emoji ??= new RegExp('^\\p{RGI_Emoji}$', 'v')).test(g)) return 2;
   return eastAsianWidth(g.codePointAt(0)!, { ambiguousAsWide: false });
 }
 
