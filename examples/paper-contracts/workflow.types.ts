@@ -21,6 +21,9 @@ export type FlagGapsInput = { gaps: string[] };
 /** Phase `flag-gaps`: what its agent must return. */
 export type FlagGapsOutput = { todo: string[] };
 
+/** The trigger: the keys `$trigger.*` inputs read (declare `x-trigger` in the workflow to type their values). */
+export type Trigger = { topic: unknown; section: unknown };
+
 /** Every phase: its agent, input and output. */
 export interface Phases {
   outline: { agent: "architect"; input: OutlineInput; output: OutlineOutput };
@@ -40,9 +43,19 @@ export interface AgentPhases {
   reviewer: "flag-gaps";
 }
 
-type Handler<A extends keyof AgentPhases> = (ctx: { [P in AgentPhases[A]]: PhaseContext<P> }[AgentPhases[A]]) => Phases[AgentPhases[A]]["output"] | Promise<Phases[AgentPhases[A]]["output"]>;
+/** The handler of agent A: the context of one of its phases in, that phase's output out. */
+export type Handler<A extends keyof AgentPhases> = (ctx: { [P in AgentPhases[A]]: PhaseContext<P> }[AgentPhases[A]]) => Phases[AgentPhases[A]]["output"] | Promise<Phases[AgentPhases[A]]["output"]>;
 
-/** Typed handlers for `baton run --agents`: `export default defineHandlers({ agent: (ctx) => ({ ... }) })`. */
-export function defineHandlers<H extends { [A in keyof AgentPhases]?: Handler<A> }>(handlers: H & Record<Exclude<keyof H, keyof AgentPhases>, never>): Record<string, (ctx: AgentContext) => unknown> {
-  return handlers as unknown as Record<string, (ctx: AgentContext) => unknown>;
+/** Every agent's handler type. */
+export type Handlers = { [A in keyof AgentPhases]: Handler<A> };
+
+/** This workflow's types: `createEngine<Workflow>({ store, agents })` rejects unknown agent ids and wrong outputs, `start(spec, { trigger })` a wrong trigger. */
+export interface Workflow {
+  trigger: Trigger;
+  handlers: Handlers;
+}
+
+/** Typed handlers, for `--agents` modules and `createEngine`: `export default defineHandlers({ agent: (ctx) => ({ ... }) })`. An agent id the workflow does not have fails `tsc`. */
+export function defineHandlers<H extends Partial<Handlers>>(handlers: H & { [K in Exclude<keyof H, keyof AgentPhases>]: `${K & string} is not an agent of this workflow` }): NoInfer<H> {
+  return handlers;
 }
