@@ -320,7 +320,8 @@ export class Worker extends WorkerAttempts {
           if (!(e instanceof BatonError && (e.code === 'unknown-run' || e.code === 'invalid-workflow' || e.code === 'store-corrupt' || e.code === 'usage'))) this.storeTrouble(e);
           continue; // a run this worker cannot bind (its workflow or agents): leave it to others
         }
-        found = true;
+        // progress only if the loaded run has something this worker can do now (else it is parked again, no spin)
+        if (h.reason !== 'ready' || (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) <= now) found = true;
       }
       if (ctx.ended) continue;
       if (h.reason === 'lease') {
