@@ -1,5 +1,6 @@
 /** Checks an answer to an input gate against its choices or its JSON Schema (2020-12). */
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { Ajv2020, ValidateFunction } from 'ajv/dist/2020.js';
+import { ajv2020 } from '../core/ajv.js';
 import type { Json, JsonObject } from '../core/json.js';
 
 let ajv: Ajv2020 | undefined;
@@ -16,7 +17,7 @@ export function checkAnswer(value: Json, choices: Json[] | undefined, schema: Js
     let v = compiled.get(key);
     if (v === undefined) {
       try {
-        ajv ??= new Ajv2020({ allErrors: true, strict: false });
+        ajv ??= new (ajv2020())({ allErrors: true, strict: false });
         v = ajv.compile(schema);
       } catch (e) {
         v = `the gate's schema does not compile: ${(e as Error).message}`;

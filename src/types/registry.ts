@@ -3,7 +3,8 @@
  * (unknown names with "did you mean", alias cycles, malformed declarations), and hands out compiled
  * types cached by their canonical text.
  */
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { Ajv2020, ValidateFunction } from 'ajv/dist/2020.js';
+import { ajv2020 } from '../core/ajv.js';
 import { isPlainObject, jsonTypeOf, type Json } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { closest } from '../core/suggest.js';
@@ -48,8 +49,8 @@ class Registry implements TypeRegistry {
    */
   private compileSchema(schema: Record<string, unknown>, ownProperties: boolean): ValidateFunction {
     const options = { strict: true, allErrors: false, validateSchema: false, strictNumbers: true, addUsedSchema: false } as const;
-    if (ownProperties) return (this.ownAjv ??= new Ajv2020({ ...options, ownProperties: true })).compile(schema);
-    return (this.ajv ??= new Ajv2020(options)).compile(schema);
+    if (ownProperties) return (this.ownAjv ??= new (ajv2020())({ ...options, ownProperties: true })).compile(schema);
+    return (this.ajv ??= new (ajv2020())(options)).compile(schema);
   }
 
   declare(name: string): void {

@@ -6,7 +6,8 @@
  */
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
+import { ajv2020 } from '../core/ajv.js';
 import { isPlainObject, jsonTypeOf } from '../core/json.js';
 import type { Path } from '../core/path.js';
 
@@ -70,7 +71,7 @@ export class SchemaCompiler {
 
   private build(schema: Record<string, unknown>): SchemaCompileResult {
     const is2020 = typeof schema['$schema'] === 'string' && DRAFT_2020.test(schema['$schema']);
-    const ajv = is2020 ? (this.draft2020 ??= new Ajv2020(AJV_OPTIONS)) : (this.draft7 ??= new (draft7Ajv())(AJV_OPTIONS));
+    const ajv = is2020 ? (this.draft2020 ??= new (ajv2020())(AJV_OPTIONS)) : (this.draft7 ??= new (draft7Ajv())(AJV_OPTIONS));
     const body = { ...schema };
     // draft-07 is the default: a `$schema` naming draft-07 (or nothing) is fine; others are dropped so ajv does not look them up
     if (!is2020 && typeof body['$schema'] === 'string' && !/draft-07/.test(body['$schema'])) delete body['$schema'];
