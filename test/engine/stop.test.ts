@@ -1,0 +1,49 @@
+/** A worker that stops cleanly (SIGTERM, Ctrl-C of `baton worker`, `engine.stop`) hands back what it cannot finish: another worker takes it at once, not after the lease. */
+import { describe, expect, test } from 'vitest';
+import { createEngine } from '../../src/api/engine.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { eventsOf, header, until, wf } from './helpers.js';
+
+const MODEL = wf(`${header()}workflow:
+  slow: {assign: x, outputs: {by: string}}
+  quick: {assign: y, outputs: {by: string}}`);
+
+describe('engine.stop(graceMs)', () => {
+  test('lets a quick attempt finish, hands a slow one back, and another worker takes it at once', async () => {
+    const store = new MemoryStore();
+    let started = 0;
+    let release!: () => void;
+    const quickDone = new Promise<void>((r) => (release = r));
+    const a = createEngine({
+      store,
+      workerId: 'A',
+      leaseMs: 86_400_000,
+      agents: {
+        x: () => ((started++), new Promise(() => undefined)),
+        y: async () => {
+          started++;
+          await quickDone;
+          return { by: 'A' };
+        },
+      },
+    });
+    const id = await a.create(MODEL, { runId: 'stop' });
+    const driving = a.drive(id, undefined).catch(() => undefined);
+    await until(() => started === 2, 'both attempts run');
+    const stopping = a.stop(2000);
+    setTimeout(release, 50);
+    await stopping;
+    await driving;
+    const events = await store.events(id);
+    // the quick attempt finished within the grace time and kept its output; the slow one was handed back
+    expect(eventsOf(events, 'task.completed').map((e) => e.phase)).toEqual(['quick']);
+    expect(eventsOf(events, 'task.lease_expired')).toMatchObject([{ phase: 'slow', owner: 'A' }]);
+    const b = createEngine({ store, workerId: 'B', leaseMs: 86_400_000, agents: { x: () => ({ by: 'B' }), y: () => ({ by: 'B' }) } });
+    const t0 = Date.now();
+    const r = await b.drive(id, undefined);
+    expect(r.status).toBe('completed');
+    expect(r.phases['slow']).toMatchObject({ attempts: 2, output: { by: 'B' } });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    await b.close();
+  }, 20_000);
+});
