@@ -22,7 +22,7 @@ export function openReadonly(file: string, busyMs: number): Driver.Database {
     return db;
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    if (!(err instanceof Driver.SqliteError) || !(code === 'SQLITE_READONLY_DIRECTORY' || code === 'SQLITE_CANTOPEN') || existsSync(`${file}-wal`)) throw err;
+    if (!(err instanceof Driver.SqliteError) || !(code === 'SQLITE_READONLY_DIRECTORY' || code === 'SQLITE_READONLY' || code === 'SQLITE_CANTOPEN') || existsSync(`${file}-wal`)) throw err;
   }
   const dir = mkdtempSync(join(tmpdir(), 'baton-ro-'));
   const copy = join(dir, 'baton.db');

@@ -140,7 +140,11 @@ function asUnprivileged(args: string[], cwd: string): Promise<{ code: number | n
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((r) => child.on('close', (code) => r({ code, stdout, stderr })));
+  // a spawn that fails (the node binary out of that user's reach) ends the call with its error, never a hang
+  return new Promise((r) => {
+    child.on('error', (e) => r({ code: null, stdout, stderr: `${stderr}spawn failed: ${e.message}` }));
+    child.on('close', (code) => r({ code, stdout, stderr }));
+  });
 }
 
 function readOnly(path: string): void {
