@@ -26,18 +26,13 @@ export function taskRow(plan: Plan, state: RunState, phase: string, now: number)
   };
 }
 
-/** The earliest timer of the run: its deadline, a gate's expiry or escalation (due.ts). */
-export function wakeAt(state: RunState): number | null {
-  return nextTimer(state);
-}
-
 export function runUpdate(state: RunState, now: number): RunUpdate {
   return {
     status: runStatusOf(state),
     updatedAt: now,
     endedAt: state.endedAt ?? null,
     costUsd: state.costUsd,
-    wakeAt: wakeAt(state),
+    wakeAt: nextTimer(state),
   };
 }
 
