@@ -81,7 +81,7 @@ process.once('exit', () => {
 });
 
 function start(args: string[], readyWord: string, env: Record<string, string> = {}): Proc {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', BATON_STORE: '', ...env } });
+  const child = spawn(process.execPath, [...(process.env.PROBE_NODE_ARGS ? process.env.PROBE_NODE_ARGS.split(" ") : []), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', BATON_STORE: '', ...env } });
   live.add(child);
   let out = '';
   let err = '';
@@ -137,7 +137,8 @@ export function release(procs: Proc[]): number {
 }
 
 export async function stopAll(procs: Proc[]): Promise<void> {
-  for (const p of procs) p.child.kill('SIGKILL');
+  // PROBE_NODE_ARGS (--cpu-prof): a clean stop, so that the profile is written
+  for (const p of procs) p.child.kill(process.env.PROBE_NODE_ARGS ? 'SIGTERM' : 'SIGKILL');
   await Promise.all(procs.map((p) => p.done));
 }
 

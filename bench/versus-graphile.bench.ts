@@ -55,7 +55,7 @@ const gatedChain = (): WorkflowModel => model(generateWorkflow(5, 'chain').repla
 async function enqueue(store: RunStore, m: WorkflowModel, n: number): Promise<void> {
   const engine = createEngine({ store, agents });
   for (let i = 0; i < n; i += 16) {
-    await Promise.all(Array.from({ length: Math.min(16, n - i) }, () => engine.start(m, { trigger: { topic: 't' } })));
+    await Promise.all(Array.from({ length: Math.min(16, n - i) }, () => engine.start(m, { trigger: { topic: "t" }, detach: true })));
   }
   await engine.close();
 }
