@@ -101,6 +101,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   readonly clock: Clock;
   private readonly opts: EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
   private readonly models = new Map<string, WorkflowModel>();
+  /** Stored workflows by hash: a hash names one text forever, so each is read once per engine. */
+  private readonly workflows = new Map<string, WorkflowRecord>();
   private readonly owned: { close(): Promise<void> }[] = [];
   private readonly compiler = new SchemaCompiler();
   private readonly subprocesses = new Map<string, AgentHandler>();
@@ -139,11 +141,19 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     };
   }
 
+  private async storedWorkflow(hash: string): Promise<WorkflowRecord | undefined> {
+    const have = this.workflows.get(hash);
+    if (have) return have;
+    const w = await this.store.workflow(hash);
+    if (w) this.workflows.set(hash, w);
+    return w;
+  }
+
   /** The compiled workflow of a stored run (compiled once per engine, from the source the run kept). */
   async model(record: RunRecord): Promise<WorkflowModel> {
     const have = this.models.get(record.workflowHash);
     if (have) return have;
-    const w = await this.store.workflow(record.workflowHash);
+    const w = await this.storedWorkflow(record.workflowHash);
     if (!w) throw new BatonError('store-corrupt', `run ${record.runId}: its workflow ${record.workflowHash.slice(0, 12)} is missing from the store`);
     const r = parseWorkflow(w.source, { file: w.path });
     if (!r.ok || !r.model) throw new BatonError('invalid-workflow', `run ${record.runId}: its stored workflow no longer compiles (${r.diagnostics[0]?.message ?? 'unknown error'})`);
@@ -164,7 +174,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     };
     add(this.opts.agents ?? {});
     if (this.opts.bindRun) add(await this.opts.bindRun(record, model));
-    const w = await this.store.workflow(record.workflowHash);
+    const w = await this.storedWorkflow(record.workflowHash);
     const cwd = typeof record.options['cwd'] === 'string' ? record.options['cwd'] : w ? dirname(resolvePath(w.path)) : process.cwd();
     for (const [id, decl] of Object.entries(model.agents ?? {})) {
       if (handlers[id] || !decl.command) continue;
@@ -443,7 +453,11 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     await this.close();
   }
 
-  /** Stops the worker and closes the subprocess agents this engine started (not the store). Idempotent. */
+  /**
+   * Stops the worker and closes the subprocess agents this engine started (not the store). Idempotent.
+   * Attempts still running are aborted and handed back (`stop(0)`): their leases are released in the
+   * store, so another worker takes them at once rather than after the lease.
+   */
   close(): Promise<void> {
     this.closing ??= this.closeOnce();
     return this.closing;
@@ -452,6 +466,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   private closing: Promise<void> | undefined;
 
   private async closeOnce(): Promise<void> {
+    await this.worker?.stop(0);
     this.worker?.close();
     // a store call in flight finishes (or fails) before the caller may close the store under it
     await this.worker?.settled();

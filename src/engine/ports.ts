@@ -126,6 +126,26 @@ export interface TxOptions {
   skipIfBusy?: boolean;
 }
 
+/**
+ * One run's commit decided on the caller's own state at `knownSeq`, without reading the run or
+ * waiting for it (`commitMany`): it holds only if nothing was committed to the run since.
+ */
+export interface BatchCommit {
+  runId: string;
+  /** The run's seq the decision was made on: the commit's events follow it. */
+  knownSeq: number;
+  /** No lease expectations (takeovers go through `transact`). */
+  commit: Commit;
+  /**
+   * Whether other processes should look (PostgreSQL: NOTIFY): false when the commit leaves nothing
+   * for anyone else (its new tasks claimed by the committer itself, the run still running).
+   */
+  notify: boolean;
+}
+
+/** Per commit of a batch: written, or not written because the run moved on (or another writer holds it now). */
+export type BatchResult = 'ok' | 'conflict';
+
 /** What a worker can do in a run (from `findWork`). */
 export interface WorkHint {
   runId: string;
@@ -152,6 +172,12 @@ export interface RunStore {
   readonly kind: string;
   /** A human-readable location (`.baton/baton.db`, `postgres://host/db`), no password. */
   readonly location: string;
+  /**
+   * Whether the store decides in a clock of its own (PostgreSQL: the database's), passed to
+   * `transact`'s decide as `now`. A worker then estimates that clock between commits. Absent: the
+   * caller's clock is the store's.
+   */
+  readonly hasClock?: boolean;
 
   /** Creates the run row, stores the workflow (if new) and the first commit, in one transaction. Throws StoreError `run-exists` for a taken id. */
   createRun(init: NewRun): Promise<void>;
@@ -174,6 +200,16 @@ export interface RunStore {
    * caller's to discard). Throws StoreError `unknown-run` for an unknown run.
    */
   transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[], now?: number) => TxDecision<T>, opts?: TxOptions): Promise<TxResult<T>>;
+
+  /**
+   * The fast path of a worker that already holds the runs' current state: writes each commit only if
+   * its run's stored seq is still `knownSeq` and no other transaction holds the run at that moment,
+   * all in one round trip, each run independently ('conflict': nothing of that run written; the
+   * caller rebuilds its state from the store). `now`: the store's clock when it has one (PostgreSQL),
+   * read as the batch committed. A batch names each run at most once. Optional: without it every
+   * commit goes through `transact`.
+   */
+  commitMany?(items: readonly BatchCommit[]): Promise<{ results: BatchResult[]; now?: number }>;
 
   /**
    * What a worker could do now, oldest first: runs with a ready task for one of `agents` (null:

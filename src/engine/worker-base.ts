@@ -88,6 +88,8 @@ export interface RunCtx {
   busy: Set<string>;
   /** After a failed or fruitless commit: no new commit before this time (backoff, in store time). */
   retryAt: number;
+  /** No fast-path commit (commitMany) before this time (store time): the run had a conflict, another process works on it. */
+  fastOffUntil: number;
   /** Commits that failed in a row; claim-only transactions that found the run busy, or due work untaken, in a row. */
   failedCommits: number;
   contended: number;
@@ -123,6 +125,8 @@ export abstract class WorkerBase {
   protected readonly unregister: (() => void) | undefined;
   /** The store's clock minus this worker's (PostgreSQL: the database's time), measured at each commit. */
   protected offset = 0;
+  /** The store's clock minus the monotonic clock, once measured (stores with a clock of their own). */
+  protected monoOffset: number | undefined;
   /** When the store started failing (monotonic ms), if it is failing now. */
   private troubleSince: number | undefined;
   private readonly storeRetryMs: number;
@@ -158,6 +162,24 @@ export abstract class WorkerBase {
   /** Now in the store's clock: this worker's clock corrected by the offset measured at the last commit. */
   storeNow(): number {
     return this.clock.now() + this.offset;
+  }
+
+  /**
+   * The store's clock read at a commit (PostgreSQL's clock_timestamp()): kept as offsets from this
+   * worker's clock and from the monotonic clock.
+   */
+  protected storeClockAt(storeNow: number): void {
+    this.offset = storeNow - this.clock.now();
+    this.monoOffset = storeNow - monotonicNow();
+  }
+
+  /**
+   * Now in the store's clock for a decision made without reading the store (the fast path,
+   * commitMany): from the monotonic clock when the store has a clock of its own, so that a step of
+   * this machine's clock does not move it; else this worker's clock, which is the store's.
+   */
+  protected fastNow(): number {
+    return this.monoOffset !== undefined ? Math.round(monotonicNow() + this.monoOffset) : this.storeNow();
   }
 
   /**
@@ -266,10 +288,10 @@ export abstract class WorkerBase {
       else this.takeOverDead(parked);
       return parked;
     }
-    const record = await this.store.run(runId);
+    // both reads at once (one round trip on a pipelined store); the record's fields a run keeps never change
+    const [record, events] = await Promise.all([this.store.run(runId), this.store.events(runId)]);
     if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
     const bound = await this.opts.bind(record);
-    const events = await this.store.events(runId);
     const state = replay(runId, events);
     const plan = bound.contracts ? withContracts(planOf(bound.model), bound.contracts) : planOf(bound.model);
     attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
@@ -293,6 +315,7 @@ export abstract class WorkerBase {
       attempts: new Map(),
       busy: new Set(),
       retryAt: 0,
+      fastOffUntil: 0,
       failedCommits: 0,
       contended: 0,
       stale: false,

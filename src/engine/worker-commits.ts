@@ -9,7 +9,7 @@ import { StopSignal, type Attempt } from './attempt.js';
 import { decide, type Claimed, type Fact, type FactResult } from './decide.js';
 import { nextTimer, type Claimant } from './due.js';
 import type { RunEvent } from './events.js';
-import type { LeaseExpectation } from './ports.js';
+import type { BatchCommit, BatchResult, LeaseExpectation } from './ports.js';
 import { buildCommit } from './projection.js';
 import { backoff, DecisionError, isFault } from './worker-support.js';
 import { applyEvent, attachGraph, replay, toResult } from './state.js';
@@ -40,7 +40,8 @@ export abstract class WorkerCommits extends WorkerBase {
     if (ctx.stale) {
       // a failed commit left decisions in memory that the store never saw: rebuild from the store first
       const ok = await this.reload(ctx);
-      if (!ok || ctx.ended) {
+      // a run that ended meanwhile still records what this worker observed (a late outcome: task.stale_outcome)
+      if (!ok || (ctx.ended && ctx.facts.length === 0)) {
         ctx.flushing = false;
         return;
       }
@@ -76,7 +77,7 @@ export abstract class WorkerCommits extends WorkerBase {
             if (this.crashed !== undefined) throw this.crashed instanceof Error ? this.crashed : new BatonError('fault-injected', 'the worker crashed');
             // the time is read now, under the run's lock (the database's clock when the store has one), never before the commit
             const now = storeNow ?? this.clock.now();
-            if (storeNow !== undefined) this.offset = storeNow - this.clock.now();
+            if (storeNow !== undefined) this.storeClockAt(storeNow);
             try {
               delta = d;
               for (const e of d) applyEvent(ctx.state, e);
@@ -135,9 +136,107 @@ export abstract class WorkerCommits extends WorkerBase {
       return;
     }
     ctx.flushing = false;
+    this.committed(ctx, delta.length > 0 ? delta.concat(made) : made, results, waiters, claimIndex);
+  }
+
+  /**
+   * The fast path: runs whose state this worker holds current (worker.ts says which), decided here
+   * and committed together in one round trip without reading them first (`commitMany`), in the
+   * store's time as this worker estimates it. A run that moved on meanwhile (another process
+   * committed to it, or holds it now) is a conflict: what this worker observed goes again, through
+   * `transact`, on a state rebuilt from the store.
+   */
+  protected async flushMany(ctxs: readonly RunCtx[]): Promise<void> {
+    const now = this.fastNow();
+    let free = this.draining || this.closed ? 0 : this.concurrency - this.active;
+    const batch: { ctx: RunCtx; facts: Fact[]; waiters: ((r: FactResult | Error) => void)[]; made: RunEvent[]; results: FactResult[]; claimIndex: number; item: BatchCommit }[] = [];
+    for (const ctx of ctxs) {
+      const facts = ctx.facts.splice(0);
+      const waiters = ctx.waiters.splice(0);
+      let claimIndex = -1;
+      if (free > 0) {
+        claimIndex = facts.length;
+        facts.push({ kind: 'claim', max: free, leaseMs: this.leaseMs, ...this.claimant(ctx) });
+      }
+      const knownSeq = ctx.state.seq;
+      let item: BatchCommit | undefined;
+      let out: ReturnType<typeof decide>;
+      try {
+        out = decide(ctx.plan, ctx.state, facts, { now, initialState: ctx.record.initialState ?? undefined });
+        if (out.events.length > 0) item = { runId: ctx.runId, knownSeq, commit: buildCommit(ctx.plan, ctx.state, out.events, out.touched, now), notify: wakesOthers(ctx, out.events, this.id) };
+      } catch (err) {
+        const e = new DecisionError(err);
+        for (const w of waiters) w(e);
+        this.crash(e);
+        return;
+      }
+      const claimed = claimIndex >= 0 ? out.results[claimIndex] : undefined;
+      if (claimed?.kind === 'claimed') free -= claimed.tasks.length;
+      if (!item) {
+        this.committed(ctx, [], out.results, waiters, claimIndex);
+        continue;
+      }
+      ctx.flushing = true;
+      batch.push({ ctx, facts, waiters, made: out.events, results: out.results, claimIndex, item });
+    }
+    if (batch.length === 0) return;
+    let results: BatchResult[];
+    try {
+      this.fault('flush.before-commit');
+      const r = await this.track(this.store.commitMany!(batch.map((b) => b.item)));
+      if (r.now !== undefined) this.storeClockAt(r.now);
+      results = r.results;
+      this.fault('flush.after-commit');
+    } catch (e) {
+      for (const b of batch) b.ctx.flushing = false;
+      if (this.crashed !== undefined) return;
+      if (isFault(e)) {
+        for (const b of batch) for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
+        this.crash(e);
+        return;
+      }
+      // the store failed: as in flush, what was observed waits in memory and goes again after a backoff, on a rebuilt state
+      for (const b of batch) {
+        this.requeue(b.ctx, b.facts, b.waiters);
+        for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
+        b.ctx.failedCommits++;
+        b.ctx.retryAt = this.storeNow() + backoff(b.ctx.failedCommits, 100, 5000);
+        b.ctx.stale = true;
+      }
+      this.storeTrouble(e);
+      return;
+    }
+    batch.forEach((b, i) => {
+      const ctx = b.ctx;
+      ctx.flushing = false;
+      if (results[i] === 'ok') {
+        this.committed(ctx, b.made, b.results, b.waiters, b.claimIndex);
+        return;
+      }
+      // another process committed to the run (or holds it): the decisions made here were on an old state
+      ctx.fastOffUntil = this.storeNow() + 2_000;
+      const again: Fact[] = [];
+      const ws: ((r: FactResult | Error) => void)[] = [];
+      b.facts.forEach((f, j) => {
+        if (f.kind === 'claim' || f.kind === 'tick') return;
+        again.push(f);
+        ws.push(b.waiters[j] ?? (() => undefined));
+      });
+      if (again.length === 0 && !ctx.driven && ctx.attempts.size === 0 && ctx.busy.size === 0 && ctx.facts.length === 0) {
+        // a run taken up only to claim from it, and claimed by another worker first: put down, not rebuilt
+        this.runs.delete(ctx.runId);
+        return;
+      }
+      ctx.facts.unshift(...again);
+      ctx.waiters.unshift(...ws);
+      ctx.stale = true;
+    });
+  }
+
+  /** After a commit: the events are told, the callers answered, local attempts reconciled, the claimed tasks started. */
+  private committed(ctx: RunCtx, all: RunEvent[], results: FactResult[], waiters: ((r: FactResult | Error) => void)[], claimIndex: number): void {
     ctx.failedCommits = 0;
     ctx.retryAt = 0;
-    const all = delta.length > 0 ? delta.concat(made) : made;
     if (ctx.events) for (const e of all) ctx.events.push(e);
     if (this.opts.onEvent) for (const e of all) this.opts.onEvent(e, ctx.state);
     for (let i = 0; i < waiters.length; i++) waiters[i]!(results[i] ?? { kind: 'done' });
@@ -281,4 +380,20 @@ function fences(facts: readonly Fact[], made: readonly RunEvent[], now: number):
     (out ??= []).push({ phase: e.phase, attempt: e.attempt, owner: f.owner, ...(f.dead || f.handBack ? {} : { expiredBefore: now }) });
   }
   return out;
+}
+
+/** Event types that nobody but the committer needs to hear of at once: a task of its own claimed or finished, its logs and costs. */
+const QUIET = new Set<string>(['task.claimed', 'task.completed', 'task.ready', 'task.log', 'task.cost', 'task.checkpoint', 'task.sibling_output', 'task.agent_event']);
+
+/**
+ * Whether a fast-path commit should wake other processes (PostgreSQL: NOTIFY): when it leaves
+ * ready work unclaimed, ends the run, or is anything but this worker's own tasks moving on. A
+ * worker's own chain (complete one phase, claim the next) wakes nobody.
+ */
+function wakesOthers(ctx: RunCtx, made: readonly RunEvent[], self: string): boolean {
+  const state = ctx.state;
+  if (state.status !== 'running' || state.ready.size > 0) return true;
+  for (const name of state.running) if (state.phases.get(name)!.leaseOwner !== self) return true;
+  for (const e of made) if (!QUIET.has(e.type)) return true;
+  return false;
 }

@@ -17,7 +17,7 @@
 import { BatonError } from '../core/errors.js';
 import { StopSignal } from './attempt.js';
 import type { Fact, FactResult } from './decide.js';
-import { nextClaim, nextLeaseLook, nextTimer, type Claimant } from './due.js';
+import { nextAgentOf, nextClaim, nextLeaseLook, nextTimer, type Claimant } from './due.js';
 import type { RunRecord } from './ports.js';
 import { monotonicNow, thisHostPrefix } from './worker-support.js';
 import { toResult, type RunResult } from './state.js';
@@ -26,6 +26,13 @@ import { WorkerAttempts } from './worker-attempts.js';
 
 // the layers of the worker, bottom up: worker-base.ts (options, fields, loading), worker-commits.ts, worker-attempts.ts, this file (the loop)
 export { DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type BoundRun, type WorkerOptions, type StoreTrouble } from './worker-base.js';
+
+/** Runs in one fast commit at most (each takes an advisory lock on PostgreSQL for the statement). */
+const BATCH_RUNS = 64;
+/** How far from a due time (retry delay, timer) the fast path stays away: the store-clock estimate's error is far smaller. */
+const FAST_MARGIN_MS = 1_000;
+/** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
+const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint']);
 
 export class Worker extends WorkerAttempts {
   private serving = false;
@@ -161,9 +168,22 @@ export class Worker extends WorkerAttempts {
       // a store that answers in microtasks (memory) must not starve timers and I/O: yield now and then
       if (++busyTurns % 16 === 0) await new Promise<void>((r) => setImmediate(r));
       let did = false;
-      for (const ctx of [...this.runs.values()]) {
+      // runs due now: those this worker holds current go together in one fast commit, the others one by one
+      const fast: RunCtx[] = [];
+      const slow: RunCtx[] = [];
+      const due = this.storeNow();
+      for (const ctx of this.runs.values()) {
+        if (ctx.ended || this.dueAt(ctx) > due) continue;
+        if (fast.length < BATCH_RUNS && this.fastPath(ctx)) fast.push(ctx);
+        else slow.push(ctx);
+      }
+      if (fast.length > 0) {
+        await this.flushMany(fast);
+        did = true;
+      }
+      for (const ctx of slow) {
         if (this.crashed !== undefined || this.closed) break;
-        if (ctx.ended) continue;
+        if (ctx.ended || this.runs.get(ctx.runId) !== ctx) continue;
         if (this.dueAt(ctx) <= this.storeNow()) {
           await this.flush(ctx);
           did = true;
@@ -191,6 +211,35 @@ export class Worker extends WorkerAttempts {
 
   protected override claimant(ctx: RunCtx): Claimant {
     return { worker: this.id, agents: ctx.agents, deadOwners: this.deadOwnersOf(ctx), resuming: this.resumingOf(ctx), busy: ctx.busy };
+  }
+
+  /**
+   * Whether the run's next commit may take the fast path (commitMany: decided on this worker's state
+   * without reading the run, in the store's time as estimated here): only when no decision in it
+   * depends on the time to within the estimate's error, and no other process is likely to commit to
+   * the run meanwhile. Everything else (timers, retry delays and grace periods coming due, takeovers,
+   * commands, runs that other workers share, a state known to be behind) goes through transact,
+   * which reads the run under its lock and decides in the store's own clock.
+   */
+  private fastPath(ctx: RunCtx): boolean {
+    if (!this.store.commitMany || ctx.stale || ctx.flushing || (this.store.hasClock === true && this.monoOffset === undefined)) return false;
+    const state = ctx.state;
+    if (state.status !== 'running') return false;
+    const now = this.fastNow();
+    if (ctx.fastOffUntil > now) return false;
+    for (const f of ctx.facts) if (!FAST_FACTS.has(f.kind)) return false;
+    const timer = nextTimer(state);
+    if (timer !== null && timer <= now + FAST_MARGIN_MS) return false;
+    for (const name of state.running) {
+      const owner = state.phases.get(name)!.leaseOwner;
+      if (owner !== undefined && owner !== this.id) return false;
+    }
+    for (const name of state.ready) {
+      const p = state.phases.get(name)!;
+      if (p.resumable !== undefined || (p.notBefore !== undefined && p.notBefore > now - FAST_MARGIN_MS)) return false;
+      if (ctx.plan.accessAgents.has(nextAgentOf(ctx.plan, state, name))) return false;
+    }
+    return true;
   }
 
   /** When the run next needs a commit from this worker (store time): now for pending facts, its timers, its next claim. */
@@ -302,6 +351,7 @@ export class Worker extends WorkerAttempts {
       return false;
     }
     let found = false;
+    let takenUp = 0;
     // workers that ask at once get the same oldest hints: each takes them in its own order
     for (let i = hints.length - 1; i > 0; i--) {
       const j = Math.floor(Math.random() * (i + 1));
@@ -312,7 +362,8 @@ export class Worker extends WorkerAttempts {
       let ctx = this.runs.get(h.runId);
       if (!ctx) {
         if (!this.serving || this.draining) continue;
-        if (h.reason === 'ready' && this.active >= this.concurrency) continue;
+        // each run taken up for its ready work needs a slot: no more of them than there are free slots
+        if (h.reason === 'ready' && this.active + takenUp >= this.concurrency) continue;
         if (h.reason === 'lease' && (h.owner === this.id || (h.live && (h.owner === undefined || !this.isOwnerDead(h.owner))))) continue;
         try {
           ctx = await this.load(h.runId, false);
@@ -320,6 +371,7 @@ export class Worker extends WorkerAttempts {
           if (!(e instanceof BatonError && (e.code === 'unknown-run' || e.code === 'invalid-workflow' || e.code === 'store-corrupt' || e.code === 'usage'))) this.storeTrouble(e);
           continue; // a run this worker cannot bind (its workflow or agents): leave it to others
         }
+        if (h.reason === 'ready') takenUp++;
         // progress only if the loaded run has something this worker can do now (else it is parked again, no spin)
         if (h.reason !== 'ready' || (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) <= now) found = true;
       }

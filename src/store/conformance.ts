@@ -283,6 +283,80 @@ export function storeConformance(name: string, h: StoreHarness): void {
       });
     });
 
+    describe('commitMany', () => {
+      it('writes each run whose seq is still the one decided on, and refuses the others without writing them', async () => {
+        const s = await fresh();
+        if (!s.commitMany) return;
+        await s.createRun(newRun('m1', { tasks: [task('a')] }));
+        await s.createRun(newRun('m2', { tasks: [task('a')] }));
+        await s.createRun(newRun('m3'));
+        const claimed = task('a', { status: 'running', attempt: 1, leaseOwner: 'w1', leaseExpiresAt: T0 + 30_000, input: { q: TRICKY }, updatedAt: T0 + 50 });
+        const r = await s.commitMany([
+          { runId: 'm1', knownSeq: 1, commit: commitOf([log(2, 'a', 'one'), log(3, 'a', 'two')], [claimed], { costUsd: 2.5, wakeAt: T0 + 9 }), notify: true },
+          // decided on an old state (seq 0): refused, nothing of it written
+          { runId: 'm2', knownSeq: 0, commit: commitOf([log(1, 'a', 'stale')], [claimed], { costUsd: 9 }), notify: true },
+          { runId: 'm3', knownSeq: 1, commit: commitOf([log(2, 'b', 'three')], [], { status: 'completed', endedAt: T0 + 60 }), notify: false },
+        ]);
+        expect(r.results).toEqual(['ok', 'conflict', 'ok']);
+        if (r.now !== undefined) expect(Math.abs(r.now - Date.now())).toBeLessThan(60_000);
+        expect((await s.events('m1')).map((e) => e.seq)).toEqual([1, 2, 3]);
+        expect(json((await s.events('m1', 1)).map((e) => (e as { message?: string }).message))).toBe(json(['one', 'two']));
+        expect(await s.tasks('m1')).toEqual([claimed]);
+        expect(await s.run('m1')).toMatchObject({ seq: 3, costUsd: 2.5, wakeAt: T0 + 9 });
+        expect((await s.events('m2')).map((e) => e.seq)).toEqual([1]);
+        expect(await s.tasks('m2')).toEqual([task('a')]);
+        expect(await s.run('m2')).toMatchObject({ seq: 1, costUsd: 0 });
+        expect(await s.run('m3')).toMatchObject({ seq: 2, status: 'completed', endedAt: T0 + 60 });
+      });
+
+      it('conflicts with a transact that committed first, and a transact sees what it wrote', async () => {
+        const s = await fresh();
+        if (!s.commitMany) return;
+        const other = await peer(s);
+        await s.createRun(newRun('mx'));
+        await other.transact('mx', 1, () => ({ commit: commitOf([log(2, 'a', 'theirs')]), value: null }));
+        expect((await s.commitMany([{ runId: 'mx', knownSeq: 1, commit: commitOf([log(2, 'a', 'mine')]), notify: true }])).results).toEqual(['conflict']);
+        expect((await s.commitMany([{ runId: 'mx', knownSeq: 2, commit: commitOf([log(3, 'a', 'mine')]), notify: true }])).results).toEqual(['ok']);
+        const seen: number[] = [];
+        await other.transact('mx', 2, (delta) => (seen.push(...delta.map((e) => e.seq)), { commit: null, value: null }));
+        expect(seen).toEqual([3]);
+        expect((await s.events('mx')).map((e) => (e as { message?: string }).message)).toEqual([undefined, 'theirs', 'mine']);
+      });
+
+      it('races with transacts from other instances without losing or repeating a seq', async () => {
+        const s = await fresh();
+        if (!s.commitMany) return;
+        const others = [await peer(s), await peer(s)];
+        await s.createRun(newRun('race'));
+        let known = 1;
+        let fast = 0;
+        const viaBatch = async (): Promise<void> => {
+          for (let i = 0; i < 20; i++) {
+            const r = await s.commitMany!([{ runId: 'race', knownSeq: known, commit: commitOf([log(known + 1, 'a', 'batch')], [], { costUsd: known + 1 }), notify: true }]);
+            if (r.results[0] === 'ok') {
+              known++;
+              fast++;
+            } else known = (await s.run('race'))!.seq;
+          }
+        };
+        const viaTransact = (st: RunStore): Promise<unknown> =>
+          Promise.all(Array.from({ length: 10 }, () => st.transact('race', 0, (delta) => ({ commit: commitOf([log(delta.length + 1, 'b', 'tx')], [], { costUsd: delta.length + 1 }), value: null }))));
+        await Promise.all([viaBatch(), ...others.map(viaTransact)]);
+        const events = await s.events('race');
+        expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
+        expect(events.length).toBe(1 + 20 + fast);
+        expect(await s.run('race')).toMatchObject({ seq: events.length, costUsd: events.length });
+      });
+
+      it('refuses lease expectations (takeovers go through transact)', async () => {
+        const s = await fresh();
+        if (!s.commitMany) return;
+        await s.createRun(newRun('mq'));
+        expect(await codeOf(s.commitMany([{ runId: 'mq', knownSeq: 1, commit: commitOf([log(2, 'a', 'x')], [], {}, [{ phase: 'a', attempt: 1, owner: 'w' }]), notify: true }]))).toBe('internal');
+        expect((await s.events('mq')).length).toBe(1);
+      });
+    });
+
     describe('findWork', () => {
       const now = T0 + 10_000;
       const setup = async (): Promise<RunStore> => {

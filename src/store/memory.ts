@@ -6,7 +6,7 @@
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
-import type { Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
+import type { BatchCommit, BatchResult, Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
 import { Waiters } from './rows.js';
 
 interface Entry {
@@ -90,6 +90,30 @@ export class MemoryStore implements RunStore {
       return Promise.reject(err);
     }
     return Promise.resolve(result);
+  }
+
+  commitMany(items: readonly BatchCommit[]): Promise<{ results: BatchResult[] }> {
+    const results: BatchResult[] = [];
+    let wrote = false;
+    try {
+      for (const it of items) {
+        const e = this.entries.get(it.runId);
+        if (!e) throw new BatonError('unknown-run', `no run ${it.runId}`);
+        if (it.commit.expect?.length) throw new BatonError('internal', 'commitMany takes no lease expectations');
+        if (e.run.seq !== it.knownSeq) {
+          results.push('conflict');
+          continue;
+        }
+        checkSeq(e, it.commit);
+        apply(e, it.commit);
+        results.push('ok');
+        if (it.notify && it.commit.events.length > 0) wrote = true;
+      }
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (wrote) this.notify();
+    return Promise.resolve({ results });
   }
 
   findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]> {

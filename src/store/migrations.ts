@@ -14,8 +14,8 @@
  * - tasks((run_id, phase) PK, ...every TaskRow field...): input, output, failure as JSON text.
  * - events((run_id, seq) PK, type, at, phase, body): body is the whole event as JSON text, exactly as
  *   given; type/at/phase are copies for queries.
- * Partial indexes match findWork's filters exactly (ready tasks, running leases, live runs' timers),
- * so finished work costs nothing to the claim path. No foreign keys: every write goes through
+ * Partial indexes match findWork's filters exactly (ready tasks by due time, running leases, live
+ * runs' timers), so finished and gated work costs nothing to the claim path. No foreign keys: every write goes through
  * createRun/transact, which hold the run's lock, and an FK check would cost a lookup per event row.
  */
 
@@ -74,6 +74,20 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE TABLE events (
         run_id text NOT NULL, seq integer NOT NULL, type text NOT NULL, at bigint NOT NULL, phase text,
         body json NOT NULL, PRIMARY KEY (run_id, seq))`,
+    ],
+  },
+  {
+    version: 2,
+    description: 'ready tasks by due time',
+    // findWork takes the earliest-due ready tasks from one index (however many runs are live or gated),
+    // rather than one probe per run with ready work; tasks held by a gate (not_before = HELD) are not in it
+    sqlite: [
+      `CREATE INDEX tasks_due ON tasks (COALESCE(not_before, updated_at)) WHERE status = 'ready' AND (not_before IS NULL OR not_before < 9007199254740991)`,
+      `DROP INDEX tasks_ready`,
+    ],
+    postgres: [
+      `CREATE INDEX tasks_due ON tasks ((COALESCE(not_before, updated_at))) WHERE status = 'ready' AND (not_before IS NULL OR not_before < 9007199254740991)`,
+      `DROP INDEX tasks_ready`,
     ],
   },
 ];

@@ -5,7 +5,10 @@
  */
 import { RUN_COLUMNS, TASK_COLUMNS } from './rows.js';
 
-export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'renew';
+/** HELD (ports.ts) as SQL: the partial index tasks_due leaves such tasks out, and findWork says so to use it. */
+export const HELD_SQL = '9007199254740991';
+
+export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'renew' | 'many';
 
 export function sqlFor(s: string, channel: string): Record<StatementName, string> {
   const ready = `t.status = 'ready' AND ($1::text[] IS NULL OR t.agent = ANY($1::text[])) AND (t.not_before IS NULL OR t.not_before <= $2)`;
@@ -56,34 +59,66 @@ export function sqlFor(s: string, channel: string): Record<StatementName, string
         SELECT r.run_id, t.* FROM r, unnest($24::text[], $25::text[], $26::text[], $27::integer[], $28::text[], $29::text[], $30::bigint[],
           $31::bigint[], $32::json[], $33::json[], $34::json[], $35::bigint[]) AS t)
       SELECT count(*) AS created, (SELECT count(*) FROM (SELECT pg_notify('${channel}', r.run_id || ' ' || ($13::integer)::text) FROM r) n) AS notified FROM r`,
+    // commitMany: many runs' commits in one statement (its own transaction), each under its run's
+    // advisory lock taken without waiting (a run another transaction holds is a conflict, as is a
+    // run whose seq moved), so it never deadlocks with transact or another batch. The run row's
+    // UPDATE re-reads the newest row version (READ COMMITTED), so a commit made since this
+    // statement's snapshot is seen; events and tasks are written only for the runs it updated.
+    many: `WITH
+      b AS MATERIALIZED (
+        SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[], $4::text[], $5::bigint[], $6::bigint[], $7::double precision[], $8::bigint[], $9::boolean[])
+          AS b(run_id, known, seq, status, updated_at, ended_at, cost_usd, wake_at, notify)),
+      got AS MATERIALIZED (SELECT b.* FROM b WHERE pg_try_advisory_xact_lock(hashtextextended($29 || b.run_id, 0))),
+      ru AS (
+        UPDATE ${s}.runs r SET status = g.status, updated_at = g.updated_at, ended_at = g.ended_at, cost_usd = g.cost_usd, wake_at = g.wake_at, seq = g.seq
+        FROM got g WHERE r.run_id = g.run_id AND r.seq = g.known
+        RETURNING r.run_id, g.seq, g.notify),
+      ev AS (
+        INSERT INTO ${s}.events (run_id, seq, type, at, phase, body)
+        SELECT e.* FROM unnest($10::text[], $11::integer[], $12::text[], $13::bigint[], $14::text[], $15::json[]) AS e(run_id, seq, type, at, phase, body)
+        WHERE e.run_id IN (SELECT ru.run_id FROM ru)),
+      tk AS (
+        INSERT INTO ${s}.tasks (${TASK_COLUMNS})
+        SELECT t.* FROM unnest($16::text[], $17::text[], $18::text[], $19::text[], $20::integer[], $21::text[], $22::text[], $23::bigint[],
+          $24::bigint[], $25::json[], $26::json[], $27::json[], $28::bigint[])
+          AS t(run_id, phase, task_id, status, attempt, agent, lease_owner, lease_expires_at, not_before, input, output, failure, updated_at)
+        WHERE t.run_id IN (SELECT ru.run_id FROM ru)
+        ON CONFLICT (run_id, phase) DO UPDATE SET task_id = excluded.task_id, status = excluded.status, attempt = excluded.attempt,
+          agent = excluded.agent, lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
+          not_before = excluded.not_before, input = excluded.input, output = excluded.output, failure = excluded.failure,
+          updated_at = excluded.updated_at)
+      SELECT (SELECT coalesce(array_agg(ru.run_id), '{}') FROM ru) AS ok,
+        (SELECT count(*) FROM (SELECT pg_notify('${channel}', ru.run_id || ' ' || ru.seq::text) FROM ru WHERE ru.notify) n) AS notified,
+        (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS db_now`,
     run: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE run_id = $1`,
     runs: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE $1::text[] IS NULL OR status = ANY($1::text[]) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
     workflow: `SELECT hash, name, source, path FROM ${s}.workflows WHERE hash = $1`,
     events: `SELECT body FROM ${s}.events WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
     tasks: `SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE run_id = $1 ORDER BY phase`,
-    // Each part follows one partial index: tasks_ready (a skip scan: one probe per run with ready
-    // work, however many tasks are ready), runs_live_wake, tasks_lease. Finished work is in none.
-    findWork: `WITH RECURSIVE ready(run_id) AS (
-        (SELECT t.run_id FROM ${s}.tasks t WHERE ${ready} ORDER BY t.run_id LIMIT 1)
+    // Each part follows one partial index and reads at most $3 rows of it (or $3 * 8 ready tasks):
+    // tasks_due (the earliest-due ready tasks; tasks held by a gate are not in it), runs_live_wake,
+    // tasks_lease. Its cost does not grow with the number of live, gated or finished runs.
+    findWork: `SELECT run_id, reason, phase, attempt, owner, seq FROM (
+        SELECT w.run_id, w.created_at, 0 AS k, 'timer' AS reason, NULL::text AS phase, NULL::integer AS attempt, NULL::text AS owner, w.seq
+          FROM (SELECT r.run_id, r.created_at, r.seq FROM ${s}.runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= $2
+            ORDER BY r.wake_at LIMIT $3) w
         UNION ALL
-        SELECT (SELECT t.run_id FROM ${s}.tasks t WHERE ${ready} AND t.run_id > ready.run_id ORDER BY t.run_id LIMIT 1)
-        FROM ready WHERE ready.run_id IS NOT NULL)
-      SELECT run_id, reason, phase, attempt, owner, seq FROM (
-        SELECT r.run_id, r.created_at, 0 AS k, 'timer' AS reason, NULL::text AS phase, NULL::integer AS attempt, NULL::text AS owner, r.seq
-          FROM ${s}.runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= $2
-        UNION ALL
-        SELECT x.run_id, x.created_at, 1, 'ready', NULL, NULL, NULL, x.seq FROM (
-          -- LATERAL ... LIMIT 1: one primary-key probe per run with ready work (a join may scan runs)
-          SELECT ready.run_id, r.created_at, r.seq FROM ready CROSS JOIN LATERAL (
-            SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = ready.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
-          WHERE ready.run_id IS NOT NULL) x
+        SELECT x.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL, r.seq FROM (
+          SELECT d.run_id FROM (
+            SELECT t.run_id FROM ${s}.tasks t
+            WHERE ${ready} AND (t.not_before IS NULL OR t.not_before < ${HELD_SQL})
+            ORDER BY COALESCE(t.not_before, t.updated_at) LIMIT $3 * 8) d
+          GROUP BY d.run_id) x
+          -- LATERAL ... LIMIT 1: one primary-key probe per run found (a join may scan runs)
+          CROSS JOIN LATERAL (SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = x.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
         UNION ALL
         SELECT y.run_id, y.created_at, 2, CASE WHEN y.expired THEN 'lease' ELSE 'live' END, y.phase, y.attempt, y.lease_owner, y.seq FROM (
           SELECT t.run_id, t.phase, t.attempt, t.lease_owner, t.lease_expires_at < $2 AS expired, r.created_at, r.seq
           FROM ${s}.tasks t CROSS JOIN LATERAL (
             SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = t.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
           WHERE t.status = 'running' AND t.lease_owner IS NOT NULL
-            AND (t.lease_expires_at < $2 OR ($4::text IS NOT NULL AND starts_with(t.lease_owner, $4::text)))) y
+            AND (t.lease_expires_at < $2 OR ($4::text IS NOT NULL AND starts_with(t.lease_owner, $4::text)))
+          ORDER BY t.lease_expires_at LIMIT $3) y
       ) h ORDER BY created_at, run_id, k, phase LIMIT $3`,
     // Never waits for a lock: a task row locked by a transaction in flight is left for the next
     // renewal (and reported lost only once that transaction took it).

@@ -25,7 +25,7 @@ import pg from 'pg';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
-import type { Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
+import type { BatchCommit, BatchResult, Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
 import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
 import { sqlFor, type StatementName } from './postgres-sql.js';
 import { checkSeq, eventFromBody, hintFromRow, eventPhase, jsonOrNull, runFromRow, taskFromRow, tasksByPhase, Waiters, workflowFromRow, type RunRow, type TaskRowSql, type WorkflowRow } from './rows.js';
@@ -116,6 +116,9 @@ async function migrate(client: pg.Client, schema: string, location: string, migr
 
 export class PostgresStore implements RunStore {
   readonly kind = 'postgres';
+  get hasClock(): boolean {
+    return this.databaseClock;
+  }
   private readonly pool: pg.Pool;
   private readonly sql: ReturnType<typeof sqlFor>;
   private readonly channel: string;
@@ -286,6 +289,29 @@ export class PostgresStore implements RunStore {
     } finally {
       client.release(broken ?? false);
     }
+  }
+
+  async commitMany(items: readonly BatchCommit[]): Promise<{ results: BatchResult[]; now?: number }> {
+    if (items.length === 0) return { results: [] };
+    const runs: unknown[][] = [[], [], [], [], [], [], [], [], []];
+    const ev: unknown[][] = [[], [], [], [], [], []];
+    const tk: unknown[][] = Array.from({ length: 13 }, () => []);
+    for (const it of items) {
+      if (it.commit.expect?.length) throw new BatonError('internal', 'commitMany takes no lease expectations');
+      const last = checkSeq(it.runId, it.knownSeq, it.commit.events);
+      const r = it.commit.run;
+      [it.runId, it.knownSeq, last, r.status, r.updatedAt, r.endedAt, r.costUsd, r.wakeAt, it.notify && it.commit.events.length > 0].forEach((v, i) => runs[i]!.push(v));
+      for (const e of it.commit.events) [it.runId, e.seq, e.type, e.at, eventPhase(e), JSON.stringify(e)].forEach((v, i) => ev[i]!.push(v));
+      for (const t of tasksByPhase(it.commit))
+        [it.runId, t.phase, t.taskId, t.status, t.attempt, t.agent, t.leaseOwner, t.leaseExpiresAt, t.notBefore, jsonOrNull(t.input), jsonOrNull(t.output), jsonOrNull(t.failure), t.updatedAt].forEach((v, i) =>
+          tk[i]!.push(v),
+        );
+    }
+    const row = (await this.query<{ ok: string[]; db_now: number }>('many', [...runs, ...ev, ...tk, `${this.schema}/`]))[0]!;
+    const ok = new Set(row.ok);
+    const results = items.map((it): BatchResult => (ok.has(it.runId) ? 'ok' : 'conflict'));
+    if (items.some((it) => it.notify && ok.has(it.runId))) this.waiters.wakeAll();
+    return { results, ...(this.databaseClock ? { now: Number(row.db_now) } : {}) };
   }
 
   async findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]> {

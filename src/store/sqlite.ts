@@ -16,7 +16,7 @@ import * as Database from './sqlite-driver.js';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
-import type { Commit, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
+import type { BatchCommit, BatchResult, Commit, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
 import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
 import {
   checkSeq,
@@ -70,25 +70,19 @@ interface LeaseRow {
 }
 
 export const FIND_WORK_SQL = `
-WITH RECURSIVE ready(run_id) AS (
-  SELECT (SELECT t.run_id FROM tasks t
-          WHERE t.status = 'ready' AND (:agents IS NULL OR t.agent IN (SELECT value FROM json_each(:agents)))
-            AND (t.not_before IS NULL OR t.not_before <= :now)
-          ORDER BY t.run_id LIMIT 1)
-  UNION ALL
-  SELECT (SELECT t.run_id FROM tasks t
-          WHERE t.status = 'ready' AND t.run_id > ready.run_id
-            AND (:agents IS NULL OR t.agent IN (SELECT value FROM json_each(:agents)))
-            AND (t.not_before IS NULL OR t.not_before <= :now)
-          ORDER BY t.run_id LIMIT 1)
-  FROM ready WHERE ready.run_id IS NOT NULL
-)
 SELECT run_id, reason, phase, attempt, owner, seq FROM (
-  SELECT r.run_id, r.created_at, 0 AS k, 'timer' AS reason, NULL AS phase, NULL AS attempt, NULL AS owner, r.seq AS seq
-    FROM runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= :now
+  SELECT w.run_id, w.created_at, 0 AS k, 'timer' AS reason, NULL AS phase, NULL AS attempt, NULL AS owner, w.seq AS seq
+    FROM (SELECT r.run_id, r.created_at, r.seq FROM runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= :now
+      ORDER BY r.wake_at LIMIT :limit) w
   UNION ALL
   SELECT r.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL, r.seq
-    FROM ready JOIN runs r ON r.run_id = ready.run_id WHERE r.status IN ('running', 'waiting')
+    FROM (SELECT DISTINCT d.run_id FROM (
+        SELECT t.run_id FROM tasks t
+        WHERE t.status = 'ready' AND (t.not_before IS NULL OR t.not_before < 9007199254740991)
+          AND (:agents IS NULL OR t.agent IN (SELECT value FROM json_each(:agents)))
+          AND (t.not_before IS NULL OR t.not_before <= :now)
+        ORDER BY COALESCE(t.not_before, t.updated_at) LIMIT :limit * 8) d) x
+    JOIN runs r ON r.run_id = x.run_id WHERE r.status IN ('running', 'waiting')
   UNION ALL
   SELECT t.run_id, r.created_at, 2, CASE WHEN t.lease_expires_at < :now THEN 'lease' ELSE 'live' END, t.phase, t.attempt, t.lease_owner, r.seq
     FROM tasks t JOIN runs r ON r.run_id = t.run_id
@@ -130,6 +124,7 @@ export class SqliteStore implements RunStore {
     Stmt
   >;
   private readonly txTransact: Database.Transaction<(runId: string, knownSeq: number, decide: Decide) => { result: TxResult<unknown>; wrote: boolean }>;
+  private readonly txMany: Database.Transaction<(items: readonly BatchCommit[]) => { results: BatchResult[]; wrote: boolean }>;
   private readonly txCreate: Database.Transaction<(init: NewRun) => void>;
   private readonly txRenew: Database.Transaction<(owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]) => { runId: string; phase: string; attempt: number }[]>;
 
@@ -164,6 +159,7 @@ export class SqliteStore implements RunStore {
     }
     this.txTransact = this.db.transaction((runId: string, knownSeq: number, decide: Decide) => this.transactIn(runId, knownSeq, decide));
     this.txCreate = this.db.transaction((init: NewRun) => this.createIn(init));
+    this.txMany = this.db.transaction((items: readonly BatchCommit[]) => this.commitManyIn(items));
     this.txRenew = this.db.transaction((owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]) => {
       const lost: { runId: string; phase: string; attempt: number }[] = [];
       for (const h of held) if (this.s.renew.run(until, h.runId, h.phase, h.attempt, owner).changes === 0) lost.push(h);
@@ -311,6 +307,42 @@ export class SqliteStore implements RunStore {
     const r = d.commit.run;
     this.s.updateRun.run(r.status, r.updatedAt, r.endedAt, r.costUsd, r.wakeAt, last, runId);
     return { result: { ok: true, value: d.value }, wrote: d.commit.events.length > 0 };
+  }
+
+  /**
+   * Many runs' commits in one transaction (one sync to disk for all of them): each only if its run's
+   * seq is still the one it was decided on.
+   */
+  commitMany(items: readonly BatchCommit[]): Promise<{ results: BatchResult[] }> {
+    let out: { results: BatchResult[]; wrote: boolean };
+    try {
+      out = this.txMany.immediate(items);
+    } catch (err) {
+      return Promise.reject(this.fault(err));
+    }
+    if (out.wrote) this.waiters.wakeAll();
+    return Promise.resolve({ results: out.results });
+  }
+
+  private commitManyIn(items: readonly BatchCommit[]): { results: BatchResult[]; wrote: boolean } {
+    const results: BatchResult[] = [];
+    let wrote = false;
+    for (const it of items) {
+      const seq = this.s.runSeq.get(it.runId) as number | undefined;
+      if (seq === undefined) throw new BatonError('unknown-run', `no run ${it.runId}`);
+      if (it.commit.expect?.length) throw new BatonError('internal', 'commitMany takes no lease expectations');
+      if (seq !== it.knownSeq) {
+        results.push('conflict');
+        continue;
+      }
+      const last = checkSeq(it.runId, seq, it.commit.events);
+      this.writeRows(it.runId, it.commit);
+      const r = it.commit.run;
+      this.s.updateRun.run(r.status, r.updatedAt, r.endedAt, r.costUsd, r.wakeAt, last, it.runId);
+      results.push('ok');
+      if (it.notify && it.commit.events.length > 0) wrote = true;
+    }
+    return { results, wrote };
   }
 
   private failedExpectation(runId: string, expect: readonly LeaseExpectation[] | undefined): LeaseExpectation | undefined {

@@ -29,6 +29,17 @@ export function slowly(store: RunStore, clock: ManualClock, step: () => number):
         opts,
       );
     },
+    // the fast path: time passes before the batch reaches the store and while it commits
+    ...(store.commitMany
+      ? {
+          commitMany: async (items: Parameters<NonNullable<RunStore['commitMany']>>[0]) => {
+            clock.jump(step());
+            const r = await store.commitMany!(items);
+            clock.jump(step());
+            return r;
+          },
+        }
+      : {}),
     findWork: (q) => {
       clock.jump(step());
       return store.findWork(q);

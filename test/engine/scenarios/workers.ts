@@ -161,12 +161,22 @@ export async function transientStoreFailure(makeStore: StoreFactory): Promise<vo
   for (let n = 1; n <= 12; n++) {
     const inner = await makeStore();
     let calls = 0;
+    // the n-th commit fails, through transact or the fast path alike
     const store = overriding(inner, {
       transact: (...args) => {
         calls++;
         if (calls === n) return Promise.reject(new Error('connection reset'));
         return inner.transact(...args);
       },
+      ...(inner.commitMany
+        ? {
+            commitMany: (items: Parameters<NonNullable<RunStore['commitMany']>>[0]) => {
+              calls++;
+              if (calls === n) return Promise.reject(new Error('connection reset'));
+              return inner.commitMany!(items);
+            },
+          }
+        : {}),
     });
     const clock = new ManualClock(0);
     const log: Invocation[] = [];
@@ -198,14 +208,13 @@ export async function storeDownForAWhile(makeStore: StoreFactory): Promise<void>
   const inner = await makeStore();
   let down = false;
   let refused = 0;
+  const refuse = (): Promise<never> => {
+    refused++;
+    return Promise.reject(new Error('connection refused'));
+  };
   const store = overriding(inner, {
-    transact: (...args) => {
-      if (down) {
-        refused++;
-        return Promise.reject(new Error('connection refused'));
-      }
-      return inner.transact(...args);
-    },
+    transact: (...args) => (down ? refuse() : inner.transact(...args)),
+    ...(inner.commitMany ? { commitMany: (items: Parameters<NonNullable<RunStore['commitMany']>>[0]) => (down ? refuse() : inner.commitMany!(items)) } : {}),
   });
   const clock = new ManualClock(0);
   const log: Invocation[] = [];
@@ -239,6 +248,10 @@ export async function unreadableLogFailsLoudly(makeStore: StoreFactory): Promise
   const store = overriding(inner, {
     transact: <T>(runId: string, knownSeq: number, decide: (delta: RunEvent[]) => TxDecision<T>) =>
       inner.transact(runId, knownSeq, (delta) => decide(poison ? [...delta, { type: 'task.teleported', seq: knownSeq + delta.length + 1, at: 0 } as unknown as RunEvent] : delta)),
+    // the event arrives as another process's commit: a fast commit finds the run moved on and reads the log
+    ...(inner.commitMany
+      ? { commitMany: (items: Parameters<NonNullable<RunStore['commitMany']>>[0]) => (poison ? Promise.resolve({ results: items.map(() => 'conflict' as const) }) : inner.commitMany!(items)) }
+      : {}),
   });
   const e = engineOn(store, new ManualClock(0), {
     x: () => {
