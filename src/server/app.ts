@@ -13,7 +13,7 @@ import type { ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { RunRoutes } from './runs.js';
-import { ROUTES, type RouteSpec } from './schemas.js';
+import { ROUTES } from './schemas.js';
 import { allRunsStream, resumeSeq, runEventStream } from './streams.js';
 import type { RegisteredWorkflow } from './workflows.js';
 

@@ -4,7 +4,7 @@
  * event once, in order.
  */
 import { BatonError } from '../core/errors.js';
-import type { Json, JsonObject } from '../core/json.js';
+import type { JsonObject } from '../core/json.js';
 import type { RunEvent } from '../engine/events.js';
 
 export interface ServerClientOptions {

@@ -132,7 +132,7 @@ function tooLarge(limit: number): HttpError {
 
 async function readLimited(req: globalThis.Request, limit: number): Promise<string> {
   if (!req.body) return '';
-  const reader = req.body.getReader();
+  const reader: ReadableStreamDefaultReader<Uint8Array> = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {

@@ -132,7 +132,7 @@ export function parseKeysFile(text: string, file: string): ApiKey[] {
     if ((key === undefined) === (sha256 === undefined)) throw new KeysError(`${where}: give exactly one of \`key\` and \`sha256\``);
     if (key !== undefined && typeof key !== 'string') throw new KeysError(`${where}: \`key\` must be a string`);
     if (sha256 !== undefined && (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(sha256))) throw new KeysError(`${where}: \`sha256\` must be 64 hex digits (sha256 of the key)`);
-    return makeKey(name, roles as string[], key !== undefined ? { key: key as string } : { sha256: sha256 as string }, where);
+    return makeKey(name, roles, key !== undefined ? { key: key } : { sha256: sha256 as string }, where);
   });
   return checkUnique(out, file);
 }

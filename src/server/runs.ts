@@ -73,8 +73,8 @@ export class RunRoutes {
     const runId = typeof body['run_id'] === 'string' ? body['run_id'] : undefined;
     const wanted = {
       hash: workflowRecord(model, path).hash,
-      trigger: (body['trigger'] ?? null) as Json,
-      initialState: (body['initial_state'] ?? null) as Json,
+      trigger: (body['trigger'] ?? null),
+      initialState: (body['initial_state'] ?? null),
       autoApprove: body['auto_approve'] === true,
       timeoutMs: typeof body['timeout_s'] === 'number' ? body['timeout_s'] * 1000 : undefined,
     };
@@ -201,7 +201,7 @@ export class RunRoutes {
     const phase = typeof r.query['phase'] === 'string' ? r.query['phase'] : undefined;
     const rows = result.events.flatMap((e) =>
       e.type === 'task.agent_event' && (e.kind === 'file_read' || e.kind === 'file_written') && (phase === undefined || e.phase === phase)
-        ? [{ run_id: record.runId, phase: e.phase, attempt: e.attempt, access: e.kind === 'file_read' ? 'read' : 'written', path: e.data['path'] ?? null, sha256: e.data['sha256'] ?? null, size: e.data['size'] ?? null } as JsonObject]
+        ? [{ run_id: record.runId, phase: e.phase, attempt: e.attempt, access: e.kind === 'file_read' ? 'read' : 'written', path: e.data['path'] ?? null, sha256: e.data['sha256'] ?? null, size: e.data['size'] ?? null }]
         : [],
     );
     return r.c.json(pageOf('artifacts', rows, r.query));
@@ -253,7 +253,7 @@ function diagnosticsOf(r: CompileResult): JsonObject[] {
   const main = new SourceFile(r.file, r.text);
   return r.diagnostics.map((d) => {
     const src = d.file === undefined ? main : new SourceFile(d.file, r.sources?.get(d.file) ?? '');
-    return { ...diagnosticToJson(d, src), ...(d.file !== undefined ? { file: d.file } : {}) } as JsonObject;
+    return { ...diagnosticToJson(d, src), ...(d.file !== undefined ? { file: d.file } : {}) };
   });
 }
 

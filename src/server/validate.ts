@@ -36,7 +36,9 @@ export function issuesOf(errors: readonly ErrorObject[] | null | undefined, wher
   const seen = new Set<string>();
   const add = (i: Issue): void => {
     const k = `${i.path} ${i.message}`;
-    if (!seen.has(k)) out.push(i), seen.add(k);
+    if (seen.has(k)) return;
+    out.push(i);
+    seen.add(k);
   };
   const errs = errors ?? [];
   const hasOneOf = errs.some((e) => e.keyword === 'oneOf' && e.instancePath === '');
