@@ -98,12 +98,14 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
   registerAgentRoutes({ app, engine, edge: edgeOpts });
   app.notFound((c) => {
     const other = ROUTES.filter((r) => pathRegex(r.path).test(c.req.path));
-    if (other.length > 0) return c.json({ error: { code: 'method-not-allowed', message: `${c.req.method} is not allowed on ${c.req.path}; use ${other.map((r) => r.method.toUpperCase()).join(' or ')}` } }, 405, { allow: other.map((r) => r.method.toUpperCase()).join(', ') });
+    if (other.length > 0) return c.json({ error: { code: 'method-not-allowed', message: `${c.req.method} is not allowed on ${c.req.path}; use ${other.map((r) => r.method.toUpperCase()).join(' or ')}` } }, 405, { allow: other.map((r) => r.method.toUpperCase()).sort().join(', ') });
     return c.json({ error: { code: 'not-found', message: `no route ${c.req.method} ${c.req.path.slice(0, 200)} (the routes are in /openapi.json)` } }, 404);
   });
   app.onError((e, c) => {
     const { status, body } = errorResponse(e, log);
     const headers: Record<string, string> = status === 401 ? { 'www-authenticate': 'Bearer realm="baton"' } : {};
+    // the rest of an oversized body is never read: the connection cannot carry another request
+    if (status === 413) headers['connection'] = 'close';
     return c.json(body, status as 400, headers);
   });
 

@@ -29,8 +29,7 @@ export class ChangeHub {
   /** Resolves when the version passes `seen`, or after `maxMs`, or when `signal` aborts. Never rejects. */
   next(seen: number, maxMs: number, signal?: AbortSignal): Promise<void> {
     if (this.v > seen || signal?.aborted || this.stop.signal.aborted) return Promise.resolve();
-    this.loop ??= this.run();
-    return new Promise((resolve) => {
+    const p = new Promise<void>((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
@@ -41,6 +40,9 @@ export class ChangeHub {
       signal?.addEventListener('abort', done, { once: true });
       this.waiters.add(done);
     });
+    // after the waiter is in: the loop ends when it finds nobody waiting
+    this.loop ??= this.run();
+    return p;
   }
 
   private async run(): Promise<void> {
