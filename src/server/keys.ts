@@ -87,7 +87,9 @@ export function findKey(keys: readonly ApiKey[], presented: string): ApiKey | un
   return found;
 }
 
-export class KeysError extends Error {}
+export class KeysError extends Error {
+  override readonly name = 'KeysError';
+}
 
 const MIN_KEY_LENGTH = 16;
 
