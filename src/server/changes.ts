@@ -17,6 +17,7 @@ const WAIT_MS = 1000;
 export class ChangeHub {
   private v = 0;
   private waiters = new Set<() => void>();
+  private open = 0;
   private loop: Promise<void> | undefined;
   private readonly stop = new AbortController();
 
@@ -24,6 +25,21 @@ export class ChangeHub {
 
   get version(): number {
     return this.v;
+  }
+
+  /**
+   * A stream is open: the hub keeps waiting on the store until it closes (the returned function), so
+   * that a commit while the stream reads is seen (a hub that started waiting only after the read
+   * would wait for the next commit instead).
+   */
+  subscribe(): () => void {
+    this.open++;
+    this.loop ??= this.run();
+    let closed = false;
+    return () => {
+      if (!closed) this.open--;
+      closed = true;
+    };
   }
 
   /** Resolves when the version passes `seen`, or after `maxMs`, or when `signal` aborts. Never rejects. */
@@ -48,7 +64,7 @@ export class ChangeHub {
   private async run(): Promise<void> {
     while (!this.stop.signal.aborted) {
       // only while someone listens: an idle server makes no calls
-      if (this.waiters.size === 0) {
+      if (this.waiters.size === 0 && this.open === 0) {
         this.loop = undefined;
         return;
       }

@@ -5,6 +5,7 @@
  * Both wait on the server's one ChangeHub; a stream reads the store only after a change (or once a
  * second, the hub's safety net), never in a loop of its own.
  */
+import { setMaxListeners } from 'node:events';
 import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { BatonError } from '../core/errors.js';
@@ -43,67 +44,93 @@ export async function runEventStream(c: Context, host: StreamHost, runId: string
   if (!first) throw new BatonError('unknown-run', `no run ${runId} in ${host.store.location}`);
   return streamSSE(c, async (stream) => {
     const stop = linked(stream, host.closing);
-    let seq = after;
-    let wrote = Date.now();
-    while (!stop.signal.aborted) {
-      const seen = host.hub.version;
-      const batch = await host.store.events(runId, seq);
-      for (const e of batch) {
-        seq = e.seq;
-        if (!types || types.has(e.type)) {
-          await stream.writeSSE({ id: String(e.seq), event: e.type, data: JSON.stringify(e) });
-          wrote = Date.now();
-        }
-        if (TERMINAL.has(e.type)) return end(stream, runId, await host.store.run(runId));
-      }
-      if (batch.length === 0) {
-        const record = await host.store.run(runId);
-        // the terminal event lies at or before the resume point: nothing more will come
-        if (!record || (ENDED.has(record.status) && record.seq <= seq)) return end(stream, runId, record);
-        if (Date.now() - wrote >= KEEPALIVE_MS) {
-          await stream.write(': keep-alive\n\n');
-          wrote = Date.now();
-        }
-        await host.hub.next(seen, KEEPALIVE_MS, stop.signal);
-      }
+    const unsubscribe = host.hub.subscribe();
+    try {
+      await followRun(stream, host, runId, after, types, stop.signal);
+    } finally {
+      unsubscribe();
+      stop.abort();
     }
   }, onStreamError);
+}
+
+async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: string, after: number, types: ReadonlySet<string> | undefined, signal: AbortSignal): Promise<void> {
+  let seq = after;
+  let wrote = Date.now();
+  while (!signal.aborted) {
+    const seen = host.hub.version;
+    const batch = await host.store.events(runId, seq);
+    for (const e of batch) {
+      seq = e.seq;
+      if (!types || types.has(e.type)) {
+        await stream.writeSSE({ id: String(e.seq), event: e.type, data: JSON.stringify(e) });
+        wrote = Date.now();
+      }
+      if (TERMINAL.has(e.type)) return end(stream, runId, await host.store.run(runId));
+    }
+    if (batch.length === 0) {
+      const record = await host.store.run(runId);
+      // the terminal event lies at or before the resume point: nothing more will come
+      if (!record || (ENDED.has(record.status) && record.seq <= seq)) return end(stream, runId, record);
+      if (Date.now() - wrote >= KEEPALIVE_MS) {
+        await stream.write(': keep-alive\n\n');
+        wrote = Date.now();
+      }
+      await host.hub.next(seen, KEEPALIVE_MS, signal);
+    }
+  }
 }
 
 /** The all-runs stream: every run row (newest DASHBOARD_RUNS) on connect, then each run whose seq moved. */
 export function allRunsStream(c: Context, host: StreamHost, status: ReadonlySet<RunStatus> | undefined): Response {
   return streamSSE(c, async (stream) => {
     const stop = linked(stream, host.closing);
-    const known = new Map<string, number>();
-    let wrote = Date.now();
-    while (!stop.signal.aborted) {
-      const seen = host.hub.version;
-      const rows = await host.store.runs({ limit: DASHBOARD_RUNS });
-      for (const r of rows.reverse()) {
-        if (known.get(r.runId) === r.seq) continue;
-        const shown = known.has(r.runId);
-        known.set(r.runId, r.seq);
-        // a run that leaves the filter is sent once more, so a dashboard sees it go
-        if (status && !status.has(r.status) && !shown) continue;
-        await stream.writeSSE({ event: 'run', data: JSON.stringify(runSummary(r)) });
-        wrote = Date.now();
-      }
-      if (Date.now() - wrote >= KEEPALIVE_MS) {
-        await stream.write(': keep-alive\n\n');
-        wrote = Date.now();
-      }
-      await host.hub.next(seen, KEEPALIVE_MS, stop.signal);
+    const unsubscribe = host.hub.subscribe();
+    try {
+      await followAll(stream, host, status, stop.signal);
+    } finally {
+      unsubscribe();
+      stop.abort();
     }
   }, onStreamError);
+}
+
+async function followAll(stream: SSEStreamingApi, host: StreamHost, status: ReadonlySet<RunStatus> | undefined, signal: AbortSignal): Promise<void> {
+  const known = new Map<string, number>();
+  /** Runs sent while they matched the filter. */
+  const sent = new Set<string>();
+  let wrote = Date.now();
+  while (!signal.aborted) {
+    const seen = host.hub.version;
+    const rows = await host.store.runs({ limit: DASHBOARD_RUNS });
+    for (const r of rows.reverse()) {
+      if (known.get(r.runId) === r.seq) continue;
+      known.set(r.runId, r.seq);
+      const matches = !status || status.has(r.status);
+      // a run that leaves the filter is sent once more, so a dashboard sees it go
+      if (!matches && !sent.has(r.runId)) continue;
+      if (matches) sent.add(r.runId);
+      else sent.delete(r.runId);
+      await stream.writeSSE({ event: 'run', data: JSON.stringify(runSummary(r)) });
+      wrote = Date.now();
+    }
+    if (Date.now() - wrote >= KEEPALIVE_MS) {
+      await stream.write(': keep-alive\n\n');
+      wrote = Date.now();
+    }
+    await host.hub.next(seen, KEEPALIVE_MS, signal);
+  }
 }
 
 async function end(stream: SSEStreamingApi, runId: string, record: RunRecord | undefined): Promise<void> {
   await stream.writeSSE({ event: 'end', data: JSON.stringify({ run_id: runId, status: record?.status ?? null, seq: record?.seq ?? null }) });
 }
 
-/** Aborts when the client goes away or the server closes. */
+/** Aborts when the client goes away or the server closes; the caller aborts it when the stream ends (its listener on `closing` goes with it). */
 function linked(stream: SSEStreamingApi, closing: AbortSignal): AbortController {
   const ctl = new AbortController();
+  // one listener per open stream on the server's closing signal: as many as there are clients
+  setMaxListeners(0, closing);
   stream.onAbort(() => ctl.abort());
   if (closing.aborted) ctl.abort();
   else closing.addEventListener('abort', () => ctl.abort(), { once: true, signal: ctl.signal });
