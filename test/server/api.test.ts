@@ -350,24 +350,24 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
     });
 
     test('the all-runs stream shows a new run and its end', async () => {
-      let runId: string | undefined;
-      let connected!: () => void;
-      const first = new Promise<void>((r) => (connected = r));
+      const mine = { runId: undefined as string | undefined };
+      const first = { resolve: (): void => undefined, promise: Promise.resolve() };
+      first.promise = new Promise<void>((r) => (first.resolve = r));
       const stream = readStream(`${h.url}/events`, {
         key: reader,
         until: (m) => {
-          connected();
+          first.resolve();
           if (m.event !== 'run') return false;
           const r = JSON.parse(m.data) as { run_id: string; status: string };
-          return r.run_id === runId && r.status === 'completed';
+          return r.run_id === mine.runId && r.status === 'completed';
         },
       });
       // the stream is open before the run starts: its first message (the runs there are) has come
-      await first;
-      runId = (await runToEnd(h, { workflow: CHAIN })).id;
+      await first.promise;
+      mine.runId = (await runToEnd(h, { workflow: CHAIN })).id;
       const s = await stream;
-      const mine = s.messages.filter((m) => m.event === 'run').map((m) => JSON.parse(m.data) as { run_id: string; status: string }).filter((r) => r.run_id === runId);
-      expect(mine[mine.length - 1]!.status).toBe('completed');
+      const rows = s.messages.filter((m) => m.event === 'run').map((m) => JSON.parse(m.data) as { run_id: string; status: string }).filter((r) => r.run_id === mine.runId);
+      expect(rows[rows.length - 1]!.status).toBe('completed');
     });
   });
 
@@ -407,7 +407,9 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
           else c.close();
         },
       });
-      const res = await fetch(`${h.url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${operator}`, 'content-type': 'application/json' }, body, duplex: 'half' } as RequestInit);
+      // a streamed body (undici needs `duplex: 'half'`): no Content-Length, chunked
+      const init: RequestInit & { duplex: 'half' } = { method: 'POST', headers: { authorization: `Bearer ${operator}`, 'content-type': 'application/json' }, body, duplex: 'half' };
+      const res = await fetch(`${h.url}/runs`, init);
       expect(res.status).toBe(413);
       expect(await res.json()).toMatchObject({ error: { code: 'body-too-large' } });
     });

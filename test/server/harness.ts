@@ -111,7 +111,7 @@ export function agents(latch: Latch): Record<string, AgentHandler> {
   return {
     x: () => ({ n: 1 }),
     y: (ctx) => ({ m: `got ${JSON.stringify(ctx.input)}` }),
-    asker: async (ctx) => ({ answer: String(await ctx.requestInput({ question: 'which colour?', choices: ['red', 'blue'] })) }),
+    asker: async (ctx) => ({ answer: JSON.stringify(await ctx.requestInput({ question: 'which colour?', choices: ['red', 'blue'] })).slice(1, -1) }),
     boom: () => {
       throw new AgentError('Broken', 'the agent is broken', {}, false);
     },
