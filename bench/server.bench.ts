@@ -72,9 +72,9 @@ const row = (store: string, op: string, clients: number, n: number, ms: number):
   rows.push([store, op, String(clients), n.toLocaleString(), `${ms.toFixed(0)} ms`, Math.round((n / ms) * 1000).toLocaleString(), (ms / n).toFixed(2)]);
 };
 
-async function bench(label: string, store: RunStore, dir: string): Promise<void> {
+async function bench(label: string, store: RunStore, dir: string, changes?: RunStore): Promise<void> {
   const engine = createEngine({ store, agents: { x: () => ({ n: 1 }) }, concurrency: 32 });
-  const server = await startServer({ engine, port: 0, keys: parseKeysEnv(`bench:operator:${KEY}`), cwd: dir, log: () => undefined, graceMs: 1000 });
+  const server = await startServer({ engine, port: 0, keys: parseKeysEnv(`bench:operator:${KEY}`), cwd: dir, log: () => undefined, graceMs: 1000, ...(changes ? { changes } : {}) });
   try {
     const runs = QUICK ? [50, 100] : [200, 800];
     const gets = QUICK ? [500, 1000] : [2000, 8000];
@@ -113,9 +113,12 @@ try {
   if (pgOk) {
     try {
       const store = await openStore(`${SERVER}/${db}`, { cwd: dir });
+      // as `baton serve` does: a second store object whose notifications say which runs changed
+      const changes = await openStore(`${SERVER}/${db}`, { cwd: dir });
       try {
-        await bench('postgres', store, dir);
+        await bench('postgres', store, dir, changes);
       } finally {
+        await changes.close();
         await store.close();
       }
     } finally {

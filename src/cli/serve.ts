@@ -23,6 +23,7 @@ async function loadServer(): Promise<typeof import('../exports/server.js')> {
 export async function serveCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({ args, options: SERVE_OPTIONS });
   let store: RunStore | undefined;
+  let changes: RunStore | undefined;
   let engine: Engine | undefined;
   try {
     const port = values.port === undefined ? 8080 : Number(values.port);
@@ -40,6 +41,8 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     const workflows = values.workflows !== undefined ? server.scanWorkflows(resolve(io.cwd, values.workflows)) : new Map<string, { name: string; path: string }>();
     const bound = await bindFromFlags(values, io, io.cwd);
     store = await openCliStore(values, io, 'write', true);
+    // PostgreSQL: a second store object of the server's own, whose notifications say which runs changed (the first one's are its worker's)
+    if (store.kind === 'postgres') changes = await openCliStore(values, io, 'write', true);
     const metrics = new server.ServerMetrics();
     const quiet = values.quiet === true;
     engine = createEngine({
@@ -65,6 +68,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
       host,
       port,
       metrics,
+      ...(changes ? { changes } : {}),
       cwd: io.cwd,
       version: await packageVersion(),
       ...(bodyLimit !== undefined ? { bodyLimit } : {}),
@@ -101,6 +105,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     return exitFor(e, 'serve', io);
   } finally {
     await engine?.close();
+    await changes?.close();
     await store?.close();
   }
 }

@@ -6,6 +6,7 @@
 import { Hono, type Context } from 'hono';
 import type { Engine } from '../api/engine.js';
 import type { RunStatus } from '../engine/events.js';
+import type { RunStore } from '../engine/ports.js';
 import { registerAgentRoutes } from './agents.js';
 import { ChangeHub } from './changes.js';
 import { edge, errorResponse, HttpError, type EdgeOptions, type Request } from './http.js';
@@ -32,6 +33,13 @@ export interface ServerAppOptions {
   cwd?: string;
   /** The version /openapi.json gives. */
   version?: string;
+  /**
+   * A store object of the server's own on the same database, for change notifications only: its
+   * `takeChanged` says which runs changed, so a commit wakes only the streams of its run (PostgreSQL:
+   * a second LISTEN connection). Default: the engine's store, whose `takeChanged` is its worker's, so
+   * every commit wakes every stream. The caller opens and closes it.
+   */
+  changes?: RunStore;
   /** Faults that are not the caller's (a store failure, a bug): logged here, answered with a message only. */
   log?: (line: string) => void;
 }
@@ -50,7 +58,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const metrics = opts.metrics ?? new ServerMetrics();
   const edgeOpts: EdgeOptions = { keys: opts.keys ?? [], bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT };
-  const hub = new ChangeHub(engine.store);
+  const hub = opts.changes ? new ChangeHub(opts.changes, true) : new ChangeHub(engine.store);
   const closing = new AbortController();
   const streams = { store: engine.store, hub, closing: closing.signal };
   const runs = new RunRoutes({ engine, workflows: opts.workflows ?? new Map(), cwd: opts.cwd ?? process.cwd() });

@@ -1,37 +1,53 @@
 /**
- * One wait on the store's change notifications for the whole server, fanned out to every open
- * stream. Each stream reads what it needs after a change; none polls on its own.
+ * One wait on the store's change notifications for the whole server, fanned out to the open streams.
+ * Each stream reads what it needs after a change; none polls on its own.
  *
- * The server does not call `takeChanged`: it is the worker's (one consumer per store object), and a
- * second consumer would take the changes the worker needs to see.
+ * Which streams wake: with a store object of the server's own (`targeted`: PostgreSQL, a second
+ * connection whose LISTEN/NOTIFY payloads `takeChanged` hands over), only the streams of the runs that
+ * changed, and the all-runs streams; otherwise (memory, SQLite, or the worker's own store object, whose
+ * `takeChanged` is the worker's: one consumer per store object) every stream, at each change.
  *
- * Invariant (no change is missed): a stream notes `version` BEFORE it reads the store, then waits
- * for a version above it. A commit that lands during the read wakes the hub after the note, so the
- * stream reads again.
+ * Invariant (no change is missed): a stream notes its `version` BEFORE it reads the store, then waits
+ * for a version above it. Versions only grow. While any stream is open the hub keeps waiting on the
+ * store, so a commit that lands during a read raises the version after the note, and the stream reads
+ * again.
  */
 import type { RunStore } from '../engine/ports.js';
 
-/** The longest a wait lasts without a notification (a safety net; commits wake it sooner). */
+/** The longest a wait on the store lasts (a safety net; commits wake it sooner). */
 const WAIT_MS = 1000;
+/** Runs whose last change is remembered; past this, every stream is woken once and the memory dropped. */
+const MAX_TRACKED = 10_000;
+
+interface Waiter {
+  runId: string | undefined;
+  done: () => void;
+}
 
 export class ChangeHub {
-  private v = 0;
-  private waiters = new Set<() => void>();
+  private tick = 0;
+  /** The tick of the last change that may concern every run. */
+  private everyRun = 0;
+  /** The tick of the last change of any run (what the all-runs streams wait for). */
+  private anyRun = 0;
+  private readonly runs = new Map<string, number>();
+  private readonly waiters = new Set<Waiter>();
   private open = 0;
   private loop: Promise<void> | undefined;
   private readonly stop = new AbortController();
 
-  constructor(private readonly store: RunStore) {}
+  /** `targeted`: `store` is the hub's own, and its `takeChanged` says which runs changed. */
+  constructor(
+    private readonly store: RunStore,
+    private readonly targeted = false,
+  ) {}
 
-  get version(): number {
-    return this.v;
+  /** The version a stream of `runId` (undefined: of every run) notes before it reads. */
+  version(runId?: string): number {
+    return Math.max(this.everyRun, runId === undefined ? this.anyRun : (this.runs.get(runId) ?? 0));
   }
 
-  /**
-   * A stream is open: the hub keeps waiting on the store until it closes (the returned function), so
-   * that a commit while the stream reads is seen (a hub that started waiting only after the read
-   * would wait for the next commit instead).
-   */
+  /** A stream is open: the hub keeps waiting on the store until the returned function is called. */
   subscribe(): () => void {
     this.open++;
     this.loop ??= this.run();
@@ -42,40 +58,51 @@ export class ChangeHub {
     };
   }
 
-  /** Resolves when the version passes `seen`, or after `maxMs`, or when `signal` aborts. Never rejects. */
-  next(seen: number, maxMs: number, signal?: AbortSignal): Promise<void> {
-    if (this.v > seen || signal?.aborted || this.stop.signal.aborted) return Promise.resolve();
+  /** Resolves when `runId`'s version (undefined: any run's) passes `seen`, after `maxMs`, or when `signal` aborts. Never rejects. */
+  next(runId: string | undefined, seen: number, maxMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.version(runId) > seen || signal?.aborted || this.stop.signal.aborted) return Promise.resolve();
     const p = new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
-        this.waiters.delete(done);
-        resolve();
+      const w: Waiter = {
+        runId,
+        done: () => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', w.done);
+          this.waiters.delete(w);
+          resolve();
+        },
       };
-      const timer = setTimeout(done, maxMs);
-      signal?.addEventListener('abort', done, { once: true });
-      this.waiters.add(done);
+      const timer = setTimeout(w.done, maxMs);
+      signal?.addEventListener('abort', w.done, { once: true });
+      this.waiters.add(w);
     });
-    // after the waiter is in: the loop ends when it finds nobody waiting
+    // after the waiter is in: the loop ends when it finds nobody waiting and no stream open
     this.loop ??= this.run();
     return p;
   }
 
   private async run(): Promise<void> {
     while (!this.stop.signal.aborted) {
-      // only while someone listens: an idle server makes no calls
       if (this.waiters.size === 0 && this.open === 0) {
         this.loop = undefined;
         return;
       }
       await this.store.waitForChange(WAIT_MS, this.stop.signal);
-      this.v++;
-      for (const w of [...this.waiters]) w();
+      const changed = this.targeted ? (this.store.takeChanged?.() ?? 'unknown') : 'unknown';
+      if (changed === 'unknown' || this.runs.size + changed.size > MAX_TRACKED) {
+        this.everyRun = ++this.tick;
+        this.runs.clear();
+        for (const w of [...this.waiters]) w.done();
+        continue;
+      }
+      if (changed.size === 0) continue; // the wait timed out: nothing changed
+      this.anyRun = ++this.tick;
+      for (const id of changed.keys()) this.runs.set(id, this.tick);
+      for (const w of [...this.waiters]) if (w.runId === undefined || changed.has(w.runId)) w.done();
     }
   }
 
   close(): void {
     this.stop.abort();
-    for (const w of [...this.waiters]) w();
+    for (const w of [...this.waiters]) w.done();
   }
 }

@@ -2,8 +2,9 @@
  * Live streams as server-sent events. `GET /runs/{id}/events`: `id` is the event's seq, so a client
  * that reconnects with `Last-Event-ID` gets exactly the events after the last it saw (the log is
  * gap-free and append-only). `GET /events`: the run row of every run at each change, for dashboards.
- * Both wait on the server's one ChangeHub; a stream reads the store only after a change (or once a
- * second, the hub's safety net), never in a loop of its own.
+ * Both wait on the server's one ChangeHub; a stream reads the store only after a change that may
+ * concern it (or once a second, the hub's safety net, when the store cannot say which runs changed),
+ * never in a loop of its own.
  */
 import { setMaxListeners } from 'node:events';
 import type { Context } from 'hono';
@@ -58,7 +59,7 @@ async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: strin
   let seq = after;
   let wrote = Date.now();
   while (!signal.aborted) {
-    const seen = host.hub.version;
+    const seen = host.hub.version(runId);
     const batch = await host.store.events(runId, seq);
     for (const e of batch) {
       seq = e.seq;
@@ -76,7 +77,7 @@ async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: strin
         await stream.write(': keep-alive\n\n');
         wrote = Date.now();
       }
-      await host.hub.next(seen, KEEPALIVE_MS, signal);
+      await host.hub.next(runId, seen, KEEPALIVE_MS, signal);
     }
   }
 }
@@ -101,7 +102,7 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
   const sent = new Set<string>();
   let wrote = Date.now();
   while (!signal.aborted) {
-    const seen = host.hub.version;
+    const seen = host.hub.version();
     const rows = await host.store.runs({ limit: DASHBOARD_RUNS });
     for (const r of rows.reverse()) {
       if (known.get(r.runId) === r.seq) continue;
@@ -118,7 +119,7 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
       await stream.write(': keep-alive\n\n');
       wrote = Date.now();
     }
-    await host.hub.next(seen, KEEPALIVE_MS, signal);
+    await host.hub.next(undefined, seen, KEEPALIVE_MS, signal);
   }
 }
 

@@ -122,12 +122,23 @@ export function agents(latch: Latch): Record<string, AgentHandler> {
   };
 }
 
-export async function openTestStore(kind: StoreKind, dir: string): Promise<{ store: RunStore; drop: () => Promise<void>; spec: string }> {
+/** PostgreSQL: also a second store object for the server's change notifications, as `baton serve` opens one. */
+export async function openTestStore(kind: StoreKind, dir: string): Promise<{ store: RunStore; changes?: RunStore; drop: () => Promise<void>; spec: string }> {
   if (kind === 'memory') return { store: await openStore('memory', { cwd: dir }), drop: () => Promise.resolve(), spec: 'memory' };
   if (kind === 'sqlite') return { store: await openStore(join(dir, 'baton.db'), { cwd: dir }), drop: () => Promise.resolve(), spec: join(dir, 'baton.db') };
   const db = testDatabase('baton_server');
   await db.create();
-  return { store: await openStore(db.url, { cwd: dir }), drop: db.drop, spec: db.url };
+  const store = await openStore(db.url, { cwd: dir });
+  const changes = await openStore(db.url, { cwd: dir });
+  return {
+    store,
+    changes,
+    drop: async () => {
+      await changes.close();
+      await db.drop();
+    },
+    spec: db.url,
+  };
 }
 
 export async function startHarness(kind: StoreKind, opts: { bodyLimit?: number; keys?: boolean; concurrency?: number } = {}): Promise<Harness> {
@@ -135,7 +146,7 @@ export async function startHarness(kind: StoreKind, opts: { bodyLimit?: number; 
   mkdirSync(join(dir, 'flows'));
   writeFileSync(join(dir, 'flows', 'chain.yaml'), CHAIN);
   writeFileSync(join(dir, 'flows', 'triggered.yaml'), TRIGGERED);
-  const { store, drop } = await openTestStore(kind, dir);
+  const { store, changes, drop } = await openTestStore(kind, dir);
   const latch = new Latch();
   const metrics = new ServerMetrics();
   const engine = createEngine({ store, agents: agents(latch), concurrency: opts.concurrency ?? 8, onEvent: metrics.onEvent, leaseMs: 5000 });
@@ -145,6 +156,7 @@ export async function startHarness(kind: StoreKind, opts: { bodyLimit?: number; 
     keys: opts.keys === false ? [] : parseKeysEnv(KEYS_ENV),
     workflows: scanWorkflows(join(dir, 'flows')),
     metrics,
+    ...(changes ? { changes } : {}),
     cwd: dir,
     ...(opts.bodyLimit !== undefined ? { bodyLimit: opts.bodyLimit } : {}),
     log: () => undefined,
