@@ -17,6 +17,7 @@ import { loadWorkflow, parseWorkflow, type CompileResult } from '../workflow/com
 import { HttpError, type Request } from './http.js';
 import type { Principal } from './keys.js';
 import { pageOf, decodeCursor, encodeCursor } from './pages.js';
+import { hostReach } from './posted.js';
 import type { RegisteredWorkflow } from './workflows.js';
 
 export interface RunRoutesOptions {
@@ -40,7 +41,7 @@ export class RunRoutes {
   }
 
   /** A workflow by text or by registered name, compiled; `file` is the name its diagnostics carry. */
-  private async compile(body: Record<string, Json>): Promise<{ result: CompileResult; path: string; posted: boolean }> {
+  private async compile(body: Record<string, Json>, principal: Principal): Promise<{ result: CompileResult; path: string; posted: boolean }> {
     if (typeof body['workflow_name'] === 'string') {
       const w = this.o.workflows.get(body['workflow_name']);
       if (!w) throw new HttpError(404, 'unknown-workflow', `no workflow \`${body['workflow_name']}\` is registered here${this.o.workflows.size > 0 ? ` (registered: ${[...this.o.workflows.keys()].slice(0, 20).join(', ')})` : ' (baton serve --workflows DIR registers them)'}`);
@@ -48,13 +49,17 @@ export class RunRoutes {
       return { result: { ...result, file: `${w.name}${w.path.endsWith('.yml') ? '.yml' : '.yaml'}` }, path: w.path, posted: false };
     }
     const file = typeof body['file'] === 'string' ? body['file'] : 'workflow.yaml';
+    // a posted text that would run commands or read files on this host: admins only (checked before anything is read)
+    const reach = hostReach(body['workflow'] as string);
+    if (reach.length > 0 && !principal.roles.some((x) => x.kind === 'admin'))
+      throw new HttpError(403, 'forbidden', `the posted workflow reaches the server's host: ${reach.join(', ')}; only an admin key may post such a workflow (or register it with baton serve --workflows DIR)`);
     const path = resolve(this.o.cwd, 'workflow.yaml');
     const result = parseWorkflow(body['workflow'] as string, { file: path });
     return { result: { ...result, file }, path, posted: true };
   }
 
   async validate(r: Request): Promise<Response> {
-    const { result } = await this.compile(r.body);
+    const { result } = await this.compile(r.body, r.principal);
     return r.c.json({ files: [{ file: result.file, valid: result.ok, diagnostics: diagnosticsOf(result) }] });
   }
 
@@ -64,12 +69,11 @@ export class RunRoutes {
 
   async start(r: Request): Promise<Response> {
     const { body, principal } = r;
-    const { result, path, posted } = await this.compile(body);
+    // auto-approval decides every gate, named approvers or not: admins only
+    if (body['auto_approve'] === true && !principal.roles.some((x) => x.kind === 'admin')) throw new HttpError(403, 'forbidden', 'auto_approve decides every gate of the run, whoever its approvers are: only an admin key may ask for it');
+    const { result, path, posted } = await this.compile(body, principal);
     if (!result.ok) throw new HttpError(422, 'invalid-workflow', `${result.file}: the workflow is invalid; nothing was run`, { diagnostics: diagnosticsOf(result) as unknown as Json });
     const model = result.model;
-    // a posted workflow's x-command agents would run any command on this host: admins only
-    const commands = Object.entries(model.agents ?? {}).filter(([, a]) => a.command !== undefined).map(([id]) => id);
-    if (posted && commands.length > 0 && !principal.roles.some((x) => x.kind === 'admin')) throw new HttpError(403, 'forbidden', `the posted workflow declares x-command agent${commands.length === 1 ? '' : 's'} ${commands.map((a) => `\`${a}\``).join(', ')}, which run commands on the server: only an admin key may post one (or register the workflow with --workflows DIR)`);
     const runId = typeof body['run_id'] === 'string' ? body['run_id'] : undefined;
     const wanted = {
       hash: workflowRecord(model, path).hash,

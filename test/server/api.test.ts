@@ -82,13 +82,27 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
       expect(await api(h.url, 'GET', '/health')).toMatchObject({ status: 200, body: { ok: true, store: kind } });
     });
 
-    test('a posted workflow with x-command agents is refused to an operator (it would run commands on the server)', async () => {
-      const wf = `openintent: "1.0"\ninfo: {name: cmd}\nagents:\n  sh: {x-command: ["node", "-e", "process.stdout.write('{}')"]}\nworkflow:\n  a: {assign: sh}\n`;
+    test('a posted workflow that runs commands or reads files on the server is for admins only', async () => {
+      const cmd = `openintent: "1.0"\ninfo: {name: cmd}\nagents:\n  sh: {x-command: ["node", "-e", "process.stdout.write(JSON.stringify({n: 7}))"]}\nworkflow:\n  a: {assign: sh, outputs: {n: number}}\n`;
+      const reaching = [
+        cmd,
+        `openintent: "1.0"\ninfo: {name: c}\nagents:\n  x: {x-contract: /etc/passwd}\nworkflow:\n  a: {assign: x}\n`,
+        `openintent: "1.0"\ninfo: {name: c}\nagents:\n  x: {x-blueprint: ../secrets.yaml}\nworkflow:\n  a: {assign: x}\n`,
+        `openintent: "1.0"\ninfo: {name: c}\nmcp:\n  servers:\n    sh: {command: sh}\nworkflow:\n  a: {assign: x}\n`,
+      ];
       const before = (await h.store.runs({ limit: 1000 })).length;
-      const r = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: wf } });
-      expect(r.status).toBe(403);
-      expect(r.body).toMatchObject({ error: { code: 'forbidden' } });
+      for (const wf of reaching) {
+        const r = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: wf } });
+        expect(r.status, wf).toBe(403);
+        expect((r.body['error'] as { code: string; message: string }).message).toMatch(/reaches the server's host: .*(runs a command|reads a file|runs commands)/);
+        expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow: wf } })).status).toBe(403);
+      }
       expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
+      // auto-approval decides gates whoever their approvers are: admins only too
+      expect(await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: CHAIN, auto_approve: true } })).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
+      const ran = await runToEnd(h, { workflow: cmd }, admin);
+      expect(ran.status).toBe('completed');
+      expect((await api(h.url, 'GET', `/runs/${ran.id}/phases/a`, { key: reader })).body).toMatchObject({ output: { n: 7 } });
     });
   });
 
@@ -156,8 +170,8 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
       const again = await api(h.url, 'POST', '/runs', { key: operator, body: { run_id: id, trigger: { b: [1, 2], a: 1 }, workflow: CHAIN } });
       expect(again.status).toBe(200);
       expect(again.body['run_id']).toBe(id);
-      for (const other of [{ ...body, trigger: { a: 2 } }, { ...body, workflow: GATED }, { ...body, initial_state: { x: 1 } }, { ...body, auto_approve: true }]) {
-        const r = await api(h.url, 'POST', '/runs', { key: operator, body: other });
+      for (const [key, other] of [[operator, { ...body, trigger: { a: 2 } }], [operator, { ...body, workflow: GATED }], [operator, { ...body, initial_state: { x: 1 } }], [admin, { ...body, auto_approve: true }]] as const) {
+        const r = await api(h.url, 'POST', '/runs', { key, body: other });
         expect(r.status).toBe(409);
         expect(r.body).toMatchObject({ error: { code: 'run-exists', run_id: id } });
       }
