@@ -38,7 +38,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     const keys = readKeys(server, values.keys, io);
     const host = values.host ?? '127.0.0.1';
     if (keys.length === 0 && !server.isLoopback(host)) throw new UsageError(`without API keys the server listens on loopback only: --host ${host} needs keys (BATON_API_KEYS or --keys FILE, docs/server.md)`);
-    const workflows = values.workflows !== undefined ? server.scanWorkflows(resolve(io.cwd, values.workflows)) : new Map<string, { name: string; path: string }>();
+    const workflows = values.workflows !== undefined ? server.scanWorkflows(values.workflows, io.cwd) : new Map<string, { name: string; path: string }>();
     const bound = await bindFromFlags(values, io, io.cwd);
     store = await openCliStore(values, io, 'write', true);
     // PostgreSQL: a second store object of the server's own, whose notifications say which runs changed (the first one's are its worker's)

@@ -12,8 +12,9 @@ export interface RegisteredWorkflow {
   path: string;
 }
 
-export function scanWorkflows(dir: string): Map<string, RegisteredWorkflow> {
-  const root = resolve(dir);
+/** `dir` relative to `cwd` (default: the process's), named in messages as given. */
+export function scanWorkflows(dir: string, cwd = process.cwd()): Map<string, RegisteredWorkflow> {
+  const root = resolve(cwd, dir);
   let entries: string[];
   try {
     if (!statSync(root).isDirectory()) throw new BatonError('usage', `--workflows ${dir}: not a directory`);

@@ -428,6 +428,27 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
       expect(await res.json()).toMatchObject({ error: { code: 'body-too-large' } });
     });
 
+    test('hostile connections do not crash the server: garbage, a body cut short, a client gone mid-request', async () => {
+      const { connect } = await import('node:net');
+      const { port } = new URL(h.url);
+      const send = (bytes: string, end: 'end' | 'destroy'): Promise<string> =>
+        new Promise((resolve) => {
+          const sock = connect(Number(port), '127.0.0.1');
+          let got = '';
+          sock.on('data', (d: Buffer) => (got += d.toString()));
+          sock.on('error', () => resolve(got));
+          sock.on('close', () => resolve(got));
+          sock.write(bytes, () => (end === 'end' ? sock.end() : setImmediate(() => sock.destroy())));
+        });
+      expect(await send('NOT HTTP AT ALL\r\n\r\n', 'end')).toMatch(/^HTTP\/1\.1 400/);
+      await send(`POST /runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${operator}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"workflow": "`, 'destroy');
+      await send(`POST /runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${operator}\r\n`, 'destroy');
+      const before = (await h.store.runs({ limit: 1000 })).length;
+      expect(await api(h.url, 'GET', '/health')).toMatchObject({ status: 200, body: { ok: true } });
+      expect((await runToEnd(h, { workflow: CHAIN })).status).toBe('completed');
+      expect((await h.store.runs({ limit: 1000 })).length).toBe(before + 1);
+    });
+
     test('an unknown route is 404, a wrong method 405, both JSON', async () => {
       expect(await api(h.url, 'GET', '/nope', { key: reader })).toMatchObject({ status: 404, body: { error: { code: 'not-found' } } });
       const r = await api(h.url, 'DELETE', '/runs', { key: reader });

@@ -158,6 +158,42 @@ describe('baton serve as a process', () => {
     expect(refused.stderr).toMatch(/without API keys the server listens on loopback only/);
   }, 60_000);
 
+  test('a run survives a server restart: stopped while it waits at a gate, decided on the next server, completed', async () => {
+    writeFileSync(join(dir, 'gated.yaml'), GATED);
+    const serve = async (): Promise<{ url: string; proc: ReturnType<typeof baton> }> => {
+      const proc = baton(['serve', '--port', '0', '--store', 'restart.db', '--stub-agents'], { cwd: dir, env: { BATON_API_KEYS: KEYS_ENV } });
+      let stderr = '';
+      proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      await until(() => /listening on (http:\/\/\S+)/.test(stderr), 30_000);
+      return { url: /listening on (http:\/\/\S+)/.exec(stderr)![1]!, proc };
+    };
+    const first = await serve();
+    let second: Awaited<ReturnType<typeof serve>> | undefined;
+    try {
+      const { readFileSync } = await import('node:fs');
+      const started = await api(first.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow: readFileSync(join(dir, 'gated.yaml'), 'utf8'), run_id: 'survivor' } });
+      expect(started.status).toBe(201);
+      const s = await readStream(`${first.url}/runs/survivor/events`, { key: KEYS.reader, until: (m) => m.event === 'gate.opened' });
+      const lastSeq = eventsOf(s.messages).at(-1)!.seq;
+      first.proc.kill('SIGTERM');
+      expect((await first.proc.done).code).toBe(0);
+      second = await serve();
+      const gates = (await api(second.url, 'GET', '/runs/survivor/gates?status=open', { key: KEYS.reader })).body['gates'] as { id: string }[];
+      expect(gates).toHaveLength(1);
+      expect((await api(second.url, 'POST', `/runs/survivor/gates/${gates[0]!.id}/approve`, { key: KEYS.alice })).status).toBe(200);
+      const rest = await readStream(`${second.url}/runs/survivor/events`, { key: KEYS.reader, lastEventId: String(lastSeq) });
+      expect(rest.ended).toBe(true);
+      expect(eventsOf(rest.messages)[0]!.seq).toBe(lastSeq + 1);
+      expect(JSON.parse(rest.messages.at(-1)!.data)).toMatchObject({ status: 'completed' });
+      // a repeat of the start on the new server is the same run
+      expect((await api(second.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow: readFileSync(join(dir, 'gated.yaml'), 'utf8'), run_id: 'survivor' } })).status).toBe(200);
+    } finally {
+      first.proc.kill('SIGKILL');
+      second?.proc.kill('SIGTERM');
+      if (second) await second.proc.done;
+    }
+  }, 90_000);
+
   test('bad keys and flags are usage errors, never a stack trace', async () => {
     writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys: [{ name: 'x', roles: ['root'], key: 'k'.repeat(20) }] }));
     for (const [args, env, re] of [
@@ -166,6 +202,8 @@ describe('baton serve as a process', () => {
       [[], { BATON_API_KEYS: 'nonsense' }, /expected NAME:ROLE:KEY/],
       [['--port', '70000'], {}, /--port expects a port number/],
       [['--keys', 'missing.json'], {}, /no such file/],
+      [['--body-limit', '0'], {}, /--body-limit expects a number of bytes/],
+      [['--workflows', 'nowhere'], {}, /--workflows nowhere: no such directory/],
     ] as const) {
       const r = await batonRun(['serve', '--store', 'memory', ...args], { cwd: dir, env: { BATON_API_KEYS: '', ...env } });
       expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(re) as unknown]);
