@@ -97,6 +97,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
           done();
         });
       });
+      // an io without signals (a test's) could never stop it: it closes at once
       if (!off) void running.close().finally(done);
     });
     return 0;

@@ -94,9 +94,11 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
   };
 
   const app = new Hono();
+  // the route's template as its label (never the raw path: a label per URL would grow without bound)
+  const templates = new Set(ROUTES.map((r) => honoPath(r.path)));
   app.use(async (c, next) => {
     await next();
-    metrics.request(c.req.routePath, c.res.status);
+    metrics.request(templates.has(c.req.routePath) ? c.req.routePath : 'other', c.res.status);
   });
   for (const spec of ROUTES) {
     const h = handlers[spec.operationId];
