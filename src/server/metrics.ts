@@ -35,7 +35,9 @@ export class ServerMetrics {
         this.claimed.set(`${state.runId}\u0000${e.phase}\u0000${e.attempt}`, e.at);
         return;
       case 'task.completed':
-        if (e.reused_from === undefined) this.endAttempt(state.runId, e.phase, e.attempt, e.at, 'completed', state);
+        // a rerun's reused output ran nowhere now
+        if (e.reused_from !== undefined) return;
+        this.endAttempt(state.runId, e.phase, e.attempt, e.at, 'completed', state);
         inc(this.phasesCompleted, agentOf(state, e.phase));
         return;
       case 'task.attempt_failed':
