@@ -9,6 +9,8 @@ export const ENVIRONMENT: readonly { name: string; desc: string }[] = [
   { name: 'BATON_USER', desc: 'who approves, denies or answers a gate when --as is not given' },
   { name: 'USER', desc: 'who decides a gate when neither --as nor BATON_USER is set' },
   { name: 'LOGNAME', desc: 'the same, when USER is not set either' },
+  { name: 'BATON_API_KEYS', desc: 'baton serve: API keys, NAME:ROLE:KEY separated by commas (roles admin, operator, reader, agent:ID)' },
+  { name: 'BATON_API_KEY', desc: 'baton run --server: the key sent when --api-key is not given' },
   { name: 'BATON_MODULE_LOAD_TIMEOUT_MS', desc: 'how long loading an --agents module may take (default 30000)' },
   { name: 'NO_COLOR', desc: 'no colour when set and not empty (no-color.org)' },
   { name: 'FORCE_COLOR', desc: 'colour even on a pipe: empty, true or 1-3; 0 or false turn it off (--color wins over it)' },

@@ -26,6 +26,7 @@ const commands: Record<string, () => Promise<Command>> = {
   resume: async () => (await import('./resume.js')).resumeCommand,
   rerun: async () => (await import('./resume.js')).rerunCommand,
   worker: async () => (await import('./resume.js')).workerCommand,
+  serve: async () => (await import('./serve.js')).serveCommand,
   approve: async () => (await import('./gates.js')).decideCommand('approve'),
   deny: async () => (await import('./gates.js')).decideCommand('deny'),
   respond: async () => (await import('./gates.js')).respondCommand,

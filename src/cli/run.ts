@@ -37,6 +37,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   let engine: Engine | undefined;
   try {
     if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'name a workflow file, a directory holding workflow.yaml, or a bundled example (`baton list`)' : 'run takes one workflow');
+    if (values.server !== undefined) return await (await import('./remote.js')).remoteRun(values, positionals[0]!, io);
+    if (values['api-key'] !== undefined) throw new UsageError('--api-key goes with --server URL (a run on a Baton server)');
     const arg = positionals[0]!;
     const target = resolveTarget(arg, io.cwd);
     if (!target) throw new UsageError(`no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`);
@@ -168,7 +170,7 @@ function positiveNumber(s: string, flag: string): number {
   return n;
 }
 
-async function readJsonObject(flag: string | undefined, besideWorkflow: string | undefined, cwd: string, what: string): Promise<Json | undefined> {
+export async function readJsonObject(flag: string | undefined, besideWorkflow: string | undefined, cwd: string, what: string): Promise<Json | undefined> {
   let text: string | undefined;
   let from: string;
   if (flag !== undefined) {
@@ -274,7 +276,7 @@ function round(x: number): number {
   return Math.round(x * 1e6) / 1e6;
 }
 
-function toViewEvent(e: RunEvent): ViewEvent {
+export function toViewEvent(e: RunEvent): ViewEvent {
   const note = describeEvent(e);
   return {
     type: e.type,

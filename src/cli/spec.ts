@@ -83,6 +83,8 @@ export const RUN_OPTIONS = {
   concurrency: CONCURRENCY_OPTION,
   timeout: { type: 'string', arg: 'SECONDS', desc: 'timeout for the whole run', shown: 'governance.timeout_hours' },
   quiet: QUIET_OPTION,
+  server: { type: 'string', arg: 'URL', desc: 'run on a Baton server (`baton serve`) instead of here: post the run and follow its events' },
+  'api-key': { type: 'string', arg: 'KEY', desc: 'the API key for --server', shown: 'BATON_API_KEY' },
 } as const satisfies OptionTable;
 
 export const RUNS_OPTIONS = {
@@ -121,6 +123,20 @@ export const WORKER_OPTIONS = {
   ...STORE_OPTIONS,
   concurrency: CONCURRENCY_OPTION,
   lease: { type: 'string', arg: 'SECONDS', desc: 'how long a claimed attempt is this worker’s before another may take it', shown: '30' },
+  quiet: { ...QUIET_OPTION, desc: 'no event lines' },
+  json: { ...JSON_OPTION, desc: 'print the start and every event as a JSON line on stdout' },
+} as const satisfies OptionTable;
+
+export const SERVE_OPTIONS = {
+  ...BINDING_OPTIONS,
+  ...STORE_OPTIONS,
+  port: { type: 'string', arg: 'N', desc: 'the port to listen on (0: any free port)', shown: '8080' },
+  host: { type: 'string', arg: 'ADDRESS', desc: 'the address to listen on; without keys only loopback is allowed', shown: '127.0.0.1' },
+  keys: { type: 'string', arg: 'FILE', desc: 'API keys and roles, JSON (docs/server.md); BATON_API_KEYS adds more' },
+  workflows: { type: 'string', arg: 'DIR', desc: 'offer the workflows in DIR by name (POST /runs {"workflow_name": ...})' },
+  'body-limit': { type: 'string', arg: 'BYTES', desc: 'largest request body accepted', shown: '1048576' },
+  concurrency: CONCURRENCY_OPTION,
+  lease: WORKER_OPTIONS.lease,
   quiet: { ...QUIET_OPTION, desc: 'no event lines' },
   json: { ...JSON_OPTION, desc: 'print the start and every event as a JSON line on stdout' },
 } as const satisfies OptionTable;
@@ -170,6 +186,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   { name: 'resume', args: 'RUN', summary: 'continue a run (after a crash, Ctrl-C or a wait) in this process', options: RESUME_OPTIONS },
   { name: 'rerun', args: 'RUN', summary: 'a new run reusing every output upstream of --from PHASE', options: RERUN_OPTIONS },
   { name: 'worker', args: '', summary: 'run the ready tasks of every run in the store (PostgreSQL: many machines)', options: WORKER_OPTIONS },
+  { name: 'serve', args: '', summary: 'an HTTP API for runs, gates and live events, with a worker (docs/server.md)', options: SERVE_OPTIONS },
   { name: 'approve', args: 'RUN GATE', summary: 'approve an approval gate', options: DECIDE_OPTIONS },
   { name: 'deny', args: 'RUN GATE', summary: 'deny an approval gate', options: DECIDE_OPTIONS },
   { name: 'respond', args: 'RUN GATE', summary: 'answer an input gate (ctx.requestInput, or retry|skip|fail on an escalation)', options: RESPOND_OPTIONS },

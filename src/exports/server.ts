@@ -1,0 +1,21 @@
+/**
+ * `@baton-run/baton/server`: the HTTP API of `baton serve` (docs/server.md). Needs the optional peer
+ * dependencies `hono` and `@hono/node-server` (`npm install hono @hono/node-server`); `baton serve`
+ * loads this on demand and names them if they are missing.
+ */
+
+/** The API as a Hono app (answers `app.fetch(request)` in memory). */
+export { createServerApp, DEFAULT_BODY_LIMIT, type ServerApp, type ServerAppOptions } from '../server/app.js';
+/** The app on a port, with the engine's worker running what it starts. */
+export { startServer, isLoopback, type BatonServer, type ListenOptions } from '../server/listen.js';
+/** API keys and roles: parsing, hashing, and the authorization checks. */
+export { parseKeysEnv, parseKeysFile, parseRole, mayDo, mayActAsAgent, hashKey, findKey, KeysError, type ApiKey, type Role, type Principal, type Action } from '../server/keys.js';
+/** Prometheus metrics: pass `metrics.onEvent` to createEngine's `onEvent`. */
+export { ServerMetrics } from '../server/metrics.js';
+/** The route table (schemas) and the OpenAPI document built from it. */
+export { ROUTES, type RouteSpec } from '../server/schemas.js';
+export { openApiDocument } from '../server/openapi.js';
+/** Workflows offered by name (`--workflows DIR`). */
+export { scanWorkflows, type RegisteredWorkflow } from '../server/workflows.js';
+/** The client `baton run --server` uses: start a run and follow its events. */
+export { ServerClient, type ServerClientOptions } from '../server/client.js';

@@ -1,0 +1,144 @@
+/**
+ * The HTTP API of `baton serve` as a plain Hono app: `createServerApp(...).app.fetch(request)` answers
+ * in memory, and listen.ts puts it on a port. Every route is in the table of schemas.ts; this file
+ * binds each to its handler through the edge (http.ts: key, schemas, body limit).
+ */
+import { Hono, type Context } from 'hono';
+import type { Engine } from '../api/engine.js';
+import type { RunStatus } from '../engine/events.js';
+import type { RunStore } from '../engine/ports.js';
+import { registerAgentRoutes } from './agents.js';
+import { ChangeHub } from './changes.js';
+import { edge, errorResponse, HttpError, type EdgeOptions, type Request } from './http.js';
+import type { ApiKey } from './keys.js';
+import { ServerMetrics } from './metrics.js';
+import { openApiDocument } from './openapi.js';
+import { RunRoutes } from './runs.js';
+import { ROUTES } from './schemas.js';
+import { allRunsStream, resumeSeq, runEventStream } from './streams.js';
+import type { RegisteredWorkflow } from './workflows.js';
+
+export interface ServerAppOptions {
+  /** The engine whose store and operations the routes use (its worker runs the runs, see listen.ts). */
+  engine: Engine;
+  /** Hashed API keys (keys.ts); none: no keys, every caller is `anonymous` (serve on loopback only). */
+  keys?: readonly ApiKey[];
+  /** Workflows offered by name (`--workflows DIR`, workflows.ts). */
+  workflows?: ReadonlyMap<string, RegisteredWorkflow>;
+  /** Largest request body in bytes (default 1 MiB). */
+  bodyLimit?: number;
+  /** Counters fed by the engine's onEvent (pass the same object there); default: a new one. */
+  metrics?: ServerMetrics;
+  /** Where posted workflows run (default: process.cwd()). */
+  cwd?: string;
+  /** The version /openapi.json gives. */
+  version?: string;
+  /**
+   * A store object of the server's own on the same database, for change notifications only: its
+   * `takeChanged` says which runs changed, so a commit wakes only the streams of its run (PostgreSQL:
+   * a second LISTEN connection). Default: the engine's store, whose `takeChanged` is its worker's, so
+   * every commit wakes every stream. The caller opens and closes it.
+   */
+  changes?: RunStore;
+  /** Faults that are not the caller's (a store failure, a bug): logged here, answered with a message only. */
+  log?: (line: string) => void;
+}
+
+export interface ServerApp {
+  app: Hono;
+  metrics: ServerMetrics;
+  /** Ends every open stream. */
+  close(): void;
+}
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+export function createServerApp(opts: ServerAppOptions): ServerApp {
+  const { engine } = opts;
+  const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const metrics = opts.metrics ?? new ServerMetrics();
+  const edgeOpts: EdgeOptions = { keys: opts.keys ?? [], bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT };
+  const hub = opts.changes ? new ChangeHub(opts.changes, true) : new ChangeHub(engine.store);
+  const closing = new AbortController();
+  const streams = { store: engine.store, hub, closing: closing.signal };
+  const runs = new RunRoutes({ engine, workflows: opts.workflows ?? new Map(), cwd: opts.cwd ?? process.cwd() });
+  const openapi = openApiDocument(ROUTES, opts.version ?? '0.0.0');
+
+  const handlers: Record<string, (r: Request) => Promise<Response> | Response> = {
+    openapi: (r) => r.c.json(openapi),
+    health: async (r) => {
+      await engine.store.runs({ limit: 1 });
+      return r.c.json({ ok: true, store: engine.store.kind });
+    },
+    metrics: async (r) => r.c.body(await metrics.render(engine.store), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }),
+    listWorkflows: (r) => runs.workflowsList(r),
+    validateWorkflow: (r) => runs.validate(r),
+    startRun: (r) => runs.start(r),
+    listRuns: (r) => runs.list(r),
+    getRun: (r) => runs.get(r),
+    listPhases: (r) => runs.phases(r),
+    getPhase: (r) => runs.phase(r),
+    listGates: (r) => runs.gates(r),
+    runEvents: (r) => {
+      if (!wantsStream(r.c)) return runs.events(r);
+      const types = typeof r.query['type'] === 'string' ? new Set(r.query['type'].split(',')) : undefined;
+      return runEventStream(r.c, streams, r.params['id']!, resumeSeq(r.c, typeof r.query['after'] === 'number' ? r.query['after'] : undefined), types);
+    },
+    runArtifacts: (r) => runs.artifacts(r),
+    allEvents: (r) => Promise.resolve(allRunsStream(r.c, streams, typeof r.query['status'] === 'string' ? new Set(r.query['status'].split(',') as RunStatus[]) : undefined)),
+    cancelRun: (r) => runs.cancel(r),
+    rerunRun: (r) => runs.rerun(r),
+    approveGate: (r) => runs.decide(r, 'approve'),
+    denyGate: (r) => runs.decide(r, 'deny'),
+    respondGate: (r) => runs.decide(r, 'respond'),
+  };
+
+  const app = new Hono();
+  // the route's template as its label (never the raw path: a label per URL would grow without bound)
+  const templates = new Set(ROUTES.map((r) => honoPath(r.path)));
+  app.use(async (c, next) => {
+    await next();
+    metrics.request(templates.has(c.req.routePath) ? c.req.routePath : 'other', c.res.status);
+  });
+  for (const spec of ROUTES) {
+    const h = handlers[spec.operationId];
+    if (!h) throw new Error(`route ${spec.operationId} has no handler`);
+    app.on(spec.method.toUpperCase(), honoPath(spec.path), edge(spec, edgeOpts, async (r) => h(r)));
+  }
+  registerAgentRoutes({ app, engine, edge: edgeOpts });
+  app.notFound((c) => {
+    const other = ROUTES.filter((r) => pathRegex(r.path).test(c.req.path));
+    if (other.length > 0) return c.json({ error: { code: 'method-not-allowed', message: `${c.req.method} is not allowed on ${c.req.path}; use ${other.map((r) => r.method.toUpperCase()).join(' or ')}` } }, 405, { allow: other.map((r) => r.method.toUpperCase()).sort().join(', ') });
+    return c.json({ error: { code: 'not-found', message: `no route ${c.req.method} ${c.req.path.slice(0, 200)} (the routes are in /openapi.json)` } }, 404);
+  });
+  app.onError((e, c) => {
+    const { status, body } = errorResponse(e, log);
+    const headers: Record<string, string> = status === 401 ? { 'www-authenticate': 'Bearer realm="baton"' } : {};
+    // the rest of an oversized body is never read: the connection cannot carry another request
+    if (status === 413) headers['connection'] = 'close';
+    return c.json(body, status as 400, headers);
+  });
+
+  return {
+    app,
+    metrics,
+    close() {
+      closing.abort();
+      hub.close();
+    },
+  };
+}
+
+function wantsStream(c: Context): boolean {
+  return /\btext\/event-stream\b/i.test(c.req.header('accept') ?? '');
+}
+
+function honoPath(p: string): string {
+  return p.replace(/\{(\w+)\}/g, ':$1');
+}
+
+function pathRegex(p: string): RegExp {
+  return new RegExp(`^${p.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{\w+\\?\}/g, '[^/]+')}/?$`);
+}
+
+export { HttpError };

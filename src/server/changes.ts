@@ -1,0 +1,108 @@
+/**
+ * One wait on the store's change notifications for the whole server, fanned out to the open streams.
+ * Each stream reads what it needs after a change; none polls on its own.
+ *
+ * Which streams wake: with a store object of the server's own (`targeted`: PostgreSQL, a second
+ * connection whose LISTEN/NOTIFY payloads `takeChanged` hands over), only the streams of the runs that
+ * changed, and the all-runs streams; otherwise (memory, SQLite, or the worker's own store object, whose
+ * `takeChanged` is the worker's: one consumer per store object) every stream, at each change.
+ *
+ * Invariant (no change is missed): a stream notes its `version` BEFORE it reads the store, then waits
+ * for a version above it. Versions only grow. While any stream is open the hub keeps waiting on the
+ * store, so a commit that lands during a read raises the version after the note, and the stream reads
+ * again.
+ */
+import type { RunStore } from '../engine/ports.js';
+
+/** The longest a wait on the store lasts (a safety net; commits wake it sooner). */
+const WAIT_MS = 1000;
+/** Runs whose last change is remembered; past this, every stream is woken once and the memory dropped. */
+const MAX_TRACKED = 10_000;
+
+interface Waiter {
+  runId: string | undefined;
+  done: () => void;
+}
+
+export class ChangeHub {
+  private tick = 0;
+  /** The tick of the last change that may concern every run. */
+  private everyRun = 0;
+  /** The tick of the last change of any run (what the all-runs streams wait for). */
+  private anyRun = 0;
+  private readonly runs = new Map<string, number>();
+  private readonly waiters = new Set<Waiter>();
+  private open = 0;
+  private loop: Promise<void> | undefined;
+  private readonly stop = new AbortController();
+
+  /** `targeted`: `store` is the hub's own, and its `takeChanged` says which runs changed. */
+  constructor(
+    private readonly store: RunStore,
+    private readonly targeted = false,
+  ) {}
+
+  /** The version a stream of `runId` (undefined: of every run) notes before it reads. */
+  version(runId?: string): number {
+    return Math.max(this.everyRun, runId === undefined ? this.anyRun : (this.runs.get(runId) ?? 0));
+  }
+
+  /** A stream is open: the hub keeps waiting on the store until the returned function is called. */
+  subscribe(): () => void {
+    this.open++;
+    this.loop ??= this.run();
+    let closed = false;
+    return () => {
+      if (!closed) this.open--;
+      closed = true;
+    };
+  }
+
+  /** Resolves when `runId`'s version (undefined: any run's) passes `seen`, after `maxMs`, or when `signal` aborts. Never rejects. */
+  next(runId: string | undefined, seen: number, maxMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.version(runId) > seen || signal?.aborted || this.stop.signal.aborted) return Promise.resolve();
+    const p = new Promise<void>((resolve) => {
+      const w: Waiter = {
+        runId,
+        done: () => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', w.done);
+          this.waiters.delete(w);
+          resolve();
+        },
+      };
+      const timer = setTimeout(w.done, maxMs);
+      signal?.addEventListener('abort', w.done, { once: true });
+      this.waiters.add(w);
+    });
+    // after the waiter is in: the loop ends when it finds nobody waiting and no stream open
+    this.loop ??= this.run();
+    return p;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stop.signal.aborted) {
+      if (this.waiters.size === 0 && this.open === 0) {
+        this.loop = undefined;
+        return;
+      }
+      await this.store.waitForChange(WAIT_MS, this.stop.signal);
+      const changed = this.targeted ? (this.store.takeChanged?.() ?? 'unknown') : 'unknown';
+      if (changed === 'unknown' || this.runs.size + changed.size > MAX_TRACKED) {
+        this.everyRun = ++this.tick;
+        this.runs.clear();
+        for (const w of [...this.waiters]) w.done();
+        continue;
+      }
+      if (changed.size === 0) continue; // the wait timed out: nothing changed
+      this.anyRun = ++this.tick;
+      for (const id of changed.keys()) this.runs.set(id, this.tick);
+      for (const w of [...this.waiters]) if (w.runId === undefined || changed.has(w.runId)) w.done();
+    }
+  }
+
+  close(): void {
+    this.stop.abort();
+    for (const w of [...this.waiters]) w.done();
+  }
+}

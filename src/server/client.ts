@@ -1,0 +1,180 @@
+/**
+ * A small client of the server's API (fetch, no dependency): what `baton run --server` uses. Its
+ * event stream reconnects with `Last-Event-ID` after a dropped connection, so a caller sees every
+ * event once, in order.
+ */
+import { BatonError } from '../core/errors.js';
+import type { JsonObject } from '../core/json.js';
+import type { RunEvent } from '../engine/events.js';
+
+export interface ServerClientOptions {
+  /** `http://host:port` */
+  url: string;
+  key?: string | undefined;
+  /** How many reconnects in a row, without an event between, before `events()` gives up (default 5). */
+  reconnects?: number;
+}
+
+/** An answer that is not a success, with the server's error code and message. */
+export class ServerAnswerError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly body: JsonObject,
+  ) {
+    super(message);
+    this.name = 'ServerAnswerError';
+  }
+}
+
+export interface SseMessage {
+  id?: string;
+  event: string;
+  data: string;
+}
+
+export class ServerClient {
+  private readonly base: string;
+  constructor(private readonly o: ServerClientOptions) {
+    let u: URL;
+    try {
+      u = new URL(o.url);
+    } catch {
+      throw new BatonError('usage', `--server expects a URL such as http://127.0.0.1:8080, got \`${o.url}\``);
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new BatonError('usage', `--server expects an http:// or https:// URL, got \`${o.url}\``);
+    this.base = u.href.replace(/\/+$/, '');
+  }
+
+  private headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { ...(this.o.key !== undefined ? { authorization: `Bearer ${this.o.key}` } : {}), ...extra };
+  }
+
+  /** A JSON request; a non-2xx answer throws ServerAnswerError, an unreachable server BatonError `store-unreachable`. */
+  async request(method: 'GET' | 'POST', path: string, body?: JsonObject): Promise<{ status: number; body: JsonObject }> {
+    let res: Response;
+    try {
+      res = await fetch(this.base + path, { method, headers: this.headers(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    } catch (e) {
+      throw unreachable(this.base, e);
+    }
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? {} : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === undefined || parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ServerAnswerError(res.status, 'bad-answer', `${this.base}${path} answered ${res.status} with something that is not a JSON object; is it a Baton server?`, {});
+    const b = parsed as JsonObject;
+    if (!res.ok) {
+      const err = (b['error'] ?? {}) as JsonObject;
+      throw new ServerAnswerError(res.status, typeof err['code'] === 'string' ? err['code'] : `http-${res.status}`, typeof err['message'] === 'string' ? err['message'] : `the server answered ${res.status}`, b);
+    }
+    return { status: res.status, body: b };
+  }
+
+  /**
+   * The run's events after `after`, live, until its terminal event. A dropped connection is
+   * resumed from the last seq seen (`Last-Event-ID`).
+   */
+  async *events(runId: string, opts: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<RunEvent, void, undefined> {
+    let seq = opts.after ?? 0;
+    let failures = 0;
+    const limit = this.o.reconnects ?? 5;
+    for (;;) {
+      if (opts.signal?.aborted) return;
+      let res: Response;
+      try {
+        res = await fetch(`${this.base}/runs/${encodeURIComponent(runId)}/events`, { headers: this.headers({ accept: 'text/event-stream', 'last-event-id': String(seq) }), ...(opts.signal ? { signal: opts.signal } : {}) });
+      } catch (e) {
+        if (opts.signal?.aborted) return;
+        if (++failures > limit) throw unreachable(this.base, e);
+        await pause(Math.min(5000, 200 * 2 ** failures));
+        continue;
+      }
+      if (!res.ok || !res.body) {
+        const text = await res.text().catch(() => '');
+        let err: JsonObject = {};
+        try {
+          err = ((JSON.parse(text) as JsonObject)['error'] ?? {}) as JsonObject;
+        } catch {
+          // not JSON: said by status
+        }
+        throw new ServerAnswerError(res.status, typeof err['code'] === 'string' ? err['code'] : `http-${res.status}`, typeof err['message'] === 'string' ? err['message'] : `the event stream answered ${res.status}`, { error: err });
+      }
+      let ended = false;
+      try {
+        for await (const m of sseMessages(res.body)) {
+          if (m.event === 'end') {
+            ended = true;
+            break;
+          }
+          if (m.event === 'error') break;
+          if (m.id === undefined) continue;
+          const e = JSON.parse(m.data) as RunEvent;
+          if (e.seq <= seq) continue;
+          seq = e.seq;
+          failures = 0;
+          yield e;
+        }
+      } catch (e) {
+        if (opts.signal?.aborted) return;
+        if (++failures > limit) throw unreachable(this.base, e);
+      }
+      if (ended) return;
+      // the connection dropped (or the server said `error`): resume after the last seq seen
+      await pause(Math.min(5000, 100 * 2 ** failures));
+    }
+  }
+}
+
+function unreachable(base: string, e: unknown): BatonError {
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  return new BatonError('store-unreachable', `the server ${base} cannot be reached (${cause?.code ?? cause?.message ?? (e as Error).message})`, { cause: e });
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Server-sent events from a response body (the text/event-stream format: fields, then a blank line). */
+export async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage, void, undefined> {
+  const decoder = new TextDecoder();
+  let buf = '';
+  let id: string | undefined;
+  let event = 'message';
+  let data: string[] = [];
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buf += decoder.decode(value, { stream: true });
+      let nl: number;
+      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + (buf.startsWith('\r\n', nl) ? 2 : 1));
+        if (line === '') {
+          if (data.length > 0) yield { ...(id !== undefined ? { id } : {}), event, data: data.join('\n') };
+          id = undefined;
+          event = 'message';
+          data = [];
+          continue;
+        }
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'id') id = value;
+        else if (field === 'event') event = value;
+        else if (field === 'data') data.push(value);
+      }
+    }
+  } finally {
+    reader.releaseLock();
+    await body.cancel().catch(() => undefined);
+  }
+}
+

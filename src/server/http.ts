@@ -1,0 +1,179 @@
+/**
+ * The HTTP edge of every route: the caller's key, then its path parameters, query and body checked
+ * against the route's schemas, before any handler runs. Nothing is read from or written to the store
+ * until a request has passed all of them, so a bad request never writes anything.
+ */
+import type { Context } from 'hono';
+import { BatonError } from '../core/errors.js';
+import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
+import type { Json } from '../core/json.js';
+import { ANONYMOUS, findKey, mayDo, roleText, type ApiKey, type Principal } from './keys.js';
+import type { RouteSpec } from './schemas.js';
+import { compileRoute, issuesOf, type Issue } from './validate.js';
+
+/** An answer that is not a success: a status and a JSON error. Thrown by handlers, rendered once. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, Json> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export interface Request<B = Record<string, Json>> {
+  principal: Principal;
+  params: Record<string, string>;
+  query: Record<string, Json>;
+  body: B;
+  c: Context;
+}
+
+export interface EdgeOptions {
+  /** Hashed keys; empty: no keys (every caller is `anonymous`, and the server listens on loopback only). */
+  keys: readonly ApiKey[];
+  /** Largest request body, bytes. */
+  bodyLimit: number;
+}
+
+/** The presented key: `Authorization: Bearer KEY`, else `X-API-Key: KEY`. */
+function presentedKey(c: Context): string | undefined {
+  const auth = c.req.header('authorization');
+  if (auth !== undefined) {
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(auth);
+    return m ? m[1] : '';
+  }
+  return c.req.header('x-api-key');
+}
+
+export function authenticate(c: Context, spec: RouteSpec, opts: EdgeOptions): Principal {
+  if (opts.keys.length === 0) return ANONYMOUS;
+  if (spec.action === 'public') return { name: 'public', roles: [], anonymous: false };
+  const key = presentedKey(c);
+  if (key === undefined) throw new HttpError(401, 'unauthorized', 'an API key is required: Authorization: Bearer KEY (or X-API-Key: KEY)');
+  const found = key === '' ? undefined : findKey(opts.keys, key);
+  if (!found) throw new HttpError(401, 'unauthorized', 'the API key is not known to this server');
+  const principal: Principal = { name: found.name, roles: found.roles, anonymous: false };
+  if (!mayDo(principal, spec.action)) throw new HttpError(403, 'forbidden', `key \`${found.name}\` (${found.roles.map(roleText).join(', ')}) may not ${spec.action === 'read' ? 'read' : spec.action} here: ${spec.method.toUpperCase()} ${spec.path} needs ${needs(spec.action)}`);
+  return principal;
+}
+
+function needs(action: RouteSpec['action']): string {
+  switch (action) {
+    case 'read':
+      return 'reader, operator or admin';
+    case 'admin':
+      return 'admin';
+    case 'public':
+      return 'no key';
+    default:
+      return 'operator or admin';
+  }
+}
+
+/** Checks a request against its route and hands the handler what it needs. */
+export function edge(spec: RouteSpec, opts: EdgeOptions, handler: (r: Request) => Promise<Response>): (c: Context) => Promise<Response> {
+  const v = compileRoute(spec);
+  return async (c) => {
+    const principal = authenticate(c, spec, opts);
+    const params = c.req.param() as Record<string, string>;
+    if (v.params && !v.params(params)) throw invalid(issuesOf(v.params.errors, 'params'), 'path');
+    const query: Record<string, Json> = { ...c.req.query() };
+    if (v.query) {
+      if (!v.query(query)) throw invalid(issuesOf(v.query.errors, 'query', spec.query), 'query');
+    } else if (Object.keys(query).length > 0) throw new HttpError(400, 'invalid-request', `${spec.method.toUpperCase()} ${spec.path} takes no query parameters, got \`${Object.keys(query)[0]!}\``);
+    let body: Record<string, Json> = {};
+    if (spec.body && v.body) {
+      body = await readJsonBody(c, opts.bodyLimit);
+      if (!v.body(body)) throw invalid(issuesOf(v.body.errors, 'body', spec.body), 'body');
+    } else if (spec.method === 'post') await readJsonBody(c, opts.bodyLimit);
+    return handler({ principal, params, query, body, c });
+  };
+}
+
+function invalid(issues: Issue[], where: string): HttpError {
+  const first = issues[0];
+  const message = first ? `${where === 'body' ? 'the body' : where === 'query' ? 'the query' : 'the path'}${first.path && !first.path.startsWith('?') ? ` at ${first.path}` : first.path.startsWith('?') ? ` parameter ${first.path.slice(1)}` : ''}: ${first.message}${issues.length > 1 ? ` (and ${issues.length - 1} more)` : ''}` : `the ${where} is invalid`;
+  return new HttpError(400, 'invalid-request', message, { issues: issues as unknown as Json });
+}
+
+/**
+ * The body as a JSON object. An empty body is `{}` (`curl -X POST` with nothing); anything else
+ * must be `application/json`, at most `limit` bytes (counted as they arrive, whatever
+ * Content-Length claims), UTF-8, and a JSON object.
+ */
+export async function readJsonBody(c: Context, limit: number): Promise<Record<string, Json>> {
+  const declared = c.req.header('content-length');
+  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) throw tooLarge(limit);
+  const text = await readLimited(c.req.raw, limit);
+  if (text.trim() === '') return {};
+  const type = c.req.header('content-type');
+  if (type === undefined || !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) throw new HttpError(415, 'unsupported-media-type', `the body must be JSON with Content-Type: application/json${type !== undefined ? `, got \`${type.slice(0, 100)}\`` : ''}`);
+  const charset = /;\s*charset=("?)([^";]+)\1/i.exec(type)?.[2];
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) throw new HttpError(415, 'unsupported-media-type', `the body must be UTF-8, got charset ${charset.slice(0, 40)}`);
+  const deep = jsonDepthExceeded(text);
+  if (deep >= 0) throw new HttpError(400, 'malformed-json', `the body nests deeper than ${MAX_JSON_DEPTH} levels (at offset ${deep})`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new HttpError(400, 'malformed-json', `the body is not valid JSON: ${(e as Error).message.split('\n')[0]!.slice(0, 300)}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new HttpError(400, 'invalid-request', 'the body must be a JSON object');
+  return value as Record<string, Json>;
+}
+
+function tooLarge(limit: number): HttpError {
+  return new HttpError(413, 'body-too-large', `the body is larger than this server's limit of ${limit} bytes (baton serve --body-limit)`);
+}
+
+async function readLimited(req: globalThis.Request, limit: number): Promise<string> {
+  if (!req.body) return '';
+  const reader: ReadableStreamDefaultReader<Uint8Array> = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  const bytes = Buffer.concat(chunks, total);
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new HttpError(400, 'malformed-json', 'the body is not UTF-8 text');
+  }
+}
+
+/** A fault as an answer: the code a caller can act on, never a stack trace. */
+export function errorResponse(e: unknown, log: (line: string) => void): { status: number; body: { error: Record<string, Json> } } {
+  if (e instanceof HttpError) return { status: e.status, body: { error: { code: e.code, message: e.message, ...e.extra } } };
+  if (e instanceof BatonError) {
+    const status = STATUS_OF[e.code] ?? 500;
+    if (status === 500) log(`${e.code}: ${e.message}`);
+    return { status, body: { error: { code: e.code, message: status === 500 && e.code === 'internal' ? 'internal error (the server log has it)' : e.message } } };
+  }
+  log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  return { status: 500, body: { error: { code: 'internal', message: 'internal error (the server log has it)' } } };
+}
+
+const STATUS_OF: Partial<Record<BatonError['code'], number>> = {
+  usage: 400,
+  'unknown-run': 404,
+  'unknown-gate': 404,
+  'run-exists': 409,
+  'gate-refused': 409,
+  'invalid-workflow': 422,
+  'unbound-agent': 422,
+  store: 503,
+  'store-locked': 503,
+  'store-unreachable': 503,
+};

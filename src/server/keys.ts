@@ -1,0 +1,164 @@
+/**
+ * API keys and roles. Keys come from `BATON_API_KEYS` or a keys file; only their sha256 is kept in
+ * memory (a file may give the hash instead of the key), and a presented key is compared with every
+ * stored hash in constant time, so neither timing nor a memory dump gives a key away.
+ *
+ * Roles: `admin` (everything), `operator` (start, cancel, approve, respond), `reader` (read), and
+ * `agent:<id>` (the remote-agent routes, registered in agents.ts: the check is `mayActAsAgent`).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { isPlainObject } from '../core/json.js';
+
+export type Role = { kind: 'admin' } | { kind: 'operator' } | { kind: 'reader' } | { kind: 'agent'; agent: string };
+
+/** Who is calling: a key's name and roles. `anonymous` is the caller of a server without keys (loopback only). */
+export interface Principal {
+  name: string;
+  roles: readonly Role[];
+  anonymous: boolean;
+}
+
+export interface ApiKey {
+  name: string;
+  roles: Role[];
+  /** sha256 of the key, 32 bytes. */
+  hash: Buffer;
+}
+
+/** What a route needs. `agent` is checked against the agent the request names (mayActAsAgent). */
+export type Action = 'read' | 'start' | 'cancel' | 'approve' | 'respond' | 'admin';
+
+const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/** `admin`, `operator`, `reader` or `agent:<id>`; a message for anything else. */
+export function parseRole(text: string): { ok: true; role: Role } | { ok: false; message: string } {
+  const t = text.trim();
+  if (t === 'admin' || t === 'operator' || t === 'reader') return { ok: true, role: { kind: t } };
+  if (t.startsWith('agent:')) {
+    const agent = t.slice('agent:'.length);
+    if (AGENT_ID.test(agent)) return { ok: true, role: { kind: 'agent', agent } };
+    return { ok: false, message: `role \`${t}\`: an agent id is letters, digits and _ . - (at most 128)` };
+  }
+  return { ok: false, message: `unknown role \`${t}\`: expected admin, operator, reader or agent:<id>` };
+}
+
+export function roleText(r: Role): string {
+  return r.kind === 'agent' ? `agent:${r.agent}` : r.kind;
+}
+
+/** May `p` do `action`? admin: everything; operator: start, cancel, approve, respond and read; reader: read. */
+export function mayDo(p: Principal, action: Action): boolean {
+  return p.roles.some((r) => {
+    switch (r.kind) {
+      case 'admin':
+        return true;
+      case 'operator':
+        return action !== 'admin';
+      case 'reader':
+        return action === 'read';
+      case 'agent':
+        return false;
+      default: {
+        const never: never = r;
+        return never;
+      }
+    }
+  });
+}
+
+/**
+ * May `p` claim and complete tasks of `agent`? Its own agent (`agent:<id>`), or any agent for admin.
+ * `delegatedTo`: agents the phase's `permissions` delegate the task to (RFC permissions), which an
+ * `agent:<id>` key of one of them may also take.
+ */
+export function mayActAsAgent(p: Principal, agent: string, delegatedTo: readonly string[] = []): boolean {
+  return p.roles.some((r) => r.kind === 'admin' || (r.kind === 'agent' && (r.agent === agent || delegatedTo.includes(r.agent))));
+}
+
+export function hashKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+/** The key presented matches one stored hash: every hash is compared (constant time), whichever matches. */
+export function findKey(keys: readonly ApiKey[], presented: string): ApiKey | undefined {
+  const h = hashKey(presented);
+  let found: ApiKey | undefined;
+  for (const k of keys) if (timingSafeEqual(k.hash, h) && !found) found = k;
+  return found;
+}
+
+export class KeysError extends Error {
+  override readonly name = 'KeysError';
+}
+
+const MIN_KEY_LENGTH = 16;
+
+/**
+ * `BATON_API_KEYS`: entries `NAME:ROLE[+ROLE...]:KEY`, separated by commas or newlines, e.g.
+ * `alice:operator:k1...,ci:reader:k2...,fetcher:agent:fetcher:k3...` (a role may hold a colon: the key
+ * is the last field, the name the first).
+ */
+export function parseKeysEnv(text: string): ApiKey[] {
+  const out: ApiKey[] = [];
+  for (const [i, raw] of text.split(/[,\n]/).entries()) {
+    const entry = raw.trim();
+    if (entry === '') continue;
+    const first = entry.indexOf(':');
+    const last = entry.lastIndexOf(':');
+    if (first <= 0 || last === first || last === entry.length - 1) throw new KeysError(`BATON_API_KEYS entry ${i + 1}: expected NAME:ROLE:KEY (e.g. alice:operator:<a random key>)`);
+    out.push(makeKey(entry.slice(0, first), entry.slice(first + 1, last).split('+'), { key: entry.slice(last + 1) }, `BATON_API_KEYS entry ${i + 1}`));
+  }
+  return checkUnique(out, 'BATON_API_KEYS');
+}
+
+/**
+ * A keys file: JSON, `{"keys": [{"name", "roles": [...], "key" | "sha256"}]}`. `sha256` (64 hex
+ * digits) keeps the key itself out of the file.
+ */
+export function parseKeysFile(text: string, file: string): ApiKey[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new KeysError(`${file}: not valid JSON (${(e as Error).message})`);
+  }
+  const list = isPlainObject(doc) ? doc['keys'] : undefined;
+  if (!Array.isArray(list)) throw new KeysError(`${file}: expected {"keys": [{"name": ..., "roles": [...], "key" or "sha256": ...}]}`);
+  const out = list.map((k, i) => {
+    const where = `${file}: keys[${i}]`;
+    if (!isPlainObject(k)) throw new KeysError(`${where}: expected an object`);
+    for (const f of Object.keys(k)) if (!['name', 'roles', 'key', 'sha256'].includes(f)) throw new KeysError(`${where}: unknown field \`${f}\` (name, roles, key, sha256)`);
+    const { name, roles, key, sha256 } = k;
+    if (typeof name !== 'string') throw new KeysError(`${where}: \`name\` must be a string`);
+    if (!Array.isArray(roles) || roles.length === 0 || !roles.every((r) => typeof r === 'string')) throw new KeysError(`${where}: \`roles\` must be a non-empty list of strings`);
+    if ((key === undefined) === (sha256 === undefined)) throw new KeysError(`${where}: give exactly one of \`key\` and \`sha256\``);
+    if (key !== undefined && typeof key !== 'string') throw new KeysError(`${where}: \`key\` must be a string`);
+    if (sha256 !== undefined && (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(sha256))) throw new KeysError(`${where}: \`sha256\` must be 64 hex digits (sha256 of the key)`);
+    return makeKey(name, roles, key !== undefined ? { key: key } : { sha256: sha256 as string }, where);
+  });
+  return checkUnique(out, file);
+}
+
+function makeKey(name: string, roleTexts: string[], secret: { key: string } | { sha256: string }, where: string): ApiKey {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$/.test(name)) throw new KeysError(`${where}: the name \`${name}\` must be letters, digits and _ . @ - (at most 128)`);
+  const roles: Role[] = [];
+  for (const t of roleTexts) {
+    const r = parseRole(t);
+    if (!r.ok) throw new KeysError(`${where}: ${r.message}`);
+    roles.push(r.role);
+  }
+  if ('key' in secret && secret.key.length < MIN_KEY_LENGTH) throw new KeysError(`${where}: the key of \`${name}\` is shorter than ${MIN_KEY_LENGTH} characters; use a random one (openssl rand -hex 24)`);
+  return { name, roles, hash: 'key' in secret ? hashKey(secret.key) : Buffer.from(secret.sha256, 'hex') };
+}
+
+function checkUnique(keys: ApiKey[], where: string): ApiKey[] {
+  const names = new Set<string>();
+  for (const k of keys) {
+    if (names.has(k.name)) throw new KeysError(`${where}: the name \`${k.name}\` is given twice`);
+    names.add(k.name);
+  }
+  return keys;
+}
+
+/** The principal of a server without keys: loopback callers only, all rights. */
+export const ANONYMOUS: Principal = { name: 'anonymous', roles: [{ kind: 'admin' }], anonymous: true };

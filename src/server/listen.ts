@@ -1,0 +1,78 @@
+/**
+ * `baton serve` as a library call: the app on a port, and the engine's worker running the runs the
+ * server starts. Without keys the server listens on loopback only (anyone who can reach it could
+ * start runs), whatever host is asked for.
+ */
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { BatonError } from '../core/errors.js';
+import { createServerApp, type ServerAppOptions } from './app.js';
+import type { ServerMetrics } from './metrics.js';
+
+export interface ListenOptions extends ServerAppOptions {
+  /** Default 127.0.0.1. With no keys only a loopback address is accepted. */
+  host?: string;
+  /** Default 8080; 0 picks a free port. */
+  port?: number;
+  /** Run the engine's worker in this process (default true): the runs the server starts are executed here. */
+  worker?: boolean;
+  /** How long running attempts may finish on close() before they are handed back (ms, default 10 s). */
+  graceMs?: number;
+}
+
+export interface BatonServer {
+  /** `http://127.0.0.1:PORT` */
+  url: string;
+  port: number;
+  host: string;
+  metrics: ServerMetrics;
+  /** Stops accepting, ends the streams, stops the worker (its attempts finish or are handed back). The store stays open. */
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+export function isLoopback(host: string): boolean {
+  return LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+export async function startServer(opts: ListenOptions): Promise<BatonServer> {
+  const host = opts.host ?? '127.0.0.1';
+  if ((opts.keys ?? []).length === 0 && !isLoopback(host)) throw new BatonError('usage', `without API keys the server listens on loopback only (127.0.0.1), not ${host}: give keys (BATON_API_KEYS or --keys FILE) to listen on ${host}`);
+  const built = createServerApp(opts);
+  const worker = new AbortController();
+  const serving = opts.worker === false ? Promise.resolve() : opts.engine.serve(worker.signal);
+  // a worker that fails ends nothing here: its store errors are retried inside, a fault is logged
+  serving.catch((e: unknown) => (opts.log ?? ((l: string) => process.stderr.write(`${l}\n`)))(`worker stopped: ${(e as Error).message}`));
+  let server: ServerType;
+  const info = await new Promise<AddressInfo>((resolve, reject) => {
+    server = serve({ fetch: built.app.fetch, port: opts.port ?? 8080, hostname: host }, resolve);
+    server.once('error', reject);
+  }).catch((e: unknown) => {
+    worker.abort();
+    built.close();
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new BatonError('usage', code === 'EADDRINUSE' ? `port ${opts.port ?? 8080} on ${host} is taken (another server?); --port picks another` : code === 'EADDRNOTAVAIL' ? `${host} is not an address of this machine` : `cannot listen on ${host}:${opts.port ?? 8080}: ${(e as Error).message}`, { cause: e });
+  });
+  const shown = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${shown}:${info.port}`,
+    port: info.port,
+    host: info.address,
+    metrics: built.metrics,
+    close: () =>
+      (closing ??= (async () => {
+        built.close();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          // streams end at once (built.close), idle keep-alive connections too
+          (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+          setTimeout(() => (server as { closeAllConnections?: () => void }).closeAllConnections?.(), 1000).unref();
+        });
+        if (opts.worker !== false) await opts.engine.stop(opts.graceMs ?? 10_000);
+        worker.abort();
+        await serving.catch(() => undefined);
+      })()),
+  };
+}

@@ -1,0 +1,35 @@
+/**
+ * What a posted workflow text may reach on the server's host. `x-command` agents and MCP servers
+ * (`mcp.servers`) run commands; `x-contract: FILE` and `x-blueprint: FILE` read files (and their
+ * diagnostics would tell what is there). Found in the YAML before anything is compiled, so a refused
+ * text has read nothing. A workflow registered with `--workflows DIR` was put there by whoever runs the
+ * server, and may do all of this.
+ */
+import { parse } from 'yaml';
+
+/** The places in `text` that reach the host, as `path: what` lines; empty when there are none (or the YAML does not parse: the compiler reports it and reads nothing). */
+export function hostReach(text: string): string[] {
+  let doc: unknown;
+  try {
+    doc = parse(text, { maxAliasCount: 100, uniqueKeys: false });
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const walk = (v: unknown, path: string, depth: number): void => {
+    if (depth > 64 || out.length >= 10 || v === null || typeof v !== 'object') return;
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => walk(x, `${path}[${i}]`, depth + 1));
+      return;
+    }
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      const at = path === '' ? k : `${path}.${k}`;
+      if (k === 'x-command') out.push(`${at} (runs a command)`);
+      else if ((k === 'x-contract' || k === 'x-blueprint') && typeof x === 'string') out.push(`${at} (reads a file)`);
+      else if (k === 'mcp' && path === '' && x !== null && typeof x === 'object' && Object.keys((x as Record<string, unknown>)['servers'] ?? {}).length > 0) out.push(`${at}.servers (runs commands)`);
+      else walk(x, at, depth + 1);
+    }
+  };
+  walk(doc, '', 0);
+  return out;
+}

@@ -1,0 +1,267 @@
+/**
+ * The run routes: start (idempotent with a run id), list and read, cancel, rerun, and the gate
+ * decisions. Each goes through the engine's own operations, as the CLI's commands do, so every rule
+ * `baton run` enforces holds here over the same stores.
+ */
+import { resolve } from 'node:path';
+import type { Engine } from '../api/engine.js';
+import { WorkflowSpec } from '../api/spec.js';
+import { BatonError } from '../core/errors.js';
+import type { Json, JsonObject } from '../core/json.js';
+import { diagnosticToJson } from '../diagnostics/render.js';
+import { SourceFile } from '../diagnostics/source.js';
+import type { RunStatus } from '../engine/events.js';
+import type { RunRecord } from '../engine/ports.js';
+import { workflowRecord } from '../engine/start.js';
+import { loadWorkflow, parseWorkflow, type CompileResult } from '../workflow/compile.js';
+import { HttpError, type Request } from './http.js';
+import type { Principal } from './keys.js';
+import { pageOf, decodeCursor, encodeCursor } from './pages.js';
+import { hostReach } from './posted.js';
+import type { RegisteredWorkflow } from './workflows.js';
+
+export interface RunRoutesOptions {
+  engine: Engine;
+  workflows: ReadonlyMap<string, RegisteredWorkflow>;
+  /** Where posted workflows run (their x-command agents' working directory). */
+  cwd: string;
+}
+
+const ENDED = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
+
+export function runSummary(r: RunRecord): JsonObject {
+  return { run_id: r.runId, workflow: r.workflowName, workflow_hash: r.workflowHash, status: r.status, seq: r.seq, cost_usd: r.costUsd, created_at: r.createdAt, updated_at: r.updatedAt, ended_at: r.endedAt };
+}
+
+export class RunRoutes {
+  constructor(private readonly o: RunRoutesOptions) {}
+
+  private get store(): Engine['store'] {
+    return this.o.engine.store;
+  }
+
+  /** A workflow by text or by registered name, compiled; `file` is the name its diagnostics carry. */
+  private async compile(body: Record<string, Json>, principal: Principal): Promise<{ result: CompileResult; path: string; posted: boolean }> {
+    if (typeof body['workflow_name'] === 'string') {
+      const w = this.o.workflows.get(body['workflow_name']);
+      if (!w) throw new HttpError(404, 'unknown-workflow', `no workflow \`${body['workflow_name']}\` is registered here${this.o.workflows.size > 0 ? ` (registered: ${[...this.o.workflows.keys()].slice(0, 20).join(', ')})` : ' (baton serve --workflows DIR registers them)'}`);
+      const result = await loadWorkflow(w.path);
+      return { result: { ...result, file: `${w.name}${w.path.endsWith('.yml') ? '.yml' : '.yaml'}` }, path: w.path, posted: false };
+    }
+    const file = typeof body['file'] === 'string' ? body['file'] : 'workflow.yaml';
+    // a posted text that would run commands or read files on this host: admins only (checked before anything is read)
+    const reach = hostReach(body['workflow'] as string);
+    if (reach.length > 0 && !principal.roles.some((x) => x.kind === 'admin'))
+      throw new HttpError(403, 'forbidden', `the posted workflow reaches the server's host: ${reach.join(', ')}; only an admin key may post such a workflow (or register it with baton serve --workflows DIR)`);
+    const path = resolve(this.o.cwd, 'workflow.yaml');
+    const result = parseWorkflow(body['workflow'] as string, { file: path });
+    return { result: { ...result, file }, path, posted: true };
+  }
+
+  async validate(r: Request): Promise<Response> {
+    const { result } = await this.compile(r.body, r.principal);
+    return r.c.json({ files: [{ file: result.file, valid: result.ok, diagnostics: diagnosticsOf(result) }] });
+  }
+
+  workflowsList(r: Request): Response {
+    return r.c.json({ workflows: [...this.o.workflows.values()].map((w) => ({ name: w.name })) });
+  }
+
+  async start(r: Request): Promise<Response> {
+    const { body, principal } = r;
+    // auto-approval decides every gate, named approvers or not: admins only
+    if (body['auto_approve'] === true && !principal.roles.some((x) => x.kind === 'admin')) throw new HttpError(403, 'forbidden', 'auto_approve decides every gate of the run, whoever its approvers are: only an admin key may ask for it');
+    const { result, path, posted } = await this.compile(body, principal);
+    if (!result.ok) throw new HttpError(422, 'invalid-workflow', `${result.file}: the workflow is invalid; nothing was run`, { diagnostics: diagnosticsOf(result) as unknown as Json });
+    const model = result.model;
+    const runId = typeof body['run_id'] === 'string' ? body['run_id'] : undefined;
+    const wanted = {
+      hash: workflowRecord(model, path).hash,
+      trigger: (body['trigger'] ?? null),
+      initialState: (body['initial_state'] ?? null),
+      autoApprove: body['auto_approve'] === true,
+      timeoutMs: typeof body['timeout_s'] === 'number' ? body['timeout_s'] * 1000 : undefined,
+    };
+    if (runId !== undefined) {
+      const existing = await this.store.run(runId);
+      if (existing) return this.same(r, existing, wanted);
+    }
+    const spec = WorkflowSpec.fromResult(result);
+    let id: string;
+    try {
+      id = await this.o.engine.create(spec, {
+        ...(runId !== undefined ? { runId } : {}),
+        ...(body['trigger'] !== undefined ? { trigger: body['trigger'] } : {}),
+        ...(body['initial_state'] !== undefined ? { initialState: body['initial_state'] as JsonObject } : {}),
+        ...(wanted.timeoutMs !== undefined ? { timeoutMs: wanted.timeoutMs } : {}),
+        autoApprove: wanted.autoApprove,
+        bindings: { server: true, started_by: principal.name },
+        path,
+        ...(posted ? { cwd: this.o.cwd } : {}),
+      });
+    } catch (e) {
+      if (e instanceof BatonError && e.code === 'run-exists' && runId !== undefined) {
+        // two starts with one id at once: the loser answers as a repeat
+        const existing = await this.store.run(runId);
+        if (existing) return this.same(r, existing, wanted);
+      }
+      if (e instanceof BatonError && e.code === 'usage') throw new HttpError(422, 'invalid-input', e.message);
+      throw e;
+    }
+    const record = await this.store.run(id);
+    return r.c.json(runSummary(record!), 201);
+  }
+
+  /** A start with a taken id: the same body is the same run (200), another is a conflict (409). */
+  private same(r: Request, existing: RunRecord, wanted: { hash: string; trigger: Json; initialState: Json; autoApprove: boolean; timeoutMs: number | undefined }): Response {
+    const diffs: string[] = [];
+    if (existing.workflowHash !== wanted.hash) diffs.push('workflow');
+    if (canonical(existing.trigger) !== canonical(wanted.trigger)) diffs.push('trigger');
+    if (canonical(existing.initialState) !== canonical(wanted.initialState)) diffs.push('initial_state');
+    if ((existing.options['auto_approve'] === true) !== wanted.autoApprove) diffs.push('auto_approve');
+    if ((typeof existing.options['timeout_ms'] === 'number' ? existing.options['timeout_ms'] : undefined) !== wanted.timeoutMs) diffs.push('timeout_s');
+    if (diffs.length > 0) throw new HttpError(409, 'run-exists', `run ${existing.runId} exists with another ${diffs.join(', ')}; a start with the same run_id must repeat the same body`, { run_id: existing.runId });
+    return r.c.json(runSummary(existing), 200);
+  }
+
+  async list(r: Request): Promise<Response> {
+    const q = r.query;
+    const limit = typeof q['limit'] === 'number' ? q['limit'] : 100;
+    const status = typeof q['status'] === 'string' ? (q['status'].split(',') as RunStatus[]) : undefined;
+    const workflow = typeof q['workflow'] === 'string' ? q['workflow'] : undefined;
+    const cursor = typeof q['cursor'] === 'string' ? decodeCursor(q['cursor'], (v): v is { c: number; r: string } => typeof v['c'] === 'number' && typeof v['r'] === 'string') : undefined;
+    // the store lists newest first with a limit and no cursor: read deeper until the page is full
+    const before = (x: RunRecord): boolean => !cursor || x.createdAt < cursor.c || (x.createdAt === cursor.c && x.runId < cursor.r);
+    let want = limit + 1;
+    let page: RunRecord[];
+    for (;;) {
+      const rows = await this.store.runs({ ...(status ? { status } : {}), limit: want });
+      page = rows.filter((x) => before(x) && (workflow === undefined || x.workflowName === workflow));
+      if (page.length > limit || rows.length < want || want >= 1_000_000) break;
+      want *= 4;
+    }
+    const more = page.length > limit;
+    const items = page.slice(0, limit);
+    const last = items[items.length - 1];
+    return r.c.json({ runs: items.map(runSummary), next_cursor: more && last ? encodeCursor({ c: last.createdAt, r: last.runId }) : null });
+  }
+
+  async get(r: Request): Promise<Response> {
+    const { record, workflow, result } = await this.o.engine.inspect(r.params['id']!);
+    const { events: _events, ...rest } = result;
+    return r.c.json({
+      ...rest,
+      run_id: record.runId,
+      status: record.status,
+      seq: record.seq,
+      workflow_hash: record.workflowHash,
+      workflow_path: workflow?.path ?? null,
+      trigger: record.trigger,
+      initial_state: record.initialState,
+      bindings: record.bindings,
+      created_at: record.createdAt,
+      updated_at: record.updatedAt,
+    } as unknown as JsonObject);
+  }
+
+  async phases(r: Request): Promise<Response> {
+    const { result } = await this.o.engine.inspect(r.params['id']!);
+    const wanted = typeof r.query['status'] === 'string' ? new Set(r.query['status'].split(',')) : undefined;
+    const all = Object.entries(result.phases).map(([name, p]) => ({ name, ...p }) as unknown as JsonObject).filter((p) => !wanted || wanted.has(p['status'] as string));
+    return r.c.json(pageOf('phases', all, r.query));
+  }
+
+  async phase(r: Request): Promise<Response> {
+    const { result } = await this.o.engine.inspect(r.params['id']!);
+    const name = r.params['phase']!;
+    const p = Object.prototype.hasOwnProperty.call(result.phases, name) ? result.phases[name] : undefined;
+    if (!p) throw new HttpError(404, 'unknown-phase', `run ${r.params['id']!} has no phase \`${name}\` (phases: ${Object.keys(result.phases).join(', ')})`);
+    return r.c.json({ name, ...p } as unknown as JsonObject);
+  }
+
+  async gates(r: Request): Promise<Response> {
+    const { result } = await this.o.engine.inspect(r.params['id']!);
+    const wanted = typeof r.query['status'] === 'string' ? new Set(r.query['status'].split(',')) : undefined;
+    const all = result.gates.filter((g) => !wanted || wanted.has(g.status)) as unknown as JsonObject[];
+    return r.c.json(pageOf('gates', all, r.query));
+  }
+
+  async events(r: Request): Promise<Response> {
+    const id = r.params['id']!;
+    const record = await this.store.run(id);
+    if (!record) throw new BatonError('unknown-run', `no run ${id} in ${this.store.location}`);
+    const limit = typeof r.query['limit'] === 'number' ? r.query['limit'] : 100;
+    const cursor = typeof r.query['cursor'] === 'string' ? decodeCursor(r.query['cursor'], (v): v is { s: number } => typeof v['s'] === 'number') : undefined;
+    const after = cursor?.s ?? (typeof r.query['after'] === 'number' ? r.query['after'] : 0);
+    const types = typeof r.query['type'] === 'string' ? new Set(r.query['type'].split(',')) : undefined;
+    const events = (await this.store.events(id, after)).filter((e) => !types || types.has(e.type));
+    const items = events.slice(0, limit);
+    const last = items[items.length - 1];
+    return r.c.json({ events: items as unknown as JsonObject[], next_cursor: events.length > limit && last ? encodeCursor({ s: last.seq }) : null });
+  }
+
+  async artifacts(r: Request): Promise<Response> {
+    const { record, result } = await this.o.engine.inspect(r.params['id']!);
+    const phase = typeof r.query['phase'] === 'string' ? r.query['phase'] : undefined;
+    const rows = result.events.flatMap((e) =>
+      e.type === 'task.agent_event' && (e.kind === 'file_read' || e.kind === 'file_written') && (phase === undefined || e.phase === phase)
+        ? [{ run_id: record.runId, phase: e.phase, attempt: e.attempt, access: e.kind === 'file_read' ? 'read' : 'written', path: e.data['path'] ?? null, sha256: e.data['sha256'] ?? null, size: e.data['size'] ?? null }]
+        : [],
+    );
+    return r.c.json(pageOf('artifacts', rows, r.query));
+  }
+
+  async cancel(r: Request): Promise<Response> {
+    const id = r.params['id']!;
+    const before = await this.store.run(id);
+    if (!before) throw new BatonError('unknown-run', `no run ${id} in ${this.store.location}`);
+    if (ENDED.has(before.status)) throw new HttpError(409, 'run-ended', `run ${id} already ${before.status}`, { run_id: id, status: before.status });
+    const reason = typeof r.body['reason'] === 'string' ? r.body['reason'] : `cancelled by ${r.principal.name}`;
+    await this.o.engine.cancel(id, reason);
+    return r.c.json({ run_id: id, status: 'cancelled', reason });
+  }
+
+  async rerun(r: Request): Promise<Response> {
+    const id = await this.o.engine.rerun(r.params['id']!, r.body['from'] as string, { ...(typeof r.body['run_id'] === 'string' ? { runId: r.body['run_id'] } : {}) });
+    const record = await this.store.run(id);
+    return r.c.json(runSummary(record!), 201);
+  }
+
+  /** approve, deny or respond: the key's name decides, and must be one of the gate's approvers when it names some. */
+  async decide(r: Request, decision: 'approve' | 'deny' | 'respond'): Promise<Response> {
+    const id = r.params['id']!;
+    const gateId = r.params['gate']!;
+    const by = actor(r.principal, r.body['as']);
+    const { result } = await this.o.engine.inspect(id);
+    const gate = result.gates.find((g) => g.id === gateId);
+    if (!gate) throw new HttpError(404, 'unknown-gate', `run ${id} has no gate \`${gateId}\`${result.gates.length > 0 ? ` (gates: ${result.gates.map((g) => g.id).join(', ')})` : ''}`);
+    if (gate.approvers.length > 0 && !gate.approvers.includes(by)) throw new HttpError(403, 'not-an-approver', `${by} is not an approver of gate \`${gateId}\` (approvers: ${gate.approvers.join(', ')})`);
+    const comment = typeof r.body['comment'] === 'string' ? r.body['comment'] : undefined;
+    if (decision === 'approve') await this.o.engine.approve(id, gateId, by, comment);
+    else if (decision === 'deny') await this.o.engine.deny(id, gateId, by, comment);
+    else await this.o.engine.respond(id, gateId, r.body['value'] as Json, by);
+    const decided = decision === 'approve' ? 'approved' : decision === 'deny' ? 'denied' : 'answered';
+    return r.c.json({ run_id: id, gate_id: gateId, decision: decided, by, ...(comment !== undefined ? { comment } : {}), ...(decision === 'respond' ? { value: r.body['value'] as Json } : {}) });
+  }
+}
+
+/** Who decides: the key's name; `as` only on a server without keys (there it names the person). */
+function actor(p: Principal, as: Json | undefined): string {
+  if (p.anonymous) return typeof as === 'string' ? as : 'anonymous';
+  if (typeof as === 'string' && as !== p.name) throw new HttpError(400, 'invalid-request', `\`as\`: on a server with keys the key's name decides (${p.name}); leave \`as\` out`);
+  return p.name;
+}
+
+/** `baton validate --json`'s diagnostics of a compiled text. */
+function diagnosticsOf(r: CompileResult): JsonObject[] {
+  const main = new SourceFile(r.file, r.text);
+  return r.diagnostics.map((d) => {
+    const src = d.file === undefined ? main : new SourceFile(d.file, r.sources?.get(d.file) ?? '');
+    return { ...diagnosticToJson(d, src), ...(d.file !== undefined ? { file: d.file } : {}) };
+  });
+}
+
+/** JSON with keys sorted: equal values give equal text. */
+export function canonical(v: Json | undefined): string {
+  return JSON.stringify(v ?? null, (_k, x: unknown) => (x !== null && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
+}

@@ -1,0 +1,134 @@
+/**
+ * The API's routes as data: method, path, who may call it, and the JSON Schemas of its path
+ * parameters, query and body. The same table validates requests (validate.ts compiles each schema
+ * once with ajv) and generates `/openapi.json` (openapi.ts): the document cannot drift from what is
+ * enforced.
+ */
+import type { JsonObject } from '../core/json.js';
+import type { Action } from './keys.js';
+
+export type Schema = JsonObject;
+
+export interface RouteSpec {
+  method: 'get' | 'post';
+  /** OpenAPI form: `/runs/{id}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  /** What the caller needs; `public` needs no key. */
+  action: Action | 'public';
+  params?: Record<string, Schema>;
+  /** An object schema whose properties are query parameters (values coerced from strings). */
+  query?: Schema;
+  body?: Schema;
+  responses: Record<string, { description: string; schema?: Schema; sse?: boolean }>;
+}
+
+export const RUN_ID = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$', description: 'a run id' } as const satisfies Schema;
+const NAME = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' } as const satisfies Schema;
+const STATUS_LIST = { type: 'string', pattern: '^(running|waiting|completed|failed|cancelled)(,(running|waiting|completed|failed|cancelled))*$', description: 'comma-separated run statuses' } as const satisfies Schema;
+const LIMIT = { type: 'integer', minimum: 1, maximum: 1000, description: 'at most this many items (default 100)' } as const satisfies Schema;
+const CURSOR = { type: 'string', maxLength: 400, description: '`next_cursor` of the previous page' } as const satisfies Schema;
+const JSON_OBJECT = { type: 'object' } as const satisfies Schema;
+
+export const ERROR = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: { code: { type: 'string' }, message: { type: 'string' }, issues: { type: 'array', items: { type: 'object' } }, diagnostics: { type: 'array', items: { type: 'object' } } },
+    },
+  },
+} as const satisfies Schema;
+
+const RUN_SUMMARY = {
+  type: 'object',
+  required: ['run_id', 'workflow', 'status', 'seq', 'created_at', 'updated_at'],
+  properties: {
+    run_id: { type: 'string' },
+    workflow: { type: 'string' },
+    workflow_hash: { type: 'string' },
+    status: { type: 'string', enum: ['running', 'waiting', 'completed', 'failed', 'cancelled'] },
+    seq: { type: 'integer' },
+    cost_usd: { type: 'number' },
+    created_at: { type: 'integer' },
+    updated_at: { type: 'integer' },
+    ended_at: { type: ['integer', 'null'] },
+  },
+} as const satisfies Schema;
+
+const START_BODY = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    workflow: { type: 'string', minLength: 1, description: 'the workflow text (YAML)' },
+    workflow_name: { ...NAME, description: 'the name of a workflow registered with `baton serve --workflows DIR`' },
+    trigger: { ...JSON_OBJECT, description: 'the trigger payload ($trigger.*)' },
+    initial_state: { ...JSON_OBJECT, description: 'run-level values for $initial_state.*' },
+    run_id: { ...RUN_ID, description: 'start idempotently: the same id and body answer the same run (200); another body 409' },
+    auto_approve: { type: 'boolean', description: 'approve every gate as it opens (recorded as automatic)' },
+    timeout_s: { type: 'number', exclusiveMinimum: 0, description: 'timeout of the whole run, seconds' },
+  },
+  oneOf: [{ required: ['workflow'] }, { required: ['workflow_name'] }],
+} as const satisfies Schema;
+
+const VALIDATE_BODY = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    workflow: { type: 'string', description: 'the workflow text (YAML)' },
+    workflow_name: { ...NAME, description: 'a registered workflow' },
+    file: { ...NAME, description: 'the name diagnostics give the text (default workflow.yaml)' },
+  },
+  oneOf: [{ required: ['workflow'] }, { required: ['workflow_name'] }],
+} as const satisfies Schema;
+
+const AS = { ...NAME, description: 'who decides; only on a server without keys (with keys, the key’s name decides)' } as const satisfies Schema;
+const DECIDE_BODY = { type: 'object', additionalProperties: false, properties: { comment: { type: 'string', maxLength: 10_000 }, as: AS } } as const satisfies Schema;
+const RESPOND_BODY = { type: 'object', additionalProperties: false, required: ['value'], properties: { value: { description: 'the answer: any JSON value' }, as: AS } } as const satisfies Schema;
+const CANCEL_BODY = { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', minLength: 1, maxLength: 10_000 } } } as const satisfies Schema;
+const RERUN_BODY = { type: 'object', additionalProperties: false, required: ['from'], properties: { from: { ...NAME, description: 'the phase to run again, with everything after it' }, run_id: RUN_ID } } as const satisfies Schema;
+
+const ID_PARAM = { id: RUN_ID };
+const GATE_PARAMS = { id: RUN_ID, gate: NAME };
+const ERRORS = { '400': { description: 'a bad request', schema: ERROR }, '401': { description: 'no key, or an unknown key', schema: ERROR }, '403': { description: 'the key’s roles do not allow it', schema: ERROR } };
+const NOT_FOUND = { '404': { description: 'no such run (or gate, or phase)', schema: ERROR } };
+const PAGE = (name: string, item: Schema): Schema => ({ type: 'object', required: [name, 'next_cursor'], properties: { [name]: { type: 'array', items: item }, next_cursor: { type: ['string', 'null'] } } });
+const OBJ = { type: 'object' } as const satisfies Schema;
+
+export const ROUTES: readonly RouteSpec[] = [
+  { method: 'get', path: '/openapi.json', operationId: 'openapi', summary: 'this document (OpenAPI 3.1)', action: 'public', responses: { '200': { description: 'the OpenAPI document', schema: OBJ } } },
+  { method: 'get', path: '/health', operationId: 'health', summary: 'liveness: the store answers', action: 'public', responses: { '200': { description: 'ok', schema: OBJ }, '503': { description: 'the store does not answer', schema: ERROR } } },
+  { method: 'get', path: '/metrics', operationId: 'metrics', summary: 'Prometheus metrics (text exposition format)', action: 'read', responses: { '200': { description: 'metrics, text/plain; version=0.0.4' }, ...ERRORS } },
+  { method: 'get', path: '/workflows', operationId: 'listWorkflows', summary: 'the workflows registered with --workflows DIR', action: 'read', responses: { '200': { description: 'the workflows', schema: OBJ }, ...ERRORS } },
+  { method: 'post', path: '/workflows/validate', operationId: 'validateWorkflow', summary: 'the diagnostics of a workflow, as `baton validate --json` gives them', action: 'read', body: VALIDATE_BODY, responses: { '200': { description: '{"files": [{"file", "valid", "diagnostics"}]}', schema: OBJ }, ...ERRORS, '404': { description: 'no such registered workflow', schema: ERROR } } },
+  {
+    method: 'post', path: '/runs', operationId: 'startRun', summary: 'start a run (idempotent with run_id)', action: 'start', body: START_BODY,
+    responses: { '201': { description: 'the run was started', schema: RUN_SUMMARY }, '200': { description: 'a run with this id and the same body exists: that run', schema: RUN_SUMMARY }, ...ERRORS, '404': { description: 'no such registered workflow', schema: ERROR }, '409': { description: 'a run with this id exists with another body', schema: ERROR }, '422': { description: 'the workflow is invalid, an agent is unbound, or the trigger does not fit', schema: ERROR } },
+  },
+  { method: 'get', path: '/runs', operationId: 'listRuns', summary: 'runs, newest first', action: 'read', query: { type: 'object', additionalProperties: false, properties: { status: STATUS_LIST, workflow: NAME, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of runs', schema: PAGE('runs', RUN_SUMMARY) }, ...ERRORS } },
+  { method: 'get', path: '/runs/{id}', operationId: 'getRun', summary: 'a run: status, phases, gates (as `baton show --json`)', action: 'read', params: ID_PARAM, responses: { '200': { description: 'the run', schema: OBJ }, ...ERRORS, ...NOT_FOUND } },
+  { method: 'get', path: '/runs/{id}/phases', operationId: 'listPhases', summary: 'the phases of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: { type: 'string', pattern: '^[a-z_]+(,[a-z_]+)*$' }, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of phases', schema: PAGE('phases', OBJ) }, ...ERRORS, ...NOT_FOUND } },
+  { method: 'get', path: '/runs/{id}/phases/{phase}', operationId: 'getPhase', summary: 'one phase of a run', action: 'read', params: { id: RUN_ID, phase: NAME }, responses: { '200': { description: 'the phase', schema: OBJ }, ...ERRORS, ...NOT_FOUND } },
+  { method: 'get', path: '/runs/{id}/gates', operationId: 'listGates', summary: 'the gates of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: { type: 'string', pattern: '^[a-z_]+(,[a-z_]+)*$' }, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of gates', schema: PAGE('gates', OBJ) }, ...ERRORS, ...NOT_FOUND } },
+  {
+    method: 'get', path: '/runs/{id}/events', operationId: 'runEvents', summary: 'the event log: a JSON page, or with `Accept: text/event-stream` a live stream resumable with Last-Event-ID (the seq)', action: 'read', params: ID_PARAM,
+    query: { type: 'object', additionalProperties: false, properties: { after: { type: 'integer', minimum: 0, description: 'events with a greater seq' }, type: { type: 'string', pattern: '^[a-z_.]+(,[a-z_.]+)*$', description: 'comma-separated event types' }, limit: LIMIT, cursor: CURSOR } },
+    responses: { '200': { description: 'a page of events, or the stream (text/event-stream: `id` is the seq, `event` the type, `data` the event)', schema: PAGE('events', OBJ), sse: true }, ...ERRORS, ...NOT_FOUND },
+  },
+  { method: 'get', path: '/runs/{id}/artifacts', operationId: 'runArtifacts', summary: 'the files agents declared and read or wrote (as `baton show --artifacts --json`)', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { phase: NAME, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of artifacts', schema: PAGE('artifacts', OBJ) }, ...ERRORS, ...NOT_FOUND } },
+  { method: 'get', path: '/events', operationId: 'allEvents', summary: 'every run’s changes as server-sent events (a dashboard): `event: run` with the run row at each change', action: 'read', query: { type: 'object', additionalProperties: false, properties: { status: STATUS_LIST } }, responses: { '200': { description: 'text/event-stream', sse: true }, ...ERRORS } },
+  { method: 'post', path: '/runs/{id}/cancel', operationId: 'cancelRun', summary: 'cancel a run', action: 'cancel', params: ID_PARAM, body: CANCEL_BODY, responses: { '200': { description: 'cancelled', schema: OBJ }, ...ERRORS, ...NOT_FOUND, '409': { description: 'the run has ended', schema: ERROR } } },
+  { method: 'post', path: '/runs/{id}/rerun', operationId: 'rerunRun', summary: 'a new run reusing every output upstream of `from`', action: 'start', params: ID_PARAM, body: RERUN_BODY, responses: { '201': { description: 'the new run', schema: RUN_SUMMARY }, ...ERRORS, ...NOT_FOUND, '409': { description: 'the new run id is taken', schema: ERROR } } },
+  { method: 'post', path: '/runs/{id}/gates/{gate}/approve', operationId: 'approveGate', summary: 'approve an approval gate', action: 'approve', params: GATE_PARAMS, body: DECIDE_BODY, responses: { '200': { description: 'approved', schema: OBJ }, ...ERRORS, ...NOT_FOUND, '409': { description: 'the gate is not open, or refuses this decision', schema: ERROR } } },
+  { method: 'post', path: '/runs/{id}/gates/{gate}/deny', operationId: 'denyGate', summary: 'deny an approval gate', action: 'approve', params: GATE_PARAMS, body: DECIDE_BODY, responses: { '200': { description: 'denied', schema: OBJ }, ...ERRORS, ...NOT_FOUND, '409': { description: 'the gate is not open', schema: ERROR } } },
+  { method: 'post', path: '/runs/{id}/gates/{gate}/respond', operationId: 'respondGate', summary: 'answer an input gate', action: 'respond', params: GATE_PARAMS, body: RESPOND_BODY, responses: { '200': { description: 'answered', schema: OBJ }, ...ERRORS, ...NOT_FOUND, '409': { description: 'the gate is not open, or refuses this answer', schema: ERROR } } },
+];
+
+export function routeSpec(operationId: string): RouteSpec {
+  const r = ROUTES.find((x) => x.operationId === operationId);
+  if (!r) throw new Error(`no route ${operationId}`);
+  return r;
+}

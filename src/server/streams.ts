@@ -1,0 +1,145 @@
+/**
+ * Live streams as server-sent events. `GET /runs/{id}/events`: `id` is the event's seq, so a client
+ * that reconnects with `Last-Event-ID` gets exactly the events after the last it saw (the log is
+ * gap-free and append-only). `GET /events`: the run row of every run at each change, for dashboards.
+ * Both wait on the server's one ChangeHub; a stream reads the store only after a change that may
+ * concern it (or once a second, the hub's safety net, when the store cannot say which runs changed),
+ * never in a loop of its own.
+ */
+import { setMaxListeners } from 'node:events';
+import type { Context } from 'hono';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
+import { BatonError } from '../core/errors.js';
+import type { RunEvent, RunStatus } from '../engine/events.js';
+import type { RunRecord, RunStore } from '../engine/ports.js';
+import type { ChangeHub } from './changes.js';
+import { HttpError } from './http.js';
+import { runSummary } from './runs.js';
+
+/** A comment line this often keeps proxies from closing an idle stream. */
+const KEEPALIVE_MS = 15_000;
+const TERMINAL = new Set<RunEvent['type']>(['run.completed', 'run.failed', 'run.cancelled']);
+const ENDED = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
+/** Runs the all-runs stream compares at each change (newest first). */
+const DASHBOARD_RUNS = 500;
+
+export interface StreamHost {
+  store: RunStore;
+  hub: ChangeHub;
+  /** Aborts every open stream (server shutdown). */
+  closing: AbortSignal;
+}
+
+/** Where a run stream starts: `Last-Event-ID` (a reconnect) wins over `?after=`. */
+export function resumeSeq(c: Context, after: number | undefined): number {
+  const last = c.req.header('last-event-id');
+  if (last !== undefined && last.trim() !== '') {
+    if (!/^\d{1,15}$/.test(last.trim())) throw new HttpError(400, 'invalid-request', `Last-Event-ID must be an event seq (an integer), got \`${last.slice(0, 40)}\``);
+    return Number(last.trim());
+  }
+  return after ?? 0;
+}
+
+export async function runEventStream(c: Context, host: StreamHost, runId: string, after: number, types: ReadonlySet<string> | undefined): Promise<Response> {
+  const first = await host.store.run(runId);
+  if (!first) throw new BatonError('unknown-run', `no run ${runId} in ${host.store.location}`);
+  return streamSSE(c, async (stream) => {
+    const stop = linked(stream, host.closing);
+    const unsubscribe = host.hub.subscribe();
+    try {
+      await followRun(stream, host, runId, after, types, stop.signal);
+    } finally {
+      unsubscribe();
+      stop.abort();
+    }
+  }, onStreamError);
+}
+
+async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: string, after: number, types: ReadonlySet<string> | undefined, signal: AbortSignal): Promise<void> {
+  let seq = after;
+  let wrote = Date.now();
+  while (!signal.aborted) {
+    const seen = host.hub.version(runId);
+    const batch = await host.store.events(runId, seq);
+    for (const e of batch) {
+      seq = e.seq;
+      if (!types || types.has(e.type)) {
+        await stream.writeSSE({ id: String(e.seq), event: e.type, data: JSON.stringify(e) });
+        wrote = Date.now();
+      }
+      if (TERMINAL.has(e.type)) return end(stream, runId, await host.store.run(runId));
+    }
+    if (batch.length === 0) {
+      const record = await host.store.run(runId);
+      // the terminal event lies at or before the resume point: nothing more will come
+      if (!record || (ENDED.has(record.status) && record.seq <= seq)) return end(stream, runId, record);
+      if (Date.now() - wrote >= KEEPALIVE_MS) {
+        await stream.write(': keep-alive\n\n');
+        wrote = Date.now();
+      }
+      await host.hub.next(runId, seen, KEEPALIVE_MS, signal);
+    }
+  }
+}
+
+/** The all-runs stream: every run row (newest DASHBOARD_RUNS) on connect, then each run whose seq moved. */
+export function allRunsStream(c: Context, host: StreamHost, status: ReadonlySet<RunStatus> | undefined): Response {
+  return streamSSE(c, async (stream) => {
+    const stop = linked(stream, host.closing);
+    const unsubscribe = host.hub.subscribe();
+    try {
+      await followAll(stream, host, status, stop.signal);
+    } finally {
+      unsubscribe();
+      stop.abort();
+    }
+  }, onStreamError);
+}
+
+async function followAll(stream: SSEStreamingApi, host: StreamHost, status: ReadonlySet<RunStatus> | undefined, signal: AbortSignal): Promise<void> {
+  const known = new Map<string, number>();
+  /** Runs sent while they matched the filter. */
+  const sent = new Set<string>();
+  let wrote = Date.now();
+  while (!signal.aborted) {
+    const seen = host.hub.version();
+    const rows = await host.store.runs({ limit: DASHBOARD_RUNS });
+    for (const r of rows.reverse()) {
+      if (known.get(r.runId) === r.seq) continue;
+      known.set(r.runId, r.seq);
+      const matches = !status || status.has(r.status);
+      // a run that leaves the filter is sent once more, so a dashboard sees it go
+      if (!matches && !sent.has(r.runId)) continue;
+      if (matches) sent.add(r.runId);
+      else sent.delete(r.runId);
+      await stream.writeSSE({ event: 'run', data: JSON.stringify(runSummary(r)) });
+      wrote = Date.now();
+    }
+    if (Date.now() - wrote >= KEEPALIVE_MS) {
+      await stream.write(': keep-alive\n\n');
+      wrote = Date.now();
+    }
+    await host.hub.next(undefined, seen, KEEPALIVE_MS, signal);
+  }
+}
+
+async function end(stream: SSEStreamingApi, runId: string, record: RunRecord | undefined): Promise<void> {
+  await stream.writeSSE({ event: 'end', data: JSON.stringify({ run_id: runId, status: record?.status ?? null, seq: record?.seq ?? null }) });
+}
+
+/** Aborts when the client goes away or the server closes; the caller aborts it when the stream ends (its listener on `closing` goes with it). */
+function linked(stream: SSEStreamingApi, closing: AbortSignal): AbortController {
+  const ctl = new AbortController();
+  // one listener per open stream on the server's closing signal: as many as there are clients
+  setMaxListeners(0, closing);
+  stream.onAbort(() => ctl.abort());
+  if (closing.aborted) ctl.abort();
+  else closing.addEventListener('abort', () => ctl.abort(), { once: true, signal: ctl.signal });
+  return ctl;
+}
+
+/** A store error in the middle of a stream: one `error` event, then the stream ends (the client resumes with Last-Event-ID). */
+async function onStreamError(e: Error, stream: SSEStreamingApi): Promise<void> {
+  const code = e instanceof BatonError ? e.code : 'internal';
+  await stream.writeSSE({ event: 'error', data: JSON.stringify({ error: { code, message: e instanceof BatonError ? e.message : 'the stream failed; reconnect with Last-Event-ID' } }) }).catch(() => undefined);
+}

@@ -1,0 +1,85 @@
+/**
+ * Request validation: each route's schemas (schemas.ts) compiled once with ajv, and ajv's errors
+ * turned into issues a caller can act on (`{path, message}`), never ajv's own objects. Query
+ * parameters arrive as strings and are coerced to the schema's types; bodies are not coerced.
+ */
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { ajv2020 } from '../core/ajv.js';
+import type { RouteSpec, Schema } from './schemas.js';
+
+export interface Issue {
+  /** JSON Pointer into the body (or `?name` for a query parameter, `/name` for a path parameter). */
+  path: string;
+  message: string;
+}
+
+export interface RouteValidators {
+  params?: ValidateFunction;
+  query?: ValidateFunction;
+  body?: ValidateFunction;
+}
+
+export function compileRoute(spec: RouteSpec): RouteValidators {
+  const Ajv = ajv2020();
+  const plain = new Ajv({ allErrors: true, strict: true, strictRequired: false });
+  const coercing = new Ajv({ allErrors: true, strict: true, coerceTypes: true, strictRequired: false });
+  const out: RouteValidators = {};
+  if (spec.params) out.params = plain.compile({ type: 'object', properties: spec.params, required: Object.keys(spec.params) });
+  if (spec.query) out.query = coercing.compile(spec.query);
+  if (spec.body) out.body = plain.compile(spec.body);
+  return out;
+}
+
+/** ajv's errors as issues: one per problem, the most useful message first (a oneOf of `required` branches says which fields). */
+export function issuesOf(errors: readonly ErrorObject[] | null | undefined, where: 'body' | 'query' | 'params', schema?: Schema): Issue[] {
+  const out: Issue[] = [];
+  const seen = new Set<string>();
+  const add = (i: Issue): void => {
+    const k = `${i.path} ${i.message}`;
+    if (seen.has(k)) return;
+    out.push(i);
+    seen.add(k);
+  };
+  const errs = errors ?? [];
+  const hasOneOf = errs.some((e) => e.keyword === 'oneOf' && e.instancePath === '');
+  for (const e of errs) {
+    const path = where === 'query' ? queryPath(e) : where === 'params' ? `/${(e.instancePath.split('/')[1] ?? '') || String(e.params['missingProperty'] ?? '')}` : e.instancePath;
+    switch (e.keyword) {
+      case 'additionalProperties':
+        add({ path: where === 'query' ? `?${String(e.params['additionalProperty'])}` : `${e.instancePath}/${String(e.params['additionalProperty'])}`, message: `unknown ${where === 'query' ? 'query parameter' : 'field'} \`${String(e.params['additionalProperty'])}\`${known(schema, e.instancePath)}` });
+        break;
+      case 'required':
+        // the branches of a oneOf of `required` are said once, by the oneOf below
+        if (hasOneOf && e.schemaPath.startsWith('#/oneOf/')) break;
+        add({ path, message: `\`${String(e.params['missingProperty'])}\` is required` });
+        break;
+      case 'oneOf': {
+        const branches = (schema?.['oneOf'] as { required?: string[] }[] | undefined)?.map((b) => b.required?.[0]).filter((x): x is string => x !== undefined) ?? [];
+        add({ path, message: branches.length > 0 ? `give exactly one of ${branches.map((b) => `\`${b}\``).join(' and ')}` : 'matches more or fewer than one of the allowed forms' });
+        break;
+      }
+      case 'type':
+        add({ path, message: `must be ${String(e.params['type']).replace(',', ' or ')}` });
+        break;
+      case 'pattern':
+        add({ path, message: `has characters or a form that are not allowed (${e.params['pattern'] as string})` });
+        break;
+      default:
+        add({ path, message: e.message ?? e.keyword });
+    }
+  }
+  return out;
+}
+
+function queryPath(e: ErrorObject): string {
+  const name = e.instancePath.split('/')[1] ?? String(e.params['missingProperty'] ?? '');
+  return `?${name}`;
+}
+
+function known(schema: Schema | undefined, at: string): string {
+  if (at !== '' || !schema) return '';
+  const props = schema['properties'];
+  if (!props || typeof props !== 'object' || Array.isArray(props)) return '';
+  const names = Object.keys(props);
+  return names.length > 0 ? ` (known: ${names.join(', ')})` : '';
+}

@@ -1,0 +1,519 @@
+/**
+ * `baton serve`'s API against a real server on a loopback port, over each real store (memory, SQLite
+ * in a temp dir, PostgreSQL in a database of its own): every route's success and failure, every role,
+ * bad bodies that change nothing, gates decided by the right person, and SSE resumed after a drop.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ROUTES } from '@baton-run/baton/server';
+import type { CliIo } from '../../src/cli/io.js';
+import { run as cli } from '../../src/cli/main.js';
+import { ASK, CHAIN, FAILS, GATED, KEYS, SLOW, api, startHarness, type Harness, type StoreKind } from './harness.js';
+import { eventsOf, readStream } from './sse.js';
+
+const { admin, operator, reader, alice, agent } = KEYS;
+
+/** Starts a run and waits for its end through its event stream; returns the run id and its events. */
+async function runToEnd(h: Harness, body: Record<string, unknown>, key: string = operator): Promise<{ id: string; events: ReturnType<typeof eventsOf>; status: string }> {
+  const started = await api(h.url, 'POST', '/runs', { key, body });
+  expect(started.status, JSON.stringify(started.body)).toBe(201);
+  const id = started.body['run_id'] as string;
+  const s = await readStream(`${h.url}/runs/${id}/events`, { key });
+  expect(s.ended).toBe(true);
+  const end = JSON.parse(s.messages[s.messages.length - 1]!.data) as { status: string };
+  return { id, events: eventsOf(s.messages), status: end.status };
+}
+
+/** Starts a run and reads its stream until a gate opens; returns the run id and the gate id. */
+async function runToGate(h: Harness, workflow: string): Promise<{ id: string; gate: string; lastSeq: number }> {
+  const started = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow } });
+  expect(started.status).toBe(201);
+  const id = started.body['run_id'] as string;
+  const s = await readStream(`${h.url}/runs/${id}/events`, { key: reader, until: (m) => m.event === 'gate.opened' });
+  const opened = eventsOf(s.messages).find((e) => e.type === 'gate.opened');
+  expect(opened).toBeDefined();
+  return { id, gate: opened!['gate_id'] as string, lastSeq: opened!.seq };
+}
+
+describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s store', (kind) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(kind, { bodyLimit: 64 * 1024 });
+  }, 60_000);
+  afterAll(async () => {
+    await h?.close();
+  }, 60_000);
+
+  describe('keys and roles', () => {
+    test('no key or an unknown key: 401 with a JSON error and WWW-Authenticate', async () => {
+      for (const key of [undefined, 'not-a-key-at-all-0000']) {
+        const r = await api(h.url, 'GET', '/runs', key !== undefined ? { key } : {});
+        expect(r.status).toBe(401);
+        expect(r.body).toMatchObject({ error: { code: 'unauthorized' } });
+        expect(r.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      }
+      const malformed = await api(h.url, 'GET', '/runs', { headers: { authorization: 'Basic abc' } });
+      expect(malformed.status).toBe(401);
+    });
+
+    test('X-API-Key works as well as Authorization: Bearer', async () => {
+      expect((await api(h.url, 'GET', '/runs', { headers: { 'x-api-key': reader } })).status).toBe(200);
+    });
+
+    test('reader reads but may not start, cancel, approve or respond: 403', async () => {
+      expect((await api(h.url, 'GET', '/runs', { key: reader })).status).toBe(200);
+      const start = await api(h.url, 'POST', '/runs', { key: reader, body: { workflow: CHAIN } });
+      expect(start.status).toBe(403);
+      expect(start.body).toMatchObject({ error: { code: 'forbidden' } });
+      for (const path of ['/runs/r/cancel', '/runs/r/gates/g/approve', '/runs/r/gates/g/deny', '/runs/r/rerun']) expect((await api(h.url, 'POST', path, { key: reader, body: {} })).status).toBe(403);
+      expect((await api(h.url, 'POST', '/runs/r/gates/g/respond', { key: reader, body: { value: 1 } })).status).toBe(403);
+    });
+
+    test('an agent:<id> key may do nothing on these routes (its routes are the remote-agent ones)', async () => {
+      expect((await api(h.url, 'GET', '/runs', { key: agent })).status).toBe(403);
+      expect((await api(h.url, 'POST', '/runs', { key: agent, body: { workflow: CHAIN } })).status).toBe(403);
+      expect((await api(h.url, 'GET', '/metrics', { key: agent })).status).toBe(403);
+    });
+
+    test('operator and admin start runs; /openapi.json and /health need no key', async () => {
+      expect((await runToEnd(h, { workflow: CHAIN }, operator)).status).toBe('completed');
+      expect((await runToEnd(h, { workflow: CHAIN }, admin)).status).toBe('completed');
+      expect((await api(h.url, 'GET', '/openapi.json')).status).toBe(200);
+      expect(await api(h.url, 'GET', '/health')).toMatchObject({ status: 200, body: { ok: true, store: kind } });
+    });
+
+    test('a posted workflow that runs commands or reads files on the server is for admins only', async () => {
+      const cmd = `openintent: "1.0"\ninfo: {name: cmd}\nagents:\n  sh: {x-command: ["node", "-e", "process.stdout.write(JSON.stringify({n: 7}))"]}\nworkflow:\n  a: {assign: sh, outputs: {n: number}}\n`;
+      const reaching = [
+        cmd,
+        `openintent: "1.0"\ninfo: {name: c}\nagents:\n  x: {x-contract: /etc/passwd}\nworkflow:\n  a: {assign: x}\n`,
+        `openintent: "1.0"\ninfo: {name: c}\nagents:\n  x: {x-blueprint: ../secrets.yaml}\nworkflow:\n  a: {assign: x}\n`,
+        `openintent: "1.0"\ninfo: {name: c}\nmcp:\n  servers:\n    sh: {command: sh}\nworkflow:\n  a: {assign: x}\n`,
+      ];
+      const before = (await h.store.runs({ limit: 1000 })).length;
+      for (const wf of reaching) {
+        const r = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: wf } });
+        expect(r.status, wf).toBe(403);
+        expect((r.body['error'] as { code: string; message: string }).message).toMatch(/reaches the server's host: .*(runs a command|reads a file|runs commands)/);
+        expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow: wf } })).status).toBe(403);
+      }
+      expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
+      // auto-approval decides gates whoever their approvers are: admins only too
+      expect(await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: CHAIN, auto_approve: true } })).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
+      const ran = await runToEnd(h, { workflow: cmd }, admin);
+      expect(ran.status).toBe('completed');
+      expect((await api(h.url, 'GET', `/runs/${ran.id}/phases/a`, { key: reader })).body).toMatchObject({ output: { n: 7 } });
+    });
+  });
+
+  describe('POST /workflows/validate', () => {
+    test('the same diagnostics as `baton validate --json`', async () => {
+      const file = join(import.meta.dirname, '..', '..', 'examples', 'broken.yaml');
+      let out = '';
+      const io: CliIo = { stdout: (s) => (out += s), stderr: () => undefined, isTTY: false, cwd: process.cwd(), env: {} };
+      expect(await cli(['validate', file, '--json'], io)).toBe(1);
+      const local = (JSON.parse(out) as { files: { valid: boolean; diagnostics: unknown[] }[] }).files[0]!;
+      const { readFileSync } = await import('node:fs');
+      const r = await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow: readFileSync(file, 'utf8'), file: 'broken.yaml' } });
+      expect(r.status).toBe(200);
+      const remote = (r.body['files'] as { file: string; valid: boolean; diagnostics: unknown[] }[])[0]!;
+      expect(remote.file).toBe('broken.yaml');
+      expect(remote.valid).toBe(false);
+      expect(remote.diagnostics.length).toBeGreaterThan(0);
+      expect(remote.diagnostics).toEqual(local.diagnostics);
+    });
+
+    test('a valid text, a registered name, an unknown name, and neither or both', async () => {
+      expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow: CHAIN } })).body).toEqual({ files: [{ file: 'workflow.yaml', valid: true, diagnostics: [] }] });
+      expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow_name: 'chain' } })).body).toEqual({ files: [{ file: 'chain.yaml', valid: true, diagnostics: [] }] });
+      expect(await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow_name: 'nope' } })).toMatchObject({ status: 404, body: { error: { code: 'unknown-workflow' } } });
+      for (const body of [{}, { workflow: CHAIN, workflow_name: 'chain' }]) {
+        const r = await api(h.url, 'POST', '/workflows/validate', { key: reader, body });
+        expect(r.status).toBe(400);
+        expect((r.body['error'] as { message: string }).message).toMatch(/exactly one of `workflow` and `workflow_name`/);
+      }
+      expect((await api(h.url, 'GET', '/workflows', { key: reader })).body).toEqual({ workflows: [{ name: 'chain' }, { name: 'triggered' }] });
+    });
+  });
+
+  describe('POST /runs', () => {
+    test('from a text, run by the server’s worker to its end', async () => {
+      const { id, events, status } = await runToEnd(h, { workflow: CHAIN });
+      expect(status).toBe('completed');
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      const got = await api(h.url, 'GET', `/runs/${id}`, { key: reader });
+      expect(got.body).toMatchObject({ run_id: id, status: 'completed', phases: { a: { status: 'completed', output: { n: 1 } }, b: { status: 'completed', output: { m: 'got {"n":1}' } } } });
+    });
+
+    test('from a registered name, with a trigger checked against x-trigger (422 when it does not fit)', async () => {
+      const { id, status } = await runToEnd(h, { workflow_name: 'triggered', trigger: { topic: 'solar' } });
+      expect(status).toBe('completed');
+      expect((await api(h.url, 'GET', `/runs/${id}`, { key: reader })).body).toMatchObject({ trigger: { topic: 'solar' }, phases: { a: { input: { t: 'solar' } } } });
+      const before = (await h.store.runs({ limit: 1000 })).length;
+      const bad = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow_name: 'triggered', trigger: { topic: 3 } } });
+      expect(bad).toMatchObject({ status: 422, body: { error: { code: 'invalid-input' } } });
+      expect(await api(h.url, 'POST', '/runs', { key: operator, body: { workflow_name: 'missing' } })).toMatchObject({ status: 404, body: { error: { code: 'unknown-workflow' } } });
+      expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
+    });
+
+    test('initial state reaches the run', async () => {
+      const { id } = await runToEnd(h, { workflow: CHAIN, initial_state: { region: 'eu' } });
+      expect((await api(h.url, 'GET', `/runs/${id}`, { key: reader })).body).toMatchObject({ initial_state: { region: 'eu' } });
+    });
+
+    test('idempotent with run_id: the same body answers the same run (200), another body 409', async () => {
+      const id = `idem-${kind}`;
+      const body = { workflow: CHAIN, run_id: id, trigger: { a: 1, b: [1, 2] } };
+      const first = await api(h.url, 'POST', '/runs', { key: operator, body });
+      expect(first.status).toBe(201);
+      // the same body, its keys in another order
+      const again = await api(h.url, 'POST', '/runs', { key: operator, body: { run_id: id, trigger: { b: [1, 2], a: 1 }, workflow: CHAIN } });
+      expect(again.status).toBe(200);
+      expect(again.body['run_id']).toBe(id);
+      for (const [key, other] of [[operator, { ...body, trigger: { a: 2 } }], [operator, { ...body, workflow: GATED }], [operator, { ...body, initial_state: { x: 1 } }], [admin, { ...body, auto_approve: true }]] as const) {
+        const r = await api(h.url, 'POST', '/runs', { key, body: other });
+        expect(r.status).toBe(409);
+        expect(r.body).toMatchObject({ error: { code: 'run-exists', run_id: id } });
+      }
+      expect((await h.store.runs({ limit: 1000 })).filter((r) => r.runId === id)).toHaveLength(1);
+      // concurrent starts with one id: one run, every answer 200 or 201
+      const cid = `idem-race-${kind}`;
+      const answers = await Promise.all([1, 2, 3, 4].map(() => api(h.url, 'POST', '/runs', { key: operator, body: { workflow: CHAIN, run_id: cid } })));
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 201]);
+      await readStream(`${h.url}/runs/${cid}/events`, { key: reader });
+      await readStream(`${h.url}/runs/${id}/events`, { key: reader });
+    });
+
+    test('an invalid workflow: 422 with diagnostics, nothing stored', async () => {
+      const before = (await h.store.runs({ limit: 1000 })).length;
+      const r = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: 'openintent: "1.0"\ninfo: {name: x}\nworkflow:\n  a: {assign: x, depends_on: [nope]}\n' } });
+      expect(r.status).toBe(422);
+      const err = r.body['error'] as { code: string; diagnostics: { code: string; line: number }[] };
+      expect(err.code).toBe('invalid-workflow');
+      expect(err.diagnostics.length).toBeGreaterThan(0);
+      expect(err.diagnostics[0]!.line).toBe(4);
+      expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
+    });
+
+    test('an agent nothing binds: 422 unbound-agent, nothing stored', async () => {
+      const before = (await h.store.runs({ limit: 1000 })).length;
+      const r = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: 'openintent: "1.0"\ninfo: {name: x}\nworkflow:\n  a: {assign: nobody}\n' } });
+      expect(r).toMatchObject({ status: 422, body: { error: { code: 'unbound-agent' } } });
+      expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
+    });
+
+    test('a failing agent: the run fails and the stream ends with status failed', async () => {
+      const { status, events } = await runToEnd(h, { workflow: FAILS });
+      expect(status).toBe('failed');
+      expect(events.some((e) => e.type === 'run.failed')).toBe(true);
+    });
+  });
+
+  describe('reading runs', () => {
+    test('GET /runs: filters and cursor pagination that sees every run once', async () => {
+      for (let i = 0; i < 3; i++) await runToEnd(h, { workflow: CHAIN });
+      const all = (await api(h.url, 'GET', '/runs?limit=1000', { key: reader })).body['runs'] as { run_id: string; status: string; workflow: string }[];
+      expect(all.length).toBeGreaterThanOrEqual(5);
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const r = await api(h.url, 'GET', `/runs?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { key: reader });
+        expect(r.status).toBe(200);
+        const runs = r.body['runs'] as { run_id: string }[];
+        expect(runs.length).toBeLessThanOrEqual(2);
+        seen.push(...runs.map((x) => x.run_id));
+        cursor = r.body['next_cursor'] as string | null;
+        pages++;
+      } while (cursor && pages < 100);
+      expect(seen).toEqual(all.map((x) => x.run_id));
+      const failed = (await api(h.url, 'GET', '/runs?status=failed', { key: reader })).body['runs'] as { status: string }[];
+      expect(failed.length).toBeGreaterThan(0);
+      expect(failed.every((x) => x.status === 'failed')).toBe(true);
+      const chains = (await api(h.url, 'GET', '/runs?workflow=chain&status=completed,failed', { key: reader })).body['runs'] as { workflow: string }[];
+      expect(chains.length).toBeGreaterThan(0);
+      expect(chains.every((x) => x.workflow === 'chain')).toBe(true);
+    });
+
+    test('GET /runs: bad queries are 400 with the parameter named', async () => {
+      for (const [q, re] of [
+        ['limit=0', /limit/],
+        ['limit=abc', /limit/],
+        ['status=done', /status/],
+        ['cursor=xyz', /cursor/],
+        ['sort=asc', /unknown query parameter `sort`/],
+      ] as const) {
+        const r = await api(h.url, 'GET', `/runs?${q}`, { key: reader });
+        expect(r.status, q).toBe(400);
+        expect((r.body['error'] as { message: string }).message).toMatch(re);
+      }
+    });
+
+    test('a run, its phases, one phase, its events (paged, by type) and its artifacts; 404 for what does not exist', async () => {
+      const { id, events } = await runToEnd(h, { workflow: CHAIN });
+      expect((await api(h.url, 'GET', `/runs/${id}/phases?status=completed`, { key: reader })).body).toMatchObject({ phases: [{ name: 'a', status: 'completed' }, { name: 'b', status: 'completed' }], next_cursor: null });
+      const p1 = await api(h.url, 'GET', `/runs/${id}/phases?limit=1`, { key: reader });
+      expect((p1.body['phases'] as unknown[]).length).toBe(1);
+      const p2 = await api(h.url, 'GET', `/runs/${id}/phases?limit=1&cursor=${p1.body['next_cursor'] as string}`, { key: reader });
+      expect(p2.body).toMatchObject({ phases: [{ name: 'b' }], next_cursor: null });
+      expect((await api(h.url, 'GET', `/runs/${id}/phases/b`, { key: reader })).body).toMatchObject({ name: 'b', output: { m: 'got {"n":1}' } });
+      expect(await api(h.url, 'GET', `/runs/${id}/phases/zz`, { key: reader })).toMatchObject({ status: 404, body: { error: { code: 'unknown-phase' } } });
+      const page1 = await api(h.url, 'GET', `/runs/${id}/events?limit=3`, { key: reader });
+      expect((page1.body['events'] as { seq: number }[]).map((e) => e.seq)).toEqual([1, 2, 3]);
+      const page2 = await api(h.url, 'GET', `/runs/${id}/events?limit=100&cursor=${page1.body['next_cursor'] as string}`, { key: reader });
+      expect((page2.body['events'] as { seq: number }[]).map((e) => e.seq)).toEqual(events.slice(3).map((e) => e.seq));
+      expect(page2.body['next_cursor']).toBeNull();
+      const completed = (await api(h.url, 'GET', `/runs/${id}/events?type=task.completed`, { key: reader })).body['events'] as { type: string }[];
+      expect(completed.map((e) => e.type)).toEqual(['task.completed', 'task.completed']);
+      expect((await api(h.url, 'GET', `/runs/${id}/events?after=5`, { key: reader })).body['events']).toEqual(events.filter((e) => e.seq > 5));
+      expect((await api(h.url, 'GET', `/runs/${id}/artifacts`, { key: reader })).body).toEqual({ artifacts: [], next_cursor: null });
+      for (const path of ['', '/phases', '/gates', '/events', '/artifacts']) expect(await api(h.url, 'GET', `/runs/no-such-run${path}`, { key: reader })).toMatchObject({ status: 404, body: { error: { code: 'unknown-run' } } });
+      expect((await readStream(`${h.url}/runs/no-such-run/events`, { key: reader })).status).toBe(404);
+      expect((await api(h.url, 'GET', '/runs/bad%20id', { key: reader })).status).toBe(400);
+    });
+  });
+
+  describe('gates, cancel and rerun', () => {
+    test('approval: only a named approver (by key name), then the run goes on', async () => {
+      const { id, gate } = await runToGate(h, GATED);
+      expect((await api(h.url, 'GET', `/runs/${id}/gates?status=open`, { key: reader })).body).toMatchObject({ gates: [{ id: gate, status: 'open', approvers: ['alice'] }] });
+      // bob is an operator but not an approver of this gate
+      const bob = await api(h.url, 'POST', `/runs/${id}/gates/${gate}/approve`, { key: operator, body: {} });
+      expect(bob).toMatchObject({ status: 403, body: { error: { code: 'not-an-approver' } } });
+      expect(await api(h.url, 'POST', `/runs/${id}/gates/${gate}/approve`, { key: operator, body: { as: 'alice' } })).toMatchObject({ status: 400 });
+      expect(await api(h.url, 'POST', `/runs/${id}/gates/nope/approve`, { key: alice, body: {} })).toMatchObject({ status: 404, body: { error: { code: 'unknown-gate' } } });
+      const ok = await api(h.url, 'POST', `/runs/${id}/gates/${gate}/approve`, { key: alice, body: { comment: 'fine' } });
+      expect(ok).toMatchObject({ status: 200, body: { run_id: id, gate_id: gate, decision: 'approved', by: 'alice', comment: 'fine' } });
+      const rest = await readStream(`${h.url}/runs/${id}/events`, { key: reader });
+      expect(JSON.parse(rest.messages[rest.messages.length - 1]!.data)).toMatchObject({ status: 'completed' });
+      expect(eventsOf(rest.messages).find((e) => e.type === 'gate.decided')).toMatchObject({ by: 'alice', decision: 'approved' });
+      // decided: a second decision is refused
+      expect(await api(h.url, 'POST', `/runs/${id}/gates/${gate}/deny`, { key: alice, body: {} })).toMatchObject({ status: 409, body: { error: { code: 'gate-refused' } } });
+    });
+
+    test('deny: the run does not complete', async () => {
+      const { id, gate } = await runToGate(h, GATED);
+      expect((await api(h.url, 'POST', `/runs/${id}/gates/${gate}/deny`, { key: alice, body: { comment: 'no' } })).status).toBe(200);
+      const rest = await readStream(`${h.url}/runs/${id}/events`, { key: reader });
+      expect(JSON.parse(rest.messages[rest.messages.length - 1]!.data)).toMatchObject({ status: expect.stringMatching(/failed|cancelled/) as unknown });
+    });
+
+    test('respond to an input gate: a wrong answer 409, the right one completes the phase', async () => {
+      const { id, gate } = await runToGate(h, ASK);
+      expect((await api(h.url, 'GET', `/runs/${id}/gates`, { key: reader })).body).toMatchObject({ gates: [{ id: gate, kind: 'input', choices: ['red', 'blue'] }] });
+      expect(await api(h.url, 'POST', `/runs/${id}/gates/${gate}/respond`, { key: operator, body: { value: 'green' } })).toMatchObject({ status: 409, body: { error: { code: 'gate-refused' } } });
+      expect(await api(h.url, 'POST', `/runs/${id}/gates/${gate}/respond`, { key: operator, body: {} })).toMatchObject({ status: 400 });
+      expect(await api(h.url, 'POST', `/runs/${id}/gates/${gate}/respond`, { key: operator, body: { value: 'blue' } })).toMatchObject({ status: 200, body: { decision: 'answered', value: 'blue', by: 'bob' } });
+      await readStream(`${h.url}/runs/${id}/events`, { key: reader });
+      expect((await api(h.url, 'GET', `/runs/${id}/phases/q`, { key: reader })).body).toMatchObject({ status: 'completed', output: { answer: 'blue' } });
+    });
+
+    test('cancel: a waiting run is cancelled; again is 409; an unknown run 404', async () => {
+      const { id } = await runToGate(h, GATED);
+      expect(await api(h.url, 'POST', `/runs/${id}/cancel`, { key: operator, body: { reason: 'not needed' } })).toMatchObject({ status: 200, body: { status: 'cancelled', reason: 'not needed' } });
+      const rest = await readStream(`${h.url}/runs/${id}/events`, { key: reader });
+      expect(JSON.parse(rest.messages[rest.messages.length - 1]!.data)).toMatchObject({ status: 'cancelled' });
+      expect(await api(h.url, 'POST', `/runs/${id}/cancel`, { key: operator })).toMatchObject({ status: 409, body: { error: { code: 'run-ended' } } });
+      expect(await api(h.url, 'POST', '/runs/none/cancel', { key: operator })).toMatchObject({ status: 404 });
+    });
+
+    test('rerun from a phase reuses what is upstream; an unknown phase is 400; a taken id 409', async () => {
+      const { id } = await runToEnd(h, { workflow: CHAIN });
+      const r = await api(h.url, 'POST', `/runs/${id}/rerun`, { key: operator, body: { from: 'b', run_id: `re-${kind}` } });
+      expect(r).toMatchObject({ status: 201, body: { run_id: `re-${kind}` } });
+      await readStream(`${h.url}/runs/re-${kind}/events`, { key: reader });
+      expect((await api(h.url, 'GET', `/runs/re-${kind}`, { key: reader })).body).toMatchObject({ status: 'completed', phases: { a: { reused_from: id }, b: { status: 'completed' } } });
+      expect((await api(h.url, 'POST', `/runs/${id}/rerun`, { key: operator, body: { from: 'zz' } })).status).toBe(400);
+      expect((await api(h.url, 'POST', `/runs/${id}/rerun`, { key: operator, body: { from: 'b', run_id: `re-${kind}` } })).status).toBe(409);
+      expect((await api(h.url, 'POST', `/runs/${id}/rerun`, { key: operator, body: {} })).status).toBe(400);
+    });
+  });
+
+  describe('live streams', () => {
+    test('SSE resumed after a disconnect with Last-Event-ID: every event once, in order', async () => {
+      const { id, lastSeq } = await runToGate(h, GATED);
+      // the first connection dropped at the gate; decide it while nobody listens
+      const gates = (await api(h.url, 'GET', `/runs/${id}/gates`, { key: reader })).body['gates'] as { id: string }[];
+      expect((await api(h.url, 'POST', `/runs/${id}/gates/${gates[0]!.id}/approve`, { key: alice })).status).toBe(200);
+      const resumed = await readStream(`${h.url}/runs/${id}/events`, { key: reader, lastEventId: String(lastSeq) });
+      expect(resumed.ended).toBe(true);
+      const after = eventsOf(resumed.messages);
+      expect(after[0]!.seq).toBe(lastSeq + 1);
+      expect(after.map((e) => e.seq)).toEqual(after.map((_, i) => lastSeq + 1 + i));
+      const stored = await h.store.events(id);
+      expect(after).toEqual(JSON.parse(JSON.stringify(stored.filter((e) => e.seq > lastSeq))));
+      expect(after[after.length - 1]!.type).toBe('run.completed');
+      // every SSE id is the seq
+      expect(resumed.messages.filter((m) => m.id !== undefined).map((m) => Number(m.id))).toEqual(after.map((e) => e.seq));
+    });
+
+    test('a live stream sees events as they are committed, and ?type filters', async () => {
+      const { id, gate } = await runToGate(h, GATED);
+      const live = readStream(`${h.url}/runs/${id}/events?type=gate.decided,run.completed`, { key: reader });
+      expect((await api(h.url, 'POST', `/runs/${id}/gates/${gate}/approve`, { key: alice })).status).toBe(200);
+      const s = await live;
+      expect(eventsOf(s.messages).map((e) => e.type)).toEqual(['gate.decided', 'run.completed']);
+    });
+
+    test('Last-Event-ID that is not a seq: 400; a stream resumed after the end ends at once', async () => {
+      const { id, events } = await runToEnd(h, { workflow: CHAIN });
+      expect((await readStream(`${h.url}/runs/${id}/events`, { key: reader, lastEventId: 'abc' })).status).toBe(400);
+      const done = await readStream(`${h.url}/runs/${id}/events`, { key: reader, lastEventId: String(events.length) });
+      expect(done).toMatchObject({ status: 200, ended: true });
+      expect(eventsOf(done.messages)).toEqual([]);
+    });
+
+    test('the all-runs stream shows a new run and its end', async () => {
+      const mine = { runId: undefined as string | undefined };
+      const first = { resolve: (): void => undefined, promise: Promise.resolve() };
+      first.promise = new Promise<void>((r) => (first.resolve = r));
+      const stream = readStream(`${h.url}/events`, {
+        key: reader,
+        until: (m) => {
+          first.resolve();
+          if (m.event !== 'run') return false;
+          const r = JSON.parse(m.data) as { run_id: string; status: string };
+          return r.run_id === mine.runId && r.status === 'completed';
+        },
+      });
+      // the stream is open before the run starts: its first message (the runs there are) has come
+      await first.promise;
+      mine.runId = (await runToEnd(h, { workflow: CHAIN })).id;
+      const s = await stream;
+      const rows = s.messages.filter((m) => m.event === 'run').map((m) => JSON.parse(m.data) as { run_id: string; status: string }).filter((r) => r.run_id === mine.runId);
+      expect(rows[rows.length - 1]!.status).toBe('completed');
+    });
+  });
+
+  describe('bad requests change nothing', () => {
+    test('malformed JSON, wrong content types, unknown fields, wrong types, oversized and deep bodies: 4xx with a message', async () => {
+      const before = (await h.store.runs({ limit: 1000 })).length;
+      const cases: [string, { raw?: string; body?: unknown; type?: string }, number, string][] = [
+        ['malformed', { raw: '{"workflow": ' }, 400, 'malformed-json'],
+        ['not an object', { raw: '[1, 2]' }, 400, 'invalid-request'],
+        ['text/plain', { raw: JSON.stringify({ workflow: CHAIN }), type: 'text/plain' }, 415, 'unsupported-media-type'],
+        ['form', { raw: 'workflow=x', type: 'application/x-www-form-urlencoded' }, 415, 'unsupported-media-type'],
+        ['latin-1', { raw: JSON.stringify({ workflow: CHAIN }), type: 'application/json; charset=latin1' }, 415, 'unsupported-media-type'],
+        ['unknown field', { body: { workflow: CHAIN, priority: 1 } }, 400, 'invalid-request'],
+        ['wrong type', { body: { workflow: CHAIN, trigger: 'x' } }, 400, 'invalid-request'],
+        ['bad run id', { body: { workflow: CHAIN, run_id: '../etc' } }, 400, 'invalid-request'],
+        ['oversized', { body: { workflow: CHAIN, trigger: { pad: 'x'.repeat(100 * 1024) } } }, 413, 'body-too-large'],
+        ['deep', { raw: `{"workflow": "x", "trigger": ${'['.repeat(2000)}${']'.repeat(2000)}}` }, 400, 'malformed-json'],
+      ];
+      for (const [what, req, status, code] of cases) {
+        const r = await api(h.url, 'POST', '/runs', { key: operator, ...req });
+        expect([what, r.status], JSON.stringify(r.body)).toEqual([what, status]);
+        expect((r.body['error'] as { code: string }).code).toBe(code);
+        expect(typeof (r.body['error'] as { message: string }).message).toBe('string');
+        expect(JSON.stringify(r.body)).not.toMatch(/\n\s+at /);
+      }
+      const unknown = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: CHAIN, priority: 1 } });
+      expect((unknown.body['error'] as { message: string }).message).toMatch(/unknown field `priority`/);
+      expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
+    });
+
+    test('an oversized body sent in chunks without Content-Length is stopped at the limit', async () => {
+      const chunk = new TextEncoder().encode(`{"workflow": "${'x'.repeat(16 * 1024)}`);
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(c) {
+          if (sent++ < 10) c.enqueue(chunk);
+          else c.close();
+        },
+      });
+      // a streamed body (undici needs `duplex: 'half'`): no Content-Length, chunked
+      const init: RequestInit & { duplex: 'half' } = { method: 'POST', headers: { authorization: `Bearer ${operator}`, 'content-type': 'application/json' }, body, duplex: 'half' };
+      const res = await fetch(`${h.url}/runs`, init);
+      expect(res.status).toBe(413);
+      expect(await res.json()).toMatchObject({ error: { code: 'body-too-large' } });
+    });
+
+    test('hostile connections do not crash the server: garbage, a body cut short, a client gone mid-request', async () => {
+      const { connect } = await import('node:net');
+      const { port } = new URL(h.url);
+      const send = (bytes: string, end: 'end' | 'destroy'): Promise<string> =>
+        new Promise((resolve) => {
+          const sock = connect(Number(port), '127.0.0.1');
+          let got = '';
+          sock.on('data', (d: Buffer) => (got += d.toString()));
+          sock.on('error', () => resolve(got));
+          sock.on('close', () => resolve(got));
+          sock.write(bytes, () => (end === 'end' ? sock.end() : setImmediate(() => sock.destroy())));
+        });
+      expect(await send('NOT HTTP AT ALL\r\n\r\n', 'end')).toMatch(/^HTTP\/1\.1 400/);
+      await send(`POST /runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${operator}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"workflow": "`, 'destroy');
+      await send(`POST /runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${operator}\r\n`, 'destroy');
+      const before = (await h.store.runs({ limit: 1000 })).length;
+      expect(await api(h.url, 'GET', '/health')).toMatchObject({ status: 200, body: { ok: true } });
+      expect((await runToEnd(h, { workflow: CHAIN })).status).toBe('completed');
+      expect((await h.store.runs({ limit: 1000 })).length).toBe(before + 1);
+    });
+
+    test('an unknown route is 404, a wrong method 405, both JSON', async () => {
+      expect(await api(h.url, 'GET', '/nope', { key: reader })).toMatchObject({ status: 404, body: { error: { code: 'not-found' } } });
+      const r = await api(h.url, 'DELETE', '/runs', { key: reader });
+      expect(r).toMatchObject({ status: 405, body: { error: { code: 'method-not-allowed' } } });
+      expect(r.headers.get('allow')).toBe('GET, POST');
+    });
+  });
+
+  describe('/metrics', () => {
+    test('phases completed, the attempt latency histogram, queue depth by agent and open gates', async () => {
+      // the slow agent holds its attempts: three ready phases, concurrency 8, all claimed; then a gated run waits
+      const started = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: SLOW } });
+      const slowId = started.body['run_id'] as string;
+      await readStream(`${h.url}/runs/${slowId}/events`, { key: reader, until: (_m, all) => eventsOf(all).filter((e) => e.type === 'task.claimed').length === 3 });
+      const gated = await runToGate(h, GATED);
+      const text = (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${reader}` } }).then((r) => r.text()));
+      expect(text).toMatch(/^# TYPE baton_phases_completed_total counter$/m);
+      expect(Number(/^baton_phases_completed_total\{agent="x"\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+      expect(text).toMatch(/^baton_attempt_duration_seconds_bucket\{agent="x",outcome="completed",le="\+Inf"\} \d+$/m);
+      expect(text).toMatch(/^baton_attempt_duration_seconds_count\{agent="x",outcome="completed"\} \d+$/m);
+      expect(text).toMatch(/^baton_tasks_running\{agent="slow"\} 3$/m);
+      expect(Number(/^baton_gates_open\{kind="run"\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
+      expect(text).toMatch(/^baton_http_requests_total\{route="\/runs",status="201"\} \d+$/m);
+      h.latch.release();
+      await readStream(`${h.url}/runs/${slowId}/events`, { key: reader });
+      await api(h.url, 'POST', `/runs/${gated.id}/cancel`, { key: operator });
+      expect(await api(h.url, 'GET', '/metrics')).toMatchObject({ status: 401 });
+    });
+
+    test('queue depth counts ready tasks of an agent no worker takes', async () => {
+      // a run whose ready task is for `slow` while every slot of the worker is taken by slow attempts
+      const small = await startHarness(kind, { concurrency: 1 });
+      try {
+        const started = await api(small.url, 'POST', '/runs', { key: operator, body: { workflow: SLOW } });
+        const id = started.body['run_id'] as string;
+        await readStream(`${small.url}/runs/${id}/events`, { key: reader, until: (_m, all) => eventsOf(all).some((e) => e.type === 'task.claimed') });
+        const text = await fetch(`${small.url}/metrics`, { headers: { authorization: `Bearer ${reader}` } }).then((r) => r.text());
+        expect(text).toMatch(/^baton_queue_depth\{agent="slow"\} 2$/m);
+        expect(text).toMatch(/^baton_tasks_running\{agent="slow"\} 1$/m);
+      } finally {
+        await small.close();
+      }
+    });
+  });
+});
+
+describe('the OpenAPI document', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness('memory');
+  });
+  afterAll(async () => h.close());
+
+  test('documents every route with the very schemas that validate it', async () => {
+    const doc = (await api(h.url, 'GET', '/openapi.json')).body as { openapi: string; paths: Record<string, Record<string, { operationId: string; requestBody?: { content: { 'application/json': { schema: unknown } } }; parameters?: { name: string; in: string; schema: unknown }[] }>> };
+    expect(doc.openapi).toBe('3.1.0');
+    for (const r of ROUTES) {
+      const op = doc.paths[r.path]?.[r.method];
+      expect(op?.operationId).toBe(r.operationId);
+      if (r.body) expect(op!.requestBody!.content['application/json'].schema).toEqual(r.body);
+      for (const [name, schema] of Object.entries((r.query?.['properties'] ?? {}) as Record<string, unknown>)) expect(op!.parameters!.find((p) => p.name === name && p.in === 'query')?.schema).toEqual(schema);
+      for (const [name, schema] of Object.entries(r.params ?? {})) expect(op!.parameters!.find((p) => p.name === name && p.in === 'path')?.schema).toEqual(schema);
+    }
+    // and a field the document does not list is refused
+    const startBody = ROUTES.find((r) => r.operationId === 'startRun')!.body!;
+    expect(Object.keys(startBody['properties'] as object)).not.toContain('priority');
+  });
+});

@@ -1,0 +1,197 @@
+/**
+ * A Baton server on a loopback port (an ephemeral one) over a real store, with keys of every role
+ * and in-process agents, for the server tests and the bench. Nothing is mocked: requests go through
+ * fetch, the server's Node HTTP stack, the engine and the store.
+ */
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AgentError, createEngine, openStore, type AgentHandler, type Engine, type RunStore } from '@baton-run/baton';
+import { parseKeysEnv, scanWorkflows, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
+import { testDatabase } from '../helpers/pg.js';
+
+export type StoreKind = 'memory' | 'sqlite' | 'postgres';
+
+export const KEYS = {
+  admin: 'admin-key-0123456789abcdef',
+  operator: 'operator-key-0123456789abcdef',
+  reader: 'reader-key-0123456789abcdef',
+  alice: 'alice-key-0123456789abcdef',
+  agent: 'agent-key-0123456789abcdef',
+} as const;
+
+export const KEYS_ENV = `root:admin:${KEYS.admin},bob:operator:${KEYS.operator},carol:reader:${KEYS.reader},alice:operator:${KEYS.alice},fetcher:agent:x:${KEYS.agent}`;
+
+export const CHAIN = `openintent: "1.0"
+info: {name: chain}
+workflow:
+  a:
+    assign: x
+    outputs: {n: number}
+  b:
+    assign: y
+    depends_on: [a]
+    inputs: {n: a.n}
+    outputs: {m: string}
+`;
+
+export const GATED = `openintent: "1.0"
+info: {name: gated}
+governance:
+  require_approval: {approvers: [alice]}
+workflow:
+  a:
+    assign: x
+    outputs: {n: number}
+  b:
+    assign: y
+    depends_on: [a]
+    outputs: {m: string}
+`;
+
+export const ASK = `openintent: "1.0"
+info: {name: ask}
+workflow:
+  q:
+    assign: asker
+    outputs: {answer: string}
+`;
+
+export const FAILS = `openintent: "1.0"
+info: {name: fails}
+workflow:
+  a:
+    assign: boom
+    outputs: {n: number}
+`;
+
+export const SLOW = `openintent: "1.0"
+info: {name: slow}
+workflow:
+  s1: {assign: slow, outputs: {n: number}}
+  s2: {assign: slow, outputs: {n: number}}
+  s3: {assign: slow, outputs: {n: number}}
+`;
+
+export const TRIGGERED = `openintent: "1.0"
+info: {name: triggered}
+x-trigger: {topic: string}
+workflow:
+  a:
+    assign: x
+    inputs: {t: $trigger.topic}
+    outputs: {n: number}
+`;
+
+/** Releases the `slow` agent's attempts (they wait until released). */
+export class Latch {
+  private waiting: (() => void)[] = [];
+  running = 0;
+  wait(): Promise<void> {
+    this.running++;
+    return new Promise((r) => this.waiting.push(r));
+  }
+  release(): void {
+    for (const w of this.waiting.splice(0)) w();
+    this.running = 0;
+  }
+}
+
+export interface Harness {
+  url: string;
+  store: RunStore;
+  engine: Engine;
+  server: BatonServer;
+  latch: Latch;
+  dir: string;
+  close(): Promise<void>;
+}
+
+export function agents(latch: Latch): Record<string, AgentHandler> {
+  return {
+    x: () => ({ n: 1 }),
+    y: (ctx) => ({ m: `got ${JSON.stringify(ctx.input)}` }),
+    asker: async (ctx) => ({ answer: JSON.stringify(await ctx.requestInput({ question: 'which colour?', choices: ['red', 'blue'] })).slice(1, -1) }),
+    boom: () => {
+      throw new AgentError('Broken', 'the agent is broken', {}, false);
+    },
+    slow: async () => {
+      await latch.wait();
+      return { n: 2 };
+    },
+  };
+}
+
+/** PostgreSQL: also a second store object for the server's change notifications, as `baton serve` opens one. */
+export async function openTestStore(kind: StoreKind, dir: string): Promise<{ store: RunStore; changes?: RunStore; drop: () => Promise<void>; spec: string }> {
+  if (kind === 'memory') return { store: await openStore('memory', { cwd: dir }), drop: () => Promise.resolve(), spec: 'memory' };
+  if (kind === 'sqlite') return { store: await openStore(join(dir, 'baton.db'), { cwd: dir }), drop: () => Promise.resolve(), spec: join(dir, 'baton.db') };
+  const db = testDatabase('baton_server');
+  await db.create();
+  const store = await openStore(db.url, { cwd: dir });
+  const changes = await openStore(db.url, { cwd: dir });
+  return {
+    store,
+    changes,
+    drop: async () => {
+      await changes.close();
+      await db.drop();
+    },
+    spec: db.url,
+  };
+}
+
+export async function startHarness(kind: StoreKind, opts: { bodyLimit?: number; keys?: boolean; concurrency?: number } = {}): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-server-'));
+  mkdirSync(join(dir, 'flows'));
+  writeFileSync(join(dir, 'flows', 'chain.yaml'), CHAIN);
+  writeFileSync(join(dir, 'flows', 'triggered.yaml'), TRIGGERED);
+  const { store, changes, drop } = await openTestStore(kind, dir);
+  const latch = new Latch();
+  const metrics = new ServerMetrics();
+  const engine = createEngine({ store, agents: agents(latch), concurrency: opts.concurrency ?? 8, onEvent: metrics.onEvent, leaseMs: 5000 });
+  const server = await startServer({
+    engine,
+    port: 0,
+    keys: opts.keys === false ? [] : parseKeysEnv(KEYS_ENV),
+    workflows: scanWorkflows(join(dir, 'flows')),
+    metrics,
+    ...(changes ? { changes } : {}),
+    cwd: dir,
+    ...(opts.bodyLimit !== undefined ? { bodyLimit: opts.bodyLimit } : {}),
+    log: () => undefined,
+    graceMs: 100,
+  });
+  return {
+    url: server.url,
+    store,
+    engine,
+    server,
+    latch,
+    dir,
+    async close() {
+      latch.release();
+      await server.close();
+      await store.close();
+      await drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A JSON request with a key; the answer's status and parsed body. */
+export async function api(url: string, method: string, path: string, opts: { key?: string; body?: unknown; raw?: string; type?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.key !== undefined) headers['authorization'] = `Bearer ${opts.key}`;
+  const payload = opts.raw ?? (opts.body !== undefined ? JSON.stringify(opts.body) : undefined);
+  if (payload !== undefined) headers['content-type'] = opts.type ?? 'application/json';
+  const res = await fetch(url + path, { method, headers, ...(payload !== undefined ? { body: payload } : {}) });
+  const text = await res.text();
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    body = { text };
+  }
+  return { status: res.status, body, headers: res.headers };
+}
