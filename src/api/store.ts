@@ -23,6 +23,8 @@ export interface OpenStoreOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** `read`: the caller only reads (`baton runs`, `show`): an existing SQLite file is opened read-only, so no write access is needed. */
   access?: 'read' | 'write';
+  /** PostgreSQL: what waitForChange hears of, `work` (default: what workers need) or every commit (`commits`: live streams). */
+  listen?: 'work' | 'commits';
 }
 
 export type StoreSpec = { kind: 'memory' } | { kind: 'postgres'; url: string } | { kind: 'sqlite'; file: string; location: string };
@@ -52,7 +54,7 @@ export async function openStore(spec: string | undefined, opts: OpenStoreOptions
     case 'postgres': {
       // loaded only when asked for: a SQLite user never pays for pg (an optional peer dependency) at startup
       const { openPostgresStore } = await loadOptional('pg', 'PostgreSQL support', () => import('../store/postgres.js'));
-      return openPostgresStore(p.url);
+      return openPostgresStore(p.url, opts.listen ? { listen: opts.listen } : {});
     }
     case 'sqlite': {
       const why = sqlitePathProblem(p.file);

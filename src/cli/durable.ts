@@ -25,10 +25,16 @@ export class UsageError extends Error {}
 export { BINDING_OPTIONS, STORE_OPTIONS } from './spec.js';
 
 /** `access: 'read'`: the command only reads the store (runs, show), which then needs no write access. */
-export async function openCliStore(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo, access: 'read' | 'write' = 'write', waitUnreachable = false): Promise<RunStore> {
+export async function openCliStore(
+  values: { store?: string | undefined; sync?: string | undefined },
+  io: CliIo,
+  access: 'read' | 'write' = 'write',
+  waitUnreachable = false,
+  listen?: 'work' | 'commits',
+): Promise<RunStore> {
   const sync = values.sync;
   if (sync !== undefined && sync !== 'full' && sync !== 'normal') throw new UsageError(`--sync expects full or normal, got \`${sync}\``);
-  return openWhenReachable(() => openStore(values.store, { cwd: io.cwd, env: io.env, access, ...(sync ? { sync } : {}) }), io, waitUnreachable);
+  return openWhenReachable(() => openStore(values.store, { cwd: io.cwd, env: io.env, access, ...(sync ? { sync } : {}), ...(listen ? { listen } : {}) }), io, waitUnreachable);
 }
 
 /**

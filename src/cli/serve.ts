@@ -42,7 +42,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     const bound = await bindFromFlags(values, io, io.cwd);
     store = await openCliStore(values, io, 'write', true);
     // PostgreSQL: a second store object of the server's own, whose notifications say which runs changed (the first one's are its worker's)
-    if (store.kind === 'postgres') changes = await openCliStore(values, io, 'write', true);
+    if (store.kind === 'postgres') changes = await openCliStore(values, io, 'write', true, 'commits');
     const metrics = new server.ServerMetrics();
     const quiet = values.quiet === true;
     engine = createEngine({

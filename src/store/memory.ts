@@ -107,7 +107,7 @@ export class MemoryStore implements RunStore {
         checkSeq(e, it.commit);
         apply(e, it.commit);
         results.push('ok');
-        if (it.notify && it.commit.events.length > 0) wrote = true;
+        if (it.commit.events.length > 0) wrote = true;
       }
     } catch (err) {
       return Promise.reject(err);

@@ -1,6 +1,8 @@
 /**
  * The PostgreSQL store's statements, one per operation (see postgres.ts for the transaction they
- * make up, and docs/stores.md). `s` is the quoted schema name, `channel` the NOTIFY channel; both
+ * make up, and docs/stores.md). `s` is the quoted schema name, `channel` the NOTIFY channel of work
+ * for workers (every commit but a worker's own quiet progress), `commits` the channel of every commit
+ * (live streams); all
  * are checked identifiers, everything else is a parameter.
  */
 import { RUN_COLUMNS, TASK_COLUMNS } from './rows.js';
@@ -10,7 +12,7 @@ export const HELD_SQL = '9007199254740991';
 
 export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'renew' | 'many';
 
-export function sqlFor(s: string, channel: string): Record<StatementName, string> {
+export function sqlFor(s: string, channel: string, commits: string): Record<StatementName, string> {
   const ready = `t.status = 'ready' AND ($1::text[] IS NULL OR t.agent = ANY($1::text[])) AND (t.not_before IS NULL OR t.not_before <= $2)`;
   return {
     // a transaction-scoped advisory lock per run (bigint key space; migrations use the two-int one)
@@ -45,7 +47,8 @@ export function sqlFor(s: string, channel: string): Record<StatementName, string
       ru AS (
         UPDATE ${s}.runs SET status = $23, updated_at = $24, ended_at = $25, cost_usd = $26, wake_at = $27, seq = $28
         WHERE run_id = $1 AND (SELECT ok FROM ok))
-      SELECT ok.ok, ok.held, (SELECT count(*) FROM (SELECT pg_notify('${channel}', $1 || ' ' || ($28::integer)::text) WHERE ok.ok AND cardinality($6::integer[]) > 0) n) AS notified FROM ok`,
+      SELECT ok.ok, ok.held, (SELECT count(*) FROM (SELECT pg_notify(c.ch, $1 || ' ' || ($28::integer)::text) FROM (VALUES ('${channel}'), ('${commits}')) c(ch)
+        WHERE ok.ok AND cardinality($6::integer[]) > 0) n) AS notified FROM ok`,
     create: `WITH
       wf AS (INSERT INTO ${s}.workflows (hash, name, source, path, created_at) VALUES ($15, $16, $17, $18, $9) ON CONFLICT (hash) DO NOTHING),
       r AS (
@@ -58,7 +61,7 @@ export function sqlFor(s: string, channel: string): Record<StatementName, string
         INSERT INTO ${s}.tasks (${TASK_COLUMNS})
         SELECT r.run_id, t.* FROM r, unnest($24::text[], $25::text[], $26::text[], $27::integer[], $28::text[], $29::text[], $30::bigint[],
           $31::bigint[], $32::json[], $33::json[], $34::json[], $35::bigint[]) AS t)
-      SELECT count(*) AS created, (SELECT count(*) FROM (SELECT pg_notify('${channel}', r.run_id || ' ' || ($13::integer)::text) FROM r) n) AS notified FROM r`,
+      SELECT count(*) AS created, (SELECT count(*) FROM (SELECT pg_notify(c.ch, r.run_id || ' ' || ($13::integer)::text) FROM r, (VALUES ('${channel}'), ('${commits}')) c(ch)) n) AS notified FROM r`,
     // commitMany: many runs' commits in one statement (its own transaction), each under its run's
     // advisory lock taken without waiting (a run another transaction holds is a conflict, as is a
     // run whose seq moved), so it never deadlocks with transact or another batch. The run row's
@@ -89,6 +92,7 @@ export function sqlFor(s: string, channel: string): Record<StatementName, string
           updated_at = excluded.updated_at)
       SELECT (SELECT coalesce(array_agg(ru.run_id), '{}') FROM ru) AS ok,
         (SELECT count(*) FROM (SELECT pg_notify('${channel}', ru.run_id || ' ' || ru.seq::text) FROM ru WHERE ru.notify) n) AS notified,
+        (SELECT count(*) FROM (SELECT pg_notify('${commits}', ru.run_id || ' ' || ru.seq::text) FROM ru) n) AS told,
         (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS db_now`,
     run: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE run_id = $1`,
     runs: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE $1::text[] IS NULL OR status = ANY($1::text[]) ORDER BY created_at DESC, run_id DESC LIMIT $2`,

@@ -44,6 +44,12 @@ export interface PostgresStoreOptions {
    * deadlines in one clock, whatever its own says. Tests that drive time by hand turn it off.
    */
   databaseClock?: boolean;
+  /**
+   * What `waitForChange` and `takeChanged` hear of: `work` (default: commits that leave work for
+   * others, end a run or change anything but a worker's own tasks moving on; what workers need) or
+   * `commits` (every commit with events: live streams of runs).
+   */
+  listen?: 'work' | 'commits';
 }
 
 /** int8 as a number (times in ms fit), json as its text (parsed by rows.ts, exactly as stored). */
@@ -85,7 +91,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
   } finally {
     await client.end().catch(() => undefined);
   }
-  return new PostgresStore(config, location, schema, opts.poolSize ?? 10, opts.databaseClock ?? true);
+  return new PostgresStore(config, location, schema, opts.poolSize ?? 10, opts.databaseClock ?? true, opts.listen ?? 'work');
 }
 
 /**
@@ -139,9 +145,10 @@ export class PostgresStore implements RunStore {
     readonly schema: string,
     poolSize: number,
     private readonly databaseClock = true,
+    listen: 'work' | 'commits' = 'work',
   ) {
-    this.channel = `${schema}_runs`;
-    this.sql = sqlFor(`"${schema}"`, this.channel);
+    this.channel = listen === 'commits' ? `${schema}_commits` : `${schema}_runs`;
+    this.sql = sqlFor(`"${schema}"`, `${schema}_runs`, `${schema}_commits`);
     this.pool = new pg.Pool({ ...(config as pg.ClientConfig), max: poolSize, pipeline: true });
     // an idle connection that breaks is dropped by the pool; the next query reports the cause
     this.pool.on('error', () => undefined);
@@ -310,7 +317,7 @@ export class PostgresStore implements RunStore {
     const row = (await this.query<{ ok: string[]; db_now: number }>('many', [...runs, ...ev, ...tk, `${this.schema}/`]))[0]!;
     const ok = new Set(row.ok);
     const results = items.map((it): BatchResult => (ok.has(it.runId) ? 'ok' : 'conflict'));
-    if (items.some((it) => it.notify && ok.has(it.runId))) this.waiters.wakeAll();
+    if (ok.size > 0) this.waiters.wakeAll();
     return { results, ...(this.databaseClock ? { now: Number(row.db_now) } : {}) };
   }
 

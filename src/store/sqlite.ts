@@ -340,7 +340,8 @@ export class SqliteStore implements RunStore {
       const r = it.commit.run;
       this.s.updateRun.run(r.status, r.updatedAt, r.endedAt, r.costUsd, r.wakeAt, last, it.runId);
       results.push('ok');
-      if (it.notify && it.commit.events.length > 0) wrote = true;
+      // every commit wakes this process's waiters (live streams among them); other processes see data_version move
+      if (it.commit.events.length > 0) wrote = true;
     }
     return { results, wrote };
   }
