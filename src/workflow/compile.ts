@@ -24,6 +24,7 @@ import { checkReservedNames } from './reserved.js';
 import { checkBlueprints } from './blueprint.js';
 import { checkContracts, type BoundAgents, type ContractReport } from './contract/check.js';
 import { didYouMean } from '../core/suggest.js';
+import { formOf, translateSteps } from './steps.js';
 
 /**
  * What the compiler returns: narrow on `ok` (as zod's `safeParse`) and `model` is a `WorkflowModel`;
@@ -119,7 +120,28 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
   const diagnostics = [...source.diagnostics];
   let model: WorkflowModel | undefined;
   const extras: Extras = opts.bound ? { bound: opts.bound } : {};
-  if (source.diagnostics.length === 0) model = compileDocument(source.value, file, diagnostics, extras);
+  if (source.diagnostics.length === 0) {
+    if (formOf(source.value) === 'steps') {
+      // the contract spec's step form: translated, compiled as the 1.0 form, positioned in the file as written
+      // (offsets inside strings hold: conditions and file paths are copied as written)
+      const own: Diagnostic[] = [];
+      const t = translateSteps(source.value as Record<string, unknown>, own);
+      positionAll(source, text, own);
+      const rest: Diagnostic[] = [];
+      model = compileDocument(t.doc, file, rest, extras);
+      for (const d of rest) {
+        d.path = t.mapPath(d.path);
+        for (const r of d.related ?? []) r.path = t.mapPath(r.path);
+      }
+      diagnostics.push(...own, ...rest);
+      if (model) {
+        model.form = 'steps';
+        model.artifacts = t.artifacts;
+        for (const p of model.phases) if (p.forEach) p.forEach.at = t.mapPath(p.forEach.at);
+      }
+      if (hasErrors(own)) model = undefined;
+    } else model = compileDocument(source.value, file, diagnostics, extras);
+  }
   if (model) model.sourceText = text;
   positionAll(source, text, diagnostics);
   const rest = { diagnostics, file, text, ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
