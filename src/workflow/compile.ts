@@ -24,7 +24,7 @@ import { checkReservedNames } from './reserved.js';
 import { checkBlueprints } from './blueprint.js';
 import { checkContracts, type BoundAgents, type ContractReport } from './contract/check.js';
 import { didYouMean } from '../core/suggest.js';
-import { formOf, translateSteps } from './steps.js';
+import { formOf, stepWords, translateSteps } from './steps.js';
 
 /**
  * What the compiler returns: narrow on `ok` (as zod's `safeParse`) and `model` is a `WorkflowModel`;
@@ -131,6 +131,8 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
       model = compileDocument(t.doc, file, rest, extras);
       for (const d of rest) {
         d.path = t.mapPath(d.path);
+        d.message = stepWords(d.message);
+        if (d.hint !== undefined) d.hint = stepWords(d.hint);
         for (const r of d.related ?? []) r.path = t.mapPath(r.path);
       }
       diagnostics.push(...own, ...rest);

@@ -156,9 +156,18 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
       const v = (raw['inputs'] as Record<string, unknown>)[String(rest[0])];
       if (isPlainObject(v) && Object.keys(v).length === 1) return at('steps', i, 'inputs', rest[0]!, Object.keys(v)[0]!);
     }
+    if (key === 'outputs' && rest.length === 1 && isPlainObject(raw?.['outputs'])) {
+      const v = (raw['outputs'] as Record<string, unknown>)[String(rest[0])];
+      if (isPlainObject(v) && v['$store'] !== undefined && v['type'] !== undefined && Object.keys(v).length === 2) return at('steps', i, 'outputs', rest[0]!, 'type');
+    }
     return at('steps', i, key, ...rest);
   };
   return { doc: translated, mapPath, artifacts };
+}
+
+/** A compiler message in the step form's words (`agent`, not `assign`). */
+export function stepWords(message: string): string {
+  return message.replace(/`assign`/g, '`agent`').replace(/`?depends_on`?/g, '`dependsOn`').replace(/`for_each`/g, '`forEach`');
 }
 
 /** Every `{$store: "artifacts.a.b"}` of every step: its target in the artifacts tree. */
