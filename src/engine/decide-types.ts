@@ -2,6 +2,7 @@
  * The vocabulary of the decisions (decide.ts): the facts that come in, the results that go back to the
  * caller, and the environment (the time) they are decided in. Re-exported by decide.ts.
  */
+import type { FileProvenance } from './files.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { FailureRecord, RunEvent } from './events.js';
 import type { Claimant } from './due.js';
@@ -33,6 +34,8 @@ export type Fact =
   | { kind: 'sibling'; phase: string; attempt: number; sibling: string; found: boolean }
   /** `ctx.checkpoint(value)`: saved durably for the task's later attempts. */
   | { kind: 'checkpoint'; phase: string; attempt: number; value: Json }
+  /** A file the engine staged or synced for an attempt (task.file, files.ts). */
+  | { kind: 'file'; phase: string; attempt: number; file: FileProvenance }
   /** A warning about a running or just-finished attempt (task.warning). */
   | { kind: 'warn'; phase: string; attempt: number; code: string; message: string; details?: JsonObject }
   /** A running task whose worker is gone (its lease expired, or its process is known dead). */
