@@ -270,7 +270,7 @@ export interface AgentDefinition<In, Out, R = Out> {
   sideEffects?: SideEffectsDecl;
   resources?: { estimatedTime?: string; tokenBudget?: number; memoryRequired?: string };
   compatibility?: { requiresContext?: string[]; providesContext?: string[] };
-  /** Where AIP-16 file paths are relative to (default: the working directory when the attempt runs). */
+  /** Where AIP-16 file paths are relative to (default: the run's workspace; called outside an engine, the working directory). */
   workspace?: string;
 }
 
@@ -388,7 +388,7 @@ function contractFor<In, Out, R>(def: AgentDefinition<In, Out, R>, io: IOHandle<
   ];
   // AIP-16 files: the engine stages and syncs them as it does a phase's (engine/files.ts)
   const list = (files: Record<string, FileContractEntry>): FileEntry[] => Object.entries(files).map(([key, e]) => ({ key, path: e.path, ...(e.mode !== undefined ? { mode: e.mode } : {}), ...(e.contentType !== undefined ? { contentType: e.contentType } : {}) }));
-  if (Object.keys(io.inputsFiles).length + Object.keys(io.outputsFiles).length > 0) c.files = { inputs: list(io.inputsFiles), outputs: list(io.outputsFiles) };
+  if (Object.keys(io.inputsFiles).length + Object.keys(io.outputsFiles).length > 0) c.files = { inputs: list(io.inputsFiles), outputs: list(io.outputsFiles), ...(def.workspace !== undefined ? { workspace: def.workspace } : {}) };
   c.sideEffects = {
     filesWritten: effects(def.sideEffects?.filesWritten, 'filesWritten', io.outputsFiles),
     filesRead: effects(def.sideEffects?.filesRead, 'filesRead', io.inputsFiles),

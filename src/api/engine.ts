@@ -231,9 +231,10 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     if (!declares) return;
     const recorded = typeof record.options['workspace'] === 'string' ? record.options['workspace'] : undefined;
     const workspace = resolvePath(this.opts.workspace ?? recorded ?? cwd);
-    const stager = this.opts.fileStager ? this.opts.fileStager(workspace) : localFileStager({ workspace });
+    const stagerFor = (ws: string): FileStager => (this.opts.fileStager ? this.opts.fileStager(ws) : localFileStager({ workspace: ws }));
+    const stager = stagerFor(workspace);
     for (const [id, h] of Object.entries(handlers)) {
-      const wrapped = withFiles(h, { stager, model, contracts, now: () => this.clock.now() });
+      const wrapped = withFiles(h, { stager, stagerFor, model, contracts, now: () => this.clock.now() });
       // still a defineAgent to the rest of the engine (its contract steers the decisions)
       const c = (h as { contract?: unknown }).contract;
       handlers[id] = c !== undefined ? Object.assign(wrapped, { contract: c }) : wrapped;

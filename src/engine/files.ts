@@ -86,6 +86,8 @@ export function localFileStager(opts: { workspace: string; tmpDir?: string }): F
         },
         async sync(key, rel) {
           const from = join(root, checkedKey(key));
+          // the target is checked first: a path out of the workspace is refused whether or not the file exists
+          const to = await inside(await ws(), workspace, rel, 'write');
           const st = await lstat(from).catch((e: NodeJS.ErrnoException) => {
             if (e.code === 'ENOENT') return undefined;
             throw e;
@@ -93,7 +95,6 @@ export function localFileStager(opts: { workspace: string; tmpDir?: string }): F
           if (!st) return 'missing';
           // an agent's symbolic link would copy whatever it points at into the workspace
           if (!st.isFile()) throw new FileRefused(`\`${key}\` under the scratch root is not a regular file`);
-          const to = await inside(await ws(), workspace, rel, 'write');
           await mkdir(dirname(to), { recursive: true });
           // written beside the target and renamed over it: a reader never sees half a file
           const tmp = `${to}.baton-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
@@ -270,7 +271,10 @@ export function filesOfPhase(model: WorkflowModel, contracts: ReadonlyMap<string
 }
 
 export interface FileHostOptions {
+  /** The stager over the run's workspace. */
   stager: FileStager;
+  /** A stager over another workspace (an agent that names its own: `defineAgent({workspace})`). */
+  stagerFor?: (workspace: string) => FileStager;
   model: WorkflowModel;
   contracts: ReadonlyMap<string, AgentContract>;
   now: () => number;
@@ -288,7 +292,8 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
     const values = tokenValues(scope, opts.now());
     // every input path is expanded before anything is created: a refused one fails the attempt at once
     const inputs = files.inputs.map((e) => ({ e, path: expandOrFail(e, values, scope.item) }));
-    const root = await opts.stager.open(scope);
+    const stager = files.workspace !== undefined && opts.stagerFor ? opts.stagerFor(files.workspace) : opts.stager;
+    const root = await stager.open(scope);
     try {
       for (const { e, path } of inputs) {
         let d: FileDigest;

@@ -127,5 +127,6 @@ export function mergeFiles(agent: FileContract | undefined, phase: FileContract 
   if (!agent) return phase;
   if (!phase) return agent;
   const merge = (a: FileEntry[], p: FileEntry[]): FileEntry[] => [...a.filter((e) => !p.some((x) => x.key === e.key)), ...p];
-  return { inputs: merge(agent.inputs, phase.inputs), outputs: merge(agent.outputs, phase.outputs) };
+  const workspace = phase.workspace ?? agent.workspace;
+  return { inputs: merge(agent.inputs, phase.inputs), outputs: merge(agent.outputs, phase.outputs), ...(workspace !== undefined ? { workspace } : {}) };
 }

@@ -69,6 +69,8 @@ export interface FileEntry {
 export interface FileContract {
   inputs: FileEntry[];
   outputs: FileEntry[];
+  /** Where the paths are relative to, when the agent says (`defineAgent({workspace})`); default: the run's workspace. */
+  workspace?: string;
 }
 
 /** `tolerated_failures`: a count of items, or a percentage of them (`"10%"`). */
