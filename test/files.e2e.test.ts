@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createEngine } from '../src/api/engine.js';
 import type { AgentContext } from '../src/engine/agent.js';
 import type { RunEvent } from '../src/engine/events.js';
+import type { RunStore } from '../src/engine/ports.js';
 import { replay } from '../src/engine/state.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { SqliteStore } from '../src/store/sqlite.js';
@@ -78,7 +79,7 @@ const agents = {
   },
 };
 
-async function runIt(store = new MemoryStore(), extra: { workspace?: string } = {}): Promise<{ events: RunEvent[]; status: string; phases: Record<string, { status: string; error?: { code: string } | undefined }> }> {
+async function runIt(store: RunStore = new MemoryStore(), extra: { workspace?: string } = {}): Promise<{ events: RunEvent[]; status: string; phases: Record<string, { status: string; error?: { code: string } | undefined }> }> {
   const r = await loadWorkflow(join(ws, 'workflow.yaml'));
   if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
   const engine = createEngine({ store, agents });

@@ -10,7 +10,7 @@ import { decodeUtf8 } from '../diagnostics/text.js';
 import { compileTypes } from '../types/index.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
 import { checkGraph, topologicalOrder, type GraphPhase } from './graph.js';
-import type { AgentDecl, ForEachModel, Governance, OutputDecl, PhaseModel, WorkflowModel } from './model.js';
+import type { AgentDecl, ForEachModel, Governance, OutputDecl, PhaseModel, WorkflowForm, WorkflowModel } from './model.js';
 import { agentFields, governanceFields, infoFields, llmFields, phaseFields, TOP_LEVEL_KEYS } from './schema.js';
 import { checkObject, checkShape, reportUnknownKeys } from './shape.js';
 import { parseYamlSource, type ParsedSource } from './source.js';
@@ -51,6 +51,8 @@ interface CompileOutcome {
   sources?: Map<string, string>;
   /** Every binding's and edge's contract verdict (`baton check`); undefined when the document did not get that far. */
   contracts?: ContractReport;
+  /** Which form the file is written in (undefined when it is not YAML at all): Workflow YAML 1.0, or the contract spec's step form. */
+  form?: WorkflowForm;
 }
 
 /** `bound`: agents bound from code (`defineAgent` handlers of an `--agents` module), whose contracts and versions the contract checks use. */
@@ -146,7 +148,8 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
   }
   if (model) model.sourceText = text;
   positionAll(source, text, diagnostics);
-  const rest = { diagnostics, file, text, ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
+  const form = source.diagnostics.length === 0 ? formOf(source.value) : undefined;
+  const rest = { diagnostics, file, text, ...(form !== undefined ? { form } : {}), ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
   return model && !hasErrors(diagnostics) ? { ok: true, model, ...rest } : { ok: false, model: undefined, ...rest };
 }
 
