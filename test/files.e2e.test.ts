@@ -63,15 +63,15 @@ afterEach(() => rmSync(ws, { recursive: true, force: true }));
 const roots: string[] = [];
 const agents = {
   writer: (ctx: AgentContext) => {
-    const root = String(ctx.input['_workflowFsRoot']);
+    const root = (ctx.input['_workflowFsRoot'] as string);
     roots.push(root);
     const notes = readFileSync(join(root, 'notes'), 'utf8');
-    writeFileSync(join(root, 'draft'), `# ${String(ctx.input['topic'])}\n${notes}\n`);
+    writeFileSync(join(root, 'draft'), `# ${(ctx.input['topic'] as string)}\n${notes}\n`);
     writeFileSync(join(root, 'scratch.tmp'), 'discarded'); // undeclared: never synced
     return { words: 2 }; // `log` is declared and not produced: a warning
   },
   editor: (ctx: AgentContext) => {
-    const root = String(ctx.input['_workflowFsRoot']);
+    const root = (ctx.input['_workflowFsRoot'] as string);
     roots.push(root);
     const text = readFileSync(join(root, 'draft'), 'utf8') + readFileSync(join(root, 'style'), 'utf8');
     writeFileSync(join(root, 'final'), text.toUpperCase());
@@ -85,7 +85,7 @@ async function runIt(store: RunStore = new MemoryStore(), extra: { workspace?: s
   const engine = createEngine({ store, agents });
   try {
     const res = await engine.run(r.model, { runId: 'r1', trigger: { topic: 'Moons' }, path: join(ws, 'workflow.yaml'), ...extra });
-    return res as never;
+    return res;
   } finally {
     await engine.close();
   }
@@ -118,7 +118,7 @@ describe('file contracts through the engine', () => {
     const read = fileEvents.find((e) => e.phase === 'edit' && e.key === 'draft')!;
     expect(read.sha256).toBe(written.sha256);
     expect(written.sha256).toBe(sha('# Moons\ntides\n'));
-    const warnings = r.events.flatMap((e) => (e.type === 'task.warning' ? [`${e.phase} ${e.code} ${String(e.details?.['path'])}`] : []));
+    const warnings = r.events.flatMap((e) => (e.type === 'task.warning' ? [`${e.phase} ${e.code} ${e.details?.['path'] as string}`] : []));
     expect(warnings).toEqual(['draft DeclaredFileMissing logs/r1.txt']);
     // the input the agent saw carried the root; the recorded input did not (it is the executor's)
     const claimed = r.events.find((e) => e.type === 'task.claimed' && e.phase === 'draft');
@@ -177,7 +177,7 @@ workflow:
     try {
       const res = await engine.run(r.model, { path: join(ws, 'workflow.yaml') });
       expect(res.status).toBe('completed');
-      const cwd = String(res.phases['one']?.output?.['cwd']);
+      const cwd = res.phases['one']?.output?.['cwd'] as string;
       expect(cwd).not.toBe(ws);
       expect(cwd).toContain('baton-files-one-1-');
       expect(existsSync(cwd)).toBe(false);
@@ -204,7 +204,7 @@ ${['a', 'b', 'c', 'd'].map((p) => `  ${p}:\n    assign: w\n    inputsFiles: {n: 
       store: new MemoryStore(),
       agents: {
         w: async (ctx: AgentContext) => {
-          const root = String(ctx.input['_workflowFsRoot']);
+          const root = (ctx.input['_workflowFsRoot'] as string);
           seen.add(root);
           active++;
           peak = Math.max(peak, active);

@@ -49,7 +49,7 @@ describe('the step form at run time', () => {
     const engine = createEngine({
       store,
       agents: {
-        'research-consolidator': (ctx: AgentContext) => ({ researchDoc: `notes on ${String(ctx.input['topic'])}` }),
+        'research-consolidator': (ctx: AgentContext) => ({ researchDoc: `notes on ${(ctx.input['topic'] as string)}` }),
         'paper-architect': (ctx: AgentContext) => ((seen['outline'] = ctx.input), { outline: { sections: ['intro', 'body'] } }),
         summariser: (ctx: AgentContext) => ((seen['summary'] = ctx.input), { text: 'done' }),
       },

@@ -58,7 +58,7 @@ export function storedArtifacts(model: WorkflowModel, state: RunState): JsonObje
     const segs = t.path as string[];
     segs.slice(0, -1).forEach((s) => {
       if (!isPlainObject(node[s])) node[s] = {};
-      node = node[s] as JsonObject;
+      node = node[s];
     });
     const last = segs[segs.length - 1]!;
     if (last === '__proto__') Object.defineProperty(node, last, { value: out[t.key]!, enumerable: true, writable: true, configurable: true });

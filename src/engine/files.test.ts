@@ -174,7 +174,7 @@ describe('withFiles', () => {
     let seen: string | undefined;
     const h = withFiles(
       (ctx) => {
-        seen = String(ctx.input['_workflowFsRoot']);
+        seen = (ctx.input['_workflowFsRoot'] as string);
         writeFileSync(join(seen, 'draft'), readFileSync(join(seen, 'notes'), 'utf8').toUpperCase());
         return { ok: true };
       },
@@ -202,7 +202,7 @@ describe('withFiles', () => {
     writeFileSync(join(ws, 'blocker'), 'a file where a folder should be');
     const r2 = model('    outputsFiles: {draft: {path: blocker/draft.md}}\n');
     if (!r2.ok) throw new Error('compile');
-    const h2 = withFiles((ctx) => (writeFileSync(join(String(ctx.input['_workflowFsRoot']), 'draft'), 'x'), { done: 1 }), { stager: localFileStager({ workspace: ws }), model: r2.model, contracts: new Map(), now: () => 0 });
+    const h2 = withFiles((ctx) => (writeFileSync(join((ctx.input['_workflowFsRoot'] as string), 'draft'), 'x'), { done: 1 }), { stager: localFileStager({ workspace: ws }), model: r2.model, contracts: new Map(), now: () => 0 });
     const ctx = context();
     expect(await h2(ctx)).toEqual({ done: 1 });
     expect(ctx.logs.join('\n')).toMatch(/could not be synced to blocker\/draft\.md/);
@@ -216,7 +216,7 @@ describe('withFiles', () => {
     await expect(Promise.resolve(h(context({ runId: '..' })))).rejects.toMatchObject({ code: 'PathEscape' });
     const r2 = model('    outputsFiles: {o: {path: "<runId>/x.md"}}\n');
     if (!r2.ok) throw new Error('compile');
-    const h2 = withFiles((ctx) => (writeFileSync(join(String(ctx.input['_workflowFsRoot']), 'o'), 'x'), {}), { stager: localFileStager({ workspace: ws }), model: r2.model, contracts: new Map(), now: () => 0 });
+    const h2 = withFiles((ctx) => (writeFileSync(join((ctx.input['_workflowFsRoot'] as string), 'o'), 'x'), {}), { stager: localFileStager({ workspace: ws }), model: r2.model, contracts: new Map(), now: () => 0 });
     const ctx = context({ runId: '..' });
     await h2(ctx);
     expect(ctx.logs.join('\n')).toMatch(/could not be synced/);

@@ -402,7 +402,7 @@ function checkAgents(raw: unknown, out: Diagnostic[]): Record<string, AgentDecl>
       extensions: extensionsOf(d),
     };
     const files = fileContractOf(d, ['agents', id], { fanOut: undefined }, out);
-    if (files) agents[id]!.files = files;
+    if (files) agents[id].files = files;
   }
   return agents;
 }

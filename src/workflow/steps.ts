@@ -85,7 +85,7 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
   for (const s of steps) {
     const a = s.raw['agent'];
     if (typeof a !== 'string' || a === '') continue;
-    const decl: JsonObject = isPlainObject(agents[a]) ? { ...(agents[a] as JsonObject) } : {};
+    const decl: JsonObject = isPlainObject(agents[a]) ? { ...(agents[a]) } : {};
     const declared = isPlainObject(doc['agents']) && isPlainObject(doc['agents'][a]);
     if (!agentAt.has(a) && !declared) agentAt.set(a, at('steps', s.index, 'agent'));
     const c = s.raw['contract'];
@@ -153,11 +153,11 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
     // a wrapped value (`{$ref: ...}`): point at the string inside it
     if (key === 'forEach' && rest.length === 0 && isPlainObject(raw?.['forEach'])) return at('steps', i, 'forEach', Object.keys(raw['forEach'])[0] ?? '$ref');
     if (key === 'inputs' && rest.length === 1 && isPlainObject(raw?.['inputs'])) {
-      const v = (raw['inputs'] as Record<string, unknown>)[String(rest[0])];
+      const v = (raw['inputs'])[String(rest[0])];
       if (isPlainObject(v) && Object.keys(v).length === 1) return at('steps', i, 'inputs', rest[0]!, Object.keys(v)[0]!);
     }
     if (key === 'outputs' && rest.length === 1 && isPlainObject(raw?.['outputs'])) {
-      const v = (raw['outputs'] as Record<string, unknown>)[String(rest[0])];
+      const v = (raw['outputs'])[String(rest[0])];
       if (isPlainObject(v) && v['$store'] !== undefined && v['type'] !== undefined && Object.keys(v).length === 2) return at('steps', i, 'outputs', rest[0]!, 'type');
     }
     return at('steps', i, key, ...rest);
@@ -240,7 +240,11 @@ function ancestorsOf(id: string, byId: ReadonlyMap<string, Step>): Set<string> {
   while (stack.length > 0) {
     const deps = byId.get(stack.pop()!)?.raw['dependsOn'];
     if (!Array.isArray(deps)) continue;
-    for (const d of deps) if (typeof d === 'string' && !seen.has(d)) (seen.add(d), stack.push(d));
+    for (const d of deps) {
+      if (typeof d !== 'string' || seen.has(d)) continue;
+      seen.add(d);
+      stack.push(d);
+    }
   }
   return seen;
 }
