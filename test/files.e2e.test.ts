@@ -268,3 +268,31 @@ describe('baton run --workspace', () => {
     rmSync(other, { recursive: true, force: true });
   });
 });
+
+describe('file contracts in an agent contract', () => {
+  test('an inline x-contract declares files the engine stages and syncs; a contract file\u2019s bad path is positioned in that file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-files-contract-'));
+    mkdirSync(join(dir, 'contracts'));
+    writeFileSync(join(dir, 'in.txt'), 'abc');
+    writeFileSync(
+      join(dir, 'workflow.yaml'),
+      'openintent: "1.0"\ninfo: {name: c}\nagents:\n  copier:\n    x-contract:\n      inputsFiles: {src: {path: in.txt}}\n      outputsFiles: {dst: {path: "copies/<phase>.txt"}}\nworkflow:\n  copy: {assign: copier}\n',
+    );
+    const r = await loadWorkflow(join(dir, 'workflow.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = createEngine({
+      store: new MemoryStore(),
+      agents: { copier: (ctx: AgentContext) => (writeFileSync(join(ctx.input['_workflowFsRoot'] as string, 'dst'), readFileSync(join(ctx.input['_workflowFsRoot'] as string, 'src'))), {}) },
+    });
+    const res = await engine.run(r.model, { path: join(dir, 'workflow.yaml') });
+    await engine.close();
+    expect(res.status).toBe('completed');
+    expect(readFileSync(join(dir, 'copies', 'copy.txt'), 'utf8')).toBe('abc');
+
+    writeFileSync(join(dir, 'contracts', 'bad.yaml'), 'contractVersion: "1.0.0"\noutputsFiles:\n  out: {path: ../../escape.txt}\n');
+    writeFileSync(join(dir, 'bad.yaml'), 'openintent: "1.0"\ninfo: {name: c}\nagents:\n  copier: {x-contract: contracts/bad.yaml}\nworkflow:\n  copy: {assign: copier}\n');
+    const bad = await loadWorkflow(join(dir, 'bad.yaml'));
+    expect(bad.diagnostics.map((d) => `${d.code} ${d.file?.endsWith('contracts/bad.yaml') ? 'contracts/bad.yaml' : '?'} ${d.path.join('.')}`)).toEqual(['path-escape contracts/bad.yaml outputsFiles.out.path']);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
