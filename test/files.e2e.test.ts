@@ -296,3 +296,34 @@ describe('file contracts in an agent contract', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe('examples/release-notes', () => {
+  test('runs with --workspace: files staged from and synced to the workspace, listed by show --artifacts', async () => {
+    const example = join(import.meta.dirname, '..', 'examples', 'release-notes');
+    const work = mkdtempSync(join(tmpdir(), 'baton-release-notes-'));
+    mkdirSync(join(work, 'notes'));
+    for (const f of ['changes.md', 'style.md']) writeFileSync(join(work, 'notes', f), readFileSync(join(example, 'notes', f)));
+    const db = join(work, 'runs.db');
+    let out = '';
+    let err = '';
+    const io: CliIo = { stdout: (s) => void (out += s), stderr: (s) => void (err += s), isTTY: false, cwd: work, env: { USER: 't' } };
+    expect(await run(['run', example, '--workspace', work, '--store', db, '--run-id', 'rn1', '-q'], io), err).toBe(0);
+    const today = new Date().toISOString().slice(0, 10);
+    const notes = readFileSync(join(work, 'release-notes', `${today}-rn1.md`), 'utf8');
+    expect(notes).toBe('# Release 2.4.0: 3 changes\n\n_Short lines, present tense, one change per line._\n\n- feat: fan-out phases type-check their items\n- fix: a resumed run keeps its workspace\n- perf: staging copies each file once\n');
+    expect(existsSync(join(example, 'work'))).toBe(false);
+    out = '';
+    expect(await run(['show', 'rn1', '--artifacts', '--json', '--store', db], io)).toBe(0);
+    const rows = JSON.parse(out) as { phase: string; direction: string; key: string; path: string; sha256: string }[];
+    expect(rows.map((r) => `${r.phase} ${r.direction} ${r.key} ${r.path}`)).toEqual([
+      'collect staged changes notes/changes.md',
+      'collect synced items work/rn1/items.txt',
+      'write staged style notes/style.md',
+      'write staged items work/rn1/items.txt',
+      `write synced notes release-notes/${today}-rn1.md`,
+    ]);
+    expect(rows[1]!.sha256).toBe(rows[3]!.sha256);
+    expect(rows[4]!.sha256).toBe(sha(notes));
+    rmSync(work, { recursive: true, force: true });
+  });
+});
