@@ -78,6 +78,9 @@ export function localFileStager(opts: { workspace: string; tmpDir?: string }): F
     async open(scope) {
       const safe = `${scope.phase}-${scope.attempt}`.replace(/[^\w.-]/g, '_').slice(0, 60);
       const root = await mkdtemp(join(opts.tmpDir ?? tmpdir(), `baton-files-${safe}-`));
+      // during this root's syncs: folders resolved (path -> real path) and folders made, once each, not once per file
+      const dirs = new Map<string, string>();
+      const made = new Set<string>();
       return {
         path: root,
         async stage(key, rel) {
@@ -87,7 +90,7 @@ export function localFileStager(opts: { workspace: string; tmpDir?: string }): F
         async sync(key, rel) {
           const from = join(root, checkedKey(key));
           // the target is checked first: a path out of the workspace is refused whether or not the file exists
-          const to = await inside(await ws(), workspace, rel, 'write');
+          const to = await inside(await ws(), workspace, rel, 'write', dirs);
           const st = await lstat(from).catch((e: NodeJS.ErrnoException) => {
             if (e.code === 'ENOENT') return undefined;
             throw e;
@@ -95,7 +98,10 @@ export function localFileStager(opts: { workspace: string; tmpDir?: string }): F
           if (!st) return 'missing';
           // an agent's symbolic link would copy whatever it points at into the workspace
           if (!st.isFile()) throw new FileRefused(`\`${key}\` under the scratch root is not a regular file`);
-          await mkdir(dirname(to), { recursive: true });
+          if (!made.has(dirname(to))) {
+            await mkdir(dirname(to), { recursive: true });
+            made.add(dirname(to));
+          }
           // written beside the target and renamed over it: a reader never sees half a file
           const tmp = `${to}.baton-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
           try {
@@ -126,7 +132,7 @@ function checkedKey(key: string): string {
  * or (resolving symbolic links) a file or folder outside. For a write, the deepest folder that
  * exists is resolved, and the target itself when it exists.
  */
-async function inside(realWs: string, workspace: string, rel: string, use: 'read' | 'write'): Promise<string> {
+async function inside(realWs: string, workspace: string, rel: string, use: 'read' | 'write', dirs?: Map<string, string>): Promise<string> {
   const escape = escapeProblem(rel);
   if (escape !== undefined || rel.includes('\0') || isAbsolute(rel)) throw new FileRefused(escape ?? `\`${rel}\` is not a workspace path`);
   const abs = resolve(workspace, rel);
@@ -143,9 +149,10 @@ async function inside(realWs: string, workspace: string, rel: string, use: 'read
   }
   let dir = dirname(abs);
   for (;;) {
-    const real = await realpath(dir).catch(() => undefined);
+    const real = dirs?.get(dir) ?? (await realpath(dir).catch(() => undefined));
     if (real !== undefined) {
       if (!within(realWs, real)) throw new FileRefused(`\`${rel}\` goes through a symbolic link that leads out of the workspace`);
+      dirs?.set(dir, real);
       return join(real, relative(dir, abs));
     }
     const up = dirname(dir);
