@@ -2,9 +2,9 @@
  * The vocabulary of the decisions (decide.ts): the facts that come in, the results that go back to the
  * caller, and the environment (the time) they are decided in. Re-exported by decide.ts.
  */
-import type { FileProvenance } from './files.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { FailureRecord, RunEvent } from './events.js';
+import type { FileProvenance } from './files.js';
 import type { Claimant } from './due.js';
 
 /** A task handed to a worker by a claim. */
