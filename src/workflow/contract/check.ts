@@ -12,7 +12,8 @@ import type { Path } from '../../core/path.js';
 import { error, warning, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import { isSubschema, verdictOf, type SchemaFinding, type SubschemaResult, type Verdict } from '../../types/subschema.js';
 import { SchemaCompiler } from '../json-schema.js';
-import type { AgentDecl, PhaseModel } from '../model.js';
+import type { AgentDecl, FileContract, PhaseModel } from '../model.js';
+import { mergeFiles } from '../files.js';
 import { checkSideEffects } from './effects.js';
 import { contractOf, type LoadedContractFile } from './load.js';
 import { emptyContract, type AgentContract, type Loc } from './model.js';
@@ -88,7 +89,12 @@ export function checkContracts(doc: Record<string, unknown>, agents: Record<stri
   }
   checkSteps(agents, phases, out);
   checkContext(phases, contract, out);
-  checkSideEffects(phases, contract, out);
+  // AIP-16 files: the phase's, its agent's, and its contract's (a defineAgent's are in its sideEffects already)
+  const filesOf = (p: PhaseModel): FileContract | undefined => {
+    const c = contract(p.assign);
+    return mergeFiles(mergeFiles(c && c.origin.kind !== 'typescript' ? c.files : undefined, agents?.[p.assign]?.files), p.files);
+  };
+  checkSideEffects(phases, contract, out, filesOf);
   return { sources: new Map([...files].filter(([, v]) => v.text !== '').map(([k, v]) => [k, v.text])), report };
 }
 
