@@ -327,3 +327,23 @@ describe('examples/release-notes', () => {
     rmSync(work, { recursive: true, force: true });
   });
 });
+
+describe('baton resume --workspace', () => {
+  test('a detached run records its workspace; resume uses it, or the one its own flag names', async () => {
+    writeFileSync(join(ws, 'wf.yaml'), 'openintent: "1.0"\ninfo: {name: cli}\nworkflow:\n  p:\n    assign: w\n    inputsFiles: {n: {path: notes/draft.md}}\n    outputsFiles: {o: {path: out/<runId>.md}}\n');
+    writeFileSync(join(ws, 'agents.mjs'), `import { readFileSync, writeFileSync } from 'node:fs';\nexport default { w: (ctx) => { const r = ctx.input._workflowFsRoot; writeFileSync(r + '/o', readFileSync(r + '/n', 'utf8')); return {}; } };\n`);
+    const other = mkdtempSync(join(tmpdir(), 'baton-files-resume-'));
+    mkdirSync(join(other, 'notes'));
+    writeFileSync(join(other, 'notes', 'draft.md'), 'from the resume flag');
+    const db = join(ws, 'runs.db');
+    let err = '';
+    const io: CliIo = { stdout: () => undefined, stderr: (s) => void (err += s), isTTY: false, cwd: ws, env: { USER: 't' } };
+    for (const id of ['d1', 'd2']) expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--detach', '--store', db, '--run-id', id, '-q'], io), err).toBe(0);
+    expect(await run(['resume', 'd1', '--store', db, '-q'], io), err).toBe(0);
+    expect(readFileSync(join(ws, 'out', 'd1.md'), 'utf8')).toBe('tides');
+    expect(await run(['resume', 'd2', '--store', db, '--workspace', other, '-q'], io), err).toBe(0);
+    expect(readFileSync(join(other, 'out', 'd2.md'), 'utf8')).toBe('from the resume flag');
+    expect(existsSync(join(ws, 'out', 'd2.md'))).toBe(false);
+    rmSync(other, { recursive: true, force: true });
+  });
+});
