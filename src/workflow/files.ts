@@ -104,7 +104,7 @@ export function checkPath(path: string, at: Path, scope: FileCheckScope, out: Di
     bad = true;
   }
   if (path.includes('\0')) {
-    out.push(error('invalid-value', at, 'the path holds a NUL character'));
+    out.push(error('invalid-value', at, 'the path holds a NUL character', { hint: 'remove the `\\0` from the path' }));
     bad = true;
   }
   for (const t of tokensOf(path)) {

@@ -65,8 +65,8 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
     rawSteps.forEach((s, index) => {
       if (!isPlainObject(s)) return void out.push(error('wrong-type', at('steps', index), 'a step must be a mapping', { hint: 'give it at least `id` and `agent`' }));
       const id = s['id'];
-      if (id === undefined || id === null) return void out.push(error('missing-field', at('steps', index), 'missing required field `id`', { target: 'key', data: { field: 'id' } }));
-      if (typeof id !== 'string' || id === '') return void out.push(error('wrong-type', at('steps', index, 'id'), 'a step `id` must be a non-empty string'));
+      if (id === undefined || id === null) return void out.push(error('missing-field', at('steps', index), 'missing required field `id`', { target: 'key', hint: 'give the step an id: `- id: draft`', data: { field: 'id' } }));
+      if (typeof id !== 'string' || id === '') return void out.push(error('wrong-type', at('steps', index, 'id'), 'a step `id` must be a non-empty string', { hint: 'name the step: `id: draft`' }));
       const first = seen.get(id);
       if (first !== undefined) {
         out.push(error('duplicate-key', at('steps', index, 'id'), `step id \`${id}\` is used twice`, { hint: 'each step needs its own id', related: [{ message: `\`${id}\` first used here`, path: at('steps', first, 'id') }] }));
@@ -275,7 +275,7 @@ function refText(x: unknown, at: Path, artifacts: ArtifactTarget[], read: Set<st
   const v = x[k];
   const here = [...at, k];
   if (typeof v !== 'string') {
-    out.push(error('wrong-type', here, `\`${k}\` takes a string`));
+    out.push(error('wrong-type', here, `\`${k}\` takes a string`, { hint: k === '$input' ? 'e.g. `{$input: topic}`' : k === '$item' ? 'e.g. `{$item: name}`' : 'e.g. `{$ref: "artifacts.outline"}`' }));
     return undefined;
   }
   if (k === '$input') return v === '' ? '$trigger.' : `$trigger.${v}`;
