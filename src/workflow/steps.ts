@@ -167,7 +167,12 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
 
 /** A compiler message in the step form's words (`agent`, not `assign`). */
 export function stepWords(message: string): string {
-  return message.replace(/`assign`/g, '`agent`').replace(/`?depends_on`?/g, '`dependsOn`').replace(/`for_each`/g, '`forEach`');
+  return message
+    .replace(/`assign`/g, '`agent`')
+    .replace(/\bdepends_on\b/g, 'dependsOn')
+    .replace(/\bfor_each\b/g, 'forEach')
+    .replace(/\bphases\b/g, 'steps')
+    .replace(/\bphase\b/g, 'step');
 }
 
 /** Every `{$store: "artifacts.a.b"}` of every step: its target in the artifacts tree. */
@@ -290,7 +295,7 @@ function refText(x: unknown, at: Path, artifacts: ArtifactTarget[], read: Set<st
   if (!target) {
     const known = artifacts.map((t) => t.text);
     const s = didYouMean(v, known);
-    out.push(error('unknown-artifact', here, `no step stores \`${v}\``, { hint: s ? `did you mean \`${s}\`?` : known.length > 0 ? `stored artifacts: ${known.join(', ')}` : 'store an output with `{$store: "artifacts.name"}`' }));
+    out.push(error('unknown-artifact', here, `no step stores \`${v}\``, { hint: s ?? (known.length > 0 ? `stored artifacts: ${known.join(', ')}` : 'store an output with `{$store: "artifacts.name"}`') }));
     return undefined;
   }
   read.add(target.phase);
