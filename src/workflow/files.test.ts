@@ -42,4 +42,22 @@ workflow:
 `);
     expect(r.diagnostics.map((d) => `${d.code} ${d.path.join('.')}`)).toEqual(['input-schema-missing workflow.b.inputs']);
   });
+
+  test('a closed contract input schema without `_workflowFsRoot` is refused for a phase with files (the host injects it)', () => {
+    const r = parseWorkflow(`openintent: "1.0"
+info: {name: fr}
+agents:
+  w:
+    x-contract:
+      input:
+        schema: {type: object, additionalProperties: false, properties: {topic: {type: string}}}
+workflow:
+  a:
+    assign: w
+    inputs: {topic: $trigger.topic}
+    outputsFiles: {n: {path: out.md}}
+`);
+    expect(r.diagnostics.map((d) => d.code)).toEqual(['input-schema-unknown-key']);
+    expect(r.diagnostics[0]!.hint).toMatch(/_workflowFsRoot/);
+  });
 });

@@ -260,7 +260,7 @@ function report(findings: readonly SchemaFinding[], side: 'input' | 'output', p:
     } else if (f.kind === 'missing') {
       out.push(sev('input-schema-missing', path, `${where}${f.message} (${against}); phase \`${p.name}\` does not wire it`, { ...extra, hint: head === FS_ROOT_KEY ? 'the host injects it when the phase (or its agent) declares `inputsFiles` / `outputsFiles`' : head !== undefined && f.path.length === 1 ? `wire it: \`inputs: {${head}: <phase>.<key>}\`` : 'declare the key in the upstream output type' }));
     } else if (f.kind === 'unknown-key') {
-      out.push(sev('input-schema-unknown-key', path, `${where}${f.message} (${against})`, { ...extra, hint: 'drop the input, or allow it in the schema' }));
+      out.push(sev('input-schema-unknown-key', path, `${where}${f.message} (${against})`, { ...extra, hint: head === FS_ROOT_KEY ? 'allow `_workflowFsRoot: {type: string}` in the schema: the host injects it when files are declared (AIP-16)' : 'drop the input, or allow it in the schema' }));
     } else {
       out.push(sev('input-schema-mismatch', path, `${where}${f.message} (${subject} against ${against})`, { ...extra, hint: 'change the upstream output type, the wiring, or the schema' }));
     }
