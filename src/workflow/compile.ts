@@ -132,6 +132,7 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
       const rest: Diagnostic[] = [];
       model = compileDocument(t.doc, file, rest, extras);
       for (const d of rest) {
+        if (d.file !== undefined) continue; // inside a contract file: its own paths, its own words
         d.path = t.mapPath(d.path);
         d.message = stepWords(d.message);
         if (d.hint !== undefined) d.hint = stepWords(d.hint);
