@@ -72,6 +72,11 @@ describe('a workflow with for_each', () => {
     out = '';
     expect(await run(['validate', 'workflow.yaml', '--json'], io)).toBe(0);
     expect((JSON.parse(out) as { files: { form: string }[] }).files[0]!.form).toBe('steps');
+    out = '';
+    const fixtures = join(import.meta.dirname, 'fixtures', 'diagnostics');
+    expect(await run(['validate', join(fixtures, 'steps-form.yaml'), join(fixtures, 'for-each.yaml')], io)).toBe(1);
+    expect(out).toMatch(/steps-form\.yaml: invalid \(the contract spec’s step form: workflow\.steps\)/);
+    expect(out).toMatch(/for-each\.yaml: invalid \(OpenIntent Workflow YAML 1\.0\)/);
   });
 
   // for_each execution (each item a stored task on the engine's new claim model) is not available yet:

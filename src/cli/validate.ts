@@ -52,7 +52,7 @@ export async function validateCommand(files: string[], opts: { format: Format },
         else warnings++;
       }
       if (r.ok) io.stdout(`${c.green('✓')} ${escapeControls(r.file)}: valid (${formName(r.form)})\n`);
-      else if (r.form === 'steps') io.stdout(`${c.red('✗')} ${escapeControls(r.file)}: invalid (${formName(r.form)})\n`);
+      else if (r.form !== undefined) io.stdout(`${c.red('✗')} ${escapeControls(r.file)}: invalid (${formName(r.form)})\n`);
     }
     io.stdout(summaryLine(results.length, errors, warnings, c) + '\n');
   }
