@@ -223,6 +223,21 @@ describe('withFiles', () => {
     expect(existsSync(join(ws, '..', 'x.md'))).toBe(false);
   });
 
+  test('an attempt aborted before staging ends stages nothing more and never runs its agent', async () => {
+    const { ws } = workspace();
+    writeFileSync(join(ws, 'notes.md'), 'notes');
+    const r = model('    inputsFiles: {notes: {path: notes.md}}\n');
+    if (!r.ok) throw new Error('compile');
+    const ctl = new AbortController();
+    ctl.abort(new Error('timed out'));
+    let ran = false;
+    const h = withFiles(() => ((ran = true), {}), { stager: localFileStager({ workspace: ws }), model: r.model, contracts: new Map(), now: () => 0 });
+    const ctx = context({ signal: ctl.signal });
+    await expect(Promise.resolve(h(ctx))).rejects.toThrow('timed out');
+    expect(ran).toBe(false);
+    expect(ctx.records).toEqual([]);
+  });
+
   test('a phase without files runs its handler untouched', async () => {
     const r = model('');
     if (!r.ok) throw new Error('compile');

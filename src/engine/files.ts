@@ -303,6 +303,8 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
     const root = await stager.open(scope);
     try {
       for (const { e, path } of inputs) {
+        // a timeout or a cancel during staging stops it: the attempt has ended (the root is removed below)
+        if (ctx.signal.aborted) throw ctx.signal.reason;
         let d: FileDigest;
         try {
           d = await root.stage(e.key, path);
