@@ -37,6 +37,8 @@ export { Worker, DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type Fault
 /** The decisions as a pure function of run state and facts, and the plan they read. */
 export { decide, type Fact, type FactResult, type Claimed, type Outcome, type Decisions } from './engine/decide.js';
 export { planOf, type Plan } from './engine/plan.js';
+/** AIP-16 file contracts at run time: the staging port, its local-disk implementation, the tokens of file paths. */
+export { localFileStager, expandPath, FileRefused, type FileStager, type ScratchRoot, type StageScope, type FileDigest, type FileProvenance } from './engine/files.js';
 /** The agent port. */
 export { AgentError, type AgentContext, type AgentHandler, type ClosableAgent, type InputRequest } from './engine/agent.js';
 /** Converts an agent's return value to JSON (cycles, depth, getters): the output rules of every attempt. */

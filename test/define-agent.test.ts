@@ -96,10 +96,10 @@ workflow:
     const r = await runWorkflow(spec, { agents: { drafter }, trigger: { topic: 'sea' }, runId: 'run-files', onEvent: (e) => void events.push(e as never) });
     expect(r.phases['draft']?.output).toEqual({ draft: 'written' });
     expect(readFileSync(join(ws, 'out', 'run-files.md'), 'utf8')).toBe('sea: tides and moons');
-    const kinds = JSON.stringify(events);
-    expect(kinds).toContain('"file_read"');
-    expect(kinds).toContain('"file_written"');
-    expect(kinds).toMatch(/"path":"out\/run-files\.md","sha256":"[0-9a-f]{64}","size":20/);
+    // staged and synced by the engine (engine/files.ts), recorded as task.file provenance
+    const files = events.filter((e) => e.type === 'task.file') as unknown as { direction: string; key: string; path: string; sha256: string; size: number }[];
+    expect(files.map((f) => `${f.direction} ${f.key} ${f.path} ${f.size}`)).toEqual(['staged notes notes.md 15', 'synced draft out/run-files.md 20']);
+    expect(files.every((f) => /^[0-9a-f]{64}$/.test(f.sha256))).toBe(true);
     const missing = defineAgent({ id: 'm', version: '1.0.0', workspace: ws, io: defineIO({ inputsFiles: { x: { path: 'nope.md' } } }), handler: () => ({ draft: 'x' }) });
     const r2 = await runWorkflow(spec, { agents: { drafter: missing }, trigger: { topic: 'sea' } });
     expect(r2.phases['draft']?.error).toMatchObject({ code: 'MissingInputFile' });

@@ -22,8 +22,10 @@ import { dirname, join, resolve } from 'node:path';
 import { isStandardSchema, type StandardJsonSchemaConverter, type StandardOutput, type StandardResult, type StandardSchemaV1 } from '../core/standard-schema.js';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext } from '../engine/agent.js';
+import { scratchRootOf } from '../engine/files.js';
 import { SchemaCompiler, type SchemaValidator } from '../workflow/json-schema.js';
 import { emptyContract, type AgentContract, type FileEffect } from '../workflow/contract/model.js';
+import type { FileEntry } from '../workflow/model.js';
 import { errorHandling } from '../workflow/contract/parse.js';
 import { parseDuration } from '../workflow/contract/shape.js';
 
@@ -268,7 +270,7 @@ export interface AgentDefinition<In, Out, R = Out> {
   sideEffects?: SideEffectsDecl;
   resources?: { estimatedTime?: string; tokenBudget?: number; memoryRequired?: string };
   compatibility?: { requiresContext?: string[]; providesContext?: string[] };
-  /** Where AIP-16 file paths are relative to (default: the working directory when the attempt runs). */
+  /** Where AIP-16 file paths are relative to (default: the run's workspace; called outside an engine, the working directory). */
   workspace?: string;
 }
 
@@ -295,7 +297,8 @@ export function defineAgent<In = unknown, Out = unknown, R = Out>(def: AgentDefi
   const template = def.errorHandling?.onInputValidationFailure?.message ?? `agent \`${def.id}\` rejected its input: {validationErrors}`;
   const hasFiles = Object.keys(io.inputsFiles).length + Object.keys(io.outputsFiles).length > 0;
   const run = async (ctx: AgentContext): Promise<Out> => {
-    if (!hasFiles) return body(ctx, ctx.input);
+    // run by the engine, the files were staged by the host already (engine/files.ts): `_workflowFsRoot` is in the input
+    if (!hasFiles || scratchRootOf(ctx) !== undefined) return body(ctx, ctx.input);
     const workspace = def.workspace ?? process.cwd();
     const root = await mkdtemp(join(tmpdir(), `baton-${def.id.replace(/[^\w-]/g, '_')}-`));
     try {
@@ -383,6 +386,9 @@ function contractFor<In, Out, R>(def: AgentDefinition<In, Out, R>, io: IOHandle<
     // AIP-16's file contract: staged inputs are reads, synced outputs are writes
     ...Object.entries(files).map(([k, e]) => ({ path: e.path, at: { path: ['io', key === 'filesRead' ? 'inputsFiles' : 'outputsFiles', k] } })),
   ];
+  // AIP-16 files: the engine stages and syncs them as it does a phase's (engine/files.ts)
+  const list = (files: Record<string, FileContractEntry>): FileEntry[] => Object.entries(files).map(([key, e]) => ({ key, path: e.path, ...(e.mode !== undefined ? { mode: e.mode } : {}), ...(e.contentType !== undefined ? { contentType: e.contentType } : {}) }));
+  if (Object.keys(io.inputsFiles).length + Object.keys(io.outputsFiles).length > 0) c.files = { inputs: list(io.inputsFiles), outputs: list(io.outputsFiles), ...(def.workspace !== undefined ? { workspace: def.workspace } : {}) };
   c.sideEffects = {
     filesWritten: effects(def.sideEffects?.filesWritten, 'filesWritten', io.outputsFiles),
     filesRead: effects(def.sideEffects?.filesRead, 'filesRead', io.inputsFiles),

@@ -10,6 +10,7 @@ import { processStartTime } from '../core/process.js';
 import { isPlainObject, type Json } from '../core/json.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { AgentError, type AgentContext, type ClosableAgent } from '../engine/agent.js';
+import { scratchRootOf } from '../engine/files.js';
 
 export interface SubprocessOptions {
   /** A string runs through the shell (`sh -c`); an array is argv (no shell). */
@@ -223,7 +224,9 @@ function onceAgent(l: Launch): ClosableAgent {
   return {
     handler: (ctx) => {
       if (closed) return Promise.reject(closedError(nameOf(l, ctx)));
-      return runOnce(l, ctx, running);
+      // declared files (AIP-16): the process works in the attempt's scratch root, where they were staged
+      const root = scratchRootOf(ctx);
+      return runOnce(root !== undefined ? { ...l, cwd: root } : l, ctx, running);
     },
     async close() {
       closed = true;

@@ -23,7 +23,8 @@ import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/por
 import { toJson } from '../engine/attempt.js';
 import { commandRun, startRun, workflowRecord } from '../engine/start.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
-import { planOf } from '../engine/plan.js';
+import { planOf, refuseUnsupported } from '../engine/plan.js';
+import { localFileStager, withFiles, type FileStager } from '../engine/files.js';
 import { Worker, type FaultPlan, type StoreTrouble, type WorkerOptions } from '../engine/worker.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
@@ -63,6 +64,13 @@ export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
   onStoreTrouble?: (t: StoreTrouble) => void;
   /** How long an aborted agent that ignores its signal runs on before a warning (default 5 s; its slot stays taken until it settles). */
   abortGraceMs?: number;
+  /**
+   * Where AIP-16 file contracts (`inputsFiles` / `outputsFiles`) read and write (`--workspace`): over the
+   * workspace a run recorded. Default: the run's `workspace`, else its `cwd`, else the workflow file's folder.
+   */
+  workspace?: string;
+  /** Stages declared files for attempts (default: the local-disk stager over the workspace, roots in the OS temp folder). */
+  fileStager?: (workspace: string) => FileStager;
 }
 
 export interface StartRunOptions<W extends WorkflowTypes = AnyWorkflow> {
@@ -82,6 +90,8 @@ export interface StartRunOptions<W extends WorkflowTypes = AnyWorkflow> {
   path?: string;
   /** Working directory of x-command agents and of files LLM agents read (default: the workflow file's directory). */
   cwd?: string;
+  /** Where declared files (AIP-16) are staged from and synced to; recorded with the run (default: `cwd`, else the workflow file's directory). */
+  workspace?: string;
   /** Cancels the run when it aborts (Ctrl-C). */
   signal?: AbortSignal;
   /** `start()` only: store the run without driving it here (a `baton worker` elsewhere runs it). */
@@ -216,7 +226,29 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       const stub = stubAgent(model);
       for (const [id] of unboundAgents(model, handlers)) handlers[id] = stub;
     }
+    this.withFileContracts(model, record, handlers, contracts, cwd);
     return { model, handlers, contracts };
+  }
+
+  /**
+   * AIP-16 files, outermost around every handler (so `_workflowFsRoot` is in the input before any
+   * validation): staged into a fresh root per attempt, synced back, recorded (engine/files.ts).
+   */
+  private withFileContracts(model: WorkflowModel, record: RunRecord, handlers: Record<string, AgentHandler>, carried: ReadonlyMap<string, AgentContract>, cwd: string): void {
+    const contracts = new Map(planOf(model).contracts);
+    for (const [id, c] of carried) if (!contracts.has(id)) contracts.set(id, c);
+    const declares = model.phases.some((p) => p.files) || Object.values(model.agents ?? {}).some((a) => a.files) || [...contracts.values()].some((c) => c.files);
+    if (!declares) return;
+    const recorded = typeof record.options['workspace'] === 'string' ? record.options['workspace'] : undefined;
+    const workspace = resolvePath(this.opts.workspace ?? recorded ?? cwd);
+    const stagerFor = (ws: string): FileStager => (this.opts.fileStager ? this.opts.fileStager(ws) : localFileStager({ workspace: ws }));
+    const stager = stagerFor(workspace);
+    for (const [id, h] of Object.entries(handlers)) {
+      const wrapped = withFiles(h, { stager, stagerFor, model, contracts, now: () => this.clock.now() });
+      // still a defineAgent to the rest of the engine (its contract steers the decisions)
+      const c = (h as { contract?: unknown }).contract;
+      handlers[id] = c !== undefined ? Object.assign(wrapped, { contract: c }) : wrapped;
+    }
   }
 
   /** The engine's LLM options, or those a run recorded (`--llm`, `--llm-agents`, `--replies`) when the engine has none. */
@@ -262,6 +294,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   /** Creates a run in the store (nothing runs yet) and returns its id; refuses it when an agent has no handler. */
   async create(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}): Promise<string> {
     const model = spec instanceof WorkflowSpec ? spec.model : spec;
+    refuseUnsupported(model); // before bindings are checked: the reason comes first
     const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
     checkTrigger(model, opts.trigger);
     const runId = opts.runId ?? newRunId(this.clock.now());
@@ -269,7 +302,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     this.models.set(wf.hash, model);
     const bindings = { ...(opts.bindings ?? {}), ...(this.opts.stubAgents ? { stubs: true } : {}) };
     // check bindings before anything is stored: unbound agents stop the run before it starts
-    const probe: RunRecord = { runId, workflowHash: wf.hash, workflowName: model.info.name, status: 'running', trigger: null, initialState: null, bindings, options: opts.cwd !== undefined ? { cwd: resolvePath(opts.cwd) } : {}, createdAt: 0, updatedAt: 0, endedAt: null, costUsd: 0, seq: 0, wakeAt: null };
+    const runOptions = { ...(opts.cwd !== undefined ? { cwd: resolvePath(opts.cwd) } : {}), ...(opts.workspace !== undefined ? { workspace: resolvePath(opts.workspace) } : {}) };
+    const probe: RunRecord = { runId, workflowHash: wf.hash, workflowName: model.info.name, status: 'running', trigger: null, initialState: null, bindings, options: runOptions, createdAt: 0, updatedAt: 0, endedAt: null, costUsd: 0, seq: 0, wakeAt: null };
     const handlers = await this.bindModel(model, probe);
     const unbound = unboundAgents(model, handlers);
     if (unbound.size > 0) {
@@ -286,7 +320,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
         ...(opts.autoApprove ? { autoApprove: true } : {}),
         bindings,
-        options: { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(opts.cwd !== undefined ? { cwd: resolvePath(opts.cwd) } : {}) },
+        options: { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...runOptions },
         ...(opts.path !== undefined ? { path: opts.path } : {}),
       },
       this.clock,

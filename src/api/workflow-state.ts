@@ -10,6 +10,7 @@ import type { RunState } from '../engine/state.js';
 import { runStatusOf } from '../engine/state.js';
 import { tryResolveTaskInputs } from '../workflow/runtime.js';
 import type { WorkflowModel } from '../workflow/model.js';
+import { fileRows, storedArtifacts } from './artifacts.js';
 
 export interface WorkflowStateDoc {
   workflowState: {
@@ -21,8 +22,11 @@ export interface WorkflowStateDoc {
     context: {
       trigger: Json;
       completedSteps: { stepId: string; agentId: string | null; completedAt: string | null; outputs: JsonObject; /** Set when the step completed with a partial result its contract accepts. */ status?: 'partial' }[];
-      /** Files agents declared and touched (`file_read` / `file_written` provenance): path -> {phase, sha256, size}. */
-      artifacts: Record<string, JsonObject>;
+      /**
+       * The run's artifacts: the `$store` tree of the step form (`artifacts.outline` -> the output stored
+       * there), and the files it touched (provenance), keyed by workspace path: path -> {phase, attempt, access, sha256, size}.
+       */
+      artifacts: Record<string, Json>;
     };
     nextSteps: { stepId: string; agentId: string; inputs: JsonObject | null }[];
   };
@@ -49,13 +53,13 @@ export function workflowState(state: RunState, model: WorkflowModel, events: rea
       nextSteps.push({ stepId: pm.name, agentId: p.nextAgent ?? pm.assign, inputs: r.ok ? r.input : null });
     }
   }
-  const artifacts: Record<string, JsonObject> = {};
-  for (const e of events) {
-    if (e.type !== 'task.agent_event' || (e.kind !== 'file_read' && e.kind !== 'file_written')) continue;
-    const path = e.data['path'];
-    if (typeof path !== 'string') continue;
-    artifacts[path] = { phase: e.phase, attempt: e.attempt, access: e.kind === 'file_read' ? 'read' : 'written', ...(e.data['sha256'] !== undefined ? { sha256: e.data['sha256'] } : {}), ...(e.data['size'] !== undefined ? { size: e.data['size'] } : {}) };
+  const artifacts: Record<string, Json> = {};
+  for (const r of fileRows(state.runId, events)) {
+    if (typeof r.path !== 'string') continue;
+    artifacts[r.path] = { phase: r.phase, attempt: r.attempt, access: r.access, ...(r.key !== null ? { key: r.key } : {}), ...(r.item !== null ? { item: r.item } : {}), ...(r.sha256 !== null ? { sha256: r.sha256 } : {}), ...(r.size !== null ? { size: r.size } : {}) };
   }
+  // the `$store` tree (step form) wins over a file of the same name
+  Object.assign(artifacts, storedArtifacts(model, state));
   return {
     workflowState: {
       id: state.runId,

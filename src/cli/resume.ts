@@ -98,13 +98,14 @@ interface ViewHolder {
   fg: Foreground;
 }
 
-async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: string | undefined; json?: boolean | undefined; store?: string | undefined } & Parameters<typeof bindFromFlags>[0], holder: ViewHolder): Promise<Engine> {
+async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: string | undefined; json?: boolean | undefined; store?: string | undefined; workspace?: string | undefined } & Parameters<typeof bindFromFlags>[0], holder: ViewHolder): Promise<Engine> {
   const bound = await bindFromFlags(values, io, io.cwd);
   const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
   if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
   const engine = cliEngine(store, io, bound.agents, {
     stubAgents: values['stub-agents'] === true,
     ...(concurrency !== undefined ? { concurrency } : {}),
+    ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
     onEvent: (e, state) => {
       holder.view?.onEvent({ type: e.type, at: e.at, ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}), ...('attempt' in e ? { attempt: e.attempt } : {}), data: { reason: describeEvent(e) } });
       if (!holder.fg.inMemory) gateNotice(e, state, io, values);
@@ -134,6 +135,7 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),
+      ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
       onStoreTrouble: storeTroubleLine(io),
       // names and messages come from files and agents: escaped, never sent raw to a terminal
       // --json: every event as a JSON line on stdout (the stored event, as `baton show --events --json` has it)

@@ -112,6 +112,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       autoApprove: values['auto-approve'] === true,
       bindings: bound.record,
       path: target.workflow,
+      ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
       // driven below by finish() (with Ctrl-C handling), or by a worker after --detach
       detach: true,
     });
@@ -241,6 +242,8 @@ export function describeEvent(e: RunEvent): string {
       return e.message;
     case 'task.agent_event':
       return describeAgentEvent(e.kind, e.data);
+    case 'task.file':
+      return `${e.direction} ${e.key} ${e.direction === 'staged' ? '<-' : '->'} ${e.path} (${e.size} bytes, sha256 ${e.sha256.slice(0, 12)})`;
     case 'task.sibling_output':
       return `read output of ${e.sibling}`;
     case 'budget.alert':

@@ -4,6 +4,7 @@ import pc from 'picocolors';
 import { safeText } from '../diagnostics/terminal.js';
 import { createEngine } from '../api/engine.js';
 import { workflowState } from '../api/workflow-state.js';
+import { fileRows } from '../api/artifacts.js';
 import type { RunStatus } from '../engine/events.js';
 import type { RunRecord, RunStore, TaskRow } from '../engine/ports.js';
 import { ownerIsDeadOnThisHost } from '../engine/worker.js';
@@ -70,10 +71,10 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
       return 0;
     }
     if (values.artifacts) {
-      const rows = result.events.flatMap((e) => (e.type === 'task.agent_event' && (e.kind === 'file_read' || e.kind === 'file_written') ? [{ run_id: record.runId, phase: e.phase, attempt: e.attempt, access: e.kind === 'file_read' ? 'read' : 'written', path: e.data['path'] ?? null, sha256: e.data['sha256'] ?? null, size: e.data['size'] ?? null }] : []));
+      const rows = fileRows(record.runId, result.events);
       if (values.json) io.stdout(JSON.stringify(rows, null, 2) + '\n');
-      else if (rows.length === 0) io.stdout(`run ${record.runId} recorded no files (agents declare them: sideEffects.filesRead / filesWritten)\n`);
-      else for (const r of rows) io.stdout(`${r.phase}#${r.attempt}  ${r.access.padEnd(7)}  ${JSON.stringify(r.path)}  ${JSON.stringify(r.sha256)}  ${JSON.stringify(r.size)}\n`);
+      else if (rows.length === 0) io.stdout(`run ${record.runId} recorded no files (declare them: inputsFiles / outputsFiles, or sideEffects.filesRead / filesWritten)\n`);
+      else for (const r of rows) io.stdout(`${safeText(r.phase, 200)}#${r.attempt}${r.item !== null ? `[${r.item}]` : ''}  ${r.access.padEnd(7)}  ${r.direction.padEnd(8)}  ${r.key !== null ? `${safeText(r.key, 200)}  ` : ''}${safeText(JSON.stringify(r.path))}  ${JSON.stringify(r.sha256)}  ${JSON.stringify(r.size)}\n`);
       return 0;
     }
     if (values.json) {

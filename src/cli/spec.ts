@@ -50,6 +50,7 @@ const FORMAT_OPTION = { type: 'string', arg: 'FORMAT', desc: 'text, json, sarif 
 const QUIET_OPTION = { type: 'boolean', short: 'q', default: false, desc: 'no progress output' } as const satisfies OptionSpec;
 const CONCURRENCY_OPTION = { type: 'string', arg: 'N', desc: 'attempts running at the same time', shown: '32' } as const satisfies OptionSpec;
 const OUTPUT_OPTION = { type: 'string', arg: 'FILE', desc: 'write the run result as JSON to FILE' } as const satisfies OptionSpec;
+const WORKSPACE_OPTION = { type: 'string', arg: 'DIR', desc: 'where declared files (inputsFiles / outputsFiles) are read and written', shown: 'the workflow file’s folder' } as const satisfies OptionSpec;
 
 export const VALIDATE_OPTIONS = { json: { ...JSON_OPTION, desc: 'the same as --format json' }, format: FORMAT_OPTION } as const satisfies OptionTable;
 
@@ -81,6 +82,7 @@ export const RUN_OPTIONS = {
   output: OUTPUT_OPTION,
   json: { ...JSON_OPTION, desc: 'print the run result as JSON on stdout (progress goes to stderr)' },
   concurrency: CONCURRENCY_OPTION,
+  workspace: WORKSPACE_OPTION,
   timeout: { type: 'string', arg: 'SECONDS', desc: 'timeout for the whole run', shown: 'governance.timeout_hours' },
   quiet: QUIET_OPTION,
   server: { type: 'string', arg: 'URL', desc: 'run on a Baton server (`baton serve`) instead of here: post the run and follow its events' },
@@ -99,7 +101,7 @@ export const SHOW_OPTIONS = {
   events: { type: 'boolean', default: false, desc: 'the event log too' },
   json: JSON_OPTION,
   state: { type: 'boolean', default: false, desc: 'the run in the agent-contract spec’s workflow-state shape (JSON)' },
-  artifacts: { type: 'boolean', default: false, desc: 'the files agents declared and read or wrote: phase, attempt, path, sha256, size' },
+  artifacts: { type: 'boolean', default: false, desc: 'the files the run staged, synced, read or wrote: phase, attempt, item, key, path, sha256, size' },
 } as const satisfies OptionTable;
 
 export const RESUME_OPTIONS = {
@@ -109,6 +111,7 @@ export const RESUME_OPTIONS = {
   output: OUTPUT_OPTION,
   quiet: QUIET_OPTION,
   concurrency: CONCURRENCY_OPTION,
+  workspace: { ...WORKSPACE_OPTION, shown: 'the one the run recorded' },
 } as const satisfies OptionTable;
 
 export const RERUN_OPTIONS = {
@@ -122,6 +125,7 @@ export const WORKER_OPTIONS = {
   ...BINDING_OPTIONS,
   ...STORE_OPTIONS,
   concurrency: CONCURRENCY_OPTION,
+  workspace: { ...WORKSPACE_OPTION, shown: 'the one each run recorded' },
   lease: { type: 'string', arg: 'SECONDS', desc: 'how long a claimed attempt is this worker’s before another may take it', shown: '30' },
   quiet: { ...QUIET_OPTION, desc: 'no event lines' },
   json: { ...JSON_OPTION, desc: 'print the start and every event as a JSON line on stdout' },

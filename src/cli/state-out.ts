@@ -9,6 +9,7 @@ import type { JsonObject } from '../core/json.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunState } from '../engine/state.js';
 import { workflowState } from '../api/workflow-state.js';
+import { isFileEvent } from '../api/artifacts.js';
 import type { WorkflowModel } from '../workflow/model.js';
 
 export class StateOut {
@@ -26,7 +27,7 @@ export class StateOut {
   ) {}
 
   update(e: RunEvent, state: RunState): void {
-    if (e.type === 'task.agent_event' && (e.kind === 'file_read' || e.kind === 'file_written')) this.provenance.push(e);
+    if (isFileEvent(e)) this.provenance.push(e);
     this.last = state;
     this.timer ??= setTimeout(() => this.flush(), 200);
   }

@@ -1,4 +1,5 @@
 /** `baton validate FILE... [--format F]`: every problem of every file, compiler-style. Exit 0 valid, 1 invalid, 2 unreadable. */
+import type { WorkflowForm } from '../workflow/model.js';
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { diagnosticToJson, renderDiagnostic, summaryLine, type JsonDiagnostic, type RenderOptions } from '../diagnostics/render.js';
@@ -38,7 +39,7 @@ export async function validateCommand(files: string[], opts: { format: Format },
   if (opts.format === 'sarif' || opts.format === 'github') {
     await printMachineFormat(opts.format, results.map((r) => ({ diagnostics: r.diagnostics, source: sourceResolver(r, io.cwd) })), io);
   } else if (opts.format === 'json') {
-    const doc = { files: results.map((r) => ({ file: r.file, valid: r.ok, diagnostics: jsonDiagnostics(r, io.cwd) })) };
+    const doc = { files: results.map((r) => ({ file: r.file, valid: r.ok, ...(r.form !== undefined ? { form: r.form } : {}), diagnostics: jsonDiagnostics(r, io.cwd) })) };
     io.stdout(JSON.stringify(doc, null, 2) + '\n');
   } else {
     const c = colorsFor(io, 'stdout');
@@ -50,12 +51,18 @@ export async function validateCommand(files: string[], opts: { format: Format },
         if (d.severity === 'error') errors++;
         else warnings++;
       }
-      if (r.ok) io.stdout(`${c.green('✓')} ${escapeControls(r.file)}: valid\n`);
+      if (r.ok) io.stdout(`${c.green('✓')} ${escapeControls(r.file)}: valid (${formName(r.form)})\n`);
+      else if (r.form !== undefined) io.stdout(`${c.red('✗')} ${escapeControls(r.file)}: invalid (${formName(r.form)})\n`);
     }
     io.stdout(summaryLine(results.length, errors, warnings, c) + '\n');
   }
   if (unreadable) return 2;
   return results.every((r) => r.ok) ? 0 : 1;
+}
+
+/** How `baton validate` names a file's form. */
+export function formName(form: WorkflowForm | undefined): string {
+  return form === 'steps' ? 'the contract spec’s step form: workflow.steps' : 'OpenIntent Workflow YAML 1.0';
 }
 
 export function printDiagnostics(r: CompileResult, opts: RenderOptions, cwd?: string): string {

@@ -53,6 +53,16 @@ export const DIAGNOSTIC_CODES = [
   'contract-mismatch',
   // names JavaScript objects cannot keep (`__proto__`)
   'reserved-name',
+  // fan-out (`for_each`, `$item`, `$index`)
+  'for-each-not-array',
+  'for-each-untyped',
+  'item-outside-for-each',
+  // AIP-16 file contracts (`inputsFiles` / `outputsFiles`)
+  'path-escape',
+  'unknown-token',
+  // the contract spec's step form (`$store` / `$ref` artifacts)
+  'unknown-artifact',
+  'artifact-conflict',
   // files
   'file-unreadable',
 ] as const;
@@ -84,4 +94,6 @@ export type ErrorCode =
   | 'store-unreachable'
   /** An optional capability whose package is not installed (the message names the install command). */
   | 'missing-package'
+  /** A workflow uses something this engine cannot run yet (a `for_each` phase): refused before anything runs. */
+  | 'unsupported'
   | 'fault-injected';

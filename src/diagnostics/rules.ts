@@ -51,6 +51,13 @@ export const RULES: Readonly<Record<DiagnosticCode, RuleInfo>> = {
   'side-effect-conflict': { summary: 'Two phases that may run at once write the same path, or one reads what the other writes', severity: 'error' },
   'contract-mismatch': { summary: 'A contract names another agent or a step no phase of that agent runs', severity: 'warning' },
   'file-unreadable': { summary: 'A file could not be read', severity: 'error' },
+  'for-each-not-array': { summary: '`for_each` reads a value whose type is not an array', severity: 'error' },
+  'for-each-untyped': { summary: '`for_each` reads an `array` without an element type: `$item` is `any`', severity: 'warning' },
+  'item-outside-for-each': { summary: '`$item`, `$index` or an item token used in a phase without `for_each`', severity: 'error' },
+  'path-escape': { summary: 'A file contract path leaves the workspace (absolute, or `..`)', severity: 'error' },
+  'unknown-token': { summary: 'A file contract path uses a `<token>` Baton does not know', severity: 'error' },
+  'unknown-artifact': { summary: 'A `$ref` reads an artifact no step stores with `$store`', severity: 'error' },
+  'artifact-conflict': { summary: 'Two outputs `$store` to the same artifact, or one artifact sits inside another', severity: 'error' },
   'reserved-name': { summary: 'A name JavaScript objects cannot keep (`__proto__`) used as a key or a reference segment', severity: 'error' },
 };
 

@@ -7,6 +7,7 @@ import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler, type InputRequest } from './agent.js';
 import type { Outcome } from './decide.js';
 import type { FailureRecord } from './events.js';
+import type { FileProvenance } from './files.js';
 
 /** Deepest nesting accepted in an agent's output (objects and arrays), documented in docs/executor.md. */
 export const MAX_OUTPUT_DEPTH = 512;
@@ -24,6 +25,8 @@ export interface AttemptHost {
   remainingBudget(att: Attempt): number | undefined;
   requestInput(att: Attempt, req: InputRequest): Promise<Json>;
   checkpoint(att: Attempt, value: Json): Promise<void>;
+  /** A file the engine staged or synced for the attempt (files.ts): recorded as `task.file`. */
+  file(att: Attempt, p: FileProvenance): void;
 }
 
 /** Why an attempt was stopped from outside; such an attempt reports no outcome (its task moved on). */
@@ -157,6 +160,16 @@ export class Attempt implements AgentContext {
     if (this.settled) return;
     const r = toJson(data);
     this.host.record(this, String(kind), r.ok && isPlainObject(r.value) ? (r.value) : { unserialisable: true });
+  }
+
+  /** The host's own input fields (AIP-16's `_workflowFsRoot`): the input is this attempt's copy, never the recorded one. */
+  setInputField(key: string, value: Json): void {
+    (this.input as Record<string, Json>)[key] = value;
+  }
+
+  /** Provenance of a file the engine staged or synced for this attempt (not an agent's own record). */
+  recordFile(p: FileProvenance): void {
+    if (!this.settled) this.host.file(this, p);
   }
 
   remainingBudgetUsd(): number | undefined {

@@ -4,6 +4,7 @@
  */
 import type { Json, JsonObject } from '../core/json.js';
 import type { FailureRecord, RunEvent } from './events.js';
+import type { FileProvenance } from './files.js';
 import type { Claimant } from './due.js';
 
 /** A task handed to a worker by a claim. */
@@ -33,6 +34,8 @@ export type Fact =
   | { kind: 'sibling'; phase: string; attempt: number; sibling: string; found: boolean }
   /** `ctx.checkpoint(value)`: saved durably for the task's later attempts. */
   | { kind: 'checkpoint'; phase: string; attempt: number; value: Json }
+  /** A file the engine staged or synced for an attempt (task.file, files.ts). */
+  | { kind: 'file'; phase: string; attempt: number; file: FileProvenance }
   /** A warning about a running or just-finished attempt (task.warning). */
   | { kind: 'warn'; phase: string; attempt: number; code: string; message: string; details?: JsonObject }
   /** A running task whose worker is gone (its lease expired, or its process is known dead). */

@@ -82,6 +82,9 @@ function one(ctx: Ctx, f: Fact): FactResult {
         emit(ctx, { type: 'task.warning', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, code: f.code, message: f.message, ...(f.details !== undefined ? { details: f.details } : {}) });
       }
       return { kind: 'done' };
+    case 'file':
+      if (isCurrent(ctx, f.phase, f.attempt) || lastAttemptOf(ctx, f.phase, f.attempt)) emit(ctx, { type: 'task.file', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, ...f.file });
+      return { kind: 'done' };
     case 'lease_expired': {
       const p = state.phases.get(f.phase);
       if (p && p.status === 'running' && p.attempts === f.attempt && p.leaseOwner === f.owner) {

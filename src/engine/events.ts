@@ -108,6 +108,12 @@ export type RunEvent =
   | (TaskBase & { type: 'task.cost'; attempt: number; usd: number; phase_total_usd: number; run_total_usd: number })
   | (TaskBase & { type: 'task.sibling_output'; attempt: number; sibling: string; found: boolean })
   | (TaskBase & { type: 'task.log'; attempt: number; message: string })
+  /**
+   * AIP-16 provenance, recorded by the engine (not the agent): a declared input file `staged` from the
+   * workspace into the attempt's scratch root, or a declared output `synced` back to it. `path` is
+   * workspace-relative with its tokens replaced; `item` is the fan-out item's index.
+   */
+  | (TaskBase & { type: 'task.file'; attempt: number; direction: 'staged' | 'synced'; key: string; path: string; sha256: string; size: number; item?: number })
   /** A structured event from the agent adapter (LLM usage, repairs, tool calls, ...). */
   | (TaskBase & { type: 'task.agent_event'; attempt: number; kind: string; data: JsonObject })
   | (Base & {

@@ -311,6 +311,7 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     case 'task.sibling_output':
     case 'task.log':
     case 'task.warning':
+    case 'task.file':
       return;
     case 'task.agent_event': {
       // a subprocess agent's process group, kept so that a takeover can end an orphan first

@@ -9,6 +9,7 @@ import type { AgentHandler, InputRequest } from './agent.js';
 import { AgentError } from './agent.js';
 import { Attempt, StopSignal, TimeoutError, toOutcome, type AttemptHost } from './attempt.js';
 import { remainingBudget, type Claimed } from './decide.js';
+import type { FileProvenance } from './files.js';
 import { contractOfPhase, estimatedMsOf } from './plan.js';
 import type { RunCtx } from './worker-base.js';
 import { WorkerCommits } from './worker-commits.js';
@@ -217,6 +218,11 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
       return;
     }
     this.note(ctx, { kind: 'record', phase: att.phase, attempt: att.attempt, event: kind, data });
+  }
+
+  file(att: Attempt, p: FileProvenance): void {
+    const ctx = this.runs.get(att.runId);
+    if (ctx) this.note(ctx, { kind: 'file', phase: att.phase, attempt: att.attempt, file: p });
   }
 
   sibling(att: Attempt, phase: string): JsonObject | undefined {

@@ -277,7 +277,7 @@ export abstract class WorkerCommits extends WorkerBase {
     facts.forEach((f, i) => {
       const w = waiters[i];
       if (drop?.(f)) return;
-      if (f.kind === 'outcome' || f.kind === 'cost' || f.kind === 'log' || f.kind === 'record' || f.kind === 'sibling' || f.kind === 'lease_expired' || f.kind === 'warn') again.push(f);
+      if (f.kind === 'outcome' || f.kind === 'cost' || f.kind === 'log' || f.kind === 'record' || f.kind === 'sibling' || f.kind === 'lease_expired' || f.kind === 'warn' || f.kind === 'file') again.push(f);
       else if (w) keep.push(w);
     });
     waiters.length = 0;

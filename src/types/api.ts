@@ -61,7 +61,11 @@ export interface TypeRegistry {
   fromNode(node: TypeNode): CompiledType;
   /** Follows a property path into a type; `any`/`object` allow any path, records check field names. */
   lookup(type: CompiledType, segments: readonly string[]): PathLookup;
+  /** What iterating over a value of this type gives (`for_each`): its element type, `untyped` for a bare `array`, `any`, or `not-array`. */
+  elementOf(type: CompiledType): ElementLookup;
 }
+
+export type ElementLookup = { kind: 'array'; element: CompiledType } | { kind: 'untyped' } | { kind: 'any' } | { kind: 'not-array' };
 
 /**
  * Builds a registry from the raw `types` block (undefined when absent). `basePath` is where the block

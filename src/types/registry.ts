@@ -9,7 +9,7 @@ import { isPlainObject, jsonTypeOf, type Json } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { closest } from '../core/suggest.js';
 import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
-import type { CompileTypes, CompiledType, PathLookup, RecordField, TypeNode, TypeRegistry } from './api.js';
+import type { CompileTypes, CompiledType, ElementLookup, PathLookup, RecordField, TypeNode, TypeRegistry } from './api.js';
 import { CompiledTypeImpl, resolveNode, typeText, type TypeEnv } from './compiled.js';
 import { MAX_TYPE_DEPTH, typeDepths } from './depth.js';
 import { parseTypeExpr, type TypeExpr } from './parse.js';
@@ -85,6 +85,15 @@ class Registry implements TypeRegistry {
     const diagnostics: Diagnostic[] = [];
     const r = buildTypeRef(expr, path, this, diagnostics);
     return { type: r.node ? this.fromNode(r.node) : undefined, required: r.required, diagnostics };
+  }
+
+  elementOf(type: CompiledType): ElementLookup {
+    let n = resolveNode(type.node, this.env);
+    while (n.kind === 'nullable') n = resolveNode(n.inner, this.env);
+    if (n.kind === 'array') return { kind: 'array', element: this.fromNode(n.element) };
+    if (n.kind === 'primitive' && n.name === 'array') return { kind: 'untyped' };
+    if (n.kind === 'primitive' && n.name === 'any') return { kind: 'any' };
+    return { kind: 'not-array' };
   }
 
   lookup(type: CompiledType, segments: readonly string[]): PathLookup {

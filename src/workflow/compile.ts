@@ -10,17 +10,21 @@ import { decodeUtf8 } from '../diagnostics/text.js';
 import { compileTypes } from '../types/index.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
 import { checkGraph, topologicalOrder, type GraphPhase } from './graph.js';
-import type { AgentDecl, Governance, OutputDecl, PhaseModel, WorkflowModel } from './model.js';
+import type { AgentDecl, ForEachModel, Governance, OutputDecl, PhaseModel, WorkflowForm, WorkflowModel } from './model.js';
 import { agentFields, governanceFields, infoFields, llmFields, phaseFields, TOP_LEVEL_KEYS } from './schema.js';
 import { checkObject, checkShape, reportUnknownKeys } from './shape.js';
 import { parseYamlSource, type ParsedSource } from './source.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
-import { checkInputs } from './wiring.js';
+import { checkInputs, type WiringContext } from './wiring.js';
+import { checkForEach, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, toleratesAny } from './fan-out.js';
+import { fileContractOf, tokenKind, tokensOf } from './files.js';
+import type { Expression } from './expr.js';
 import { checkReservedNames } from './reserved.js';
 import { checkBlueprints } from './blueprint.js';
 import { checkContracts, type BoundAgents, type ContractReport } from './contract/check.js';
 import { didYouMean } from '../core/suggest.js';
+import { formOf, stepWords, translateSteps } from './steps.js';
 
 /**
  * What the compiler returns: narrow on `ok` (as zod's `safeParse`) and `model` is a `WorkflowModel`;
@@ -47,6 +51,8 @@ interface CompileOutcome {
   sources?: Map<string, string>;
   /** Every binding's and edge's contract verdict (`baton check`); undefined when the document did not get that far. */
   contracts?: ContractReport;
+  /** Which form the file is written in (undefined when it is not YAML at all): Workflow YAML 1.0, or the contract spec's step form. */
+  form?: WorkflowForm;
 }
 
 /** `bound`: agents bound from code (`defineAgent` handlers of an `--agents` module), whose contracts and versions the contract checks use. */
@@ -116,10 +122,35 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
   const diagnostics = [...source.diagnostics];
   let model: WorkflowModel | undefined;
   const extras: Extras = opts.bound ? { bound: opts.bound } : {};
-  if (source.diagnostics.length === 0) model = compileDocument(source.value, file, diagnostics, extras);
+  if (source.diagnostics.length === 0) {
+    if (formOf(source.value) === 'steps') {
+      // the contract spec's step form: translated, compiled as the 1.0 form, positioned in the file as written
+      // (offsets inside strings hold: conditions and file paths are copied as written)
+      const own: Diagnostic[] = [];
+      const t = translateSteps(source.value as Record<string, unknown>, own);
+      positionAll(source, text, own);
+      const rest: Diagnostic[] = [];
+      model = compileDocument(t.doc, file, rest, extras);
+      for (const d of rest) {
+        if (d.file !== undefined) continue; // inside a contract file: its own paths, its own words
+        d.path = t.mapPath(d.path);
+        d.message = stepWords(d.message);
+        if (d.hint !== undefined) d.hint = stepWords(d.hint);
+        for (const r of d.related ?? []) r.path = t.mapPath(r.path);
+      }
+      diagnostics.push(...own, ...rest);
+      if (model) {
+        model.form = 'steps';
+        model.artifacts = t.artifacts;
+        for (const p of model.phases) if (p.forEach) p.forEach.at = t.mapPath(p.forEach.at);
+      }
+      if (hasErrors(own)) model = undefined;
+    } else model = compileDocument(source.value, file, diagnostics, extras);
+  }
   if (model) model.sourceText = text;
   positionAll(source, text, diagnostics);
-  const rest = { diagnostics, file, text, ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
+  const form = source.diagnostics.length === 0 ? formOf(source.value) : undefined;
+  const rest = { diagnostics, file, text, ...(form !== undefined ? { form } : {}), ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
   return model && !hasErrors(diagnostics) ? { ok: true, model, ...rest } : { ok: false, model: undefined, ...rest };
 }
 
@@ -246,16 +277,47 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   const phaseNames = new Set(phaseRaw.keys());
   const ancestorsCache = new Map<string, Set<string>>();
   const ancestors = (name: string): Set<string> => ancestorsOf(name, edges, ancestorsCache);
+  const wiring = (name: string): WiringContext => ({
+    phaseName: name,
+    dependsOn: new Set(edges.get(name) ?? []),
+    phaseNames,
+    // a fan-out phase's outputs reach downstream gathered into arrays
+    outputsOf: (p) => fanOuts.get(p)?.gathered ?? outputs.get(p),
+    types: registry,
+    any,
+    ...(trigger ? { trigger } : {}),
+  });
+  // fan-outs first, upstream before downstream: a `for_each` may read another fan-out's gathered outputs
+  const fanOuts = new Map<string, ForEachModel>();
+  const fanOutNames = new Set<string>();
+  const ordered = topologicalOrder([...phaseRaw.keys()], edges);
+  for (const name of [...ordered, ...[...phaseRaw.keys()].filter((n) => !ordered.includes(n))]) {
+    const raw = phaseRaw.get(name);
+    if (!raw || raw['for_each'] === undefined || raw['for_each'] === null) continue;
+    fanOutNames.add(name);
+    const f = checkForEach(raw, ['workflow', name], wiring(name), out);
+    if (!f) continue;
+    const skip = typeof raw['skip_when'] === 'string' ? itemAwareCondition(raw['skip_when']).uses.some((u) => u.name === '$item' || u.name === '$index') : false;
+    const gathered = gatheredOutputs(outputs.get(name), skip || toleratesAny(f.toleratedFailures), (n) => registry.fromNode(n));
+    fanOuts.set(name, { ...f, itemSkip: skip, gathered });
+  }
   const phases: PhaseModel[] = [];
   for (const [name, raw] of phaseRaw) {
     const deps = edges.get(name) ?? [];
-    const inputs = isPlainObject(raw['inputs'])
-      ? checkInputs(raw['inputs'], { phaseName: name, dependsOn: new Set(deps), phaseNames, outputsOf: (p) => outputs.get(p), types: registry, any, ...(trigger ? { trigger } : {}) }, out)
-      : undefined;
-    const skipWhen = typeof raw['skip_when'] === 'string' ? compileExpression(raw['skip_when'], ['workflow', name, 'skip_when'], out) : undefined;
-    if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name) }, out);
-    phases.push(buildPhase(name, raw, deps, inputs, outputs.get(name), skipWhen, registry));
+    const fanOut = fanOuts.get(name);
+    // a `for_each` that did not resolve still makes a fan-out phase: `$item` is then `any`, not an error again
+    const item = fanOut?.itemType ?? (fanOutNames.has(name) ? any : undefined);
+    const ctx = { ...wiring(name), ...(item ? { item } : {}) };
+    const inputs = isPlainObject(raw['inputs']) ? checkInputs(raw['inputs'], ctx, out) : undefined;
+    const skipWhen = typeof raw['skip_when'] === 'string' ? compileSkipWhen(raw['skip_when'], name, item !== undefined, out) : undefined;
+    if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name), ...(item ? { extra: [ITEM_NAME, INDEX_NAME] } : {}) }, out);
+    const files = fileContractOf(raw, ['workflow', name], { fanOut: item !== undefined }, out);
+    const phase = buildPhase(name, raw, deps, inputs, outputs.get(name), skipWhen, registry);
+    if (fanOut) phase.forEach = fanOut;
+    if (files) phase.files = files;
+    phases.push(phase);
   }
+  checkAgentItemTokens(phases, agents, out);
   const llmPass = checkBlueprints(doc, agents, phases, file, out); // LLM agents: blueprints, mcp (blueprint.ts)
   const contractPass = checkContracts(doc, agents, phases, file, out, extras.bound); // agent contracts (contract/check.ts)
   if (contractPass.sources.size > 0) extras.sources = contractPass.sources;
@@ -281,6 +343,8 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     byName: new Map(phases.map((p) => [p.name, p])),
     order: topologicalOrder(phases.map((p) => p.name), edges),
     extensions: extensionsOf(doc),
+    form: 'openintent',
+    artifacts: [],
     ...(llmPass.mcp ? { mcp: llmPass.mcp } : {}),
     ...(trigger ? { trigger } : {}),
   };
@@ -338,6 +402,8 @@ function checkAgents(raw: unknown, out: Diagnostic[]): Record<string, AgentDecl>
       ...(typeof d['version'] === 'string' ? { version: d['version'] } : {}),
       extensions: extensionsOf(d),
     };
+    const files = fileContractOf(d, ['agents', id], { fanOut: undefined }, out);
+    if (files) agents[id].files = files;
   }
   return agents;
 }
@@ -410,4 +476,32 @@ function buildGovernance(raw: unknown, out: Diagnostic[]): Governance {
     g.accessReview = { onRequest: o === 'approve' || o === 'deny' ? o : 'defer', approvers: strs(ar['approvers']), ...(t !== undefined ? { timeoutHours: t } : {}) };
   }
   return g;
+}
+
+/** `skip_when`, where `$item` / `$index` read the current item of a fan-out phase (and are an error elsewhere). */
+function compileSkipWhen(source: string, phase: string, fanOut: boolean, out: Diagnostic[]): Expression | undefined {
+  const path = ['workflow', phase, 'skip_when'];
+  const { text, uses } = itemAwareCondition(source);
+  if (!fanOut) {
+    for (const u of uses) out.push(error('item-outside-for-each', path, `\`skip_when\` reads \`${u.name}\`, but phase \`${phase}\` has no \`for_each\``, { hint: 'add `for_each` to the phase, or read an upstream phase instead', data: { offset: u.offset, length: u.name.length } }));
+    if (uses.length > 0) return undefined;
+  }
+  return compileExpression(text, path, out);
+}
+
+/** An agent's files that name an item (`<index>`, `<item.x>`) fit only phases with `for_each`. */
+function checkAgentItemTokens(phases: PhaseModel[], agents: Record<string, AgentDecl> | undefined, out: Diagnostic[]): void {
+  if (!agents) return;
+  for (const p of phases) {
+    if (p.forEach) continue;
+    const files = agents[p.assign]?.files;
+    if (!files) continue;
+    for (const [side, list] of [['inputsFiles', files.inputs], ['outputsFiles', files.outputs]] as const) {
+      for (const e of list) {
+        const t = tokensOf(e.path).find((x) => tokenKind(x.name) === 'item');
+        if (!t) continue;
+        out.push(error('item-outside-for-each', ['agents', p.assign, side, e.key, 'path'], `\`<${t.name}>\` names a fan-out item, but phase \`${p.name}\` (agent \`${p.assign}\`) has no \`for_each\``, { hint: 'declare the file on the fan-out phase instead, or drop the item token', data: { offset: t.offset, length: t.name.length + 2 } }));
+      }
+    }
+  }
 }

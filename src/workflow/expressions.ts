@@ -17,6 +17,8 @@ export interface ExpressionScope {
   phaseNames: ReadonlySet<string>;
   /** Phases whose outputs are available when the expression is evaluated. */
   ancestors: ReadonlySet<string>;
+  /** Further names bound when it is evaluated (`_item`, `_index` in a fan-out phase). */
+  extra?: readonly string[];
 }
 
 /**
@@ -27,7 +29,7 @@ export interface ExpressionScope {
 export function checkExpressions(expr: Expression, path: Path, scope: ExpressionScope, out: Diagnostic[]): void {
   const builtins = ['trigger', 'initial_state', 'phases'];
   for (const name of expr.names) {
-    if (builtins.includes(name) || scope.ancestors.has(name)) continue;
+    if (builtins.includes(name) || scope.ancestors.has(name) || scope.extra?.includes(name)) continue;
     const workflowLevel = scope.phaseName === undefined;
     if (!workflowLevel && scope.phaseNames.has(name)) {
       out.push(

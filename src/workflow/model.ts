@@ -31,6 +31,68 @@ export interface WorkflowModel {
   trigger?: CompiledType;
   /** The `mcp` section's tool servers (undefined when the document has none). */
   mcp?: McpConfig;
+  /**
+   * Which form the file was written in: `openintent` (Workflow YAML 1.0) or `steps` (the agent-contract
+   * spec's `workflow: {name, version, steps}`). Both compile to this same model.
+   */
+  form: WorkflowForm;
+  /** `$store` targets (step form): where each stored output sits in the run's `artifacts` tree. Empty in the 1.0 form. */
+  artifacts: ArtifactTarget[];
+}
+
+export type WorkflowForm = 'openintent' | 'steps';
+
+/** One segment of an artifact path: a name, or `{$item.a.b}` (a fan-out item's value, filled in per item). */
+export type ArtifactSegment = string | { item: string[] };
+
+/** `outputs: {draft: {$store: "artifacts.drafts.{$item.name}"}}`: phase `draft-sections`, key `draft`, path `drafts.{$item.name}`. */
+export interface ArtifactTarget {
+  phase: string;
+  key: string;
+  /** Segments after `artifacts.`. */
+  path: ArtifactSegment[];
+  /** The target as written. */
+  text: string;
+}
+
+/** An AIP-16 file contract entry (`inputsFiles.<key>` / `outputsFiles.<key>`). */
+export interface FileEntry {
+  /** A single file name: the file sits at `<fsRoot>/<key>` while the agent runs. */
+  key: string;
+  /** Workspace-relative; may hold tokens (`<runId>`, `<phase>`, ...) replaced in one pass. */
+  path: string;
+  mode?: 'ro' | 'rw';
+  contentType?: string;
+}
+
+/** Files a phase or an agent declares (AIP-16). Empty lists when none. */
+export interface FileContract {
+  inputs: FileEntry[];
+  outputs: FileEntry[];
+  /** Where the paths are relative to, when the agent says (`defineAgent({workspace})`); default: the run's workspace. */
+  workspace?: string;
+}
+
+/** `tolerated_failures`: a count of items, or a percentage of them (`"10%"`). */
+export type ToleratedFailures = { count: number } | { percent: number };
+
+/** A fan-out phase (`for_each`): one task per element of an array. */
+export interface ForEachModel {
+  /** The reference as written (`outline.sections`, `$trigger.items`). */
+  ref: string;
+  source: InputSource;
+  /** The element type: what `$item` is. `any` when the array's element type is unknown. */
+  itemType: CompiledType;
+  /** Items running at once; undefined: the run's concurrency. */
+  maxParallel: number | undefined;
+  /** Failed items the phase tolerates (each slot then `null`); `{count: 0}` by default. */
+  toleratedFailures: ToleratedFailures;
+  /** `skip_when` reads `$item`: it is evaluated per item (a skipped item's slot is `null`). */
+  itemSkip: boolean;
+  /** The outputs as downstream phases see them: each declared output gathered into `array<T>` (`array<T | null>` when slots may be null). */
+  gathered: OutputDecl[] | undefined;
+  /** Where `for_each` is written in the source file (its own form's path), for messages. */
+  at: readonly (string | number)[];
 }
 
 /** `mcp.servers.<id>`: a tool server started over stdio. `env` values keep `${VAR}` until start. */
@@ -103,13 +165,19 @@ export interface AgentDecl {
   version?: string;
   /** The agent's contract (`x-contract` file or mapping, or a blueprint's schemas): src/workflow/contract. */
   contract?: AgentContract;
+  /** Agent-level AIP-16 `inputsFiles` / `outputsFiles` (undefined when it declares none). */
+  files?: FileContract;
 }
 
 /** Where an input value comes from. `path` reaches into the value (`research.summary.title` -> ['summary','title']). */
 export type InputSource =
   | { kind: 'phase'; phase: string; key: string; path: string[] }
   | { kind: 'trigger'; key: string; path: string[] }
-  | { kind: 'initial_state'; key: string; path: string[] };
+  | { kind: 'initial_state'; key: string; path: string[] }
+  /** `$item[.path]`: the current element of a `for_each` phase. */
+  | { kind: 'item'; path: string[] }
+  /** `$index`: the current element's 0-based position. */
+  | { kind: 'index' };
 
 export interface InputBinding {
   /** Local key in ctx.input. */
@@ -172,6 +240,10 @@ export interface PhaseModel {
   permissions: Permissions | undefined;
   /** Phase-level `x-` extension keys. */
   extensions: Record<string, Json>;
+  /** `for_each`: a fan-out phase (undefined for an ordinary phase). */
+  forEach?: ForEachModel;
+  /** Phase-level AIP-16 `inputsFiles` / `outputsFiles` (undefined when the phase declares none). */
+  files?: FileContract;
 }
 
 export type PermissionLevel = 'read' | 'write' | 'admin';

@@ -17,6 +17,14 @@ export interface ResolveOptions {
   /** The phase's initial state (`$initial_state.*`); defaults to the phase's declared `initial_state`. */
   initialState?: unknown;
   taskId?: string;
+  /** A fan-out item (`$item`, `$index`): its element and 0-based position. */
+  item?: FanOutItem;
+}
+
+/** The element of a `for_each` array one item task runs on. */
+export interface FanOutItem {
+  value: unknown;
+  index: number;
 }
 
 export interface ClaimOptions extends ResolveOptions {
@@ -49,8 +57,16 @@ function follow(value: unknown, path: readonly string[]): { found: boolean; valu
 export type BindingResolution = { ok: true; value: Json } | { ok: false; reason: string };
 
 /** Resolves one input binding. Static inputs must be non-null (§3.1.3); upstream keys must exist (§3.1.2). */
-export function resolveBinding(b: InputBinding, upstream: UpstreamOutputs, trigger: unknown, initialState: unknown): BindingResolution {
+export function resolveBinding(b: InputBinding, upstream: UpstreamOutputs, trigger: unknown, initialState: unknown, item?: FanOutItem): BindingResolution {
   const src = b.source;
+  if (src.kind === 'item' || src.kind === 'index') {
+    // the compiler allows these only in a `for_each` phase, whose items carry their element
+    if (!item) return { ok: false, reason: `'${b.ref}' is read outside a fan-out item` };
+    if (src.kind === 'index') return { ok: true, value: item.index };
+    const r = follow(item.value, src.path);
+    if (!r.found) return { ok: false, reason: `item ${item.index} has no value for '${b.ref}'` };
+    return { ok: true, value: r.value as Json };
+  }
   if (src.kind === 'phase') {
     const out = upstreamOf(upstream, src.phase);
     if (out === undefined) return { ok: false, reason: `upstream phase '${src.phase}' has not completed` };
@@ -92,7 +108,7 @@ export function tryResolveTaskInputs(phase: PhaseModel, upstreamOutputs: Upstrea
   const initialState = opts.initialState ?? phase.initialState;
   let failures: { ref: string; reason: string }[] | undefined;
   for (const b of phase.inputs) {
-    const r = resolveBinding(b, upstreamOutputs, opts.trigger, initialState);
+    const r = resolveBinding(b, upstreamOutputs, opts.trigger, initialState, opts.item);
     if (r.ok) input[b.name] = r.value;
     else if (!failures?.some((f) => f.ref === b.ref)) (failures ??= []).push({ ref: b.ref, reason: r.reason }); // two inputs, one ref: listed once
   }

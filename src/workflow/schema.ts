@@ -2,6 +2,8 @@
 import { jsonTypeOf } from '../core/json.js';
 import { error } from '../diagnostics/diagnostic.js';
 import type { Field, Shape } from './shape.js';
+import { forEachFields } from './fan-out.js';
+import { filesField } from './files.js';
 
 const str: Field = { t: 'string' };
 const strList: Shape = { t: 'list', of: { t: 'string' } };
@@ -81,6 +83,10 @@ export const phaseFields: Record<string, Field> = {
   },
   permissions: permissionsShape,
   timeout_ms: { t: 'number', integer: true, min: 1 },
+  // fan-out (fan-out.ts) and AIP-16 files (files.ts)
+  ...forEachFields,
+  inputsFiles: filesField,
+  outputsFiles: filesField,
 };
 
 export const agentFields: Record<string, Field> = {
@@ -116,6 +122,8 @@ export const agentFields: Record<string, Field> = {
     },
   },
   'x-mode': { t: 'enum', values: ['once', 'serve'] },
+  inputsFiles: filesField,
+  outputsFiles: filesField,
 };
 
 export const governanceFields: Record<string, Field> = {

@@ -8,11 +8,14 @@ describe('parseInputRef', () => {
     ['$trigger.quarter', { kind: 'trigger', key: 'quarter', path: [] }],
     ['$initial_state.source', { kind: 'initial_state', key: 'source', path: [] }],
     ['fetch-hr.head_count', { kind: 'phase', phase: 'fetch-hr', key: 'head_count', path: [] }],
+    ['$item', { kind: 'item', path: [] }],
+    ['$item.outline.title', { kind: 'item', path: ['outline', 'title'] }],
+    ['$index', { kind: 'index' }],
   ])('%s', (ref, source) => {
     expect(parseInputRef(ref)).toEqual({ ok: true, source });
   });
 
-  test.each(['findings', '$trigger.', '$trigger', '$initial_state.', '$env.HOME', 'a..b', ' research.x', 'research.', '.x', ''])('rejects %j', (ref) => {
+  test.each(['findings', '$trigger.', '$trigger', '$initial_state.', '$env.HOME', 'a..b', ' research.x', 'research.', '.x', '', '$index.x', '$item..x', '$items.x'])('rejects %j', (ref) => {
     expect(parseInputRef(ref).ok).toBe(false);
   });
 });

@@ -13,17 +13,25 @@ const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
 
 export type RefParse = { ok: true; source: InputSource } | { ok: false; message: string; suggestion: string };
 
-/** Parses `phase.key[.path]`, `$trigger.key[.path]`, `$initial_state.key[.path]`. */
-export function parseInputRef(ref: string): RefParse {
+/** Parses `phase.key[.path]`, `$trigger.key[.path]`, `$initial_state.key[.path]`, and (with `items`) `$item[.path]`, `$index`. */
+export function parseInputRef(ref: string, items = true): RefParse {
   const syntax = 'use `phase_name.key`, `$trigger.key` or `$initial_state.key`';
   const trimmed = ref.trim();
   if (trimmed !== ref || ref === '') return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: syntax };
   const parts = ref.split('.');
   const head = parts[0] ?? '';
   const rest = parts.slice(1);
+  if (items && head === '$index') {
+    if (rest.length > 0) return { ok: false, message: `\`$index\` is a number: \`${ref}\` reaches into it`, suggestion: 'use `$index` alone' };
+    return { ok: true, source: { kind: 'index' } };
+  }
+  if (items && head === '$item') {
+    if (!rest.every((s) => SEGMENT.test(s))) return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: 'use `$item` or `$item.path.into.it`' };
+    return { ok: true, source: { kind: 'item', path: rest } };
+  }
   if (head.startsWith('$')) {
     if (head !== '$trigger' && head !== '$initial_state') {
-      const s = didYouMean(head, ['$trigger', '$initial_state']);
+      const s = didYouMean(head, items ? ['$trigger', '$initial_state', '$item', '$index'] : ['$trigger', '$initial_state']);
       return { ok: false, message: `unknown input source \`${head}\``, suggestion: s ? `${s} (${syntax})` : syntax };
     }
     if (rest.length === 0 || rest[0] === '') return { ok: false, message: `\`${ref}\` needs a key: \`${head}.key\``, suggestion: `name the key, e.g. \`${head}.topic\`` };
@@ -48,6 +56,10 @@ export interface WiringContext {
   any: CompiledType;
   /** The trigger's type (`x-trigger`), when the workflow declares one. */
   trigger?: CompiledType;
+  /** The type of `$item` in a fan-out phase (undefined: not a fan-out phase, `$item` is an error). */
+  item?: CompiledType;
+  /** Where the phase sits in the document (default `['workflow', phaseName]`). */
+  at?: Path;
 }
 
 function wiringError(ctx: WiringContext, path: Path, code: Parameters<typeof error>[0], ref: string, message: string, suggestion: string): Diagnostic {
@@ -61,64 +73,84 @@ function wiringError(ctx: WiringContext, path: Path, code: Parameters<typeof err
 export function checkInputs(inputs: Record<string, unknown>, ctx: WiringContext, out: Diagnostic[]): InputBinding[] {
   const bindings: InputBinding[] = [];
   for (const [name, raw] of Object.entries(inputs)) {
-    const path: Path = ['workflow', ctx.phaseName, 'inputs', name];
+    const path: Path = [...(ctx.at ?? ['workflow', ctx.phaseName]), 'inputs', name];
     if (typeof raw !== 'string') {
       const ref = raw === null ? '' : JSON.stringify(raw);
       out.push(wiringError(ctx, path, 'input-bad-syntax', ref, `input \`${name}\` must be a mapping expression string`, 'use `phase_name.key`, `$trigger.key` or `$initial_state.key`'));
       continue;
     }
-    const parsed = parseInputRef(raw);
-    if (!parsed.ok) {
-      out.push(wiringError(ctx, path, 'input-bad-syntax', raw, parsed.message, parsed.suggestion));
+    if (name === FS_ROOT_KEY) {
+      out.push(error('reserved-name', path, `\`${FS_ROOT_KEY}\` is reserved: the host injects the scratch root of declared files there (AIP-16)`, { target: 'key', hint: 'name the input otherwise' }));
       continue;
     }
-    const src = parsed.source;
-    let type = ctx.any;
-    let upstreamOptional = false;
-    if (src.kind === 'phase') {
-      if (!ctx.phaseNames.has(src.phase)) {
-        const s = didYouMean(src.phase, ctx.phaseNames);
-        out.push(wiringError(ctx, path, 'input-unknown-phase', raw, `input \`${name}\` references unknown phase \`${src.phase}\``, s ?? `reference one of the phases in \`depends_on\``));
-        continue;
-      }
-      if (src.phase === ctx.phaseName) {
-        out.push(wiringError(ctx, path, 'input-not-dependency', raw, `input \`${name}\` references the phase's own output`, 'a phase can only read outputs of phases it depends on'));
-        continue;
-      }
-      if (!ctx.dependsOn.has(src.phase)) {
-        out.push(
-          wiringError(ctx, path, 'input-not-dependency', raw, `input \`${name}\` references phase \`${src.phase}\`, which is not in depends_on`, `add \`${src.phase}\` to \`depends_on\` of \`${ctx.phaseName}\``),
-        );
-        continue;
-      }
-      const outputs = ctx.outputsOf(src.phase);
-      if (outputs) {
-        const decl = outputs.find((o) => o.key === src.key);
-        if (!decl) {
-          const s = didYouMean(src.key, outputs.map((o) => o.key));
-          const declared = outputs.map((o) => o.key).join(', ') || '(none)';
-          out.push(
-            wiringError(ctx, path, 'input-undeclared-output', raw, `phase \`${src.phase}\` declares no output \`${src.key}\``, s ?? `declared outputs of \`${src.phase}\`: ${declared}`),
-          );
-          continue;
-        }
-        type = decl.type;
-        upstreamOptional = !decl.required;
-      }
-    }
-    // a declared trigger types `$trigger.key.path` as a declared output types `phase.key.path`
-    const typedTrigger = src.kind === 'trigger' && ctx.trigger !== undefined;
-    if (typedTrigger) type = ctx.trigger!;
-    const segments = typedTrigger ? [src.key, ...src.path] : src.path;
-    if (segments.length > 0) {
-      const found = ctx.types.lookup(type, segments);
-      if (!found.ok) {
-        out.push(error('input-path-invalid', path, `input \`${name}\`: ${found.message}`, { ...(found.hint ? { hint: found.hint } : {}), data: { phase_name: ctx.phaseName, ref: raw } }));
-        continue;
-      }
-      type = found.type;
-    }
-    bindings.push({ name, ref: raw, source: src, type, upstreamOptional });
+    const b = resolveRef(raw, `input \`${name}\``, path, ctx, out);
+    if (b) bindings.push({ name, ...b });
   }
   return bindings;
+}
+
+/** AIP-16's one reserved input key. */
+export const FS_ROOT_KEY = '_workflowFsRoot';
+
+/**
+ * One reference (an input's mapping, a `for_each`): the four wiring checks, `$item` / `$index` only in
+ * a fan-out phase, then edge typing along its path. Undefined (with diagnostics) when it does not resolve.
+ */
+export function resolveRef(raw: string, label: string, path: Path, ctx: WiringContext, out: Diagnostic[]): Omit<InputBinding, 'name'> | undefined {
+  const parsed = parseInputRef(raw);
+  if (!parsed.ok) {
+    out.push(wiringError(ctx, path, 'input-bad-syntax', raw, parsed.message, parsed.suggestion));
+    return undefined;
+  }
+  const src = parsed.source;
+  let type = ctx.any;
+  let upstreamOptional = false;
+  if (src.kind === 'item' || src.kind === 'index') {
+    if (ctx.item === undefined) {
+      out.push(error('item-outside-for-each', path, `${label} reads \`${src.kind === 'item' ? '$item' : '$index'}\`, but phase \`${ctx.phaseName}\` has no \`for_each\``, { hint: 'add `for_each: phase.key` to the phase, or read an upstream output instead', data: { phase_name: ctx.phaseName, ref: raw } }));
+      return undefined;
+    }
+    if (src.kind === 'index') return { ref: raw, source: src, type: ctx.types.compile('integer', []).type ?? ctx.any, upstreamOptional: false };
+    type = ctx.item;
+  }
+  if (src.kind === 'phase') {
+    if (!ctx.phaseNames.has(src.phase)) {
+      const s = didYouMean(src.phase, ctx.phaseNames);
+      out.push(wiringError(ctx, path, 'input-unknown-phase', raw, `${label} references unknown phase \`${src.phase}\``, s ?? `reference one of the phases in \`depends_on\``));
+      return undefined;
+    }
+    if (src.phase === ctx.phaseName) {
+      out.push(wiringError(ctx, path, 'input-not-dependency', raw, `${label} references the phase's own output`, 'a phase can only read outputs of phases it depends on'));
+      return undefined;
+    }
+    if (!ctx.dependsOn.has(src.phase)) {
+      out.push(wiringError(ctx, path, 'input-not-dependency', raw, `${label} references phase \`${src.phase}\`, which is not in depends_on`, `add \`${src.phase}\` to \`depends_on\` of \`${ctx.phaseName}\``));
+      return undefined;
+    }
+    const outputs = ctx.outputsOf(src.phase);
+    if (outputs) {
+      const decl = outputs.find((o) => o.key === src.key);
+      if (!decl) {
+        const s = didYouMean(src.key, outputs.map((o) => o.key));
+        const declared = outputs.map((o) => o.key).join(', ') || '(none)';
+        out.push(wiringError(ctx, path, 'input-undeclared-output', raw, `phase \`${src.phase}\` declares no output \`${src.key}\``, s ?? `declared outputs of \`${src.phase}\`: ${declared}`));
+        return undefined;
+      }
+      type = decl.type;
+      upstreamOptional = !decl.required;
+    }
+  }
+  // a declared trigger types `$trigger.key.path` as a declared output types `phase.key.path`
+  const typedTrigger = src.kind === 'trigger' && ctx.trigger !== undefined;
+  if (typedTrigger) type = ctx.trigger!;
+  const segments = src.kind === 'item' ? src.path : typedTrigger ? [src.key, ...src.path] : src.path;
+  if (segments.length > 0) {
+    const found = ctx.types.lookup(type, segments);
+    if (!found.ok) {
+      out.push(error('input-path-invalid', path, `${label}: ${found.message}`, { ...(found.hint ? { hint: found.hint } : {}), data: { phase_name: ctx.phaseName, ref: raw } }));
+      return undefined;
+    }
+    type = found.type;
+  }
+  return { ref: raw, source: src, type, upstreamOptional };
 }

@@ -280,10 +280,10 @@ describe('baton show --artifacts', () => {
     expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'f1', '-q'], capture(cwd))).toBe(0);
     const io = capture(cwd);
     expect(await run(['show', 'f1', '--artifacts', '--json'], io)).toBe(0);
-    expect(JSON.parse(io.out())).toEqual([{ run_id: 'f1', phase: 'w', attempt: 1, access: 'written', path: 'out/a.md', sha256: 'ab'.repeat(32), size: 12 }]);
+    expect(JSON.parse(io.out())).toEqual([{ run_id: 'f1', phase: 'w', attempt: 1, item: null, key: null, access: 'written', direction: 'declared', path: 'out/a.md', sha256: 'ab'.repeat(32), size: 12 }]);
     const text = capture(cwd);
     expect(await run(['show', 'f1', '--artifacts'], text)).toBe(0);
-    expect(text.out()).toMatch(/w#1\s+written\s+"out\/a\.md"/);
+    expect(text.out()).toMatch(/w#1\s+written\s+declared\s+"out\/a\.md"/);
   });
 });
 

@@ -12,7 +12,9 @@ import type { Path } from '../../core/path.js';
 import { error, warning, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import { isSubschema, verdictOf, type SchemaFinding, type SubschemaResult, type Verdict } from '../../types/subschema.js';
 import { SchemaCompiler } from '../json-schema.js';
-import type { AgentDecl, PhaseModel } from '../model.js';
+import type { AgentDecl, FileContract, PhaseModel } from '../model.js';
+import { mergeFiles } from '../files.js';
+import { FS_ROOT_KEY } from '../wiring.js';
 import { checkSideEffects } from './effects.js';
 import { contractOf, type LoadedContractFile } from './load.js';
 import { emptyContract, type AgentContract, type Loc } from './model.js';
@@ -78,17 +80,28 @@ export function checkContracts(doc: Record<string, unknown>, agents: Record<stri
   const contract = (agent: string): AgentContract | undefined => agents?.[agent]?.contract;
   const report: ContractReport = { bindings: [], edges: [] };
   const cache = new Map<string, SubschemaResult>();
+  // AIP-16 files: the phase's, its agent's, and its contract's (a defineAgent's are in its sideEffects already)
+  const filesOf = (p: PhaseModel, agent = p.assign): FileContract | undefined => {
+    const c = contract(agent);
+    return mergeFiles(mergeFiles(c?.files, agents?.[agent]?.files), p.files);
+  };
   for (const p of phases) {
     const served: [string, 'assign' | 'fallback', Path][] = [[p.assign, 'assign', ['workflow', p.name, 'assign']]];
     if (p.retry.fallbackAgent) served.push([p.retry.fallbackAgent, 'fallback', ['workflow', p.name, 'retry', 'fallback_agent']]);
     for (const [agent, role, anchor] of served) {
       const c = contract(agent);
-      report.bindings.push(checkBinding(p, agent, role, anchor, c, cache, out, role === 'assign' ? report.edges : undefined));
+      const f = filesOf(p, agent);
+      report.bindings.push(checkBinding(p, agent, role, anchor, c, cache, out, role === 'assign' ? report.edges : undefined, f !== undefined && f.inputs.length + f.outputs.length > 0));
     }
   }
   checkSteps(agents, phases, out);
   checkContext(phases, contract, out);
-  checkSideEffects(phases, contract, out);
+  // a defineAgent's files are in its sideEffects already
+  const effectFiles = (p: PhaseModel): FileContract | undefined => {
+    const c = contract(p.assign);
+    return mergeFiles(mergeFiles(c && c.origin.kind !== 'typescript' ? c.files : undefined, agents?.[p.assign]?.files), p.files);
+  };
+  checkSideEffects(phases, contract, out, effectFiles);
   return { sources: new Map([...files].filter(([, v]) => v.text !== '').map(([k, v]) => [k, v.text])), report };
 }
 
@@ -161,16 +174,17 @@ function related(at: Loc | undefined, what: string): Partial<Diagnostic> {
   return { related: [{ message: what, path: at.path }] };
 }
 
-function checkBinding(p: PhaseModel, agent: string, role: 'assign' | 'fallback', anchor: Path, c: AgentContract | undefined, cache: Map<string, SubschemaResult>, out: Diagnostic[], edges: EdgeReport[] | undefined): BindingReport {
+function checkBinding(p: PhaseModel, agent: string, role: 'assign' | 'fallback', anchor: Path, c: AgentContract | undefined, cache: Map<string, SubschemaResult>, out: Diagnostic[], edges: EdgeReport[] | undefined, files = false): BindingReport {
   const b: BindingReport = { phase: p.name, agent, role, contract: c?.origin.kind ?? 'none', input: 'none', output: 'none', findings: [] };
   const upstream = new Map<string, string[]>();
   for (const i of p.inputs ?? []) if (i.source.kind === 'phase') upstream.set(i.source.phase, [...(upstream.get(i.source.phase) ?? []), i.name]);
   if (c?.input) {
-    const key = `in\u0000${agent}\u0000${p.inputType.text}`;
+    const key = `in\u0000${agent}\u0000${p.inputType.text}\u0000${files}`;
     let r = cache.get(key);
     if (!r) {
       // ctx.input holds exactly the wired keys: the producer's record is closed at the top
-      r = isSubschema({ ...p.inputType.jsonSchema(), additionalProperties: false }, c.input.schema);
+      // (and, when the phase has AIP-16 files, the host's `_workflowFsRoot`, a string)
+      r = isSubschema(withFsRoot({ ...p.inputType.jsonSchema(), additionalProperties: false }, files), c.input.schema);
       cache.set(key, r);
     }
     b.input = r.verdict;
@@ -195,6 +209,14 @@ function checkBinding(p: PhaseModel, agent: string, role: 'assign' | 'fallback',
     report(r.findings, 'output', p, agent, anchor, c, out);
   }
   return b;
+}
+
+/** The input record with the scratch root the host injects when the phase has files (AIP-16). */
+function withFsRoot(schema: Record<string, unknown>, files: boolean): Record<string, unknown> {
+  if (!files) return schema;
+  const props = isPlainObject(schema['properties']) ? schema['properties'] : {};
+  const required = Array.isArray(schema['required']) ? (schema['required'] as unknown[]) : [];
+  return { ...schema, type: 'object', properties: { ...props, [FS_ROOT_KEY]: { type: 'string' } }, required: [...required, FS_ROOT_KEY] };
 }
 
 function report(findings: readonly SchemaFinding[], side: 'input' | 'output', p: PhaseModel, agent: string, anchor: Path, c: AgentContract, out: Diagnostic[]): void {
@@ -236,9 +258,9 @@ function report(findings: readonly SchemaFinding[], side: 'input' | 'output', p:
     if (side === 'output') {
       out.push(sev('output-schema-mismatch', path, `${where}${f.message} (${subject} against ${against})`, { ...extra, hint: f.kind === 'missing' ? `add \`${f.path.at(-1)}\` to the ${schemaName}'s properties and \`required\`` : 'make the two agree: change the output type or the schema' }));
     } else if (f.kind === 'missing') {
-      out.push(sev('input-schema-missing', path, `${where}${f.message} (${against}); phase \`${p.name}\` does not wire it`, { ...extra, hint: head !== undefined && f.path.length === 1 ? `wire it: \`inputs: {${head}: <phase>.<key>}\`` : 'declare the key in the upstream output type' }));
+      out.push(sev('input-schema-missing', path, `${where}${f.message} (${against}); phase \`${p.name}\` does not wire it`, { ...extra, hint: head === FS_ROOT_KEY ? 'the host injects it when the phase (or its agent) declares `inputsFiles` / `outputsFiles`' : head !== undefined && f.path.length === 1 ? `wire it: \`inputs: {${head}: <phase>.<key>}\`` : 'declare the key in the upstream output type' }));
     } else if (f.kind === 'unknown-key') {
-      out.push(sev('input-schema-unknown-key', path, `${where}${f.message} (${against})`, { ...extra, hint: 'drop the input, or allow it in the schema' }));
+      out.push(sev('input-schema-unknown-key', path, `${where}${f.message} (${against})`, { ...extra, hint: head === FS_ROOT_KEY ? 'allow `_workflowFsRoot: {type: string}` in the schema: the host injects it when files are declared (AIP-16)' : 'drop the input, or allow it in the schema' }));
     } else {
       out.push(sev('input-schema-mismatch', path, `${where}${f.message} (${subject} against ${against})`, { ...extra, hint: 'change the upstream output type, the wiring, or the schema' }));
     }

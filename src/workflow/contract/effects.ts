@@ -6,7 +6,7 @@
  * may match, it conflicts.
  */
 import { error, type Diagnostic } from '../../diagnostics/diagnostic.js';
-import type { PhaseModel } from '../model.js';
+import type { FileContract, FileEntry, PhaseModel } from '../model.js';
 import type { AgentContract, FileEffect } from './model.js';
 
 interface Use {
@@ -19,13 +19,21 @@ interface Use {
 /** How many conflicts are reported at most (each pair of patterns reports its first few pairs of phases). */
 const MAX_REPORTED = 50;
 
-export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (agent: string) => AgentContract | undefined, out: Diagnostic[]): void {
+/**
+ * `filesOf`: a phase's AIP-16 files (its own, its agent's, its contract's), as reads (`inputsFiles`) and
+ * writes (`outputsFiles`). In their paths `<phase>` is the phase's name (phases never share such a file),
+ * item tokens are templates (one file per item), and the run's tokens are the same for every phase.
+ */
+export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (agent: string) => AgentContract | undefined, out: Diagnostic[], filesOf?: (p: PhaseModel) => FileContract | undefined): void {
   // group by (pattern, mode): phases of one agent share its patterns, so there are few groups
   const groups = new Map<string, Use[]>();
   for (const p of phases) {
     const c = contractOf(p.assign);
-    if (!c) continue;
-    for (const [mode, list] of [['write', c.sideEffects.filesWritten], ['read', c.sideEffects.filesRead]] as const) {
+    const files = filesOf?.(p);
+    const own = (list: FileEntry[], side: string): FileEffect[] => list.map((e) => ({ path: filePattern(e.path, p.name), at: { path: ['workflow', p.name, side, e.key] } }));
+    const written = [...(c?.sideEffects.filesWritten ?? []), ...own(files?.outputs ?? [], 'outputsFiles')];
+    const read = [...(c?.sideEffects.filesRead ?? []), ...own(files?.inputs ?? [], 'inputsFiles')];
+    for (const [mode, list] of [['write', written], ['read', read]] as const) {
       for (const effect of list) {
         const k = `${mode}\u0000${effect.path}`;
         let g = groups.get(k);
@@ -89,6 +97,11 @@ function conflict(a: Use, b: Use): Diagnostic {
     related: [{ message: `${desc(a)}`, path: ['workflow', a.phase.name, 'assign'] }],
     data: { phases: [a.phase.name, b.phase.name], paths: [a.effect.path, b.effect.path] },
   });
+}
+
+/** A file contract path as a side-effect pattern of phase `phase` (see checkSideEffects). */
+function filePattern(path: string, phase: string): string {
+  return path.replace(/<([^<>]*)>/g, (m, name: string) => (name === 'phase' ? phase : name === 'index' || name === 'item' || name.startsWith('item.') ? `{${name}}` : m));
 }
 
 const PLACEHOLDER = /\{[^{}]*\}/;

@@ -4,6 +4,7 @@
  * an inline `x-contract` mapping, an LLM blueprint's `parameters_schema` / `output_schema`, or
  * `defineAgent(...)` in TypeScript.
  */
+import type { FileContract } from '../model.js';
 import type { JsonObject } from '../../core/json.js';
 import type { Path } from '../../core/path.js';
 
@@ -68,6 +69,8 @@ export interface AgentContract {
   compatibility: { minAgentVersion?: string; minAgentVersionAt?: Loc; requiresContext: string[]; providesContext: string[] };
   /** A `defineAgent` side whose Standard Schema has no JSON Schema converter: why (checked at run time only). */
   unchecked?: { input?: string; output?: string };
+  /** AIP-16 `inputsFiles` / `outputsFiles` the agent declares (staged and synced by the engine: src/engine/files.ts). */
+  files?: FileContract;
   /** How it was written. */
   origin: { kind: 'file' | 'inline' | 'blueprint' | 'typescript'; file?: string; at: Loc; workflowAt?: Path };
 }

@@ -8,6 +8,7 @@ import type { Path } from '../../core/path.js';
 import { error, hasErrors, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import type { SchemaCompiler } from '../json-schema.js';
 import { checkShape } from '../shape.js';
+import { fileContractOf } from '../files.js';
 import { CONTRACT_VERSION, emptyContract, type AgentContract, type ErrorHandling, type FileEffect, type Loc } from './model.js';
 import { contractShape, parseDuration } from './shape.js';
 
@@ -71,6 +72,8 @@ export function parseContract(raw: unknown, opts: ParseContractOptions, out: Dia
     c.compatibility.requiresContext = strings(compat['requiresContext']);
     c.compatibility.providesContext = strings(compat['providesContext']);
   }
+  const files = fileContractOf(raw, base, { fanOut: undefined }, out);
+  if (files) c.files = files;
   if (c.contractVersion !== CONTRACT_VERSION || hasErrors(out.slice(before))) return undefined;
   return c;
 }

@@ -2,6 +2,7 @@
 import type { Path } from '../../core/path.js';
 import { error, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import type { Field, Shape } from '../shape.js';
+import { filesField } from '../files.js';
 import { CONTRACT_VERSION } from './model.js';
 
 const str: Field = { t: 'string' };
@@ -84,6 +85,9 @@ export const contractFields: Record<string, Field> = {
     },
   },
   compatibility: { t: 'object', fields: { minAgentVersion: semver, requiresContext: strList, providesContext: strList } },
+  // AIP-16 file contracts, as on a phase or an agent (../files.ts)
+  inputsFiles: filesField,
+  outputsFiles: filesField,
 };
 
 /** In a contract file `contractVersion` is required; inline it defaults to the current version. */

@@ -1,0 +1,68 @@
+/**
+ * A run's artifacts, from its events and outputs: the files it touched (provenance: `task.file`, which
+ * the engine records for AIP-16 staged and synced files, and `task.agent_event` `file_read` /
+ * `file_written`, which adapters record for contract `sideEffects`), and the `$store` tree of the
+ * contract spec's step form (each stored output at its path under `artifacts`).
+ */
+import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
+import type { RunEvent } from '../engine/events.js';
+import type { RunState } from '../engine/state.js';
+import type { WorkflowModel } from '../workflow/model.js';
+
+/** One file a run read or wrote, as `baton show RUN --artifacts` lists it. */
+export interface FileRow {
+  run_id: string;
+  phase: string;
+  attempt: number;
+  /** A fan-out item's index, or null. */
+  item: number | null;
+  /** The AIP-16 key (`inputsFiles.<key>`), or null for a contract `sideEffects` file. */
+  key: string | null;
+  access: 'read' | 'written';
+  /** `staged` / `synced` (recorded by the engine) or `declared` (a `sideEffects` file an adapter found). */
+  direction: 'staged' | 'synced' | 'declared';
+  path: Json;
+  sha256: Json;
+  size: Json;
+}
+
+/** Whether an event is file provenance (kept by `--state-out` as the run goes). */
+export function isFileEvent(e: RunEvent): boolean {
+  return e.type === 'task.file' || (e.type === 'task.agent_event' && (e.kind === 'file_read' || e.kind === 'file_written'));
+}
+
+export function fileRows(runId: string, events: readonly RunEvent[]): FileRow[] {
+  const rows: FileRow[] = [];
+  for (const e of events) {
+    if (e.type === 'task.file') {
+      rows.push({ run_id: runId, phase: e.phase, attempt: e.attempt, item: e.item ?? null, key: e.key, access: e.direction === 'staged' ? 'read' : 'written', direction: e.direction, path: e.path, sha256: e.sha256, size: e.size });
+    } else if (e.type === 'task.agent_event' && (e.kind === 'file_read' || e.kind === 'file_written')) {
+      const key = e.data['key'];
+      rows.push({ run_id: runId, phase: e.phase, attempt: e.attempt, item: null, key: typeof key === 'string' ? key : null, access: e.kind === 'file_read' ? 'read' : 'written', direction: 'declared', path: e.data['path'] ?? null, sha256: e.data['sha256'] ?? null, size: e.data['size'] ?? null });
+    }
+  }
+  return rows;
+}
+
+/**
+ * The run's `artifacts` tree: each `$store` target of a completed phase holds that output. Targets
+ * with `{$item...}` segments belong to fan-out items (not run yet): they are left out.
+ */
+export function storedArtifacts(model: WorkflowModel, state: RunState): JsonObject {
+  const tree: JsonObject = {};
+  for (const t of model.artifacts) {
+    if (t.path.some((s) => typeof s !== 'string')) continue;
+    const out = state.phases.get(t.phase)?.output;
+    if (!out || !Object.prototype.hasOwnProperty.call(out, t.key)) continue;
+    let node = tree;
+    const segs = t.path as string[];
+    segs.slice(0, -1).forEach((s) => {
+      if (!isPlainObject(node[s])) node[s] = {};
+      node = node[s];
+    });
+    const last = segs[segs.length - 1]!;
+    if (last === '__proto__') Object.defineProperty(node, last, { value: out[t.key]!, enumerable: true, writable: true, configurable: true });
+    else node[last] = out[t.key]!;
+  }
+  return tree;
+}

@@ -1,0 +1,248 @@
+/** The local-disk stager and the token rules: byte-exact copies, digests, every way out of the workspace refused. */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { expandPath, FileRefused, localFileStager, tokenValues, withFiles } from './files.js';
+import { parseWorkflow } from '../workflow/compile.js';
+import { AgentError, type AgentContext } from './agent.js';
+
+const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
+
+function workspace(): { ws: string; outside: string } {
+  const base = mkdtempSync(join(tmpdir(), 'baton-files-test-'));
+  const ws = join(base, 'ws');
+  const outside = join(base, 'outside');
+  mkdirSync(ws);
+  mkdirSync(outside);
+  writeFileSync(join(outside, 'secret.txt'), 'do not read');
+  return { ws, outside };
+}
+
+const scope = { runId: 'run-1', workflowId: 'wf', phase: 'draft', attempt: 1 };
+
+describe('localFileStager', () => {
+  test('stages byte-exact (binary, empty, large), syncs back, and removes the root', async () => {
+    const { ws } = workspace();
+    const binary = Buffer.from([0, 255, 10, 13, 0xc3, 0x28, 1, 2, 3]);
+    const large = Buffer.alloc(17 * 1024 * 1024, 7); // streamed, not read whole
+    mkdirSync(join(ws, 'in'));
+    writeFileSync(join(ws, 'in', 'bin.dat'), binary);
+    writeFileSync(join(ws, 'empty.txt'), '');
+    writeFileSync(join(ws, 'large.dat'), large);
+    const root = await localFileStager({ workspace: ws }).open(scope);
+    expect(await root.stage('bin', 'in/bin.dat')).toEqual({ sha256: sha(binary), size: binary.length });
+    expect(await root.stage('empty', 'empty.txt')).toEqual({ sha256: sha(''), size: 0 });
+    expect(await root.stage('large', 'large.dat')).toEqual({ sha256: sha(large), size: large.length });
+    expect(readFileSync(join(root.path, 'bin')).equals(binary)).toBe(true);
+    writeFileSync(join(root.path, 'out'), binary);
+    expect(await root.sync('out', 'deep/er/out.dat')).toEqual({ sha256: sha(binary), size: binary.length });
+    expect(readFileSync(join(ws, 'deep', 'er', 'out.dat')).equals(binary)).toBe(true);
+    expect(await root.sync('never', 'x.txt')).toBe('missing');
+    await root.remove();
+    expect(existsSync(root.path)).toBe(false);
+  });
+
+  test('two attempts never share a root', async () => {
+    const { ws } = workspace();
+    const stager = localFileStager({ workspace: ws });
+    const [a, b] = await Promise.all([stager.open(scope), stager.open(scope)]);
+    expect(a.path).not.toBe(b.path);
+  });
+
+  test('a missing input is the I/O error (ENOENT), not a refusal', async () => {
+    const { ws } = workspace();
+    const root = await localFileStager({ workspace: ws }).open(scope);
+    await expect(root.stage('x', 'nope.md')).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  test.each([
+    ['a `..` segment', '../outside/secret.txt'],
+    ['a `..` in the middle', 'in/../../outside/secret.txt'],
+    ['an absolute path', '/etc/passwd'],
+    ['a Windows drive', 'C:\\Windows\\win.ini'],
+    ['a backslash root', '\\\\server\\share'],
+  ])('refuses to stage %s', async (_, path) => {
+    const { ws } = workspace();
+    const root = await localFileStager({ workspace: ws }).open(scope);
+    await expect(root.stage('x', path)).rejects.toBeInstanceOf(FileRefused);
+    await expect(root.sync('x', path)).rejects.toBeInstanceOf(FileRefused);
+  });
+
+  test('refuses symbolic links that lead out of the workspace: a file, a folder on the way, a sync target', async () => {
+    const { ws, outside } = workspace();
+    symlinkSync(join(outside, 'secret.txt'), join(ws, 'link.txt'));
+    symlinkSync(outside, join(ws, 'out-dir'));
+    writeFileSync(join(ws, 'real.txt'), 'mine');
+    symlinkSync(join(ws, 'real.txt'), join(ws, 'inner-link.txt'));
+    const root = await localFileStager({ workspace: ws }).open(scope);
+    await expect(root.stage('a', 'link.txt')).rejects.toBeInstanceOf(FileRefused);
+    await expect(root.stage('b', 'out-dir/secret.txt')).rejects.toBeInstanceOf(FileRefused);
+    // a link that stays inside is followed
+    expect((await root.stage('c', 'inner-link.txt')).size).toBe(4);
+    writeFileSync(join(root.path, 'o'), 'agent output');
+    await expect(root.sync('o', 'out-dir/planted.txt')).rejects.toBeInstanceOf(FileRefused);
+    await expect(root.sync('o', 'out-dir/new/deeper.txt')).rejects.toBeInstanceOf(FileRefused);
+    await expect(root.sync('o', 'link.txt')).rejects.toBeInstanceOf(FileRefused);
+    expect(existsSync(join(outside, 'planted.txt'))).toBe(false);
+    expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe('do not read');
+  });
+
+  test('an agent\u2019s symbolic link under the root is never synced (it would copy what it points at)', async () => {
+    const { ws, outside } = workspace();
+    const root = await localFileStager({ workspace: ws }).open(scope);
+    symlinkSync(join(outside, 'secret.txt'), join(root.path, 'draft'));
+    await expect(root.sync('draft', 'draft.md')).rejects.toBeInstanceOf(FileRefused);
+    expect(existsSync(join(ws, 'draft.md'))).toBe(false);
+  });
+
+  test.each(['a/b', '..', '.', '', 'a\\b'])('refuses the key %j', async (key) => {
+    const { ws } = workspace();
+    writeFileSync(join(ws, 'f.txt'), 'x');
+    const root = await localFileStager({ workspace: ws }).open(scope);
+    await expect(root.stage(key, 'f.txt')).rejects.toBeInstanceOf(FileRefused);
+  });
+});
+
+describe('expandPath', () => {
+  const values = tokenValues({ ...scope, runId: 'run-7', attempt: 2 }, Date.UTC(2026, 0, 31, 23, 59));
+
+  test('replaces every token once, and never expands a value again', () => {
+    expect(expandPath('out/<runId>/<workflowId>-<toolId>-<isoDate>-<phase>-<attempt>.md', values)).toBe('out/run-7/wf-wf-2026-01-31-draft-2.md');
+    expect(expandPath('out/<runId>.md', { ...values, runId: '<phase>' })).toBe('out/<phase>.md');
+  });
+
+  test('item tokens need an item, and read it', () => {
+    expect(() => expandPath('d/<index>.md', values)).toThrow(FileRefused);
+    expect(expandPath('d/<index>-<item.name>.md', values, { index: 3, value: { name: 'intro' } })).toBe('d/3-intro.md');
+    expect(expandPath('d/<item>.md', values, { index: 0, value: 'pr-12' })).toBe('d/pr-12.md');
+  });
+
+  test.each([
+    ['a run id of `..`', 'out/<runId>/x.md', { runId: '..' }],
+    ['a run id that climbs', 'out/<runId>.md', { runId: '../../etc/cron.d/x' }],
+    ['a run id that is absolute', '<runId>', { runId: '/etc/passwd' }],
+    ['an empty expansion', '<runId>', { runId: '' }],
+  ])('refuses %s', (_, path, over) => {
+    expect(() => expandPath(path, { ...values, ...over })).toThrow(FileRefused);
+  });
+
+  test('refuses an item value that climbs out', () => {
+    expect(() => expandPath('d/<item.name>.md', values, { index: 0, value: { name: '../../x' } })).toThrow(FileRefused);
+    expect(() => expandPath('d/<item.name>.md', values, { index: 0, value: { name: { deep: 1 } } })).toThrow(FileRefused);
+  });
+});
+
+describe('withFiles', () => {
+  const model = (files: string): ReturnType<typeof parseWorkflow> =>
+    parseWorkflow(`openintent: "1.0"\ninfo: {name: wf}\nworkflow:\n  draft:\n    assign: a\n${files}`);
+
+  function context(over: Partial<AgentContext> = {}): AgentContext & { logs: string[]; records: [string, unknown][] } {
+    const logs: string[] = [];
+    const records: [string, unknown][] = [];
+    return {
+      input: {},
+      phase: 'draft',
+      taskId: 't',
+      runId: 'run-1',
+      attempt: 1,
+      idempotencyKey: 't',
+      inputResponse: undefined,
+      lastCheckpoint: undefined,
+      agent: 'a',
+      signal: new AbortController().signal,
+      initialState: {},
+      checkpoint: () => Promise.resolve(),
+      reportCost: () => undefined,
+      getSiblingOutput: () => undefined,
+      log: (m: string) => void logs.push(m),
+      record: (k: string, d: unknown) => void records.push([k, d]),
+      remainingBudgetUsd: () => undefined,
+      requestInput: () => Promise.resolve(null),
+      logs,
+      records,
+      ...over,
+    };
+  }
+
+  test('injects the root over a caller-supplied `_workflowFsRoot`, stages, syncs, warns on a missing output, removes the root', async () => {
+    const { ws } = workspace();
+    writeFileSync(join(ws, 'notes.md'), 'notes');
+    const r = model('    inputsFiles: {notes: {path: notes.md}}\n    outputsFiles: {draft: {path: "out/<runId>.md"}, extra: {path: extra.md}}\n');
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    let seen: string | undefined;
+    const h = withFiles(
+      (ctx) => {
+        seen = (ctx.input['_workflowFsRoot'] as string);
+        writeFileSync(join(seen, 'draft'), readFileSync(join(seen, 'notes'), 'utf8').toUpperCase());
+        return { ok: true };
+      },
+      { stager: localFileStager({ workspace: ws }), model: r.model, contracts: new Map(), now: () => 0 },
+    );
+    const ctx = context({ input: { _workflowFsRoot: '/evil' } });
+    expect(await h(ctx)).toEqual({ ok: true });
+    expect(seen).not.toBe('/evil');
+    expect(existsSync(seen!)).toBe(false);
+    expect(readFileSync(join(ws, 'out', 'run-1.md'), 'utf8')).toBe('NOTES');
+    expect(ctx.records.map(([k, d]) => `${k} ${(d as { path: string }).path}`)).toEqual(['file_staged notes.md', 'file_synced out/run-1.md', 'declared_file_missing extra.md']);
+  });
+
+  test('a missing input fails before the agent runs, naming its path; a failed sync is logged and the output stands', async () => {
+    const { ws } = workspace();
+    const r = model('    inputsFiles: {notes: {path: missing/notes.md}}\n');
+    if (!r.ok) throw new Error('compile');
+    let ran = false;
+    const h = withFiles(() => ((ran = true), {}), { stager: localFileStager({ workspace: ws }), model: r.model, contracts: new Map(), now: () => 0 });
+    const err = await Promise.resolve(h(context())).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AgentError);
+    expect(err).toMatchObject({ code: 'MissingInputFile', retryable: false, details: { key: 'notes', path: 'missing/notes.md' } });
+    expect(ran).toBe(false);
+
+    writeFileSync(join(ws, 'blocker'), 'a file where a folder should be');
+    const r2 = model('    outputsFiles: {draft: {path: blocker/draft.md}}\n');
+    if (!r2.ok) throw new Error('compile');
+    const h2 = withFiles((ctx) => (writeFileSync(join((ctx.input['_workflowFsRoot'] as string), 'draft'), 'x'), { done: 1 }), { stager: localFileStager({ workspace: ws }), model: r2.model, contracts: new Map(), now: () => 0 });
+    const ctx = context();
+    expect(await h2(ctx)).toEqual({ done: 1 });
+    expect(ctx.logs.join('\n')).toMatch(/could not be synced to blocker\/draft\.md/);
+  });
+
+  test('a run id expanding to `..` in an input path fails the attempt as PathEscape; in an output path it is logged', async () => {
+    const { ws } = workspace();
+    const r = model('    inputsFiles: {i: {path: "in/<runId>/x.md"}}\n');
+    if (!r.ok) throw new Error('compile');
+    const h = withFiles(() => ({}), { stager: localFileStager({ workspace: ws }), model: r.model, contracts: new Map(), now: () => 0 });
+    await expect(Promise.resolve(h(context({ runId: '..' })))).rejects.toMatchObject({ code: 'PathEscape' });
+    const r2 = model('    outputsFiles: {o: {path: "<runId>/x.md"}}\n');
+    if (!r2.ok) throw new Error('compile');
+    const h2 = withFiles((ctx) => (writeFileSync(join((ctx.input['_workflowFsRoot'] as string), 'o'), 'x'), {}), { stager: localFileStager({ workspace: ws }), model: r2.model, contracts: new Map(), now: () => 0 });
+    const ctx = context({ runId: '..' });
+    await h2(ctx);
+    expect(ctx.logs.join('\n')).toMatch(/could not be synced/);
+    expect(existsSync(join(ws, '..', 'x.md'))).toBe(false);
+  });
+
+  test('an attempt aborted before staging ends stages nothing more and never runs its agent', async () => {
+    const { ws } = workspace();
+    writeFileSync(join(ws, 'notes.md'), 'notes');
+    const r = model('    inputsFiles: {notes: {path: notes.md}}\n');
+    if (!r.ok) throw new Error('compile');
+    const ctl = new AbortController();
+    ctl.abort(new Error('timed out'));
+    let ran = false;
+    const h = withFiles(() => ((ran = true), {}), { stager: localFileStager({ workspace: ws }), model: r.model, contracts: new Map(), now: () => 0 });
+    const ctx = context({ signal: ctl.signal });
+    await expect(Promise.resolve(h(ctx))).rejects.toThrow('timed out');
+    expect(ran).toBe(false);
+    expect(ctx.records).toEqual([]);
+  });
+
+  test('a phase without files runs its handler untouched', async () => {
+    const r = model('');
+    if (!r.ok) throw new Error('compile');
+    const ctx = context({ input: { a: 1 } });
+    const h = withFiles((c) => c.input, { stager: localFileStager({ workspace: tmpdir() }), model: r.model, contracts: new Map(), now: () => 0 });
+    expect(await h(ctx)).toEqual({ a: 1 });
+  });
+});

@@ -1,0 +1,369 @@
+/**
+ * AIP-16 file contracts at run time: Baton as a conforming host. Before an attempt's agent runs,
+ * each declared input file is staged byte-exact from the workspace into a fresh scratch root (one
+ * per attempt, never shared), the root is injected as `_workflowFsRoot` into `ctx.input` (over any
+ * value already there), and after the agent returns each declared output present under the root is
+ * synced back to its workspace path, tokens replaced in one pass. The root is removed afterwards.
+ *
+ * Staging goes through a port (`FileStager`): the local-disk one is here; a remote agent's host can
+ * hand files over an API instead. Every staged read and synced write is recorded as provenance
+ * (`task.file`: key, workspace path, sha256, size, direction), through the attempt's host.
+ *
+ * Paths never leave the workspace: keys are single file names, a path with `..` or an absolute one
+ * is refused (statically by the compiler, again here after the tokens are replaced), and a symbolic
+ * link that points out of the workspace is refused at the time of the copy.
+ */
+import { createHash } from 'node:crypto';
+import { lstat, mkdir, mkdtemp, open, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { isPlainObject, type JsonObject } from '../core/json.js';
+import { escapeProblem, keyProblem, tokenKind } from '../workflow/files.js';
+import { FS_ROOT_KEY } from '../workflow/wiring.js';
+import type { FileContract, FileEntry, WorkflowModel } from '../workflow/model.js';
+import type { AgentContract } from '../workflow/contract/model.js';
+import { mergeFiles } from '../workflow/files.js';
+import { AgentError, type AgentContext, type AgentHandler } from './agent.js';
+import { Attempt } from './attempt.js';
+
+/** sha256 (hex) and size in bytes of a file's content. */
+export interface FileDigest {
+  sha256: string;
+  size: number;
+}
+
+/** What one attempt's files are staged for (a fan-out item adds its element and index). */
+export interface StageScope {
+  runId: string;
+  workflowId: string;
+  phase: string;
+  attempt: number;
+  item?: { index: number; value: unknown };
+}
+
+/** A scratch root of one attempt. */
+export interface ScratchRoot {
+  /** What the agent receives as `_workflowFsRoot` (for the local stager, an absolute directory). */
+  readonly path: string;
+  /** Copies the workspace file at `workspacePath` to `<root>/<key>`, byte-exact. Rejects with a FileRefused or the I/O error. */
+  stage(key: string, workspacePath: string): Promise<FileDigest>;
+  /** Copies `<root>/<key>` to the workspace at `workspacePath`; `missing` when the agent did not produce it. */
+  sync(key: string, workspacePath: string): Promise<FileDigest | 'missing'>;
+  /** Removes the root and what is in it (best effort: never rejects). */
+  remove(): Promise<void>;
+}
+
+/** The staging port: a fresh root per attempt, never shared between attempts. */
+export interface FileStager {
+  open(scope: StageScope): Promise<ScratchRoot>;
+}
+
+/** A path refused because it would leave the workspace (or is not a file Baton may copy). */
+export class FileRefused extends Error {
+  override readonly name = 'FileRefused';
+}
+
+/** Files up to this size are read whole (one read, one write); larger ones are streamed. */
+const WHOLE_FILE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The local-disk stager: roots under `tmpDir` (the OS temporary directory by default), files
+ * from and to `workspace`.
+ */
+export function localFileStager(opts: { workspace: string; tmpDir?: string }): FileStager {
+  const workspace = resolve(opts.workspace);
+  let realWs: Promise<string> | undefined;
+  const ws = (): Promise<string> => (realWs ??= realpath(workspace).catch(() => workspace));
+  return {
+    async open(scope) {
+      const safe = `${scope.phase}-${scope.attempt}`.replace(/[^\w.-]/g, '_').slice(0, 60);
+      const root = await mkdtemp(join(opts.tmpDir ?? tmpdir(), `baton-files-${safe}-`));
+      // during this root's syncs: folders resolved (path -> real path) and folders made, once each, not once per file
+      const dirs = new Map<string, string>();
+      const made = new Set<string>();
+      return {
+        path: root,
+        async stage(key, rel) {
+          const from = await inside(await ws(), workspace, rel, 'read');
+          return copyHashed(from, join(root, checkedKey(key)), 'wx');
+        },
+        async sync(key, rel) {
+          const from = join(root, checkedKey(key));
+          // the target is checked first: a path out of the workspace is refused whether or not the file exists
+          const to = await inside(await ws(), workspace, rel, 'write', dirs);
+          const st = await lstat(from).catch((e: NodeJS.ErrnoException) => {
+            if (e.code === 'ENOENT') return undefined;
+            throw e;
+          });
+          if (!st) return 'missing';
+          // an agent's symbolic link would copy whatever it points at into the workspace
+          if (!st.isFile()) throw new FileRefused(`\`${key}\` under the scratch root is not a regular file`);
+          if (!made.has(dirname(to))) {
+            await mkdir(dirname(to), { recursive: true });
+            made.add(dirname(to));
+          }
+          // written beside the target and renamed over it: a reader never sees half a file
+          const tmp = `${to}.baton-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+          try {
+            const d = await copyHashed(from, tmp, 'wx');
+            await rename(tmp, to);
+            return d;
+          } catch (e) {
+            await rm(tmp, { force: true }).catch(() => undefined);
+            throw e;
+          }
+        },
+        async remove() {
+          await rm(root, { recursive: true, force: true }).catch(() => undefined);
+        },
+      };
+    },
+  };
+}
+
+function checkedKey(key: string): string {
+  const bad = keyProblem(key);
+  if (bad !== undefined) throw new FileRefused(`file key ${bad}`);
+  return key;
+}
+
+/**
+ * The absolute path of `rel` in the workspace, refused when it leaves it: `..`, an absolute path,
+ * or (resolving symbolic links) a file or folder outside. For a write, the deepest folder that
+ * exists is resolved, and the target itself when it exists.
+ */
+async function inside(realWs: string, workspace: string, rel: string, use: 'read' | 'write', dirs?: Map<string, string>): Promise<string> {
+  const escape = escapeProblem(rel);
+  if (escape !== undefined || rel.includes('\0') || isAbsolute(rel)) throw new FileRefused(escape ?? `\`${rel}\` is not a workspace path`);
+  const abs = resolve(workspace, rel);
+  if (!within(workspace, abs)) throw new FileRefused(`\`${rel}\` leaves the workspace`);
+  if (use === 'read') {
+    const real = await realpath(abs); // ENOENT: the missing input file
+    if (!within(realWs, real)) throw new FileRefused(`\`${rel}\` is a symbolic link that leads out of the workspace`);
+    return real;
+  }
+  const target = await realpath(abs).catch(() => undefined);
+  if (target !== undefined) {
+    if (!within(realWs, target)) throw new FileRefused(`\`${rel}\` is a symbolic link that leads out of the workspace`);
+    return target;
+  }
+  let dir = dirname(abs);
+  for (;;) {
+    const real = dirs?.get(dir) ?? (await realpath(dir).catch(() => undefined));
+    if (real !== undefined) {
+      if (!within(realWs, real)) throw new FileRefused(`\`${rel}\` goes through a symbolic link that leads out of the workspace`);
+      dirs?.set(dir, real);
+      return join(real, relative(dir, abs));
+    }
+    const up = dirname(dir);
+    if (up === dir) throw new FileRefused(`\`${rel}\` has no folder in the workspace`);
+    dir = up;
+  }
+}
+
+function within(root: string, p: string): boolean {
+  return p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+
+/** Copies `from` to `to` (created: `wx`) and hashes the bytes on the way. */
+async function copyHashed(from: string, to: string, flag: 'wx'): Promise<FileDigest> {
+  const src = await open(from, 'r');
+  try {
+    const st = await src.stat();
+    if (!st.isFile()) throw new FileRefused(`\`${from}\` is not a regular file`);
+    const hash = createHash('sha256');
+    if (st.size <= WHOLE_FILE_BYTES) {
+      const bytes = await src.readFile();
+      hash.update(bytes);
+      await writeFile(to, bytes, { flag });
+      return { sha256: hash.digest('hex'), size: bytes.length };
+    }
+    const dst = await open(to, flag);
+    let size = 0;
+    try {
+      const buf = Buffer.allocUnsafe(1024 * 1024);
+      for (;;) {
+        const { bytesRead } = await src.read(buf, 0, buf.length, null);
+        if (bytesRead === 0) break;
+        const chunk = buf.subarray(0, bytesRead);
+        hash.update(chunk);
+        await dst.write(chunk);
+        size += bytesRead;
+      }
+    } finally {
+      await dst.close();
+    }
+    return { sha256: hash.digest('hex'), size };
+  } finally {
+    await src.close();
+  }
+}
+
+// ---- tokens ---------------------------------------------------------------------------------------
+
+/** The values of the run tokens for one attempt. */
+export function tokenValues(scope: StageScope, now: number): Record<string, string> {
+  return {
+    runId: scope.runId,
+    workflowId: scope.workflowId,
+    toolId: scope.workflowId,
+    isoDate: new Date(now).toISOString().slice(0, 10),
+    phase: scope.phase,
+    attempt: String(scope.attempt),
+  };
+}
+
+/**
+ * Replaces every `<token>` of `path` once (a value holding `<x>` is not expanded again), then checks
+ * the result stays in the workspace: a run id or an item value of `..` is refused here.
+ */
+export function expandPath(path: string, values: Readonly<Record<string, string>>, item?: StageScope['item']): string {
+  const out = path.replace(/<([^<>]*)>/g, (_, name: string) => {
+    if (Object.prototype.hasOwnProperty.call(values, name)) return values[name]!;
+    if (tokenKind(name) === 'item') {
+      if (!item) throw new FileRefused(`\`<${name}>\` names a fan-out item, and this attempt runs none`);
+      if (name === 'index') return String(item.index);
+      const v = follow(item.value, name === 'item' ? [] : name.slice('item.'.length).split('.'));
+      if (typeof v !== 'string' && typeof v !== 'number') throw new FileRefused(`\`<${name}>\` is not a string or a number in item ${item.index}`);
+      return String(v);
+    }
+    throw new FileRefused(`unknown token \`<${name}>\``);
+  });
+  const escape = escapeProblem(out);
+  if (escape !== undefined) throw new FileRefused(`\`${path}\` expands to ${escape}`);
+  if (out.includes('\0') || out === '') throw new FileRefused(`\`${path}\` expands to an empty path or one with a NUL character`);
+  return out;
+}
+
+function follow(v: unknown, path: string[]): unknown {
+  let x = v;
+  for (const seg of path) {
+    if (!isPlainObject(x) || !Object.prototype.hasOwnProperty.call(x, seg)) return undefined;
+    x = x[seg];
+  }
+  return x;
+}
+
+// ---- the attempt side ------------------------------------------------------------------------------
+
+/** One staged or synced file, as recorded (`task.file`). */
+export interface FileProvenance extends FileDigest {
+  direction: 'staged' | 'synced';
+  key: string;
+  /** Workspace-relative, tokens replaced. */
+  path: string;
+  /** The fan-out item's index, when the attempt runs one. */
+  item?: number;
+}
+
+/** Contexts whose files the engine staged, and their roots: an adapter that stages files itself (defineAgent) does not again. */
+const staged = new WeakMap<object, string>();
+
+/** The scratch root the engine staged this attempt's files into, if any (a subprocess agent runs there). */
+export function scratchRootOf(ctx: AgentContext): string | undefined {
+  // adapters may hand on a view of the context (Object.create): its prototype chain leads to the attempt
+  for (let o: object | null = ctx; o !== null; o = Object.getPrototypeOf(o) as object | null) {
+    const r = staged.get(o);
+    if (r !== undefined) return r;
+  }
+  return undefined;
+}
+
+/** Every file a phase's attempt has: the phase's own over its agent's (a declaration's and its contract's). */
+export function filesOfPhase(model: WorkflowModel, contracts: ReadonlyMap<string, AgentContract>, phase: string, agent: string): FileContract | undefined {
+  const pm = model.byName.get(phase);
+  const decl = model.agents?.[agent];
+  const own = mergeFiles(contracts.get(agent)?.files ?? decl?.contract?.files, decl?.files);
+  return mergeFiles(own, pm?.files);
+}
+
+export interface FileHostOptions {
+  /** The stager over the run's workspace. */
+  stager: FileStager;
+  /** A stager over another workspace (an agent that names its own: `defineAgent({workspace})`). */
+  stagerFor?: (workspace: string) => FileStager;
+  model: WorkflowModel;
+  contracts: ReadonlyMap<string, AgentContract>;
+  now: () => number;
+}
+
+/**
+ * Wraps an agent's handler with the file contract of the phase it runs: stage, inject, run, sync,
+ * remove. A phase without files runs the handler as it is.
+ */
+export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHandler {
+  return async (ctx: AgentContext) => {
+    const files = filesOfPhase(opts.model, opts.contracts, ctx.phase, ctx.agent);
+    if (!files || files.inputs.length + files.outputs.length === 0) return handler(ctx);
+    const scope: StageScope = { runId: ctx.runId, workflowId: opts.model.info.name, phase: ctx.phase, attempt: ctx.attempt };
+    const values = tokenValues(scope, opts.now());
+    // every input path is expanded before anything is created: a refused one fails the attempt at once
+    const inputs = files.inputs.map((e) => ({ e, path: expandOrFail(e, values, scope.item) }));
+    const stager = files.workspace !== undefined && opts.stagerFor ? opts.stagerFor(files.workspace) : opts.stager;
+    const root = await stager.open(scope);
+    try {
+      for (const { e, path } of inputs) {
+        // a timeout or a cancel during staging stops it: the attempt has ended (the root is removed below)
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        let d: FileDigest;
+        try {
+          d = await root.stage(e.key, path);
+        } catch (err) {
+          if (err instanceof FileRefused) throw new AgentError('PathEscape', `input file \`${e.key}\` (${path}) is refused: ${err.message}`, { key: e.key, path }, false);
+          const code = (err as NodeJS.ErrnoException).code;
+          throw new AgentError('MissingInputFile', `input file \`${e.key}\` cannot be staged from ${path}: ${code === 'ENOENT' ? 'no such file in the workspace' : (code ?? (err as Error).message)}`, { key: e.key, path }, false);
+        }
+        recordFile(ctx, { direction: 'staged', key: e.key, path, ...d, ...(scope.item ? { item: scope.item.index } : {}) });
+      }
+      // the host's scratch root, over whatever the caller put there (AIP-16)
+      const inner = inject(ctx, root.path);
+      staged.set(inner, root.path);
+      const out = await handler(inner);
+      if (!ctx.signal.aborted) await syncAll(ctx, root, files.outputs, values, scope);
+      return out;
+    } finally {
+      await root.remove();
+    }
+  };
+}
+
+function expandOrFail(e: FileEntry, values: Readonly<Record<string, string>>, item: StageScope['item']): string {
+  try {
+    return expandPath(e.path, values, item);
+  } catch (err) {
+    throw new AgentError('PathEscape', `input file \`${e.key}\` (${e.path}) is refused: ${(err as Error).message}`, { key: e.key, path: e.path }, false);
+  }
+}
+
+/** AIP-16 step 6: each declared output that exists goes back; one not produced is a warning; a failed copy is logged. */
+async function syncAll(ctx: AgentContext, root: ScratchRoot, outputs: FileEntry[], values: Readonly<Record<string, string>>, scope: StageScope): Promise<void> {
+  for (const e of outputs) {
+    let path = e.path;
+    try {
+      path = expandPath(e.path, values, scope.item);
+      const d = await root.sync(e.key, path);
+      if (d === 'missing') {
+        ctx.record('declared_file_missing', { key: e.key, path, declared: e.path });
+        continue;
+      }
+      recordFile(ctx, { direction: 'synced', key: e.key, path, ...d, ...(scope.item ? { item: scope.item.index } : {}) });
+    } catch (err) {
+      // by now the agent has returned: a failed write is logged and never fails the attempt (AIP-16)
+      ctx.log(`warning: output file \`${e.key}\` could not be synced to ${path}: ${(err as Error).message}`);
+    }
+  }
+}
+
+function recordFile(ctx: AgentContext, p: FileProvenance): void {
+  if (ctx instanceof Attempt) ctx.recordFile(p);
+  else ctx.record(p.direction === 'staged' ? 'file_staged' : 'file_synced', p as unknown as JsonObject);
+}
+
+/** The attempt's input with `_workflowFsRoot` set: on the attempt itself (its input is its own copy), or a view of another context. */
+function inject(ctx: AgentContext, root: string): AgentContext {
+  if (ctx instanceof Attempt) {
+    ctx.setInputField(FS_ROOT_KEY, root);
+    return ctx;
+  }
+  return Object.create(ctx, { input: { value: { ...ctx.input, [FS_ROOT_KEY]: root }, enumerable: true } }) as AgentContext;
+}

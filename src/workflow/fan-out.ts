@@ -1,0 +1,125 @@
+/**
+ * The compile side of fan-out: `for_each` (a wired reference to an array), `max_parallel`,
+ * `tolerated_failures`, `skip_when` reading `$item`, and the types it gives: `$item` is the element
+ * type of the upstream array, and downstream phases see each output gathered into `array<T>`
+ * (`array<T | null>` when a slot may be empty: a tolerated failure, an item skipped, an optional output).
+ * Executing items is the engine's business; until it can, the engine refuses such a workflow (plan.ts).
+ */
+import type { Path } from '../core/path.js';
+import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
+import type { TypeNode } from '../types/api.js';
+import type { ForEachModel, OutputDecl, ToleratedFailures } from './model.js';
+import type { Field } from './shape.js';
+import { resolveRef, type WiringContext } from './wiring.js';
+
+const PERCENT = /^(\d+(?:\.\d+)?)%$/;
+
+export const forEachFields: Record<string, Field> = {
+  for_each: { t: 'string', nonEmpty: true },
+  max_parallel: { t: 'number', integer: true, min: 1 },
+  tolerated_failures: {
+    t: 'custom',
+    expected: 'a count of items or a percentage such as "10%"',
+    check: (v: unknown, path: Path, out: Diagnostic[]) => {
+      const hint = 'write a count (`tolerated_failures: 2`) or a percentage (`tolerated_failures: "10%"`)';
+      if (typeof v === 'number') {
+        if (!Number.isInteger(v) || v < 0) out.push(error('invalid-value', path, `a count of items must be an integer >= 0, got ${v}`, { hint }));
+      } else if (typeof v === 'string') {
+        const m = PERCENT.exec(v.trim());
+        if (!m) out.push(error('invalid-value', path, `\`${v}\` is not a percentage`, { hint }));
+        else if (Number(m[1]) > 100) out.push(error('invalid-value', path, `a percentage is at most 100%, got ${v}`, { hint }));
+      } else out.push(error('wrong-type', path, 'expected a count of items or a percentage such as "10%"', { hint }));
+    },
+  },
+};
+
+/** `tolerated_failures` as written (already checked): a count or a percentage; none by default. */
+export function toleratedOf(v: unknown): ToleratedFailures {
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return { count: v };
+  const m = typeof v === 'string' ? PERCENT.exec(v.trim()) : null;
+  if (m && Number(m[1]) <= 100) return { percent: Number(m[1]) };
+  return { count: 0 };
+}
+
+/** Whether a failure may leave a slot empty. */
+export function toleratesAny(t: ToleratedFailures): boolean {
+  return 'count' in t ? t.count > 0 : t.percent > 0;
+}
+
+/**
+ * The `for_each` of a phase: its reference resolved and typed as an input's is, then its element
+ * type. Undefined when the reference does not resolve (diagnostics say why); `any` items when it is
+ * not an array, so that `$item` is not reported again in every input.
+ */
+export function checkForEach(raw: Record<string, unknown>, at: Path, ctx: WiringContext, out: Diagnostic[]): Omit<ForEachModel, 'itemSkip' | 'gathered'> | undefined {
+  const ref = raw['for_each'];
+  if (typeof ref !== 'string' || ref === '') return undefined;
+  const path = [...at, 'for_each'];
+  const b = resolveRef(ref, '`for_each`', path, ctx, out);
+  if (!b) return undefined;
+  const el = ctx.types.elementOf(b.type);
+  let itemType = ctx.any;
+  if (el.kind === 'array') itemType = el.element;
+  else if (el.kind === 'untyped') {
+    out.push(warning('for-each-untyped', path, `\`for_each\` reads \`${ref}\`, an \`array\` without an element type: \`$item\` is \`any\` and its uses are not checked`, { hint: 'declare the element type upstream: `array<Section>` or `Section[]`', data: { phase_name: ctx.phaseName, ref } }));
+  } else if (el.kind === 'not-array') {
+    out.push(error('for-each-not-array', path, `\`for_each\` reads \`${ref}\`, which is \`${b.type.text}\`, not an array`, { hint: 'fan out over an array: an output declared `T[]` or `array<T>`', data: { phase_name: ctx.phaseName, ref, type: b.type.text } }));
+  }
+  return {
+    ref,
+    source: b.source,
+    itemType,
+    maxParallel: typeof raw['max_parallel'] === 'number' && Number.isInteger(raw['max_parallel']) && raw['max_parallel'] >= 1 ? raw['max_parallel'] : undefined,
+    toleratedFailures: toleratedOf(raw['tolerated_failures']),
+    at: path,
+  };
+}
+
+/** Each declared output gathered into an array in item order, as downstream phases see it. */
+export function gatheredOutputs(outputs: OutputDecl[] | undefined, slotsMayBeNull: boolean, fromNode: (n: TypeNode) => OutputDecl['type']): OutputDecl[] | undefined {
+  if (!outputs) return undefined;
+  return outputs.map((o) => {
+    const element: TypeNode = slotsMayBeNull || !o.required ? nullable(o.type.node) : o.type.node;
+    return { key: o.key, type: fromNode({ kind: 'array', element }), required: true };
+  });
+}
+
+function nullable(n: TypeNode): TypeNode {
+  return n.kind === 'nullable' || (n.kind === 'primitive' && (n.name === 'any' || n.name === 'null')) ? n : { kind: 'nullable', inner: n };
+}
+
+/** `$item` / `$index` in a CEL condition: CEL names cannot start with `$`, so they are read as `_item` / `_index` (same length: offsets hold). */
+export const ITEM_NAME = '_item';
+export const INDEX_NAME = '_index';
+
+/** Rewrites `$item` and `$index` outside string literals; lists where they were. */
+export function itemAwareCondition(source: string): { text: string; uses: { name: '$item' | '$index'; offset: number }[] } {
+  const uses: { name: '$item' | '$index'; offset: number }[] = [];
+  let text = '';
+  let quote: string | undefined;
+  for (let i = 0; i < source.length; i++) {
+    const ch = source[i]!;
+    if (quote !== undefined) {
+      text += ch;
+      if (ch === '\\') {
+        text += source[i + 1] ?? '';
+        i++;
+      } else if (ch === quote) quote = undefined;
+      continue;
+    }
+    if (ch === '"' || ch === "'") {
+      quote = ch;
+      text += ch;
+      continue;
+    }
+    const m = ch === '$' ? /^\$(item|index)(?![\w])/.exec(source.slice(i, i + 7)) : null;
+    if (m) {
+      uses.push({ name: `$${m[1]}` as '$item' | '$index', offset: i });
+      text += `_${m[1]}`;
+      i += m[0].length - 1;
+      continue;
+    }
+    text += ch;
+  }
+  return { text, uses };
+}

@@ -1,0 +1,63 @@
+/** The static side of AIP-16 files: keys, paths, tokens, merging, and the host's `_workflowFsRoot` in contract checks. */
+import { describe, expect, test } from 'vitest';
+import { parseWorkflow } from './compile.js';
+import { escapeProblem, keyProblem, mergeFiles, tokenKind, tokensOf } from './files.js';
+
+describe('file contract rules', () => {
+  test.each(['draft.md', 'a b', '.hidden', 'x..y'])('a key %j is a file name', (k) => expect(keyProblem(k)).toBeUndefined());
+  test.each(['', '.', '..', 'a/b', 'a\\b', 'a\0b'])('a key %j is not', (k) => expect(keyProblem(k)).toBeDefined());
+  test.each(['out/a.md', 'a..b/c', './x', 'x/./y', '<runId>/x'])('%j stays in the workspace', (p) => expect(escapeProblem(p)).toBeUndefined());
+  test.each(['/etc/passwd', '\\x', 'C:\\x', 'c:x', '..', '../x', 'a/../../x', 'a\\..\\x'])('%j escapes', (p) => expect(escapeProblem(p)).toBeDefined());
+
+  test('tokens', () => {
+    expect(tokensOf('a/<runId>/<item.name>-<x>.md')).toEqual([
+      { name: 'runId', offset: 2 },
+      { name: 'item.name', offset: 10 },
+      { name: 'x', offset: 22 },
+    ]);
+    expect(['runId', 'workflowId', 'toolId', 'isoDate', 'phase', 'attempt', 'index', 'item', 'item.a.b', 'runid', 'item.', ''].map(tokenKind)).toEqual(['run', 'run', 'run', 'run', 'run', 'run', 'item', 'item', 'item', 'unknown', 'unknown', 'unknown']);
+  });
+
+  test('a phase entry wins over its agent\u2019s of the same key', () => {
+    const m = mergeFiles({ inputs: [{ key: 'a', path: 'agent.md' }, { key: 'b', path: 'b.md' }], outputs: [] }, { inputs: [{ key: 'a', path: 'phase.md' }], outputs: [{ key: 'o', path: 'o.md' }] });
+    expect(m).toEqual({ inputs: [{ key: 'b', path: 'b.md' }, { key: 'a', path: 'phase.md' }], outputs: [{ key: 'o', path: 'o.md' }] });
+  });
+
+  test('a contract that requires `_workflowFsRoot` fits a phase with files, and only such a phase', () => {
+    const r = parseWorkflow(`openintent: "1.0"
+info: {name: fr}
+agents:
+  w:
+    x-contract:
+      input:
+        schema: {type: object, required: [topic, _workflowFsRoot], additionalProperties: false, properties: {topic: {type: string}, _workflowFsRoot: {type: string}}}
+workflow:
+  a:
+    assign: w
+    inputs: {topic: $trigger.topic}
+    outputsFiles: {n: {path: out.md}}
+  b:
+    assign: w
+    inputs: {topic: $trigger.topic}
+`);
+    expect(r.diagnostics.map((d) => `${d.code} ${d.path.join('.')}`)).toEqual(['input-schema-missing workflow.b.inputs']);
+  });
+
+  test('a closed contract input schema without `_workflowFsRoot` is refused for a phase with files (the host injects it)', () => {
+    const r = parseWorkflow(`openintent: "1.0"
+info: {name: fr}
+agents:
+  w:
+    x-contract:
+      input:
+        schema: {type: object, additionalProperties: false, properties: {topic: {type: string}}}
+workflow:
+  a:
+    assign: w
+    inputs: {topic: $trigger.topic}
+    outputsFiles: {n: {path: out.md}}
+`);
+    expect(r.diagnostics.map((d) => d.code)).toEqual(['input-schema-unknown-key']);
+    expect(r.diagnostics[0]!.hint).toMatch(/_workflowFsRoot/);
+  });
+});

@@ -1,0 +1,77 @@
+/** The contract spec's step form: the same model as the 1.0 form, its artifacts, positions of its references. */
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { loadWorkflow, parseWorkflow } from './compile.js';
+import type { WorkflowModel } from './model.js';
+import { artifactPath, formOf } from './steps.js';
+
+const dir = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'steps', 'write-paper');
+
+/** What the engine reads of a model, in plain data (compiled types as their text). */
+function shape(m: WorkflowModel): unknown {
+  return {
+    info: m.info,
+    order: m.order,
+    agents: Object.fromEntries(Object.entries(m.agents ?? {}).map(([id, a]) => [id, { contract: a.contract?.agentId, input: a.contract?.input?.schema, output: a.contract?.output?.schema }])),
+    phases: m.phases.map((p) => ({
+      name: p.name,
+      assign: p.assign,
+      dependsOn: [...p.dependsOn].sort(),
+      inputs: p.inputs?.map((i) => ({ name: i.name, ref: i.ref, source: i.source, type: i.type.text })),
+      outputs: p.outputs?.map((o) => ({ key: o.key, type: o.type.text, required: o.required })),
+      forEach: p.forEach && { ref: p.forEach.ref, source: p.forEach.source, item: p.forEach.itemType.text, tolerated: p.forEach.toleratedFailures, gathered: p.forEach.gathered?.map((g) => `${g.key}: ${g.type.text}`) },
+      retry: p.retry,
+    })),
+  };
+}
+
+describe('the step form', () => {
+  test('the spec\u2019s write-paper example compiles to the same model as its 1.0 form', async () => {
+    const steps = await loadWorkflow(join(dir, 'workflow.yaml'));
+    const yaml = await loadWorkflow(join(dir, 'openintent.yaml'));
+    expect(steps.diagnostics).toEqual([]);
+    expect(yaml.diagnostics).toEqual([]);
+    expect(steps.form).toBe('steps');
+    expect(yaml.form).toBe('openintent');
+    expect(shape(steps.model!)).toEqual(shape(yaml.model!));
+    expect(steps.model!.form).toBe('steps');
+    expect(steps.model!.artifacts).toEqual([
+      { phase: 'consolidate', key: 'researchDoc', path: ['researchDoc'], text: 'artifacts.researchDoc' },
+      { phase: 'outline', key: 'outline', path: ['outline'], text: 'artifacts.outline' },
+      { phase: 'draft-sections', key: 'draft', path: ['drafts', { item: ['name'] }], text: 'artifacts.drafts.{$item.name}' },
+    ]);
+  });
+
+  test('a typed `$store` output types the edge; `context.artifacts` reads as `artifacts`', () => {
+    const r = parseWorkflow(`workflow:
+  name: typed
+  steps:
+    - id: a
+      agent: x
+      outputs: {items: {$store: artifacts.items, type: "string[]"}}
+    - id: b
+      agent: x
+      dependsOn: [a]
+      forEach: {$ref: context.artifacts.items}
+      inputs: {one: {$item: ""}, at: {$ref: artifacts.items}}
+`);
+    expect(r.diagnostics).toEqual([]);
+    const b = r.model!.byName.get('b')!;
+    expect(b.forEach?.itemType.text).toBe('string');
+    expect(b.inputs?.map((i) => `${i.name}: ${i.type.text}`)).toEqual(['one: string', 'at: string[]']);
+  });
+
+  test('a `$ref` to an artifact no upstream step stores is positioned at the `$ref`', () => {
+    const r = parseWorkflow('workflow:\n  name: x\n  steps:\n    - id: a\n      agent: x\n      outputs: {o: {$store: artifacts.o}}\n    - id: b\n      agent: x\n      inputs: {v: {$ref: artifacts.o}}\n');
+    expect(r.diagnostics.map((d) => `${d.code} ${d.path.join('.')}`)).toEqual(['input-not-dependency workflow.steps.1.inputs.v.$ref']);
+  });
+
+  test('formOf and artifactPath', () => {
+    expect(formOf({ workflow: { steps: [] } })).toBe('steps');
+    expect(formOf({ openintent: '1.0', workflow: { steps: {} } })).toBe('openintent');
+    expect(artifactPath('artifacts.drafts.{$item.name}')).toEqual(['drafts', { item: ['name'] }]);
+    expect(artifactPath('context.artifacts.outline')).toEqual(['outline']);
+    expect(artifactPath('memory/outline.yaml')).toBeUndefined();
+    expect(artifactPath('artifacts.a..b')).toBeUndefined();
+  });
+});

@@ -1,0 +1,349 @@
+/**
+ * AIP-16 file contracts through the whole engine: phase- and agent-level files staged per attempt,
+ * `_workflowFsRoot` injected, outputs synced with tokens, provenance recorded as `task.file` and
+ * traced from the attempt that wrote a file to the one that read it, the errors of the AIP, a
+ * subprocess working in its root, the workspace from `--workspace`, and `baton show --artifacts`.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { createEngine } from '../src/api/engine.js';
+import type { AgentContext } from '../src/engine/agent.js';
+import type { RunEvent } from '../src/engine/events.js';
+import type { RunStore } from '../src/engine/ports.js';
+import { replay } from '../src/engine/state.js';
+import { MemoryStore } from '../src/store/memory.js';
+import { SqliteStore } from '../src/store/sqlite.js';
+import type { CliIo } from '../src/cli/io.js';
+import { run } from '../src/cli/main.js';
+import { loadWorkflow } from '../src/workflow/compile.js';
+
+const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+const WORKFLOW = `openintent: "1.0"
+info: {name: paper}
+agents:
+  editor:
+    inputsFiles:
+      style: {path: style/guide.md, mode: ro, contentType: text/markdown}
+workflow:
+  draft:
+    assign: writer
+    inputs: {topic: $trigger.topic}
+    inputsFiles:
+      notes: {path: notes/<phase>.md}
+    outputsFiles:
+      draft: {path: "drafts/<runId>/<phase>-<attempt>.md", contentType: text/markdown}
+      log: {path: "logs/<runId>.txt"}
+    outputs: {words: integer}
+  edit:
+    assign: editor
+    depends_on: [draft]
+    inputs: {words: draft.words}
+    inputsFiles:
+      draft: {path: "drafts/<runId>/draft-1.md"}
+    outputsFiles:
+      final: {path: "final/<workflowId>-<isoDate>.md"}
+    outputs: {ok: boolean}
+`;
+
+let ws: string;
+beforeEach(() => {
+  ws = mkdtempSync(join(tmpdir(), 'baton-files-e2e-'));
+  mkdirSync(join(ws, 'notes'));
+  mkdirSync(join(ws, 'style'));
+  writeFileSync(join(ws, 'notes', 'draft.md'), 'tides');
+  writeFileSync(join(ws, 'style', 'guide.md'), 'be brief');
+  writeFileSync(join(ws, 'workflow.yaml'), WORKFLOW);
+});
+afterEach(() => rmSync(ws, { recursive: true, force: true }));
+
+const roots: string[] = [];
+const agents = {
+  writer: (ctx: AgentContext) => {
+    const root = (ctx.input['_workflowFsRoot'] as string);
+    roots.push(root);
+    const notes = readFileSync(join(root, 'notes'), 'utf8');
+    writeFileSync(join(root, 'draft'), `# ${(ctx.input['topic'] as string)}\n${notes}\n`);
+    writeFileSync(join(root, 'scratch.tmp'), 'discarded'); // undeclared: never synced
+    return { words: 2 }; // `log` is declared and not produced: a warning
+  },
+  editor: (ctx: AgentContext) => {
+    const root = (ctx.input['_workflowFsRoot'] as string);
+    roots.push(root);
+    const text = readFileSync(join(root, 'draft'), 'utf8') + readFileSync(join(root, 'style'), 'utf8');
+    writeFileSync(join(root, 'final'), text.toUpperCase());
+    return { ok: true };
+  },
+};
+
+async function runIt(store: RunStore = new MemoryStore(), extra: { workspace?: string } = {}): Promise<{ events: RunEvent[]; status: string; phases: Record<string, { status: string; error?: { code: string } | undefined }> }> {
+  const r = await loadWorkflow(join(ws, 'workflow.yaml'));
+  if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+  const engine = createEngine({ store, agents });
+  try {
+    const res = await engine.run(r.model, { runId: 'r1', trigger: { topic: 'Moons' }, path: join(ws, 'workflow.yaml'), ...extra });
+    return res;
+  } finally {
+    await engine.close();
+  }
+}
+
+describe('file contracts through the engine', () => {
+  test('stages, injects, syncs with tokens, records provenance, removes every root', async () => {
+    roots.length = 0;
+    const r = await runIt();
+    expect(r.status).toBe('completed');
+    expect(readFileSync(join(ws, 'drafts', 'r1', 'draft-1.md'), 'utf8')).toBe('# Moons\ntides\n');
+    const today = new Date().toISOString().slice(0, 10);
+    expect(readFileSync(join(ws, 'final', `paper-${today}.md`), 'utf8')).toBe('# MOONS\nTIDES\nBE BRIEF');
+    expect(existsSync(join(ws, 'scratch.tmp'))).toBe(false);
+    // one fresh root per attempt, gone afterwards
+    expect(new Set(roots).size).toBe(2);
+    for (const root of roots) expect(existsSync(root)).toBe(false);
+
+    const files = r.events.flatMap((e) => (e.type === 'task.file' ? [`${e.phase}#${e.attempt} ${e.direction} ${e.key} ${e.path} ${e.size}`] : []));
+    expect(files).toEqual([
+      'draft#1 staged notes notes/draft.md 5',
+      'draft#1 synced draft drafts/r1/draft-1.md 14',
+      'edit#1 staged style style/guide.md 8',
+      'edit#1 staged draft drafts/r1/draft-1.md 14',
+      `edit#1 synced final final/paper-${today}.md 22`,
+    ]);
+    // a file staged into a later phase traces back to the attempt that wrote it: the same bytes
+    const fileEvents = r.events.filter((e): e is Extract<RunEvent, { type: 'task.file' }> => e.type === 'task.file');
+    const written = fileEvents.find((e) => e.direction === 'synced' && e.key === 'draft')!;
+    const read = fileEvents.find((e) => e.phase === 'edit' && e.key === 'draft')!;
+    expect(read.sha256).toBe(written.sha256);
+    expect(written.sha256).toBe(sha('# Moons\ntides\n'));
+    const warnings = r.events.flatMap((e) => (e.type === 'task.warning' ? [`${e.phase} ${e.code} ${e.details?.['path'] as string}`] : []));
+    expect(warnings).toEqual(['draft DeclaredFileMissing logs/r1.txt']);
+    // the input the agent saw carried the root; the recorded input did not (it is the executor's)
+    const claimed = r.events.find((e) => e.type === 'task.claimed' && e.phase === 'draft');
+    expect(claimed && 'input' in claimed ? claimed.input : undefined).toEqual({ topic: 'Moons' });
+    // replay accepts task.file: the state is the same with or without them
+    const without = replay('r1', r.events.filter((e) => e.type !== 'task.file'));
+    expect([...replay('r1', r.events).phases.values()].map((p) => p.status)).toEqual([...without.phases.values()].map((p) => p.status));
+  });
+
+  test('a missing input file fails the phase before its agent runs, naming the path, without retries', async () => {
+    rmSync(join(ws, 'notes', 'draft.md'));
+    writeFileSync(join(ws, 'workflow.yaml'), WORKFLOW.replace('    assign: writer\n', '    assign: writer\n    retry: {max_attempts: 3, initial_delay_ms: 1}\n'));
+    roots.length = 0;
+    const r = await runIt();
+    expect(r.status).toBe('failed');
+    expect(r.phases['draft']).toMatchObject({ status: 'failed', error: { code: 'MissingInputFile' } });
+    expect(JSON.stringify(r.phases['draft']?.error)).toContain('notes/draft.md');
+    expect(roots).toEqual([]);
+    expect(r.events.filter((e) => e.type === 'task.claimed')).toHaveLength(1);
+  });
+
+  test('--workspace moves where files are read and written; the run records it', async () => {
+    const other = mkdtempSync(join(tmpdir(), 'baton-files-ws-'));
+    mkdirSync(join(other, 'notes'));
+    mkdirSync(join(other, 'style'));
+    writeFileSync(join(other, 'notes', 'draft.md'), 'elsewhere');
+    writeFileSync(join(other, 'style', 'guide.md'), '!');
+    const store = new MemoryStore();
+    const r = await runIt(store, { workspace: other });
+    expect(r.status).toBe('completed');
+    expect(readFileSync(join(other, 'drafts', 'r1', 'draft-1.md'), 'utf8')).toBe('# Moons\nelsewhere\n');
+    expect(existsSync(join(ws, 'drafts'))).toBe(false);
+    expect((await store.run('r1'))?.options['workspace']).toBe(other);
+    rmSync(other, { recursive: true, force: true });
+  });
+
+  test('a subprocess agent works in its scratch root', async () => {
+    writeFileSync(
+      join(ws, 'workflow.yaml'),
+      `openintent: "1.0"
+info: {name: sub}
+agents:
+  shell:
+    x-command: [node, -e, "const fs=require('fs');fs.writeFileSync('out', fs.readFileSync('in','utf8')+'!');process.stdout.write(JSON.stringify({cwd: process.cwd()}))"]
+workflow:
+  one:
+    assign: shell
+    inputsFiles: {in: {path: notes/draft.md}}
+    outputsFiles: {out: {path: out/one.txt}}
+    outputs: {cwd: string}
+`,
+    );
+    const r = await loadWorkflow(join(ws, 'workflow.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = createEngine({ store: new MemoryStore() });
+    try {
+      const res = await engine.run(r.model, { path: join(ws, 'workflow.yaml') });
+      expect(res.status).toBe('completed');
+      const cwd = res.phases['one']?.output?.['cwd'] as string;
+      expect(cwd).not.toBe(ws);
+      expect(cwd).toContain('baton-files-one-1-');
+      expect(existsSync(cwd)).toBe(false);
+      expect(readFileSync(join(ws, 'out', 'one.txt'), 'utf8')).toBe('tides!');
+    } finally {
+      await engine.close();
+    }
+  });
+
+  test('concurrent attempts of parallel phases never share a root', async () => {
+    writeFileSync(
+      join(ws, 'workflow.yaml'),
+      `openintent: "1.0"
+info: {name: par}
+workflow:
+${['a', 'b', 'c', 'd'].map((p) => `  ${p}:\n    assign: w\n    inputsFiles: {n: {path: notes/draft.md}}\n    outputsFiles: {o: {path: par/<phase>.txt}}\n`).join('')}`,
+    );
+    const seen = new Set<string>();
+    const r = await loadWorkflow(join(ws, 'workflow.yaml'));
+    if (!r.ok) throw new Error('compile');
+    let active = 0;
+    let peak = 0;
+    const engine = createEngine({
+      store: new MemoryStore(),
+      agents: {
+        w: async (ctx: AgentContext) => {
+          const root = (ctx.input['_workflowFsRoot'] as string);
+          seen.add(root);
+          active++;
+          peak = Math.max(peak, active);
+          writeFileSync(join(root, 'o'), ctx.phase);
+          await new Promise((res) => setTimeout(res, 50));
+          active--;
+          return {};
+        },
+      },
+    });
+    try {
+      const res = await engine.run(r.model, { path: join(ws, 'workflow.yaml') });
+      expect(res.status).toBe('completed');
+    } finally {
+      await engine.close();
+    }
+    expect(peak).toBeGreaterThan(1);
+    expect(seen.size).toBe(4);
+    for (const p of ['a', 'b', 'c', 'd']) expect(readFileSync(join(ws, 'par', `${p}.txt`), 'utf8')).toBe(p);
+  });
+
+  test('on SQLite, `baton show RUN --artifacts` lists every staged and synced file, and --state the same', async () => {
+    const file = join(ws, 'runs.db');
+    const store = new SqliteStore(file);
+    const r = await runIt(store);
+    await store.close();
+    expect(r.status).toBe('completed');
+    let out = '';
+    const io: CliIo = { stdout: (s) => void (out += s), stderr: () => undefined, isTTY: false, cwd: ws, env: { USER: 't' } };
+    expect(await run(['show', 'r1', '--artifacts', '--json', '--store', file], io)).toBe(0);
+    const rows = JSON.parse(out) as { phase: string; attempt: number; item: number | null; key: string; direction: string; access: string; path: string; sha256: string; size: number }[];
+    expect(rows.map((x) => `${x.phase} ${x.direction} ${x.access} ${x.key} ${x.path}`)).toEqual([
+      'draft staged read notes notes/draft.md',
+      'draft synced written draft drafts/r1/draft-1.md',
+      'edit staged read style style/guide.md',
+      'edit staged read draft drafts/r1/draft-1.md',
+      expect.stringMatching(/^edit synced written final final\/paper-\d{4}-\d\d-\d\d\.md$/) as unknown as string,
+    ]);
+    expect(rows.every((x) => x.item === null && /^[0-9a-f]{64}$/.test(x.sha256) && x.attempt === 1)).toBe(true);
+    out = '';
+    expect(await run(['show', 'r1', '--artifacts', '--store', file], io)).toBe(0);
+    expect(out).toMatch(/draft#1\s+read\s+staged\s+notes\s+"notes\/draft\.md"/);
+    out = '';
+    expect(await run(['show', 'r1', '--state', '--store', file], io)).toBe(0);
+    const state = JSON.parse(out) as { workflowState: { context: { artifacts: Record<string, { phase: string; access: string; key?: string }> } } };
+    expect(state.workflowState.context.artifacts['drafts/r1/draft-1.md']).toMatchObject({ phase: 'edit', access: 'read', key: 'draft' });
+  });
+});
+
+describe('baton run --workspace', () => {
+  test('the CLI flag sets the workspace of the run', async () => {
+    const other = mkdtempSync(join(tmpdir(), 'baton-files-cli-'));
+    mkdirSync(join(other, 'notes'));
+    writeFileSync(join(other, 'notes', 'n.md'), 'from the flag');
+    writeFileSync(join(ws, 'wf.yaml'), 'openintent: "1.0"\ninfo: {name: cli}\nworkflow:\n  p:\n    assign: w\n    inputsFiles: {n: {path: notes/n.md}}\n    outputsFiles: {o: {path: out/<runId>.md}}\n');
+    writeFileSync(join(ws, 'agents.mjs'), `import { readFileSync, writeFileSync } from 'node:fs';\nexport default { w: (ctx) => { const r = ctx.input._workflowFsRoot; writeFileSync(r + '/o', readFileSync(r + '/n', 'utf8')); return {}; } };\n`);
+    let err = '';
+    const io: CliIo = { stdout: () => undefined, stderr: (s) => void (err += s), isTTY: false, cwd: ws, env: { USER: 't' } };
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--workspace', other, '--store', 'memory', '--run-id', 'cli1', '-q'], io), err).toBe(0);
+    expect(readFileSync(join(other, 'out', 'cli1.md'), 'utf8')).toBe('from the flag');
+    rmSync(other, { recursive: true, force: true });
+  });
+});
+
+describe('file contracts in an agent contract', () => {
+  test('an inline x-contract declares files the engine stages and syncs; a contract file\u2019s bad path is positioned in that file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-files-contract-'));
+    mkdirSync(join(dir, 'contracts'));
+    writeFileSync(join(dir, 'in.txt'), 'abc');
+    writeFileSync(
+      join(dir, 'workflow.yaml'),
+      'openintent: "1.0"\ninfo: {name: c}\nagents:\n  copier:\n    x-contract:\n      inputsFiles: {src: {path: in.txt}}\n      outputsFiles: {dst: {path: "copies/<phase>.txt"}}\nworkflow:\n  copy: {assign: copier}\n',
+    );
+    const r = await loadWorkflow(join(dir, 'workflow.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = createEngine({
+      store: new MemoryStore(),
+      agents: { copier: (ctx: AgentContext) => (writeFileSync(join(ctx.input['_workflowFsRoot'] as string, 'dst'), readFileSync(join(ctx.input['_workflowFsRoot'] as string, 'src'))), {}) },
+    });
+    const res = await engine.run(r.model, { path: join(dir, 'workflow.yaml') });
+    await engine.close();
+    expect(res.status).toBe('completed');
+    expect(readFileSync(join(dir, 'copies', 'copy.txt'), 'utf8')).toBe('abc');
+
+    writeFileSync(join(dir, 'contracts', 'bad.yaml'), 'contractVersion: "1.0.0"\noutputsFiles:\n  out: {path: ../../escape.txt}\n');
+    writeFileSync(join(dir, 'bad.yaml'), 'openintent: "1.0"\ninfo: {name: c}\nagents:\n  copier: {x-contract: contracts/bad.yaml}\nworkflow:\n  copy: {assign: copier}\n');
+    const bad = await loadWorkflow(join(dir, 'bad.yaml'));
+    expect(bad.diagnostics.map((d) => `${d.code} ${d.file?.endsWith('contracts/bad.yaml') ? 'contracts/bad.yaml' : '?'} ${d.path.join('.')}`)).toEqual(['path-escape contracts/bad.yaml outputsFiles.out.path']);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('examples/release-notes', () => {
+  test('runs with --workspace: files staged from and synced to the workspace, listed by show --artifacts', async () => {
+    const example = join(import.meta.dirname, '..', 'examples', 'release-notes');
+    const work = mkdtempSync(join(tmpdir(), 'baton-release-notes-'));
+    mkdirSync(join(work, 'notes'));
+    for (const f of ['changes.md', 'style.md']) writeFileSync(join(work, 'notes', f), readFileSync(join(example, 'notes', f)));
+    const db = join(work, 'runs.db');
+    let out = '';
+    let err = '';
+    const io: CliIo = { stdout: (s) => void (out += s), stderr: (s) => void (err += s), isTTY: false, cwd: work, env: { USER: 't' } };
+    expect(await run(['run', example, '--workspace', work, '--store', db, '--run-id', 'rn1', '-q'], io), err).toBe(0);
+    const today = new Date().toISOString().slice(0, 10);
+    const notes = readFileSync(join(work, 'release-notes', `${today}-rn1.md`), 'utf8');
+    expect(notes).toBe('# Release 2.4.0: 3 changes\n\n_Short lines, present tense, one change per line._\n\n- feat: fan-out phases type-check their items\n- fix: a resumed run keeps its workspace\n- perf: staging copies each file once\n');
+    expect(existsSync(join(example, 'work'))).toBe(false);
+    out = '';
+    expect(await run(['show', 'rn1', '--artifacts', '--json', '--store', db], io)).toBe(0);
+    const rows = JSON.parse(out) as { phase: string; direction: string; key: string; path: string; sha256: string }[];
+    expect(rows.map((r) => `${r.phase} ${r.direction} ${r.key} ${r.path}`)).toEqual([
+      'collect staged changes notes/changes.md',
+      'collect synced items work/rn1/items.txt',
+      'write staged style notes/style.md',
+      'write staged items work/rn1/items.txt',
+      `write synced notes release-notes/${today}-rn1.md`,
+    ]);
+    expect(rows[1]!.sha256).toBe(rows[3]!.sha256);
+    expect(rows[4]!.sha256).toBe(sha(notes));
+    rmSync(work, { recursive: true, force: true });
+  });
+});
+
+describe('baton resume --workspace', () => {
+  test('a detached run records its workspace; resume uses it, or the one its own flag names', async () => {
+    writeFileSync(join(ws, 'wf.yaml'), 'openintent: "1.0"\ninfo: {name: cli}\nworkflow:\n  p:\n    assign: w\n    inputsFiles: {n: {path: notes/draft.md}}\n    outputsFiles: {o: {path: out/<runId>.md}}\n');
+    writeFileSync(join(ws, 'agents.mjs'), `import { readFileSync, writeFileSync } from 'node:fs';\nexport default { w: (ctx) => { const r = ctx.input._workflowFsRoot; writeFileSync(r + '/o', readFileSync(r + '/n', 'utf8')); return {}; } };\n`);
+    const other = mkdtempSync(join(tmpdir(), 'baton-files-resume-'));
+    mkdirSync(join(other, 'notes'));
+    writeFileSync(join(other, 'notes', 'draft.md'), 'from the resume flag');
+    const db = join(ws, 'runs.db');
+    let err = '';
+    const io: CliIo = { stdout: () => undefined, stderr: (s) => void (err += s), isTTY: false, cwd: ws, env: { USER: 't' } };
+    for (const id of ['d1', 'd2']) expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--detach', '--store', db, '--run-id', id, '-q'], io), err).toBe(0);
+    expect(await run(['resume', 'd1', '--store', db, '-q'], io), err).toBe(0);
+    expect(readFileSync(join(ws, 'out', 'd1.md'), 'utf8')).toBe('tides');
+    expect(await run(['resume', 'd2', '--store', db, '--workspace', other, '-q'], io), err).toBe(0);
+    expect(readFileSync(join(other, 'out', 'd2.md'), 'utf8')).toBe('from the resume flag');
+    expect(existsSync(join(ws, 'out', 'd2.md'))).toBe(false);
+    rmSync(other, { recursive: true, force: true });
+  });
+});
