@@ -383,7 +383,7 @@ function fences(facts: readonly Fact[], made: readonly RunEvent[], now: number):
 }
 
 /** Event types that nobody but the committer needs to hear of at once: a task of its own claimed or finished, its logs and costs. */
-const QUIET = new Set<string>(['task.claimed', 'task.completed', 'task.ready', 'task.log', 'task.cost', 'task.checkpoint', 'task.sibling_output', 'task.agent_event']);
+const QUIET = new Set<string>(['task.claimed', 'task.completed', 'task.ready', 'task.log', 'task.cost', 'task.checkpoint', 'task.sibling_output', 'task.agent_event', 'task.file']);
 
 /**
  * Whether a fast-path commit should wake other processes (PostgreSQL: NOTIFY): when it leaves

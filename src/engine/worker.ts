@@ -32,7 +32,7 @@ const BATCH_RUNS = 64;
 /** How far from a due time (retry delay, timer) the fast path stays away: the store-clock estimate's error is far smaller. */
 const FAST_MARGIN_MS = 1_000;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
-const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint']);
+const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
 export class Worker extends WorkerAttempts {
   private serving = false;
