@@ -3,7 +3,7 @@
  *
  *   many small runs  5,000 runs of a 5-phase no-op chain drained by 4 `baton worker` processes, beside
  *                    graphile-worker draining 25,000 no-op jobs (4 processes): phases/s vs jobs/s; phases/s
- *                    with 100 live runs; worker peak RSS (VmHWM) with and without 500 gated runs waiting
+ *                    with only 100 runs live at a time (a new one started as each ends); worker peak RSS (VmHWM) with and without 500 gated runs waiting
  *   fan              one run's 10,000-phase fan on 4 `baton worker`s vs graphile-worker's tuned drain of
  *                    10,000 jobs (4 processes x concurrency 24, a local queue, batched completions)
  *   chain            one run's 2,000-phase chain on PostgreSQL (one engine in this process) vs
@@ -60,9 +60,6 @@ async function enqueue(store: RunStore, m: WorkflowModel, n: number): Promise<vo
   await engine.close();
 }
 
-async function count(store: RunStore, status: 'completed' | 'failed'): Promise<number> {
-  return (await store.runs({ status: [status], limit: 1_000_000 })).length;
-}
 
 interface Drain {
   ms: number;
@@ -73,39 +70,61 @@ interface Drain {
   idleShare: number;
 }
 
-/** `runs` runs of `m` (and `gated` runs waiting on a gate) drained by 4 `baton worker` processes (after a warm-up of WARM_RUNS chains). */
-async function batonDrain(m: WorkflowModel, runs: number, gated = 0): Promise<Drain> {
+/**
+ * `runs` runs of `m` (and `gated` runs waiting on a gate) drained by 4 `baton worker` processes (after a
+ * warm-up of WARM_RUNS chains). With `live`: only that many runs are live at a time (a new one is
+ * started as each ends, until `runs` have run): throughput at a steady number of live runs.
+ */
+async function batonDrain(m: WorkflowModel, runs: number, gated = 0, live?: number): Promise<Drain> {
   return withDatabase('baton_vs', async (url) => {
     const store = await openStore(url, { cwd: process.cwd() });
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const ended = async (): Promise<{ completed: number; failed: number }> => {
+      const r = await c.query<{ completed: number; failed: number }>(
+        "SELECT count(*) FILTER (WHERE status = 'completed')::int AS completed, count(*) FILTER (WHERE status = 'failed')::int AS failed FROM baton.runs",
+      );
+      return r.rows[0]!;
+    };
+    const topUp = createEngine({ store, agents });
     let procs: Proc[] = [];
     try {
       procs = Array.from({ length: WORKERS }, () => batonWorker(url));
       // warm up (JIT, connections, the first LISTEN), then hold still while the work is enqueued
       await enqueue(store, chain5, WARM_RUNS);
-      await until(async () => (await count(store, 'completed')) === WARM_RUNS, 300_000, 50);
+      await until(async () => (await ended()).completed === WARM_RUNS, 300_000, 50);
       await hold(procs);
       if (gated > 0) await enqueue(store, gatedChain(), gated);
-      await enqueue(store, m, runs);
+      let started = Math.min(runs, live ?? runs);
+      await enqueue(store, m, started);
       const t0 = release(procs);
       const samples: number[] = [];
       let last = 0;
       let lastT = performance.now();
       await until(async () => {
-        const failed = await count(store, 'failed');
-        if (failed > 0) throw new Error(`${failed} runs failed`);
-        const done = (await count(store, 'completed')) - WARM_RUNS;
+        const e = await ended();
+        if (e.failed > 0) throw new Error(`${e.failed} runs failed`);
+        const done = e.completed - WARM_RUNS;
         if (performance.now() - lastT >= 1_000) {
           samples.push(done - last);
           last = done;
           lastT = performance.now();
         }
+        // keep `live` runs live: start one for each that ended
+        const add = live === undefined ? 0 : Math.min(runs - started, done + live - started);
+        if (add > 0) {
+          started += add;
+          await Promise.all(Array.from({ length: add }, () => topUp.start(m, { trigger: { topic: 't' }, detach: true })));
+        }
         return done === runs;
-      }, 1_800_000, 100);
+      }, 1_800_000, live === undefined ? 100 : 10);
       const ms = performance.now() - t0;
       const rssMb = Math.max(...procs.map((p) => peakRssMb(p.child.pid)));
       return { ms, items: runs * m.phases.length, rssMb, idleShare: samples.length > 0 ? samples.filter((s) => s === 0).length / samples.length : 0 };
     } finally {
       await stopAll(procs);
+      await topUp.close();
+      await c.end();
       await store.close();
     }
   });
@@ -192,18 +211,19 @@ const GATED = scaled(500, 10);
 const many = await batonDrain(chain5, RUNS);
 const jobs = await graphileDrain(RUNS * 5, GRAPHILE_PLAIN);
 const jobsTuned = await graphileDrain(RUNS * 5, GRAPHILE);
-const few = await batonDrain(chain5, FEW);
-const fewGated = await batonDrain(chain5, FEW, GATED);
+// the same number of phases, with only FEW runs live at a time (a new run starts as each ends)
+const few = await batonDrain(chain5, RUNS, 0, FEW);
+const fewGated = await batonDrain(chain5, RUNS, GATED, FEW);
 printTable([
   ['many small runs', 'items', 'time', 'per second', 'µs/item', 'peak RSS/worker', 'idle 1 s samples'],
   [`baton: ${fmt(RUNS)} runs x 5 phases`, fmt(many.items), `${fmt(many.ms)} ms`, fmt(perS(many)), fmt((many.ms * 1000) / many.items, 1), `${fmt(many.rssMb)} MB`, `${fmt(many.idleShare * 100)}%`],
   [`graphile-worker: ${fmt(RUNS * 5)} jobs`, fmt(jobs.items), `${fmt(jobs.ms)} ms`, fmt(perS(jobs)), fmt((jobs.ms * 1000) / jobs.items, 1), `${fmt(jobs.rssMb)} MB`, ''],
   [`graphile-worker: ${fmt(RUNS * 5)} jobs, tuned`, fmt(jobsTuned.items), `${fmt(jobsTuned.ms)} ms`, fmt(perS(jobsTuned)), fmt((jobsTuned.ms * 1000) / jobsTuned.items, 1), `${fmt(jobsTuned.rssMb)} MB`, ''],
-  [`baton: ${fmt(FEW)} runs`, fmt(few.items), `${fmt(few.ms)} ms`, fmt(perS(few)), fmt((few.ms * 1000) / few.items, 1), `${fmt(few.rssMb)} MB`, `${fmt(few.idleShare * 100)}%`],
-  [`baton: ${fmt(FEW)} runs + ${fmt(GATED)} gated`, fmt(fewGated.items), `${fmt(fewGated.ms)} ms`, fmt(perS(fewGated)), fmt((fewGated.ms * 1000) / fewGated.items, 1), `${fmt(fewGated.rssMb)} MB`, `${fmt(fewGated.idleShare * 100)}%`],
+  [`baton: ${fmt(RUNS)} runs, ${fmt(FEW)} live at a time`, fmt(few.items), `${fmt(few.ms)} ms`, fmt(perS(few)), fmt((few.ms * 1000) / few.items, 1), `${fmt(few.rssMb)} MB`, `${fmt(few.idleShare * 100)}%`],
+  [`baton: the same + ${fmt(GATED)} gated runs`, fmt(fewGated.items), `${fmt(fewGated.ms)} ms`, fmt(perS(fewGated)), fmt((fewGated.ms * 1000) / fewGated.items, 1), `${fmt(fewGated.rssMb)} MB`, `${fmt(fewGated.idleShare * 100)}%`],
 ]);
 console.log(`baton phases/s / graphile jobs/s: ${fmt(perS(many) / perS(jobs), 2)} (target >= 1.0); / tuned: ${fmt(perS(many) / perS(jobsTuned), 2)}`);
-console.log(`phases/s at ${fmt(RUNS)} live runs / at ${fmt(FEW)}: ${fmt(perS(many) / perS(few), 2)} (target within 0.8-1.2)`);
+console.log(`phases/s with ${fmt(RUNS)} live runs / with ${fmt(FEW)} live: ${fmt(perS(many) / perS(few), 2)} (target within 0.8-1.2)`);
 console.log(`peak RSS per worker: ${fmt(many.rssMb)} MB (${fmt(RUNS)} runs), ${fmt(few.rssMb)} MB (${fmt(FEW)}), ${fmt(fewGated.rssMb)} MB (${fmt(FEW)} + ${fmt(GATED)} gated) (target < 150 MB)\n`);
 
 // a fan

@@ -66,4 +66,28 @@ describe('a worker whose clock runs ahead', () => {
     await engine.close();
     await store.close();
   }, 30_000);
+
+  test('decides fast commits (no read of the run) in the database clock too, from the monotonic clock', async () => {
+    const store = await openPostgresStore(db.url, { schema: 'skew_fast' });
+    const model = wf(`${header()}workflow:
+  a: {assign: x, outputs: {n: number}}
+  b: {assign: x, depends_on: [a], outputs: {n: number}}
+  c: {assign: x, depends_on: [b], outputs: {n: number}}
+  d: {assign: x, depends_on: [c], outputs: {n: number}}`);
+    // a machine whose clock is a minute ahead, and steps another minute forward during the run
+    let skew = 60_000;
+    const clock: Clock = { now: () => Date.now() + skew, sleep: (d, signal) => systemClock.sleep(d, signal) };
+    let commits = 0;
+    const many = store.commitMany.bind(store);
+    store.commitMany = (items) => (commits++, many(items));
+    const engine = createEngine({ store, clock, leaseMs: 30_000, agents: { x: (ctx) => ((skew += 60_000), { n: ctx.attempt }) } });
+    const r = await engine.run(model, { runId: 'fast' });
+    expect(r.status).toBe('completed');
+    expect(commits).toBeGreaterThan(0);
+    const before = Date.now();
+    for (const e of [...eventsOf(r.events, 'task.completed'), ...eventsOf(r.events, 'task.claimed').slice(1)]) expect(Math.abs(e.at - before)).toBeLessThan(10_000);
+    for (const c of eventsOf(r.events, 'task.claimed')) expect(c.lease_expires_at! - Date.now()).toBeLessThan(31_000);
+    await engine.close();
+    await store.close();
+  }, 30_000);
 });
