@@ -161,6 +161,22 @@ export interface WorkHint {
   owner?: string;
 }
 
+/** What `findWork` is asked. */
+export interface FindWorkQuery {
+  agents: readonly string[] | null;
+  now: number;
+  limit: number;
+  ownersLike?: string;
+  /**
+   * A serving worker with free slots: the ready tasks behind the `ready` hints (at most `max`) are
+   * reserved for `owner` until `until`, and tasks another worker reserved and whose reservation has
+   * not passed are not offered, so that workers asking at once take up different runs instead of all
+   * loading the same ones. A reservation is a hint, never a claim (claims are decided under the run's
+   * lock or seq); any commit of the task clears it. Stores of one process or one machine may ignore it.
+   */
+  reserve?: { owner: string; until: number; max: number };
+}
+
 export interface RunFilter {
   status?: RunStatus[];
   /** Most recent first; default 100. */
@@ -218,7 +234,7 @@ export interface RunStore {
    * liveness the caller can check). Only runs in status running or waiting. Ready work comes in
    * the order it became due; tasks held by a gate never come. At most `limit` hints.
    */
-  findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]>;
+  findWork(q: FindWorkQuery): Promise<WorkHint[]>;
 
   /**
    * Extends the leases `owner` holds on these running attempts to `until`. Returns the ones it no

@@ -27,6 +27,8 @@ import { WorkerAttempts } from './worker-attempts.js';
 // the layers of the worker, bottom up: worker-base.ts (options, fields, loading), worker-commits.ts, worker-attempts.ts, this file (the loop)
 export { DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type BoundRun, type WorkerOptions, type StoreTrouble } from './worker-base.js';
 
+/** How long the ready tasks a serving worker is offered stay reserved for it (findWork): it takes their runs up well within it. */
+const RESERVE_MS = 2_000;
 /** Runs in one fast commit at most (each takes an advisory lock on PostgreSQL for the statement). */
 const BATCH_RUNS = 64;
 /** How far from a due time (retry delay, timer) the fast path stays away: the store-clock estimate's error is far smaller. */
@@ -345,13 +347,33 @@ export class Worker extends WorkerAttempts {
     this.nextScanAt = now + Math.min(this.leaseMs / 3, Math.max(this.pollMs, 1000));
     let hints;
     try {
-      hints = await this.track(this.store.findWork({ agents: this.serving ? (this.opts.agents ?? null) : null, now, limit: 100, ownersLike: thisHostPrefix() }));
+      // a serving worker that names the agents it binds reserves the ready tasks it is offered (as many as
+      // it has free slots): workers asking at once take up different runs rather than all loading the same
+      // ones. One that binds whatever a run records may not be able to run a task it would reserve (and
+      // would hold it from those that can until the reservation passes): it reserves nothing.
+      const free = this.serving && !this.draining ? Math.max(0, this.concurrency - this.active) : 0;
+      hints = await this.track(
+        this.store.findWork({
+          agents: this.serving ? (this.opts.agents ?? null) : null,
+          now,
+          limit: 100,
+          ownersLike: thisHostPrefix(),
+          ...(this.serving && this.opts.agents ? { reserve: { owner: this.id, until: now + RESERVE_MS, max: free } } : {}),
+        }),
+      );
     } catch (e) {
       this.storeTrouble(e);
       return false;
     }
     let found = false;
     let takenUp = 0;
+    // the live leases of this host's workers come back at every look: ask about each owner once
+    const known = new Map<string, boolean>();
+    const dead = (owner: string): boolean => {
+      let d = known.get(owner);
+      if (d === undefined) known.set(owner, (d = this.isOwnerDead(owner)));
+      return d;
+    };
     // workers that ask at once get the same oldest hints: each takes them in its own order
     for (let i = hints.length - 1; i > 0; i--) {
       const j = Math.floor(Math.random() * (i + 1));
@@ -364,7 +386,7 @@ export class Worker extends WorkerAttempts {
         if (!this.serving || this.draining) continue;
         // each run taken up for its ready work needs a slot: no more of them than there are free slots
         if (h.reason === 'ready' && this.active + takenUp >= this.concurrency) continue;
-        if (h.reason === 'lease' && (h.owner === this.id || (h.live && (h.owner === undefined || !this.isOwnerDead(h.owner))))) continue;
+        if (h.reason === 'lease' && (h.owner === this.id || (h.live && (h.owner === undefined || !dead(h.owner))))) continue;
         try {
           ctx = await this.load(h.runId, false);
         } catch (e) {
@@ -378,7 +400,7 @@ export class Worker extends WorkerAttempts {
       if (ctx.ended) continue;
       if (h.reason === 'lease') {
         if (h.owner === this.id || h.phase === undefined || h.attempt === undefined || h.owner === undefined) continue;
-        if (h.live && !this.isOwnerDead(h.owner)) continue;
+        if (h.live && !dead(h.owner)) continue;
         if (ctx.facts.some((f) => f.kind === 'lease_expired' && f.phase === h.phase && f.attempt === h.attempt)) continue;
         ctx.facts.push({ kind: 'lease_expired', phase: h.phase, attempt: h.attempt, owner: h.owner, ...(h.live ? { dead: true } : {}) });
         found = true;

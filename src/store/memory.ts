@@ -6,7 +6,7 @@
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
-import type { BatchCommit, BatchResult, Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
+import type { BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
 import { Waiters } from './rows.js';
 
 interface Entry {
@@ -116,7 +116,7 @@ export class MemoryStore implements RunStore {
     return Promise.resolve({ results });
   }
 
-  findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]> {
+  findWork(q: FindWorkQuery): Promise<WorkHint[]> {
     const out: WorkHint[] = [];
     const agents = q.agents ? new Set(q.agents) : null;
     const live = [...this.entries.values()].filter((e) => e.run.status === 'running' || e.run.status === 'waiting').sort((a, b) => a.run.createdAt - b.run.createdAt);

@@ -10,7 +10,7 @@ import { RUN_COLUMNS, TASK_COLUMNS } from './rows.js';
 /** HELD (ports.ts) as SQL: the partial index tasks_due leaves such tasks out, and findWork says so to use it. */
 export const HELD_SQL = '9007199254740991';
 
-export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'renew' | 'many';
+export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many';
 
 export function sqlFor(s: string, channel: string, commits: string): Record<StatementName, string> {
   const ready = `t.status = 'ready' AND ($1::text[] IS NULL OR t.agent = ANY($1::text[])) AND (t.not_before IS NULL OR t.not_before <= $2)`;
@@ -124,6 +124,39 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
             AND (t.lease_expires_at < $2 OR ($4::text IS NOT NULL AND starts_with(t.lease_owner, $4::text)))
           ORDER BY t.lease_expires_at LIMIT $3) y
       ) h ORDER BY created_at, run_id, k, phase LIMIT $3`,
+    // findWork for a serving worker with free slots ($5 owner, $6 until, $7 how many): the ready tasks
+    // it is offered are reserved for it in the same statement (SKIP LOCKED: two workers asking at once
+    // get different ones), and reservations not yet passed are skipped (its own too: a run it could not
+    // take up goes to another worker when the reservation passes). The reservation uses
+    // the lease columns of a ready row, which no projection of a ready task sets (any commit clears it).
+    // Every task reserved comes back as a hint: the limit is $3 beyond them.
+    findWorkReserve: `WITH rsv AS (
+        UPDATE ${s}.tasks t SET lease_owner = $5, lease_expires_at = $6
+        FROM (
+          SELECT t.run_id, t.phase FROM ${s}.tasks t
+          WHERE ${ready} AND (t.not_before IS NULL OR t.not_before < ${HELD_SQL})
+            AND (t.lease_owner IS NULL OR t.lease_expires_at < $2)
+          ORDER BY COALESCE(t.not_before, t.updated_at) LIMIT $7
+          FOR UPDATE SKIP LOCKED) x
+        WHERE t.run_id = x.run_id AND t.phase = x.phase
+        RETURNING t.run_id)
+      SELECT run_id, reason, phase, attempt, owner, seq FROM (
+        SELECT w.run_id, w.created_at, 0 AS k, 'timer' AS reason, NULL::text AS phase, NULL::integer AS attempt, NULL::text AS owner, w.seq
+          FROM (SELECT r.run_id, r.created_at, r.seq FROM ${s}.runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= $2
+            ORDER BY r.wake_at LIMIT $3) w
+        UNION ALL
+        SELECT x.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL, r.seq FROM (SELECT DISTINCT rsv.run_id FROM rsv) x
+          -- LATERAL ... LIMIT 1: one primary-key probe per run found (a join may scan runs)
+          CROSS JOIN LATERAL (SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = x.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
+        UNION ALL
+        SELECT y.run_id, y.created_at, 2, CASE WHEN y.expired THEN 'lease' ELSE 'live' END, y.phase, y.attempt, y.lease_owner, y.seq FROM (
+          SELECT t.run_id, t.phase, t.attempt, t.lease_owner, t.lease_expires_at < $2 AS expired, r.created_at, r.seq
+          FROM ${s}.tasks t CROSS JOIN LATERAL (
+            SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = t.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
+          WHERE t.status = 'running' AND t.lease_owner IS NOT NULL
+            AND (t.lease_expires_at < $2 OR ($4::text IS NOT NULL AND starts_with(t.lease_owner, $4::text)))
+          ORDER BY t.lease_expires_at LIMIT $3) y
+      ) h ORDER BY (k <> 1), created_at, run_id, k, phase LIMIT $3 + $7`,
     // Never waits for a lock: a task row locked by a transaction in flight is left for the next
     // renewal (and reported lost only once that transaction took it).
     renew: `WITH

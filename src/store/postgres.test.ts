@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RunStore } from '../engine/ports.js';
 import { newRun, storeConformance, task } from './conformance.js';
+import { log } from './testing.js';
 import { latestVersion, MIGRATIONS, type Migration } from './migrations.js';
 
 const NOW_V = latestVersion(MIGRATIONS);
@@ -198,6 +199,46 @@ describe('postgres store', () => {
     const got = new Promise<string | undefined>((resolve) => c.once('notification', (m: pg.Notification) => resolve(m.payload)));
     await s.transact('n', 1, () => ({ commit: { events: [{ seq: 2, at: 2, type: 'run.completed' }], tasks: [], run: { status: 'completed', updatedAt: 2, endedAt: 2, costUsd: 0, wakeAt: null } }, value: null }));
     expect(await got).toBe('n 2');
+    await c.end();
+    await s.close();
+  });
+
+  it('reserves the ready tasks it offers a serving worker: two asking at once take up different runs; a reservation passes', async () => {
+    const s = await openPostgresStore(URL_, { schema: 'reserve' });
+    for (let i = 0; i < 6; i++) await s.createRun(newRun(`r${i}`, { createdAt: i, tasks: [task('a', { updatedAt: i })] }));
+    const ask = (owner: string, now: number, max: number): Promise<string[]> =>
+      s.findWork({ agents: null, now, limit: 100, reserve: { owner, until: now + 2_000, max } }).then((h) => h.filter((x) => x.reason === 'ready').map((x) => x.runId));
+    const [a, b] = await Promise.all([ask('A', 10_000, 3), ask('B', 10_000, 3)]);
+    expect([...a, ...b].sort()).toEqual(['r0', 'r1', 'r2', 'r3', 'r4', 'r5']);
+    // reserved: offered to nobody (its owner included) until the reservation passes; a plain findWork still sees them
+    expect(await ask('C', 11_000, 10)).toEqual([]);
+    expect(await ask('A', 11_000, 10)).toEqual([]);
+    expect((await s.findWork({ agents: null, now: 11_000, limit: 100 })).length).toBe(6);
+    expect((await ask('C', 12_001, 2)).length).toBe(2);
+    // the reservation is a hint in the lease columns of a ready row: never read back as a lease
+    expect((await s.tasks('r0'))[0]).toMatchObject({ status: 'ready', leaseOwner: null, leaseExpiresAt: null });
+    // a commit of the task clears it
+    await s.transact('r5', 1, () => ({ commit: { events: [log(2, 'a', 'x')], tasks: [task('a', { updatedAt: 5 })], run: { status: 'running', updatedAt: 5, endedAt: null, costUsd: 0, wakeAt: null } }, value: null }));
+    expect(await ask('D', 11_000, 10)).toContain('r5');
+    await s.close();
+  });
+
+  it('notifies workers only of work, and live streams of every commit', async () => {
+    const s = await openPostgresStore(URL_, { schema: 'chan' });
+    await s.createRun(newRun('q', { tasks: [task('a')] }));
+    const c = new pg.Client({ connectionString: URL_ });
+    await c.connect();
+    await c.query('LISTEN chan_runs');
+    await c.query('LISTEN chan_commits');
+    const heard: string[] = [];
+    c.on('notification', (m: pg.Notification) => heard.push(`${m.channel} ${m.payload}`));
+    const run = { status: 'running' as const, updatedAt: 2, endedAt: null, costUsd: 0, wakeAt: null };
+    expect((await s.commitMany([{ runId: 'q', knownSeq: 1, commit: { events: [log(2, 'a', 'quiet')], tasks: [], run }, notify: false }])).results).toEqual(['ok']);
+    expect((await s.commitMany([{ runId: 'q', knownSeq: 2, commit: { events: [log(3, 'a', 'work')], tasks: [], run }, notify: true }])).results).toEqual(['ok']);
+    const until = Date.now() + 5_000;
+    while (heard.length < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(heard.sort()).toEqual(['chan_commits q 2', 'chan_commits q 3', 'chan_runs q 3']);
     await c.end();
     await s.close();
   });

@@ -25,7 +25,7 @@ import pg from 'pg';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
-import type { BatchCommit, BatchResult, Commit, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
+import type { BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
 import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
 import { sqlFor, type StatementName } from './postgres-sql.js';
 import { checkSeq, eventFromBody, hintFromRow, eventPhase, jsonOrNull, runFromRow, taskFromRow, tasksByPhase, Waiters, workflowFromRow, type RunRow, type TaskRowSql, type WorkflowRow } from './rows.js';
@@ -321,8 +321,12 @@ export class PostgresStore implements RunStore {
     return { results, ...(this.databaseClock ? { now: Number(row.db_now) } : {}) };
   }
 
-  async findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]> {
-    const rows = await this.query<{ run_id: string; reason: WorkHint['reason'] | 'live'; phase: string | null; attempt: number | null; owner: string | null; seq: number | null }>('findWork', [q.agents, q.now, q.limit, q.ownersLike ?? null]);
+  async findWork(q: FindWorkQuery): Promise<WorkHint[]> {
+    type Row = { run_id: string; reason: WorkHint['reason'] | 'live'; phase: string | null; attempt: number | null; owner: string | null; seq: number | null };
+    const rsv = q.reserve;
+    const rows = rsv
+      ? await this.query<Row>('findWorkReserve', [q.agents, q.now, q.limit, q.ownersLike ?? null, rsv.owner, Math.round(rsv.until), Math.max(0, Math.floor(rsv.max))])
+      : await this.query<Row>('findWork', [q.agents, q.now, q.limit, q.ownersLike ?? null]);
     return rows.map(hintFromRow);
   }
 

@@ -88,8 +88,9 @@ export function taskFromRow(r: TaskRowSql): TaskRow {
     status: r.status as TaskStatus,
     attempt: r.attempt,
     agent: r.agent,
-    leaseOwner: r.lease_owner,
-    leaseExpiresAt: r.lease_expires_at,
+    // a ready row's lease columns hold a findWork reservation (a hint among workers), not a lease
+    leaseOwner: r.status === 'running' ? r.lease_owner : null,
+    leaseExpiresAt: r.status === 'running' ? r.lease_expires_at : null,
     notBefore: r.not_before,
     input: parse<JsonObject>(r.input),
     output: parse<JsonObject>(r.output),

@@ -16,7 +16,7 @@ import * as Database from './sqlite-driver.js';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
-import type { BatchCommit, BatchResult, Commit, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
+import type { BatchCommit, BatchResult, Commit, FindWorkQuery, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
 import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
 import {
   checkSeq,
@@ -351,7 +351,7 @@ export class SqliteStore implements RunStore {
     return undefined;
   }
 
-  findWork(q: { agents: readonly string[] | null; now: number; limit: number; ownersLike?: string }): Promise<WorkHint[]> {
+  findWork(q: FindWorkQuery): Promise<WorkHint[]> {
     return this.read(() => {
       const rows = this.s.findWork.all({ agents: q.agents ? JSON.stringify(q.agents) : null, now: q.now, limit: q.limit, owners: q.ownersLike ?? null }) as HintRow[];
       return rows.map(hintFromRow);
