@@ -446,6 +446,14 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     await this.command(runId, { kind: 'cancel', reason });
   }
 
+  /**
+   * Records an outcome that came too late (a remote agent's completion under a token that ended) as
+   * `task.stale_outcome`. Never applied: `by` is not a worker id, so it never holds the task's lease.
+   */
+  async recordStaleOutcome(runId: string, phase: string, attempt: number, by: string, completed: boolean): Promise<void> {
+    await this.command(runId, { kind: 'outcome', phase, attempt, worker: by, outcome: completed ? { ok: true, output: {}, costUsd: 0 } : { ok: false, failure: { code: 'StaleOutcome', message: 'a late outcome', retryable: false } } });
+  }
+
   private async gate(runId: string, fact: Parameters<Worker['submit']>[1]): Promise<void> {
     const r = await this.command(runId, fact);
     if (r.kind === 'gate' && !r.ok) throw new BatonError(r.code, r.message);
