@@ -451,7 +451,12 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    * `task.stale_outcome`. Never applied: `by` is not a worker id, so it never holds the task's lease.
    */
   async recordStaleOutcome(runId: string, phase: string, attempt: number, by: string, completed: boolean): Promise<void> {
-    await this.command(runId, { kind: 'outcome', phase, attempt, worker: by, outcome: completed ? { ok: true, output: {}, costUsd: 0 } : { ok: false, failure: { code: 'StaleOutcome', message: 'a late outcome', retryable: false } } });
+    // in its own transaction, as another process's command (a worker that holds the run sees the new seq and reloads)
+    const record = await this.store.run(runId);
+    if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
+    const model = await this.model(record);
+    const outcome = completed ? { ok: true as const, output: {}, costUsd: 0 } : { ok: false as const, failure: { code: 'StaleOutcome', message: 'a late outcome', retryable: false } };
+    await commandRun(this.store, model, record, [{ kind: 'outcome', phase, attempt, worker: by, outcome }], this.clock);
   }
 
   private async gate(runId: string, fact: Parameters<Worker['submit']>[1]): Promise<void> {

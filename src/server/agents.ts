@@ -52,8 +52,24 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
     }
     if (!mayActAsAgent(r.principal, ended.agent, ended.delegatedTo)) throw forbidden(r, ended.agent);
     // a late outcome is recorded on the run (task.stale_outcome), never applied: its worker is not the lease holder
-    if (outcome) void engine.recordStaleOutcome(ended.runId, ended.phase, ended.attempt, `remote agent ${r.principal.name}`, outcome === 'completed').catch((e: unknown) => host.log(`recording a stale remote outcome of run ${ended.runId}: ${(e as Error).message}`));
+    if (outcome) void recordStale(ended.runId, ended.phase, ended.attempt, `remote agent ${r.principal.name}`, outcome === 'completed');
     throw new HttpError(409, 'task-ended', `attempt ${ended.attempt} of ${ended.phase} (run ${ended.runId}) has ended (${ended.status}): ${ended.reason}`, { status: ended.status, reason: ended.reason, stop: true });
+  };
+
+  /** A run's commit may race the worker's own (the command's transaction then says "changed"): a few tries. */
+  const recordStale = async (runId: string, phase: string, attempt: number, by: string, completed: boolean): Promise<void> => {
+    for (let i = 0; ; i++) {
+      try {
+        await engine.recordStaleOutcome(runId, phase, attempt, by, completed);
+        return;
+      } catch (e) {
+        if (i >= 4) {
+          host.log(`recording a stale remote outcome of run ${runId}: ${(e as Error).message}`);
+          return;
+        }
+        await new Promise((res) => setTimeout(res, 20 * (i + 1)));
+      }
+    }
   };
 
   return {
