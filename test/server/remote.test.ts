@@ -304,7 +304,7 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents over t
         ctx.reportCost(0.25);
         ctx.log('asking');
         const v = await ctx.requestInput({ question: 'which colour?', choices: ['red', 'blue'] });
-        return { answer: String(v) };
+        return { answer: typeof v === 'string' ? v : JSON.stringify(v) };
       },
     });
     try {
