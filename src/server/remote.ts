@@ -336,7 +336,17 @@ export class RemoteAgents {
   end(t: RemoteTask, status: EndStatus, reason: string, ok: boolean, value: unknown): void {
     if (t.state === 'ended') return;
     this.retire(t, status, reason);
-    t.settle(ok, value);
+    // outcomes that arrive in one turn of the event loop settle together, after it: the worker then
+    // commits them in one transaction (requests come one socket read at a time; attempts in process
+    // finish in one microtask run)
+    this.settling.push(() => t.settle(ok, value));
+    if (this.settling.length === 1) setImmediate(() => this.settleAll());
+  }
+
+  private settling: (() => void)[] = [];
+
+  private settleAll(): void {
+    for (const f of this.settling.splice(0)) f();
   }
 
   private retire(t: RemoteTask, status: EndStatus, reason: string): void {
