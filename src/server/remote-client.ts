@@ -121,11 +121,19 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         backoff = Math.min(backoff * 2, 5000);
         continue;
       }
-      if (claimed) await runTask(claimed);
+      // a completion may hand the next task back at once (claim_next): no claim round trip between tasks
+      while (claimed) {
+        if (stopping.signal.aborted) {
+          await call(`/tasks/${claimed.token}/release`, {}).catch(() => undefined);
+          break;
+        }
+        claimed = await runTask(claimed);
+      }
     }
   }
 
-  async function runTask(t: ClaimedTask): Promise<void> {
+  /** Runs one task to its outcome; the next task when the completion brought one. */
+  async function runTask(t: ClaimedTask): Promise<ClaimedTask | undefined> {
     const abort = new AbortController();
     const path = (what: string): string => `/tasks/${t.token}/${what}`;
     // cost and log lines go in order, before the outcome
@@ -188,10 +196,11 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       if (abort.signal.aborted) return;
       await chain;
       for (let fixes = 0; ; fixes++) {
-        const r = await call(path('complete'), { output: value === undefined ? null : value });
+        const r = await call(path('complete'), { output: value === undefined ? null : value, claim_next: !stopping.signal.aborted });
         if (r.status === 200) {
           completed++;
-          return;
+          const next = r.body['next'];
+          return next !== null && typeof next === 'object' ? (next as unknown as ClaimedTask) : undefined;
         }
         if (r.status !== 422) {
           if (r.status !== 409) onError(new HttpFailure(r.status, r.body));

@@ -143,7 +143,10 @@ const REMOTE_TASK = {
   },
 } as const satisfies Schema;
 const TASK_ERRORS = { ...ERRORS, '409': { description: 'the token is unknown or old: the attempt ended (cancelled, timed out, handed back, completed)', schema: ERROR } };
-const COMPLETE_BODY = { type: 'object', additionalProperties: false, required: ['output'], properties: { output: { description: 'the outputs, checked against the phase’s declared outputs before the attempt is settled' } } } as const satisfies Schema;
+const COMPLETE_BODY = {
+  type: 'object', additionalProperties: false, required: ['output'],
+  properties: { output: { description: 'the outputs, checked against the phase’s declared outputs before the attempt is settled' }, claim_next: { type: 'boolean', description: 'also claim the next ready task of the same agent (no wait): answered as `next` (a task or null), one round trip less' } },
+} as const satisfies Schema;
 const FAIL_BODY = {
   type: 'object', additionalProperties: false, required: ['code', 'message'],
   properties: { code: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' }, message: { type: 'string', maxLength: 10_000 }, retryable: { type: 'boolean', description: 'default true' }, details: OBJ },
@@ -168,7 +171,7 @@ export const AGENT_ROUTES: readonly RouteSpec[] = [
   { method: 'post', path: '/tasks/{token}/heartbeat', operationId: 'heartbeatTask', summary: 'the remote agent is alive: renews its hold; says whether the attempt was cancelled or lost', action: 'agent', params: TOKEN_PARAM, body: EMPTY_BODY, responses: { '200': { description: '{"status", "cancelled", "reason"?, "lease_expires_at"?}', schema: OBJ }, ...TASK_ERRORS } },
   {
     method: 'post', path: '/tasks/{token}/complete', operationId: 'completeTask', summary: 'the outputs: checked against the phase’s declared outputs first (422 keeps the task claimed)', action: 'agent', params: TOKEN_PARAM, body: COMPLETE_BODY,
-    responses: { '200': { description: '{"status": "completed" | "rejected" | "failed", "committed"}', schema: OBJ }, ...TASK_ERRORS, '422': { description: 'MissingOutputError / OutputTypeMismatchError (the RFC payload in `error`): fix and complete again', schema: ERROR } },
+    responses: { '200': { description: '{"status": "completed" | "rejected" | "failed", "committed", "next"?}', schema: OBJ }, ...TASK_ERRORS, '422': { description: 'MissingOutputError / OutputTypeMismatchError (the RFC payload in `error`): fix and complete again', schema: ERROR } },
   },
   { method: 'post', path: '/tasks/{token}/fail', operationId: 'failTask', summary: 'the attempt failed: a code (matched by retry.retryable_errors) and whether it is retryable', action: 'agent', params: TOKEN_PARAM, body: FAIL_BODY, responses: { '200': { description: '{"status", "committed"}', schema: OBJ }, ...TASK_ERRORS } },
   { method: 'post', path: '/tasks/{token}/release', operationId: 'releaseTask', summary: 'hand the task back (not a failure): another claim takes it at once', action: 'agent', params: TOKEN_PARAM, body: EMPTY_BODY, responses: { '200': { description: 'released', schema: OBJ }, ...TASK_ERRORS } },

@@ -173,9 +173,9 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents over t
     expect(missing.status).toBe(422);
     expect(missing.body['error']).toMatchObject({ code: 'MissingOutputError' });
     expect((await task(h, token, 'heartbeat')).body).toMatchObject({ status: 'running', stop: false });
-    const done = await task(h, token, 'complete', { output: { m: 'fixed' } });
+    const done = await task(h, token, 'complete', { output: { m: 'fixed' }, claim_next: true });
     expect(done.status).toBe(200);
-    expect(done.body).toEqual({ status: 'completed', committed: true });
+    expect(done.body).toEqual({ status: 'completed', committed: true, next: null });
     // the same token again: refused and recorded, never applied
     const again = await task(h, token, 'complete', { output: { m: 'twice' } });
     expect(again.status).toBe(409);
