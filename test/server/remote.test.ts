@@ -5,13 +5,15 @@
  * remote agents on a fan with no task completed twice, input and cost, and the Python example.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine, createRemoteAgent, type Engine, type RunStore } from '@baton-run/baton';
 import { parseKeysEnv, RemoteAgents, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
-import { KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind } from './harness.js';
+import { baton } from '../helpers/spawn.js';
+import { CHAIN, KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind } from './harness.js';
 import { eventsOf, readStream } from './sse.js';
 
 const RKEY = 'remote-r-key-0123456789abcdef';
@@ -365,4 +367,80 @@ describe.skipIf(!python)('the Python example (standard library only)', () => {
 afterAll(() => {
   // an unknown token's completion logs a line (the roles test sends one); nothing else may
   expect(logged.filter((l) => !l.includes('unknown token'))).toEqual([]);
+});
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+describe('baton serve --remote as a process', () => {
+  test('a remote agent rides out a server crash and restart in the middle of its task: the task is done again, once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-remote-serve-'));
+    writeFileSync(join(dir, 'chain.yaml'), CHAIN);
+    const port = String(await freePort());
+    const env = { BATON_API_KEYS: `${KEYS_ENV},yk:agent:y:${RKEY}` };
+    const serve = () => baton(['serve', '--port', port, '--store', 'runs.db', '--stub-agents', '--remote', 'y', '--lease', '1', '--workflows', '.'], { cwd: dir, env });
+    const listening = async (p: ReturnType<typeof serve>): Promise<string> => {
+      let err = '';
+      p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      for (let i = 0; i < 300 && !/listening on/.test(err); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(err).toMatch(/remote agents: y, and those the workflows declare/);
+      return /listening on (http:\/\/\S+)/.exec(err)![1]!;
+    };
+    let first = serve();
+    let second: ReturnType<typeof serve> | undefined;
+    const calls: number[] = [];
+    const agent = createRemoteAgent({
+      url: `http://127.0.0.1:${port}`,
+      key: RKEY,
+      agent: 'y',
+      waitS: 1,
+      onError: () => undefined,
+      handler: async (ctx) => {
+        calls.push(ctx.attempt);
+        if (calls.length === 1) {
+          // the first attempt never finishes: its server dies under it
+          await new Promise((_, rej) => ctx.signal.addEventListener('abort', () => rej(new Error('stopped')), { once: true }));
+        }
+        return { m: `done by attempt ${ctx.attempt}` };
+      },
+    });
+    try {
+      const url = await listening(first);
+      const started = await api(url, 'POST', '/runs', { key: KEYS.operator, body: { workflow_name: 'chain', run_id: 'ride-out' } });
+      expect(started.status).toBe(201);
+      for (let i = 0; i < 200 && calls.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(calls).toEqual([1]);
+      first.kill('SIGKILL');
+      await first.done;
+      second = serve();
+      await listening(second);
+      let status = '';
+      for (let i = 0; i < 300 && status !== 'completed'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = ((await api(url, 'GET', '/runs/ride-out', { key: KEYS.reader })).body['status'] as string | undefined) ?? '';
+      }
+      expect(status).toBe('completed');
+      const events = (await api(url, 'GET', '/runs/ride-out/events?limit=1000', { key: KEYS.reader })).body['events'] as { type: string; phase?: string; attempt?: number; output?: unknown }[];
+      const b = events.filter((e) => e.phase === 'b');
+      const done = b.filter((e) => e.type === 'task.completed');
+      expect(done).toHaveLength(1);
+      expect(done[0]!.output).toEqual({ m: `done by attempt ${done[0]!.attempt}` });
+      expect(done[0]!.attempt).toBeGreaterThan(1);
+      expect(calls.length).toBe(2);
+    } finally {
+      await agent.stop(0);
+      first.kill('SIGKILL');
+      second?.kill('SIGTERM');
+      if (second) await second.done;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
 });
