@@ -394,7 +394,7 @@ describe('baton serve --remote as a process', () => {
       expect(err).toMatch(/remote agents: y, and those the workflows declare/);
       return /listening on (http:\/\/\S+)/.exec(err)![1]!;
     };
-    let first = serve();
+    const first = serve();
     let second: ReturnType<typeof serve> | undefined;
     const calls: number[] = [];
     const agent = createRemoteAgent({
