@@ -165,11 +165,6 @@ export class RemoteAgents {
     this.engine = engine;
   }
 
-  /** Agent ids this hub serves so far (fixed ones and those bound from workflows). */
-  agentIds(): string[] {
-    return [...new Set([...this.fixed, ...this.delegates.keys()])];
-  }
-
   /** Agents a phase of `agent` delegates to (for the claim route's role check). */
   delegatesOf(agent: string): string[] {
     return [...(this.delegates.get(agent) ?? [])];
