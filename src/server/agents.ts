@@ -111,10 +111,10 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
       const { runId, phase, attempt } = t.ctx;
       remote.end(t, 'completed', 'the remote agent completed it', true, output);
       const status = await remote.committed(runId, phase, attempt);
-      if (r.body['claim_next'] !== true) return r.c.json({ status, committed: status !== 'unknown' });
+      if (r.body['claim_next'] !== true) return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted' });
       // the next claim folded into this completion: a task the same key may take, without waiting
       const next = await remote.claim(t.agent, (x) => mayActAsAgent(r.principal, t.agent, x.delegatedTo), 0);
-      return r.c.json({ status, committed: status !== 'unknown', next: next ? (remote.view(next) as unknown as JsonObject) : null });
+      return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted', next: next ? (remote.view(next) as unknown as JsonObject) : null });
     },
 
     failTask: async (r) => {
@@ -123,7 +123,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
       const { runId, phase, attempt } = t.ctx;
       remote.end(t, 'failed', `the remote agent failed it: ${b.code}`, false, new AgentError(b.code, b.message, b.details ?? {}, b.retryable !== false));
       const status = await remote.committed(runId, phase, attempt);
-      return r.c.json({ status, committed: status !== 'unknown' });
+      return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted' });
     },
 
     releaseTask: async (r) => {

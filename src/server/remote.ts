@@ -152,13 +152,15 @@ export class RemoteAgents {
   readonly onEvent = (e: RunEvent, state: RunState): void => {
     this.observed = true;
     if (e.type !== 'task.completed' && e.type !== 'task.rejected' && e.type !== 'task.attempt_failed' && e.type !== 'task.stale_outcome' && e.type !== 'task.lease_expired') return;
-    const key = `${state.runId}\u0000${e.phase}\u0000${e.attempt}`;
+    this.told(`${state.runId}\u0000${e.phase}\u0000${e.attempt}`, e.type === 'task.completed' ? 'completed' : e.type === 'task.rejected' ? 'rejected' : e.type === 'task.attempt_failed' ? 'failed' : e.type === 'task.lease_expired' ? 'released' : 'stale');
+  };
+
+  private told(key: string, status: string): void {
     const list = this.commits.get(key);
     if (!list) return;
     this.commits.delete(key);
-    const status = e.type === 'task.completed' ? 'completed' : e.type === 'task.rejected' ? 'rejected' : e.type === 'task.attempt_failed' ? 'failed' : e.type === 'task.lease_expired' ? 'released' : 'stale';
     for (const f of list) f(status);
-  };
+  }
 
   /** The server app gives the hub its engine side (hand-backs). */
   attach(engine: RemoteEngineSide): void {
@@ -202,6 +204,8 @@ export class RemoteAgents {
           () => {
             this.retire(task, 'aborted', reasonText(ctx.signal.reason));
             task.settle(false, ctx.signal.reason);
+            // an outcome given just before (not settled yet) is not wanted any more: its caller hears it now
+            this.told(`${ctx.runId}\u0000${ctx.phase}\u0000${ctx.attempt}`, 'aborted');
           },
           { once: true },
         );
