@@ -251,6 +251,17 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents over t
     expect((await toEnd(h, id)).status).toBe('completed');
   }, 60_000);
 
+  test('two completions of one token at the same moment: one is taken, the other refused (409); the phase completes once', async () => {
+    const id = await startRun(h, MIXED);
+    const c = await claim(h, 'r');
+    const token = c.body['token'] as string;
+    const both = await Promise.all([task(h, token, 'complete', { output: { m: 'one' } }), task(h, token, 'complete', { output: { m: 'two' } })]);
+    expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
+    const won = both.find((r) => r.status === 200) === both[0] ? 'one' : 'two';
+    const { events } = await toEnd(h, id);
+    expect(events.filter((e) => e.type === 'task.completed' && e['phase'] === 'b').map((e) => e['output'])).toEqual([{ m: won }]);
+  }, 60_000);
+
   test('a failure with a code and retryable: false fails the phase at once', async () => {
     const id = await startRun(h, MIXED);
     const c = await claim(h, 'r');
@@ -381,6 +392,14 @@ function freePort(): Promise<number> {
 }
 
 describe('baton serve --remote as a process', () => {
+  test('--remote with something that is not an agent id is a usage error (exit 2)', async () => {
+    const { run } = await import('../../src/cli/main.js');
+    let err = '';
+    const code = await run(['serve', '--port', '0', '--store', 'memory', '--remote', 'not an id'], { stdout: () => undefined, stderr: (s) => (err += s), isTTY: false, cwd: tmpdir(), env: { BATON_API_KEYS: '' } });
+    expect(code).toBe(2);
+    expect(err).toMatch(/--remote expects an agent id/);
+  });
+
   test('a remote agent rides out a server crash and restart in the middle of its task: the task is done again, once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'baton-remote-serve-'));
     writeFileSync(join(dir, 'chain.yaml'), CHAIN);
