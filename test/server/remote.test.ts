@@ -262,6 +262,25 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents over t
     expect(events.filter((e) => e.type === 'task.completed' && e['phase'] === 'b').map((e) => e['output'])).toEqual([{ m: won }]);
   }, 60_000);
 
+  test('a phase that delegates to another agent (permissions.delegate.to): that agent’s key may take its task', async () => {
+    const delegated = `openintent: "1.0"
+info: {name: delegated}
+agents:
+  r: {x-remote: true}
+workflow:
+  d:
+    assign: r
+    permissions: {delegate: {to: [other]}}
+    outputs: {m: string}
+`;
+    const id = await startRun(h, delegated);
+    const c = await claim(h, 'r', OTHER);
+    expect(c.status, JSON.stringify(c.body)).toBe(200);
+    expect(c.body).toMatchObject({ run_id: id, phase: 'd' });
+    expect((await task(h, c.body['token'] as string, 'complete', { output: { m: 'by other' } }, OTHER)).status).toBe(200);
+    expect((await toEnd(h, id)).status).toBe('completed');
+  }, 60_000);
+
   test('a failure with a code and retryable: false fails the phase at once', async () => {
     const id = await startRun(h, MIXED);
     const c = await claim(h, 'r');
