@@ -281,6 +281,37 @@ workflow:
     expect((await toEnd(h, id)).status).toBe('completed');
   }, 60_000);
 
+  test('createRemoteAgent: ctx.signal aborts when the run is cancelled (found by the heartbeat)', async () => {
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    let reason = '';
+    const agent = createRemoteAgent({
+      url: h.url,
+      key: RKEY,
+      agent: 'r',
+      waitS: 2,
+      handler: (ctx) =>
+        new Promise((_, rej) => {
+          started();
+          ctx.signal.addEventListener('abort', () => {
+            reason = String((ctx.signal.reason as Error).message);
+            rej(new Error('aborted'));
+          });
+        }),
+    });
+    try {
+      const id = await startRun(h, MIXED);
+      await running;
+      expect((await api(h.url, 'POST', `/runs/${id}/cancel`, { key: KEYS.operator, body: {} })).status).toBe(200);
+      for (let i = 0; i < 100 && reason === ''; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(reason).toMatch(/the server ended the attempt/);
+      expect((await toEnd(h, id)).status).toBe('cancelled');
+    } finally {
+      await agent.stop(0);
+    }
+    expect(agent.completed).toBe(0);
+  }, 60_000);
+
   test('a failure with a code and retryable: false fails the phase at once', async () => {
     const id = await startRun(h, MIXED);
     const c = await claim(h, 'r');
