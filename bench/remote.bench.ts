@@ -1,10 +1,13 @@
 /**
- * Remote agents of `baton serve` on a loopback port over SQLite (FULL): HTTP claim + complete round
+ * Remote agents of `baton serve` on a loopback port over SQLite (FULL) and PostgreSQL: HTTP claim + complete round
  * trips per second with 1 and with 16 concurrent remote agents (createRemoteAgent, one slot each),
  * through an agent key, on a fan of independent phases of one remote agent; and the same fan done by
  * the in-process worker on the same store, for comparison. Prints figures; never fails on a timing.
- * BATON_BENCH_QUICK=1: fewer phases.
+ * PostgreSQL: BATON_BENCH_PG (default postgres://postgres@127.0.0.1:5432); a database is created and
+ * dropped. BATON_BENCH_QUICK=1: fewer phases.
  */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +16,17 @@ import { parseKeysEnv, RemoteAgents, startServer } from '../src/exports/server.j
 import { sseMessages } from '../src/server/client.js';
 
 const QUICK = process.env['BATON_BENCH_QUICK'] === '1';
+const SERVER = process.env['BATON_BENCH_PG'] ?? 'postgres://postgres@127.0.0.1:5432';
+
+async function admin(sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: `${SERVER}/postgres` });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
 const OPS = 'bench-ops-key-0123456789abcdef';
 const AGENT = 'bench-agent-key-0123456789abcd';
 
@@ -43,7 +57,7 @@ const row = (label: string, agents: string, n: number, ms: number): void => {
   rows.push([label, agents, n.toLocaleString(), `${ms.toFixed(0)} ms`, Math.round((n / ms) * 1000).toLocaleString(), (ms / n).toFixed(2)]);
 };
 
-async function remoteBench(store: RunStore, dir: string): Promise<void> {
+async function remoteBench(label: string, store: RunStore, dir: string): Promise<void> {
   const remote = new RemoteAgents({ agents: ['q'] });
   const engine = createEngine({ store, bindRun: remote.bindRun, onEvent: remote.onEvent, concurrency: 64 });
   const server = await startServer({ engine, port: 0, keys: parseKeysEnv(`ops:operator:${OPS},q:agent:q:${AGENT}`), remote, cwd: dir, log: () => undefined, graceMs: 1000 });
@@ -52,7 +66,7 @@ async function remoteBench(store: RunStore, dir: string): Promise<void> {
       const agents = Array.from({ length: clients }, () => createRemoteAgent({ url: server.url, key: AGENT, agent: 'q', waitS: 5, handler: (ctx) => ({ i: Number(ctx.phase.slice(1)) }) }));
       try {
         await runFan(server.url, 20); // warm-up
-        row('sqlite FULL', `${clients} remote`, n, await runFan(server.url, n));
+        row(label, `${clients} remote`, n, await runFan(server.url, n));
       } finally {
         await Promise.all(agents.map((a) => a.stop(0)));
       }
@@ -62,13 +76,13 @@ async function remoteBench(store: RunStore, dir: string): Promise<void> {
   }
 }
 
-async function localBench(store: RunStore, dir: string): Promise<void> {
+async function localBench(label: string, store: RunStore, dir: string): Promise<void> {
   const engine = createEngine({ store, agents: { q: (ctx) => ({ i: Number(ctx.phase.slice(1)) }) }, concurrency: 16 });
   const server = await startServer({ engine, port: 0, keys: parseKeysEnv(`ops:operator:${OPS}`), cwd: dir, log: () => undefined, graceMs: 1000 });
   try {
     const n = QUICK ? 400 : 2000;
     await runFan(server.url, 20);
-    row('sqlite FULL', 'in process (16 slots)', n, await runFan(server.url, n));
+    row(label, 'in process (16 slots)', n, await runFan(server.url, n));
   } finally {
     await server.close();
   }
@@ -79,9 +93,31 @@ try {
   for (const [name, f] of [['remote', remoteBench], ['local', localBench]] as const) {
     const store = await openStore(join(dir, `${name}.db`), { cwd: dir });
     try {
-      await f(store, dir);
+      await f('sqlite FULL', store, dir);
     } finally {
       await store.close();
+    }
+  }
+  const db = `baton_remote_bench_${randomBytes(3).toString('hex')}`;
+  let pgOk = true;
+  try {
+    await admin(`CREATE DATABASE ${db}`);
+  } catch (e) {
+    pgOk = false;
+    console.log(`PostgreSQL at ${SERVER} cannot be reached (${(e as Error).message}): its rows are left out`);
+  }
+  if (pgOk) {
+    try {
+      for (const f of [remoteBench, localBench]) {
+        const store = await openStore(`${SERVER}/${db}`, { cwd: dir });
+        try {
+          await f('postgres', store, dir);
+        } finally {
+          await store.close();
+        }
+      }
+    } finally {
+      await admin(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`).catch(() => undefined);
     }
   }
 } finally {
