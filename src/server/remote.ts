@@ -433,6 +433,15 @@ export class RemoteAgents {
     return slot;
   }
 
+  /** What the hub holds now (tests check it drains: nothing is kept per task once it ended, but the bounded list of ended tokens). */
+  stats(): { live: number; queued: number; waitingClaims: number; commitWaits: number; ended: number } {
+    let queued = 0;
+    for (const q of this.queues.values()) queued += q.length;
+    let waitingClaims = 0;
+    for (const w of this.waiters.values()) waitingClaims += w.length;
+    return { live: this.live.size, queued, waitingClaims, commitWaits: this.commits.size, ended: this.ended.size };
+  }
+
   /** Ends the waiting claims (the server closes). Parked attempts stay: the worker's stop hands them back. */
   close(): void {
     this.closed = true;

@@ -61,6 +61,7 @@ workflow:
 
 interface Remote {
   url: string;
+  remote: RemoteAgents;
   engine: Engine;
   store: RunStore;
   server: BatonServer;
@@ -97,6 +98,7 @@ async function startRemote(kind: StoreKind): Promise<Remote> {
   });
   return {
     url: server.url,
+    remote,
     engine,
     store,
     server,
@@ -356,6 +358,28 @@ workflow:
     // every completion was answered 200 (counted once the agents stopped: the run may end before the last answer arrives)
     expect(pool.reduce((s, a) => s + a.completed, 0)).toBe(n);
   }, 60_000);
+
+  test('load, small: 50 remote agents through a 300-phase run; each phase completed once, and the hub holds nothing after', async () => {
+    const n = 300;
+    const pool = Array.from({ length: 50 }, () => createRemoteAgent({ url: h.url, key: RKEY.replace('r-', 'q-'), agent: 'q', waitS: 2, handler: (ctx) => ({ i: Number(ctx.phase.slice(1)) }) }));
+    try {
+      const id = await startRun(h, fan(n));
+      const { status, events } = await toEnd(h, id);
+      expect(status).toBe('completed');
+      const completed = events.filter((e) => e.type === 'task.completed');
+      expect(completed).toHaveLength(n);
+      expect(new Set(completed.map((e) => e['phase'])).size).toBe(n);
+      expect(events.filter((e) => e.type === 'task.stale_outcome' || e.type === 'task.lease_expired')).toEqual([]);
+    } finally {
+      await Promise.all(pool.map((a) => a.stop(0)));
+    }
+    expect(pool.reduce((s, a) => s + a.completed, 0)).toBe(n);
+    // nothing per task is kept once the tasks ended (the list of ended tokens is bounded); the claims of
+    // the stopped agents end when their connections close, or at the latest when their wait (2 s) is over
+    const drained = { live: 0, queued: 0, waitingClaims: 0, commitWaits: 0 };
+    for (let i = 0; i < 60 && h.remote.stats().waitingClaims > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(h.remote.stats()).toMatchObject(drained);
+  }, 90_000);
 
   test('a remote agent asks a human (an input gate answered with /respond) and reports cost', async () => {
     const agent = createRemoteAgent({
