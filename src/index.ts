@@ -70,6 +70,8 @@ export { stubAgent, stubAgents } from './agents/stub.js';
 /** LLM agents: a model's reply parsed against a schema (extracted, repaired, validated; never coerced). */
 export { parseAgentReply, type ParsedReply, type ReplySchema, type RepairKind, type SchemaError } from './agents/llm/reply.js';
 export { SchemaCompiler, type SchemaValidator } from './workflow/json-schema.js';
+/** A remote agent of `baton serve` (docs/server.md): pulls its agent's tasks over HTTP, with the global fetch only. */
+export { createRemoteAgent, type RemoteAgent, type RemoteAgentOptions, type RemoteAgentContext, type OutputRejection } from './server/remote-client.js';
 /** Time as a port: the system clock and a manual clock for tests. */
 export { systemClock, ManualClock, type Clock } from './core/clock.js';
 /** Faults (misuse, infrastructure), with a stable code. */

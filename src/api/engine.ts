@@ -446,6 +446,19 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     await this.command(runId, { kind: 'cancel', reason });
   }
 
+  /**
+   * Records an outcome that came too late (a remote agent's completion under a token that ended) as
+   * `task.stale_outcome`. Never applied: `by` is not a worker id, so it never holds the task's lease.
+   */
+  async recordStaleOutcome(runId: string, phase: string, attempt: number, by: string, completed: boolean): Promise<void> {
+    // in its own transaction, as another process's command (a worker that holds the run sees the new seq and reloads)
+    const record = await this.store.run(runId);
+    if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
+    const model = await this.model(record);
+    const outcome = completed ? { ok: true as const, output: {}, costUsd: 0 } : { ok: false as const, failure: { code: 'StaleOutcome', message: 'a late outcome', retryable: false } };
+    await commandRun(this.store, model, record, [{ kind: 'outcome', phase, attempt, worker: by, outcome }], this.clock);
+  }
+
   private async gate(runId: string, fact: Parameters<Worker['submit']>[1]): Promise<void> {
     const r = await this.command(runId, fact);
     if (r.kind === 'gate' && !r.ok) throw new BatonError(r.code, r.message);

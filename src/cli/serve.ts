@@ -44,10 +44,14 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     // PostgreSQL: a second store object of the server's own, whose notifications say which runs changed (the first one's are its worker's)
     if (store.kind === 'postgres') changes = await openCliStore(values, io, 'write', true, 'commits');
     const metrics = new server.ServerMetrics();
+    for (const id of values.remote ?? []) if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(id)) throw new UsageError(`--remote expects an agent id (letters, digits and _ . -), got \`${id}\``);
+    // agents served to remote agents: bound here to handlers that park their attempts for the claim routes
+    const remote = new server.RemoteAgents({ agents: values.remote ?? [], ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}) });
     const quiet = values.quiet === true;
     engine = createEngine({
       store,
       agents: bound.agents,
+      bindRun: remote.bindRun,
       clock: cliClock(io),
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
@@ -55,6 +59,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
       onStoreTrouble: storeTroubleLine(io),
       onEvent: (e, state) => {
         metrics.onEvent(e, state);
+        remote.onEvent(e, state);
         if (quiet) return;
         // names and messages come from files and agents: escaped, never sent raw to a terminal
         if (values.json) io.stdout(JSON.stringify({ run_id: state.runId, ...e }) + '\n');
@@ -68,6 +73,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
       host,
       port,
       metrics,
+      remote,
       ...(changes ? { changes } : {}),
       cwd: io.cwd,
       version: await packageVersion(),
@@ -75,10 +81,11 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
       log: (line) => io.stderr(`${safeText(line, 4000)}\n`),
     });
     const agents = Object.keys(bound.agents);
-    if (values.json) io.stdout(JSON.stringify({ type: 'server.started', url: running.url, store: store.location, keys: keys.length, workflows: [...workflows.keys()], agents, stub_agents: values['stub-agents'] === true }) + '\n');
+    if (values.json) io.stdout(JSON.stringify({ type: 'server.started', url: running.url, store: store.location, keys: keys.length, workflows: [...workflows.keys()], agents, stub_agents: values['stub-agents'] === true, remote_agents: values.remote ?? [] }) + '\n');
     io.stderr(`baton serve: listening on ${running.url} (store ${safeText(store.location, 500)})\n`);
     io.stderr(keys.length === 0 ? `no API keys: listening on loopback only (${running.host}); anyone on this machine may use the API as admin. Give keys (BATON_API_KEYS or --keys FILE) to listen on another address\n` : `${keys.length} API key${keys.length === 1 ? '' : 's'}: ${keys.map((k) => `${k.name} (${k.roles.map((r) => (r.kind === 'agent' ? `agent:${r.agent}` : r.kind)).join('+')})`).join(', ')}\n`);
     if (workflows.size > 0) io.stderr(`workflows: ${[...workflows.keys()].map((w) => safeText(w, 200)).join(', ')}\n`);
+    io.stderr(`remote agents: ${(values.remote ?? []).length > 0 ? `${(values.remote ?? []).map((a) => safeText(a, 200)).join(', ')}, and ` : ''}those the workflows declare \`x-remote: true\` (POST /agents/ID/claim)\n`);
     io.stderr(`worker ${engine.work.id}: ${agents.length > 0 ? `agents ${agents.map((a) => safeText(a, 200)).join(', ')}` : 'no agents of its own'}${values['stub-agents'] ? ', stubs for the rest' : ''}, and the x-command and LLM agents the workflows declare\n`);
     await new Promise<void>((done) => {
       let stopping = false;

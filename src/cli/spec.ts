@@ -139,6 +139,7 @@ export const SERVE_OPTIONS = {
   keys: { type: 'string', arg: 'FILE', desc: 'API keys and roles, JSON (docs/server.md); BATON_API_KEYS adds more' },
   workflows: { type: 'string', arg: 'DIR', desc: 'offer the workflows in DIR by name (POST /runs {"workflow_name": ...})' },
   'body-limit': { type: 'string', arg: 'BYTES', desc: 'largest request body accepted', shown: '1048576' },
+  remote: { type: 'string', multiple: true, arg: 'ID', desc: 'serve agent ID to remote agents (POST /agents/ID/claim), as `x-remote: true` does; repeatable' },
   concurrency: CONCURRENCY_OPTION,
   lease: WORKER_OPTIONS.lease,
   quiet: { ...QUIET_OPTION, desc: 'no event lines' },

@@ -15,6 +15,8 @@ export { ServerMetrics } from '../server/metrics.js';
 /** The route table (schemas) and the OpenAPI document built from it. */
 export { ROUTES, type RouteSpec } from '../server/schemas.js';
 export { openApiDocument } from '../server/openapi.js';
+/** Remote agents, server side: pass `bindRun` and `onEvent` to createEngine and the object to startServer's `remote`. */
+export { RemoteAgents, type RemoteAgentsOptions, type RemoteTaskView } from '../server/remote.js';
 /** Workflows offered by name (`--workflows DIR`). */
 export { scanWorkflows, type RegisteredWorkflow } from '../server/workflows.js';
 /** The client `baton run --server` uses: start a run and follow its events. */

@@ -1,22 +1,173 @@
 /**
- * The seam for remote agents (issue 17: claim, heartbeat, complete, fail; createRemoteAgent; A2A).
- * They are built on the engine's new claim model, where a remote claim is the same claim a local
- * worker makes, with the same lease and fencing token; until then this server registers no agent
- * route. When they come, they are added to ROUTES (schemas.ts) with `action: 'admin'` and checked
- * per request with `mayActAsAgent` (keys.ts), and registered here, so `/openapi.json` documents them
- * and the edge (http.ts) validates them like every other route.
+ * The remote-agent routes (issue 17's pull protocol): claim, heartbeat, complete, fail, release,
+ * input, cost, log. A remote claim takes an attempt the server's worker already claimed in the store
+ * (remote.ts): the same claim, lease and fencing as a local one. Every route is in ROUTES
+ * (schemas.ts) with `action: 'agent'` (an `agent:<id>` key or admin at the edge), then checked here
+ * per request with `mayActAsAgent` against the task's own agent.
  */
-import type { Hono } from 'hono';
+import type { Json, JsonObject } from '../core/json.js';
+import { AgentError } from '../engine/agent.js';
+import { StopSignal, toOutcome } from '../engine/attempt.js';
 import type { Engine } from '../api/engine.js';
-import type { EdgeOptions } from './http.js';
+import { checkTaskOutputs } from '../workflow/runtime.js';
+import { HttpError, type Request } from './http.js';
+import { mayActAsAgent } from './keys.js';
+import type { RemoteAgents, RemoteTask } from './remote.js';
 
 export interface AgentRoutesHost {
-  app: Hono;
   engine: Engine;
-  edge: EdgeOptions;
+  remote: RemoteAgents;
+  log: (line: string) => void;
 }
 
-/** Registers the remote-agent routes. None yet: see the comment above. */
-export function registerAgentRoutes(host: AgentRoutesHost): void {
-  void host;
+type Handler = (r: Request) => Promise<Response>;
+
+const DEFAULT_WAIT_S = 20;
+
+/** The handlers of the remote-agent routes, by operationId. */
+export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handler> {
+  const { remote, engine } = host;
+  remote.attach({
+    handBack: async (runId, phase, attempt) => {
+      const w = engine.work;
+      if (!w.holds(runId)) return false;
+      await w.submit(runId, { kind: 'lease_expired', phase, attempt, owner: w.id, handBack: true });
+      return true;
+    },
+  });
+
+  /** The live task of a token, for a caller who may act as its agent; 409 (with why) when it ended or is unknown. */
+  const live = (r: Request, outcome?: 'completed' | 'failed'): RemoteTask => {
+    const token = r.params['token']!;
+    const t = remote.task(token);
+    if (t) {
+      if (!mayActAsAgent(r.principal, t.agent, t.delegatedTo)) throw forbidden(r, t.agent);
+      remote.beat(t);
+      return t;
+    }
+    const ended = remote.endedTask(token);
+    if (!ended) {
+      if (outcome) host.log(`remote agent ${r.principal.name}: ${outcome === 'completed' ? 'a completion' : 'a failure'} with an unknown token (an old server's, or made up): refused`);
+      throw new HttpError(409, 'unknown-token', 'this server knows no task with this token: it ended before a restart, or never was; claim again', { status: 'unknown', stop: true });
+    }
+    if (!mayActAsAgent(r.principal, ended.agent, ended.delegatedTo)) throw forbidden(r, ended.agent);
+    // a late outcome is recorded on the run (task.stale_outcome), never applied: its worker is not the lease holder
+    if (outcome) void recordStale(ended.runId, ended.phase, ended.attempt, `remote agent ${r.principal.name}`, outcome === 'completed');
+    throw new HttpError(409, 'task-ended', `attempt ${ended.attempt} of ${ended.phase} (run ${ended.runId}) has ended (${ended.status}): ${ended.reason}`, { status: ended.status, reason: ended.reason, stop: true });
+  };
+
+  /** A run's commit may race the worker's own (the command's transaction then says "changed"): a few tries. */
+  const recordStale = async (runId: string, phase: string, attempt: number, by: string, completed: boolean): Promise<void> => {
+    for (let i = 0; ; i++) {
+      try {
+        await engine.recordStaleOutcome(runId, phase, attempt, by, completed);
+        return;
+      } catch (e) {
+        if (i >= 4) {
+          host.log(`recording a stale remote outcome of run ${runId}: ${(e as Error).message}`);
+          return;
+        }
+        await new Promise((res) => setTimeout(res, 20 * (i + 1)));
+      }
+    }
+  };
+
+  return {
+    claimTask: async (r) => {
+      const agent = r.params['agent']!;
+      if (!mayActAsAgent(r.principal, agent, remote.delegatesOf(agent))) throw forbidden(r, agent);
+      const waitS = typeof r.query['wait'] === 'number' ? r.query['wait'] : DEFAULT_WAIT_S;
+      const t = await remote.claim(agent, (x) => mayActAsAgent(r.principal, agent, x.delegatedTo), waitS * 1000, r.c.req.raw.signal);
+      if (!t) return r.c.body(null, 204);
+      return r.c.json(remote.view(t) as unknown as JsonObject);
+    },
+
+    heartbeatTask: (r) => {
+      const token = r.params['token']!;
+      const t = remote.task(token);
+      if (t) {
+        if (!mayActAsAgent(r.principal, t.agent, t.delegatedTo)) throw forbidden(r, t.agent);
+        const until = remote.beat(t);
+        return Promise.resolve(r.c.json({ status: t.inputs.some((s) => !s.answered) ? 'waiting_input' : 'running', stop: false, cancelled: false, lease_expires_at: until }));
+      }
+      const ended = remote.endedTask(token);
+      if (!ended) throw new HttpError(409, 'unknown-token', 'this server knows no task with this token: it ended before a restart, or never was; claim again', { status: 'unknown', stop: true });
+      if (!mayActAsAgent(r.principal, ended.agent, ended.delegatedTo)) throw forbidden(r, ended.agent);
+      return Promise.resolve(r.c.json({ status: ended.status, stop: true, cancelled: ended.status === 'aborted' || ended.status === 'lost', reason: ended.reason }));
+    },
+
+    completeTask: async (r) => {
+      const t = live(r, 'completed');
+      const output = r.body['output'];
+      // the same rules as the engine's own, before the attempt is settled: a rejection keeps the task claimed
+      const outcome = toOutcome(true, output);
+      if (!outcome.ok) throw new HttpError(422, outcome.failure.code, outcome.failure.message, { retryable: outcome.failure.retryable });
+      const checked = checkTaskOutputs(t.phase, outcome.output, { taskId: t.ctx.taskId });
+      if (!checked.ok) {
+        const payload = checked.error.toJSON() as JsonObject;
+        t.ctx.record('remote_output_rejected', payload);
+        throw new HttpError(422, checked.error.error, checked.error.message, payload);
+      }
+      const { runId, phase, attempt } = t.ctx;
+      remote.end(t, 'completed', 'the remote agent completed it', true, output);
+      const status = await remote.committed(runId, phase, attempt);
+      if (r.body['claim_next'] !== true) return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted' });
+      // the next claim folded into this completion: a task the same key may take, without waiting
+      const next = await remote.claim(t.agent, (x) => mayActAsAgent(r.principal, t.agent, x.delegatedTo), 0);
+      return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted', next: next ? (remote.view(next) as unknown as JsonObject) : null });
+    },
+
+    failTask: async (r) => {
+      const t = live(r, 'failed');
+      const b = r.body as { code: string; message: string; retryable?: boolean; details?: JsonObject };
+      const { runId, phase, attempt } = t.ctx;
+      remote.end(t, 'failed', `the remote agent failed it: ${b.code}`, false, new AgentError(b.code, b.message, b.details ?? {}, b.retryable !== false));
+      const status = await remote.committed(runId, phase, attempt);
+      return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted' });
+    },
+
+    releaseTask: async (r) => {
+      const t = live(r);
+      await remote.giveBack(t, 'released', `the remote agent ${r.principal.name} released it`);
+      return r.c.json({ status: 'released' });
+    },
+
+    taskInput: async (r) => {
+      const t = live(r);
+      let n: number;
+      if (typeof r.body['input'] === 'number') {
+        n = r.body['input'];
+        if (n >= t.inputs.length) throw new HttpError(400, 'invalid-request', `this attempt asked ${t.inputs.length} question${t.inputs.length === 1 ? '' : 's'}; there is no input ${n}`);
+      } else {
+        const b = r.body as { question: string; choices?: Json[]; schema?: JsonObject; timeout_ms?: number };
+        n = remote.ask(t, { question: b.question, ...(b.choices !== undefined ? { choices: b.choices } : {}), ...(b.schema !== undefined ? { schema: b.schema } : {}), ...(b.timeout_ms !== undefined ? { timeoutMs: b.timeout_ms } : {}) });
+      }
+      const waitS = typeof r.query['wait'] === 'number' ? r.query['wait'] : DEFAULT_WAIT_S;
+      const slot = await remote.answer(t, n, waitS * 1000, r.c.req.raw.signal);
+      if (slot.error !== undefined) {
+        const e = slot.error;
+        if (e instanceof AgentError && e.code === 'InvalidInputRequest') throw new HttpError(400, 'invalid-request', e.message);
+        if (e instanceof StopSignal || e instanceof AgentError) throw new HttpError(409, 'task-ended', `the input request ended the attempt: ${e.message}`, { stop: true });
+        throw new HttpError(409, 'task-ended', 'the attempt ended while it waited for input', { stop: true });
+      }
+      if (!slot.answered) return r.c.json({ input: n, answered: false }, 202);
+      return r.c.json({ input: n, answered: true, value: slot.value ?? null });
+    },
+
+    taskCost: (r) => {
+      const t = live(r);
+      t.ctx.reportCost(r.body['usd'] as number);
+      return Promise.resolve(r.c.json({ recorded: true }));
+    },
+
+    taskLog: (r) => {
+      const t = live(r);
+      t.ctx.log(r.body['message'] as string);
+      return Promise.resolve(r.c.json({ recorded: true }));
+    },
+  };
+}
+
+function forbidden(r: Request, agent: string): HttpError {
+  return new HttpError(403, 'forbidden', `key \`${r.principal.name}\` may not act as agent \`${agent}\` (an agent:${agent} key, one its phase delegates to, or admin)`);
 }

@@ -7,11 +7,12 @@ import { Hono, type Context } from 'hono';
 import type { Engine } from '../api/engine.js';
 import type { RunStatus } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
-import { registerAgentRoutes } from './agents.js';
+import { agentRouteHandlers } from './agents.js';
 import { ChangeHub } from './changes.js';
 import { edge, errorResponse, HttpError, type EdgeOptions, type Request } from './http.js';
 import type { ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
+import { RemoteAgents } from './remote.js';
 import { openApiDocument } from './openapi.js';
 import { RunRoutes } from './runs.js';
 import { ROUTES } from './schemas.js';
@@ -42,6 +43,11 @@ export interface ServerAppOptions {
   changes?: RunStore;
   /** Faults that are not the caller's (a store failure, a bug): logged here, answered with a message only. */
   log?: (line: string) => void;
+  /**
+   * The remote agents this server serves (remote.ts): the same object whose `bindRun` and `onEvent`
+   * were given to createEngine. Default: none (claims answer 204).
+   */
+  remote?: RemoteAgents;
 }
 
 export interface ServerApp {
@@ -63,6 +69,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
   const streams = { store: engine.store, hub, closing: closing.signal };
   const runs = new RunRoutes({ engine, workflows: opts.workflows ?? new Map(), cwd: opts.cwd ?? process.cwd() });
   const openapi = openApiDocument(ROUTES, opts.version ?? '0.0.0');
+  const remote = opts.remote ?? new RemoteAgents();
 
   const handlers: Record<string, (r: Request) => Promise<Response> | Response> = {
     openapi: (r) => r.c.json(openapi),
@@ -91,6 +98,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     approveGate: (r) => runs.decide(r, 'approve'),
     denyGate: (r) => runs.decide(r, 'deny'),
     respondGate: (r) => runs.decide(r, 'respond'),
+    ...agentRouteHandlers({ engine, remote, log }),
   };
 
   const app = new Hono();
@@ -105,7 +113,6 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     if (!h) throw new Error(`route ${spec.operationId} has no handler`);
     app.on(spec.method.toUpperCase(), honoPath(spec.path), edge(spec, edgeOpts, async (r) => h(r)));
   }
-  registerAgentRoutes({ app, engine, edge: edgeOpts });
   app.notFound((c) => {
     const other = ROUTES.filter((r) => pathRegex(r.path).test(c.req.path));
     if (other.length > 0) return c.json({ error: { code: 'method-not-allowed', message: `${c.req.method} is not allowed on ${c.req.path}; use ${other.map((r) => r.method.toUpperCase()).join(' or ')}` } }, 405, { allow: other.map((r) => r.method.toUpperCase()).sort().join(', ') });
@@ -124,6 +131,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     metrics,
     close() {
       closing.abort();
+      remote.close();
       hub.close();
     },
   };

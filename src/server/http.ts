@@ -57,7 +57,7 @@ export function authenticate(c: Context, spec: RouteSpec, opts: EdgeOptions): Pr
   const found = key === '' ? undefined : findKey(opts.keys, key);
   if (!found) throw new HttpError(401, 'unauthorized', 'the API key is not known to this server');
   const principal: Principal = { name: found.name, roles: found.roles, anonymous: false };
-  if (!mayDo(principal, spec.action)) throw new HttpError(403, 'forbidden', `key \`${found.name}\` (${found.roles.map(roleText).join(', ')}) may not ${spec.action === 'read' ? 'read' : spec.action} here: ${spec.method.toUpperCase()} ${spec.path} needs ${needs(spec.action)}`);
+  if (!mayDo(principal, spec.action)) throw new HttpError(403, 'forbidden', `key \`${found.name}\` (${found.roles.map(roleText).join(', ')}) may not ${spec.action === 'read' ? 'read' : spec.action === 'agent' ? 'act as an agent' : spec.action} here: ${spec.method.toUpperCase()} ${spec.path} needs ${needs(spec.action)}`);
   return principal;
 }
 
@@ -69,6 +69,8 @@ function needs(action: RouteSpec['action']): string {
       return 'admin';
     case 'public':
       return 'no key';
+    case 'agent':
+      return 'an agent:<id> key or admin';
     default:
       return 'operator or admin';
   }

@@ -14,15 +14,15 @@ describe('roles', () => {
     expect(parseRole('root')).toMatchObject({ ok: false, message: expect.stringMatching(/unknown role `root`/) as unknown });
   });
 
-  test('mayDo: admin everything, operator all but admin, reader read, agent nothing here', () => {
+  test('mayDo: admin everything, operator all but admin and agent, reader read, agent the agent routes only', () => {
     const p = (role: string): Principal => ({ name: 'n', roles: [(parseRole(role) as { ok: true; role: Principal['roles'][number] }).role], anonymous: false });
-    const actions: Action[] = ['read', 'start', 'cancel', 'approve', 'respond', 'admin'];
+    const actions: Action[] = ['read', 'start', 'cancel', 'approve', 'respond', 'admin', 'agent'];
     const table = Object.fromEntries(['admin', 'operator', 'reader', 'agent:x'].map((r) => [r, actions.filter((a) => mayDo(p(r), a))]));
     expect(table).toEqual({
       admin: actions,
       operator: ['read', 'start', 'cancel', 'approve', 'respond'],
       reader: ['read'],
-      'agent:x': [],
+      'agent:x': ['agent'],
     });
     expect(mayDo({ name: 'n', roles: [], anonymous: false }, 'read')).toBe(false);
     expect(mayDo(ANONYMOUS, 'admin')).toBe(true);

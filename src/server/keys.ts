@@ -25,8 +25,11 @@ export interface ApiKey {
   hash: Buffer;
 }
 
-/** What a route needs. `agent` is checked against the agent the request names (mayActAsAgent). */
-export type Action = 'read' | 'start' | 'cancel' | 'approve' | 'respond' | 'admin';
+/**
+ * What a route needs. `agent`: the remote-agent routes (agents.ts), open at the edge to `agent:<id>`
+ * keys and admins, then checked per request against the agent the task belongs to (mayActAsAgent).
+ */
+export type Action = 'read' | 'start' | 'cancel' | 'approve' | 'respond' | 'admin' | 'agent';
 
 const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
@@ -46,18 +49,18 @@ export function roleText(r: Role): string {
   return r.kind === 'agent' ? `agent:${r.agent}` : r.kind;
 }
 
-/** May `p` do `action`? admin: everything; operator: start, cancel, approve, respond and read; reader: read. */
+/** May `p` do `action`? admin: everything; operator: start, cancel, approve, respond and read; reader: read; agent:<id>: the agent routes. */
 export function mayDo(p: Principal, action: Action): boolean {
   return p.roles.some((r) => {
     switch (r.kind) {
       case 'admin':
         return true;
       case 'operator':
-        return action !== 'admin';
+        return action !== 'admin' && action !== 'agent';
       case 'reader':
         return action === 'read';
       case 'agent':
-        return false;
+        return action === 'agent';
       default: {
         const never: never = r;
         return never;

@@ -98,7 +98,7 @@ const NOT_FOUND = { '404': { description: 'no such run (or gate, or phase)', sch
 const PAGE = (name: string, item: Schema): Schema => ({ type: 'object', required: [name, 'next_cursor'], properties: { [name]: { type: 'array', items: item }, next_cursor: { type: ['string', 'null'] } } });
 const OBJ = { type: 'object' } as const satisfies Schema;
 
-export const ROUTES: readonly RouteSpec[] = [
+const RUN_ROUTES: readonly RouteSpec[] = [
   { method: 'get', path: '/openapi.json', operationId: 'openapi', summary: 'this document (OpenAPI 3.1)', action: 'public', responses: { '200': { description: 'the OpenAPI document', schema: OBJ } } },
   { method: 'get', path: '/health', operationId: 'health', summary: 'liveness: the store answers', action: 'public', responses: { '200': { description: 'ok', schema: OBJ }, '503': { description: 'the store does not answer', schema: ERROR } } },
   { method: 'get', path: '/metrics', operationId: 'metrics', summary: 'Prometheus metrics (text exposition format)', action: 'read', responses: { '200': { description: 'metrics, text/plain; version=0.0.4' }, ...ERRORS } },
@@ -126,6 +126,65 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'post', path: '/runs/{id}/gates/{gate}/deny', operationId: 'denyGate', summary: 'deny an approval gate', action: 'approve', params: GATE_PARAMS, body: DECIDE_BODY, responses: { '200': { description: 'denied', schema: OBJ }, ...ERRORS, ...NOT_FOUND, '409': { description: 'the gate is not open', schema: ERROR } } },
   { method: 'post', path: '/runs/{id}/gates/{gate}/respond', operationId: 'respondGate', summary: 'answer an input gate', action: 'respond', params: GATE_PARAMS, body: RESPOND_BODY, responses: { '200': { description: 'answered', schema: OBJ }, ...ERRORS, ...NOT_FOUND, '409': { description: 'the gate is not open, or refuses this answer', schema: ERROR } } },
 ];
+
+// ---- remote agents (agents.ts, remote.ts): the pull protocol --------------------------------------
+
+const AGENT_PARAM = { agent: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$', description: 'an agent id' } } as const;
+const TOKEN_PARAM = { token: { type: 'string', pattern: '^rt_[A-Za-z0-9_-]{16,64}$', description: 'the task token a claim returned (its fencing token)' } } as const;
+const WAIT_QUERY = { type: 'object', additionalProperties: false, properties: { wait: { type: 'number', minimum: 0, maximum: 60, description: 'seconds to wait (long poll), at most 60; default 20' } } } as const satisfies Schema;
+const REMOTE_TASK = {
+  type: 'object',
+  required: ['token', 'task_id', 'run_id', 'phase', 'attempt', 'agent', 'input', 'lease_ms', 'lease_expires_at'],
+  properties: {
+    token: { type: 'string' }, task_id: { type: 'string' }, run_id: { type: 'string' }, phase: { type: 'string' }, attempt: { type: 'integer' }, agent: { type: 'string' },
+    input: OBJ, initial_state: OBJ, idempotency_key: { type: 'string' }, input_response: {}, last_checkpoint: {},
+    lease_ms: { type: 'integer', description: 'heartbeat at least this often (a third of it is a good period), or the task is handed back' },
+    lease_expires_at: { type: 'integer', description: 'ms since the epoch (server clock)' },
+  },
+} as const satisfies Schema;
+const TASK_ERRORS = { ...ERRORS, '409': { description: 'the token is unknown or old: the attempt ended (cancelled, timed out, handed back, completed)', schema: ERROR } };
+const COMPLETE_BODY = {
+  type: 'object', additionalProperties: false, required: ['output'],
+  properties: { output: { description: 'the outputs, checked against the phase’s declared outputs before the attempt is settled' }, claim_next: { type: 'boolean', description: 'also claim the next ready task of the same agent (no wait): answered as `next` (a task or null), one round trip less' } },
+} as const satisfies Schema;
+const FAIL_BODY = {
+  type: 'object', additionalProperties: false, required: ['code', 'message'],
+  properties: { code: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' }, message: { type: 'string', maxLength: 10_000 }, retryable: { type: 'boolean', description: 'default true' }, details: OBJ },
+} as const satisfies Schema;
+const INPUT_BODY = {
+  type: 'object', additionalProperties: false,
+  properties: {
+    question: { type: 'string', minLength: 1, maxLength: 10_000 }, choices: { type: 'array' }, schema: OBJ, timeout_ms: { type: 'number', minimum: 0 },
+    input: { type: 'integer', minimum: 0, description: 'poll the answer of this earlier request (its `input` number) instead of asking again' },
+  },
+  oneOf: [{ required: ['question'], not: { required: ['input'] } }, { required: ['input'], not: { anyOf: [{ required: ['question'] }, { required: ['choices'] }, { required: ['schema'] }, { required: ['timeout_ms'] }] } }],
+} as const satisfies Schema;
+const COST_BODY = { type: 'object', additionalProperties: false, required: ['usd'], properties: { usd: { type: 'number', minimum: 0, maximum: 1e9 } } } as const satisfies Schema;
+const LOG_BODY = { type: 'object', additionalProperties: false, required: ['message'], properties: { message: { type: 'string', maxLength: 100_000 } } } as const satisfies Schema;
+const EMPTY_BODY = { type: 'object', additionalProperties: false, properties: {} } as const satisfies Schema;
+
+export const AGENT_ROUTES: readonly RouteSpec[] = [
+  {
+    method: 'post', path: '/agents/{agent}/claim', operationId: 'claimTask', summary: 'a remote agent takes a task of its agent: waits up to `wait` seconds for one (204: none)', action: 'agent', params: AGENT_PARAM, query: WAIT_QUERY, body: EMPTY_BODY,
+    responses: { '200': { description: 'a claimed task', schema: REMOTE_TASK }, '204': { description: 'no task came within `wait`' }, ...ERRORS },
+  },
+  { method: 'post', path: '/tasks/{token}/heartbeat', operationId: 'heartbeatTask', summary: 'the remote agent is alive: renews its hold; says whether the attempt was cancelled or lost', action: 'agent', params: TOKEN_PARAM, body: EMPTY_BODY, responses: { '200': { description: '{"status", "cancelled", "reason"?, "lease_expires_at"?}', schema: OBJ }, ...TASK_ERRORS } },
+  {
+    method: 'post', path: '/tasks/{token}/complete', operationId: 'completeTask', summary: 'the outputs: checked against the phase’s declared outputs first (422 keeps the task claimed)', action: 'agent', params: TOKEN_PARAM, body: COMPLETE_BODY,
+    responses: { '200': { description: '{"status": "completed" | "rejected" | "failed", "committed", "next"?}', schema: OBJ }, ...TASK_ERRORS, '422': { description: 'MissingOutputError / OutputTypeMismatchError (the RFC payload in `error`): fix and complete again', schema: ERROR } },
+  },
+  { method: 'post', path: '/tasks/{token}/fail', operationId: 'failTask', summary: 'the attempt failed: a code (matched by retry.retryable_errors) and whether it is retryable', action: 'agent', params: TOKEN_PARAM, body: FAIL_BODY, responses: { '200': { description: '{"status", "committed"}', schema: OBJ }, ...TASK_ERRORS } },
+  { method: 'post', path: '/tasks/{token}/release', operationId: 'releaseTask', summary: 'hand the task back (not a failure): another claim takes it at once', action: 'agent', params: TOKEN_PARAM, body: EMPTY_BODY, responses: { '200': { description: 'released', schema: OBJ }, ...TASK_ERRORS } },
+  {
+    method: 'post', path: '/tasks/{token}/input', operationId: 'taskInput', summary: 'ask a human (an input gate, answered with /respond) and wait up to `wait` seconds for the answer; `{"input": n}` polls request n again', action: 'agent', params: TOKEN_PARAM, query: WAIT_QUERY, body: INPUT_BODY,
+    responses: { '200': { description: '{"input", "answered": true, "value"}', schema: OBJ }, '202': { description: '{"input", "answered": false}: poll again with {"input": n}', schema: OBJ }, ...TASK_ERRORS },
+  },
+  { method: 'post', path: '/tasks/{token}/cost', operationId: 'taskCost', summary: 'report spend in USD (adds up; checked against the budgets)', action: 'agent', params: TOKEN_PARAM, body: COST_BODY, responses: { '200': { description: 'recorded', schema: OBJ }, ...TASK_ERRORS } },
+  { method: 'post', path: '/tasks/{token}/log', operationId: 'taskLog', summary: 'a log line (task.log)', action: 'agent', params: TOKEN_PARAM, body: LOG_BODY, responses: { '200': { description: 'recorded', schema: OBJ }, ...TASK_ERRORS } },
+];
+
+/** Every route: the runs API, then the remote-agent protocol. */
+export const ROUTES: readonly RouteSpec[] = [...RUN_ROUTES, ...AGENT_ROUTES];
 
 export function routeSpec(operationId: string): RouteSpec {
   const r = ROUTES.find((x) => x.operationId === operationId);

@@ -122,6 +122,8 @@ export const agentFields: Record<string, Field> = {
     },
   },
   'x-mode': { t: 'enum', values: ['once', 'serve'] },
+  // served by remote agents over `baton serve`'s pull protocol (docs/server.md#remote-agents)
+  'x-remote': { t: 'boolean' },
   inputsFiles: filesField,
   outputsFiles: filesField,
 };

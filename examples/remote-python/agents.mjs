@@ -1,0 +1,2 @@
+// the in-process agent of the example; `summarize` is remote (agent.py)
+export default { counter: () => ({ n: 42 }) };

@@ -1,0 +1,287 @@
+/**
+ * `createRemoteAgent`: an agent that runs anywhere and pulls its tasks from `baton serve` (docs/server.md,
+ * Remote agents). Only the global fetch: no server packages. Each slot long-polls a claim, runs the
+ * handler with a ctx shaped like the in-process one, heartbeats while it runs (the signal aborts when
+ * the server says the attempt was cancelled or lost, or when no heartbeat got through for the lease),
+ * and completes or fails the task.
+ */
+import type { Json, JsonObject } from '../core/json.js';
+import type { AgentContext, InputRequest } from '../engine/agent.js';
+
+/** What a remote handler gets: the in-process ctx, less what needs the server's memory (siblings, budget). */
+export interface RemoteAgentContext extends Pick<AgentContext, 'input' | 'phase' | 'taskId' | 'runId' | 'attempt' | 'idempotencyKey' | 'inputResponse' | 'lastCheckpoint' | 'agent' | 'signal' | 'initialState' | 'reportCost' | 'log' | 'requestInput'> {
+  /** The task's fencing token (for logs; the client sends it). */
+  readonly token: string;
+}
+
+/** The server's 422: the output did not fit the phase's declared outputs (the RFC payload). */
+export interface OutputRejection {
+  code: string;
+  message: string;
+  payload: Record<string, unknown>;
+}
+
+export interface RemoteAgentOptions {
+  /** The server, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /** An `agent:<id>` key (or admin); none for a server without keys. */
+  key?: string;
+  /** The agent id whose tasks this process takes. */
+  agent: string;
+  handler: (ctx: RemoteAgentContext) => unknown;
+  /** Tasks at once (default 1). */
+  concurrency?: number;
+  /**
+   * The server refused the output (422): return a fixed output to complete again, or undefined to fail
+   * the attempt with the rejection's code (retryable: the engine may try again). Called at most 3 times per task.
+   */
+  onRejected?: (rejection: OutputRejection, ctx: RemoteAgentContext) => unknown;
+  /** Seconds a claim waits on the server (default 20). */
+  waitS?: number;
+  /** Errors that are not a task's (the server unreachable, a refused key): default stderr, once per distinct message. */
+  onError?: (e: Error) => void;
+}
+
+export interface RemoteAgent {
+  /** Stops claiming; running tasks may finish for `graceMs` (default 10 s), then are aborted and handed back. */
+  stop(graceMs?: number): Promise<void>;
+  /** Tasks this process completed (the server accepted the completion). */
+  readonly completed: number;
+}
+
+class HttpFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: Record<string, unknown>,
+  ) {
+    const err = body['error'] as { code?: string; message?: string } | undefined;
+    super(`HTTP ${status}${err?.code !== undefined ? ` ${err.code}` : ''}: ${err?.message ?? 'no message'}`);
+    this.name = 'HttpFailure';
+  }
+}
+
+interface ClaimedTask {
+  token: string;
+  task_id: string;
+  run_id: string;
+  phase: string;
+  attempt: number;
+  agent: string;
+  input: JsonObject;
+  initial_state?: JsonObject;
+  idempotency_key?: string;
+  input_response?: Json;
+  last_checkpoint?: Json;
+  lease_ms: number;
+}
+
+export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
+  const base = opts.url.replace(/\/+$/, '');
+  const stopping = new AbortController();
+  const seen = new Set<string>();
+  const onError =
+    opts.onError ??
+    ((e: Error) => {
+      if (seen.has(e.message)) return;
+      seen.add(e.message);
+      process.stderr.write(`remote agent ${opts.agent}: ${e.message}\n`);
+    });
+  const running = new Set<{ abort: AbortController; release: () => Promise<void> }>();
+  let completed = 0;
+
+  async function call(path: string, body: unknown, signal?: AbortSignal): Promise<{ status: number; body: Record<string, unknown> }> {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (opts.key !== undefined) headers['authorization'] = `Bearer ${opts.key}`;
+    const res = await fetch(base + path, { method: 'POST', headers, body: JSON.stringify(body ?? {}), ...(signal ? { signal } : {}) });
+    const text = await res.text();
+    let parsed: Record<string, unknown> = {};
+    if (text !== '') {
+      try {
+        parsed = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        parsed = { error: { code: 'not-json', message: text.slice(0, 200) } };
+      }
+    }
+    return { status: res.status, body: parsed };
+  }
+
+  async function slot(): Promise<void> {
+    let backoff = 100;
+    while (!stopping.signal.aborted) {
+      let claimed: ClaimedTask | undefined;
+      try {
+        const r = await call(`/agents/${encodeURIComponent(opts.agent)}/claim?wait=${opts.waitS ?? 20}`, {}, stopping.signal);
+        if (r.status === 200) claimed = r.body as unknown as ClaimedTask;
+        else if (r.status !== 204) throw new HttpFailure(r.status, r.body);
+        backoff = 100;
+      } catch (e) {
+        if (stopping.signal.aborted) return;
+        onError(e as Error);
+        await sleep(backoff, stopping.signal);
+        backoff = Math.min(backoff * 2, 5000);
+        continue;
+      }
+      // a completion may hand the next task back at once (claim_next): no claim round trip between tasks
+      while (claimed) {
+        if (stopping.signal.aborted) {
+          await call(`/tasks/${claimed.token}/release`, {}).catch(() => undefined);
+          break;
+        }
+        claimed = await runTask(claimed);
+      }
+    }
+  }
+
+  /** Runs one task to its outcome; the next task when the completion brought one. */
+  async function runTask(t: ClaimedTask): Promise<ClaimedTask | undefined> {
+    const abort = new AbortController();
+    const path = (what: string): string => `/tasks/${t.token}/${what}`;
+    // cost and log lines go in order, before the outcome
+    let chain: Promise<unknown> = Promise.resolve();
+    const send = (what: string, body: unknown): void => {
+      chain = chain.then(() => call(path(what), body).catch((e: unknown) => onError(e as Error)));
+    };
+    let inputs = 0;
+    const ctx: RemoteAgentContext = {
+      token: t.token,
+      input: t.input,
+      phase: t.phase,
+      taskId: t.task_id,
+      runId: t.run_id,
+      attempt: t.attempt,
+      agent: t.agent,
+      idempotencyKey: t.idempotency_key ?? t.task_id,
+      inputResponse: t.input_response,
+      lastCheckpoint: t.last_checkpoint,
+      initialState: t.initial_state ?? {},
+      signal: abort.signal,
+      reportCost: (usd: number) => {
+        if (typeof usd !== 'number' || !Number.isFinite(usd) || usd < 0) throw new TypeError(`reportCost expects a finite, non-negative number of USD, got ${String(usd)}`);
+        if (usd > 0) send('cost', { usd });
+      },
+      log: (message: string) => send('log', { message: String(message) }),
+      requestInput: async (req: InputRequest): Promise<Json> => {
+        await chain;
+        const body = { question: req.question, ...(req.choices !== undefined ? { choices: req.choices } : {}), ...(req.schema !== undefined ? { schema: req.schema } : {}), ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}) };
+        let r = await call(path('input'), body, abort.signal);
+        const n = inputs++;
+        for (;;) {
+          if (r.status === 200) return (r.body['value'] ?? null) as Json;
+          if (r.status !== 202) throw new HttpFailure(r.status, r.body);
+          r = await call(path('input'), { input: typeof r.body['input'] === 'number' ? r.body['input'] : n }, abort.signal);
+        }
+      },
+    };
+    const handle = {
+      abort,
+      release: async () => {
+        abort.abort(new Error('the remote agent stopped'));
+        await call(path('release'), {}).catch(() => undefined);
+      },
+    };
+    running.add(handle);
+    const beats = heartbeat(t, abort);
+    try {
+      let value: unknown;
+      try {
+        value = await opts.handler(ctx);
+      } catch (e) {
+        if (abort.signal.aborted) return; // the server ended the attempt: nothing to report
+        await chain;
+        const err = e as { code?: unknown; message?: unknown; retryable?: unknown; name?: unknown };
+        const code = typeof err?.code === 'string' && err.code !== '' ? err.code : typeof err?.name === 'string' && err.name !== '' ? err.name : 'Error';
+        await report(path('fail'), { code, message: typeof err?.message === 'string' ? err.message : String(e), retryable: err?.retryable !== false });
+        return;
+      }
+      if (abort.signal.aborted) return;
+      await chain;
+      for (let fixes = 0; ; fixes++) {
+        const r = await call(path('complete'), { output: value === undefined ? null : value, claim_next: !stopping.signal.aborted });
+        if (r.status === 200) {
+          completed++;
+          const next = r.body['next'];
+          return next !== null && typeof next === 'object' ? (next as unknown as ClaimedTask) : undefined;
+        }
+        if (r.status !== 422) {
+          if (r.status !== 409) onError(new HttpFailure(r.status, r.body));
+          return;
+        }
+        const err = (r.body['error'] ?? {}) as Record<string, unknown>;
+        const rejection: OutputRejection = { code: typeof err['code'] === 'string' ? err['code'] : 'OutputRejected', message: typeof err['message'] === 'string' ? err['message'] : '', payload: err };
+        const fixed = fixes < 3 && opts.onRejected ? await opts.onRejected(rejection, ctx) : undefined;
+        if (fixed === undefined) {
+          await report(path('fail'), { code: rejection.code, message: rejection.message, retryable: true });
+          return;
+        }
+        value = fixed;
+      }
+    } catch (e) {
+      onError(e as Error);
+    } finally {
+      abort.abort(new Error('the task ended'));
+      running.delete(handle);
+      await beats;
+    }
+  }
+
+  async function report(p: string, body: unknown): Promise<void> {
+    const r = await call(p, body);
+    if (r.status !== 200 && r.status !== 409) onError(new HttpFailure(r.status, r.body));
+  }
+
+  /** Heartbeats every third of the lease until the task ends; aborts it when the server says stop, or no beat got through for a lease. */
+  async function heartbeat(t: ClaimedTask, abort: AbortController): Promise<void> {
+    const every = Math.max(50, Math.floor(t.lease_ms / 3));
+    let lastOk = Date.now();
+    while (!abort.signal.aborted) {
+      await sleep(every, abort.signal);
+      if (abort.signal.aborted) return;
+      try {
+        const r = await call(`/tasks/${t.token}/heartbeat`, {});
+        if (r.status === 200 && r.body['stop'] !== true) lastOk = Date.now();
+        else if (r.status === 200 || r.status === 409) {
+          abort.abort(new Error(`the server ended the attempt: ${String(r.body['reason'] ?? (r.body['error'] as { message?: string } | undefined)?.message ?? r.body['status'])}`));
+          return;
+        } else onError(new HttpFailure(r.status, r.body));
+      } catch (e) {
+        onError(e as Error);
+      }
+      if (Date.now() - lastOk > t.lease_ms) {
+        abort.abort(new Error('no heartbeat reached the server for a lease: the task is lost'));
+        return;
+      }
+    }
+  }
+
+  const slots = Array.from({ length: Math.max(1, opts.concurrency ?? 1) }, () => slot());
+  const all = Promise.all(slots);
+
+  return {
+    get completed() {
+      return completed;
+    },
+    async stop(graceMs = 10_000) {
+      stopping.abort();
+      const end = Date.now() + graceMs;
+      while (running.size > 0 && Date.now() < end) await sleep(20);
+      await Promise.all([...running].map((h) => h.release()));
+      await all;
+    },
+  };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}

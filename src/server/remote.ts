@@ -1,0 +1,476 @@
+/**
+ * Remote agents, server side: an agent served remotely (`x-remote: true`, `baton serve --remote ID`)
+ * is bound in the server's engine to a handler that computes nothing. The server's worker claims its
+ * tasks as it claims any task (a committed `task.claimed` with a lease, renewed by the worker's
+ * heartbeats, fenced like every claim); the handler then parks the attempt here, in its agent's queue,
+ * and returns a promise that the HTTP routes (agents.ts) settle when a remote agent claims the task,
+ * completes or fails it.
+ *
+ * Invariants:
+ * - A parked attempt is the engine's attempt: its outcome is what its handler's promise settles to, so
+ *   an outcome counts only if the engine commits it under the attempt's own lease. A remote agent
+ *   never writes to the store.
+ * - A token names one attempt. It stops working (409) the moment the attempt ends, whatever ended it:
+ *   a completion, a failure, a hand-back, the attempt's AbortSignal (cancel, timeout, lost lease,
+ *   worker stop). Settling is synchronous after the token is looked up, so two completions of one
+ *   token cannot both pass: one settles, the other finds it ended.
+ * - A remote agent that stops heartbeating for `leaseMs` loses the task: it is handed back to the
+ *   engine (`task.lease_expired`, as for a worker that died), and a new attempt is claimed and parked.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Json, JsonObject } from '../core/json.js';
+import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
+import type { RunEvent } from '../engine/events.js';
+import type { RunRecord } from '../engine/ports.js';
+import type { RunState } from '../engine/state.js';
+import { DEFAULT_LEASE_MS } from '../engine/worker-base.js';
+import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
+
+export interface RemoteAgentsOptions {
+  /** Agents served remotely whatever the workflow declares (`baton serve --remote ID`). */
+  agents?: readonly string[];
+  /** How long a claimed task may go without a heartbeat from its remote agent before it is handed back (default 30 s). */
+  leaseMs?: number;
+  /** How many ended tokens are remembered, to answer them with why they ended (default 10,000). */
+  remember?: number;
+}
+
+/** What a remote agent is told about a task it took (the claim's answer). */
+export interface RemoteTaskView {
+  token: string;
+  task_id: string;
+  run_id: string;
+  phase: string;
+  attempt: number;
+  agent: string;
+  input: JsonObject;
+  initial_state: JsonObject;
+  idempotency_key: string;
+  input_response?: Json;
+  last_checkpoint?: Json;
+  lease_ms: number;
+  lease_expires_at: number;
+}
+
+interface InputSlot {
+  answered: boolean;
+  value?: Json;
+  error?: unknown;
+  waiters: (() => void)[];
+}
+
+export type EndStatus = 'completed' | 'failed' | 'released' | 'lost' | 'aborted';
+
+/** A parked attempt. */
+export interface RemoteTask {
+  readonly token: string;
+  readonly agent: string;
+  readonly ctx: AgentContext;
+  readonly phase: PhaseModel;
+  /** Agents the phase's `permissions.delegate.to` names: their `agent:<id>` keys may take it too. */
+  readonly delegatedTo: readonly string[];
+  state: 'queued' | 'claimed' | 'ended';
+  lastBeat: number;
+  inputs: InputSlot[];
+  /** Open `/input` polls: the agent is waiting on a human, so a missing heartbeat is not a death. */
+  polls: number;
+  timer: NodeJS.Timeout | undefined;
+  settle: (ok: boolean, value: unknown) => void;
+}
+
+/** Why a token no longer works. */
+export interface EndedTask {
+  runId: string;
+  phase: string;
+  attempt: number;
+  agent: string;
+  delegatedTo: readonly string[];
+  status: EndStatus;
+  reason: string;
+}
+
+interface Waiter {
+  may: (t: RemoteTask) => boolean;
+  take: (t: RemoteTask | undefined) => void;
+}
+
+/** What the hub needs from the engine it serves (set by the server app: `attach`). */
+export interface RemoteEngineSide {
+  /** Hands an attempt back to the store (task.lease_expired): false when the worker no longer holds the run. */
+  handBack(runId: string, phase: string, attempt: number): Promise<boolean>;
+}
+
+const COMMIT_WAIT_MS = 10_000;
+
+export class RemoteAgents {
+  readonly leaseMs: number;
+  private readonly fixed: ReadonlySet<string>;
+  private readonly queues = new Map<string, RemoteTask[]>();
+  private readonly waiters = new Map<string, Waiter[]>();
+  private readonly live = new Map<string, RemoteTask>();
+  private readonly ended = new Map<string, EndedTask>();
+  private readonly remember: number;
+  private readonly commits = new Map<string, ((status: string) => void)[]>();
+  /** Agents that phases delegate to, per agent (from the workflows bound so far). */
+  private readonly delegates = new Map<string, Set<string>>();
+  private engine: RemoteEngineSide | undefined;
+  private observed = false;
+  private closed = false;
+
+  constructor(opts: RemoteAgentsOptions = {}) {
+    this.fixed = new Set(opts.agents ?? []);
+    this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
+    this.remember = opts.remember ?? 10_000;
+  }
+
+  /** The agents served remotely for a workflow: `--remote` ones it uses, and those it declares `x-remote: true`. */
+  remoteAgentsOf(model: WorkflowModel): string[] {
+    const ids = new Set<string>();
+    for (const [id, d] of Object.entries(model.agents ?? {})) if (d.extensions['x-remote'] === true) ids.add(id);
+    for (const p of model.phases) {
+      for (const a of [p.assign, p.retry.fallbackAgent]) if (a !== undefined && this.fixed.has(a)) ids.add(a);
+    }
+    return [...ids];
+  }
+
+  /** Pass as createEngine's `bindRun`: binds each remote agent of a run's workflow to a parking handler. */
+  readonly bindRun = (_record: RunRecord, model: WorkflowModel): Promise<Record<string, AgentHandler>> => {
+    const out: Record<string, AgentHandler> = {};
+    for (const id of this.remoteAgentsOf(model)) {
+      out[id] = this.handler(id, model);
+      for (const p of model.phases) {
+        if (p.assign !== id) continue;
+        const set = this.delegates.get(id) ?? new Set<string>();
+        for (const d of p.permissions?.delegate?.to ?? []) set.add(d);
+        this.delegates.set(id, set);
+      }
+    }
+    return Promise.resolve(out);
+  };
+
+  /** Pass to createEngine's `onEvent` (with any other observer): a completion then answers once the engine committed it. */
+  readonly onEvent = (e: RunEvent, state: RunState): void => {
+    this.observed = true;
+    if (e.type !== 'task.completed' && e.type !== 'task.rejected' && e.type !== 'task.attempt_failed' && e.type !== 'task.stale_outcome' && e.type !== 'task.lease_expired') return;
+    this.told(`${state.runId}\u0000${e.phase}\u0000${e.attempt}`, e.type === 'task.completed' ? 'completed' : e.type === 'task.rejected' ? 'rejected' : e.type === 'task.attempt_failed' ? 'failed' : e.type === 'task.lease_expired' ? 'released' : 'stale');
+  };
+
+  private told(key: string, status: string): void {
+    const list = this.commits.get(key);
+    if (!list) return;
+    this.commits.delete(key);
+    for (const f of list) f(status);
+  }
+
+  /** The server app gives the hub its engine side (hand-backs). */
+  attach(engine: RemoteEngineSide): void {
+    this.engine = engine;
+  }
+
+  /** Agents a phase of `agent` delegates to (for the claim route's role check). */
+  delegatesOf(agent: string): string[] {
+    return [...(this.delegates.get(agent) ?? [])];
+  }
+
+  private handler(agent: string, model: WorkflowModel): AgentHandler {
+    return (ctx) =>
+      new Promise<unknown>((resolve, reject) => {
+        const pm = model.byName.get(ctx.phase);
+        if (!pm) {
+          reject(new AgentError('RemoteAgentUnknownPhase', `phase ${ctx.phase} is not in the workflow`, {}, false));
+          return;
+        }
+        if (ctx.signal.aborted) {
+          reject(ctx.signal.reason);
+          return;
+        }
+        const task: RemoteTask = {
+          token: `rt_${randomBytes(18).toString('base64url')}`,
+          agent,
+          ctx,
+          phase: pm,
+          delegatedTo: pm.permissions?.delegate?.to ?? [],
+          state: 'queued',
+          lastBeat: Date.now(),
+          inputs: [],
+          polls: 0,
+          timer: undefined,
+          settle: (ok, value) => (ok ? resolve(value) : reject(value)),
+        };
+        this.live.set(task.token, task);
+        // whatever ended the attempt (cancel, timeout, lost lease, worker stop, a hand-back), the handler settles
+        ctx.signal.addEventListener(
+          'abort',
+          () => {
+            this.retire(task, 'aborted', reasonText(ctx.signal.reason));
+            task.settle(false, ctx.signal.reason);
+            // an outcome given just before (not settled yet) is not wanted any more: its caller hears it now
+            this.told(`${ctx.runId}\u0000${ctx.phase}\u0000${ctx.attempt}`, 'aborted');
+          },
+          { once: true },
+        );
+        this.offer(task);
+      });
+  }
+
+  /** A parked task goes to the first waiting claim that may take it, else to its agent's queue. */
+  private offer(task: RemoteTask): void {
+    const ws = this.waiters.get(task.agent) ?? [];
+    const i = ws.findIndex((w) => w.may(task));
+    if (i >= 0) {
+      const [w] = ws.splice(i, 1);
+      this.claimed(task);
+      w!.take(task);
+      return;
+    }
+    const q = this.queues.get(task.agent) ?? [];
+    q.push(task);
+    this.queues.set(task.agent, q);
+  }
+
+  /**
+   * A claim: a queued task of `agent` that `may` allows, at once or within `waitMs` (undefined: none
+   * came). `signal` ends the wait (the client went away).
+   */
+  claim(agent: string, may: (t: RemoteTask) => boolean, waitMs: number, signal?: AbortSignal): Promise<RemoteTask | undefined> {
+    const q = this.queues.get(agent) ?? [];
+    const i = q.findIndex((t) => t.state === 'queued' && may(t));
+    if (i >= 0) {
+      const [t] = q.splice(i, 1);
+      this.claimed(t!);
+      return Promise.resolve(t);
+    }
+    if (waitMs <= 0 || this.closed || signal?.aborted) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const ws = this.waiters.get(agent) ?? [];
+      this.waiters.set(agent, ws);
+      const done = (t: RemoteTask | undefined): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', gone);
+        resolve(t);
+      };
+      const waiter: Waiter = { may, take: done };
+      const drop = (): void => {
+        const j = ws.indexOf(waiter);
+        if (j >= 0) ws.splice(j, 1);
+      };
+      const gone = (): void => {
+        drop();
+        done(undefined);
+      };
+      const timer = setTimeout(gone, waitMs);
+      signal?.addEventListener('abort', gone, { once: true });
+      ws.push(waiter);
+    });
+  }
+
+  private claimed(t: RemoteTask): void {
+    t.state = 'claimed';
+    t.lastBeat = Date.now();
+    this.watch(t);
+  }
+
+  /** The remote agent's liveness: no heartbeat (nor open input poll) for leaseMs hands the task back. */
+  private watch(t: RemoteTask): void {
+    clearTimeout(t.timer);
+    const left = t.lastBeat + this.leaseMs - Date.now();
+    t.timer = setTimeout(
+      () => {
+        if (t.state !== 'claimed') return;
+        if (t.polls > 0 || t.inputs.some((s) => !s.answered)) {
+          t.lastBeat = Date.now();
+          this.watch(t);
+        } else if (Date.now() - t.lastBeat >= this.leaseMs) void this.lose(t);
+        else this.watch(t);
+      },
+      Math.max(1, left),
+    );
+    t.timer.unref?.();
+  }
+
+  private lose(t: RemoteTask): Promise<void> {
+    return this.giveBack(t, 'lost', `the remote agent sent no heartbeat for ${this.leaseMs} ms: the task was handed back`);
+  }
+
+  /**
+   * Hands the attempt back to the engine (task.lease_expired: the task is ready again, no retry
+   * spent), as a worker that dies or stops does. The hand-back aborts the attempt, whose signal
+   * settles the handler; if the engine could not take it back, the attempt fails, retryable.
+   */
+  async giveBack(t: RemoteTask, status: 'lost' | 'released', reason: string): Promise<void> {
+    const { runId, phase, attempt } = t.ctx;
+    // ended first: a late completion of this token is refused from now on
+    this.retire(t, status, reason);
+    let handed = false;
+    try {
+      handed = (await this.engine?.handBack(runId, phase, attempt)) ?? false;
+    } catch {
+      handed = false;
+    }
+    const fail = (): void => t.settle(false, new AgentError(status === 'lost' ? 'RemoteAgentLost' : 'RemoteAgentReleased', reason, { lease_ms: this.leaseMs }, true));
+    if (!handed) fail();
+    else setTimeout(fail, 1000).unref?.(); // a no-op once the hand-back aborted the attempt
+  }
+
+  /** Looks up a live token. */
+  task(token: string): RemoteTask | undefined {
+    const t = this.live.get(token);
+    return t && t.state === 'claimed' ? t : undefined;
+  }
+
+  endedTask(token: string): EndedTask | undefined {
+    return this.ended.get(token);
+  }
+
+  /** A heartbeat (or any request of the task's agent): the remote agent is alive. */
+  beat(t: RemoteTask): number {
+    t.lastBeat = Date.now();
+    return t.lastBeat + this.leaseMs;
+  }
+
+  /**
+   * Settles the attempt: its output (already checked by the caller) or its failure. Synchronous: the
+   * token ends here, before any other request can see it live.
+   */
+  end(t: RemoteTask, status: EndStatus, reason: string, ok: boolean, value: unknown): void {
+    if (t.state === 'ended') return;
+    this.retire(t, status, reason);
+    // outcomes that arrive in one turn of the event loop settle together, after it: the worker then
+    // commits them in one transaction (requests come one socket read at a time; attempts in process
+    // finish in one microtask run)
+    this.settling.push(() => t.settle(ok, value));
+    if (this.settling.length === 1) setImmediate(() => this.settleAll());
+  }
+
+  private settling: (() => void)[] = [];
+
+  private settleAll(): void {
+    for (const f of this.settling.splice(0)) f();
+  }
+
+  private retire(t: RemoteTask, status: EndStatus, reason: string): void {
+    if (t.state === 'ended') return;
+    const wasQueued = t.state === 'queued';
+    t.state = 'ended';
+    clearTimeout(t.timer);
+    this.live.delete(t.token);
+    if (wasQueued) {
+      const q = this.queues.get(t.agent);
+      const i = q ? q.indexOf(t) : -1;
+      if (i >= 0) q!.splice(i, 1);
+    }
+    for (const s of t.inputs) for (const w of s.waiters.splice(0)) w();
+    this.ended.set(t.token, { runId: t.ctx.runId, phase: t.ctx.phase, attempt: t.ctx.attempt, agent: t.agent, delegatedTo: t.delegatedTo, status, reason });
+    if (this.ended.size > this.remember) this.ended.delete(this.ended.keys().next().value!);
+  }
+
+  /**
+   * Resolves once the engine committed the outcome of this attempt (its event came to onEvent), with
+   * what it became; 'unknown' when the hub sees no events or none came within 10 s.
+   */
+  committed(runId: string, phase: string, attempt: number): Promise<string> {
+    if (!this.observed) return Promise.resolve('unknown');
+    const key = `${runId}\u0000${phase}\u0000${attempt}`;
+    return new Promise((resolve) => {
+      const list = this.commits.get(key) ?? [];
+      this.commits.set(key, list);
+      const timer = setTimeout(() => {
+        const l = this.commits.get(key);
+        const i = l ? l.indexOf(done) : -1;
+        if (i >= 0) l!.splice(i, 1);
+        if (l && l.length === 0) this.commits.delete(key);
+        resolve('unknown');
+      }, COMMIT_WAIT_MS);
+      timer.unref?.();
+      const done = (status: string): void => {
+        clearTimeout(timer);
+        resolve(status);
+      };
+      list.push(done);
+    });
+  }
+
+  /** Asks a human through the attempt (ctx.requestInput); the slot is answered when the engine resumes it. */
+  ask(t: RemoteTask, req: { question: string; choices?: Json[]; schema?: JsonObject; timeoutMs?: number }): number {
+    const slot: InputSlot = { answered: false, waiters: [] };
+    t.inputs.push(slot);
+    t.ctx.requestInput(req).then(
+      (value) => {
+        slot.answered = true;
+        slot.value = value;
+        t.lastBeat = Date.now();
+        for (const w of slot.waiters.splice(0)) w();
+      },
+      (e: unknown) => {
+        slot.answered = true;
+        slot.error = e;
+        for (const w of slot.waiters.splice(0)) w();
+      },
+    );
+    return t.inputs.length - 1;
+  }
+
+  /** Waits up to `waitMs` for the answer of input `n`. */
+  async answer(t: RemoteTask, n: number, waitMs: number, signal?: AbortSignal): Promise<InputSlot> {
+    const slot = t.inputs[n]!;
+    if (slot.answered || waitMs <= 0) return slot;
+    t.polls++;
+    try {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(finish, waitMs);
+        signal?.addEventListener('abort', finish, { once: true });
+        slot.waiters.push(finish);
+        function finish(): void {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', finish);
+          resolve();
+        }
+      });
+    } finally {
+      t.polls--;
+      t.lastBeat = Date.now();
+    }
+    return slot;
+  }
+
+  /** What the hub holds now (tests check it drains: nothing is kept per task once it ended, but the bounded list of ended tokens). */
+  stats(): { live: number; queued: number; waitingClaims: number; commitWaits: number; ended: number } {
+    let queued = 0;
+    for (const q of this.queues.values()) queued += q.length;
+    let waitingClaims = 0;
+    for (const w of this.waiters.values()) waitingClaims += w.length;
+    return { live: this.live.size, queued, waitingClaims, commitWaits: this.commits.size, ended: this.ended.size };
+  }
+
+  /** Ends the waiting claims (the server closes). Parked attempts stay: the worker's stop hands them back. */
+  close(): void {
+    this.closed = true;
+    for (const ws of this.waiters.values()) for (const w of ws.splice(0)) w.take(undefined);
+  }
+
+  /** What the claim answers. */
+  view(t: RemoteTask): RemoteTaskView {
+    const c = t.ctx;
+    return {
+      token: t.token,
+      task_id: c.taskId,
+      run_id: c.runId,
+      phase: c.phase,
+      attempt: c.attempt,
+      agent: t.agent,
+      input: c.input,
+      initial_state: c.initialState,
+      idempotency_key: c.idempotencyKey,
+      ...(c.inputResponse !== undefined ? { input_response: c.inputResponse } : {}),
+      ...(c.lastCheckpoint !== undefined ? { last_checkpoint: c.lastCheckpoint } : {}),
+      lease_ms: this.leaseMs,
+      lease_expires_at: t.lastBeat + this.leaseMs,
+    };
+  }
+}
+
+function reasonText(reason: unknown): string {
+  if (reason instanceof Error) return reason.message || reason.name;
+  if (typeof reason === 'string') return reason;
+  return 'the attempt was stopped';
+}

@@ -1,0 +1,539 @@
+/**
+ * Remote agents against a real `baton serve` app on a loopback port, over real stores: a workflow that
+ * mixes a remote agent with in-process ones, an output refused (422) then fixed, a cancel seen through
+ * the heartbeat, a remote agent that dies and its task handed back and done again, role checks, many
+ * remote agents on a fan with no task completed twice, input and cost, and the Python example.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createEngine, createRemoteAgent, type Engine, type RunStore } from '@baton-run/baton';
+import { parseKeysEnv, RemoteAgents, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
+import { baton } from '../helpers/spawn.js';
+import { CHAIN, KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind } from './harness.js';
+import { eventsOf, readStream } from './sse.js';
+
+const RKEY = 'remote-r-key-0123456789abcdef';
+const OTHER = 'remote-other-key-0123456789ab';
+const LEASE_MS = 1500;
+/** The servers' log lines (faults that are not a caller's): none expected. */
+const logged: string[] = [];
+
+const MIXED = `openintent: "1.0"
+info: {name: mixed}
+agents:
+  r: {x-remote: true}
+workflow:
+  a:
+    assign: x
+    outputs: {n: number}
+  b:
+    assign: r
+    depends_on: [a]
+    inputs: {n: a.n}
+    outputs: {m: string}
+  c:
+    assign: y
+    depends_on: [b]
+    inputs: {m: b.m}
+    outputs: {m: string}
+`;
+
+/** Phases of agent `q`, served remotely by `--remote q` (no declaration in the workflow). */
+function fan(n: number): string {
+  let s = 'openintent: "1.0"\ninfo: {name: fan}\nworkflow:\n';
+  for (let i = 0; i < n; i++) s += `  p${i}:\n    assign: q\n    outputs: {i: number}\n`;
+  return s;
+}
+
+const ASKING = `openintent: "1.0"
+info: {name: asking}
+agents:
+  r: {x-remote: true}
+workflow:
+  q:
+    assign: r
+    outputs: {answer: string}
+`;
+
+interface Remote {
+  url: string;
+  remote: RemoteAgents;
+  engine: Engine;
+  store: RunStore;
+  server: BatonServer;
+  close(): Promise<void>;
+}
+
+async function startRemote(kind: StoreKind): Promise<Remote> {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-remote-'));
+  const { store, changes, drop } = await openTestStore(kind, dir);
+  const latch = new Latch();
+  const metrics = new ServerMetrics();
+  const remote = new RemoteAgents({ agents: ['q'], leaseMs: LEASE_MS });
+  const engine = createEngine({
+    store,
+    agents: agents(latch),
+    bindRun: remote.bindRun,
+    concurrency: 32,
+    leaseMs: 5000,
+    onEvent: (e, s) => {
+      metrics.onEvent(e, s);
+      remote.onEvent(e, s);
+    },
+  });
+  const server = await startServer({
+    engine,
+    port: 0,
+    keys: parseKeysEnv(`${KEYS_ENV},rk:agent:r:${RKEY},ok:agent:other:${OTHER},qk:agent:q:${RKEY.replace('r-', 'q-')}`),
+    metrics,
+    remote,
+    ...(changes ? { changes } : {}),
+    cwd: dir,
+    log: (line) => logged.push(line),
+    graceMs: 100,
+  });
+  return {
+    url: server.url,
+    remote,
+    engine,
+    store,
+    server,
+    async close() {
+      latch.release();
+      await server.close();
+      await store.close();
+      await drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startRun(h: Remote, workflow: string): Promise<string> {
+  const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow } });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body['run_id'] as string;
+}
+
+async function toEnd(h: Remote, id: string): Promise<{ status: string; events: ReturnType<typeof eventsOf> }> {
+  const s = await readStream(`${h.url}/runs/${id}/events`, { key: KEYS.reader, timeoutMs: 30_000 });
+  expect(s.ended).toBe(true);
+  const end = JSON.parse(s.messages[s.messages.length - 1]!.data) as { status: string };
+  return { status: end.status, events: eventsOf(s.messages) };
+}
+
+const claim = (h: Remote, agent: string, key: string = RKEY, wait = 10) => api(h.url, 'POST', `/agents/${agent}/claim?wait=${wait}`, { key });
+const task = (h: Remote, token: string, what: string, body: unknown = {}, key: string = RKEY) => api(h.url, 'POST', `/tasks/${token}/${what}`, { key, body });
+
+describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents over the %s store', (kind) => {
+  let h: Remote;
+  beforeAll(async () => {
+    h = await startRemote(kind);
+  }, 60_000);
+  afterAll(async () => {
+    await h?.close();
+  }, 60_000);
+
+  test('a remote agent (createRemoteAgent) does its phase of a workflow whose other phases run in process', async () => {
+    const seen: unknown[] = [];
+    const agent = createRemoteAgent({
+      url: h.url,
+      key: RKEY,
+      agent: 'r',
+      waitS: 2,
+      handler: (ctx) => {
+        seen.push({ input: ctx.input, phase: ctx.phase, attempt: ctx.attempt, aborted: ctx.signal.aborted });
+        return { m: `remote got ${JSON.stringify(ctx.input)}` };
+      },
+    });
+    try {
+      const id = await startRun(h, MIXED);
+      const { status, events } = await toEnd(h, id);
+      expect(status).toBe('completed');
+      expect(seen).toEqual([{ input: { n: 1 }, phase: 'b', attempt: 1, aborted: false }]);
+      const completed = events.filter((e) => e.type === 'task.completed');
+      expect(completed.map((e) => e['phase'])).toEqual(['a', 'b', 'c']);
+      expect(completed[1]!['output']).toEqual({ m: 'remote got {"n":1}' });
+      expect(completed[2]!['output']).toEqual({ m: 'got {"m":"remote got {\\"n\\":1}"}' });
+    } finally {
+      await agent.stop(0);
+    }
+    expect(agent.completed).toBe(1);
+  }, 60_000);
+
+  test('a wrong output is refused with 422 and the RFC payload, the task stays claimed, the fixed output completes it', async () => {
+    const id = await startRun(h, MIXED);
+    const c = await claim(h, 'r');
+    expect(c.status).toBe(200);
+    expect(c.body).toMatchObject({ run_id: id, phase: 'b', attempt: 1, agent: 'r', input: { n: 1 }, lease_ms: LEASE_MS });
+    const token = c.body['token'] as string;
+    const wrongType = await task(h, token, 'complete', { output: { m: 5 } });
+    expect(wrongType.status).toBe(422);
+    expect(wrongType.body['error']).toMatchObject({ code: 'OutputTypeMismatchError', error: 'OutputTypeMismatchError' });
+    const missing = await task(h, token, 'complete', { output: { other: 1 } });
+    expect(missing.status).toBe(422);
+    expect(missing.body['error']).toMatchObject({ code: 'MissingOutputError' });
+    expect((await task(h, token, 'heartbeat')).body).toMatchObject({ status: 'running', stop: false });
+    const done = await task(h, token, 'complete', { output: { m: 'fixed' }, claim_next: true });
+    expect(done.status).toBe(200);
+    expect(done.body).toEqual({ status: 'completed', committed: true, next: null });
+    // the same token again: refused and recorded, never applied
+    const again = await task(h, token, 'complete', { output: { m: 'twice' } });
+    expect(again.status).toBe(409);
+    expect(again.body['error']).toMatchObject({ code: 'task-ended', status: 'completed' });
+    const { status, events } = await toEnd(h, id);
+    expect(status).toBe('completed');
+    const b = events.filter((e) => e['phase'] === 'b');
+    expect(b.filter((e) => e.type === 'task.completed').map((e) => e['output'])).toEqual([{ m: 'fixed' }]);
+    expect(b.filter((e) => e.type === 'task.agent_event').map((e) => (e['data'] as { error: string }).error)).toEqual(['OutputTypeMismatchError', 'MissingOutputError']);
+    const stale = await waitForEvent(h, id, 'task.stale_outcome');
+    expect(stale).toMatchObject({ phase: 'b', attempt: 1, outcome: 'completed', worker: 'remote agent rk' });
+  }, 60_000);
+
+  test('a cancelled run is seen through the heartbeat; the completion is then refused', async () => {
+    const id = await startRun(h, MIXED);
+    const c = await claim(h, 'r');
+    const token = c.body['token'] as string;
+    expect((await api(h.url, 'POST', `/runs/${id}/cancel`, { key: KEYS.operator, body: {} })).status).toBe(200);
+    let beat = await task(h, token, 'heartbeat');
+    for (let i = 0; i < 50 && beat.body['stop'] !== true; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      beat = await task(h, token, 'heartbeat');
+    }
+    expect(beat.status).toBe(200);
+    expect(beat.body).toMatchObject({ stop: true, cancelled: true, status: 'aborted' });
+    const late = await task(h, token, 'complete', { output: { m: 'late' } });
+    expect(late.status).toBe(409);
+    expect((await toEnd(h, id)).status).toBe('cancelled');
+  }, 60_000);
+
+  test('a remote agent that stops heartbeating loses its task: handed back, claimed again as attempt 2 and done once', async () => {
+    const id = await startRun(h, MIXED);
+    const first = await claim(h, 'r');
+    expect(first.body['attempt']).toBe(1);
+    // no heartbeat: after the lease the task is handed back and parked again as a new attempt
+    const second = await claim(h, 'r', RKEY, 20);
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ run_id: id, phase: 'b', attempt: 2 });
+    expect(second.body['token']).not.toBe(first.body['token']);
+    const old = await task(h, first.body['token'] as string, 'complete', { output: { m: 'from the dead' } });
+    expect(old.status).toBe(409);
+    expect(old.body['error']).toMatchObject({ code: 'task-ended', status: 'lost' });
+    expect((await task(h, second.body['token'] as string, 'complete', { output: { m: 'alive' } })).status).toBe(200);
+    const { status, events } = await toEnd(h, id);
+    expect(status).toBe('completed');
+    const b = events.filter((e) => e['phase'] === 'b');
+    expect(b.filter((e) => e.type === 'task.lease_expired').map((e) => e['attempt'])).toEqual([1]);
+    expect(b.filter((e) => e.type === 'task.completed').map((e) => [e['attempt'], e['output']])).toEqual([[2, { m: 'alive' }]]);
+  }, 60_000);
+
+  test('roles: agent:<id> keys act for their own agent only; admin for any; others 401/403', async () => {
+    const id = await startRun(h, MIXED);
+    expect((await api(h.url, 'POST', '/agents/r/claim?wait=0', {})).status).toBe(401);
+    for (const key of [KEYS.reader, KEYS.operator, OTHER, KEYS.agent]) {
+      const r = await claim(h, 'r', key, 0);
+      expect(r.status, key).toBe(403);
+      expect(r.body['error']).toMatchObject({ code: 'forbidden' });
+    }
+    const c = await claim(h, 'r', KEYS.admin);
+    expect(c.status).toBe(200);
+    const token = c.body['token'] as string;
+    expect((await task(h, token, 'complete', { output: { m: 'x' } }, OTHER)).status).toBe(403);
+    expect((await task(h, token, 'heartbeat', {}, KEYS.operator)).status).toBe(403);
+    // bad requests: a malformed token, a body without output, an unknown field
+    expect((await task(h, 'not-a-token', 'complete', { output: {} })).status).toBe(400);
+    expect((await task(h, token, 'complete', {})).body['error']).toMatchObject({ code: 'invalid-request' });
+    expect((await task(h, token, 'fail', { code: 'X', message: 'y', extra: 1 })).status).toBe(400);
+    expect((await task(h, 'rt_AAAAAAAAAAAAAAAAAAAAAAAA', 'complete', { output: {} })).body['error']).toMatchObject({ code: 'unknown-token' });
+    // the agent's own key completes a task an admin claimed
+    expect((await task(h, token, 'complete', { output: { m: 'by r' } })).status).toBe(200);
+    expect((await toEnd(h, id)).status).toBe('completed');
+  }, 60_000);
+
+  test('two completions of one token at the same moment: one is taken, the other refused (409); the phase completes once', async () => {
+    const id = await startRun(h, MIXED);
+    const c = await claim(h, 'r');
+    const token = c.body['token'] as string;
+    const both = await Promise.all([task(h, token, 'complete', { output: { m: 'one' } }), task(h, token, 'complete', { output: { m: 'two' } })]);
+    expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
+    const won = both.find((r) => r.status === 200) === both[0] ? 'one' : 'two';
+    const { events } = await toEnd(h, id);
+    expect(events.filter((e) => e.type === 'task.completed' && e['phase'] === 'b').map((e) => e['output'])).toEqual([{ m: won }]);
+  }, 60_000);
+
+  test('a phase that delegates to another agent (permissions.delegate.to): that agent’s key may take its task', async () => {
+    const delegated = `openintent: "1.0"
+info: {name: delegated}
+agents:
+  r: {x-remote: true}
+workflow:
+  d:
+    assign: r
+    permissions: {delegate: {to: [other]}}
+    outputs: {m: string}
+`;
+    const id = await startRun(h, delegated);
+    const c = await claim(h, 'r', OTHER);
+    expect(c.status, JSON.stringify(c.body)).toBe(200);
+    expect(c.body).toMatchObject({ run_id: id, phase: 'd' });
+    expect((await task(h, c.body['token'] as string, 'complete', { output: { m: 'by other' } }, OTHER)).status).toBe(200);
+    expect((await toEnd(h, id)).status).toBe('completed');
+  }, 60_000);
+
+  test('createRemoteAgent: ctx.signal aborts when the run is cancelled (found by the heartbeat)', async () => {
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    let reason = '';
+    const agent = createRemoteAgent({
+      url: h.url,
+      key: RKEY,
+      agent: 'r',
+      waitS: 2,
+      handler: (ctx) =>
+        new Promise((_, rej) => {
+          started();
+          ctx.signal.addEventListener('abort', () => {
+            reason = String((ctx.signal.reason as Error).message);
+            rej(new Error('aborted'));
+          });
+        }),
+    });
+    try {
+      const id = await startRun(h, MIXED);
+      await running;
+      expect((await api(h.url, 'POST', `/runs/${id}/cancel`, { key: KEYS.operator, body: {} })).status).toBe(200);
+      for (let i = 0; i < 100 && reason === ''; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(reason).toMatch(/the server ended the attempt/);
+      expect((await toEnd(h, id)).status).toBe('cancelled');
+    } finally {
+      await agent.stop(0);
+    }
+    expect(agent.completed).toBe(0);
+  }, 60_000);
+
+  test('a failure with a code and retryable: false fails the phase at once', async () => {
+    const id = await startRun(h, MIXED);
+    const c = await claim(h, 'r');
+    const r = await task(h, c.body['token'] as string, 'fail', { code: 'Broken', message: 'no luck', retryable: false });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ status: 'failed', committed: true });
+    const { status, events } = await toEnd(h, id);
+    expect(status).toBe('failed');
+    expect(events.find((e) => e.type === 'task.failed')).toMatchObject({ phase: 'b', failure: { code: 'Broken', retryable: false } });
+  }, 60_000);
+
+  test('many remote agents on a fan (--remote q): every phase completed exactly once', async () => {
+    const n = 24;
+    const calls = new Map<string, number>();
+    const pool = Array.from({ length: 4 }, () =>
+      createRemoteAgent({
+        url: h.url,
+        key: RKEY.replace('r-', 'q-'),
+        agent: 'q',
+        concurrency: 4,
+        waitS: 2,
+        handler: async (ctx) => {
+          calls.set(ctx.phase, (calls.get(ctx.phase) ?? 0) + 1);
+          await new Promise((r) => setTimeout(r, 5));
+          return { i: Number(ctx.phase.slice(1)) };
+        },
+      }),
+    );
+    try {
+      const id = await startRun(h, fan(n));
+      const { status, events } = await toEnd(h, id);
+      expect(status).toBe('completed');
+      const completed = events.filter((e) => e.type === 'task.completed');
+      expect(completed).toHaveLength(n);
+      expect(new Set(completed.map((e) => e['phase'])).size).toBe(n);
+      for (const e of completed) expect(e['output']).toEqual({ i: Number((e['phase'] as string).slice(1)) });
+      expect([...calls.values()].every((v) => v === 1)).toBe(true);
+      expect(events.filter((e) => e.type === 'task.stale_outcome')).toEqual([]);
+    } finally {
+      await Promise.all(pool.map((a) => a.stop(0)));
+    }
+    // every completion was answered 200 (counted once the agents stopped: the run may end before the last answer arrives)
+    expect(pool.reduce((s, a) => s + a.completed, 0)).toBe(n);
+  }, 60_000);
+
+  test('load, small: 50 remote agents through a 300-phase run; each phase completed once, and the hub holds nothing after', async () => {
+    const n = 300;
+    const pool = Array.from({ length: 50 }, () => createRemoteAgent({ url: h.url, key: RKEY.replace('r-', 'q-'), agent: 'q', waitS: 2, handler: (ctx) => ({ i: Number(ctx.phase.slice(1)) }) }));
+    try {
+      const id = await startRun(h, fan(n));
+      const { status, events } = await toEnd(h, id);
+      expect(status).toBe('completed');
+      const completed = events.filter((e) => e.type === 'task.completed');
+      expect(completed).toHaveLength(n);
+      expect(new Set(completed.map((e) => e['phase'])).size).toBe(n);
+      expect(events.filter((e) => e.type === 'task.stale_outcome' || e.type === 'task.lease_expired')).toEqual([]);
+    } finally {
+      await Promise.all(pool.map((a) => a.stop(0)));
+    }
+    expect(pool.reduce((s, a) => s + a.completed, 0)).toBe(n);
+    // nothing per task is kept once the tasks ended (the list of ended tokens is bounded); the claims of
+    // the stopped agents end when their connections close, or at the latest when their wait (2 s) is over
+    const drained = { live: 0, queued: 0, waitingClaims: 0, commitWaits: 0 };
+    for (let i = 0; i < 60 && h.remote.stats().waitingClaims > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(h.remote.stats()).toMatchObject(drained);
+  }, 90_000);
+
+  test('a remote agent asks a human (an input gate answered with /respond) and reports cost', async () => {
+    const agent = createRemoteAgent({
+      url: h.url,
+      key: RKEY,
+      agent: 'r',
+      waitS: 2,
+      handler: async (ctx) => {
+        ctx.reportCost(0.25);
+        ctx.log('asking');
+        const v = await ctx.requestInput({ question: 'which colour?', choices: ['red', 'blue'] });
+        return { answer: typeof v === 'string' ? v : JSON.stringify(v) };
+      },
+    });
+    try {
+      const id = await startRun(h, ASKING);
+      const s = await readStream(`${h.url}/runs/${id}/events`, { key: KEYS.reader, until: (m) => m.event === 'gate.opened' });
+      const gate = eventsOf(s.messages).find((e) => e.type === 'gate.opened')!['gate_id'] as string;
+      expect((await api(h.url, 'POST', `/runs/${id}/gates/${gate}/respond`, { key: KEYS.operator, body: { value: 'blue' } })).status).toBe(200);
+      const { status, events } = await toEnd(h, id);
+      expect(status).toBe('completed');
+      expect(events.find((e) => e.type === 'task.completed')!['output']).toEqual({ answer: 'blue' });
+      expect(events.find((e) => e.type === 'task.cost')).toMatchObject({ usd: 0.25 });
+      expect(events.find((e) => e.type === 'task.log')).toMatchObject({ message: 'asking' });
+    } finally {
+      await agent.stop(0);
+    }
+  }, 60_000);
+});
+
+async function waitForEvent(h: Remote, id: string, type: string): Promise<Record<string, unknown> | undefined> {
+  for (let i = 0; i < 100; i++) {
+    const r = await api(h.url, 'GET', `/runs/${id}/events?type=${type}`, { key: KEYS.reader });
+    const list = r.body['events'] as Record<string, unknown>[] | undefined;
+    if (list && list.length > 0) return list[0];
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return undefined;
+}
+
+const python = spawnSync('python3', ['--version']).status === 0;
+
+describe.skipIf(!python)('the Python example (standard library only)', () => {
+  let h: Remote;
+  beforeAll(async () => {
+    h = await startRemote('sqlite');
+  }, 60_000);
+  afterAll(async () => {
+    await h?.close();
+  }, 60_000);
+
+  test('examples/remote-python/agent.py does the remote phase of a run', async () => {
+    const script = resolve(__dirname, '../../examples/remote-python/agent.py');
+    const child = spawn('python3', [script, '--once'], { env: { ...process.env, BATON_URL: h.url, BATON_API_KEY: RKEY, BATON_AGENT: 'r' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      const id = await startRun(h, MIXED);
+      const { status, events } = await toEnd(h, id);
+      expect(status, err).toBe('completed');
+      expect(events.find((e) => e.type === 'task.completed' && e['phase'] === 'b')!['output']).toEqual({ m: 'python saw n=1' });
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill();
+    }
+  }, 60_000);
+});
+
+afterAll(() => {
+  // an unknown token's completion logs a line (the roles test sends one); nothing else may
+  expect(logged.filter((l) => !l.includes('unknown token'))).toEqual([]);
+});
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+describe('baton serve --remote as a process', () => {
+  test('--remote with something that is not an agent id is a usage error (exit 2)', async () => {
+    const { run } = await import('../../src/cli/main.js');
+    let err = '';
+    const code = await run(['serve', '--port', '0', '--store', 'memory', '--remote', 'not an id'], { stdout: () => undefined, stderr: (s) => (err += s), isTTY: false, cwd: tmpdir(), env: { BATON_API_KEYS: '' } });
+    expect(code).toBe(2);
+    expect(err).toMatch(/--remote expects an agent id/);
+  });
+
+  test('a remote agent rides out a server crash and restart in the middle of its task: the task is done again, once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-remote-serve-'));
+    writeFileSync(join(dir, 'chain.yaml'), CHAIN);
+    const port = String(await freePort());
+    const env = { BATON_API_KEYS: `${KEYS_ENV},yk:agent:y:${RKEY}` };
+    const serve = () => baton(['serve', '--port', port, '--store', 'runs.db', '--stub-agents', '--remote', 'y', '--lease', '1', '--workflows', '.'], { cwd: dir, env });
+    const listening = async (p: ReturnType<typeof serve>): Promise<string> => {
+      let err = '';
+      p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      for (let i = 0; i < 300 && !/listening on/.test(err); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(err).toMatch(/remote agents: y, and those the workflows declare/);
+      return /listening on (http:\/\/\S+)/.exec(err)![1]!;
+    };
+    const first = serve();
+    let second: ReturnType<typeof serve> | undefined;
+    const calls: number[] = [];
+    const agent = createRemoteAgent({
+      url: `http://127.0.0.1:${port}`,
+      key: RKEY,
+      agent: 'y',
+      waitS: 1,
+      onError: () => undefined,
+      handler: async (ctx) => {
+        calls.push(ctx.attempt);
+        if (calls.length === 1) {
+          // the first attempt never finishes: its server dies under it
+          await new Promise((_, rej) => ctx.signal.addEventListener('abort', () => rej(new Error('stopped')), { once: true }));
+        }
+        return { m: `done by attempt ${ctx.attempt}` };
+      },
+    });
+    try {
+      const url = await listening(first);
+      const started = await api(url, 'POST', '/runs', { key: KEYS.operator, body: { workflow_name: 'chain', run_id: 'ride-out' } });
+      expect(started.status).toBe(201);
+      for (let i = 0; i < 200 && calls.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(calls).toEqual([1]);
+      first.kill('SIGKILL');
+      await first.done;
+      second = serve();
+      await listening(second);
+      let status = '';
+      for (let i = 0; i < 300 && status !== 'completed'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = ((await api(url, 'GET', '/runs/ride-out', { key: KEYS.reader })).body['status'] as string | undefined) ?? '';
+      }
+      expect(status).toBe('completed');
+      const events = (await api(url, 'GET', '/runs/ride-out/events?limit=1000', { key: KEYS.reader })).body['events'] as { type: string; phase?: string; attempt?: number; output?: unknown }[];
+      const b = events.filter((e) => e.phase === 'b');
+      const done = b.filter((e) => e.type === 'task.completed');
+      expect(done).toHaveLength(1);
+      expect(done[0]!.output).toEqual({ m: `done by attempt ${done[0]!.attempt}` });
+      expect(done[0]!.attempt).toBeGreaterThan(1);
+      expect(calls.length).toBe(2);
+    } finally {
+      await agent.stop(0);
+      first.kill('SIGKILL');
+      second?.kill('SIGTERM');
+      if (second) await second.done;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
