@@ -1,4 +1,9 @@
-// temporary probe: many small runs drained by N baton workers; wall time and CPU split (workers vs postgres)
+/**
+ * A drain to look inside (not part of `npm run bench`): `npx tsx bench/probe-drain.ts RUNS WORKERS [chain|fan] [PHASES]`
+ * drains RUNS runs by WORKERS `baton worker` processes on a fresh PostgreSQL database and prints the wall time and
+ * the CPU split (workers vs PostgreSQL, per phase). PROBE_STATS=1 adds pg_stat_statements counts per phase (the
+ * extension must be preloaded); PROBE_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the workers.
+ */
 import { readdirSync, readFileSync } from 'node:fs';
 import { createEngine } from '../src/api/engine.js';
 import { openStore } from '../src/api/store.js';
