@@ -6,7 +6,7 @@
  *
  * The worker loop (worker.ts) does the I/O around this: it claims, runs attempts, commits.
  */
-import type { Plan } from './plan.js';
+import { phaseModelOf, type Plan } from './plan.js';
 import type { RunState } from './state.js';
 import type { DecideEnv, Decisions, Fact, FactResult } from './decide-types.js';
 import { emit, isCurrent, lastAttemptOf, taskId, type Ctx } from './decide-context.js';
@@ -119,7 +119,7 @@ function one(ctx: Ctx, f: Fact): FactResult {
 
 /** USD an attempt of `phase` may still spend before a phase or run budget is exceeded. */
 export function remainingBudget(plan: Plan, state: RunState, phase: string): number | undefined {
-  const pm = plan.byName.get(phase);
+  const pm = phaseModelOf(plan, phase);
   let left: number | undefined;
   const ct = pm?.costTracking;
   if (ct && ct.enabled && ct.budgetUsd !== undefined) left = ct.budgetUsd - (state.phases.get(phase)?.costUsd ?? 0);
