@@ -77,3 +77,21 @@ describe('for_each through the CLI (SQLite)', () => {
     expect(b.err()).toMatch(/--failed-items: phase `outline` has no for_each/);
   });
 });
+
+describe('the live progress view', () => {
+  test("a fan-out phase's row counts its items as they change", async () => {
+    const { ProgressView } = await import('../../src/cli/progress.js');
+    const v = new ProgressView(['outline', 'draft'], { write: () => undefined, isTTY: false }, () => 0);
+    const ev = (type: string, phase: string, data: Record<string, unknown> = {}) => v.onEvent({ type, at: 0, phase, data });
+    ev('task.fanned_out', 'draft', { items: 3, state: 'running' });
+    ev('task.ready', 'draft[0]');
+    ev('task.ready', 'draft[1]');
+    ev('task.claimed', 'draft[0]');
+    expect(v.render()).toMatch(/draft\s+running.*0\/3 completed, 1 running, 1 ready/);
+    ev('task.completed', 'draft[0]');
+    ev('task.claimed', 'draft[1]');
+    ev('task.failed', 'draft[1]');
+    expect(v.render()).toMatch(/1\/3 completed, 1 failed/);
+    expect(v.render()).not.toMatch(/draft\[/);
+  });
+});
