@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, test } from 'vitest';
 import { createEngine } from '../src/api/engine.js';
+import { workflowState } from '../src/api/workflow-state.js';
 import type { CliIo } from '../src/cli/io.js';
 import { run } from '../src/cli/main.js';
 import { MemoryStore } from '../src/store/memory.js';
@@ -53,6 +54,11 @@ describe('a workflow with for_each', () => {
     const res = await engine.run(r.model!, { trigger: { topic: 't', sources: [] } });
     expect(res.status).toBe('completed');
     expect(res.phases['draft-sections']!.output).toEqual({ draft: ['intro: {"why":1} (doc)', 'method: {"how":2} (doc)'] });
+    // the templated `$store` target fills in per item: artifacts.drafts.<section name>
+    const { state } = await engine.inspect(res.runId);
+    const doc = workflowState(state, r.model!, res.events);
+    expect(doc.workflowState.context.artifacts['drafts']).toEqual({ intro: 'intro: {"why":1} (doc)', method: 'method: {"how":2} (doc)' });
+    expect(doc.workflowState.context.artifacts['researchDoc']).toBe('doc');
     await engine.close();
   });
 
