@@ -122,7 +122,10 @@ export function remainingBudget(plan: Plan, state: RunState, phase: string): num
   const pm = phaseModelOf(plan, phase);
   let left: number | undefined;
   const ct = pm?.costTracking;
-  if (ct && ct.enabled && ct.budgetUsd !== undefined) left = ct.budgetUsd - (state.phases.get(phase)?.costUsd ?? 0);
+  const ps = state.phases.get(phase);
+  // a fan-out item spends from its phase's budget, shared with its siblings
+  const scope = ps?.item ? state.phases.get(ps.item.parent) : ps;
+  if (ct && ct.enabled && ct.budgetUsd !== undefined) left = ct.budgetUsd - (scope?.costUsd ?? 0);
   const max = plan.model.governance.maxCostUsd;
   if (max !== undefined) left = Math.min(left ?? Infinity, max - state.costUsd);
   return left === undefined ? undefined : Math.max(0, left);

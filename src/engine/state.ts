@@ -408,6 +408,11 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       const p = phaseOf(state, e.phase, e.task_id);
       p.costUsd = e.phase_total_usd;
       state.costUsd = e.run_total_usd;
+      // a fan-out phase's spend is its items' (its budget counts them together)
+      if (p.item) {
+        const parent = state.phases.get(p.item.parent);
+        if (parent) parent.costUsd += e.usd;
+      }
       return;
     }
     case 'task.completed': {
