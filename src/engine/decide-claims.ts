@@ -17,7 +17,8 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
   const { state, env } = ctx;
   const out: Claimed[] = [];
   if (f.max <= 0 || runGateOpen(state)) return out;
-  // the set itself, not a copy: claims delete what they take (safe while iterating) and add nothing to it
+  // the set itself, not a copy: claims delete what they take (safe while iterating); a fan-out phase released
+  // by its gate adds its first items, which this same loop then visits (a Set iterates what is added to it)
   for (const name of state.ready) {
     if (out.length >= f.max || state.status !== 'running') break;
     const p = state.phases.get(name)!;

@@ -371,6 +371,28 @@ describe('more decisions', () => {
     }
   });
 
+  test('a fan-out phase behind a phase gate fans out at the first claim after its approval; its items are claimed with their elements', () => {
+    const h = harness(`workflow:\n  a: {assign: x, inputs: {xs: $trigger.xs}, outputs: {xs: "integer[]"}}\n  f: {assign: y, depends_on: [a], for_each: a.xs, max_parallel: 2, x-require_approval: true, inputs: {x: $item, i: $index}}\n`, { xs: [5, 6, 7] });
+    h.feed(0, { kind: 'start' }, claim());
+    h.feed(1, outcome('a', 1, ok({ xs: [5, 6, 7] })), claim());
+    expect(statusOf(h.state, 'f')).toBe('awaiting_approval');
+    const d = h.feed(2, { kind: 'decide_gate', gateId: 'approve-f', decision: 'approved', by: 'ed' }, claim());
+    expect(typesOf(d.events)).toEqual(['gate.decided approve-f', 'task.fanned_out f', 'task.ready f[0]', 'task.ready f[1]', 'task.claimed f[0]', 'task.claimed f[1]']);
+    const got = claimedOf(d.results[1]);
+    expect(got.map((c) => [c.phase, c.item, c.input])).toEqual([
+      ['f[0]', { index: 0, value: 5 }, { x: 5, i: 0 }],
+      ['f[1]', { index: 1, value: 6 }, { x: 6, i: 1 }],
+    ]);
+    // the window: the third item opens only when one settles
+    const e = h.feed(3, outcome('f[0]', 1, ok({})), claim());
+    expect(typesOf(e.events)).toEqual(['task.completed f[0]', 'task.ready f[2]', 'task.claimed f[2]']);
+    h.feed(4, outcome('f[1]', 1, ok({ v: 1 })), outcome('f[2]', 1, ok({ v: 2, w: 'x' })));
+    // no declared outputs: every key any item returned, null where an item had none
+    expect(h.state.phases.get('f')!.output).toEqual({ v: [null, 1, 2], w: [null, null, 'x'] });
+    expect(h.state.status).toBe('completed');
+    h.expectReplays();
+  });
+
   test('a phase gate whose condition cannot be evaluated fails closed (approval required)', () => {
     const h = harness(`workflow:\n  a: {assign: x, x-require_approval: {when: "trigger.missing.deep > 1"}}\n`, {});
     const s = h.feed(0, { kind: 'start' });
