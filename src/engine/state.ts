@@ -74,7 +74,7 @@ export interface FanState {
   cancelled: number;
 }
 
-/** The task key of a fan-out item: `phase[index]` (phase names cannot contain `[`, see compile.ts). */
+/** The task key of a fan-out item: `phase[index]` (a phase name cannot end in `[N]`, see compile.ts). */
 export function itemKey(phase: string, index: number): string {
   return `${phase}[${index}]`;
 }

@@ -238,7 +238,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
       continue;
     }
     // a fan-out item's task is keyed `phase[index]` (engine/state.ts): a phase name must not look like one
-    if (/[[\]]/.test(name)) out.push(error('reserved-name', ['workflow', name], `phase name \`${name}\` contains \`[\` or \`]\`, which Baton keeps for fan-out items (\`phase[index]\`)`, { target: 'key', hint: 'rename the phase' }));
+    if (/\[\d+\]$/.test(name)) out.push(error('reserved-name', ['workflow', name], `phase name \`${name}\` ends in \`[N]\`, which Baton keeps for fan-out items (\`phase[index]\`)`, { target: 'key', hint: 'rename the phase' }));
     checkObject(raw, phaseFields, ['workflow', name], out);
     phaseRaw.set(name, raw);
   }
