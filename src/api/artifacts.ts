@@ -7,7 +7,8 @@
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunState } from '../engine/state.js';
-import type { WorkflowModel } from '../workflow/model.js';
+import type { ArtifactTarget, WorkflowModel } from '../workflow/model.js';
+import { resolveBinding } from '../workflow/runtime.js';
 
 /** One file a run read or wrote, as `baton show RUN --artifacts` lists it. */
 export interface FileRow {
@@ -51,18 +52,58 @@ export function fileRows(runId: string, events: readonly RunEvent[]): FileRow[] 
 export function storedArtifacts(model: WorkflowModel, state: RunState): JsonObject {
   const tree: JsonObject = {};
   for (const t of model.artifacts) {
-    if (t.path.some((s) => typeof s !== 'string')) continue;
+    if (t.path.some((s) => typeof s !== 'string')) {
+      // a templated target (`drafts.{$item.name}`): one entry per completed item of the fan-out
+      storeItems(model, state, t, tree);
+      continue;
+    }
     const out = state.phases.get(t.phase)?.output;
     if (!out || !Object.prototype.hasOwnProperty.call(out, t.key)) continue;
-    let node = tree;
-    const segs = t.path as string[];
-    segs.slice(0, -1).forEach((s) => {
-      if (!isPlainObject(node[s])) node[s] = {};
-      node = node[s];
-    });
-    const last = segs[segs.length - 1]!;
-    if (last === '__proto__') Object.defineProperty(node, last, { value: out[t.key]!, enumerable: true, writable: true, configurable: true });
-    else node[last] = out[t.key]!;
+    place(tree, t.path as string[], out[t.key]!);
   }
   return tree;
+}
+
+function place(tree: JsonObject, segs: readonly string[], value: Json): void {
+  let node = tree;
+  segs.slice(0, -1).forEach((s) => {
+    if (!isPlainObject(node[s])) {
+      const fresh: JsonObject = {};
+      if (s === '__proto__') Object.defineProperty(node, s, { value: fresh, enumerable: true, writable: true, configurable: true });
+      else node[s] = fresh;
+    }
+    node = node[s] as JsonObject;
+  });
+  const last = segs[segs.length - 1]!;
+  if (last === '__proto__') Object.defineProperty(node, last, { value, enumerable: true, writable: true, configurable: true });
+  else node[last] = value;
+}
+
+/** The items of `t.phase` that completed, each stored at the target with its element's values in place of `{$item...}`. */
+function storeItems(model: WorkflowModel, state: RunState, t: ArtifactTarget, tree: JsonObject): void {
+  const pm = model.byName.get(t.phase);
+  const fan = state.phases.get(t.phase)?.fan;
+  if (!pm?.forEach || !fan) return;
+  const outputs = new Map<string, unknown>();
+  for (const [name, p] of state.phases) if (p.output !== undefined && p.item === undefined) outputs.set(name, p.output);
+  const arr = resolveBinding({ name: 'for_each', ref: pm.forEach.ref, source: pm.forEach.source } as Parameters<typeof resolveBinding>[0], outputs, state.trigger, pm.initialState);
+  if (!arr.ok || !Array.isArray(arr.value)) return;
+  for (let i = 0; i < fan.count; i++) {
+    const p = state.phases.get(`${t.phase}[${i}]`);
+    const out = p?.status === 'completed' ? p.output : undefined;
+    if (!out || !Object.prototype.hasOwnProperty.call(out, t.key)) continue;
+    const segs: string[] = [];
+    for (const s of t.path) {
+      if (typeof s === 'string') {
+        segs.push(s);
+        continue;
+      }
+      let v: unknown = arr.value[i];
+      for (const k of s.item) v = isPlainObject(v) && Object.prototype.hasOwnProperty.call(v, k) ? v[k] : undefined;
+      // an element without a name for its slot is left out of the tree (its output is still the item's)
+      if (typeof v !== 'string' && typeof v !== 'number') break;
+      segs.push(String(v));
+    }
+    if (segs.length === t.path.length) place(tree, segs, out[t.key]!);
+  }
 }

@@ -23,7 +23,7 @@ import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/por
 import { toJson } from '../engine/attempt.js';
 import { commandRun, startRun, workflowRecord } from '../engine/start.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
-import { planOf, refuseUnsupported } from '../engine/plan.js';
+import { planOf } from '../engine/plan.js';
 import { localFileStager, withFiles, type FileStager } from '../engine/files.js';
 import { Worker, type FaultPlan, type StoreTrouble, type WorkerOptions } from '../engine/worker.js';
 import { parseWorkflow } from '../workflow/compile.js';
@@ -294,7 +294,6 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   /** Creates a run in the store (nothing runs yet) and returns its id; refuses it when an agent has no handler. */
   async create(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}): Promise<string> {
     const model = spec instanceof WorkflowSpec ? spec.model : spec;
-    refuseUnsupported(model); // before bindings are checked: the reason comes first
     const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
     checkTrigger(model, opts.trigger);
     const runId = opts.runId ?? newRunId(this.clock.now());
@@ -352,7 +351,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    * state and bindings, that reuses the recorded output of every completed phase not downstream of
    * PHASE (its events name the run it came from) and runs PHASE and everything after it.
    */
-  async rerun(runId: string, from: string, opts: Omit<StartRunOptions, 'trigger' | 'initialState' | 'path'> = {}): Promise<string> {
+  async rerun(runId: string, from: string, opts: Omit<StartRunOptions, 'trigger' | 'initialState' | 'path'> & { failedItems?: boolean } = {}): Promise<string> {
     const record = await this.store.run(runId);
     if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
     const model = await this.model(record);
@@ -361,7 +360,14 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     for (const name of model.order) if (model.byName.get(name)!.dependsOn.some((d) => again.has(d))) again.add(name);
     const state = replay(runId, await this.store.events(runId));
     const outputs = new Map<string, { output: JsonObject; attempt: number }>();
-    for (const [name, p] of state.phases) if (!again.has(name) && p.status === 'completed' && p.output) outputs.set(name, { output: p.output, attempt: p.attempts });
+    if (opts.failedItems && !model.byName.get(from)!.forEach) throw new BatonError('usage', `--failed-items: phase \`${from}\` has no for_each, so it has no items`);
+    for (const [name, p] of state.phases) {
+      if (p.status !== 'completed' || !p.output) continue;
+      // items are reused only by `--failed-items`, and only those of PHASE (its upstream, reused whole, does not change)
+      if (p.item) {
+        if (opts.failedItems && p.item.parent === from) outputs.set(name, { output: p.output, attempt: p.attempts });
+      } else if (!again.has(name)) outputs.set(name, { output: p.output, attempt: p.attempts });
+    }
     const w = await this.store.workflow(record.workflowHash);
     const timeoutMs = typeof record.options['timeout_ms'] === 'number' ? record.options['timeout_ms'] : undefined;
     const newId = opts.runId ?? newRunId(this.clock.now());

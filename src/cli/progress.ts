@@ -5,6 +5,7 @@
 import { createLogUpdate } from 'log-update';
 import pc from 'picocolors';
 import { escapeControls, safeText } from '../diagnostics/terminal.js';
+import { parseItemKey } from '../engine/state.js';
 
 /** The part of an engine event the view reads. */
 export interface ViewEvent {
@@ -46,6 +47,8 @@ export class ProgressView {
   private dirty = false;
   private startedAt = Date.now();
   private title: string | undefined;
+  /** Fan-out phases: each item's state and the counts by state, shown as the phase's note. */
+  private fans = new Map<string, { items: number; states: Map<string, string>; counts: Map<string, number> }>();
 
   constructor(
     phases: readonly string[],
@@ -69,7 +72,10 @@ export class ProgressView {
       const title = e.data?.['reason'];
       if (typeof title === 'string') this.title = title;
     }
+    const item = e.phase !== undefined && !this.rows.has(e.phase) ? parseItemKey(e.phase) : undefined;
+    if (item) this.onItem(e, item.parent);
     const row = e.phase !== undefined ? this.rows.get(e.phase) : undefined;
+    if (row && e.type === 'task.fanned_out') this.fans.set(e.phase!, { items: typeof e.data?.['items'] === 'number' ? e.data['items'] : 0, states: new Map(), counts: new Map() });
     if (row) {
       const override = e.data?.['state'];
       const state = typeof override === 'string' ? override : STATE_OF[e.type];
@@ -84,6 +90,21 @@ export class ProgressView {
     }
     if (this.log) this.dirty = true;
     else this.out.write(this.line(e) + '\n');
+  }
+
+  /** An item's event counts under its phase (`412/500 completed, 3 failed, 85 running`); an item has no row of its own. */
+  private onItem(e: ViewEvent, parent: string): void {
+    const fan = this.fans.get(parent);
+    const row = this.rows.get(parent);
+    const state = STATE_OF[e.type];
+    if (!fan || !row || !state || state === 'waiting') return;
+    const was = fan.states.get(e.phase!);
+    if (was === state) return;
+    if (was !== undefined) fan.counts.set(was, (fan.counts.get(was) ?? 1) - 1);
+    fan.states.set(e.phase!, state);
+    fan.counts.set(state, (fan.counts.get(state) ?? 0) + 1);
+    const rest = ['failed', 'skipped', 'cancelled', 'running', 'retrying', 'ready'].filter((s) => (fan.counts.get(s) ?? 0) > 0).map((s) => `${fan.counts.get(s)} ${s}`);
+    row.note = [`${fan.counts.get('completed') ?? 0}/${fan.items} completed`, ...rest].join(', ');
   }
 
   private line(e: ViewEvent): string {

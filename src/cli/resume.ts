@@ -62,7 +62,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
     store = await openCliStore(values, io);
     const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
     engine = await makeEngine(store, io, values, holder);
-    const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}) });
+    const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}), ...(values['failed-items'] ? { failedItems: true } : {}) });
     const record = (await store.run(id))!;
     if (values.detach) {
       io.stdout(values.json ? JSON.stringify({ runId: id, status: 'running', store: store.location }) + '\n' : `${id}\n`);
@@ -76,7 +76,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
     const { model } = await engine.bind(record);
     const view = values.quiet ? undefined : progressView(model.phases.map((p) => p.name), io, values.json === true);
     holder.view = view;
-    if (!values.quiet) io.stderr(`run ${id}: rerun of ${positionals[0]!} from phase ${values.from}\n`);
+    if (!values.quiet) io.stderr(`run ${id}: rerun of ${positionals[0]!} from phase ${values.from}${values['failed-items'] ? ' (its failed and skipped items)' : ''}\n`);
     return await holder.fg.finish(engine, id, view);
   } catch (e) {
     return exitFor(e, 'rerun', io, RERUN_USAGE);

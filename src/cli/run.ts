@@ -232,6 +232,8 @@ export function describeEvent(e: RunEvent): string {
       return e.partial ? 'partial result (accepted by its contract)' : '';
     case 'task.checkpoint':
       return 'checkpoint saved';
+    case 'task.fanned_out':
+      return `${e.items} item${e.items === 1 ? '' : 's'}`;
     case 'task.warning':
       return `warning ${e.code}: ${e.message}`;
     case 'task.cancelled':
@@ -286,6 +288,6 @@ export function toViewEvent(e: RunEvent): ViewEvent {
     at: e.at,
     ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}),
     ...('attempt' in e ? { attempt: e.attempt } : {}),
-    data: { reason: note, ...(e.type === 'task.completed' && e.partial ? { state: 'partial' } : {}) },
+    data: { reason: note, ...(e.type === 'task.completed' && e.partial ? { state: 'partial' } : {}), ...(e.type === 'task.fanned_out' ? { items: e.items, state: 'running' } : {}) },
   };
 }

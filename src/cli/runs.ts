@@ -14,6 +14,7 @@ import { UsageError, exitFor, openCliStore, storeFlag } from './durable.js';
 import { RUNS_OPTIONS, SHOW_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
 import { describeEvent } from './run.js';
+import { itemCounts, itemRows, itemSummary } from './items.js';
 
 const RUN_STATES: readonly RunStatus[] = ['running', 'waiting', 'completed', 'failed', 'cancelled'];
 
@@ -77,6 +78,19 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
       else for (const r of rows) io.stdout(`${safeText(r.phase, 200)}#${r.attempt}${r.item !== null ? `[${r.item}]` : ''}  ${r.access.padEnd(7)}  ${r.direction.padEnd(8)}  ${r.key !== null ? `${safeText(r.key, 200)}  ` : ''}${safeText(JSON.stringify(r.path))}  ${JSON.stringify(r.sha256)}  ${JSON.stringify(r.size)}\n`);
       return 0;
     }
+    if (values.items !== undefined) {
+      const rows = itemRows(state, values.items);
+      if (!rows) {
+        const fans = [...state.phases].filter(([, p]) => p.fan).map(([n]) => n);
+        throw new UsageError(`--items: phase \`${values.items}\` of run ${record.runId} has no items (${fans.length > 0 ? `phases with items: ${fans.join(', ')}` : 'no phase of this run has fanned out'})`);
+      }
+      if (values.json) io.stdout(JSON.stringify(rows, null, 2) + '\n');
+      else {
+        const lines = rows.map((r) => `  [${r.index}] ${r.status.padEnd(10)} attempts ${r.attempts}${r.reused_from ? `  (reused from ${safeText(r.reused_from, 200)})` : ''}${r.output ? `  ${clip(JSON.stringify(r.output))}` : ''}${r.error ? `  ${safeText(r.error.code, 200)}: ${safeText(clip(r.error.message))}` : ''}${r.skipped_detail ? `  skipped: ${safeText(r.skipped_detail)}` : ''}`);
+        io.stdout(`${safeText(values.items, 200)}: ${itemSummary(itemCounts(state, values.items)!)}\n${lines.join('\n')}\n`);
+      }
+      return 0;
+    }
     if (values.json) {
       const { events, ...rest } = result;
       const doc = {
@@ -91,6 +105,10 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
         updated_at: record.updatedAt,
         ...(values.events ? { events } : {}),
       };
+      // a fan-out phase's items stay in `phases` (`phase[index]`); their counts by status beside
+      const fan: Record<string, { items: number; counts: Record<string, number> }> = {};
+      for (const [name, p] of state.phases) if (p.fan) fan[name] = itemCounts(state, name)!;
+      if (Object.keys(fan).length > 0) (doc as Record<string, unknown>)['fan_out'] = fan;
       io.stdout(JSON.stringify(doc, null, 2) + '\n');
       return 0;
     }
@@ -103,7 +121,11 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
     if (result.error) out.push(`  ${c.red(safeText(result.error.code, 200))}: ${safeText(result.error.message)}`);
     out.push('', c.bold('phases'));
     for (const [name, p] of Object.entries(result.phases)) {
+      // items are counted under their phase (`--items PHASE` lists them)
+      if (state.phases.get(name)?.item) continue;
+      const counts = itemCounts(state, name);
       out.push(`  ${safeText(name, 200).padEnd(24)} ${colorStatus(p.status, c).padEnd(color ? 34 : 24)} attempts ${p.attempts}${p.agent ? `  agent ${safeText(p.agent, 200)}` : ''}${p.reused_from ? `  (reused from ${safeText(p.reused_from, 200)})` : ''}`);
+      if (counts) out.push(`      items  ${itemSummary(counts)}  (baton show ${safeText(record.runId, 200)} --items ${safeText(name, 200)})`);
       if (p.input && Object.keys(p.input).length > 0) out.push(`      input  ${clip(JSON.stringify(p.input))}`);
       if (p.output) out.push(`      output ${clip(JSON.stringify(p.output))}`);
       if (p.error) out.push(`      ${c.red(safeText(p.error.code, 200))}: ${safeText(p.error.message)}`);
@@ -174,6 +196,6 @@ function gateLine(g: GateResult, runId: string): string {
   return s;
 }
 
-function clip(s: string): string {
+export function clip(s: string): string {
   return s.length > 200 ? `${s.slice(0, 197)}...` : s;
 }

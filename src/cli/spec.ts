@@ -102,6 +102,7 @@ export const SHOW_OPTIONS = {
   json: JSON_OPTION,
   state: { type: 'boolean', default: false, desc: 'the run in the agent-contract spec’s workflow-state shape (JSON)' },
   artifacts: { type: 'boolean', default: false, desc: 'the files the run staged, synced, read or wrote: phase, attempt, item, key, path, sha256, size' },
+  items: { type: 'string', arg: 'PHASE', desc: 'the items of a for_each phase: index, status, attempts, output or failure' },
 } as const satisfies OptionTable;
 
 export const RESUME_OPTIONS = {
@@ -119,6 +120,7 @@ export const RERUN_OPTIONS = {
   from: { type: 'string', arg: 'PHASE', desc: 'the phase to run again, with everything after it (required)' },
   'run-id': { type: 'string', arg: 'ID', desc: 'the new run’s id', shown: 'a new id' },
   detach: { type: 'boolean', default: false, desc: 'only store the new run and print its id' },
+  'failed-items': { type: 'boolean', default: false, desc: 'with a for_each PHASE: run only its failed or skipped items again, keep the others' },
 } as const satisfies OptionTable;
 
 export const WORKER_OPTIONS = {

@@ -18,8 +18,10 @@ export interface InputRequest {
 export interface AgentContext {
   /** Exactly the phase's declared inputs, resolved by the executor (RFC-0024 §3.2). `{}` without `inputs`. */
   readonly input: JsonObject;
-  /** The phase name. */
+  /** The phase name (a fan-out item's too: its task is `taskId`, its element `item`). */
   readonly phase: string;
+  /** In a fan-out phase (`for_each`): the item this task runs on, its element and 0-based index. */
+  readonly item?: { readonly index: number; readonly value: Json } | undefined;
   readonly taskId: string;
   readonly runId: string;
   /** 1-based attempt number (retries count up). */

@@ -4,6 +4,7 @@
  * deep nesting, throwing getters, Proxies, invalid costs) become named failures here, never crashes.
  */
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
+import { parseItemKey } from './state.js';
 import { AgentError, type AgentContext, type AgentHandler, type InputRequest } from './agent.js';
 import type { Outcome } from './decide.js';
 import type { FailureRecord } from './events.js';
@@ -69,7 +70,8 @@ export class Attempt implements AgentContext {
   constructor(
     private readonly host: AttemptHost,
     readonly runId: string,
-    readonly phase: string,
+    /** The task's key in the run state: the phase, or `phase[index]` for a fan-out item. */
+    readonly key: string,
     readonly taskId: string,
     readonly attempt: number,
     readonly agent: string,
@@ -77,7 +79,13 @@ export class Attempt implements AgentContext {
     readonly initialState: JsonObject,
     readonly inputResponse: Json | undefined,
     readonly lastCheckpoint: Json | undefined = undefined,
-  ) {}
+    readonly item: { index: number; value: Json } | undefined = undefined,
+  ) {
+    this.phase = parseItemKey(key)?.parent ?? key;
+  }
+
+  /** The phase name the agent sees (an item's phase, not its task key). */
+  readonly phase: string;
 
   get idempotencyKey(): string {
     return this.taskId;

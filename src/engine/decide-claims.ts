@@ -5,12 +5,11 @@
 import type { Json } from '../core/json.js';
 import { tryResolveTaskInputs } from '../workflow/runtime.js';
 import { contractOfPhase } from './plan.js';
-import type { RunState } from './state.js';
 import { claimableAt, runGateOpen } from './due.js';
 import type { Claimed, Fact } from './decide-types.js';
-import { agentOf, emit, initialStateOf, model, openGate, type Ctx } from './decide-context.js';
+import { agentOf, emit, initialStateOf, model, openGate, outputsView, type Ctx } from './decide-context.js';
 import { failAccess } from './decide-gates.js';
-import { terminal } from './decide-settle.js';
+import { fanArray, fanOut, terminal } from './decide-settle.js';
 
 // ---- claims -----------------------------------------------------------------------------------
 
@@ -18,10 +17,16 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
   const { state, env } = ctx;
   const out: Claimed[] = [];
   if (f.max <= 0 || runGateOpen(state)) return out;
-  // the set itself, not a copy: claims delete what they take (safe while iterating) and add nothing to it
+  // the set itself, not a copy: claims delete what they take (safe while iterating); a fan-out phase released
+  // by its gate adds its first items, which this same loop then visits (a Set iterates what is added to it)
   for (const name of state.ready) {
     if (out.length >= f.max || state.status !== 'running') break;
     const p = state.phases.get(name)!;
+    if (p.item === undefined && model(ctx, name).forEach) {
+      // a fan-out phase released by its approval gate: it runs as its items, never as one task
+      fanOut(ctx, name);
+      continue;
+    }
     if (p.notBefore !== undefined && p.notBefore > env.now) continue;
     const agent = agentOf(ctx, name);
     if (ctx.plan.accessAgents.has(agent)) {
@@ -38,7 +43,13 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
     const at = claimableAt(ctx.plan, state, name, f);
     if (at === undefined || at > env.now) continue;
     const pm = model(ctx, name);
-    const r = tryResolveTaskInputs(pm, outputsView(state), { trigger: state.trigger, initialState: initialStateOf(ctx, pm), taskId: p.taskId });
+    let item: { index: number; value: Json } | undefined;
+    if (p.item) {
+      const arr = fanArray(ctx, pm, pm.forEach!);
+      // the upstream outputs were recorded once and never change: the array the phase fanned out over still resolves
+      if (arr.ok) item = { index: p.item.index, value: arr.items[p.item.index] ?? null };
+    }
+    const r = tryResolveTaskInputs(pm, outputsView(state), { trigger: state.trigger, initialState: initialStateOf(ctx, pm), taskId: p.taskId, ...(item ? { item } : {}) });
     if (!r.ok) {
       // upstream outputs never change once recorded: a rejected claim can never succeed, so the task fails now
       const payload = r.error.toJSON();
@@ -53,7 +64,7 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
     const lastCheckpoint = p.checkpoint !== undefined && !fresh ? p.checkpoint.value : undefined;
     const attempt = p.attempts + 1;
     emit(ctx, { type: 'task.claimed', phase: name, task_id: p.taskId, attempt, agent, input: r.input, worker: f.worker, lease_expires_at: env.now + f.leaseMs });
-    out.push({ phase: name, taskId: p.taskId, attempt, agent, input: r.input, ...(inputResponse !== undefined ? { inputResponse } : {}), ...(lastCheckpoint !== undefined ? { lastCheckpoint } : {}) });
+    out.push({ phase: name, taskId: p.taskId, attempt, agent, input: r.input, ...(item ? { item } : {}), ...(inputResponse !== undefined ? { inputResponse } : {}), ...(lastCheckpoint !== undefined ? { lastCheckpoint } : {}) });
   }
   return out;
 }
@@ -64,21 +75,4 @@ function openAccessGate(ctx: Ctx, agent: string, phase: string): void {
   const g = openGate(ctx, id, 'access', { approvers: ar?.approvers ?? [], timeoutHours: ar?.timeoutHours, onTimeout: undefined }, `agent \`${agent}\` requires access approval before its first task (phase \`${phase}\`)`, { agent });
   if (g.status !== 'open' || !ar || ar.onRequest === 'defer') return;
   emit(ctx, { type: 'gate.decided', gate_id: id, decision: ar.onRequest === 'approve' ? 'approved' : 'denied', by: 'access_review', auto: true });
-}
-
-/** Recorded outputs by phase name, for input resolution: a read-through view of the state, no copy. */
-class OutputsView extends Map<string, unknown> {
-  constructor(private readonly state: RunState) {
-    super();
-  }
-  override get(k: string): unknown {
-    return this.state.phases.get(k)?.output;
-  }
-  override has(k: string): boolean {
-    return this.state.phases.get(k)?.output !== undefined;
-  }
-}
-
-function outputsView(state: RunState): ReadonlyMap<string, unknown> {
-  return new OutputsView(state);
 }

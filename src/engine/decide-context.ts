@@ -6,7 +6,7 @@
 import type { Json, JsonObject } from '../core/json.js';
 import type { PhaseModel } from '../workflow/model.js';
 import type { FailureRecord, GateKind, NewEvent, OnTimeout, RunEvent } from './events.js';
-import type { GateSpec, Plan } from './plan.js';
+import { phaseModelOf, type GateSpec, type Plan } from './plan.js';
 import { applyEvent, type GateState, type RunState } from './state.js';
 import type { DecideEnv } from './decide-types.js';
 
@@ -52,6 +52,7 @@ const ROW_EVENTS: ReadonlySet<string> = new Set([
   'task.failed',
   'task.skipped',
   'task.cancelled',
+  'task.fanned_out',
 ]);
 
 export function taskId(ctx: Ctx, phase: string): string {
@@ -70,7 +71,7 @@ export function lastAttemptOf(ctx: Ctx, phase: string, attempt: number): boolean
 }
 
 export function model(ctx: Ctx, phase: string): PhaseModel {
-  return ctx.plan.byName.get(phase)!;
+  return phaseModelOf(ctx.plan, phase)!;
 }
 
 export function initialStateOf(ctx: Ctx, p: PhaseModel): JsonObject {
@@ -115,4 +116,21 @@ export function formatMs(ms: number): string {
   if (ms >= HOUR && ms % HOUR === 0) return `${ms / HOUR} h`;
   if (ms >= 1000) return `${Math.round(ms / 100) / 10} s`;
   return `${ms} ms`;
+}
+
+/** Recorded outputs by phase name, for input resolution: a read-through view of the state, no copy. */
+class OutputsView extends Map<string, unknown> {
+  constructor(private readonly state: RunState) {
+    super();
+  }
+  override get(k: string): unknown {
+    return this.state.phases.get(k)?.output;
+  }
+  override has(k: string): boolean {
+    return this.state.phases.get(k)?.output !== undefined;
+  }
+}
+
+export function outputsView(state: RunState): ReadonlyMap<string, unknown> {
+  return new OutputsView(state);
 }

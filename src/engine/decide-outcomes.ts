@@ -154,12 +154,15 @@ export function addCost(ctx: Ctx, name: string, attempt: number, usd: number): v
   emit(ctx, { type: 'task.cost', phase: name, task_id: ps.taskId, attempt, usd, phase_total_usd: phaseTotal, run_total_usd: runTotal });
   const ct = pm.costTracking;
   if (ct && ct.enabled && ct.budgetUsd !== undefined) {
-    const pct = ct.budgetUsd > 0 ? (phaseTotal / ct.budgetUsd) * 100 : Infinity;
-    if (ct.alertAtPercent !== undefined && pct >= ct.alertAtPercent && !state.alerted.has(name)) {
-      emit(ctx, { type: 'budget.alert', scope: 'phase', phase: name, budget_usd: ct.budgetUsd, spent_usd: phaseTotal, percent: Math.round(pct * 10) / 10 });
+    // a fan-out item's spend counts against its phase's budget, with its siblings' (the event above added it)
+    const scope = ps.item ? ps.item.parent : name;
+    const spent = ps.item ? state.phases.get(scope)!.costUsd : phaseTotal;
+    const pct = ct.budgetUsd > 0 ? (spent / ct.budgetUsd) * 100 : Infinity;
+    if (ct.alertAtPercent !== undefined && pct >= ct.alertAtPercent && !state.alerted.has(scope)) {
+      emit(ctx, { type: 'budget.alert', scope: 'phase', phase: scope, budget_usd: ct.budgetUsd, spent_usd: spent, percent: Math.round(pct * 10) / 10 });
     }
-    if (phaseTotal > ct.budgetUsd + 1e-12) {
-      const err = new BudgetExceededError('phase', ct.budgetUsd, phaseTotal, name);
+    if (spent > ct.budgetUsd + 1e-12) {
+      const err = new BudgetExceededError('phase', ct.budgetUsd, spent, scope);
       stop(ctx, { kind: 'failed', failure: { code: err.error, error: err.error, message: err.message, retryable: false, details: err.toJSON() } });
       return;
     }

@@ -3,12 +3,13 @@
  * held at its gate or made ready; a terminal event queues its dependents and may open the run gate;
  * the run ends when nothing is open, or is stopped.
  */
-import { cloneJson, type JsonObject } from '../core/json.js';
-import type { PhaseModel } from '../workflow/model.js';
+import { cloneJson, isPlainObject, type Json, type JsonObject } from '../core/json.js';
+import { resolveBinding } from '../workflow/runtime.js';
+import type { ForEachModel, PhaseModel, ToleratedFailures } from '../workflow/model.js';
 import type { FailureRecord, NewEvent } from './events.js';
-import type { RunState } from './state.js';
+import { itemKey, isTerminal, parseItemKey, taskIdFor, type FanState, type RunState } from './state.js';
 import type { Fact } from './decide-types.js';
-import { emit, initialStateOf, model, openGate, taskId, type Ctx } from './decide-context.js';
+import { emit, initialStateOf, model, openGate, outputsView, taskId, type Ctx } from './decide-context.js';
 
 // ---- start and settling ---------------------------------------------------------------------
 
@@ -34,6 +35,11 @@ export function start(ctx: Ctx, f: Extract<Fact, { kind: 'start' }>): void {
       const extra = pm.outputs ? Object.keys(r.output).filter((k) => !pm.outputs!.some((d) => d.key === k)) : [];
       emit(ctx, { type: 'task.completed', phase: name, task_id: taskId(ctx, name), attempt: r.attempt, output: cloneJson(r.output), extra_keys: extra, cost_usd: 0, reused_from: f.rerunOf.run_id });
       checkRunGate(ctx, name);
+    }
+    // `--failed-items`: the completed items of the fan-out phase run again, recorded before it fans out
+    for (const [key, r] of f.rerunOf.outputs) {
+      if (!parseItemKey(key)) continue;
+      emit(ctx, { type: 'task.completed', phase: key, task_id: taskIdFor(state.runId, key), attempt: r.attempt, output: cloneJson(r.output), extra_keys: [], cost_usd: 0, reused_from: f.rerunOf.run_id });
     }
   }
   checkRunGate(ctx, undefined);
@@ -70,7 +76,8 @@ function settle(ctx: Ctx, name: string): void {
       }
     }
   }
-  if (p.skipWhen) {
+  // a skip_when that reads `$item` / `$index` skips single items (fill), never the whole phase
+  if (p.skipWhen && !p.forEach?.itemSkip) {
     const r = evaluate(ctx, p.skipWhen, p);
     if (!r.ok) {
       terminal(ctx, { type: 'task.failed', phase: name, task_id, attempts: 0, failure: { code: 'SkipConditionError', message: `skip_when \`${p.skipWhen.source}\` ${r.message}`, retryable: false } });
@@ -93,17 +100,20 @@ function settle(ctx: Ctx, name: string): void {
     }
     if (required) {
       openGate(ctx, `approve-${name}`, 'phase', gate, reason, { phase: name, task_id });
+      // an approved fan-out phase is ready: its first claim fans it out (decide-claims.ts)
       return;
     }
   }
-  emit(ctx, { type: 'task.ready', phase: name, task_id });
+  if (p.forEach) fanOut(ctx, name);
+  else emit(ctx, { type: 'task.ready', phase: name, task_id });
 }
 
-export function evaluate(ctx: Ctx, expr: NonNullable<PhaseModel['skipWhen']>, p: PhaseModel | undefined): { ok: true; value: boolean } | { ok: false; message: string } {
-  const scope: Record<string, unknown> = { trigger: ctx.state.trigger, initial_state: p ? initialStateOf(ctx, p) : (ctx.env.initialState ?? {}) };
+export function evaluate(ctx: Ctx, expr: NonNullable<PhaseModel['skipWhen']>, p: PhaseModel | undefined, item?: { _item: Json; _index: number }): { ok: true; value: boolean } | { ok: false; message: string } {
+  const scope: Record<string, unknown> = { trigger: ctx.state.trigger, initial_state: p ? initialStateOf(ctx, p) : (ctx.env.initialState ?? {}), ...item };
   // `phases.<name>.status`: how each finished phase ended (`completed`, `partial`, `skipped`, `failed`)
   if (expr.names.includes('phases')) scope['phases'] = phaseStatuses(ctx.state);
   for (const n of expr.names) {
+    if (item && (n === '_item' || n === '_index')) continue;
     const out = ctx.state.phases.get(n)?.output;
     if (out !== undefined) scope[n] = out;
   }
@@ -131,6 +141,10 @@ function phaseStatuses(state: RunState): JsonObject {
 export function terminal(ctx: Ctx, e: NewEvent & { type: 'task.completed' | 'task.failed' | 'task.skipped' | 'task.cancelled' }): void {
   emit(ctx, e);
   if (ctx.state.status !== 'running') return;
+  if (ctx.state.phases.get(e.phase)?.item) {
+    itemSettled(ctx, e.phase);
+    return;
+  }
   const g = ctx.state.graph!;
   for (const d of g.dependents.get(e.phase) ?? []) if (g.remaining.get(d) === 0) ctx.unblocked.push(d);
   checkRunGate(ctx, e.phase);
@@ -178,4 +192,173 @@ export function checkRunGate(ctx: Ctx, settled: string | undefined): void {
     else return;
   }
   openGate(ctx, 'approval', 'run', g, reason, {});
+}
+
+// ---- fan-out (`for_each`) ---------------------------------------------------------------------
+
+/*
+ * Fan-out (`for_each`): a phase whose dependencies finished resolves its array and records how many
+ * items it has (`task.fanned_out`); each item is then an ordinary task keyed `phase[index]`, claimed,
+ * leased, retried and timed out like any other. Items are opened in index order while fewer than the
+ * phase's window are unsettled (`max_parallel`, else FAN_WINDOW), so the ready set and each commit stay
+ * small whatever the array's length. When every item has settled, the phase completes with the items'
+ * outputs gathered in item order, one array per output key (a failed or skipped item's slot is null),
+ * or fails when more items failed than `tolerated_failures` allows (the unsettled ones are cancelled).
+ *
+ * Item outputs live in their own events and task rows while the fan runs; only the completion of the
+ * phase holds the gathered arrays.
+ */
+
+/** Items unsettled at once when a phase sets no `max_parallel`: workers' free slots bound what runs. */
+export const FAN_WINDOW = 1024;
+
+/** The array a fan-out phase runs over, or why it cannot be had. */
+export function fanArray(ctx: Ctx, pm: PhaseModel, fe: ForEachModel): { ok: true; items: readonly Json[] } | { ok: false; message: string } {
+  const run = ctx.env.initialState;
+  const initial = run ? { ...run, ...pm.initialState } : pm.initialState;
+  const src = fe.source;
+  // the array itself: the `for_each` reference read as an input binding (`$item` sources cannot occur here)
+  const r = resolveBinding({ name: 'for_each', ref: fe.ref, source: src } as Parameters<typeof resolveBinding>[0], outputsView(ctx.state), ctx.state.trigger, initial);
+  if (!r.ok) return { ok: false, message: `for_each \`${fe.ref}\`: ${r.reason}` };
+  if (!Array.isArray(r.value)) return { ok: false, message: `for_each \`${fe.ref}\` is ${r.value === null ? 'null' : typeof r.value}, not an array` };
+  return { ok: true, items: r.value };
+}
+
+/** The phase's dependencies finished (and its gate, if any, let it go): record its items and open the first. */
+export function fanOut(ctx: Ctx, name: string): void {
+  const pm = model(ctx, name);
+  const p = ctx.state.phases.get(name)!;
+  const arr = fanArray(ctx, pm, pm.forEach!);
+  if (!arr.ok) {
+    terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: 0, failure: { code: 'ForEachNotArray', message: arr.message, retryable: false, details: { for_each: pm.forEach!.ref } } });
+    return;
+  }
+  emit(ctx, { type: 'task.fanned_out', phase: name, task_id: p.taskId, items: arr.items.length });
+  fill(ctx, name, arr.items);
+}
+
+/** Opens items while the window allows: a ready task each, or a skipped one when `skip_when` says so. */
+function fill(ctx: Ctx, name: string, items?: readonly Json[]): void {
+  const { state } = ctx;
+  const p = state.phases.get(name)!;
+  const fan = p.fan!;
+  const pm = model(ctx, name);
+  const fe = pm.forEach!;
+  const window = fe.maxParallel ?? FAN_WINDOW;
+  let arr = items;
+  while (fan.next < fan.count && fan.active < window && state.status === 'running' && p.status === 'running') {
+    const index = fan.next;
+    const key = itemKey(name, index);
+    const task_id = taskIdFor(state.runId, key);
+    if (fe.itemSkip && pm.skipWhen) {
+      if (arr === undefined) {
+        const r = fanArray(ctx, pm, fe);
+        // the upstream outputs were recorded once and never change: the array resolved at the fan-out still does
+        arr = r.ok ? r.items : [];
+      }
+      const r = evaluate(ctx, pm.skipWhen, pm, { _item: arr[index] ?? null, _index: index });
+      if (!r.ok) {
+        // no recursion through itemSettled: a long run of such items is a loop here, not a deep stack
+        emit(ctx, { type: 'task.failed', phase: key, task_id, attempts: 0, failure: { code: 'SkipConditionError', message: `skip_when \`${pm.skipWhen.source}\` ${r.message} for item ${index}`, retryable: false } });
+        const allowed = toleratedOf(fe.toleratedFailures, fan.count);
+        if (fan.failed > allowed) {
+          failFan(ctx, name, fan, allowed);
+          return;
+        }
+        continue;
+      }
+      if (r.value) {
+        emit(ctx, { type: 'task.skipped', phase: key, task_id, reason: 'skip_when', detail: `skip_when \`${pm.skipWhen.source}\` is true for item ${index}` });
+        continue;
+      }
+    }
+    emit(ctx, { type: 'task.ready', phase: key, task_id });
+  }
+  if (p.status === 'running' && fan.completed + fan.failed + fan.skipped + fan.cancelled >= fan.count) finish(ctx, name);
+}
+
+/** How many failed items a fan of `count` tolerates. */
+export function toleratedOf(t: ToleratedFailures, count: number): number {
+  return 'count' in t ? t.count : Math.floor((t.percent * count) / 100 + 1e-9);
+}
+
+/**
+ * An item settled (its terminal event was just emitted): fail the phase when too many failed, else
+ * open the next items, or complete the phase when none is left.
+ */
+export function itemSettled(ctx: Ctx, key: string): void {
+  const { state } = ctx;
+  const item = state.phases.get(key)?.item;
+  if (!item || state.status !== 'running') return;
+  const name = item.parent;
+  const p = state.phases.get(name)!;
+  if (p.status !== 'running' || !p.fan) return;
+  const fan = p.fan;
+  const fe = model(ctx, name).forEach!;
+  const allowed = toleratedOf(fe.toleratedFailures, fan.count);
+  if (fan.failed > allowed) {
+    failFan(ctx, name, fan, allowed);
+    return;
+  }
+  fill(ctx, name);
+}
+
+function failFan(ctx: Ctx, name: string, fan: FanState, allowed: number): void {
+  const { state } = ctx;
+  const p = state.phases.get(name)!;
+  let first: { index: number; code: string; message: string } | undefined;
+  for (let i = 0; i < fan.next; i++) {
+    const q = state.phases.get(itemKey(name, i));
+    if (!q) continue;
+    if (q.status === 'failed' && first === undefined && q.error) first = { index: i, code: q.error.code, message: q.error.message };
+    if (!isTerminal(q.status)) emit(ctx, { type: 'task.cancelled', phase: itemKey(name, i), task_id: q.taskId, reason: 'FanOutFailed' });
+  }
+  const tol = model(ctx, name).forEach!.toleratedFailures;
+  const limit = 'count' in tol ? `${tol.count}` : `${tol.percent}% of ${fan.count} = ${allowed}`;
+  const message = `${fan.failed} of ${fan.count} items failed, more than tolerated_failures allows (${limit})${first ? `; item ${first.index}: ${first.code}: ${first.message.slice(0, 300)}` : ''}`;
+  terminal(ctx, {
+    type: 'task.failed',
+    phase: name,
+    task_id: p.taskId,
+    attempts: 0,
+    failure: { code: 'FanOutFailed', message, retryable: false, details: { items: fan.count, failed: fan.failed, tolerated: allowed, ...(first ? { first_failed_item: first.index, first_failure: first.code } : {}) } },
+  });
+}
+
+/** Every item settled: the phase completes with each output key gathered into an array in item order. */
+function finish(ctx: Ctx, name: string): void {
+  const { state } = ctx;
+  const p = state.phases.get(name)!;
+  const fan = p.fan!;
+  const pm = model(ctx, name);
+  const keys: string[] = pm.outputs ? pm.outputs.map((d) => d.key) : [];
+  const declared = pm.outputs !== undefined;
+  const seen = new Set(keys);
+  const outs: (JsonObject | undefined)[] = new Array<JsonObject | undefined>(fan.count);
+  let cost = 0;
+  for (let i = 0; i < fan.count; i++) {
+    const q = state.phases.get(itemKey(name, i));
+    cost += q?.costUsd ?? 0;
+    const o = q?.status === 'completed' ? q.output : undefined;
+    outs[i] = o;
+    // without declared outputs, every key any item returned is gathered (first seen, first)
+    if (!declared && o) {
+      for (const k of Object.keys(o)) {
+        if (seen.has(k)) continue;
+        seen.add(k);
+        keys.push(k);
+      }
+    }
+  }
+  const output: JsonObject = {};
+  for (const k of keys) {
+    const col: Json[] = new Array<Json>(fan.count);
+    for (let i = 0; i < fan.count; i++) {
+      const o = outs[i];
+      const v = o !== undefined && isPlainObject(o) ? o[k] : undefined;
+      col[i] = v === undefined ? null : v;
+    }
+    output[k] = col;
+  }
+  terminal(ctx, { type: 'task.completed', phase: name, task_id: p.taskId, attempt: 0, output, extra_keys: [], cost_usd: Math.round(cost * 1e9) / 1e9 });
 }

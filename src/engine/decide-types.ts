@@ -14,6 +14,8 @@ export interface Claimed {
   attempt: number;
   agent: string;
   input: JsonObject;
+  /** A fan-out item (`phase[index]` tasks): its element and index (`ctx.item`). */
+  item?: { index: number; value: Json };
   /** The answer of the phase's last input gate, for an attempt that replaces one that asked (ctx.inputResponse). */
   inputResponse?: Json;
   /** The task's last checkpoint (`ctx.checkpoint`), for an attempt that follows one that saved it (ctx.lastCheckpoint). */

@@ -371,6 +371,28 @@ describe('more decisions', () => {
     }
   });
 
+  test('a fan-out phase behind a phase gate fans out at the first claim after its approval; its items are claimed with their elements', () => {
+    const h = harness(`workflow:\n  a: {assign: x, inputs: {xs: $trigger.xs}, outputs: {xs: "integer[]"}}\n  f: {assign: y, depends_on: [a], for_each: a.xs, max_parallel: 2, x-require_approval: true, inputs: {x: $item, i: $index}}\n`, { xs: [5, 6, 7] });
+    h.feed(0, { kind: 'start' }, claim());
+    h.feed(1, outcome('a', 1, ok({ xs: [5, 6, 7] })), claim());
+    expect(statusOf(h.state, 'f')).toBe('awaiting_approval');
+    const d = h.feed(2, { kind: 'decide_gate', gateId: 'approve-f', decision: 'approved', by: 'ed' }, claim());
+    expect(typesOf(d.events)).toEqual(['gate.decided approve-f', 'task.fanned_out f', 'task.ready f[0]', 'task.ready f[1]', 'task.claimed f[0]', 'task.claimed f[1]']);
+    const got = claimedOf(d.results[1]);
+    expect(got.map((c) => [c.phase, c.item, c.input])).toEqual([
+      ['f[0]', { index: 0, value: 5 }, { x: 5, i: 0 }],
+      ['f[1]', { index: 1, value: 6 }, { x: 6, i: 1 }],
+    ]);
+    // the window: the third item opens only when one settles
+    const e = h.feed(3, outcome('f[0]', 1, ok({})), claim());
+    expect(typesOf(e.events)).toEqual(['task.completed f[0]', 'task.ready f[2]', 'task.claimed f[2]']);
+    h.feed(4, outcome('f[1]', 1, ok({ v: 1 })), outcome('f[2]', 1, ok({ v: 2, w: 'x' })));
+    // no declared outputs: every key any item returned, null where an item had none
+    expect(h.state.phases.get('f')!.output).toEqual({ v: [null, 1, 2], w: [null, null, 'x'] });
+    expect(h.state.status).toBe('completed');
+    h.expectReplays();
+  });
+
   test('a phase gate whose condition cannot be evaluated fails closed (approval required)', () => {
     const h = harness(`workflow:\n  a: {assign: x, x-require_approval: {when: "trigger.missing.deep > 1"}}\n`, {});
     const s = h.feed(0, { kind: 'start' });
@@ -514,6 +536,107 @@ describe('property: any sequence of facts on any graph', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('property: fan-out (for_each) under any sequence of facts', () => {
+  const fanArb = fc.record({
+    items: fc.integer({ min: 0, max: 6 }),
+    maxParallel: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
+    tolerated: fc.constantFrom('0', '0', '1', '2', '"50%"'),
+    skip: fc.boolean(),
+    attempts: fc.integer({ min: 1, max: 2 }),
+  });
+  // weighted so that most runs get through their fan-out (a cancel or a stale outcome ends or wastes a step)
+  const actionArb = fc.oneof(
+    { arbitrary: fc.record({ k: fc.constant('claim' as const), worker: fc.constantFrom('A', 'B'), max: fc.integer({ min: 0, max: 4 }) }), weight: 4 },
+    { arbitrary: fc.record({ k: fc.constant('outcome' as const), pick: fc.nat(), how: fc.constantFrom('ok', 'ok', 'ok', 'retryable', 'fatal', 'fatal', 'bad'), wrongAttempt: fc.constantFrom(false, false, false, true) }), weight: 6 },
+    { arbitrary: fc.record({ k: fc.constant('lease' as const), pick: fc.nat() }), weight: 1 },
+    { arbitrary: fc.record({ k: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 500 }) }), weight: 2 },
+    { arbitrary: fc.record({ k: fc.constant('cancel' as const) }), weight: 1 },
+  );
+
+  test('replay == state; items within max_parallel; gathered outputs in item order with null slots; fails only past tolerated_failures', () => {
+    const seen = { completed: 0, fanFailed: 0 };
+    fc.assert(
+      fc.property(fanArb, fc.array(actionArb, { maxLength: 120 }), fc.boolean(), (cfg, actions, withCancel) => {
+        const h = harness(`workflow:
+  src: {assign: x, outputs: {xs: "integer[]"}}
+  f: {assign: y, depends_on: [src], for_each: src.xs, ${cfg.maxParallel !== undefined ? `max_parallel: ${cfg.maxParallel}, ` : ''}tolerated_failures: ${cfg.tolerated}, ${cfg.skip ? 'skip_when: "$item > 3", ' : ''}inputs: {x: $item}, outputs: {v: integer}, retry: {max_attempts: ${cfg.attempts}, backoff: constant, initial_delay_ms: 100}}
+  g: {assign: x, depends_on: [f], inputs: {vs: f.v}}
+`);
+        const xs = Array.from({ length: cfg.items }, (_, i) => i + 1);
+        let now = 0;
+        h.feed(now, { kind: 'start' });
+        for (const a of actions) {
+          const running = [...h.state.running];
+          const pick = (i: number) => (running.length > 0 ? running[i % running.length] : undefined);
+          let fact: Fact | undefined;
+          switch (a.k) {
+            case 'claim':
+              fact = claim(a.worker, a.max);
+              break;
+            case 'outcome': {
+              const ph = pick(a.pick);
+              if (!ph) break;
+              const p = h.state.phases.get(ph)!;
+              const value = ph === 'src' ? { xs } : ph === 'g' ? {} : { v: 10 * p.item!.index };
+              // the upstream array always arrives (its failures are the other property's); items and g fail at random
+              const o = a.how === 'ok' || ph === 'src' ? ok(value) : a.how === 'bad' && ph !== 'g' ? ok({}) : fail(a.how === 'fatal' ? 'Fatal' : 'Flaky', a.how !== 'fatal');
+              fact = outcome(ph, a.wrongAttempt ? p.attempts - 1 : p.attempts, o, p.leaseOwner);
+              break;
+            }
+            case 'lease': {
+              const ph = pick(a.pick);
+              if (ph) fact = { kind: 'lease_expired', phase: ph, attempt: h.state.phases.get(ph)!.attempts, owner: h.state.phases.get(ph)!.leaseOwner! };
+              break;
+            }
+            case 'tick':
+              now += a.ms;
+              fact = { kind: 'tick' };
+              break;
+            case 'cancel':
+              if (withCancel) fact = { kind: 'cancel', reason: 'user' };
+              break;
+          }
+          if (!fact) continue;
+          h.feed(now, fact);
+          const again = replay('r', h.log);
+          attachGraph(again, h.plan.dependsOn, h.plan.dependents, h.plan.assign);
+          expect(again).toEqual(h.state);
+          const f = h.state.phases.get('f')!;
+          const items = [...h.state.phases.entries()].filter(([k]) => k.startsWith('f['));
+          const active = items.filter(([, p]) => !['completed', 'failed', 'skipped', 'cancelled'].includes(p.status));
+          // the fan-out phase itself is never claimed; its items never exceed its window
+          expect(h.state.running.has('f')).toBe(false);
+          if (cfg.maxParallel !== undefined) expect(active.length).toBeLessThanOrEqual(cfg.maxParallel);
+          if (f.fan) {
+            expect(f.fan.active).toBe(active.length);
+            expect(f.fan.failed).toBe(items.filter(([, p]) => p.status === 'failed').length);
+          }
+          const tolerated = cfg.tolerated === '"50%"' ? Math.floor(cfg.items / 2) : Number(cfg.tolerated);
+          if (f.status === 'completed') {
+            const v = f.output!['v'] as (number | null)[];
+            expect(v).toHaveLength(cfg.items);
+            for (let i = 0; i < cfg.items; i++) {
+              const q = h.state.phases.get(`f[${i}]`)!;
+              expect(v[i]).toBe(q.status === 'completed' ? 10 * i : null);
+              if (cfg.skip && xs[i]! > 3) expect(q.status).toBe('skipped');
+            }
+            expect(items.filter(([, p]) => p.status === 'failed').length).toBeLessThanOrEqual(tolerated);
+            seen.completed++;
+          }
+          if (f.status === 'failed' && f.error?.code === 'FanOutFailed') {
+            expect(f.fan!.failed).toBe(tolerated + 1);
+            seen.fanFailed++;
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+    // the property reached both endings of a fan, not only runs that never got that far
+    expect(seen.completed).toBeGreaterThan(0);
+    expect(seen.fanFailed).toBeGreaterThan(0);
   });
 });
 

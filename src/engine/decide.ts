@@ -6,7 +6,7 @@
  *
  * The worker loop (worker.ts) does the I/O around this: it claims, runs attempts, commits.
  */
-import type { Plan } from './plan.js';
+import { phaseModelOf, type Plan } from './plan.js';
 import type { RunState } from './state.js';
 import type { DecideEnv, Decisions, Fact, FactResult } from './decide-types.js';
 import { emit, isCurrent, lastAttemptOf, taskId, type Ctx } from './decide-context.js';
@@ -119,10 +119,13 @@ function one(ctx: Ctx, f: Fact): FactResult {
 
 /** USD an attempt of `phase` may still spend before a phase or run budget is exceeded. */
 export function remainingBudget(plan: Plan, state: RunState, phase: string): number | undefined {
-  const pm = plan.byName.get(phase);
+  const pm = phaseModelOf(plan, phase);
   let left: number | undefined;
   const ct = pm?.costTracking;
-  if (ct && ct.enabled && ct.budgetUsd !== undefined) left = ct.budgetUsd - (state.phases.get(phase)?.costUsd ?? 0);
+  const ps = state.phases.get(phase);
+  // a fan-out item spends from its phase's budget, shared with its siblings
+  const scope = ps?.item ? state.phases.get(ps.item.parent) : ps;
+  if (ct && ct.enabled && ct.budgetUsd !== undefined) left = ct.budgetUsd - (scope?.costUsd ?? 0);
   const max = plan.model.governance.maxCostUsd;
   if (max !== undefined) left = Math.min(left ?? Infinity, max - state.costUsd);
   return left === undefined ? undefined : Math.max(0, left);

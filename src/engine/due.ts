@@ -6,7 +6,7 @@
  * in memory. A due time that passes while a commit is in flight is found by the next look, by
  * construction: nothing here is edge-triggered.
  */
-import type { Plan } from './plan.js';
+import { phaseModelOf, type Plan } from './plan.js';
 import type { PhaseState, RunState } from './state.js';
 
 /** Who asks: the claim of one worker. */
@@ -24,7 +24,7 @@ export interface Claimant {
 
 /** The agent of a task's next attempt: `assign`, or the fallback agent. */
 export function nextAgentOf(plan: Plan, state: RunState, name: string): string {
-  return state.phases.get(name)!.nextAgent ?? plan.byName.get(name)!.assign;
+  return state.phases.get(name)!.nextAgent ?? phaseModelOf(plan, name)!.assign;
 }
 
 /** Whether the run gate is open (it holds every claim). */

@@ -98,6 +98,11 @@ export type RunEvent =
     })
   | (TaskBase & { type: 'task.failed'; attempts: number; failure: FailureRecord })
   | (TaskBase & { type: 'task.skipped'; reason: SkipReason; detail: string })
+  /**
+   * A fan-out phase (`for_each`) resolved its array: `items` item tasks, keyed `phase[index]`, follow as
+   * slots free. The phase completes with their outputs gathered once every item has settled.
+   */
+  | (TaskBase & { type: 'task.fanned_out'; items: number })
   | (TaskBase & { type: 'task.cancelled'; reason: string })
   /** The worker holding the attempt stopped renewing its lease (it died): the task is ready for a new attempt. */
   | (TaskBase & { type: 'task.lease_expired'; attempt: number; owner: string })

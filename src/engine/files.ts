@@ -76,7 +76,7 @@ export function localFileStager(opts: { workspace: string; tmpDir?: string }): F
   const ws = (): Promise<string> => (realWs ??= realpath(workspace).catch(() => workspace));
   return {
     async open(scope) {
-      const safe = `${scope.phase}-${scope.attempt}`.replace(/[^\w.-]/g, '_').slice(0, 60);
+      const safe = `${scope.phase}${scope.item ? `-${scope.item.index}` : ''}-${scope.attempt}`.replace(/[^\w.-]/g, '_').slice(0, 60);
       const root = await mkdtemp(join(opts.tmpDir ?? tmpdir(), `baton-files-${safe}-`));
       // during this root's syncs: folders resolved (path -> real path) and folders made, once each, not once per file
       const dirs = new Map<string, string>();
@@ -295,7 +295,7 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
   return async (ctx: AgentContext) => {
     const files = filesOfPhase(opts.model, opts.contracts, ctx.phase, ctx.agent);
     if (!files || files.inputs.length + files.outputs.length === 0) return handler(ctx);
-    const scope: StageScope = { runId: ctx.runId, workflowId: opts.model.info.name, phase: ctx.phase, attempt: ctx.attempt };
+    const scope: StageScope = { runId: ctx.runId, workflowId: opts.model.info.name, phase: ctx.phase, attempt: ctx.attempt, ...(ctx.item ? { item: ctx.item } : {}) };
     const values = tokenValues(scope, opts.now());
     // every input path is expanded before anything is created: a refused one fails the attempt at once
     const inputs = files.inputs.map((e) => ({ e, path: expandOrFail(e, values, scope.item) }));

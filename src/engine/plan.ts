@@ -2,13 +2,11 @@
  * What the decisions need from a compiled workflow, computed once per model: the dependency graph
  * both ways, the gates (run, phase, access) in engine terms.
  */
-import { BatonError } from '../core/errors.js';
-import { SourceFile } from '../diagnostics/source.js';
 import { parseExpression, type Expression } from '../workflow/expr.js';
-import { parseYamlSource } from '../workflow/source.js';
 import type { AgentContract } from '../workflow/contract/model.js';
 import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
 import type { OnTimeout } from './events.js';
+import { parseItemKey } from './state.js';
 
 export interface GateSpec {
   when: Expression | undefined;
@@ -38,9 +36,17 @@ export interface Plan {
   contracts: ReadonlyMap<string, AgentContract>;
 }
 
+/** The phase model of a task: its phase's, or for a fan-out item (`phase[index]`) its fan-out phase's. */
+export function phaseModelOf(plan: Plan, task: string): PhaseModel | undefined {
+  const pm = plan.byName.get(task);
+  if (pm !== undefined) return pm;
+  const item = parseItemKey(task);
+  return item ? plan.byName.get(item.parent) : undefined;
+}
+
 /** The phase's governing contract: its assigned agent's (a fallback agent runs under it). */
 export function contractOfPhase(plan: Plan, phase: string): AgentContract | undefined {
-  const pm = plan.byName.get(phase);
+  const pm = phaseModelOf(plan, phase);
   return pm ? plan.contracts.get(pm.assign) : undefined;
 }
 
@@ -57,25 +63,6 @@ export function withContracts(plan: Plan, extra: ReadonlyMap<string, AgentContra
 /** The default attempt timeout from a contract's `resources.estimatedTime` (its upper bound). */
 export function estimatedMsOf(c: AgentContract | undefined): number | undefined {
   return c?.resources.estimatedMs?.max;
-}
-
-/**
- * A workflow this engine cannot run yet is refused before anything is stored, naming the place in
- * its file: `for_each` phases compile and type-check, but items do not run until the engine's claim
- * model runs each item as a task (docs/workflow-format.md). Running such a phase as one task would
- * hand its agent the wrong input and record the wrong outputs.
- */
-export function refuseUnsupported(model: WorkflowModel): void {
-  const fan = model.phases.filter((p) => p.forEach);
-  if (fan.length === 0) return;
-  const where = (at: readonly (string | number)[]): string => {
-    if (model.sourceText === undefined) return model.file;
-    const src = parseYamlSource(model.sourceText);
-    const p = new SourceFile(model.file, model.sourceText).position(src.locate(at)[0]);
-    return `${model.file}:${p.line}:${p.column}`;
-  };
-  const list = fan.map((p) => `${where(p.forEach!.at)}: phase \`${p.name}\` fans out with \`for_each: ${p.forEach!.ref}\``);
-  throw new BatonError('unsupported', `${list.join('; ')}: this version of Baton validates and types fan-out phases but does not run them yet (for_each execution is coming); run it without \`for_each\`, or wait for a release that runs items`);
 }
 
 const plans = new WeakMap<WorkflowModel, Plan>();

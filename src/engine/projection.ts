@@ -4,7 +4,7 @@
  */
 import { HELD, type Commit, type LeaseExpectation, type RunUpdate, type TaskRow } from './ports.js';
 import { nextTimer, storedNotBefore } from './due.js';
-import type { Plan } from './plan.js';
+import { phaseModelOf, type Plan } from './plan.js';
 import { runStatusOf, type RunState } from './state.js';
 import type { RunEvent } from './events.js';
 
@@ -15,7 +15,7 @@ export function taskRow(plan: Plan, state: RunState, phase: string, now: number)
     taskId: p.taskId,
     status: p.status === 'completed' && p.partial ? 'partial' : p.status,
     attempt: p.attempts,
-    agent: p.nextAgent ?? plan.byName.get(phase)?.assign ?? p.agent ?? '',
+    agent: p.nextAgent ?? phaseModelOf(plan, phase)?.assign ?? p.agent ?? '',
     leaseOwner: p.status === 'running' ? (p.leaseOwner ?? null) : null,
     leaseExpiresAt: p.status === 'running' ? (p.leaseExpiresAt ?? null) : null,
     notBefore: storedNotBefore(plan, state, phase, HELD),

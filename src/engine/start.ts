@@ -8,7 +8,7 @@ import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { WorkflowModel } from '../workflow/model.js';
 import { decide, type Fact, type FactResult } from './decide.js';
-import { refuseUnsupported, planOf } from './plan.js';
+import { planOf } from './plan.js';
 import type { RunRecord, RunStore, WorkflowRecord } from './ports.js';
 import type { RunEvent } from './events.js';
 import { buildCommit } from './projection.js';
@@ -41,7 +41,6 @@ export function workflowRecord(model: WorkflowModel, path: string | undefined): 
  * which the caller reports as a worker reports the events of its commits.
  */
 export async function startRun(store: RunStore, model: WorkflowModel, opts: StartOptions, clock: Clock): Promise<{ state: RunState; events: RunEvent[] }> {
-  refuseUnsupported(model); // for_each: compiled, typed, not run yet (plan.ts)
   const now = clock.now();
   const plan = planOf(model);
   const workflow = workflowRecord(model, opts.path);

@@ -50,6 +50,43 @@ export interface PhaseState {
   escalations: number;
   /** The process group of the last attempt that recorded one (a subprocess agent). */
   process: { attempt: number; pid: number; pgid: number; host: string; start_time?: string } | undefined;
+  /** A fan-out phase (`for_each`) once its items are known (`task.fanned_out`): counts of its item tasks. */
+  fan: FanState | undefined;
+  /** An item task of a fan-out phase (`phase[index]`): the phase and the item's index. */
+  item: { parent: string; index: number } | undefined;
+}
+
+/**
+ * A fan-out phase's items, counted as their tasks change (derived from the item events, so replay gives
+ * the same counts). Items are tasks keyed `phase[index]` in `RunState.phases`; they are opened in index
+ * order as slots free (`active` stays within the phase's window), so a fan of 100,000 items never has
+ * 100,000 ready tasks at once.
+ */
+export interface FanState {
+  count: number;
+  /** The lowest index not yet opened (no task for it). */
+  next: number;
+  /** Items opened and not yet settled. */
+  active: number;
+  completed: number;
+  failed: number;
+  skipped: number;
+  cancelled: number;
+}
+
+/** The task key of a fan-out item: `phase[index]` (a phase name cannot end in `[N]`, see compile.ts). */
+export function itemKey(phase: string, index: number): string {
+  return `${phase}[${index}]`;
+}
+
+/** The phase and index of an item task key, or undefined for a phase's own task. */
+export function parseItemKey(name: string): { parent: string; index: number } | undefined {
+  if (!name.endsWith(']')) return undefined;
+  const open = name.lastIndexOf('[');
+  if (open <= 0) return undefined;
+  const digits = name.slice(open + 1, -1);
+  if (!/^(0|[1-9]\d*)$/.test(digits)) return undefined;
+  return { parent: name.slice(0, open), index: Number(digits) };
 }
 
 /** `closed`: the run ended (stopped, failed, cancelled) while the gate was still open; nobody can decide it now. */
@@ -150,6 +187,8 @@ export function newPhaseState(taskId: string): PhaseState {
     lastFailure: undefined,
     escalations: 0,
     process: undefined,
+    fan: undefined,
+    item: undefined,
   };
 }
 
@@ -204,8 +243,28 @@ function phaseOf(state: RunState, name: string, taskId: string): PhaseState {
     p = newPhaseState(taskId);
     state.phases.set(name, p);
     state.open++;
+    const item = parseItemKey(name);
+    if (item) {
+      p.item = item;
+      const fan = state.phases.get(item.parent)?.fan;
+      if (fan) {
+        fan.active++;
+        if (item.index === fan.next) advanceNext(state, item.parent, fan);
+      }
+    }
   }
   return p;
+}
+
+function advanceNext(state: RunState, parent: string, fan: FanState): void {
+  while (fan.next < fan.count && state.phases.has(itemKey(parent, fan.next))) fan.next++;
+}
+
+function countItem(fan: FanState, s: TaskStatus, by: number): void {
+  if (s === 'completed') fan.completed += by;
+  else if (s === 'failed') fan.failed += by;
+  else if (s === 'skipped') fan.skipped += by;
+  else if (s === 'cancelled') fan.cancelled += by;
 }
 
 const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'skipped', 'cancelled']);
@@ -220,9 +279,17 @@ function setStatus(state: RunState, name: string, p: PhaseState, s: TaskStatus):
   if (was === 'ready') state.ready.delete(name);
   else if (was === 'running') state.running.delete(name);
   if (s === 'ready') state.ready.add(name);
-  else if (s === 'running') state.running.add(name);
+  // a fan-out phase runs through its items: it holds no lease and is never claimed itself
+  else if (s === 'running' && p.fan === undefined) state.running.add(name);
   if (TERMINAL.has(s) && !TERMINAL.has(was)) {
     state.open--;
+    if (p.item) {
+      const fan = state.phases.get(p.item.parent)?.fan;
+      if (fan) {
+        fan.active--;
+        countItem(fan, s, 1);
+      }
+    }
     const g = state.graph;
     if (g) for (const d of g.dependents.get(name) ?? []) g.remaining.set(d, (g.remaining.get(d) ?? 1) - 1);
   }
@@ -306,6 +373,21 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       setStatus(state, e.phase, p, 'ready');
       return;
     }
+    case 'task.fanned_out': {
+      const p = phaseOf(state, e.phase, e.task_id);
+      const fan: FanState = { count: e.items, next: 0, active: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 };
+      // items recorded before the fan (reused by `baton rerun --failed-items`) count from the start
+      for (const q of state.phases.values()) {
+        if (q.item?.parent !== e.phase || q.item.index >= e.items) continue;
+        if (TERMINAL.has(q.status)) countItem(fan, q.status, 1);
+        else fan.active++;
+      }
+      p.fan = fan;
+      advanceNext(state, e.phase, fan);
+      setStatus(state, e.phase, p, 'running');
+      p.startedAt ??= e.at;
+      return;
+    }
     case 'task.claim_rejected':
     case 'task.stale_outcome':
     case 'task.sibling_output':
@@ -326,6 +408,11 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       const p = phaseOf(state, e.phase, e.task_id);
       p.costUsd = e.phase_total_usd;
       state.costUsd = e.run_total_usd;
+      // a fan-out phase's spend is its items' (its budget counts them together)
+      if (p.item) {
+        const parent = state.phases.get(p.item.parent);
+        if (parent) parent.costUsd += e.usd;
+      }
       return;
     }
     case 'task.completed': {
@@ -344,7 +431,8 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       setStatus(state, e.phase, p, 'failed');
       p.error = e.failure;
       p.endedAt = e.at;
-      state.firstFailure ??= { phase: e.phase, failure: e.failure };
+      // a failed item fails the run only through its phase (past tolerated_failures)
+      if (!p.item) state.firstFailure ??= { phase: e.phase, failure: e.failure };
       return;
     }
     case 'task.skipped': {

@@ -10,7 +10,7 @@ import { AgentError } from './agent.js';
 import { Attempt, StopSignal, TimeoutError, toOutcome, type AttemptHost } from './attempt.js';
 import { remainingBudget, type Claimed } from './decide.js';
 import type { FileProvenance } from './files.js';
-import { contractOfPhase, estimatedMsOf } from './plan.js';
+import { contractOfPhase, estimatedMsOf, phaseModelOf } from './plan.js';
 import type { RunCtx } from './worker-base.js';
 import { WorkerCommits } from './worker-commits.js';
 
@@ -20,7 +20,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
   // ---- attempts ---------------------------------------------------------------------------------
 
   protected override start(ctx: RunCtx, c: Claimed): void {
-    const pm = ctx.plan.byName.get(c.phase)!;
+    const pm = phaseModelOf(ctx.plan, c.phase)!;
     // an earlier attempt's agent process that outlived its worker (kill -9 of Baton) ends before this one starts
     const orphan = ctx.state.phases.get(c.phase)?.process;
     if (orphan && orphan.attempt < c.attempt) endRecordedGroup(orphan);
@@ -39,6 +39,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
       initial,
       c.inputResponse === undefined ? undefined : cloneJson(c.inputResponse),
       c.lastCheckpoint === undefined ? undefined : cloneJson(c.lastCheckpoint),
+      c.item === undefined ? undefined : { index: c.item.index, value: cloneJson(c.item.value) },
     );
     ctx.attempts.set(c.phase, att);
     this.active++;
@@ -61,7 +62,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     if (slow) {
       this.clock.sleep(2 * estimateMs!, slow.signal).then(
         () => {
-          if (!att.settled) this.note(ctx, { kind: 'warn', phase: att.phase, attempt: att.attempt, code: 'EstimateExceeded', message: `the attempt has run for ${2 * estimateMs!} ms, twice its contract's estimated time`, details: { estimated_ms: estimateMs! } });
+          if (!att.settled) this.note(ctx, { kind: 'warn', phase: att.key, attempt: att.attempt, code: 'EstimateExceeded', message: `the attempt has run for ${2 * estimateMs!} ms, twice its contract's estimated time`, details: { estimated_ms: estimateMs! } });
         },
         () => undefined,
       );
@@ -78,7 +79,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     att.settled = true;
     att.timeoutCtl?.abort();
     slow?.abort();
-    if (ctx.attempts.get(att.phase) === att) ctx.attempts.delete(att.phase);
+    if (ctx.attempts.get(att.key) === att) ctx.attempts.delete(att.key);
     if (att.suspendedOn === undefined) this.releaseSlot(ctx, att);
     if (this.crashed !== undefined) return;
     if (att.abortReason instanceof StopSignal) {
@@ -87,7 +88,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     }
     const outcome = toOutcome(ok, value);
     this.fault('attempt.after-return');
-    this.note(ctx, { kind: 'outcome', phase: att.phase, attempt: att.attempt, worker: this.id, outcome });
+    this.note(ctx, { kind: 'outcome', phase: att.key, attempt: att.attempt, worker: this.id, outcome });
   }
 
   /**
@@ -101,19 +102,19 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
       this.active--;
       return;
     }
-    ctx.busy.add(att.phase);
+    ctx.busy.add(att.key);
     const grace = new AbortController();
     // a stopped worker waits for nobody: the grace timer must not keep the process alive
     const stopGrace = (): void => grace.abort();
     this.idleCtl.signal.addEventListener('abort', stopGrace, { once: true });
     void att.finished.then(() => this.idleCtl.signal.removeEventListener('abort', stopGrace));
     const free = (): void => {
-      if (ctx.busy.has(att.phase) && ![...ctx.attempts.values()].some((a) => a.phase === att.phase && a !== att)) ctx.busy.delete(att.phase);
+      if (ctx.busy.has(att.key) && ![...ctx.attempts.values()].some((a) => a.key === att.key && a !== att)) ctx.busy.delete(att.key);
     };
     this.clock.sleep(this.abortGraceMs, grace.signal).then(
       () => {
         if (att.handlerDone || this.crashed !== undefined) return;
-        this.note(ctx, { kind: 'warn', phase: att.phase, attempt: att.attempt, code: 'AbortIgnored', message: `the agent ignored its abort signal for ${this.abortGraceMs} ms and is still running; its slot stays taken until it returns`, details: { grace_ms: this.abortGraceMs } });
+        this.note(ctx, { kind: 'warn', phase: att.key, attempt: att.attempt, code: 'AbortIgnored', message: `the agent ignored its abort signal for ${this.abortGraceMs} ms and is still running; its slot stays taken until it returns`, details: { grace_ms: this.abortGraceMs } });
         free();
       },
       () => undefined,
@@ -162,8 +163,8 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
       for (const ctx of this.runs.values()) {
         for (const a of ctx.attempts.values()) {
           if (a.suspendedOn !== undefined) continue;
-          held.push({ runId: ctx.runId, phase: a.phase, attempt: a.attempt });
-          byKey.set(`${ctx.runId}\u0000${a.phase}`, a);
+          held.push({ runId: ctx.runId, phase: a.key, attempt: a.attempt });
+          byKey.set(`${ctx.runId}\u0000${a.key}`, a);
         }
       }
       if (held.length === 0 && this.active === 0) return;
@@ -200,12 +201,12 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
 
   cost(att: Attempt, usd: number): void {
     const ctx = this.runs.get(att.runId);
-    if (ctx) this.note(ctx, { kind: 'cost', phase: att.phase, attempt: att.attempt, usd });
+    if (ctx) this.note(ctx, { kind: 'cost', phase: att.key, attempt: att.attempt, usd });
   }
 
   log(att: Attempt, message: string): void {
     const ctx = this.runs.get(att.runId);
-    if (ctx) this.note(ctx, { kind: 'log', phase: att.phase, attempt: att.attempt, message });
+    if (ctx) this.note(ctx, { kind: 'log', phase: att.key, attempt: att.attempt, message });
   }
 
   record(att: Attempt, kind: string, data: JsonObject): void {
@@ -214,34 +215,34 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     // a declared output file the attempt did not produce (agents/provenance.ts) is a warning users see
     if (kind === 'declared_file_missing') {
       const path = typeof data['path'] === 'string' ? data['path'] : '?';
-      this.note(ctx, { kind: 'warn', phase: att.phase, attempt: att.attempt, code: 'DeclaredFileMissing', message: `declared output file \`${path}\` was not produced`, details: data });
+      this.note(ctx, { kind: 'warn', phase: att.key, attempt: att.attempt, code: 'DeclaredFileMissing', message: `declared output file \`${path}\` was not produced`, details: data });
       return;
     }
-    this.note(ctx, { kind: 'record', phase: att.phase, attempt: att.attempt, event: kind, data });
+    this.note(ctx, { kind: 'record', phase: att.key, attempt: att.attempt, event: kind, data });
   }
 
   file(att: Attempt, p: FileProvenance): void {
     const ctx = this.runs.get(att.runId);
-    if (ctx) this.note(ctx, { kind: 'file', phase: att.phase, attempt: att.attempt, file: p });
+    if (ctx) this.note(ctx, { kind: 'file', phase: att.key, attempt: att.attempt, file: p });
   }
 
   sibling(att: Attempt, phase: string): JsonObject | undefined {
     const ctx = this.runs.get(att.runId);
     if (!ctx) return undefined;
     const out = ctx.state.phases.get(phase)?.output;
-    if (!att.settled) this.note(ctx, { kind: 'sibling', phase: att.phase, attempt: att.attempt, sibling: phase, found: out !== undefined });
+    if (!att.settled) this.note(ctx, { kind: 'sibling', phase: att.key, attempt: att.attempt, sibling: phase, found: out !== undefined });
     return out === undefined ? undefined : cloneJson(out);
   }
 
   remainingBudget(att: Attempt): number | undefined {
     const ctx = this.runs.get(att.runId);
-    return ctx ? remainingBudget(ctx.plan, ctx.state, att.phase) : undefined;
+    return ctx ? remainingBudget(ctx.plan, ctx.state, att.key) : undefined;
   }
 
   async checkpoint(att: Attempt, value: Json): Promise<void> {
     const ctx = this.runs.get(att.runId);
     if (!ctx) throw new StopSignal('the run is gone');
-    const r = await this.push(ctx, { kind: 'checkpoint', phase: att.phase, attempt: att.attempt, value });
+    const r = await this.push(ctx, { kind: 'checkpoint', phase: att.key, attempt: att.attempt, value });
     if (r.kind !== 'checkpoint' || !r.ok) throw new StopSignal('the attempt no longer holds its task: the checkpoint was not saved');
   }
 
@@ -251,7 +252,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     const index = att.inputIndex++;
     const r = await this.push(ctx, {
       kind: 'request_input',
-      phase: att.phase,
+      phase: att.key,
       attempt: att.attempt,
       worker: this.id,
       index,

@@ -95,8 +95,8 @@ export class Worker extends WorkerAttempts {
     for (const ctx of this.runs.values()) {
       for (const a of [...ctx.attempts.values()]) {
         if (a.settled) continue;
-        const p = ctx.state.phases.get(a.phase);
-        if (p?.status === 'running' && p.attempts === a.attempt && p.leaseOwner === this.id) ctx.facts.push({ kind: 'lease_expired', phase: a.phase, attempt: a.attempt, owner: this.id, handBack: true });
+        const p = ctx.state.phases.get(a.key);
+        if (p?.status === 'running' && p.attempts === a.attempt && p.leaseOwner === this.id) ctx.facts.push({ kind: 'lease_expired', phase: a.key, attempt: a.attempt, owner: this.id, handBack: true });
         a.abort(new StopSignal('the worker stopped'));
       }
     }

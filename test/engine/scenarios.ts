@@ -9,6 +9,7 @@
  */
 export * from './scenarios/common.js';
 export * from './scenarios/contracts.js';
+export * from './scenarios/fanout.js';
 export * from './scenarios/gates.js';
 export * from './scenarios/recovery.js';
 export * from './scenarios/rerun.js';
@@ -17,6 +18,7 @@ export * from './scenarios/workers.js';
 import { FAULT_POINTS } from '../../src/engine/worker.js';
 import { type StoreFactory } from './scenarios/common.js';
 import { CONTRACT_SCENARIOS } from './scenarios/contracts.js';
+import { FANOUT_SCENARIOS } from './scenarios/fanout.js';
 import { GATE_SCENARIOS, MORE_GATE_SCENARIOS } from './scenarios/gates.js';
 import { ENDINGS, crashEverywhere, crashEverywhereGated, crashMatchesReference, lateCompletionAfterTakeover, leaseExpiryTakeover } from './scenarios/recovery.js';
 import { rerunFromPhase, rerunRefusals } from './scenarios/rerun.js';
@@ -34,6 +36,7 @@ export const STORE_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promis
   ...WORKER_SCENARIOS,
   ...CONTRACT_SCENARIOS,
   ...TIMING_SCENARIOS,
+  ...FANOUT_SCENARIOS,
   leaseExpiryTakeover,
   lateCompletionAfterTakeover,
   rerunFromPhase,

@@ -1,0 +1,94 @@
+/**
+ * Fan-out (`for_each`): the executor's cost per item on memory, SQLite and PostgreSQL (agents that return
+ * at once, so what is measured is claims, commits, events and rows), and the peak RSS of a run of 100,000
+ * items on SQLite. Each item is its own task (events, a row); the phase's completion gathers the outputs.
+ * BATON_BENCH_QUICK=1 for a shorter run. Prints figures; never fails on a timing.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { createEngine } from '../src/api/engine.js';
+import type { RunStore } from '../src/engine/ports.js';
+import { MemoryStore } from '../src/store/memory.js';
+import { openPostgresStore } from '../src/store/postgres.js';
+import { openSqliteStore } from '../src/store/sqlite.js';
+import { parseWorkflow } from '../src/workflow/compile.js';
+
+const QUICK = process.env['BATON_BENCH_QUICK'] === '1';
+const SERVER = process.env['BATON_BENCH_PG'] ?? 'postgres://postgres@127.0.0.1:5432';
+const DB = `baton_bench_fan_${randomBytes(3).toString('hex')}`;
+const dir = mkdtempSync(join(tmpdir(), 'baton-fan-bench-'));
+
+const model = parseWorkflow(`openintent: "1.0"
+info: {name: fan}
+workflow:
+  list: {assign: l, inputs: {n: $trigger.n}, outputs: {xs: "integer[]"}}
+  each: {assign: e, depends_on: [list], for_each: list.xs, inputs: {x: $item}, outputs: {y: integer}}
+  sum: {assign: s, depends_on: [each], inputs: {ys: each.y}, outputs: {total: integer}}
+`).model!;
+const agents = {
+  l: (c: { input: Record<string, unknown> }) => ({ xs: Array.from({ length: c.input['n'] as number }, (_, i) => i) }),
+  e: (c: { input: Record<string, unknown> }) => ({ y: (c.input['x'] as number) * 2 }),
+  s: (c: { input: Record<string, unknown> }) => ({ total: (c.input['ys'] as number[]).reduce((a, b) => a + b, 0) }),
+};
+
+async function admin(sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: `${SERVER}/postgres` });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+async function once(store: RunStore, n: number): Promise<{ ms: number; peak: number }> {
+  globalThis.gc?.();
+  let peak = process.memoryUsage().rss;
+  const t = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  const engine = createEngine({ store, concurrency: 16, agents });
+  const t0 = performance.now();
+  const r = await engine.run(model, { trigger: { n } });
+  const ms = performance.now() - t0;
+  clearInterval(t);
+  peak = Math.max(peak, process.memoryUsage().rss);
+  const expected = n * (n - 1);
+  if (r.status !== 'completed' || (r.phases['sum']!.output as { total: number }).total !== expected) throw new Error(`fan of ${n} ended ${r.status}`);
+  await engine.close();
+  return { ms, peak };
+}
+
+const line = (store: string, n: number, r: { ms: number; peak: number }) =>
+  console.log(`${store.padEnd(10)} ${String(n).padStart(7)} items  ${r.ms.toFixed(0).padStart(7)} ms  ${((r.ms * 1000) / n).toFixed(0).padStart(5)} us/item  peak RSS ${(r.peak / 1e6).toFixed(0)} MB`);
+
+const N = QUICK ? 2_000 : 10_000;
+line('memory', N, await once(new MemoryStore(), N));
+{
+  const s = openSqliteStore(join(dir, 'a.db'), { sync: 'normal' });
+  line('sqlite', N, await once(s, N));
+  await s.close();
+}
+let pgOk = true;
+try {
+  await admin(`CREATE DATABASE ${DB}`);
+} catch (e) {
+  pgOk = false;
+  console.log(`postgres   skipped: ${(e as Error).message}`);
+}
+if (pgOk) {
+  try {
+    const s = await openPostgresStore(`${SERVER}/${DB}`, { schema: 'fan', poolSize: 8 });
+    line('postgres', N, await once(s, N));
+    await s.close();
+  } finally {
+    await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`).catch(() => undefined);
+  }
+}
+const BIG = QUICK ? 20_000 : 100_000;
+{
+  const s = openSqliteStore(join(dir, 'big.db'), { sync: 'normal' });
+  line('sqlite', BIG, await once(s, BIG));
+  await s.close();
+}
