@@ -122,7 +122,8 @@ describe('baton serve as a process', () => {
     try {
       let stderr = '';
       server.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-      await until(() => /listening on (http:\/\/\S+)/.test(stderr), 30_000);
+      // the start-up lines may arrive in several chunks: wait for the last of them
+      await until(() => /listening on (http:\/\/\S+)/.test(stderr) && /\nworker \S+: /.test(stderr), 30_000);
       const url = /listening on (http:\/\/\S+)/.exec(stderr)![1]!;
       expect(stderr).toMatch(/5 API keys: root \(admin\), bob \(operator\), carol \(reader\), alice \(operator\), fetcher \(agent:x\)/);
       expect(stderr).toMatch(/workflows: chain/);
@@ -145,7 +146,7 @@ describe('baton serve as a process', () => {
     try {
       let stderr = '';
       server.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-      await until(() => /listening on/.test(stderr), 30_000);
+      await until(() => /listening on/.test(stderr) && /\nworker \S+: /.test(stderr), 30_000);
       expect(stderr).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/);
       expect(stderr).toMatch(/no API keys: listening on loopback only/);
       server.kill('SIGTERM');
