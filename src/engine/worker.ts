@@ -295,7 +295,12 @@ export class Worker extends WorkerAttempts {
     ctl.abort();
     this.idleCtl.signal.removeEventListener('abort', onIdleAbort);
     this.kickFn = undefined;
-    if (why === 'store') await this.refresh();
+    if (why === 'store') {
+      // a store whose wait returns at once (closed, or changing all the time) must not starve timers
+      // and I/O: idle turns reset the busy count, so yield to the event loop here
+      await new Promise<void>((r) => setImmediate(r));
+      await this.refresh();
+    }
   }
 
   /** Another process may have committed: runs whose stored seq moved get a look (the NOTIFY payloads say which, when the store knows). */
