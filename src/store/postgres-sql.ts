@@ -102,28 +102,15 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
     // Each part follows one partial index and reads at most $3 rows of it (or $3 * 8 ready tasks):
     // tasks_due (the earliest-due ready tasks; tasks held by a gate are not in it), runs_live_wake,
     // tasks_lease. Its cost does not grow with the number of live, gated or finished runs.
-    findWork: `SELECT run_id, reason, phase, attempt, owner, seq FROM (
-        SELECT w.run_id, w.created_at, 0 AS k, 'timer' AS reason, NULL::text AS phase, NULL::integer AS attempt, NULL::text AS owner, w.seq
-          FROM (SELECT r.run_id, r.created_at, r.seq FROM ${s}.runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= $2
-            ORDER BY r.wake_at LIMIT $3) w
-        UNION ALL
-        SELECT x.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL, r.seq FROM (
-          SELECT d.run_id FROM (
+    findWork: hints(
+      s,
+      `SELECT d.run_id FROM (
             SELECT t.run_id FROM ${s}.tasks t
             WHERE ${ready} AND (t.not_before IS NULL OR t.not_before < ${HELD_SQL})
             ORDER BY COALESCE(t.not_before, t.updated_at) LIMIT $3 * 8) d
-          GROUP BY d.run_id) x
-          -- LATERAL ... LIMIT 1: one primary-key probe per run found (a join may scan runs)
-          CROSS JOIN LATERAL (SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = x.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
-        UNION ALL
-        SELECT y.run_id, y.created_at, 2, CASE WHEN y.expired THEN 'lease' ELSE 'live' END, y.phase, y.attempt, y.lease_owner, y.seq FROM (
-          SELECT t.run_id, t.phase, t.attempt, t.lease_owner, t.lease_expires_at < $2 AS expired, r.created_at, r.seq
-          FROM ${s}.tasks t CROSS JOIN LATERAL (
-            SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = t.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
-          WHERE t.status = 'running' AND t.lease_owner IS NOT NULL
-            AND (t.lease_expires_at < $2 OR ($4::text IS NOT NULL AND starts_with(t.lease_owner, $4::text)))
-          ORDER BY t.lease_expires_at LIMIT $3) y
-      ) h ORDER BY created_at, run_id, k, phase LIMIT $3`,
+          GROUP BY d.run_id`,
+      'created_at, run_id, k, phase LIMIT $3',
+    ),
     // findWork for a serving worker with free slots ($5 owner, $6 until, $7 how many): the ready tasks
     // it is offered are reserved for it in the same statement (SKIP LOCKED: two workers asking at once
     // get different ones), and reservations not yet passed are skipped (its own too: a run it could not
@@ -140,23 +127,7 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
           FOR UPDATE SKIP LOCKED) x
         WHERE t.run_id = x.run_id AND t.phase = x.phase
         RETURNING t.run_id)
-      SELECT run_id, reason, phase, attempt, owner, seq FROM (
-        SELECT w.run_id, w.created_at, 0 AS k, 'timer' AS reason, NULL::text AS phase, NULL::integer AS attempt, NULL::text AS owner, w.seq
-          FROM (SELECT r.run_id, r.created_at, r.seq FROM ${s}.runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= $2
-            ORDER BY r.wake_at LIMIT $3) w
-        UNION ALL
-        SELECT x.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL, r.seq FROM (SELECT DISTINCT rsv.run_id FROM rsv) x
-          -- LATERAL ... LIMIT 1: one primary-key probe per run found (a join may scan runs)
-          CROSS JOIN LATERAL (SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = x.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
-        UNION ALL
-        SELECT y.run_id, y.created_at, 2, CASE WHEN y.expired THEN 'lease' ELSE 'live' END, y.phase, y.attempt, y.lease_owner, y.seq FROM (
-          SELECT t.run_id, t.phase, t.attempt, t.lease_owner, t.lease_expires_at < $2 AS expired, r.created_at, r.seq
-          FROM ${s}.tasks t CROSS JOIN LATERAL (
-            SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = t.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
-          WHERE t.status = 'running' AND t.lease_owner IS NOT NULL
-            AND (t.lease_expires_at < $2 OR ($4::text IS NOT NULL AND starts_with(t.lease_owner, $4::text)))
-          ORDER BY t.lease_expires_at LIMIT $3) y
-      ) h ORDER BY (k <> 1), created_at, run_id, k, phase LIMIT $3 + $7`,
+      ${hints(s, 'SELECT DISTINCT rsv.run_id FROM rsv', '(k <> 1), created_at, run_id, k, phase LIMIT $3 + $7')}`,
     // Never waits for a lock: a task row locked by a transaction in flight is left for the next
     // renewal (and reported lost only once that transaction took it).
     renew: `WITH
@@ -171,4 +142,28 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
         SELECT 1 FROM ${s}.tasks t WHERE t.run_id = h.run_id AND t.phase = h.phase AND t.attempt = h.attempt AND t.status = 'running' AND t.lease_owner = $1)
       ORDER BY h.i`,
   };
+}
+
+/**
+ * findWork's hints: due timers, the runs of `readyRuns` (a query of run_id), and expired leases (or
+ * the live leases of owners like $4), each with its run's created_at and seq, in the `order` given.
+ */
+function hints(s: string, readyRuns: string, order: string): string {
+  return `SELECT run_id, reason, phase, attempt, owner, seq FROM (
+        SELECT w.run_id, w.created_at, 0 AS k, 'timer' AS reason, NULL::text AS phase, NULL::integer AS attempt, NULL::text AS owner, w.seq
+          FROM (SELECT r.run_id, r.created_at, r.seq FROM ${s}.runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= $2
+            ORDER BY r.wake_at LIMIT $3) w
+        UNION ALL
+        SELECT x.run_id, r.created_at, 1, 'ready', NULL, NULL, NULL, r.seq FROM (${readyRuns}) x
+          -- LATERAL ... LIMIT 1: one primary-key probe per run found (a join may scan runs)
+          CROSS JOIN LATERAL (SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = x.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
+        UNION ALL
+        SELECT y.run_id, y.created_at, 2, CASE WHEN y.expired THEN 'lease' ELSE 'live' END, y.phase, y.attempt, y.lease_owner, y.seq FROM (
+          SELECT t.run_id, t.phase, t.attempt, t.lease_owner, t.lease_expires_at < $2 AS expired, r.created_at, r.seq
+          FROM ${s}.tasks t CROSS JOIN LATERAL (
+            SELECT r.created_at, r.seq FROM ${s}.runs r WHERE r.run_id = t.run_id AND r.status IN ('running', 'waiting') LIMIT 1) r
+          WHERE t.status = 'running' AND t.lease_owner IS NOT NULL
+            AND (t.lease_expires_at < $2 OR ($4::text IS NOT NULL AND starts_with(t.lease_owner, $4::text)))
+          ORDER BY t.lease_expires_at LIMIT $3) y
+      ) h ORDER BY ${order}`;
 }
