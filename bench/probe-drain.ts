@@ -50,6 +50,11 @@ await withDatabase('probe', async (url) => {
   const adm = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
   await adm.connect();
   if (process.env.PROBE_STATS) await adm.query('select pg_stat_statements_reset()');
+  let notes = 0, noteBytes = 0;
+  const lc = new pg.Client({ connectionString: url });
+  await lc.connect();
+  lc.on('notification', (n) => { notes++; noteBytes += (n.payload ?? '').length; });
+  await lc.query('LISTEN baton_runs');
   const t0 = release(procs);
   await until(async () => (await count()) === RUNS + 10, 600_000, 50);
   const ms = performance.now() - t0;
@@ -57,6 +62,8 @@ await withDatabase('probe', async (url) => {
   const pc = pgCpu() - p0;
   const items = RUNS * PHASES;
   console.log(`${RUNS} runs x ${PHASES} ${SHAPE}, ${WORKERS} workers: ${ms.toFixed(0)} ms, ${(items / ms * 1000).toFixed(0)} phases/s; worker CPU ${wc.join('+')} ms = ${(wc.reduce((a, b) => a + b, 0) * 1000 / items).toFixed(0)} µs/phase; postgres CPU ${pc} ms = ${(pc * 1000 / items).toFixed(0)} µs/phase`);
+  console.log(`notifications on baton_runs: ${notes} (${(notes / items).toFixed(2)}/phase, ${noteBytes} bytes)`);
+  await lc.end();
   if (process.env.PROBE_STATS) {
     const r = await adm.query(`select calls, round(total_exec_time::numeric,0) as ms, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as q from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database()) is not true order by calls desc limit 25`);
     for (const x of r.rows) console.log(String(x.calls).padStart(8), String(x.ms).padStart(7), 'ms', String(x.rows).padStart(8), (x.calls / items).toFixed(2).padStart(6), '/phase ', x.q);

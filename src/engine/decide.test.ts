@@ -32,6 +32,9 @@ function harness(yaml: string, trigger: Json = null) {
     attachGraph(again, plan.dependsOn, plan.dependents, plan.assign);
     expect(again).toEqual(state);
     expect(toResult(again, log)).toEqual(toResult(state, log));
+    // readyWaits is exactly the ready tasks with a not-before time or an answered attempt (the worker reads only those)
+    const waits = [...state.ready].filter((n) => state.phases.get(n)!.notBefore !== undefined || state.phases.get(n)!.resumable !== undefined);
+    expect([...state.readyWaits].sort()).toEqual(waits.sort());
   };
   return { plan, state, log, feed, expectReplays };
 }
@@ -118,6 +121,8 @@ describe('outcomes', () => {
     const d = h.feed(100, outcome('a', 1, fail('RateLimited')));
     expect(typesOf(d.events)).toEqual(['task.attempt_failed a', 'task.retrying a']);
     expect(d.events[1]).toMatchObject({ attempt: 1, next_attempt: 2, delay_ms: 1000, not_before: 1100, reason: 'RateLimited' });
+    expect([...h.state.readyWaits]).toEqual(['a']);
+    h.expectReplays();
     expect(claimedOf(h.feed(1099, claim()).results[0])).toEqual([]);
     expect(claimedOf(h.feed(1100, claim()).results[0])).toEqual([expect.objectContaining({ phase: 'a', attempt: 2 })]);
     const end = h.feed(1200, outcome('a', 2, fail('RateLimited')));
@@ -298,6 +303,8 @@ ${CHAIN}`;
     // neither the asking worker (it resumes) nor another (grace period) claims it anew
     expect(claimedOf(right.results[1]).map((c) => c.phase)).toEqual(['c']);
     expect(claimedOf(right.results[2])).toEqual([]);
+    expect([...h.state.readyWaits]).toEqual(['a']);
+    h.expectReplays();
     const res = h.feed(31, { kind: 'resume', phase: 'a', attempt: 1, worker: 'A', leaseMs: 1000 });
     expect(res.results[0]).toEqual({ kind: 'resumed', ok: true });
     expect(h.state.phases.get('a')).toMatchObject({ status: 'running', attempts: 1, leaseOwner: 'A' });

@@ -78,7 +78,10 @@ export function nextClaim(plan: Plan, state: RunState, who: Claimant): number | 
   let t: number | undefined;
   for (const name of state.ready) {
     const at = claimableAt(plan, state, name, who);
-    if (at !== undefined && (t === undefined || at < t)) t = at;
+    if (at !== undefined && (t === undefined || at < t)) {
+      t = at;
+      if (t === -Infinity) break; // nothing comes earlier: a wide fan-out is not walked on every look
+    }
   }
   return t;
 }

@@ -145,6 +145,11 @@ export interface RunState {
   alerted: Set<string>;
   /** Ready tasks in the order they became ready (claims take them in this order). */
   ready: Set<string>;
+  /**
+   * The ready tasks with a not-before time or an answered attempt to resume: the few the worker's
+   * looks must read closely, kept so that they never walk a wide fan-out's whole ready set.
+   */
+  readyWaits: Set<string>;
   /** Running tasks. */
   running: Set<string>;
   /** Phases not yet completed, failed, skipped or cancelled. */
@@ -216,6 +221,7 @@ export function initialState(runId: string): RunState {
     gates: new Map(),
     alerted: new Set(),
     ready: new Set(),
+    readyWaits: new Set(),
     running: new Set(),
     open: 0,
     firstFailure: undefined,
@@ -302,6 +308,13 @@ function setStatus(state: RunState, name: string, p: PhaseState, s: TaskStatus):
   if (s !== 'ready') p.notBefore = undefined;
   if (s !== 'awaiting_approval' && s !== 'suspended_awaiting_input') p.gate = undefined;
   if (s !== 'ready') p.resumable = undefined;
+  if (was === 'ready') state.readyWaits.delete(name);
+}
+
+/** Keeps `readyWaits` in line after a ready task's `notBefore` or `resumable` changed. */
+function markWait(state: RunState, name: string, p: PhaseState): void {
+  if (p.status === 'ready' && (p.notBefore !== undefined || p.resumable !== undefined)) state.readyWaits.add(name);
+  else state.readyWaits.delete(name);
 }
 
 /** Applies one event in place. Events must arrive in `seq` order. */
@@ -323,6 +336,7 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       const p = phaseOf(state, e.phase, e.task_id);
       setStatus(state, e.phase, p, 'ready');
       p.notBefore = e.not_before;
+      markWait(state, e.phase, p);
       return;
     }
     case 'task.claimed': {
@@ -366,6 +380,7 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       p.nextAgent = e.agent;
       setStatus(state, e.phase, p, 'ready');
       p.notBefore = e.not_before;
+      markWait(state, e.phase, p);
       return;
     }
     case 'task.lease_expired': {
@@ -519,6 +534,7 @@ export function applyEvent(state: RunState, e: RunEvent): void {
           const owner = p.leaseOwner;
           setStatus(state, g.phase, p, 'ready');
           p.resumable = { attempt: g.attempt ?? p.attempts, owner, until: e.at + RESUME_GRACE_MS };
+          markWait(state, g.phase, p);
         }
       }
       return;

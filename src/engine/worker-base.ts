@@ -12,6 +12,7 @@ import type { AgentHandler } from './agent.js';
 import { StopSignal, type Attempt } from './attempt.js';
 import type { Fact, FactResult } from './decide.js';
 import type { RunEvent } from './events.js';
+import { nextAgentOf } from './due.js';
 import { planOf, withContracts, type Plan } from './plan.js';
 import type { RunRecord, RunStore } from './ports.js';
 import { DecisionError, isFault, newWorkerId, ownerIsDeadOnThisHost, monotonicNow } from './worker-support.js';
@@ -102,6 +103,26 @@ export interface RunCtx {
   reject: (e: unknown) => void;
   /** Awaited by a caller (drive): kept until the run ends. */
   driven: boolean;
+  /** What the loop's looks need from the ready set, kept while the state stays at one seq (readyFacts). */
+  scan?: ReadyScan | undefined;
+}
+
+/**
+ * A summary of a run's ready tasks for the worker's looks at every turn (fast path, dead owners):
+ * one pass over the ready set per state seq, however many looks, so a wide fan-out does not cost a
+ * pass over thousands of ready tasks for each commit.
+ */
+export interface ReadyScan {
+  state: RunState;
+  seq: number;
+  /** The latest `notBefore` among the ready tasks (-Infinity: none). */
+  maxNotBefore: number;
+  /** A ready task holds an answered attempt (its owner may continue it). */
+  anyResumable: boolean;
+  /** A ready task's next agent is behind an access gate. */
+  anyAccess: boolean;
+  /** Owners of answered attempts of ready tasks, other than this worker. */
+  resumableOwners: ReadonlySet<string> | undefined;
 }
 
 export abstract class WorkerBase {
@@ -246,6 +267,30 @@ export abstract class WorkerBase {
     if (ctx.ended || this.crashed !== undefined) return;
     ctx.facts.push(fact);
     this.kick();
+  }
+
+  /** The ready-set summary of the run's state as it is now (computed once per seq). */
+  protected readyFacts(ctx: RunCtx): ReadyScan {
+    const state = ctx.state;
+    const have = ctx.scan;
+    if (have !== undefined && have.state === state && have.seq === state.seq) return have;
+    let maxNotBefore = -Infinity;
+    let anyResumable = false;
+    let anyAccess = false;
+    let owners: Set<string> | undefined;
+    const access = ctx.plan.accessAgents;
+    // only ready tasks with a not-before time or an answered attempt can say anything here, unless an agent is behind an access gate
+    for (const name of access.size > 0 ? state.ready : state.readyWaits) {
+      const p = state.phases.get(name)!;
+      if (p.notBefore !== undefined && p.notBefore > maxNotBefore) maxNotBefore = p.notBefore;
+      const r = p.resumable;
+      if (r !== undefined) {
+        anyResumable = true;
+        if (r.owner !== undefined && r.owner !== this.id) (owners ??= new Set()).add(r.owner);
+      }
+      if (access.size > 0 && !anyAccess && access.has(nextAgentOf(ctx.plan, state, name))) anyAccess = true;
+    }
+    return (ctx.scan = { state, seq: state.seq, maxNotBefore, anyResumable, anyAccess, resumableOwners: owners });
   }
 
   // ---- loading ----------------------------------------------------------------------------------

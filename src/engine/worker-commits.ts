@@ -289,11 +289,10 @@ export abstract class WorkerCommits extends WorkerBase {
   }
 
   protected deadOwnersOf(ctx: RunCtx): ReadonlySet<string> | undefined {
+    const owners = this.readyFacts(ctx).resumableOwners;
+    if (owners === undefined) return undefined;
     let out: Set<string> | undefined;
-    for (const name of ctx.state.ready) {
-      const o = ctx.state.phases.get(name)!.resumable?.owner;
-      if (o !== undefined && o !== this.id && this.isOwnerDead(o)) (out ??= new Set()).add(o);
-    }
+    for (const o of owners) if (this.isOwnerDead(o)) (out ??= new Set()).add(o);
     return out;
   }
 

@@ -17,7 +17,7 @@
 import { BatonError } from '../core/errors.js';
 import { StopSignal } from './attempt.js';
 import type { Fact, FactResult } from './decide.js';
-import { nextAgentOf, nextClaim, nextLeaseLook, nextTimer, type Claimant } from './due.js';
+import { nextClaim, nextLeaseLook, nextTimer, type Claimant } from './due.js';
 import type { RunRecord } from './ports.js';
 import { monotonicNow, thisHostPrefix } from './worker-support.js';
 import { toResult, type RunResult } from './state.js';
@@ -236,12 +236,8 @@ export class Worker extends WorkerAttempts {
       const owner = state.phases.get(name)!.leaseOwner;
       if (owner !== undefined && owner !== this.id) return false;
     }
-    for (const name of state.ready) {
-      const p = state.phases.get(name)!;
-      if (p.resumable !== undefined || (p.notBefore !== undefined && p.notBefore > now - FAST_MARGIN_MS)) return false;
-      if (ctx.plan.accessAgents.has(nextAgentOf(ctx.plan, state, name))) return false;
-    }
-    return true;
+    const ready = this.readyFacts(ctx);
+    return !ready.anyResumable && !ready.anyAccess && ready.maxNotBefore <= now - FAST_MARGIN_MS;
   }
 
   /** When the run next needs a commit from this worker (store time): now for pending facts, its timers, its next claim. */
