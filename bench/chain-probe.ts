@@ -1,4 +1,4 @@
-/** Probe: one chain run of N phases on a store, best of R; prints µs/phase. Usage: chain-probe.ts memory|full|normal N R */
+/** A probe (not part of `npm run bench`): one chain (or fan) run of N phases on a store, R times. `node --import tsx --import ./bench/dist-hooks.mjs bench/chain-probe.ts memory|full|normal N R [chain|fan|lattice]` */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-/** Probe: K runs of a small workflow started at once on one engine. Usage: many-probe.ts memory|sqlite|pg K */
+/** A probe (not part of `npm run bench`): K runs of a P-phase chain started at once on one engine. `npx tsx bench/many-probe.ts memory|sqlite|pg K [P]` */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-/** Probe: one PG chain run in-process; counts queries per phase. Usage: pgchain-probe.ts N */
+/** A probe (not part of `npm run bench`): one N-phase chain on PostgreSQL in this process, with the statements it sent per phase. `npx tsx bench/pgchain-probe.ts N` */
 import pg from 'pg';
 import { createEngine } from '../src/api/engine.js';
 import { openStore } from '../src/api/store.js';
