@@ -65,6 +65,12 @@ export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
   /** How long an aborted agent that ignores its signal runs on before a warning (default 5 s; its slot stays taken until it settles). */
   abortGraceMs?: number;
   /**
+   * How often a run's state is stored as a snapshot: once this many events (and at least as many as
+   * the run has tasks) were committed since the last one (default 1,000; 0: never). A run is taken up
+   * from its latest snapshot plus the events after it, not by replaying its whole log.
+   */
+  snapshotEvery?: number;
+  /**
    * Where AIP-16 file contracts (`inputsFiles` / `outputsFiles`) read and write (`--workspace`): over the
    * workspace a run recorded. Default: the run's `workspace`, else its `cwd`, else the workflow file's folder.
    */
@@ -148,6 +154,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       ...(o.storeRetryMs !== undefined ? { storeRetryMs: o.storeRetryMs } : {}),
       ...(o.onStoreTrouble !== undefined ? { onStoreTrouble: o.onStoreTrouble } : {}),
       ...(o.abortGraceMs !== undefined ? { abortGraceMs: o.abortGraceMs } : {}),
+      ...(o.snapshotEvery !== undefined ? { snapshotEvery: o.snapshotEvery } : {}),
     };
   }
 

@@ -13,6 +13,7 @@
 import type { asyncDispose } from '../core/dispose.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { FailureRecord, RunEvent, RunStatus, TaskStatus } from './events.js';
+import type { StoredSnapshot } from './snapshot.js';
 
 /** A workflow as it was when a run started: a run keeps its workflow even if the file changes. */
 export interface WorkflowRecord {
@@ -203,6 +204,18 @@ export interface RunStore {
   /** Events with seq > afterSeq, in order. */
   events(runId: string, afterSeq?: number): Promise<RunEvent[]>;
   tasks(runId: string): Promise<TaskRow[]>;
+
+  /**
+   * The run's latest snapshot of `format` (engine/snapshot.ts) and the events after it, or every
+   * event when it has none, read as of one moment. Optional: a store without it loads runs by
+   * replaying their whole log.
+   */
+  readState?(runId: string, format: number): Promise<{ snapshot: StoredSnapshot | undefined; events: RunEvent[] }>;
+  /**
+   * Keeps a snapshot of the run's state unless one at the same or a later seq is kept. A cache,
+   * outside every commit: a lost one costs a longer replay, nothing else.
+   */
+  saveSnapshot?(runId: string, snapshot: StoredSnapshot): Promise<void>;
 
   /**
    * The one write path after creation. Serialises against every other transaction on the run

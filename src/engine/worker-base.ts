@@ -17,6 +17,7 @@ import { planOf, withContracts, type Plan } from './plan.js';
 import type { RunRecord, RunStore } from './ports.js';
 import { DecisionError, isFault, newWorkerId, ownerIsDeadOnThisHost, monotonicNow } from './worker-support.js';
 import { applyEvent, attachGraph, replay, toResult, type RunResult, type RunState } from './state.js';
+import { SNAPSHOT_FORMAT, snapshotDue, snapshotOf, stateOfSnapshot } from './snapshot.js';
 
 export const DEFAULT_CONCURRENCY = 32;
 export const DEFAULT_LEASE_MS = 30_000;
@@ -69,6 +70,12 @@ export interface WorkerOptions {
   onStoreTrouble?: (t: StoreTrouble) => void;
   /** How long an aborted agent that ignores its signal runs on before a warning event (default 5 s); its slot stays taken until it settles. */
   abortGraceMs?: number;
+  /**
+   * A snapshot of a run's state is stored once this many events (and at least as many as the run has
+   * tasks) were committed since the last one (default 1,000; 0: never). Runs load from their latest
+   * snapshot plus the events after it.
+   */
+  snapshotEvery?: number;
 }
 
 export type StoreTrouble = { state: 'down'; message: string } | { state: 'up'; downMs: number };
@@ -103,6 +110,8 @@ export interface RunCtx {
   reject: (e: unknown) => void;
   /** Awaited by a caller (drive): kept until the run ends. */
   driven: boolean;
+  /** Seq of the latest snapshot stored (or loaded) for the run, as far as this worker knows. */
+  snapshotSeq: number;
   /** What the loop's looks need from the ready set, kept while the state stays at one seq (readyFacts). */
   scan?: ReadyScan | undefined;
 }
@@ -152,6 +161,7 @@ export abstract class WorkerBase {
   private troubleSince: number | undefined;
   private readonly storeRetryMs: number;
   protected readonly abortGraceMs: number;
+  protected readonly snapshotEvery: number;
   /** Stopping: claim nothing more, hand back what is not finished. */
   protected draining = false;
 
@@ -165,6 +175,7 @@ export abstract class WorkerBase {
     this.isOwnerDead = opts.isOwnerDead ?? ownerIsDeadOnThisHost;
     this.storeRetryMs = Math.max(0, opts.storeRetryMs ?? 300_000);
     this.abortGraceMs = Math.max(0, opts.abortGraceMs ?? 5_000);
+    this.snapshotEvery = Math.max(0, opts.snapshotEvery ?? 1_000);
     this.unregister = this.clock.register?.(() => this.crashed !== undefined || this.closed || (this.io === 0 && (!this.looping || this.idling)));
   }
 
@@ -333,11 +344,13 @@ export abstract class WorkerBase {
       else this.takeOverDead(parked);
       return parked;
     }
-    // both reads at once (one round trip on a pipelined store); the record's fields a run keeps never change
-    const [record, events] = await Promise.all([this.store.run(runId), this.store.events(runId)]);
+    // both reads at once (one round trip on a pipelined store); the record's fields a run keeps never change.
+    // A caller that wants every event (the result of a driven run) reads the whole log; else the latest
+    // snapshot and the events after it.
+    const [record, read] = await Promise.all([this.store.run(runId), this.readState(runId, keepEvents)]);
     if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
     const bound = await this.opts.bind(record);
-    const state = replay(runId, events);
+    const { state, events, snapshotSeq } = read;
     const plan = bound.contracts ? withContracts(planOf(bound.model), bound.contracts) : planOf(bound.model);
     attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
     let resolve!: (r: RunResult) => void;
@@ -370,11 +383,43 @@ export abstract class WorkerBase {
       resolve,
       reject,
       driven: false,
+      snapshotSeq,
     };
     this.runs.set(runId, ctx);
     if (ctx.ended) resolve(toResult(state, ctx.events ?? []));
     else this.takeOverDead(ctx);
     return ctx;
+  }
+
+  /**
+   * A run's state as stored: its latest snapshot plus the events after it (`events` then holds only
+   * those), or the whole log replayed (`all`, a store without snapshots, or a snapshot that cannot be
+   * read).
+   */
+  protected async readState(runId: string, all: boolean): Promise<{ state: RunState; events: RunEvent[]; snapshotSeq: number }> {
+    if (!all && this.snapshotEvery > 0 && this.store.readState) {
+      const { snapshot, events } = await this.store.readState(runId, SNAPSHOT_FORMAT);
+      const base = stateOfSnapshot(runId, snapshot);
+      if (base) {
+        for (const e of events) applyEvent(base, e);
+        return { state: base, events, snapshotSeq: base.seq - events.length };
+      }
+      if (snapshot === undefined) return { state: replay(runId, events), events, snapshotSeq: 0 };
+    }
+    const events = await this.store.events(runId);
+    return { state: replay(runId, events), events, snapshotSeq: 0 };
+  }
+
+  /**
+   * Stores a snapshot of the run's state when enough events passed since the last one: serialised
+   * now (the state moves on), written in the background; a failure costs nothing but a longer replay.
+   */
+  protected maybeSnapshot(ctx: RunCtx): void {
+    if (this.snapshotEvery <= 0 || !this.store.saveSnapshot || ctx.stale || ctx.state.status !== 'running') return;
+    if (!snapshotDue(ctx.state, ctx.snapshotSeq, this.snapshotEvery)) return;
+    const snap = snapshotOf(ctx.state);
+    ctx.snapshotSeq = snap.seq;
+    void this.track(this.store.saveSnapshot(ctx.runId, snap)).catch(() => undefined);
   }
 
   /**

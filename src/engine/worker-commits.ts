@@ -12,7 +12,7 @@ import type { RunEvent } from './events.js';
 import type { BatchCommit, BatchResult, LeaseExpectation } from './ports.js';
 import { buildCommit } from './projection.js';
 import { backoff, DecisionError, isFault } from './worker-support.js';
-import { applyEvent, attachGraph, replay, toResult } from './state.js';
+import { applyEvent, attachGraph, toResult } from './state.js';
 import { WorkerBase, type RunCtx } from './worker-base.js';
 
 export abstract class WorkerCommits extends WorkerBase {
@@ -255,6 +255,7 @@ export abstract class WorkerCommits extends WorkerBase {
       this.start(ctx, c);
     }
     if (ctx.state.status !== 'running') this.end(ctx);
+    else this.maybeSnapshot(ctx);
   }
 
   /** Phases whose suspended attempt lives in this worker: answered, it is resumed here, not claimed anew. */
@@ -298,20 +299,21 @@ export abstract class WorkerCommits extends WorkerBase {
 
   /** Rebuilds the run's state from the store; false when the store failed (the run stays stale, retried later). */
   private async reload(ctx: RunCtx): Promise<boolean> {
-    let events: RunEvent[];
+    let read: Awaited<ReturnType<WorkerCommits['readState']>>;
     try {
-      events = await this.track(this.store.events(ctx.runId));
+      read = await this.track(this.readState(ctx.runId, ctx.events !== undefined));
     } catch (e) {
       ctx.failedCommits++;
       ctx.retryAt = this.storeNow() + backoff(ctx.failedCommits, 100, 5000);
       this.storeTrouble(e);
       return false;
     }
-    const state = replay(ctx.runId, events);
+    const state = read.state;
     attachGraph(state, ctx.plan.dependsOn, ctx.plan.dependents, ctx.plan.assign);
     ctx.state = state;
     ctx.stale = false;
-    if (ctx.events) ctx.events = [...events];
+    ctx.snapshotSeq = Math.max(ctx.snapshotSeq, read.snapshotSeq);
+    if (ctx.events) ctx.events = [...read.events];
     this.reconcile(ctx);
     if (state.status !== 'running') this.end(ctx);
     return true;

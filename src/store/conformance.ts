@@ -283,6 +283,46 @@ export function storeConformance(name: string, h: StoreHarness): void {
       });
     });
 
+    describe('snapshots', () => {
+      const snap = (seq: number, format = 1, bytes = [seq, 0, 255, 7]): { seq: number; format: number; body: Uint8Array } => ({ seq, format, body: Uint8Array.from(bytes) });
+      it('reads the latest snapshot of the format asked and only the events after it; every event without one', async () => {
+        const s = await fresh();
+        if (!s.readState || !s.saveSnapshot) return;
+        await s.createRun(newRun('s1', { events: 5 }));
+        const none = await s.readState('s1', 1);
+        expect(none.snapshot).toBeUndefined();
+        expect(none.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+        await s.saveSnapshot('s1', snap(3));
+        const some = await s.readState('s1', 1);
+        expect(some.snapshot?.seq).toBe(3);
+        expect(Array.from(some.snapshot!.body)).toEqual([3, 0, 255, 7]);
+        expect(some.events.map((e) => e.seq)).toEqual([4, 5]);
+        expect(some.events).toEqual(none.events.slice(3));
+        // another format is never read: the whole log instead
+        const other = await s.readState('s1', 2);
+        expect(other.snapshot).toBeUndefined();
+        expect(other.events).toHaveLength(5);
+        // another process sees it too
+        const p = await peer(s);
+        expect((await p.readState!('s1', 1)).snapshot?.seq).toBe(3);
+        expect(await s.readState('nope', 1)).toEqual({ snapshot: undefined, events: [] });
+      });
+
+      it('keeps the latest: an older snapshot never replaces a newer one', async () => {
+        const s = await fresh();
+        if (!s.readState || !s.saveSnapshot) return;
+        await s.createRun(newRun('s2', { events: 6 }));
+        await s.saveSnapshot('s2', snap(4));
+        await s.saveSnapshot('s2', snap(2));
+        expect((await s.readState('s2', 1)).snapshot?.seq).toBe(4);
+        await s.saveSnapshot('s2', snap(6, 1, [1, 2, 3]));
+        const r = await s.readState('s2', 1);
+        expect(r.snapshot?.seq).toBe(6);
+        expect(Array.from(r.snapshot!.body)).toEqual([1, 2, 3]);
+        expect(r.events).toEqual([]);
+      });
+    });
+
     describe('commitMany', () => {
       it('writes each run whose seq is still the one decided on, and refuses the others without writing them', async () => {
         const s = await fresh();

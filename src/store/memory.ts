@@ -6,6 +6,7 @@
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
+import type { StoredSnapshot } from '../engine/snapshot.js';
 import type { BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
 import { Waiters } from './rows.js';
 
@@ -13,7 +14,8 @@ interface Entry {
   run: RunRecord;
   events: RunEvent[];
   tasks: Map<string, TaskRow>;
-  /** Serialises transactions on this run (decide is sync, but callers interleave at awaits). */
+  /** The latest snapshot of the run's state (a cache of replay, engine/snapshot.ts). */
+  snapshot?: StoredSnapshot;
 }
 
 export class MemoryStore implements RunStore {
@@ -66,6 +68,19 @@ export class MemoryStore implements RunStore {
   tasks(runId: string): Promise<TaskRow[]> {
     const e = this.entries.get(runId);
     return Promise.resolve(e ? [...e.tasks.values()].map((t) => ({ ...t })) : []);
+  }
+
+  readState(runId: string, format: number): Promise<{ snapshot: StoredSnapshot | undefined; events: RunEvent[] }> {
+    const e = this.entries.get(runId);
+    if (!e) return Promise.resolve({ snapshot: undefined, events: [] });
+    const snap = e.snapshot?.format === format ? e.snapshot : undefined;
+    return Promise.resolve({ snapshot: snap && { ...snap, body: snap.body.slice() }, events: e.events.slice(snap?.seq ?? 0) });
+  }
+
+  saveSnapshot(runId: string, snapshot: StoredSnapshot): Promise<void> {
+    const e = this.entries.get(runId);
+    if (e && (e.snapshot === undefined || e.snapshot.seq < snapshot.seq)) e.snapshot = { ...snapshot, body: snapshot.body.slice() };
+    return Promise.resolve();
   }
 
   transact<T>(runId: string, knownSeq: number, decide: (delta: RunEvent[]) => TxDecision<T>): Promise<TxResult<T>> {

@@ -90,6 +90,14 @@ export const MIGRATIONS: readonly Migration[] = [
       `DROP INDEX tasks_ready`,
     ],
   },
+  {
+    version: 3,
+    description: 'run state snapshots',
+    // a run loads from its latest snapshot plus the events after it (engine/snapshot.ts): a cache of
+    // replay(), never written in a commit, ignored when its format is not the engine's
+    sqlite: [`CREATE TABLE snapshots (run_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, format INTEGER NOT NULL, body BLOB NOT NULL)`],
+    postgres: [`CREATE TABLE snapshots (run_id text PRIMARY KEY, seq integer NOT NULL, format integer NOT NULL, body bytea NOT NULL)`],
+  },
 ];
 
 /** The version this code writes. */

@@ -10,7 +10,7 @@ import { RUN_COLUMNS, TASK_COLUMNS } from './rows.js';
 /** HELD (ports.ts) as SQL: the partial index tasks_due leaves such tasks out, and findWork says so to use it. */
 export const HELD_SQL = '9007199254740991';
 
-export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many';
+export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many' | 'readState' | 'saveSnapshot';
 
 export function sqlFor(s: string, channel: string, commits: string): Record<StatementName, string> {
   const ready = `t.status = 'ready' AND ($1::text[] IS NULL OR t.agent = ANY($1::text[])) AND (t.not_before IS NULL OR t.not_before <= $2)`;
@@ -98,6 +98,15 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
     runs: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE $1::text[] IS NULL OR status = ANY($1::text[]) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
     workflow: `SELECT hash, name, source, path FROM ${s}.workflows WHERE hash = $1`,
     events: `SELECT body FROM ${s}.events WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
+    // the latest snapshot of the format asked and the events after it, in one statement (one moment):
+    // the snapshot's row comes first (k = 0), then the events in order
+    readState: `WITH sn AS (SELECT seq, format, body FROM ${s}.snapshots WHERE run_id = $1 AND format = $2)
+      SELECT 0 AS k, sn.seq, sn.body AS snap, NULL::json AS body FROM sn
+      UNION ALL
+      SELECT 1, e.seq, NULL, e.body FROM ${s}.events e WHERE e.run_id = $1 AND e.seq > COALESCE((SELECT seq FROM sn), 0)
+      ORDER BY 1, 2`,
+    saveSnapshot: `INSERT INTO ${s}.snapshots (run_id, seq, format, body) VALUES ($1, $2, $3, $4)
+      ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, format = excluded.format, body = excluded.body WHERE ${s}.snapshots.seq < excluded.seq`,
     tasks: `SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE run_id = $1 ORDER BY phase`,
     // Each part follows one partial index and reads at most $3 rows of it (or $3 * 8 ready tasks):
     // tasks_due (the earliest-due ready tasks; tasks held by a gate are not in it), runs_live_wake,

@@ -25,6 +25,7 @@ import pg from 'pg';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
+import type { StoredSnapshot } from '../engine/snapshot.js';
 import type { BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
 import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
 import { sqlFor, type StatementName } from './postgres-sql.js';
@@ -198,6 +199,17 @@ export class PostgresStore implements RunStore {
 
   async events(runId: string, afterSeq = 0): Promise<RunEvent[]> {
     return (await this.query<{ body: string }>('events', [runId, afterSeq])).map((r) => eventFromBody(r.body));
+  }
+
+  async readState(runId: string, format: number): Promise<{ snapshot: StoredSnapshot | undefined; events: RunEvent[] }> {
+    const rows = await this.query<{ k: number; seq: number; snap: Buffer | null; body: string | null }>('readState', [runId, format]);
+    const first = rows[0];
+    const snapshot = first !== undefined && first.k === 0 && first.snap !== null ? { seq: first.seq, format, body: new Uint8Array(first.snap) } : undefined;
+    return { snapshot, events: (snapshot ? rows.slice(1) : rows).map((r) => eventFromBody(r.body!)) };
+  }
+
+  async saveSnapshot(runId: string, snapshot: StoredSnapshot): Promise<void> {
+    await this.query('saveSnapshot', [runId, snapshot.seq, snapshot.format, Buffer.from(snapshot.body.buffer, snapshot.body.byteOffset, snapshot.body.byteLength)]);
   }
 
   async tasks(runId: string): Promise<TaskRow[]> {

@@ -16,6 +16,7 @@ import * as Database from './sqlite-driver.js';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
+import type { StoredSnapshot } from '../engine/snapshot.js';
 import type { BatchCommit, BatchResult, Commit, FindWorkQuery, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
 import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
 import {
@@ -409,6 +410,49 @@ export class SqliteStore implements RunStore {
     this.poll = undefined;
     if (this.db.open) this.db.close();
     return Promise.resolve();
+  }
+
+  /** Prepared on first use: a database opened read-only may predate the snapshots table (null then). */
+  private snapStmts: { get: Stmt; put: Stmt; tx: Database.Transaction<(runId: string, format: number) => { snapshot: StoredSnapshot | undefined; events: RunEvent[] }> } | null | undefined;
+
+  private snapshots(): NonNullable<SqliteStore['snapStmts']> | null {
+    if (this.snapStmts !== undefined) return this.snapStmts;
+    try {
+      const get = this.db.prepare('SELECT seq, format, body FROM snapshots WHERE run_id = ? AND format = ?');
+      const put = this.db.prepare(
+        'INSERT INTO snapshots (run_id, seq, format, body) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, format = excluded.format, body = excluded.body WHERE snapshots.seq < excluded.seq',
+      );
+      // one read transaction: the snapshot and the events after it as of one moment
+      const tx = this.db.transaction((runId: string, format: number) => {
+        const row = get.get(runId, format) as { seq: number; format: number; body: Buffer } | undefined;
+        const snapshot = row ? { seq: row.seq, format: row.format, body: new Uint8Array(row.body) } : undefined;
+        return { snapshot, events: (this.s.eventsAfter.all(runId, snapshot?.seq ?? 0) as string[]).map(eventFromBody) };
+      });
+      return (this.snapStmts = { get, put, tx });
+    } catch {
+      return (this.snapStmts = null);
+    }
+  }
+
+  readState(runId: string, format: number): Promise<{ snapshot: StoredSnapshot | undefined; events: RunEvent[] }> {
+    return this.read(() => {
+      const st = this.snapshots();
+      return st ? st.tx(runId, format) : { snapshot: undefined, events: (this.s.eventsAfter.all(runId, 0) as string[]).map(eventFromBody) };
+    });
+  }
+
+  saveSnapshot(runId: string, snapshot: StoredSnapshot): Promise<void> {
+    return this.read(() => {
+      const st = this.snapshots();
+      if (!st) return;
+      // a cache is not worth waiting for: another process holding the write lock means no snapshot this time
+      this.db.exec('PRAGMA busy_timeout = 0');
+      try {
+        st.put.run(runId, snapshot.seq, snapshot.format, Buffer.from(snapshot.body.buffer, snapshot.body.byteOffset, snapshot.body.byteLength));
+      } finally {
+        this.db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(this.busyMs))}`);
+      }
+    });
   }
 
   private read<R>(f: () => R): Promise<R> {

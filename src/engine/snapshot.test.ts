@@ -1,0 +1,191 @@
+/** Snapshots of the run state: a cache of replay(), exact at every seq, never read when it cannot be trusted. */
+import { describe, expect, test } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEngine } from '../api/engine.js';
+import { openSqliteStore } from '../store/sqlite.js';
+import { parseWorkflow } from '../workflow/compile.js';
+import { MemoryStore } from '../store/memory.js';
+import type { RunEvent } from './events.js';
+import type { RunStore } from './ports.js';
+import { SNAPSHOT_FORMAT, snapshotDue, snapshotOf, stateOfSnapshot } from './snapshot.js';
+import { applyEvent, initialState, newPhaseState, replay } from './state.js';
+
+const WORKFLOW = `openintent: "1.0"
+info: {name: "Snapshots"}
+types:
+  Section: {name: string, words: integer}
+workflow:
+  outline:
+    assign: o
+    inputs: {n: $trigger.n}
+    outputs: {sections: "Section[]"}
+  draft:
+    assign: d
+    depends_on: [outline]
+    for_each: outline.sections
+    max_parallel: 2
+    tolerated_failures: 1
+    inputs: {name: $item.name}
+    outputs: {text: string}
+    retry: {max_attempts: 2, backoff: constant, initial_delay_ms: 0}
+  review:
+    assign: r
+    depends_on: [outline]
+    outputs: {ok: boolean}
+  assemble:
+    assign: o
+    depends_on: [draft, review]
+    inputs: {texts: draft.text}
+    outputs: {sections: "Section[]"}
+`;
+
+function model() {
+  const r = parseWorkflow(WORKFLOW);
+  if (!r.ok) throw new Error(r.diagnostics.map((d) => d.message).join('\n'));
+  return r.model;
+}
+
+/** A run with fan-out items, a retried item, a failed (tolerated) item, costs and logs; its whole log. */
+async function aLog(store: RunStore = new MemoryStore(), snapshotEvery?: number): Promise<{ runId: string; events: RunEvent[]; store: RunStore }> {
+  const tries = new Map<string, number>();
+  const agents = {
+    o: (ctx: { input: Record<string, unknown> }) => ({ sections: Array.from({ length: (ctx.input['n'] as number | undefined) ?? 1 }, (_, i) => ({ name: `s${i}`, words: i })) }),
+    d: (ctx: { input: Record<string, unknown>; log: (m: string) => void; reportCost: (usd: number) => void }) => {
+      const name = ctx.input['name'] as string;
+      const n = (tries.get(name) ?? 0) + 1;
+      tries.set(name, n);
+      ctx.log(`draft ${name} try ${n}`);
+      ctx.reportCost(0.01);
+      if (name === 's1' && n === 1) throw new Error('flaky');
+      if (name === 's3') throw new Error('always');
+      return { text: `text of ${name}` };
+    },
+    r: () => ({ ok: true }),
+  };
+  const engine = createEngine({ store, agents, concurrency: 3, ...(snapshotEvery !== undefined ? { snapshotEvery } : {}) });
+  const r = await engine.run(model(), { trigger: { n: 6 } });
+  await engine.close();
+  expect(r.status).toBe('completed');
+  return { runId: r.runId, events: await store.events(r.runId), store };
+}
+
+describe('snapshots', () => {
+  test('a snapshot at any seq holds exactly the state replay gives at that seq', async () => {
+    const { runId, events } = await aLog();
+    expect(events.length).toBeGreaterThan(40);
+    for (let k = 0; k <= events.length; k++) {
+      const state = replay(runId, events.slice(0, k));
+      const snap = snapshotOf(state);
+      expect(snap).toMatchObject({ seq: state.seq, format: SNAPSHOT_FORMAT });
+      const back = stateOfSnapshot(runId, snap)!;
+      expect(back).toEqual(state);
+      // and it goes on from there as the log does
+      for (const e of events.slice(k, k + 3)) applyEvent(back, e);
+      expect(back).toEqual(replay(runId, events.slice(0, Math.min(events.length, k + 3))));
+    }
+  });
+
+  test('a snapshot of another format, another run, another seq or damaged bytes is never read', async () => {
+    const { runId, events } = await aLog();
+    const snap = snapshotOf(replay(runId, events.slice(0, 10)));
+    expect(stateOfSnapshot(runId, snap)).toBeDefined();
+    expect(stateOfSnapshot(runId, { ...snap, format: SNAPSHOT_FORMAT + 1 })).toBeUndefined();
+    expect(stateOfSnapshot('another-run', snap)).toBeUndefined();
+    expect(stateOfSnapshot(runId, { ...snap, seq: snap.seq + 1 })).toBeUndefined();
+    expect(stateOfSnapshot(runId, { ...snap, body: snap.body.slice(0, 7) })).toBeUndefined();
+    expect(stateOfSnapshot(runId, { ...snap, body: Uint8Array.from([1, 2, 3]) })).toBeUndefined();
+    expect(stateOfSnapshot(runId, undefined)).toBeUndefined();
+  });
+
+  test('snapshots are due once the events since the last outnumber both the setting and the tasks', () => {
+    const s = initialState('r');
+    for (let i = 0; i < 50; i++) s.phases.set(`p${i}`, newPhaseState(`r:p${i}`));
+    s.seq = 40;
+    expect(snapshotDue(s, 0, 30)).toBe(false); // fewer events than tasks
+    s.seq = 60;
+    expect(snapshotDue(s, 0, 30)).toBe(true);
+    expect(snapshotDue(s, 20, 30)).toBe(false);
+    expect(snapshotDue(s, 0, 100)).toBe(false);
+  });
+
+  test('the state has the fields the snapshot format was made for (a change of shape must change SNAPSHOT_FORMAT)', () => {
+    // If this fails, RunState or PhaseState changed: bump SNAPSHOT_FORMAT in snapshot.ts (old snapshots are
+    // then ignored and runs replay their logs), and update the lists here.
+    expect(SNAPSHOT_FORMAT).toBe(1);
+    expect(Object.keys(initialState('r')).sort()).toEqual(
+      ['alerted', 'autoApprove', 'cancelReason', 'costUsd', 'deadlineAt', 'endedAt', 'failure', 'firstFailure', 'gates', 'graph', 'open', 'phases', 'ready', 'readyWaits', 'rerunOf', 'runId', 'running', 'seq', 'startedAt', 'status', 'trigger', 'workflow', 'workflowHash'].sort(),
+    );
+    expect(Object.keys(newPhaseState('t')).sort()).toEqual(
+      ['agent', 'attempts', 'checkpoint', 'costUsd', 'endedAt', 'error', 'escalations', 'failures', 'fan', 'gate', 'input', 'inputGates', 'item', 'lastFailure', 'leaseExpiresAt', 'leaseOwner', 'nextAgent', 'notBefore', 'output', 'partial', 'process', 'resumable', 'reusedFrom', 'skippedDetail', 'skippedReason', 'startedAt', 'status', 'taskId', 'timeouts'].sort(),
+    );
+  });
+
+  test('a worker stores snapshots as the run goes, and a run taken up again loads from the latest plus the events after it', async () => {
+    const store = new MemoryStore();
+    const { runId, events } = await aLog(store, 5);
+    const { snapshot, events: after } = await store.readState(runId, SNAPSHOT_FORMAT);
+    // the run ended: its last snapshot is from while it ran, and the rest of the log follows it
+    expect(snapshot).toBeDefined();
+    expect(snapshot!.seq).toBeGreaterThan(5);
+    expect(after.length).toBe(events.length - snapshot!.seq);
+    expect(stateOfSnapshot(runId, snapshot)).toEqual(replay(runId, events.slice(0, snapshot!.seq)));
+  });
+
+  test('a worker that crashed mid-run is followed by one that loads the run from its snapshot, not its whole log (SQLite)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-snap-'));
+    try {
+      const file = join(dir, 'runs.db');
+      const calls: string[] = [];
+      const agents = {
+        o: (ctx: { input: Record<string, unknown> }) => ({ sections: Array.from({ length: ctx.input['n'] as number }, (_, i) => ({ name: `s${i}`, words: i })) }),
+        d: (ctx: { input: Record<string, unknown>; attempt: number }) => (calls.push(`${ctx.input['name'] as string}#${ctx.attempt}`), { text: `text of ${ctx.input['name'] as string}` }),
+        r: () => ({ ok: true }),
+      };
+      const a = openSqliteStore(file);
+      const first = createEngine({ store: a, agents, concurrency: 2, snapshotEvery: 5, faults: { at: 'flush.after-commit', hit: 10 }, isOwnerDead: () => true });
+      const crashed = await first.run(model(), { runId: 'snap-crash', trigger: { n: 30 } }).then(
+        () => 'no crash',
+        (e: { code?: string }) => e.code,
+      );
+      expect(crashed).toBe('fault-injected');
+      await first.close().catch(() => undefined);
+      await a.close();
+
+      const b = openSqliteStore(file);
+      const reads: { snapshot: number | undefined; events: number }[] = [];
+      const readState = b.readState.bind(b);
+      b.readState = async (runId, format) => {
+        const r = await readState(runId, format);
+        reads.push({ snapshot: r.snapshot?.seq, events: r.events.length });
+        return r;
+      };
+      const logBefore = (await b.events('snap-crash')).length;
+      const second = createEngine({ store: b, agents, concurrency: 2, snapshotEvery: 5, isOwnerDead: () => true });
+      const stop = new AbortController();
+      const serving = second.serve(stop.signal);
+      for (let i = 0; i < 500 && (await b.run('snap-crash'))?.status === 'running'; i++) await new Promise((r) => setTimeout(r, 10));
+      stop.abort();
+      await serving;
+      await second.close();
+      const run = await b.run('snap-crash');
+      expect(run?.status).toBe('completed');
+      // it was taken up from a snapshot and the few events after it
+      expect(reads.length).toBeGreaterThan(0);
+      expect(reads[0]!.snapshot).toBeGreaterThan(0);
+      expect(reads[0]!.snapshot! + reads[0]!.events).toBe(logBefore);
+      expect(reads[0]!.events).toBeLessThan(logBefore / 2);
+      // every item drafted; what the log says replays to what the rows say
+      const events = await b.events('snap-crash');
+      const completed = events.filter((e) => e.type === 'task.completed').map((e) => (e as { phase: string }).phase);
+      expect(new Set(completed).size).toBe(completed.length);
+      for (let i = 0; i < 30; i++) expect(completed).toContain(`draft[${i}]`);
+      const state = replay('snap-crash', events);
+      expect(state.status).toBe('completed');
+      await b.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
