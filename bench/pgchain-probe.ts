@@ -21,6 +21,9 @@ for (let i = 0; i < 10; i++) agents[`agent-${i}`] = () => OUT;
 const m = parseWorkflow(generateWorkflow(n, 'chain')).model!;
 await withDatabase('pgchain', async (url) => {
   const store = await openStore(url, { cwd: process.cwd() });
+  let cmN = 0, cmMs = 0;
+  const cm = store.commitMany!.bind(store);
+  store.commitMany = async (items) => { const t = performance.now(); try { return await cm(items); } finally { cmN++; cmMs += performance.now() - t; } };
   for (let r = 0; r < 3; r++) {
     counts.clear();
     const engine = createEngine({ store, agents, concurrency: 1 });
@@ -28,7 +31,8 @@ await withDatabase('pgchain', async (url) => {
     const res = await engine.run(m, { trigger: { topic: 't' } });
     const ms = performance.now() - t0;
     await engine.close();
-    console.log(`pg chain ${n}: ${res.status} ${ms.toFixed(0)} ms ${(ms * 1000 / n).toFixed(0)} µs/phase`);
+    console.log(`pg chain ${n}: ${res.status} ${ms.toFixed(0)} ms ${(ms * 1000 / n).toFixed(0)} µs/phase; commitMany ${cmN} calls, ${(cmMs * 1000 / Math.max(1, cmN)).toFixed(0)} µs each`);
+    cmN = 0; cmMs = 0;
   }
   for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(String(v).padStart(7), (v / n).toFixed(2), k);
   await store.close();
