@@ -11,7 +11,9 @@
  * is never read.
  */
 import { deserialize, serialize } from 'node:v8';
-import type { RunState } from './state.js';
+import type { RunEvent } from './events.js';
+import type { RunStore } from './ports.js';
+import { applyEvent, replay, type RunState } from './state.js';
 
 /** The shape of the state a snapshot holds; a snapshot of another format is ignored. */
 export const SNAPSHOT_FORMAT = 1;
@@ -48,4 +50,23 @@ export function stateOfSnapshot(runId: string, snap: StoredSnapshot | undefined)
 export function snapshotDue(state: RunState, lastSeq: number, every: number): boolean {
   const since = state.seq - lastSeq;
   return since >= every && since >= state.phases.size;
+}
+
+/**
+ * A stored run's state: its latest snapshot plus the events after it (`events` then holds only those,
+ * `snapshotSeq` says from where), or its whole log replayed (a store without snapshots, or a snapshot
+ * that cannot be read). Not attached to a plan (attachGraph).
+ */
+export async function loadState(store: RunStore, runId: string): Promise<{ state: RunState; events: RunEvent[]; snapshotSeq: number }> {
+  if (store.readState) {
+    const { snapshot, events } = await store.readState(runId, SNAPSHOT_FORMAT);
+    const base = stateOfSnapshot(runId, snapshot);
+    if (base) {
+      for (const e of events) applyEvent(base, e);
+      return { state: base, events, snapshotSeq: snapshot!.seq };
+    }
+    if (snapshot === undefined) return { state: replay(runId, events), events, snapshotSeq: 0 };
+  }
+  const events = await store.events(runId);
+  return { state: replay(runId, events), events, snapshotSeq: 0 };
 }

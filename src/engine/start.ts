@@ -13,6 +13,9 @@ import type { RunRecord, RunStore, WorkflowRecord } from './ports.js';
 import type { RunEvent } from './events.js';
 import { buildCommit } from './projection.js';
 import { applyEvent, attachGraph, initialState, replay, type RunState } from './state.js';
+import { nextTimer } from './due.js';
+import { loadState } from './snapshot.js';
+
 
 export interface StartOptions {
   runId: string;
@@ -80,15 +83,18 @@ export async function startRun(store: RunStore, model: WorkflowModel, opts: Star
 /** Applies facts to a stored run in one transaction, from a fresh replay (no worker needed). */
 export async function commandRun(store: RunStore, model: WorkflowModel, record: RunRecord, facts: Fact[], clock: Clock): Promise<{ results: FactResult[]; state: RunState }> {
   const plan = planOf(model);
-  const events = await store.events(record.runId);
-  const state = replay(record.runId, events);
+  const { state } = await loadState(store, record.runId);
   attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
   const r = await store.transact(record.runId, state.seq, (delta, storeNow) => {
     // the store's clock (the database's on PostgreSQL), read under the run's lock
     const now = storeNow ?? clock.now();
     for (const e of delta) applyEvent(state, e);
-    const d = decide(plan, state, facts, { now, initialState: record.initialState ?? undefined });
-    return { commit: d.events.length > 0 ? buildCommit(plan, state, d.events, d.touched, now) : null, value: d.results };
+    // a timer that fell due first (a gate's expiry, an escalation, the deadline) is decided first, as a
+    // worker would: a command never lands on a gate that has already expired in the store's clock
+    const due = nextTimer(state);
+    const tick = due !== null && due <= now;
+    const d = decide(plan, state, tick ? [{ kind: 'tick' }, ...facts] : facts, { now, initialState: record.initialState ?? undefined });
+    return { commit: d.events.length > 0 ? buildCommit(plan, state, d.events, d.touched, now) : null, value: tick ? d.results.slice(1) : d.results };
   });
   if (!r.ok) throw new BatonError('store', 'the run changed during the command; try again');
   return { results: r.value, state };

@@ -17,7 +17,7 @@ import { planOf, withContracts, type Plan } from './plan.js';
 import type { RunRecord, RunStore } from './ports.js';
 import { DecisionError, isFault, newWorkerId, ownerIsDeadOnThisHost, monotonicNow } from './worker-support.js';
 import { applyEvent, attachGraph, replay, toResult, type RunResult, type RunState } from './state.js';
-import { SNAPSHOT_FORMAT, snapshotDue, snapshotOf, stateOfSnapshot } from './snapshot.js';
+import { loadState, snapshotDue, snapshotOf } from './snapshot.js';
 
 export const DEFAULT_CONCURRENCY = 32;
 export const DEFAULT_LEASE_MS = 30_000;
@@ -397,15 +397,7 @@ export abstract class WorkerBase {
    * read).
    */
   protected async readState(runId: string, all: boolean): Promise<{ state: RunState; events: RunEvent[]; snapshotSeq: number }> {
-    if (!all && this.snapshotEvery > 0 && this.store.readState) {
-      const { snapshot, events } = await this.store.readState(runId, SNAPSHOT_FORMAT);
-      const base = stateOfSnapshot(runId, snapshot);
-      if (base) {
-        for (const e of events) applyEvent(base, e);
-        return { state: base, events, snapshotSeq: base.seq - events.length };
-      }
-      if (snapshot === undefined) return { state: replay(runId, events), events, snapshotSeq: 0 };
-    }
+    if (!all && this.snapshotEvery > 0) return loadState(this.store, runId);
     const events = await this.store.events(runId);
     return { state: replay(runId, events), events, snapshotSeq: 0 };
   }

@@ -589,7 +589,7 @@ governance:
   }
 }
 
-export const MORE_GATE_SCENARIOS = { commandsAfterClose, inputTimeoutThenRetryAndRestart, twoQuestionsAcrossARestart, phaseAndAccessGateTimeouts, phaseTimeoutPausedWhileWaiting, commandBesideADueTimer, answersAreCopies, initialStateIsACopy, answersMustBeJson };
+export const MORE_GATE_SCENARIOS = { commandsAfterClose, inputTimeoutThenRetryAndRestart, twoQuestionsAcrossARestart, phaseAndAccessGateTimeouts, phaseTimeoutPausedWhileWaiting, commandBesideADueTimer, commandFromAnotherEngineBesideADueTimer, answersAreCopies, initialStateIsACopy, answersMustBeJson };
 
 /** The phase timeout counts the agent's time, not the time a human takes to answer; it still applies after the answer. */
 export async function phaseTimeoutPausedWhileWaiting(makeStore: StoreFactory): Promise<void> {
@@ -646,6 +646,35 @@ export async function commandBesideADueTimer(makeStore: StoreFactory): Promise<v
   const r = await p;
   expect(r.status).toBe('completed');
   await e.close();
+}
+
+/** The same from another engine (another process: `baton approve`): its command's transaction decides the due timer first. */
+export async function commandFromAnotherEngineBesideADueTimer(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new SetClock();
+  const model = wf(`${header(`governance:
+  require_approval: {approvers: [alice]}
+  escalation: {contact: ops, after_hours: 1}`)}workflow:
+  a: {assign: x}`);
+  const e = createEngine({ store, clock, leaseMs: LONG_LEASE, agents: { x: () => ({}) } });
+  const id = await e.create(model);
+  const p = e.drive(id, undefined).catch((err: unknown) => err);
+  await untilStatus(store, id, 'waiting');
+  // no worker at all now: only the command's own transaction can see that the escalation is due
+  await e.close();
+  await p;
+  const other = createEngine({ store, clock, agents: {} });
+  clock.t = HOUR + 1;
+  await expect(other.approve(id, 'approval', 'mallory')).rejects.toMatchObject({ code: 'gate-refused' });
+  expect(eventsOf(await store.events(id), 'gate.escalated')).toHaveLength(1);
+  clock.t = 2 * HOUR;
+  await other.approve(id, 'approval', 'alice');
+  await other.close();
+  const again = createEngine({ store, clock, leaseMs: LONG_LEASE, agents: { x: () => ({}) } });
+  const r = await again.drive(id, undefined);
+  expect(r.status).toBe('completed');
+  expect(eventsOf(r.events, 'gate.escalated')).toHaveLength(1);
+  await again.close();
 }
 
 /** An agent that mutates the answer it was given (in the same process, or as ctx.inputResponse) cannot change what was recorded. */
