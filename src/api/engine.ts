@@ -20,6 +20,7 @@ import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
 import type { FactResult } from '../engine/decide.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/ports.js';
+import { parseTraceparent, type Telemetry } from '../engine/telemetry.js';
 import { toJson } from '../engine/attempt.js';
 import { commandRun, startRun, workflowRecord } from '../engine/start.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
@@ -58,6 +59,11 @@ export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
   faults?: FaultPlan;
   isOwnerDead?: (owner: string) => boolean;
   onEvent?: (event: RunEvent, state: RunState) => void;
+  /**
+   * Traces (docs/telemetry.md): run, attempt, model and tool spans. `@baton-run/baton/otel` makes one
+   * on OpenTelemetry. Flushed (not shut down) by close().
+   */
+  telemetry?: Telemetry;
   /** How long store errors are retried (with backoff) before the worker gives up (default 5 minutes). */
   storeRetryMs?: number;
   /** Told once when the store starts failing and once when it answers again. */
@@ -94,6 +100,8 @@ export interface StartRunOptions<W extends WorkflowTypes = AnyWorkflow> {
   workspace?: string;
   /** Cancels the run when it aborts (Ctrl-C). */
   signal?: AbortSignal;
+  /** A W3C traceparent the run's trace continues (`baton run` reads `TRACEPARENT`): recorded with the run; a malformed one is ignored. */
+  traceparent?: string;
   /** `start()` only: store the run without driving it here (a `baton worker` elsewhere runs it). */
   detach?: boolean;
 }
@@ -134,6 +142,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
 
   private workerOptions(): WorkerOptions {
     const o = this.opts;
+    const on = this.observer();
     return {
       store: this.store,
       bind: (record) => this.bind(record),
@@ -144,7 +153,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       ...(o.isOwnerDead !== undefined ? { isOwnerDead: o.isOwnerDead } : {}),
-      ...(o.onEvent !== undefined ? { onEvent: o.onEvent } : {}),
+      ...(on !== undefined ? { onEvent: on } : {}),
+      ...(o.telemetry !== undefined ? { telemetry: o.telemetry } : {}),
       ...(o.storeRetryMs !== undefined ? { storeRetryMs: o.storeRetryMs } : {}),
       ...(o.onStoreTrouble !== undefined ? { onStoreTrouble: o.onStoreTrouble } : {}),
       ...(o.abortGraceMs !== undefined ? { abortGraceMs: o.abortGraceMs } : {}),
@@ -319,7 +329,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
         ...(opts.autoApprove ? { autoApprove: true } : {}),
         bindings,
-        options: { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...runOptions },
+        options: { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(parseTraceparent(opts.traceparent) ? { traceparent: opts.traceparent!.trim().toLowerCase() } : {}), ...runOptions },
         ...(opts.path !== undefined ? { path: opts.path } : {}),
       },
       this.clock,
@@ -395,8 +405,19 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    * The events of a run's first commit (run.started, the root task.ready, a gate that opens at once)
    * go to `onEvent` as the worker's commits do: a run that waits from its start is not silent.
    */
-  private report(events: readonly RunEvent[], state: RunState): void {
+  private observer(): ((e: RunEvent, state: RunState) => void) | undefined {
     const on = this.opts.onEvent;
+    const t = this.opts.telemetry;
+    if (!t) return on;
+    if (!on) return (e, state) => t.event(e, state);
+    return (e, state) => {
+      t.event(e, state);
+      on(e, state);
+    };
+  }
+
+  private report(events: readonly RunEvent[], state: RunState): void {
+    const on = this.observer();
     if (!on) return;
     for (const e of events) on(e, state);
   }
@@ -524,6 +545,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     // a store call in flight finishes (or fails) before the caller may close the store under it
     await this.worker?.settled();
     await Promise.allSettled(this.owned.map((a) => a.close()));
+    // the spans of what ended here are exported before the process may exit (an exporter's failure is not the engine's)
+    await this.opts.telemetry?.flush().catch(() => undefined);
   }
 
   /** `await using engine = createEngine(...)`: close() at the end of the scope (the store stays open). */

@@ -3,6 +3,7 @@
  * functions, subprocesses, HTTP, LLMs) live in src/agents/ and all produce an AgentHandler.
  */
 import type { Json, JsonObject } from '../core/json.js';
+import type { AttemptTrace } from './telemetry.js';
 
 /** What `ctx.requestInput` asks a human (answered with `baton respond RUN GATE --value JSON`). */
 export interface InputRequest {
@@ -73,6 +74,11 @@ export interface AgentContext {
    * restart) gets the recorded answer back at once, so an agent may simply ask again.
    */
   requestInput(request: InputRequest): Promise<Json>;
+  /**
+   * Tracing (docs/telemetry.md): the attempt's span, for the agent's own spans (model calls, tool
+   * calls) and its `traceparent`. Undefined when no telemetry is configured.
+   */
+  readonly trace?: AttemptTrace | undefined;
 }
 
 /** An agent: returns the output object (a `_cost` number field is taken as spend, not recorded). */
