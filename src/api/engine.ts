@@ -20,7 +20,7 @@ import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
 import type { FactResult } from '../engine/decide.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/ports.js';
-import { parseTraceparent, type Telemetry } from '../engine/telemetry.js';
+import { parseTraceparent, type RunInfo, type Telemetry } from '../engine/telemetry.js';
 import { toJson } from '../engine/attempt.js';
 import { commandRun, startRun, workflowRecord } from '../engine/start.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
@@ -142,7 +142,6 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
 
   private workerOptions(): WorkerOptions {
     const o = this.opts;
-    const on = this.observer();
     return {
       store: this.store,
       bind: (record) => this.bind(record),
@@ -153,7 +152,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       ...(o.isOwnerDead !== undefined ? { isOwnerDead: o.isOwnerDead } : {}),
-      ...(on !== undefined ? { onEvent: on } : {}),
+      ...(o.onEvent !== undefined ? { onEvent: o.onEvent } : {}),
       ...(o.telemetry !== undefined ? { telemetry: o.telemetry } : {}),
       ...(o.storeRetryMs !== undefined ? { storeRetryMs: o.storeRetryMs } : {}),
       ...(o.onStoreTrouble !== undefined ? { onStoreTrouble: o.onStoreTrouble } : {}),
@@ -319,6 +318,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       const list = [...unbound].map(([a, ps]) => `\`${a}\` (phase${ps.length === 1 ? '' : 's'} ${ps.join(', ')})`).join(', ');
       throw new BatonError('unbound-agent', `no handler is bound for agent${unbound.size === 1 ? '' : 's'} ${list}; bind them with --agents, declare \`x-command\`, or dry-run with --stub-agents`);
     }
+    const stored: JsonObject = { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(parseTraceparent(opts.traceparent) ? { traceparent: opts.traceparent!.trim().toLowerCase() } : {}), ...runOptions };
     const first = await startRun(
       this.store,
       model,
@@ -329,13 +329,13 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
         ...(opts.autoApprove ? { autoApprove: true } : {}),
         bindings,
-        options: { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(parseTraceparent(opts.traceparent) ? { traceparent: opts.traceparent!.trim().toLowerCase() } : {}), ...runOptions },
+        options: stored,
         ...(opts.path !== undefined ? { path: opts.path } : {}),
       },
       this.clock,
     );
     this.work.checkFault('run.created');
-    this.report(first.events, first.state);
+    this.report(first.events, first.state, { runId, workflowName: model.info.name, options: stored });
     return runId;
   }
 
@@ -381,6 +381,9 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const w = await this.store.workflow(record.workflowHash);
     const timeoutMs = typeof record.options['timeout_ms'] === 'number' ? record.options['timeout_ms'] : undefined;
     const newId = opts.runId ?? newRunId(this.clock.now());
+    // a rerun is a new trace (its own run span), not a part of the first run's parent
+    const { traceparent: _tp, ...kept } = record.options;
+    const rerunOptions: JsonObject = { ...kept, rerun_of: runId, from };
     const first = await startRun(
       this.store,
       model,
@@ -391,13 +394,13 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : timeoutMs !== undefined ? { timeoutMs } : {}),
         ...(opts.autoApprove || record.options['auto_approve'] === true ? { autoApprove: true } : {}),
         bindings: opts.bindings ?? record.bindings,
-        options: { ...record.options, rerun_of: runId, from },
+        options: rerunOptions,
         ...(w ? { path: w.path } : {}),
         rerunOf: { run_id: runId, from, outputs },
       },
       this.clock,
     );
-    this.report(first.events, first.state);
+    this.report(first.events, first.state, { runId: newId, workflowName: record.workflowName, options: rerunOptions });
     return newId;
   }
 
@@ -405,19 +408,10 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    * The events of a run's first commit (run.started, the root task.ready, a gate that opens at once)
    * go to `onEvent` as the worker's commits do: a run that waits from its start is not silent.
    */
-  private observer(): ((e: RunEvent, state: RunState) => void) | undefined {
-    const on = this.opts.onEvent;
+  private report(events: readonly RunEvent[], state: RunState, run: RunInfo): void {
     const t = this.opts.telemetry;
-    if (!t) return on;
-    if (!on) return (e, state) => t.event(e, state);
-    return (e, state) => {
-      t.event(e, state);
-      on(e, state);
-    };
-  }
-
-  private report(events: readonly RunEvent[], state: RunState): void {
-    const on = this.observer();
+    if (t) for (const e of events) t.event(e, state, run);
+    const on = this.opts.onEvent;
     if (!on) return;
     for (const e of events) on(e, state);
   }

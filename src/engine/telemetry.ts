@@ -49,6 +49,9 @@ export interface AttemptTrace {
   link(traceparent: string): void;
 }
 
+/** What the spans need of a run's record: its id, its workflow's name, the traceparent it recorded. */
+export type RunInfo = Pick<RunRecord, 'runId' | 'workflowName' | 'options'>;
+
 /** The attempt an AttemptTrace is for. */
 export interface AttemptRef {
   runId: string;
@@ -62,10 +65,10 @@ export interface AttemptRef {
 }
 
 export interface Telemetry {
-  /** Every committed event of the runs this process works on (the engine's onEvent). */
-  event(e: RunEvent, state: RunState): void;
+  /** Every committed event of the runs this process works on, with the run's state after it and its record. */
+  event(e: RunEvent, state: RunState, run: RunInfo): void;
   /** The trace of an attempt about to run here. */
-  attempt(record: RunRecord, a: AttemptRef): AttemptTrace;
+  attempt(run: RunInfo, a: AttemptRef): AttemptTrace;
   /** A span in this process under a span elsewhere (a remote agent's handler under its attempt). */
   child(traceparent: string | undefined, name: string, attrs?: SpanAttributes): SpanHandle;
   /** Exports what is buffered. */

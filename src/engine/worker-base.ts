@@ -60,7 +60,7 @@ export interface WorkerOptions {
   /** When serving: the agent ids this worker binds (it asks the store only for their tasks). Default: any. */
   agents?: readonly string[];
   onEvent?: (event: RunEvent, state: RunState) => void;
-  /** Traces (docs/telemetry.md): attempts get `ctx.trace`; the events reach it through the composition root's onEvent. */
+  /** Traces (docs/telemetry.md): told every committed event; attempts get `ctx.trace`. */
   telemetry?: Telemetry;
   /**
    * How long the store may keep failing (unreachable, locked, conflicts) before the worker gives
