@@ -88,7 +88,8 @@ export class SpanModel {
         return;
       }
       case 'task.completed':
-        if (e.reused_from !== undefined) return;
+        // a rerun's reused output ran nowhere now; a fan-out phase completes when its items have (their attempts are the spans)
+        if (e.reused_from !== undefined || state.phases.get(e.phase)?.fan !== undefined) return;
         this.endAttempt(run, state, e.phase, e.attempt, e.at, undefined, { 'baton.outcome': e.partial ? 'partial' : 'completed', 'baton.cost_usd': e.cost_usd });
         return;
       case 'task.attempt_failed':
