@@ -6,7 +6,7 @@
  * when telemetry is configured (env.ts).
  */
 import { detectResources, envDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, type Sampler, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, type Sampler, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { BatonError } from '../core/errors.js';
 import { loadOptional } from '../core/optional.js';
 import type { Telemetry } from '../engine/telemetry.js';
@@ -68,7 +68,7 @@ export async function processorsFromEnv(env: Env): Promise<SpanProcessor[]> {
     const protocol = (env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ?? env['OTEL_EXPORTER_OTLP_PROTOCOL'] ?? 'http/protobuf').trim().toLowerCase();
     if (protocol !== 'http/protobuf') throw new BatonError('usage', `OTEL_EXPORTER_OTLP_PROTOCOL: \`${protocol}\` is not supported (Baton exports OTLP over http/protobuf)`);
     const { OTLPTraceExporter } = await loadOptional('@opentelemetry/exporter-trace-otlp-proto', 'exporting traces over OTLP', () => import('@opentelemetry/exporter-trace-otlp-proto'));
-    out.push(new BatchSpanProcessor(new OTLPTraceExporter() as SpanExporter));
+    out.push(new BatchSpanProcessor(new OTLPTraceExporter()));
   }
   return out;
 }

@@ -259,7 +259,7 @@ function handle(span: Span): SpanHandle {
   const c = span.spanContext();
   let ended = false;
   return {
-    traceparent: formatTraceparent({ traceId: c.traceId, spanId: c.spanId, sampled: (c.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED }),
+    traceparent: formatTraceparent({ traceId: c.traceId, spanId: c.spanId, sampled: (c.traceFlags & 1) === 1 }),
     setAttributes: (a) => span.setAttributes(a as Attributes),
     addEvent: (name, a) => span.addEvent(name, a as Attributes | undefined),
     fail: (type, message) => {
