@@ -72,9 +72,18 @@ export interface SpanModelOptions {
   captureContent: boolean;
 }
 
+interface RunIds {
+  parent: SpanContextIds | undefined;
+  traceId: string;
+  runSpanId: string;
+  sampled: boolean;
+}
+
 export class SpanModel {
   private readonly attempts = new Map<string, PendingAttempt>();
   private readonly runs = new Map<string, PendingRun>();
+  /** The derived ids of recent runs (hashing them again for every span costs more than the span). */
+  private readonly ids = new Map<string, RunIds>();
 
   constructor(private readonly o: SpanModelOptions) {}
 
@@ -130,8 +139,8 @@ export class SpanModel {
   }
 
   attempt(run: RunInfo, a: AttemptRef): AttemptTrace {
-    const parent = runParentOf(run);
-    const ids: SpanContextIds = { traceId: traceIdOf(a.runId, parent), spanId: attemptSpanIdOf(a.runId, a.key, a.attempt), sampled: parent?.sampled ?? true };
+    const r = this.runIds(run);
+    const ids: SpanContextIds = { traceId: r.traceId, spanId: attemptSpanIdOf(a.runId, a.key, a.attempt), sampled: r.sampled };
     const traceparent = formatTraceparent(ids);
     const p = this.pending(a.runId, a.key, a.attempt);
     return {
@@ -153,6 +162,18 @@ export class SpanModel {
     const ctx = parent ? trace.setSpanContext(ROOT_CONTEXT, spanContext(parent)) : ROOT_CONTEXT;
     const span = this.o.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes: attrs as Attributes }, ctx);
     return handle(span);
+  }
+
+  private runIds(run: RunInfo): RunIds {
+    const k = runIdsKey(run);
+    let r = this.ids.get(k);
+    if (!r) {
+      if (this.ids.size >= 10_000) this.ids.delete(this.ids.keys().next().value!);
+      const parent = runParentOf(run);
+      r = { parent, traceId: traceIdOf(run.runId, parent), runSpanId: runSpanIdOf(run.runId), sampled: parent?.sampled ?? true };
+      this.ids.set(k, r);
+    }
+    return r;
   }
 
   private pending(runId: string, key: string, attempt: number): PendingAttempt {
@@ -180,9 +201,7 @@ export class SpanModel {
     this.attempts.delete(k);
     const ps = state.phases.get(key);
     const phase = ps?.item?.parent ?? key;
-    const parent = runParentOf(run);
-    const traceId = traceIdOf(run.runId, parent);
-    const sampled = parent?.sampled ?? true;
+    const { traceId, runSpanId, sampled } = this.runIds(run);
     const attrs: SpanAttributes = {
       'baton.run.id': run.runId,
       'baton.workflow': run.workflowName,
@@ -200,7 +219,7 @@ export class SpanModel {
     const span = this.o.tracer.startSpan(
       p.name ?? `baton.attempt ${phase}`,
       { kind: SpanKind.INTERNAL, startTime: Math.min(p.start ?? ps?.startedAt ?? at, at), attributes: attrs as Attributes, links },
-      trace.setSpanContext(ROOT_CONTEXT, spanContext({ traceId, spanId: runSpanIdOf(run.runId), sampled })),
+      trace.setSpanContext(ROOT_CONTEXT, spanContext({ traceId, spanId: runSpanId, sampled })),
     );
     for (const ev of p.events) span.addEvent(ev.name, ev.attrs as Attributes, ev.at);
     if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
@@ -213,8 +232,8 @@ export class SpanModel {
     // attempts of the run still waiting here never end (the run ended under them without an outcome)
     const prefix = `${run.runId}\u0000`;
     for (const k of [...this.attempts.keys()]) if (k.startsWith(prefix)) this.attempts.delete(k);
-    const parent = runParentOf(run);
-    const traceId = traceIdOf(run.runId, parent);
+    const { parent, traceId, runSpanId } = this.runIds(run);
+    this.ids.delete(runIdsKey(run));
     const attrs: SpanAttributes = {
       'gen_ai.operation.name': 'invoke_workflow',
       'baton.run.id': run.runId,
@@ -224,7 +243,7 @@ export class SpanModel {
       ...(state.rerunOf ? { 'baton.rerun_of': state.rerunOf.run_id } : {}),
       ...(error ? { 'error.type': error.type } : {}),
     };
-    this.o.ids.preset(parent ? undefined : traceId, runSpanIdOf(run.runId));
+    this.o.ids.preset(parent ? undefined : traceId, runSpanId);
     const span = this.o.tracer.startSpan(
       `invoke_workflow ${run.workflowName}`,
       { kind: SpanKind.INTERNAL, startTime: Math.min(state.startedAt || at, at), attributes: attrs as Attributes },
@@ -234,6 +253,11 @@ export class SpanModel {
     if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
     span.end(at);
   }
+}
+
+function runIdsKey(run: RunInfo): string {
+  const tp = run.options['traceparent'];
+  return typeof tp === 'string' ? `${run.runId}\u0000${tp}` : run.runId;
 }
 
 function keyOf(runId: string, key: string, attempt: number): string {
