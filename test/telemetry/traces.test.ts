@@ -103,6 +103,27 @@ describe('traces of a run', () => {
     expect(byName(spans, 'baton.attempt build')).toEqual([]);
   });
 
+  test('a claim-time rejection (UnresolvableInputError) is a span event on the run span, naming the phase; no attempt span for it', async () => {
+    const t = traced();
+    const r = await runWorkflow(
+      wf(`
+openintent: "1.0"
+info: {name: unresolvable}
+workflow:
+  a: {assign: x, outputs: {maybe: {type: string, required: false}}}
+  b: {assign: x, depends_on: [a], inputs: {m: a.maybe}}
+`),
+      { runId: 'run-claim-reject', telemetry: t.telemetry, agents: { x: () => ({}) } },
+    );
+    expect(r.status).toBe('failed');
+    const spans = await t.spans();
+    expect(spans.map((s) => s.name).sort()).toEqual(['baton.attempt a', 'invoke_workflow unresolvable']);
+    const run = byName(spans, 'invoke_workflow unresolvable')[0]!;
+    expect(run.events.map((e) => e.name)).toEqual(['baton.contract.rejected']);
+    expect(run.events[0]!.attributes).toMatchObject({ 'error.type': 'UnresolvableInputError', 'baton.phase': 'b', 'baton.error.unresolvable_refs': ['a.maybe'] });
+    expect(run.attributes['error.type']).toBe('UnresolvableInputError');
+  });
+
   test('an incoming traceparent is the run span parent: the whole run joins that trace', async () => {
     const t = traced();
     const parent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
