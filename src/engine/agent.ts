@@ -3,7 +3,6 @@
  * functions, subprocesses, HTTP, LLMs) live in src/agents/ and all produce an AgentHandler.
  */
 import type { Json, JsonObject } from '../core/json.js';
-import type { AttemptTrace } from './telemetry.js';
 
 /** What `ctx.requestInput` asks a human (answered with `baton respond RUN GATE --value JSON`). */
 export interface InputRequest {
@@ -104,4 +103,36 @@ export class AgentError extends Error {
   ) {
     super(message);
   }
+}
+
+// ---- tracing (the telemetry port, engine/telemetry.ts): what an agent sees, as `ctx.trace` ----------
+
+export type SpanAttributes = Record<string, string | number | boolean | readonly string[]>;
+
+/** A span of this process, started now. */
+export interface SpanHandle {
+  /** W3C traceparent of this span (its children in other processes take it). */
+  readonly traceparent: string;
+  setAttributes(attrs: SpanAttributes): void;
+  addEvent(name: string, attrs?: SpanAttributes): void;
+  /** Ends it with status error; `type` is `error.type` (a stable code). */
+  fail(type: string, message: string): void;
+  end(): void;
+}
+
+/** What an attempt's agent gets (`ctx.trace`): its attempt's span context, for children. */
+export interface AttemptTrace {
+  /** W3C traceparent of the attempt's span. */
+  readonly traceparent: string;
+  /** Whether prompts and replies may be recorded (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`). */
+  readonly captureContent: boolean;
+  /** Starts a child span of the attempt's span, now. */
+  span(name: string, attrs?: SpanAttributes): SpanHandle;
+  /**
+   * Names the attempt's span and adds attributes to it (emitted when the outcome is committed): an
+   * LLM agent makes it `invoke_agent {agent}` with the GenAI attributes.
+   */
+  describe(name: string | undefined, attrs: SpanAttributes): void;
+  /** Links the attempt's span to a span elsewhere (a remote agent's, by its traceparent). */
+  link(traceparent: string): void;
 }

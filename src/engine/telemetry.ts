@@ -18,36 +18,9 @@ import { createHash } from 'node:crypto';
 import type { RunEvent } from './events.js';
 import type { RunRecord } from './ports.js';
 import type { RunState } from './state.js';
+import type { AttemptTrace, SpanAttributes, SpanHandle } from './agent.js';
 
-export type SpanAttributes = Record<string, string | number | boolean | readonly string[]>;
-
-/** A span of this process, started now. */
-export interface SpanHandle {
-  /** W3C traceparent of this span (its children in other processes take it). */
-  readonly traceparent: string;
-  setAttributes(attrs: SpanAttributes): void;
-  addEvent(name: string, attrs?: SpanAttributes): void;
-  /** Ends it with status error; `type` is `error.type` (a stable code). */
-  fail(type: string, message: string): void;
-  end(): void;
-}
-
-/** What an attempt's agent gets (`ctx.trace`): its attempt's span context, for children. */
-export interface AttemptTrace {
-  /** W3C traceparent of the attempt's span. */
-  readonly traceparent: string;
-  /** Whether prompts and replies may be recorded (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`). */
-  readonly captureContent: boolean;
-  /** Starts a child span of the attempt's span, now. */
-  span(name: string, attrs?: SpanAttributes): SpanHandle;
-  /**
-   * Names the attempt's span and adds attributes to it (emitted when the outcome is committed): an
-   * LLM agent makes it `invoke_agent {agent}` with the GenAI attributes.
-   */
-  describe(name: string | undefined, attrs: SpanAttributes): void;
-  /** Links the attempt's span to a span elsewhere (a remote agent's, by its traceparent). */
-  link(traceparent: string): void;
-}
+export type { AttemptTrace, SpanAttributes, SpanHandle } from './agent.js';
 
 /** What the spans need of a run's record: its id, its workflow's name, the traceparent it recorded. */
 export type RunInfo = Pick<RunRecord, 'runId' | 'workflowName' | 'options'>;
