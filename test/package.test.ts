@@ -16,6 +16,7 @@ import * as llm from '@baton-run/baton/llm';
 import * as mcp from '@baton-run/baton/mcp';
 import * as postgres from '@baton-run/baton/postgres';
 import * as server from '@baton-run/baton/server';
+import * as otel from '@baton-run/baton/otel';
 import * as typescript from '@baton-run/baton/typescript';
 
 const root = resolve(import.meta.dirname, '..');
@@ -57,8 +58,9 @@ describe('the package by name', () => {
     expect(typeof typescript.loadAgentsModule).toBe('function');
     expect(typeof server.startServer).toBe('function');
     expect(typeof server.createServerApp).toBe('function');
+    expect(typeof otel.createOtelTelemetry).toBe('function');
     // what needs an optional peer is not in the core
-    for (const moved of ['openPostgresStore', 'PostgresStore', 'McpHost', 'bindLlmAgents', 'makeProvider', 'startServer', 'createServerApp']) expect(core).not.toHaveProperty(moved);
+    for (const moved of ['openPostgresStore', 'PostgresStore', 'McpHost', 'bindLlmAgents', 'makeProvider', 'startServer', 'createServerApp', 'createOtelTelemetry', 'otelTelemetryFromEnv']) expect(core).not.toHaveProperty(moved);
   });
 
   it('every subpath of `exports` has an entry module in src/exports/', () => {
@@ -71,7 +73,7 @@ describe('the package by name', () => {
 });
 
 describe('dependencies', () => {
-  const optional = ['pg', 'better-sqlite3', '@ai-sdk/provider', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/openai-compatible', '@modelcontextprotocol/sdk', 'tsx', 'hono', '@hono/node-server'];
+  const optional = ['pg', 'better-sqlite3', '@ai-sdk/provider', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/openai-compatible', '@modelcontextprotocol/sdk', 'tsx', 'hono', '@hono/node-server', '@opentelemetry/api', '@opentelemetry/sdk-trace-base', '@opentelemetry/resources', '@opentelemetry/exporter-trace-otlp-proto'];
 
   it('each optional capability is an optional peer, kept in devDependencies so this repository installs everything', () => {
     expect(Object.keys(pkg.peerDependencies).sort()).toEqual([...optional].sort());

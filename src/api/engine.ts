@@ -20,6 +20,7 @@ import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
 import type { FactResult } from '../engine/decide.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/ports.js';
+import { parseTraceparent, type RunInfo, type Telemetry } from '../engine/telemetry.js';
 import { toJson } from '../engine/attempt.js';
 import { commandRun, startRun, workflowRecord } from '../engine/start.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
@@ -58,6 +59,11 @@ export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
   faults?: FaultPlan;
   isOwnerDead?: (owner: string) => boolean;
   onEvent?: (event: RunEvent, state: RunState) => void;
+  /**
+   * Traces (docs/telemetry.md): run, attempt, model and tool spans. `@baton-run/baton/otel` makes one
+   * on OpenTelemetry. Flushed (not shut down) by close().
+   */
+  telemetry?: Telemetry;
   /** How long store errors are retried (with backoff) before the worker gives up (default 5 minutes). */
   storeRetryMs?: number;
   /** Told once when the store starts failing and once when it answers again. */
@@ -100,6 +106,8 @@ export interface StartRunOptions<W extends WorkflowTypes = AnyWorkflow> {
   workspace?: string;
   /** Cancels the run when it aborts (Ctrl-C). */
   signal?: AbortSignal;
+  /** A W3C traceparent the run's trace continues (`baton run` reads `TRACEPARENT`): recorded with the run; a malformed one is ignored. */
+  traceparent?: string;
   /** `start()` only: store the run without driving it here (a `baton worker` elsewhere runs it). */
   detach?: boolean;
 }
@@ -151,6 +159,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       ...(o.isOwnerDead !== undefined ? { isOwnerDead: o.isOwnerDead } : {}),
       ...(o.onEvent !== undefined ? { onEvent: o.onEvent } : {}),
+      ...(o.telemetry !== undefined ? { telemetry: o.telemetry } : {}),
       ...(o.storeRetryMs !== undefined ? { storeRetryMs: o.storeRetryMs } : {}),
       ...(o.onStoreTrouble !== undefined ? { onStoreTrouble: o.onStoreTrouble } : {}),
       ...(o.abortGraceMs !== undefined ? { abortGraceMs: o.abortGraceMs } : {}),
@@ -316,6 +325,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       const list = [...unbound].map(([a, ps]) => `\`${a}\` (phase${ps.length === 1 ? '' : 's'} ${ps.join(', ')})`).join(', ');
       throw new BatonError('unbound-agent', `no handler is bound for agent${unbound.size === 1 ? '' : 's'} ${list}; bind them with --agents, declare \`x-command\`, or dry-run with --stub-agents`);
     }
+    const stored: JsonObject = { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(parseTraceparent(opts.traceparent) ? { traceparent: opts.traceparent!.trim().toLowerCase() } : {}), ...runOptions };
     const first = await startRun(
       this.store,
       model,
@@ -326,13 +336,13 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
         ...(opts.autoApprove ? { autoApprove: true } : {}),
         bindings,
-        options: { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...runOptions },
+        options: stored,
         ...(opts.path !== undefined ? { path: opts.path } : {}),
       },
       this.clock,
     );
     this.work.checkFault('run.created');
-    this.report(first.events, first.state);
+    this.report(first.events, first.state, { runId, workflowName: model.info.name, options: stored });
     return runId;
   }
 
@@ -378,6 +388,9 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const w = await this.store.workflow(record.workflowHash);
     const timeoutMs = typeof record.options['timeout_ms'] === 'number' ? record.options['timeout_ms'] : undefined;
     const newId = opts.runId ?? newRunId(this.clock.now());
+    // a rerun is a new trace (its own run span), not a part of the first run's parent
+    const { traceparent: _tp, ...kept } = record.options;
+    const rerunOptions: JsonObject = { ...kept, rerun_of: runId, from };
     const first = await startRun(
       this.store,
       model,
@@ -388,13 +401,13 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : timeoutMs !== undefined ? { timeoutMs } : {}),
         ...(opts.autoApprove || record.options['auto_approve'] === true ? { autoApprove: true } : {}),
         bindings: opts.bindings ?? record.bindings,
-        options: { ...record.options, rerun_of: runId, from },
+        options: rerunOptions,
         ...(w ? { path: w.path } : {}),
         rerunOf: { run_id: runId, from, outputs },
       },
       this.clock,
     );
-    this.report(first.events, first.state);
+    this.report(first.events, first.state, { runId: newId, workflowName: record.workflowName, options: rerunOptions });
     return newId;
   }
 
@@ -402,7 +415,9 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    * The events of a run's first commit (run.started, the root task.ready, a gate that opens at once)
    * go to `onEvent` as the worker's commits do: a run that waits from its start is not silent.
    */
-  private report(events: readonly RunEvent[], state: RunState): void {
+  private report(events: readonly RunEvent[], state: RunState, run: RunInfo): void {
+    const t = this.opts.telemetry;
+    if (t) for (const e of events) t.event(e, state, run);
     const on = this.opts.onEvent;
     if (!on) return;
     for (const e of events) on(e, state);
@@ -531,6 +546,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     // a store call in flight finishes (or fails) before the caller may close the store under it
     await this.worker?.settled();
     await Promise.allSettled(this.owned.map((a) => a.close()));
+    // the spans of what ended here are exported before the process may exit (an exporter's failure is not the engine's)
+    await this.opts.telemetry?.flush().catch(() => undefined);
   }
 
   /** `await using engine = createEngine(...)`: close() at the end of the scope (the store stays open). */

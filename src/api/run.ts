@@ -21,7 +21,7 @@ export interface RunOptions<W extends WorkflowTypes = AnyWorkflow> extends Omit<
 
 /** Runs a workflow to its end and resolves to the run result (it rejects only on faults, never on a failed run). */
 export async function runWorkflow<W extends WorkflowTypes = AnyWorkflow>(spec: WorkflowSpec | WorkflowModel, opts: RunOptions<W> = {}): Promise<RunResult> {
-  const { runId, trigger, initialState, timeoutMs, autoApprove, bindings, path, cwd, signal, store, ...engineOptions } = opts;
+  const { runId, trigger, initialState, timeoutMs, autoApprove, bindings, path, cwd, signal, store, traceparent, ...engineOptions } = opts;
   const engine = createEngine<W>({ ...engineOptions, store: store ?? new MemoryStore() });
   try {
     return await engine.run(spec, {
@@ -34,6 +34,7 @@ export async function runWorkflow<W extends WorkflowTypes = AnyWorkflow>(spec: W
       ...(path !== undefined ? { path } : {}),
       ...(cwd !== undefined ? { cwd } : {}),
       ...(signal !== undefined ? { signal } : {}),
+      ...(traceparent !== undefined ? { traceparent } : {}),
     });
   } finally {
     await engine.close();

@@ -18,6 +18,8 @@ import { unknownBinding } from './bindings.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { printFailure } from './fail.js';
 import type { CliIo } from './io.js';
+import type { Telemetry } from '../engine/telemetry.js';
+import { telemetryFromEnv } from '../telemetry/env.js';
 
 export class UsageError extends Error {}
 
@@ -148,6 +150,15 @@ export function cliEngine(store: RunStore, io: CliIo, agents: Record<string, Age
     onStoreTrouble: storeTroubleLine(io),
     ...extra,
   });
+}
+
+/**
+ * Traces when the `OTEL_*` variables configure them (docs/telemetry.md), else undefined with nothing
+ * of OpenTelemetry loaded. The engine flushes it when it closes.
+ */
+export async function cliTelemetry(io: CliIo): Promise<{ telemetry?: Telemetry }> {
+  const t = await telemetryFromEnv(io.env);
+  return t ? { telemetry: t } : {};
 }
 
 /** Names the agents of a stored run that nothing binds (the run cannot continue here). */

@@ -22,6 +22,15 @@ export const ENVIRONMENT: readonly { name: string; desc: string }[] = [
   { name: 'ANTHROPIC_BASE_URL', desc: 'another endpoint for `provider: anthropic`' },
   { name: 'OPENAI_COMPATIBLE_BASE_URL', desc: 'the endpoint of `provider: openai-compatible` when the workflow names none' },
   { name: 'OPENAI_COMPATIBLE_API_KEY', desc: 'its key, when it needs one' },
+  { name: 'OTEL_TRACES_EXPORTER', desc: 'traces (docs/telemetry.md): `otlp`, `console` or `none`, comma-separated; naming one turns tracing on' },
+  { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', desc: 'the OTLP collector (http/protobuf, `/v1/traces` added); setting it turns tracing on' },
+  { name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', desc: 'the same for traces only (the full URL)' },
+  { name: 'OTEL_EXPORTER_OTLP_PROTOCOL', desc: 'must be `http/protobuf` (the default) when set' },
+  { name: 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', desc: 'the same for traces only' },
+  { name: 'OTEL_SDK_DISABLED', desc: '`true`: no tracing, whatever else is set' },
+  { name: 'OTEL_SERVICE_NAME', desc: 'the service.name of the traces (default `baton`; `OTEL_RESOURCE_ATTRIBUTES` is read too)' },
+  { name: 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', desc: '`true`: model-call and tool spans record prompts, replies, tool arguments and results (off by default)' },
+  { name: 'TRACEPARENT', desc: 'baton run: a W3C traceparent the trace of the run continues (recorded with the run)' },
   { name: '${VAR}', desc: 'any variable a workflow names in `mcp.servers.*.env`; subprocess agents and MCP servers inherit the environment' },
 ];
 

@@ -5,7 +5,7 @@ import { outputProblem } from './output.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, unboundAgents, type Engine } from '../api/engine.js';
 import type { RunStore } from '../engine/ports.js';
-import { UsageError, bindFromFlags, cliClock, cliEngine, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
+import { UsageError, bindFromFlags, cliClock, cliEngine, cliTelemetry, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RERUN_OPTIONS, RESUME_OPTIONS, WORKER_OPTIONS, commandSpec } from './spec.js';
@@ -103,6 +103,7 @@ async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: st
   const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
   if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
   const engine = cliEngine(store, io, bound.agents, {
+    ...(await cliTelemetry(io)),
     stubAgents: values['stub-agents'] === true,
     ...(concurrency !== undefined ? { concurrency } : {}),
     ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
@@ -132,6 +133,7 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       store,
       agents: bound.agents,
       clock: cliClock(io),
+      ...(await cliTelemetry(io)),
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),

@@ -15,7 +15,7 @@ import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { RunState } from '../engine/state.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
-import { UsageError, bindFromFlags, cliEngine, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
+import { UsageError, bindFromFlags, cliEngine, cliTelemetry, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
 import { useColor } from './color.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
@@ -94,6 +94,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const fg = new Foreground(io, values, store.kind === 'memory');
     const stateOut = values['state-out'] !== undefined ? new StateOut(resolve(io.cwd, values['state-out']), spec.model, initialState as JsonObject | undefined, (m) => io.stderr(`${m}\n`), values['state-out']) : undefined;
     engine = cliEngine(store, io, bound.agents, {
+      ...(await cliTelemetry(io)),
       stubAgents: values['stub-agents'] === true,
       llm,
       ...(concurrency !== undefined ? { concurrency } : {}),
@@ -112,6 +113,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       autoApprove: values['auto-approve'] === true,
       bindings: bound.record,
       path: target.workflow,
+      // a caller's trace (W3C TRACEPARENT, as CI systems and other tracers pass it): the run joins it
+      ...(io.env['TRACEPARENT'] !== undefined ? { traceparent: io.env['TRACEPARENT'] } : {}),
       ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
       // driven below by finish() (with Ctrl-C handling), or by a worker after --detach
       detach: true,

@@ -10,7 +10,7 @@ import { createEngine, type Engine } from '../api/engine.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { loadOptional } from '../core/optional.js';
 import type { RunStore } from '../engine/ports.js';
-import { UsageError, bindFromFlags, cliClock, exitFor, openCliStore, storeTroubleLine } from './durable.js';
+import { UsageError, bindFromFlags, cliClock, cliTelemetry, exitFor, openCliStore, storeTroubleLine } from './durable.js';
 import type { CliIo } from './io.js';
 import { describeEvent } from './run.js';
 import { SERVE_OPTIONS } from './spec.js';
@@ -53,6 +53,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
       agents: bound.agents,
       bindRun: remote.bindRun,
       clock: cliClock(io),
+      ...(await cliTelemetry(io)),
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),

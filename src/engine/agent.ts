@@ -73,6 +73,11 @@ export interface AgentContext {
    * restart) gets the recorded answer back at once, so an agent may simply ask again.
    */
   requestInput(request: InputRequest): Promise<Json>;
+  /**
+   * Tracing (docs/telemetry.md): the attempt's span, for the agent's own spans (model calls, tool
+   * calls) and its `traceparent`. Undefined when no telemetry is configured.
+   */
+  readonly trace?: AttemptTrace | undefined;
 }
 
 /** An agent: returns the output object (a `_cost` number field is taken as spend, not recorded). */
@@ -98,4 +103,36 @@ export class AgentError extends Error {
   ) {
     super(message);
   }
+}
+
+// ---- tracing (the telemetry port, engine/telemetry.ts): what an agent sees, as `ctx.trace` ----------
+
+export type SpanAttributes = Record<string, string | number | boolean | readonly string[]>;
+
+/** A span of this process, started now. */
+export interface SpanHandle {
+  /** W3C traceparent of this span (its children in other processes take it). */
+  readonly traceparent: string;
+  setAttributes(attrs: SpanAttributes): void;
+  addEvent(name: string, attrs?: SpanAttributes): void;
+  /** Ends it with status error; `type` is `error.type` (a stable code). */
+  fail(type: string, message: string): void;
+  end(): void;
+}
+
+/** What an attempt's agent gets (`ctx.trace`): its attempt's span context, for children. */
+export interface AttemptTrace {
+  /** W3C traceparent of the attempt's span. */
+  readonly traceparent: string;
+  /** Whether prompts and replies may be recorded (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`). */
+  readonly captureContent: boolean;
+  /** Starts a child span of the attempt's span, now. */
+  span(name: string, attrs?: SpanAttributes): SpanHandle;
+  /**
+   * Names the attempt's span and adds attributes to it (emitted when the outcome is committed): an
+   * LLM agent makes it `invoke_agent {agent}` with the GenAI attributes.
+   */
+  describe(name: string | undefined, attrs: SpanAttributes): void;
+  /** Links the attempt's span to a span elsewhere (a remote agent's, by its traceparent). */
+  link(traceparent: string): void;
 }

@@ -9,6 +9,7 @@ import { AgentError, type AgentContext, type AgentHandler, type InputRequest } f
 import type { Outcome } from './decide.js';
 import type { FailureRecord } from './events.js';
 import type { FileProvenance } from './files.js';
+import type { AttemptTrace } from './telemetry.js';
 
 /** Deepest nesting accepted in an agent's output (objects and arrays), documented in docs/executor.md. */
 export const MAX_OUTPUT_DEPTH = 512;
@@ -28,6 +29,8 @@ export interface AttemptHost {
   checkpoint(att: Attempt, value: Json): Promise<void>;
   /** A file the engine staged or synced for the attempt (files.ts): recorded as `task.file`. */
   file(att: Attempt, p: FileProvenance): void;
+  /** The attempt's trace, when telemetry is configured (engine/telemetry.ts). */
+  trace?(att: Attempt): AttemptTrace | undefined;
 }
 
 /** Why an attempt was stopped from outside; such an attempt reports no outcome (its task moved on). */
@@ -86,6 +89,13 @@ export class Attempt implements AgentContext {
 
   /** The phase name the agent sees (an item's phase, not its task key). */
   readonly phase: string;
+
+  private traced: { t: AttemptTrace | undefined } | undefined;
+
+  get trace(): AttemptTrace | undefined {
+    this.traced ??= { t: this.host.trace?.(this) };
+    return this.traced.t;
+  }
 
   get idempotencyKey(): string {
     return this.taskId;

@@ -10,6 +10,7 @@ import { AgentError } from './agent.js';
 import { Attempt, StopSignal, TimeoutError, toOutcome, type AttemptHost } from './attempt.js';
 import { remainingBudget, type Claimed } from './decide.js';
 import type { FileProvenance } from './files.js';
+import type { AttemptTrace } from './telemetry.js';
 import { contractOfPhase, estimatedMsOf, phaseModelOf } from './plan.js';
 import type { RunCtx } from './worker-base.js';
 import { WorkerCommits } from './worker-commits.js';
@@ -232,6 +233,12 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     const out = ctx.state.phases.get(phase)?.output;
     if (!att.settled) this.note(ctx, { kind: 'sibling', phase: att.key, attempt: att.attempt, sibling: phase, found: out !== undefined });
     return out === undefined ? undefined : cloneJson(out);
+  }
+
+  trace(att: Attempt): AttemptTrace | undefined {
+    const ctx = this.runs.get(att.runId);
+    const t = this.opts.telemetry;
+    return ctx && t ? t.attempt(ctx.record, { runId: att.runId, key: att.key, phase: att.phase, taskId: att.taskId, attempt: att.attempt, agent: att.agent, item: att.item }) : undefined;
   }
 
   remainingBudget(att: Attempt): number | undefined {

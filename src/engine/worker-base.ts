@@ -15,6 +15,7 @@ import type { RunEvent } from './events.js';
 import { nextAgentOf } from './due.js';
 import { planOf, withContracts, type Plan } from './plan.js';
 import type { RunRecord, RunStore } from './ports.js';
+import type { Telemetry } from './telemetry.js';
 import { DecisionError, isFault, newWorkerId, ownerIsDeadOnThisHost, monotonicNow } from './worker-support.js';
 import { applyEvent, attachGraph, replay, toResult, type RunResult, type RunState } from './state.js';
 import { loadState, snapshotDue, snapshotOf } from './snapshot.js';
@@ -61,6 +62,8 @@ export interface WorkerOptions {
   /** When serving: the agent ids this worker binds (it asks the store only for their tasks). Default: any. */
   agents?: readonly string[];
   onEvent?: (event: RunEvent, state: RunState) => void;
+  /** Traces (docs/telemetry.md): told every committed event; attempts get `ctx.trace`. */
+  telemetry?: Telemetry;
   /**
    * How long the store may keep failing (unreachable, locked, conflicts) before the worker gives
    * up (default 5 minutes). Meanwhile outcomes wait in memory and commits are retried with backoff.

@@ -239,6 +239,7 @@ export abstract class WorkerCommits extends WorkerBase {
     ctx.retryAt = 0;
     if (ctx.events) for (const e of all) ctx.events.push(e);
     if (this.opts.onEvent) for (const e of all) this.opts.onEvent(e, ctx.state);
+    if (this.opts.telemetry) for (const e of all) this.opts.telemetry.event(e, ctx.state, ctx.record);
     for (let i = 0; i < waiters.length; i++) waiters[i]!(results[i] ?? { kind: 'done' });
     const claimed = claimIndex >= 0 ? results[claimIndex] : undefined;
     const got = claimed && claimed.kind === 'claimed' ? claimed.tasks : [];

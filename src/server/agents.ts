@@ -13,6 +13,7 @@ import { checkTaskOutputs } from '../workflow/runtime.js';
 import { HttpError, type Request } from './http.js';
 import { mayActAsAgent } from './keys.js';
 import type { RemoteAgents, RemoteTask } from './remote.js';
+import { linkRemoteSpan } from './trace.js';
 
 export interface AgentRoutesHost {
   engine: Engine;
@@ -109,6 +110,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
         throw new HttpError(422, checked.error.error, checked.error.message, payload);
       }
       const { runId, phase, attempt } = t.ctx;
+      linkRemoteSpan(t.ctx, r.body['traceparent']);
       remote.end(t, 'completed', 'the remote agent completed it', true, output);
       const status = await remote.committed(runId, phase, attempt);
       if (r.body['claim_next'] !== true) return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted' });
@@ -121,6 +123,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
       const t = live(r, 'failed');
       const b = r.body as { code: string; message: string; retryable?: boolean; details?: JsonObject };
       const { runId, phase, attempt } = t.ctx;
+      linkRemoteSpan(t.ctx, r.body['traceparent']);
       remote.end(t, 'failed', `the remote agent failed it: ${b.code}`, false, new AgentError(b.code, b.message, b.details ?? {}, b.retryable !== false));
       const status = await remote.committed(runId, phase, attempt);
       return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted' });

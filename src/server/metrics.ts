@@ -5,7 +5,7 @@
  * so they cover every worker on the store.
  */
 import type { RunEvent } from '../engine/events.js';
-import type { RunStore } from '../engine/ports.js';
+import { HELD, type RunStore } from '../engine/ports.js';
 import { replay, type RunState } from '../engine/state.js';
 
 /** Seconds; a phase's attempt from its claim to its outcome. */
@@ -14,6 +14,10 @@ const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 const SCRAPE_RUNS = 1000;
 /** Claims remembered for the latency histogram; beyond this the oldest are dropped (an attempt that never ends). */
 const MAX_OPEN_ATTEMPTS = 100_000;
+/** The window of `baton_phases_per_second` (ms). */
+const RATE_WINDOW_MS = 60_000;
+/** Completion times kept for it at most (a rate above ~1,600 phases/s reads as that). */
+const MAX_RECENT = 100_000;
 
 export class ServerMetrics {
   private phasesCompleted = new Map<string, number>();
@@ -23,6 +27,13 @@ export class ServerMetrics {
   private readonly latency = new Map<string, { buckets: number[]; sum: number; count: number }>();
   private readonly requests = new Map<string, number>();
   private runsStarted = 0;
+  private attemptsStarted = new Map<string, number>();
+  /** Completion times (event time, ms) in the last window, oldest first. */
+  private readonly recent: number[] = [];
+  private recentHead = 0;
+
+  /** `now`: the clock the phases-per-second window is read in (the engine's; default the system clock). */
+  constructor(private readonly now: () => number = Date.now) {}
 
   /** The engine's onEvent: what the worker of this process commits. */
   onEvent = (e: RunEvent, state: RunState): void => {
@@ -33,12 +44,14 @@ export class ServerMetrics {
       case 'task.claimed':
         if (this.claimed.size >= MAX_OPEN_ATTEMPTS) this.claimed.delete(this.claimed.keys().next().value!);
         this.claimed.set(`${state.runId}\u0000${e.phase}\u0000${e.attempt}`, e.at);
+        inc(this.attemptsStarted, e.agent);
         return;
       case 'task.completed':
         // a rerun's reused output ran nowhere now
         if (e.reused_from !== undefined) return;
         this.endAttempt(state.runId, e.phase, e.attempt, e.at, 'completed', state);
         inc(this.phasesCompleted, agentOf(state, e.phase));
+        this.completedAt(e.at);
         return;
       case 'task.attempt_failed':
         this.endAttempt(state.runId, e.phase, e.attempt, e.at, 'failed', state);
@@ -51,6 +64,23 @@ export class ServerMetrics {
         return;
     }
   };
+
+  private completedAt(at: number): void {
+    if (this.recent.length - this.recentHead >= MAX_RECENT) this.recentHead++;
+    this.recent.push(at);
+  }
+
+  /** Phases completed per second over the last minute (event times against `now`). */
+  phasesPerSecond(): number {
+    const from = this.now() - RATE_WINDOW_MS;
+    while (this.recentHead < this.recent.length && this.recent[this.recentHead]! < from) this.recentHead++;
+    // compact now and then: the array holds one window at most
+    if (this.recentHead > 1024 && this.recentHead * 2 > this.recent.length) {
+      this.recent.splice(0, this.recentHead);
+      this.recentHead = 0;
+    }
+    return (this.recent.length - this.recentHead) / (RATE_WINDOW_MS / 1000);
+  }
 
   /** One HTTP request answered. */
   request(route: string, status: number): void {
@@ -81,6 +111,8 @@ export class ServerMetrics {
     out.push('# HELP baton_runs_started_total Runs started through this server process.', '# TYPE baton_runs_started_total counter', `baton_runs_started_total ${this.runsStarted}`);
     counter('baton_phases_completed_total', 'Phases completed by the worker of this process, by agent.', this.phasesCompleted, 'agent');
     counter('baton_phases_failed_total', 'Phases failed (after their retries) in the worker of this process, by agent.', this.phasesFailed, 'agent');
+    out.push('# HELP baton_phases_per_second Phases completed per second by the worker of this process, over the last minute.', '# TYPE baton_phases_per_second gauge', `baton_phases_per_second ${round(this.phasesPerSecond())}`);
+    counter('baton_attempts_started_total', 'Attempts claimed by the worker of this process, by agent.', this.attemptsStarted, 'agent');
     counter('baton_attempts_failed_total', 'Attempts failed in the worker of this process, by agent.', this.attemptsFailed, 'agent');
     out.push('# HELP baton_attempt_duration_seconds Time from an attempt’s claim to its outcome, by agent and outcome.', '# TYPE baton_attempt_duration_seconds histogram');
     for (const [k, h] of this.latency) {
@@ -95,7 +127,7 @@ export class ServerMetrics {
       out.push(`baton_http_requests_total{route="${esc(route)}",status="${status}"} ${v}`);
     }
     const g = await gauges(store);
-    out.push('# HELP baton_queue_depth Ready tasks waiting for a worker, by agent (from the store).', '# TYPE baton_queue_depth gauge');
+    out.push('# HELP baton_queue_depth Ready tasks waiting for a worker (not those held by a gate), by agent (from the store).', '# TYPE baton_queue_depth gauge');
     for (const [a, n] of g.ready) out.push(`baton_queue_depth{agent="${esc(a)}"} ${n}`);
     out.push('# HELP baton_tasks_running Attempts running, by agent (from the store).', '# TYPE baton_tasks_running gauge');
     for (const [a, n] of g.running) out.push(`baton_tasks_running{agent="${esc(a)}"} ${n}`);
@@ -115,7 +147,8 @@ async function gauges(store: RunStore): Promise<{ ready: Map<string, number>; ru
   for (const r of await store.runs({ status: ['running', 'waiting'], limit: SCRAPE_RUNS })) {
     inc(runs, r.status);
     for (const t of await store.tasks(r.runId)) {
-      if (t.status === 'ready') inc(ready, t.agent);
+      // a task held by a gate waits for a human, not for a worker: not in the queue
+      if (t.status === 'ready' && t.notBefore !== HELD) inc(ready, t.agent);
       else if (t.status === 'running') inc(running, t.agent);
     }
     // gates live in the event log; a run with none open is `running` with no task held (cheap to skip is not safe: read them)
@@ -131,6 +164,10 @@ function agentOf(state: RunState, phase: string): string {
 
 function inc(m: Map<string, number>, k: string): void {
   m.set(k, (m.get(k) ?? 0) + 1);
+}
+
+function round(n: number): number {
+  return Math.round(n * 1000) / 1000;
 }
 
 /** A label value: backslash, quote and newline escaped. */

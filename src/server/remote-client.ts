@@ -7,11 +7,18 @@
  */
 import type { Json, JsonObject } from '../core/json.js';
 import type { AgentContext, InputRequest } from '../engine/agent.js';
+import type { Telemetry } from '../engine/telemetry.js';
+import { remoteSpan } from './trace.js';
 
 /** What a remote handler gets: the in-process ctx, less what needs the server's memory (siblings, budget). */
-export interface RemoteAgentContext extends Pick<AgentContext, 'input' | 'phase' | 'taskId' | 'runId' | 'attempt' | 'idempotencyKey' | 'inputResponse' | 'lastCheckpoint' | 'agent' | 'signal' | 'initialState' | 'reportCost' | 'log' | 'requestInput'> {
+export interface RemoteAgentContext extends Pick<AgentContext, 'input' | 'phase' | 'taskId' | 'runId' | 'attempt' | 'idempotencyKey' | 'inputResponse' | 'lastCheckpoint' | 'agent' | 'signal' | 'initialState' | 'reportCost' | 'log' | 'requestInput' | 'trace'> {
   /** The task's fencing token (for logs; the client sends it). */
   readonly token: string;
+  /**
+   * W3C traceparent for the handler's own spans: this process's span for the task (with `telemetry`),
+   * else the server's attempt span (when the server traces). Undefined when neither traces.
+   */
+  readonly traceparent: string | undefined;
 }
 
 /** The server's 422: the output did not fit the phase's declared outputs (the RFC payload). */
@@ -38,6 +45,11 @@ export interface RemoteAgentOptions {
   onRejected?: (rejection: OutputRejection, ctx: RemoteAgentContext) => unknown;
   /** Seconds a claim waits on the server (default 20). */
   waitS?: number;
+  /**
+   * Traces (docs/telemetry.md): each task runs in a span (`baton.remote {agent}`) under the server's
+   * attempt span, which links back to it; `ctx.trace` makes children of it.
+   */
+  telemetry?: Telemetry;
   /** Errors that are not a task's (the server unreachable, a refused key): default stderr, once per distinct message. */
   onError?: (e: Error) => void;
 }
@@ -73,6 +85,7 @@ interface ClaimedTask {
   input_response?: Json;
   last_checkpoint?: Json;
   lease_ms: number;
+  traceparent?: string;
 }
 
 export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
@@ -142,8 +155,12 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       chain = chain.then(() => call(path(what), body).catch((e: unknown) => onError(e as Error)));
     };
     let inputs = 0;
+    const traced = remoteSpan(opts.telemetry, t.traceparent, t);
+    const tp = traced ? { traceparent: traced.span.traceparent } : {};
     const ctx: RemoteAgentContext = {
       token: t.token,
+      traceparent: traced?.span.traceparent ?? t.traceparent,
+      trace: traced?.trace,
       input: t.input,
       phase: t.phase,
       taskId: t.task_id,
@@ -190,13 +207,14 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         await chain;
         const err = e as { code?: unknown; message?: unknown; retryable?: unknown; name?: unknown };
         const code = typeof err?.code === 'string' && err.code !== '' ? err.code : typeof err?.name === 'string' && err.name !== '' ? err.name : 'Error';
-        await report(path('fail'), { code, message: typeof err?.message === 'string' ? err.message : String(e), retryable: err?.retryable !== false });
+        traced?.span.fail(code, typeof err?.message === 'string' ? err.message : String(e));
+        await report(path('fail'), { code, message: typeof err?.message === 'string' ? err.message : String(e), retryable: err?.retryable !== false, ...tp });
         return;
       }
       if (abort.signal.aborted) return;
       await chain;
       for (let fixes = 0; ; fixes++) {
-        const r = await call(path('complete'), { output: value === undefined ? null : value, claim_next: !stopping.signal.aborted });
+        const r = await call(path('complete'), { output: value === undefined ? null : value, claim_next: !stopping.signal.aborted, ...tp });
         if (r.status === 200) {
           completed++;
           const next = r.body['next'];
@@ -210,7 +228,8 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         const rejection: OutputRejection = { code: typeof err['code'] === 'string' ? err['code'] : 'OutputRejected', message: typeof err['message'] === 'string' ? err['message'] : '', payload: err };
         const fixed = fixes < 3 && opts.onRejected ? await opts.onRejected(rejection, ctx) : undefined;
         if (fixed === undefined) {
-          await report(path('fail'), { code: rejection.code, message: rejection.message, retryable: true });
+          traced?.span.fail(rejection.code, rejection.message);
+          await report(path('fail'), { code: rejection.code, message: rejection.message, retryable: true, ...tp });
           return;
         }
         value = fixed;
@@ -219,6 +238,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       onError(e as Error);
     } finally {
       abort.abort(new Error('the task ended'));
+      traced?.span.end();
       running.delete(handle);
       await beats;
     }

@@ -50,6 +50,8 @@ export interface RemoteTaskView {
   last_checkpoint?: Json;
   lease_ms: number;
   lease_expires_at: number;
+  /** W3C traceparent of the attempt's span (when the server traces): the remote agent's spans are its children. */
+  traceparent?: string;
 }
 
 interface InputSlot {
@@ -465,6 +467,7 @@ export class RemoteAgents {
       ...(c.lastCheckpoint !== undefined ? { last_checkpoint: c.lastCheckpoint } : {}),
       lease_ms: this.leaseMs,
       lease_expires_at: t.lastBeat + this.leaseMs,
+      ...(c.trace ? { traceparent: c.trace.traceparent } : {}),
     };
   }
 }

@@ -143,13 +143,14 @@ const REMOTE_TASK = {
   },
 } as const satisfies Schema;
 const TASK_ERRORS = { ...ERRORS, '409': { description: 'the token is unknown or old: the attempt ended (cancelled, timed out, handed back, completed)', schema: ERROR } };
+const TRACEPARENT = { type: 'string', maxLength: 512, description: 'W3C traceparent of the remote agent’s span for this task: the attempt’s span links to it' } as const satisfies Schema;
 const COMPLETE_BODY = {
   type: 'object', additionalProperties: false, required: ['output'],
-  properties: { output: { description: 'the outputs, checked against the phase’s declared outputs before the attempt is settled' }, claim_next: { type: 'boolean', description: 'also claim the next ready task of the same agent (no wait): answered as `next` (a task or null), one round trip less' } },
+  properties: { output: { description: 'the outputs, checked against the phase’s declared outputs before the attempt is settled' }, claim_next: { type: 'boolean', description: 'also claim the next ready task of the same agent (no wait): answered as `next` (a task or null), one round trip less' }, traceparent: TRACEPARENT },
 } as const satisfies Schema;
 const FAIL_BODY = {
   type: 'object', additionalProperties: false, required: ['code', 'message'],
-  properties: { code: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' }, message: { type: 'string', maxLength: 10_000 }, retryable: { type: 'boolean', description: 'default true' }, details: OBJ },
+  properties: { code: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' }, message: { type: 'string', maxLength: 10_000 }, retryable: { type: 'boolean', description: 'default true' }, details: OBJ, traceparent: TRACEPARENT },
 } as const satisfies Schema;
 const INPUT_BODY = {
   type: 'object', additionalProperties: false,

@@ -24,6 +24,7 @@ import { parseAgentReply } from './reply.js';
 import { SCRIPT_KEY } from './scripted.js';
 import type { LlmSettings } from './settings.js';
 import type { OfferedTool, ToolHost } from './tools.js';
+import { describeAgentSpan, endChatSpan, endToolSpan, failSpan, startChatSpan, startToolSpan } from './trace.js';
 
 export interface LlmAgentOptions {
   workflow: WorkflowModel;
@@ -93,6 +94,7 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     throw providerFailure(e, who, o.now());
   }
   const model = asModel(provider);
+  describeAgentSpan(ctx, o.agentId, provider.name, model.modelId);
 
   // 3. native structured output where the provider has it for this schema
   let responseFormat: LanguageModelV3CallOptions['responseFormat'];
@@ -151,6 +153,7 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     // (network time, a real timer: the injected sleep is for waits Baton chooses, such as rate limits)
     const callCtl = new AbortController();
     let timedOut = false;
+    const span = startChatSpan(ctx, provider.name, model.modelId, call, { maxTokens: o.settings.maxTokens, temperature: o.settings.temperature, messages });
     const timer = setTimeout(() => {
       timedOut = true;
       callCtl.abort(new Error(`no answer within ${timeoutMs} ms`));
@@ -166,8 +169,12 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
         abortSignal: AbortSignal.any([ctx.signal, callCtl.signal]),
       });
     } catch (e) {
-      if (ctx.signal.aborted) throw new AgentError('Aborted', `${who}: the attempt was aborted`, {}, true);
+      if (ctx.signal.aborted) {
+        failSpan(span, 'Aborted', 'the attempt was aborted');
+        throw new AgentError('Aborted', `${who}: the attempt was aborted`, {}, true);
+      }
       const f = timedOut ? llmError('llm_transport_error', `${who}: the provider did not answer within ${timeoutMs} ms (llm.x-request_timeout_ms)`, { timeout_ms: timeoutMs }, true) : providerFailure(e, who, o.now());
+      failSpan(span, f.code, f.message);
       const after = f.details['retry_after_ms'];
       if (f.code === 'llm_rate_limited' && rateWaits < (o.rateLimitWaits ?? 2)) {
         const wait = typeof after === 'number' ? after : 1000 * 2 ** rateWaits;
@@ -194,6 +201,7 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     const inTok = res.usage.inputTokens.total ?? 0;
     const outTok = res.usage.outputTokens.total ?? 0;
     tokensUsed += inTok + outTok;
+    endChatSpan(ctx, span, res, inTok, outTok);
     const usd = price ? costUsd(price, inTok, outTok) : 0;
     ctx.record('llm_call', { call, provider: provider.name, model: model.modelId, input_tokens: inTok, output_tokens: outTok, cost_usd: usd, finish_reason: res.finishReason.unified, duration_ms: o.now() - started });
     if (usd > 0) ctx.reportCost(usd);
@@ -268,13 +276,16 @@ async function runTool(o: LlmAgentOptions, ctx: AgentContext, offered: readonly 
     return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `tool '${name}' is not available; use only the tools you were given` } };
   }
   const started = o.now();
+  const span = startToolSpan(ctx, name, tool.ref, id, args);
   try {
     const r = await o.toolHost.call(tool, isPlainObject(args) ? (args) : {}, ctx.signal);
+    endToolSpan(ctx, span, r.text, r.isError);
     ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: Buffer.byteLength(r.text), is_error: r.isError, duration_ms: o.now() - started });
     return { type: 'tool-result', toolCallId: id, toolName: name, output: r.isError ? { type: 'error-text', value: r.text } : { type: 'text', value: r.text } };
   } catch (e) {
-    if (e instanceof AgentError) throw e;
     const message = e instanceof Error ? e.message : String(e);
+    failSpan(span, e instanceof AgentError ? e.code : 'tool_error', message);
+    if (e instanceof AgentError) throw e;
     ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: 0, is_error: true, error: message, duration_ms: o.now() - started });
     return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `the tool failed: ${message}` } };
   }
