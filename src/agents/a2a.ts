@@ -14,7 +14,7 @@
  *   Over a blocking (non-streaming) send the task id is known only once the reply comes, so an abort
  *   before then only drops the request.
  */
-import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
+import { isPlainObject, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
 import type { A2aDecl } from '../workflow/model.js';
 import { answerOf, dataOf, dataPart, isInterrupted, isTerminal, loadA2a, message, stateName, textOf, textPart, type A2aCard, type A2aClientSdk, type A2aMessage, type A2aTask } from './a2a-sdk.js';
@@ -216,7 +216,7 @@ function mergeArtifact(list: A2aTask['artifacts'], a: A2aTask['artifacts'][numbe
 function failureOf(e: unknown, ctx: AgentContext, name: string): unknown {
   if (e instanceof AgentError) return e;
   if (ctx.signal.aborted) return ctx.signal.reason ?? e;
-  return new AgentError('A2AError', `${name}: ${(e as Error).message}`, { error: (e as Error).name as Json });
+  return new AgentError('A2AError', `${name}: ${(e as Error).message}`, { error: (e as Error).name });
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

@@ -17,7 +17,7 @@ import { BatonError } from '../../core/errors.js';
 import type { Json, JsonObject } from '../../core/json.js';
 import type { GateResult } from '../../engine/state.js';
 import { loadWorkflow } from '../../workflow/compile.js';
-import { answerOf, dataOf, dataPart, message, textPart, type A2aSdk, type A2aTask } from '../../agents/a2a-sdk.js';
+import { answerOf, dataOf, dataPart, isInterrupted, isTerminal, message, stateName, textPart, type A2aSdk, type A2aTask } from '../../agents/a2a-sdk.js';
 import type { ChangeHub } from '../changes.js';
 import type { Principal } from '../keys.js';
 import type { RegisteredWorkflow } from '../workflows.js';
@@ -75,8 +75,8 @@ export class A2aTasks implements A2ARequestHandler {
 
   async cancelTask(params: Req<'cancelTask'>): Promise<A2aTask> {
     const t = await this.task(params.id);
-    const state = t.status?.state ?? 0;
-    if (state === 3 || state === 4 || state === 5) throw new this.h.errors.TaskNotCancelableError(`task ${params.id} has ended (${t.status?.state === 3 ? 'completed' : state === 4 ? 'failed' : 'canceled'})`);
+    const state: number = t.status?.state ?? 0;
+    if (isTerminal(state)) throw new this.h.errors.TaskNotCancelableError(`task ${params.id} has ended (${stateName(state)})`);
     await this.h.engine.cancel(params.id, 'cancelled by an A2A client (CancelTask)');
     let last = t;
     for await (const x of this.watch(params.id, true)) last = x;
@@ -235,8 +235,8 @@ export class A2aTasks implements A2ARequestHandler {
           last = key;
           yield t;
         }
-        const state = t.status?.state ?? 0;
-        if (state === 3 || state === 4 || state === 5 || (!untilEnd && state === 6)) return;
+        const state: number = t.status?.state ?? 0;
+        if (isTerminal(state) || (!untilEnd && isInterrupted(state))) return;
         if (this.h.closing.aborted) return;
         await this.h.hub.next(runId, seen, WAIT_MS, this.h.closing);
       }
