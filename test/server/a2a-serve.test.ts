@@ -10,7 +10,7 @@ import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcT
 import { Role, TaskState, type Message, type Part, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { createEngine, openStore, WorkflowSpec, type Engine, type RunStore } from '@baton-run/baton';
 import { loadA2aServer, parseKeysEnv, scanWorkflows, startServer, type BatonServer } from '@baton-run/baton/server';
-import { agents, KEYS, KEYS_ENV, Latch } from './harness.js';
+import { agents, GATED, KEYS, KEYS_ENV, Latch } from './harness.js';
 
 const HELLO = `openintent: "1.0"
 info: {name: hello, description: greets}
@@ -68,6 +68,7 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'flows', 'hello.yaml'), HELLO);
   writeFileSync(join(dir, 'flows', 'ask.yaml'), ASK);
   writeFileSync(join(dir, 'flows', 'slow.yaml'), SLOW);
+  writeFileSync(join(dir, 'flows', 'gated.yaml'), GATED);
   store = await openStore(join(dir, 'baton.db'), { cwd: dir });
   engine = createEngine({ store, agents: { ...agents(latch), greeter: (ctx) => ({ greeting: `hello ${String(ctx.input['name'])}` }) }, concurrency: 8 });
   server = await startServer({ engine, port: 0, keys: parseKeysEnv(KEYS_ENV), workflows: scanWorkflows(join(dir, 'flows')), a2a: await loadA2aServer(), cwd: dir, log: () => undefined, graceMs: 100, version: '9.9.9' });
@@ -84,7 +85,7 @@ describe('a Baton workflow called as an A2A agent', () => {
   test('the agent card: one skill per registered workflow, JSON data parts, a bearer scheme, streaming', async () => {
     const c = await client();
     const card = await c.getAgentCard();
-    expect(card.skills.map((s) => s.id).sort()).toEqual(['ask', 'hello', 'slow']);
+    expect(card.skills.map((s) => s.id).sort()).toEqual(['ask', 'gated', 'hello', 'slow']);
     expect(card.skills[0]!.inputModes).toContain('application/json');
     expect(card.defaultOutputModes).toContain('application/json');
     expect(card.capabilities?.streaming).toBe(true);
@@ -128,6 +129,19 @@ describe('a Baton workflow called as an A2A agent', () => {
     const still = await c.getTask({ tenant: '', id: t.id, historyLength: undefined });
     expect(still.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
     await engine.cancel(t.id);
+  });
+
+  test('an approval gate is input-required too: only a named approver\'s key may answer `approve`', async () => {
+    const bob = await client(KEYS.operator);
+    const t = asTask(await bob.sendMessage(send(msg([data({})], { skill: 'gated' }))));
+    expect(t.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(t.status!.message!.parts[1]!.content).toMatchObject({ $case: 'data', value: { kind: 'run' } });
+    await expect(bob.sendMessage(send(msg([text('approve')], { taskId: t.id, contextId: t.contextId })))).rejects.toThrow(/not an approver/);
+    const alice = await client(KEYS.alice);
+    await expect(alice.sendMessage(send(msg([text('perhaps')], { taskId: t.id, contextId: t.contextId })))).rejects.toThrow(/approve.*deny/);
+    const done = asTask(await alice.sendMessage(send(msg([text('approve')], { taskId: t.id, contextId: t.contextId }))));
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(done.artifacts[0]!.parts[0]!.content).toMatchObject({ $case: 'data', value: { m: expect.any(String) as unknown } });
   });
 
   test('CancelTask cancels the run', async () => {

@@ -104,7 +104,9 @@ export class A2aTasks implements A2ARequestHandler {
     const msg = params.message;
     if (!msg) throw new this.h.errors.RequestMalformedError('the request has no message');
     const principal = context.state.get(PRINCIPAL) as Principal | undefined;
-    const by = principal?.name ?? 'a2a';
+    // who decides: the key's name; on a server without keys, the message's `as` metadata names the person (as `/approve`'s `as` does)
+    const as = msg.metadata?.['as'];
+    const by = !principal ? 'a2a' : principal.anonymous ? (typeof as === 'string' && as !== '' ? as : 'anonymous') : principal.name;
     if (msg.taskId !== '') {
       await this.answer(msg.taskId, msg.parts, by);
       return msg.taskId;
@@ -133,6 +135,7 @@ export class A2aTasks implements A2ARequestHandler {
     const { record, result } = await this.inspect(runId);
     const gate = openGate(result.gates);
     if (!gate) throw new this.h.errors.UnsupportedOperationError(`task ${runId} is ${record.status === 'completed' || record.status === 'failed' || record.status === 'cancelled' ? 'over' : 'working'} and asks for nothing: a message on it answers an open gate only`);
+    if (gate.approvers.length > 0 && !gate.approvers.includes(by)) throw new this.h.errors.RequestMalformedError(`${by} is not an approver of gate ${gate.id} (approvers: ${gate.approvers.join(', ')})`);
     const value = answerOf(parts);
     if (value === undefined) throw new this.h.errors.RequestMalformedError('the message holds no answer (a data part or a text part)');
     try {
