@@ -16,6 +16,7 @@
  */
 import { isPlainObject, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
+import { StopSignal } from '../engine/attempt.js';
 import type { A2aDecl } from '../workflow/model.js';
 import { answerOf, dataOf, dataPart, isInterrupted, isTerminal, loadA2a, message, stateName, textOf, textPart, type A2aCard, type A2aClientSdk, type A2aMessage, type A2aTask } from './a2a-sdk.js';
 
@@ -101,7 +102,8 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
     // an A2A task the attempt started is cancelled when the attempt is aborted
     let cancelSent = false;
     const onAbort = (): void => {
-      if (taskId === undefined || cancelSent) return;
+      // a hand-over (the worker stops, the lease is lost) keeps the A2A task for the next attempt (its ids are checkpointed)
+      if (taskId === undefined || cancelSent || isHandOver(ctx.signal.reason)) return;
       cancelSent = true;
       void conn.client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
     };
@@ -174,6 +176,10 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
   };
 }
 
+function isHandOver(reason: unknown): boolean {
+  return reason instanceof StopSignal && reason.handOver;
+}
+
 function stateOf(t: A2aTask): number {
   return t.status?.state ?? 0;
 }
@@ -184,7 +190,13 @@ async function resumed(ctx: AgentContext, client: Client, name: string): Promise
   if (!isPlainObject(cp) || !isPlainObject(cp['a2a']) || typeof cp['a2a']['task_id'] !== 'string') return undefined;
   try {
     const task = await client.getTask({ tenant: '', id: cp['a2a']['task_id'], historyLength: 0 }, { signal: ctx.signal });
-    ctx.log(`${name}: continuing A2A task ${task.id} (${stateName(stateOf(task))})`);
+    const state = stateOf(task);
+    // a task that ended without completing (cancelled with an attempt that timed out, failed) is not continued: a new one starts
+    if (isTerminal(state) && state !== 3) {
+      ctx.log(`${name}: A2A task ${task.id} of an earlier attempt ${stateName(state)}; starting another`);
+      return undefined;
+    }
+    ctx.log(`${name}: continuing A2A task ${task.id} (${stateName(state)})`);
     return { kind: 'task', task };
   } catch {
     return undefined;

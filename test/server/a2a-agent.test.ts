@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createEngine, openStore, WorkflowSpec, type Engine, type RunEvent, type RunStore } from '@baton-run/baton';
+import { createEngine, openStore, systemClock, WorkflowSpec, type Clock, type Engine, type RunEvent, type RunStore } from '@baton-run/baton';
 import { startA2aPeer, type A2aPeer } from '../helpers/a2a-peer.js';
 import { testDatabase } from '../helpers/pg.js';
 
@@ -42,12 +42,13 @@ afterEach(async () => {
   for (const f of open.splice(0).reverse()) await f();
 });
 
-async function rig(storeSpec?: string): Promise<Rig> {
+async function rig(storeSpec?: string, clock?: Clock): Promise<Rig> {
   const store = await openStore(storeSpec ?? join(dir, `${Math.random().toString(36).slice(2)}.db`), { cwd: dir });
   const events: RunEvent[] = [];
   const waiters: { type: string; resolve: (e: RunEvent) => void }[] = [];
   const engine = createEngine({
     store,
+    ...(clock ? { clock } : {}),
     onEvent: (e) => {
       events.push(e);
       for (const w of waiters.filter((x) => x.type === e.type)) {
@@ -128,10 +129,34 @@ describe('an A2A agent as a phase', () => {
       const [first, second] = p.received;
       // the follow-up names the task and context the first message opened
       expect(second!.taskId).not.toBe('');
-      expect(second!.contextId).toBe(first!.contextId === '' ? second!.contextId : first!.contextId);
+      expect(second!.taskId).toBe(first!.taskId);
+      expect(second!.contextId).toBe(first!.contextId);
       expect(second!.parts[0]!.content).toEqual({ $case: 'text', value: 'blue' });
     });
   }
+
+  test('after a restart, the answer continues the A2A task the first process opened (its ids were checkpointed)', async () => {
+    const p = await peer();
+    const file = join(dir, 'restart.db');
+    const first = await rig(file);
+    const run = await first.engine.start(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'q', mode: 'ask' }, detach: true });
+    void first.engine.drive(run.id).catch(() => undefined);
+    const opened = (await first.waitFor('gate.opened')) as Extract<RunEvent, { type: 'gate.opened' }>;
+    // the first process goes away while the A2A task waits for input; the answer comes from another terminal
+    await first.engine.stop(0);
+    const other = await rig(file);
+    await other.engine.respond(run.id, opened.gate_id, 'green', 'tester');
+    // a worker that comes after the answering process's grace (30 s: the clock is set ahead, nothing sleeps)
+    const second = await rig(file, { now: () => Date.now() + 31_000, sleep: (ms, signal) => systemClock.sleep(ms, signal) });
+    const result = await second.engine.resume(run.id);
+    expect(result.status).toBe('completed');
+    expect(result.phases['ask']!.output).toEqual({ answer: 'told "green"' });
+    // one A2A task: the follow-up named the task the first process opened, no second task was started
+    expect(p.received).toHaveLength(2);
+    expect(new Set(p.received.map((m) => m.taskId)).size).toBe(1);
+    expect(p.cancelled).toEqual([]);
+    expect(second.events.some((e) => e.type === 'task.log' && /continuing A2A task/.test(e.message))).toBe(true);
+  });
 
   test('cancelling the run cancels the A2A task (CancelTask)', async () => {
     const p = await peer();
