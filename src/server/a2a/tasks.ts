@@ -105,7 +105,7 @@ export class A2aTasks implements A2ARequestHandler {
     if (!msg) throw new this.h.errors.RequestMalformedError('the request has no message');
     const principal = context.state.get(PRINCIPAL) as Principal | undefined;
     // who decides: the key's name; on a server without keys, the message's `as` metadata names the person (as `/approve`'s `as` does)
-    const as = msg.metadata?.['as'];
+    const as: unknown = msg.metadata?.['as'];
     const by = !principal ? 'a2a' : principal.anonymous ? (typeof as === 'string' && as !== '' ? as : 'anonymous') : principal.name;
     if (msg.taskId !== '') {
       await this.answer(msg.taskId, msg.parts, by);
