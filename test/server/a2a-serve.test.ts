@@ -165,6 +165,20 @@ describe('a Baton workflow called as an A2A agent', () => {
     expect(art?.$case === 'artifactUpdate' && art.value.artifact?.parts[0]?.content).toEqual({ $case: 'data', value: { greeting: 'hello bo' } });
   });
 
+  test('SubscribeToTask follows a running task to its end', async () => {
+    const c = await client();
+    const t = asTask(await c.sendMessage(send(msg([data({})], { skill: 'slow' }), true)));
+    const states: number[] = [];
+    const following = (async () => {
+      for await (const ev of c.resubscribeTask({ tenant: '', id: t.id })) if (ev.payload?.$case === 'statusUpdate') states.push(ev.payload.value.status!.state);
+    })();
+    await expect.poll(() => states.length).toBeGreaterThan(0);
+    expect(states[0]).toBe(TaskState.TASK_STATE_WORKING);
+    latch.release();
+    await following;
+    expect(states.at(-1)).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
   test('unknown tasks and skills are A2A errors; a reader key may read but not start', async () => {
     const c = await client();
     await expect(c.getTask({ tenant: '', id: 'run_nope', historyLength: undefined })).rejects.toThrow(/no task/);

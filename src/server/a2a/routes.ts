@@ -19,7 +19,7 @@ import { authenticate, HttpError, readJsonBody, type EdgeOptions } from '../http
 import { mayDo, type Principal } from '../keys.js';
 import type { RouteSpec } from '../schemas.js';
 import type { RegisteredWorkflow } from '../workflows.js';
-import { A2aTasks, PRINCIPAL } from './tasks.js';
+import { A2aTasks, GONE, PRINCIPAL } from './tasks.js';
 
 /** The SDK's modules an A2A server needs, loaded once (`loadA2aServer`). */
 export interface A2aServerModules {
@@ -107,7 +107,9 @@ export function mountA2a(app: Hono, o: A2aMountOptions): void {
     }
     const denied = refusal(body, principal);
     if (denied) return c.json({ jsonrpc: '2.0', id: idOf(body), error: { code: -32600, message: denied } }, 403);
-    const context = new server.ServerCallContext({ requestedVersion: c.req.header('a2a-version') ?? '1.0', state: new Map<string, unknown>([[PRINCIPAL, principal]]) });
+    // the caller going away (its connection closed) ends any wait on the run
+    const left = new AbortController();
+    const context = new server.ServerCallContext({ requestedVersion: c.req.header('a2a-version') ?? '1.0', state: new Map<string, unknown>([[PRINCIPAL, principal], [GONE, AbortSignal.any([left.signal, c.req.raw.signal])]]) });
     try {
       server.validateVersion(context.requestedVersion, card(), 'JSONRPC');
     } catch (e) {
@@ -115,13 +117,13 @@ export function mountA2a(app: Hono, o: A2aMountOptions): void {
     }
     const out = await rpc.handle(body, context);
     if (!(Symbol.asyncIterator in out)) return c.json(out as unknown as Record<string, unknown>);
-    return sse(c, out, idOf(body));
+    return sse(c, out, idOf(body), left);
   });
 }
 
-function sse(c: Context, out: AsyncGenerator<unknown>, id: string | number | null): Response {
+function sse(c: Context, out: AsyncGenerator<unknown>, id: string | number | null, left: AbortController): Response {
   return streamSSE(c, async (stream) => {
-    stream.onAbort(() => void out.return(undefined));
+    stream.onAbort(() => left.abort());
     try {
       for await (const ev of out) await stream.writeSSE({ data: JSON.stringify(ev) });
     } catch (e) {

@@ -37,6 +37,8 @@ export interface A2aTasksHost {
 
 /** The key under which the routes put the caller (keys.ts) in the SDK's call context. */
 export const PRINCIPAL = 'baton.principal';
+/** The key of an AbortSignal that fires when the caller goes away (a stream closed): waits on the run stop. */
+export const GONE = 'baton.gone';
 
 const WAIT_MS = 1000;
 
@@ -55,31 +57,31 @@ export class A2aTasks implements A2ARequestHandler {
     const runId = await this.accept(params, context);
     if (params.configuration?.returnImmediately === true) return this.task(runId);
     let last: A2aTask | undefined;
-    for await (const t of this.watch(runId)) last = t;
+    for await (const t of this.watch(runId, gone(context))) last = t;
     return last ?? this.task(runId);
   }
 
   async *sendMessageStream(params: Req<'sendMessageStream'>, context: ServerCallContext): AsyncGenerator<import('@a2a-js/sdk').StreamResponse, void, undefined> {
     const runId = await this.accept(params, context);
-    yield* this.updates(runId);
+    yield* this.updates(runId, gone(context));
   }
 
-  async *resubscribe(params: Req<'resubscribe'>): AsyncGenerator<import('@a2a-js/sdk').StreamResponse, void, undefined> {
+  async *resubscribe(params: Req<'resubscribe'>, context: ServerCallContext): AsyncGenerator<import('@a2a-js/sdk').StreamResponse, void, undefined> {
     await this.task(params.id);
-    yield* this.updates(params.id);
+    yield* this.updates(params.id, gone(context));
   }
 
   async getTask(params: Req<'getTask'>): Promise<A2aTask> {
     return this.task(params.id);
   }
 
-  async cancelTask(params: Req<'cancelTask'>): Promise<A2aTask> {
+  async cancelTask(params: Req<'cancelTask'>, context: ServerCallContext): Promise<A2aTask> {
     const t = await this.task(params.id);
     const state: number = t.status?.state ?? 0;
     if (isTerminal(state)) throw new this.h.errors.TaskNotCancelableError(`task ${params.id} has ended (${stateName(state)})`);
     await this.h.engine.cancel(params.id, 'cancelled by an A2A client (CancelTask)');
     let last = t;
-    for await (const x of this.watch(params.id, true)) last = x;
+    for await (const x of this.watch(params.id, gone(context), true)) last = x;
     return last;
   }
 
@@ -226,7 +228,8 @@ export class A2aTasks implements A2ARequestHandler {
    * The task at each change of its run, until it ends or asks for input (`untilEnd`: until it ends).
    * Woken by the server's change hub (one wait on the store for every stream), never by polling.
    */
-  private async *watch(runId: string, untilEnd = false): AsyncGenerator<A2aTask> {
+  private async *watch(runId: string, callerGone: AbortSignal | undefined, untilEnd = false): AsyncGenerator<A2aTask> {
+    const stop = callerGone ? AbortSignal.any([this.h.closing, callerGone]) : this.h.closing;
     const unsubscribe = this.h.hub.subscribe();
     try {
       let last = '';
@@ -240,8 +243,8 @@ export class A2aTasks implements A2ARequestHandler {
         }
         const state: number = t.status?.state ?? 0;
         if (isTerminal(state) || (!untilEnd && isInterrupted(state))) return;
-        if (this.h.closing.aborted) return;
-        await this.h.hub.next(runId, seen, WAIT_MS, this.h.closing);
+        if (stop.aborted) return;
+        await this.h.hub.next(runId, seen, WAIT_MS, stop);
       }
     } finally {
       unsubscribe();
@@ -249,9 +252,9 @@ export class A2aTasks implements A2ARequestHandler {
   }
 
   /** A stream: the task first, then a status update per change (and the outputs artifact before `completed`). */
-  private async *updates(runId: string): AsyncGenerator<import('@a2a-js/sdk').StreamResponse, void, undefined> {
+  private async *updates(runId: string, callerGone: AbortSignal | undefined): AsyncGenerator<import('@a2a-js/sdk').StreamResponse, void, undefined> {
     let first = true;
-    for await (const t of this.watch(runId)) {
+    for await (const t of this.watch(runId, callerGone)) {
       if (first) {
         first = false;
         yield { payload: { $case: 'task', value: { ...t, artifacts: [] } } };
@@ -260,6 +263,11 @@ export class A2aTasks implements A2ARequestHandler {
       yield { payload: { $case: 'statusUpdate', value: { taskId: t.id, contextId: t.contextId, status: t.status, metadata: t.metadata } } };
     }
   }
+}
+
+function gone(context: ServerCallContext): AbortSignal | undefined {
+  const s = context.state.get(GONE);
+  return s instanceof AbortSignal ? s : undefined;
 }
 
 function skillOf(meta: Record<string, unknown> | undefined): string | undefined {
