@@ -65,8 +65,10 @@ workflow:
       expect(await run(['show', 'a2a1', '--store', 'runs.db', '--json'], shown)).toBe(0);
       expect((JSON.parse(shown.out()) as { phases: Record<string, { output: unknown }> }).phases['ask']!.output).toEqual({ answer: 'told "blue"' });
       // the answer went to the peer as a follow-up on the task it opened
-      const followUp = peer.received.find((m) => m.taskId !== '');
-      expect(followUp?.parts[0]?.content).toEqual({ $case: 'text', value: 'blue' });
+      expect(peer.received).toHaveLength(2);
+      const [opening, followUp] = peer.received;
+      expect(followUp!.taskId).toBe(opening!.taskId);
+      expect(followUp!.parts[0]?.content).toEqual({ $case: 'text', value: 'blue' });
     } finally {
       first.kill('SIGKILL');
     }
