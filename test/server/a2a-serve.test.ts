@@ -10,7 +10,7 @@ import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcT
 import { Role, TaskState, type Message, type Part, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { createEngine, openStore, WorkflowSpec, type Engine, type RunStore } from '@baton-run/baton';
 import { loadA2aServer, parseKeysEnv, scanWorkflows, startServer, type BatonServer } from '@baton-run/baton/server';
-import { agents, GATED, KEYS, KEYS_ENV, Latch } from './harness.js';
+import { agents, GATED, KEYS, KEYS_ENV, Latch, openTestStore } from './harness.js';
 
 const HELLO = `openintent: "1.0"
 info: {name: hello, description: greets}
@@ -212,6 +212,30 @@ workflow:
       delete process.env['BATON_A2A_TEST_TOKEN'];
       await e.close();
       await caller.close();
+    }
+  });
+});
+
+describe('a Baton workflow called as an A2A agent, on PostgreSQL', () => {
+  test('SendMessage to completion, and an input gate answered by a follow-up message', async () => {
+    const { store: pgStore, changes, drop } = await openTestStore('postgres', dir);
+    const e = createEngine({ store: pgStore, agents: { ...agents(latch), greeter: (ctx) => ({ greeting: `hello ${String(ctx.input['name'])}` }) } });
+    const s = await startServer({ engine: e, port: 0, keys: parseKeysEnv(KEYS_ENV), workflows: scanWorkflows(join(dir, 'flows')), a2a: await loadA2aServer(), ...(changes ? { changes } : {}), cwd: dir, log: () => undefined, graceMs: 100 });
+    try {
+      const f = auth(KEYS.operator);
+      const c = await new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: f })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: f }) })).createFromUrl(s.url);
+      const t = asTask(await c.sendMessage(send(msg([data({ name: 'pg' })], { skill: 'hello' }))));
+      expect(t.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(t.artifacts[0]!.parts[0]!.content).toEqual({ $case: 'data', value: { greeting: 'hello pg' } });
+      const asked = asTask(await c.sendMessage(send(msg([data({})], { skill: 'ask' }))));
+      expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      const done = asTask(await c.sendMessage(send(msg([text('red')], { taskId: asked.id, contextId: asked.contextId }))));
+      expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(done.artifacts[0]!.parts[0]!.content).toEqual({ $case: 'data', value: { answer: 'red' } });
+    } finally {
+      await s.close();
+      await pgStore.close();
+      await drop();
     }
   });
 });
