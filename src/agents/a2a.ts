@@ -191,9 +191,10 @@ async function resumed(ctx: AgentContext, client: Client, name: string): Promise
   try {
     const task = await client.getTask({ tenant: '', id: cp['a2a']['task_id'], historyLength: 0 }, { signal: ctx.signal });
     const state = stateOf(task);
-    // a task that ended without completing (cancelled with an attempt that timed out, failed) is not continued: a new one starts
-    if (isTerminal(state) && state !== 3) {
-      ctx.log(`${name}: A2A task ${task.id} of an earlier attempt ${stateName(state)}; starting another`);
+    // an ended task is not continued: a new one starts. A failed or cancelled one (an attempt that timed out)
+    // has nothing to give; a completed one may have given an output the phase rejected, which a retry must not get again
+    if (isTerminal(state)) {
+      ctx.log(`${name}: A2A task ${task.id} of an earlier attempt is ${stateName(state)}; starting another`);
       return undefined;
     }
     ctx.log(`${name}: continuing A2A task ${task.id} (${stateName(state)})`);
