@@ -14,6 +14,7 @@
  *   Over a blocking (non-streaming) send the task id is known only once the reply comes, so an abort
  *   before then only drops the request.
  */
+import { BatonError } from '../core/errors.js';
 import { isPlainObject, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
 import { StopSignal } from '../engine/attempt.js';
@@ -87,6 +88,8 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
       conn = await connect();
     } catch (e) {
       if (e instanceof AgentError) throw e;
+      // the SDK is not installed: retrying cannot help
+      if (e instanceof BatonError && e.code === 'missing-package') throw new AgentError('A2AConfig', e.message, {}, false);
       throw new AgentError('A2AUnavailable', `${name}: cannot read its agent card: ${(e as Error).message}`, { url: opts.url });
     }
     const { sdk } = await loadA2a('an `x-a2a` agent');
