@@ -5,7 +5,8 @@
  *
  * Its executor acts on the data part it is sent: `{question}` is answered with `{answer}`;
  * `{mode: 'wrong'}` answers with an output of the wrong shape; `{mode: 'ask'}` asks for input
- * (`input-required`, or `auth-required` with `{mode: 'auth'}`) and answers with what it is told;
+ * (`input-required`, or `auth-required` with `{mode: 'auth'}`) and answers with what it is told
+ * (`{mode: 'ask-wrong'}`: in an output of the wrong shape);
  * `{mode: 'hang'}` works until it is cancelled; `{mode: 'text'}` answers with a text part only.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -68,12 +69,13 @@ export async function startA2aPeer(opts: PeerOptions = {}): Promise<A2aPeer> {
         status(bus, taskId, contextId, TaskState.TASK_STATE_COMPLETED);
         bus.finished();
       };
-      if (mode === 'ask' || mode === 'auth') {
+      if (mode === 'ask' || mode === 'auth' || mode === 'ask-wrong') {
         if (!rc.task) {
           status(bus, taskId, contextId, mode === 'auth' ? TaskState.TASK_STATE_AUTH_REQUIRED : TaskState.TASK_STATE_INPUT_REQUIRED, [text('which colour?')]);
           return;
         }
         const said = dataIn(msg) ?? { text: msg.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('') };
+        if (mode === 'ask-wrong') return done([data({ wrong: said['text'] ?? said })]);
         done([data({ answer: `told ${JSON.stringify(said['text'] ?? said)}` })]);
         return;
       }

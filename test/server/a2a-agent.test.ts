@@ -158,6 +158,25 @@ describe('an A2A agent as a phase', () => {
     expect(second.events.some((e) => e.type === 'task.log' && /continuing A2A task/.test(e.message))).toBe(true);
   });
 
+  test('a retry after a rejected output starts a new A2A task (the completed one is never continued)', async () => {
+    const p = await peer();
+    const r = await rig();
+    const text = flow(p.url).replace('outputs: {answer: string}', 'outputs: {answer: string}\n    retry: {max_attempts: 2, initial_delay_ms: 0}');
+    const run = await r.engine.start(WorkflowSpec.fromString(text), { trigger: { question: 'q', mode: 'ask-wrong' } });
+    const opened = (await r.waitFor('gate.opened')) as Extract<RunEvent, { type: 'gate.opened' }>;
+    await r.engine.respond(run.id, opened.gate_id, 'blue', 'tester');
+    const result = await run.result();
+    expect(result.status).toBe('failed');
+    expect(result.phases['ask']).toMatchObject({ attempts: 2, error: { code: 'MissingOutputError' } });
+    // attempt 2 opened its own task and got the recorded answer at once: two tasks, two messages each
+    expect(p.received).toHaveLength(4);
+    const tasks = p.received.map((m) => m.taskId);
+    expect(new Set(tasks).size).toBe(2);
+    expect(tasks[0]).toBe(tasks[1]);
+    expect(tasks[2]).toBe(tasks[3]);
+    expect(r.events.some((e) => e.type === 'task.log' && /is completed; starting another/.test(e.message))).toBe(true);
+  });
+
   test('cancelling the run cancels the A2A task (CancelTask)', async () => {
     const p = await peer();
     const r = await rig();
