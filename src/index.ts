@@ -66,6 +66,8 @@ export { openStore, parseStoreSpec, DEFAULT_STORE, type OpenStoreOptions } from 
 export { openSqliteStore, SqliteStore, type SqliteStoreOptions } from './store/sqlite.js';
 /** Agent adapters: subprocesses (once or serve) and stubs built from output types. */
 export { subprocessAgent, type SubprocessOptions } from './agents/subprocess.js';
+/** An agent reached over A2A (what `x-a2a` binds; needs the optional peer `@a2a-js/sdk`). */
+export { a2aAgent, type A2aAgentOptions } from './agents/a2a.js';
 export { stubAgent, stubAgents } from './agents/stub.js';
 /** LLM agents: a model's reply parsed against a schema (extracted, repaired, validated; never coerced). */
 export { parseAgentReply, type ParsedReply, type ReplySchema, type RepairKind, type SchemaError } from './agents/llm/reply.js';
@@ -88,4 +90,4 @@ export { DIAGNOSTIC_CODES, type DiagnosticCode } from './core/codes.js';
 export { compileTypes, parseTypeExpr } from './types/index.js';
 export type { CompiledType, TypeNode, TypeRegistry, ValueIssue } from './types/api.js';
 /** The workflow model (IR). */
-export type { WorkflowModel, PhaseModel, InputBinding, OutputDecl, RetryPolicy, AgentDecl, Blueprint, McpConfig, McpServerDecl } from './workflow/model.js';
+export type { WorkflowModel, PhaseModel, InputBinding, OutputDecl, RetryPolicy, AgentDecl, A2aDecl, Blueprint, McpConfig, McpServerDecl } from './workflow/model.js';

@@ -73,7 +73,7 @@ describe('the package by name', () => {
 });
 
 describe('dependencies', () => {
-  const optional = ['pg', 'better-sqlite3', '@ai-sdk/provider', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/openai-compatible', '@modelcontextprotocol/sdk', 'tsx', 'hono', '@hono/node-server', '@opentelemetry/api', '@opentelemetry/sdk-trace-base', '@opentelemetry/resources', '@opentelemetry/exporter-trace-otlp-proto'];
+  const optional = ['pg', 'better-sqlite3', '@ai-sdk/provider', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/openai-compatible', '@modelcontextprotocol/sdk', 'tsx', 'hono', '@hono/node-server', '@opentelemetry/api', '@opentelemetry/sdk-trace-base', '@opentelemetry/resources', '@opentelemetry/exporter-trace-otlp-proto', '@a2a-js/sdk'];
 
   it('each optional capability is an optional peer, kept in devDependencies so this repository installs everything', () => {
     expect(Object.keys(pkg.peerDependencies).sort()).toEqual([...optional].sort());

@@ -11,6 +11,7 @@ import type { AgentContract } from '../workflow/contract/model.js';
 import { bindLlmAgents, llmAgentIds, type LlmBindOptions } from '../agents/llm/bind.js';
 import { withReplyEnforcement } from '../agents/llm/text-reply.js';
 import { subprocessAgent } from '../agents/subprocess.js';
+import { a2aAgent } from '../agents/a2a.js';
 import { stubAgent } from '../agents/stub.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { asyncDispose } from '../core/dispose.js';
@@ -29,7 +30,7 @@ import { localFileStager, withFiles, type FileStager } from '../engine/files.js'
 import { Worker, type FaultPlan, type StoreTrouble, type WorkerOptions } from '../engine/worker.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
-import type { WorkflowModel } from '../workflow/model.js';
+import type { A2aDecl, WorkflowModel } from '../workflow/model.js';
 import { runHandle, type RunHandle } from './handle.js';
 import { WorkflowSpec } from './spec.js';
 import type { AgentsOption, AnyWorkflow, TriggerOf, WorkflowTypes } from './typed.js';
@@ -206,6 +207,10 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       if (handlers[id] || !decl.command) continue;
       handlers[id] = withReplyEnforcement(this.subprocess(id, decl.command, decl.mode ?? 'once', cwd), model, this.compiler);
     }
+    for (const [id, decl] of Object.entries(model.agents ?? {})) {
+      if (handlers[id] || !decl.a2a) continue;
+      handlers[id] = withReplyEnforcement(this.a2a(id, decl.a2a), model, this.compiler);
+    }
     const llm = this.llmOptions(record);
     const ids = llmAgentIds(model, (id) => handlers[id] !== undefined, llm);
     if (ids.length > 0) {
@@ -277,6 +282,17 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     if (r['all_unbound'] === true) o.allUnbound = true;
     if (typeof r['replies'] === 'string') o.replies = r['replies'];
     return o;
+  }
+
+  /** One handler per agent and declaration (its agent card is fetched once, by the first attempt). */
+  private a2a(id: string, decl: A2aDecl): AgentHandler {
+    const key = JSON.stringify(['a2a', id, decl]);
+    let h = this.subprocesses.get(key);
+    if (!h) {
+      h = a2aAgent({ ...decl, agentId: id });
+      this.subprocesses.set(key, h);
+    }
+    return h;
   }
 
   private subprocess(id: string, command: string | string[], mode: 'once' | 'serve', cwd: string): AgentHandler {
@@ -351,7 +367,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const handlers: Record<string, AgentHandler> = {};
     for (const [id, b] of Object.entries(this.opts.agents ?? {})) handlers[id] = typeof b === 'function' ? b : b.handler;
     if (this.opts.bindRun) for (const [id, b] of Object.entries(await this.opts.bindRun(record, model))) handlers[id] = typeof b === 'function' ? b : b.handler;
-    for (const [id, decl] of Object.entries(model.agents ?? {})) if (!handlers[id] && decl.command) handlers[id] = () => undefined;
+    for (const [id, decl] of Object.entries(model.agents ?? {})) if (!handlers[id] && (decl.command || decl.a2a)) handlers[id] = () => undefined;
     for (const id of llmAgentIds(model, (id) => handlers[id] !== undefined, this.llmOptions(record))) handlers[id] = () => undefined;
     if (this.opts.stubAgents) for (const [id] of unboundAgents(model, handlers)) handlers[id] = () => undefined;
     return handlers;

@@ -14,6 +14,8 @@ import type { Diagnostic } from '../diagnostics/diagnostic.js';
 import { diagnosticToJson, renderDiagnostic, summaryLine } from '../diagnostics/render.js';
 import { SourceFile } from '../diagnostics/source.js';
 import { loadWorkflow } from '../workflow/compile.js';
+import { parseYamlSource } from '../workflow/source.js';
+import { checkA2aAgents } from '../agents/a2a-card.js';
 import type { BindingReport, BindingVerdict, EdgeReport } from '../workflow/contract/check.js';
 import { loadContractFile } from '../workflow/contract/load.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
@@ -54,7 +56,15 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
       return 2;
     }
   }
-  const r = await loadWorkflow(resolve(io.cwd, file), bound ? { bound } : {});
+  const loaded = await loadWorkflow(resolve(io.cwd, file), bound ? { bound } : {});
+  // x-a2a agents: their cards are fetched and checked (agents/a2a-card.ts); nothing is fetched for other workflows
+  const cards = loaded.model ? await checkA2aAgents(loaded.model, { env: io.env }) : [];
+  if (cards.length > 0) {
+    const located = parseYamlSource(loaded.text);
+    for (const d of cards) d.range ??= located.locate(d.path);
+  }
+  const r = cards.length === 0 ? loaded : { ...loaded, diagnostics: [...loaded.diagnostics, ...cards] };
+  const ok = loaded.ok && !cards.some((d) => d.severity === 'error');
   // as `baton validate`: a file that cannot be read (the workflow, or a contract or blueprint it names) exits 2
   const unreadable = r.diagnostics.some((d) => d.code === 'file-unreadable');
   const report = r.contracts ?? { bindings: [], edges: [] };
@@ -66,7 +76,7 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
       JSON.stringify(
         {
           file,
-          valid: r.ok,
+          valid: ok,
           bindings: report.bindings.map((b) => ({ ...b, findings: b.findings.map((f) => ({ ...f, path: f.path.join('.') })) })),
           edges: report.edges,
           diagnostics: r.diagnostics.map((d) => ({ ...diagnosticToJson(d, src(d)), ...(d.file !== undefined ? { file: src(d).name } : {}) })),
@@ -89,7 +99,7 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
     io.stdout(summaryLine(1, count(r.diagnostics, 'error'), count(r.diagnostics, 'warning'), c) + '\n');
   }
   if (unreadable) return 2;
-  return r.ok ? 0 : 1;
+  return ok ? 0 : 1;
 }
 
 

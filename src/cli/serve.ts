@@ -38,6 +38,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     const keys = readKeys(server, values.keys, io);
     const host = values.host ?? '127.0.0.1';
     if (keys.length === 0 && !server.isLoopback(host)) throw new UsageError(`without API keys the server listens on loopback only: --host ${host} needs keys (BATON_API_KEYS or --keys FILE, docs/server.md)`);
+    if (values.a2a === true && values.workflows === undefined) throw new UsageError('--a2a publishes the registered workflows as skills: give --workflows DIR');
     const workflows = values.workflows !== undefined ? server.scanWorkflows(values.workflows, io.cwd) : new Map<string, { name: string; path: string }>();
     const bound = await bindFromFlags(values, io, io.cwd);
     store = await openCliStore(values, io, 'write', true);
@@ -75,6 +76,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
       port,
       metrics,
       remote,
+      ...(values.a2a === true ? { a2a: await server.loadA2aServer() } : {}),
       ...(changes ? { changes } : {}),
       cwd: io.cwd,
       version: await packageVersion(),
@@ -86,6 +88,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     io.stderr(`baton serve: listening on ${running.url} (store ${safeText(store.location, 500)})\n`);
     io.stderr(keys.length === 0 ? `no API keys: listening on loopback only (${running.host}); anyone on this machine may use the API as admin. Give keys (BATON_API_KEYS or --keys FILE) to listen on another address\n` : `${keys.length} API key${keys.length === 1 ? '' : 's'}: ${keys.map((k) => `${k.name} (${k.roles.map((r) => (r.kind === 'agent' ? `agent:${r.agent}` : r.kind)).join('+')})`).join(', ')}\n`);
     if (workflows.size > 0) io.stderr(`workflows: ${[...workflows.keys()].map((w) => safeText(w, 200)).join(', ')}\n`);
+    if (values.a2a === true) io.stderr(`A2A: agent card at ${running.url}/.well-known/agent-card.json, JSON-RPC at ${running.url}/a2a (${workflows.size} skill${workflows.size === 1 ? '' : 's'})\n`);
     io.stderr(`remote agents: ${(values.remote ?? []).length > 0 ? `${(values.remote ?? []).map((a) => safeText(a, 200)).join(', ')}, and ` : ''}those the workflows declare \`x-remote: true\` (POST /agents/ID/claim)\n`);
     io.stderr(`worker ${engine.work.id}: ${agents.length > 0 ? `agents ${agents.map((a) => safeText(a, 200)).join(', ')}` : 'no agents of its own'}${values['stub-agents'] ? ', stubs for the rest' : ''}, and the x-command and LLM agents the workflows declare\n`);
     await new Promise<void>((done) => {

@@ -142,6 +142,7 @@ export const SERVE_OPTIONS = {
   workflows: { type: 'string', arg: 'DIR', desc: 'offer the workflows in DIR by name (POST /runs {"workflow_name": ...})' },
   'body-limit': { type: 'string', arg: 'BYTES', desc: 'largest request body accepted', shown: '1048576' },
   remote: { type: 'string', multiple: true, arg: 'ID', desc: 'serve agent ID to remote agents (POST /agents/ID/claim), as `x-remote: true` does; repeatable' },
+  a2a: { type: 'boolean', desc: 'publish the --workflows as one A2A agent (card at /.well-known/agent-card.json, JSON-RPC at /a2a; needs @a2a-js/sdk)' },
   concurrency: CONCURRENCY_OPTION,
   lease: WORKER_OPTIONS.lease,
   quiet: { ...QUIET_OPTION, desc: 'no event lines' },

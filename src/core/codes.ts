@@ -63,6 +63,10 @@ export const DIAGNOSTIC_CODES = [
   // the contract spec's step form (`$store` / `$ref` artifacts)
   'unknown-artifact',
   'artifact-conflict',
+  // A2A agents (`x-a2a`): their agent cards, read by `baton check` only
+  'a2a-card-unreachable',
+  'a2a-unknown-skill',
+  'a2a-mode-mismatch',
   // files
   'file-unreadable',
 ] as const;

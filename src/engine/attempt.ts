@@ -36,6 +36,17 @@ export interface AttemptHost {
 /** Why an attempt was stopped from outside; such an attempt reports no outcome (its task moved on). */
 export class StopSignal extends Error {
   override readonly name = 'StopSignal';
+  /**
+   * @param handOver true when the task is not over, only this process's attempt of it (the worker
+   * stops or crashed, the lease was lost, another attempt took over): an agent with remote state (an
+   * A2A task) keeps it for the next attempt instead of cancelling it.
+   */
+  constructor(
+    message: string,
+    readonly handOver = false,
+  ) {
+    super(message);
+  }
 }
 
 export class TimeoutError extends AgentError {

@@ -184,7 +184,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
           if (a && !a.settled && a.attempt === l.attempt) {
             const ctx = this.runs.get(l.runId);
             const p = ctx?.state.phases.get(l.phase);
-            if (!p || p.status !== 'running' || p.leaseOwner !== this.id || p.attempts !== l.attempt) a.abort(new StopSignal('the lease was lost'));
+            if (!p || p.status !== 'running' || p.leaseOwner !== this.id || p.attempts !== l.attempt) a.abort(new StopSignal('the lease was lost', true));
             // this worker's state says it still holds the task: the state is behind the store (another worker
             // took the task over while renewals failed, or the claim is not visible yet); pull it, and
             // reconcile() stops the attempt if the task moved on

@@ -259,7 +259,7 @@ export abstract class WorkerBase {
     this.crashed = e;
     this.idleCtl.abort();
     for (const ctx of this.runs.values()) {
-      for (const a of ctx.attempts.values()) a.abort(new StopSignal('the worker crashed'));
+      for (const a of ctx.attempts.values()) a.abort(new StopSignal('the worker crashed', true));
       ctx.reject(e);
       for (const w of ctx.waiters.splice(0)) w(e instanceof Error ? e : new Error(String(e)));
     }

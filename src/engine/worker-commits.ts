@@ -336,19 +336,20 @@ export abstract class WorkerCommits extends WorkerBase {
             },
           );
         } else if (p.status !== 'suspended_awaiting_input' && !(p.status === 'ready' && p.resumable?.attempt === att.attempt) && !(p.status === 'running' && p.attempts === att.attempt && p.leaseOwner === this.id)) {
-          att.abort(new StopSignal(`the task is ${p.status}`));
+          // another worker holds (or will take) the task: a hand-over; an ended task is not one
+          att.abort(new StopSignal(`the task is ${p.status}`, p.status === 'running' || p.status === 'ready'));
         }
         continue;
       }
       const mine = (p.status === 'running' || p.status === 'suspended_awaiting_input') && p.attempts === att.attempt && (p.leaseOwner === undefined || p.leaseOwner === this.id);
-      if (!mine) att.abort(new StopSignal(p.status === 'cancelled' ? 'the task was cancelled' : `the task is ${p.status}`));
+      if (!mine) att.abort(new StopSignal(p.status === 'cancelled' ? 'the task was cancelled' : `the task is ${p.status}`, p.status === 'running' || p.status === 'ready' || p.status === 'suspended_awaiting_input'));
     }
   }
 
   private resumed(ctx: RunCtx, att: Attempt, r: FactResult): void {
     att.resuming = false;
     if (r.kind !== 'resumed' || !r.ok) {
-      att.abort(new StopSignal('another attempt took over after the answer'));
+      att.abort(new StopSignal('another attempt took over after the answer', true));
       return;
     }
     const gate = ctx.state.gates.get(att.suspendedOn!);

@@ -97,7 +97,7 @@ export class Worker extends WorkerAttempts {
         if (a.settled) continue;
         const p = ctx.state.phases.get(a.key);
         if (p?.status === 'running' && p.attempts === a.attempt && p.leaseOwner === this.id) ctx.facts.push({ kind: 'lease_expired', phase: a.key, attempt: a.attempt, owner: this.id, handBack: true });
-        a.abort(new StopSignal('the worker stopped'));
+        a.abort(new StopSignal('the worker stopped', true));
       }
     }
     this.kick();
@@ -122,7 +122,7 @@ export class Worker extends WorkerAttempts {
     this.closed = true;
     this.unregister?.();
     this.idleCtl.abort();
-    for (const ctx of this.runs.values()) for (const a of ctx.attempts.values()) a.abort(new StopSignal('the worker stopped'));
+    for (const ctx of this.runs.values()) for (const a of ctx.attempts.values()) a.abort(new StopSignal('the worker stopped', true));
     this.kick();
   }
 

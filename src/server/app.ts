@@ -13,6 +13,7 @@ import { edge, errorResponse, HttpError, type EdgeOptions, type Request } from '
 import type { ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
 import { RemoteAgents } from './remote.js';
+import { mountA2a, type A2aServerModules } from './a2a/routes.js';
 import { openApiDocument } from './openapi.js';
 import { RunRoutes } from './runs.js';
 import { ROUTES } from './schemas.js';
@@ -48,6 +49,11 @@ export interface ServerAppOptions {
    * were given to createEngine. Default: none (claims answer 204).
    */
   remote?: RemoteAgents;
+  /**
+   * Serve the registered workflows over A2A (`baton serve --a2a`, a2a/routes.ts): the SDK's modules,
+   * loaded with `loadA2aServer()`. Default: no A2A routes.
+   */
+  a2a?: A2aServerModules;
 }
 
 export interface ServerApp {
@@ -113,6 +119,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     if (!h) throw new Error(`route ${spec.operationId} has no handler`);
     app.on(spec.method.toUpperCase(), honoPath(spec.path), edge(spec, edgeOpts, async (r) => h(r)));
   }
+  if (opts.a2a) mountA2a(app, { modules: opts.a2a, engine, workflows: opts.workflows ?? new Map(), hub, closing: closing.signal, edge: edgeOpts, ...(opts.version !== undefined ? { version: opts.version } : {}) });
   app.notFound((c) => {
     const other = ROUTES.filter((r) => pathRegex(r.path).test(c.req.path));
     if (other.length > 0) return c.json({ error: { code: 'method-not-allowed', message: `${c.req.method} is not allowed on ${c.req.path}; use ${other.map((r) => r.method.toUpperCase()).join(' or ')}` } }, 405, { allow: other.map((r) => r.method.toUpperCase()).sort().join(', ') });

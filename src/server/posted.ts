@@ -1,6 +1,7 @@
 /**
  * What a posted workflow text may reach on the server's host. `x-command` agents and MCP servers
- * (`mcp.servers`) run commands; `x-contract: FILE` and `x-blueprint: FILE` read files (and their
+ * (`mcp.servers`) run commands; `x-a2a` agents call URLs from the server's network (with a token
+ * from its environment); `x-contract: FILE` and `x-blueprint: FILE` read files (and their
  * diagnostics would tell what is there). Found in the YAML before anything is compiled, so a refused
  * text has read nothing. A workflow registered with `--workflows DIR` was put there by whoever runs the
  * server, and may do all of this.
@@ -25,6 +26,8 @@ export function hostReach(text: string): string[] {
     for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
       const at = path === '' ? k : `${path}.${k}`;
       if (k === 'x-command') out.push(`${at} (runs a command)`);
+      // the server would call any URL from its own network (and send a token from its environment)
+      else if (k === 'x-a2a') out.push(`${at} (calls a URL from the server's network)`);
       else if ((k === 'x-contract' || k === 'x-blueprint') && typeof x === 'string') out.push(`${at} (reads a file)`);
       else if (k === 'mcp' && path === '' && x !== null && typeof x === 'object' && Object.keys((x as Record<string, unknown>)['servers'] ?? {}).length > 0) out.push(`${at}.servers (runs commands)`);
       else walk(x, at, depth + 1);

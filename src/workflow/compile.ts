@@ -10,7 +10,7 @@ import { decodeUtf8 } from '../diagnostics/text.js';
 import { compileTypes } from '../types/index.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
 import { checkGraph, topologicalOrder, type GraphPhase } from './graph.js';
-import type { AgentDecl, ForEachModel, Governance, OutputDecl, PhaseModel, WorkflowForm, WorkflowModel } from './model.js';
+import type { A2aDecl, AgentDecl, ForEachModel, Governance, OutputDecl, PhaseModel, WorkflowForm, WorkflowModel } from './model.js';
 import { agentFields, governanceFields, infoFields, llmFields, phaseFields, TOP_LEVEL_KEYS } from './schema.js';
 import { checkObject, checkShape, reportUnknownKeys } from './shape.js';
 import { parseYamlSource, type ParsedSource } from './source.js';
@@ -404,10 +404,34 @@ function checkAgents(raw: unknown, out: Diagnostic[]): Record<string, AgentDecl>
       ...(typeof d['version'] === 'string' ? { version: d['version'] } : {}),
       extensions: extensionsOf(d),
     };
+    const a2a = a2aOf(d['x-a2a'], ['agents', id, 'x-a2a'], out);
+    if (a2a) agents[id].a2a = a2a;
     const files = fileContractOf(d, ['agents', id], { fanOut: undefined }, out);
     if (files) agents[id].files = files;
   }
   return agents;
+}
+
+/** `x-a2a`: its shape is checked by the schema (schema.ts); here the URL must be http(s). */
+function a2aOf(raw: unknown, path: (string | number)[], out: Diagnostic[]): A2aDecl | undefined {
+  if (!isPlainObject(raw) || typeof raw['url'] !== 'string' || raw['url'] === '') return undefined;
+  let ok = false;
+  try {
+    const u = new URL(raw['url']);
+    ok = u.protocol === 'http:' || u.protocol === 'https:';
+  } catch {
+    ok = false;
+  }
+  if (!ok) {
+    out.push(error('invalid-value', [...path, 'url'], `\`${raw['url'].slice(0, 200)}\` is not an http(s) URL`, { hint: 'give the agent\'s base URL, e.g. `url: http://127.0.0.1:41241`' }));
+    return undefined;
+  }
+  return {
+    url: raw['url'],
+    ...(typeof raw['skill'] === 'string' && raw['skill'] !== '' ? { skill: raw['skill'] } : {}),
+    ...(typeof raw['token_env'] === 'string' && raw['token_env'] !== '' ? { tokenEnv: raw['token_env'] } : {}),
+    ...(typeof raw['streaming'] === 'boolean' ? { streaming: raw['streaming'] } : {}),
+  };
 }
 
 function compileOutputs(raw: unknown, phase: string, registry: TypeRegistry, any: CompiledType, out: Diagnostic[]): OutputDecl[] | undefined {

@@ -145,6 +145,18 @@ export interface Governance {
   accessReview?: { onRequest: 'approve' | 'deny' | 'defer'; approvers: string[]; timeoutHours?: number };
 }
 
+/** `x-a2a: {url, skill?, token_env?, streaming?}`: an agent reached over A2A. */
+export interface A2aDecl {
+  /** The agent's base URL (its card is at `/.well-known/agent-card.json` under it) or the card's own URL (ending in `.json`). */
+  url: string;
+  /** The card's skill to ask for (sent as the message's `skill` metadata); checked by `baton check`. */
+  skill?: string;
+  /** An environment variable holding a bearer token sent as `Authorization: Bearer ...`. */
+  tokenEnv?: string;
+  /** false: never stream, even when the card says it can (default: stream when the card says so). */
+  streaming?: boolean;
+}
+
 export interface AgentDecl {
   id: string;
   description?: string;
@@ -155,6 +167,8 @@ export interface AgentDecl {
   command?: string | string[];
   /** `x-mode`: 'once' (a process per task, the default) or 'serve' (long-lived, JSON lines). */
   mode?: 'once' | 'serve';
+  /** `x-a2a`: call this agent over the Agent2Agent protocol (src/agents/a2a.ts). */
+  a2a?: A2aDecl;
   /** All `x-` keys as written. */
   extensions: Record<string, Json>;
   /** `tools: [mcp:server/tool, ...]` as declared (offered when the agent runs on a model). */

@@ -124,6 +124,11 @@ export const agentFields: Record<string, Field> = {
   'x-mode': { t: 'enum', values: ['once', 'serve'] },
   // served by remote agents over `baton serve`'s pull protocol (docs/server.md#remote-agents)
   'x-remote': { t: 'boolean' },
+  // called over the Agent2Agent protocol (docs/agents.md#a2a-agents); the URL is checked in compile.ts
+  'x-a2a': {
+    t: 'object',
+    fields: { url: { t: 'string', nonEmpty: true, required: true }, skill: { t: 'string', nonEmpty: true }, token_env: { t: 'string', nonEmpty: true }, streaming: { t: 'boolean' } },
+  },
   inputsFiles: filesField,
   outputsFiles: filesField,
 };

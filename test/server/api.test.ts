@@ -89,12 +89,13 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
         `openintent: "1.0"\ninfo: {name: c}\nagents:\n  x: {x-contract: /etc/passwd}\nworkflow:\n  a: {assign: x}\n`,
         `openintent: "1.0"\ninfo: {name: c}\nagents:\n  x: {x-blueprint: ../secrets.yaml}\nworkflow:\n  a: {assign: x}\n`,
         `openintent: "1.0"\ninfo: {name: c}\nmcp:\n  servers:\n    sh: {command: sh}\nworkflow:\n  a: {assign: x}\n`,
+        `openintent: "1.0"\ninfo: {name: c}\nagents:\n  x: {x-a2a: {url: "http://169.254.169.254/", token_env: HOME}}\nworkflow:\n  a: {assign: x}\n`,
       ];
       const before = (await h.store.runs({ limit: 1000 })).length;
       for (const wf of reaching) {
         const r = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: wf } });
         expect(r.status, wf).toBe(403);
-        expect((r.body['error'] as { code: string; message: string }).message).toMatch(/reaches the server's host: .*(runs a command|reads a file|runs commands)/);
+        expect((r.body['error'] as { code: string; message: string }).message).toMatch(/reaches the server's host: .*(runs a command|reads a file|runs commands|calls a URL)/);
         expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow: wf } })).status).toBe(403);
       }
       expect((await h.store.runs({ limit: 1000 })).length).toBe(before);

@@ -1,0 +1,254 @@
+/**
+ * A2A agents (`x-a2a: {url, skill?}`): each attempt is one A2A task on another framework's agent,
+ * spoken to with `@a2a-js/sdk`'s client (protocol v1.0, JSON-RPC binding). The phase's input goes
+ * in as a data part; the reply's data part (the completed task's artifacts, else its status
+ * message, else a direct message reply) is the attempt's output, validated by the engine against
+ * the phase's outputs as any agent's is. A reply with text only is handed over as
+ * `{result_text}`, for the same extraction LLM replies get.
+ *
+ * - `input-required` / `auth-required` become an input gate (`ctx.requestInput`): the answer
+ *   (`baton respond`) is sent as a follow-up message on the same task and context. The task's ids
+ *   are checkpointed first, so an attempt that replaces this one after a restart continues the same
+ *   A2A task instead of starting another.
+ * - The attempt's AbortSignal (cancel, timeout, lost lease) cancels the A2A task (`CancelTask`).
+ *   Over a blocking (non-streaming) send the task id is known only once the reply comes, so an abort
+ *   before then only drops the request.
+ */
+import { BatonError } from '../core/errors.js';
+import { isPlainObject, type JsonObject } from '../core/json.js';
+import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
+import { StopSignal } from '../engine/attempt.js';
+import type { A2aDecl } from '../workflow/model.js';
+import { answerOf, dataOf, dataPart, isInterrupted, isTerminal, loadA2a, message, stateName, textOf, textPart, type A2aCard, type A2aClientSdk, type A2aMessage, type A2aTask } from './a2a-sdk.js';
+
+export interface A2aAgentOptions extends A2aDecl {
+  /** Names the agent in messages. */
+  agentId: string;
+  /** Where `tokenEnv` is read (default: process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** The fetch the client uses (default: the global one). */
+  fetch?: typeof fetch;
+  /** How often a task that a blocking send left running is polled (default 1000 ms). */
+  pollMs?: number;
+}
+
+type Client = Awaited<ReturnType<InstanceType<A2aClientSdk['ClientFactory']>['createFromUrl']>>;
+
+interface Connected {
+  client: Client;
+  card: A2aCard;
+}
+
+/** What one exchange left: a direct message, or the task as last seen. */
+type Reply = { kind: 'message'; message: A2aMessage } | { kind: 'task'; task: A2aTask };
+
+/** The card's URL split as the SDK's resolver wants it: a base and a path ('' when the URL is the card's own). */
+export function cardLocation(url: string): { base: string; path: string | undefined } {
+  return /\.json(\?.*)?$/i.test(url) ? { base: url, path: '' } : { base: url, path: undefined };
+}
+
+/** A fetch that sends the bearer token (when there is one). */
+export function authFetch(token: string | undefined, f: typeof fetch = fetch): typeof fetch {
+  if (token === undefined) return f;
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (!headers.has('authorization')) headers.set('authorization', `Bearer ${token}`);
+    return f(input, { ...init, headers });
+  };
+}
+
+export function tokenOf(decl: A2aDecl, env: Readonly<Record<string, string | undefined>>, agentId: string): string | undefined {
+  if (decl.tokenEnv === undefined) return undefined;
+  const t = env[decl.tokenEnv];
+  if (t === undefined || t === '') throw new AgentError('A2AConfig', `agent ${agentId}: x-a2a.token_env names ${decl.tokenEnv}, which is not set`, { token_env: decl.tokenEnv }, false);
+  return t;
+}
+
+/** Builds the handler; nothing is fetched until the first attempt (then the card is kept). */
+export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
+  const name = `A2A agent ${opts.agentId} (${opts.url})`;
+  let connecting: Promise<Connected> | undefined;
+  const connect = (): Promise<Connected> => {
+    connecting ??= (async () => {
+      const { client: c } = await loadA2a('an `x-a2a` agent');
+      const f = authFetch(tokenOf(opts, opts.env ?? process.env, opts.agentId), opts.fetch);
+      const factory = new c.ClientFactory(c.ClientFactoryOptions.createFrom(c.ClientFactoryOptions.default, { transports: [new c.JsonRpcTransportFactory({ fetchImpl: f })], cardResolver: new c.DefaultAgentCardResolver({ fetchImpl: f }) }));
+      const { base, path } = cardLocation(opts.url);
+      const client = await factory.createFromUrl(base, path);
+      return { client, card: await client.getAgentCard() };
+    })();
+    // a failed connection is tried again by the next attempt
+    connecting.catch(() => (connecting = undefined));
+    return connecting;
+  };
+
+  return async (ctx: AgentContext) => {
+    let conn: Connected;
+    try {
+      conn = await connect();
+    } catch (e) {
+      if (e instanceof AgentError) throw e;
+      // the SDK is not installed: retrying cannot help
+      if (e instanceof BatonError && e.code === 'missing-package') throw new AgentError('A2AConfig', e.message, {}, false);
+      throw new AgentError('A2AUnavailable', `${name}: cannot read its agent card: ${(e as Error).message}`, { url: opts.url });
+    }
+    const { sdk } = await loadA2a('an `x-a2a` agent');
+    const stream = opts.streaming !== false && conn.card.capabilities?.streaming === true;
+    const metadata: JsonObject | undefined = opts.skill !== undefined ? { skill: opts.skill } : undefined;
+    let taskId: string | undefined;
+    // the A2A task's ids, in the run's log (task.agent_event `a2a.task`) once known
+    const known = (t: A2aTask): void => {
+      if (taskId === t.id) return;
+      taskId = t.id;
+      ctx.record('a2a.task', { task_id: t.id, context_id: t.contextId });
+    };
+    // an A2A task the attempt started is cancelled when the attempt is aborted
+    let cancelSent = false;
+    const onAbort = (): void => {
+      // a hand-over (the worker stops, the lease is lost) keeps the A2A task for the next attempt (its ids are checkpointed)
+      if (taskId === undefined || cancelSent || isHandOver(ctx.signal.reason)) return;
+      cancelSent = true;
+      void conn.client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+    };
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    const send = async (msg: A2aMessage): Promise<Reply> => {
+      const req = { tenant: '', message: msg, configuration: { acceptedOutputModes: ['application/json', 'text/plain'], taskPushNotificationConfig: undefined, returnImmediately: false }, metadata };
+      try {
+        if (!stream) {
+          const r = await conn.client.sendMessage(req, { signal: ctx.signal });
+          if ('messageId' in r) return { kind: 'message', message: r };
+          known(r);
+          return { kind: 'task', task: r };
+        }
+        let task: A2aTask | undefined;
+        for await (const ev of conn.client.sendMessageStream(req, { signal: ctx.signal })) {
+          const p = ev.payload;
+          if (!p) continue;
+          if (p.$case === 'message') return { kind: 'message', message: p.value };
+          if (p.$case === 'task') {
+            task = p.value;
+            known(task);
+            if (ctx.signal.aborted) onAbort();
+          } else if (p.$case === 'statusUpdate' && task) {
+            task = { ...task, status: p.value.status };
+            // the SDK's server keeps an auth-required stream open (it expects credentials out of band): stop reading
+            if (isInterrupted(stateOf(task))) break;
+          }
+          else if (p.$case === 'artifactUpdate' && task && p.value.artifact) task = { ...task, artifacts: mergeArtifact(task.artifacts, p.value.artifact, p.value.append) };
+        }
+        if (!task) throw new AgentError('A2ABadReply', `${name}: the stream ended without a task or a message`, {});
+        return { kind: 'task', task };
+      } catch (e) {
+        throw failureOf(e, ctx, name);
+      }
+    };
+
+    try {
+      let reply: Reply | undefined = await resumed(ctx, conn.client, name);
+      if (reply?.kind === 'task') known(reply.task);
+      reply ??= await send(message(sdk.Role.ROLE_USER, [dataPart(ctx.input)]));
+      for (;;) {
+        if (reply.kind === 'message') return outputOf(reply.message.parts, name);
+        let task = reply.task;
+        // a blocking send may come back before the task ends (an agent that answers at once): poll it
+        while (!isTerminal(stateOf(task)) && !isInterrupted(stateOf(task))) {
+          await pause(opts.pollMs ?? 1000, ctx.signal);
+          task = await conn.client.getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: ctx.signal }).catch((e: unknown) => {
+            throw failureOf(e, ctx, name);
+          });
+        }
+        const state = stateOf(task);
+        if (isInterrupted(state)) {
+          await ctx.checkpoint({ a2a: { task_id: task.id, context_id: task.contextId } });
+          const said = textOf(task.status?.message?.parts ?? []);
+          const question = said !== '' ? said : state === 8 ? `${name} asks for authentication (auth-required)` : `${name} asks for input (input-required)`;
+          ctx.record('a2a.interrupted', { task_id: task.id, state: stateName(state), question });
+          const answer = await ctx.requestInput({ question });
+          reply = await send(message(sdk.Role.ROLE_USER, [typeof answer === 'string' ? textPart(answer) : dataPart(answer)], { taskId: task.id, contextId: task.contextId }));
+          continue;
+        }
+        if (state === 3) return outputOf(resultParts(task), name);
+        const why = textOf(task.status?.message?.parts ?? []);
+        const code = state === 5 ? 'A2ATaskCanceled' : state === 7 ? 'A2ATaskRejected' : 'A2ATaskFailed';
+        throw new AgentError(code, `${name}: task ${task.id} ${stateName(state)}${why !== '' ? `: ${why}` : ''}`, { task_id: task.id, state: stateName(state) }, state === 4);
+      }
+    } finally {
+      ctx.signal.removeEventListener('abort', onAbort);
+      if (ctx.signal.aborted && taskId !== undefined) onAbort();
+    }
+  };
+}
+
+function isHandOver(reason: unknown): boolean {
+  return reason instanceof StopSignal && reason.handOver;
+}
+
+function stateOf(t: A2aTask): number {
+  return t.status?.state ?? 0;
+}
+
+/** After a restart: the A2A task an earlier attempt of this task was waiting on, if it still exists. */
+async function resumed(ctx: AgentContext, client: Client, name: string): Promise<Reply | undefined> {
+  const cp = ctx.lastCheckpoint;
+  if (!isPlainObject(cp) || !isPlainObject(cp['a2a']) || typeof cp['a2a']['task_id'] !== 'string') return undefined;
+  try {
+    const task = await client.getTask({ tenant: '', id: cp['a2a']['task_id'], historyLength: 0 }, { signal: ctx.signal });
+    const state = stateOf(task);
+    // an ended task is not continued: a new one starts. A failed or cancelled one (an attempt that timed out)
+    // has nothing to give; a completed one may have given an output the phase rejected, which a retry must not get again
+    if (isTerminal(state)) {
+      ctx.log(`${name}: A2A task ${task.id} of an earlier attempt is ${stateName(state)}; starting another`);
+      return undefined;
+    }
+    ctx.log(`${name}: continuing A2A task ${task.id} (${stateName(state)})`);
+    return { kind: 'task', task };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The completed task's artifacts' parts (in order), then its status message's. */
+function resultParts(task: A2aTask): A2aMessage['parts'] {
+  return [...(task.status?.message?.parts ?? []), ...task.artifacts.flatMap((a) => a.parts)];
+}
+
+function outputOf(parts: A2aMessage['parts'], name: string): JsonObject {
+  const data = dataOf(parts);
+  if (data) return data;
+  const text = textOf(parts);
+  if (text !== '') return { result_text: text };
+  const any = answerOf(parts);
+  throw new AgentError('A2ABadReply', `${name}: the reply has no data part (a JSON object) and no text${any !== undefined ? ` (a data part holds ${JSON.stringify(any).slice(0, 100)})` : ''}`, {}, false);
+}
+
+function mergeArtifact(list: A2aTask['artifacts'], a: A2aTask['artifacts'][number], append: boolean): A2aTask['artifacts'] {
+  const i = list.findIndex((x) => x.artifactId === a.artifactId);
+  if (i < 0) return [...list, a];
+  const out = [...list];
+  out[i] = append ? { ...list[i]!, parts: [...list[i]!.parts, ...a.parts] } : a;
+  return out;
+}
+
+function failureOf(e: unknown, ctx: AgentContext, name: string): unknown {
+  if (e instanceof AgentError) return e;
+  if (ctx.signal.aborted) return ctx.signal.reason ?? e;
+  return new AgentError('A2AError', `${name}: ${(e as Error).message}`, { error: (e as Error).name });
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', stop);
+      resolve();
+    }, ms);
+    const stop = (): void => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', stop, { once: true });
+  });
+}

@@ -1,0 +1,163 @@
+/**
+ * An A2A agent built from `@a2a-js/sdk`'s own server pieces (DefaultRequestHandler, InMemoryTaskStore,
+ * JsonRpcTransportHandler) on a loopback port, with a minimal node:http adapter in place of the SDK's
+ * express glue: the agent card at /.well-known/agent-card.json and JSON-RPC (SSE for streams) at /a2a.
+ *
+ * Its executor acts on the data part it is sent: `{question}` is answered with `{answer}`;
+ * `{mode: 'wrong'}` answers with an output of the wrong shape; `{mode: 'ask'}` asks for input
+ * (`input-required`, or `auth-required` with `{mode: 'auth'}`) and answers with what it is told
+ * (`{mode: 'ask-wrong'}`: in an output of the wrong shape);
+ * `{mode: 'hang'}` works until it is cancelled; `{mode: 'text'}` answers with a text part only.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { Role, TaskState, type AgentCard, type Message, type Part, type Task } from '@a2a-js/sdk';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, JsonRpcTransportHandler, ServerCallContext, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
+
+export interface A2aPeer {
+  url: string;
+  card: AgentCard;
+  /** Task ids the peer was asked to cancel. */
+  cancelled: string[];
+  /** Every message the peer received (in order). */
+  received: Message[];
+  /** Resolves when a `hang` task has started (its id). */
+  hanging: Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface PeerOptions {
+  streaming?: boolean;
+  skills?: { id: string; inputModes?: string[]; outputModes?: string[] }[];
+  defaultInputModes?: string[];
+  defaultOutputModes?: string[];
+}
+
+const data = (value: unknown): Part => ({ content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType: 'application/json' });
+const text = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' });
+const agentMessage = (parts: Part[], taskId: string, contextId: string): Message => ({ messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts, metadata: undefined, extensions: [], referenceTaskIds: [] });
+
+function dataIn(m: Message): Record<string, unknown> | undefined {
+  for (const p of m.parts) if (p.content?.$case === 'data' && typeof p.content.value === 'object' && p.content.value !== null) return p.content.value as Record<string, unknown>;
+  return undefined;
+}
+
+export async function startA2aPeer(opts: PeerOptions = {}): Promise<A2aPeer> {
+  const cancelled: string[] = [];
+  const received: Message[] = [];
+  const waiting = new Map<string, () => void>();
+  let hangStarted: (id: string) => void = () => undefined;
+  const hanging = new Promise<string>((r) => (hangStarted = r));
+
+  const status = (bus: ExecutionEventBus, taskId: string, contextId: string, state: TaskState, parts: Part[] = []): void => {
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state, message: parts.length > 0 ? agentMessage(parts, taskId, contextId) : undefined, timestamp: new Date().toISOString() }, metadata: undefined }));
+  };
+
+  const executor: AgentExecutor = {
+    async execute(rc: RequestContext, bus: ExecutionEventBus) {
+      const msg = rc.userMessage;
+      received.push(msg);
+      const { taskId, contextId } = rc;
+      const task: Task = rc.task ?? { id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [msg], metadata: undefined };
+      bus.publish(AgentEvent.task(task));
+      const first = rc.task ? dataIn(rc.task.history[0] ?? msg) : dataIn(msg);
+      const mode = first?.['mode'];
+      status(bus, taskId, contextId, TaskState.TASK_STATE_WORKING);
+      const done = (parts: Part[]): void => {
+        bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: randomUUID(), name: 'result', description: '', parts, metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
+        status(bus, taskId, contextId, TaskState.TASK_STATE_COMPLETED);
+        bus.finished();
+      };
+      if (mode === 'ask' || mode === 'auth' || mode === 'ask-wrong') {
+        if (!rc.task) {
+          status(bus, taskId, contextId, mode === 'auth' ? TaskState.TASK_STATE_AUTH_REQUIRED : TaskState.TASK_STATE_INPUT_REQUIRED, [text('which colour?')]);
+          return;
+        }
+        const said = dataIn(msg) ?? { text: msg.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('') };
+        if (mode === 'ask-wrong') return done([data({ wrong: said['text'] ?? said })]);
+        done([data({ answer: `told ${JSON.stringify(said['text'] ?? said)}` })]);
+        return;
+      }
+      if (mode === 'hang') {
+        hangStarted(taskId);
+        await new Promise<void>((r) => waiting.set(taskId, r));
+        return;
+      }
+      if (mode === 'wrong') return done([data({ wrong: 1 })]);
+      if (mode === 'text') return done([text('from text')]);
+      done([data({ answer: `${String(first?.['question'] ?? '')}!` })]);
+    },
+    async cancelTask(taskId: string, bus: ExecutionEventBus) {
+      cancelled.push(taskId);
+      const task = received.find((m) => m.taskId === taskId);
+      status(bus, taskId, task?.contextId ?? '', TaskState.TASK_STATE_CANCELED);
+      bus.finished();
+      waiting.get(taskId)?.();
+    },
+  };
+
+  let url = '';
+  const card = (): AgentCard => ({
+    name: 'peer',
+    description: 'a test A2A agent built from @a2a-js/sdk',
+    supportedInterfaces: [{ url: `${url}/a2a`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    provider: undefined,
+    version: '1.0.0',
+    capabilities: { streaming: opts.streaming ?? true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: opts.defaultInputModes ?? ['application/json', 'text/plain'],
+    defaultOutputModes: opts.defaultOutputModes ?? ['application/json'],
+    skills: (opts.skills ?? [{ id: 'answer' }]).map((s) => ({ id: s.id, name: s.id, description: s.id, tags: [], examples: [], inputModes: s.inputModes ?? [], outputModes: s.outputModes ?? [], securityRequirements: [] })),
+    signatures: [],
+  });
+  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
+  const rpc = new JsonRpcTransportHandler(handler);
+
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      if (req.method === 'GET' && req.url === '/.well-known/agent-card.json') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card()));
+        return;
+      }
+      if (req.method !== 'POST' || req.url !== '/a2a') {
+        res.writeHead(404).end();
+        return;
+      }
+      const body = await readBody(req);
+      const out = await rpc.handle(body, new ServerCallContext({ requestedVersion: '1.0' }));
+      if (Symbol.asyncIterator in out) {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        for await (const ev of out) res.write(`data: ${JSON.stringify(ev)}\n\n`);
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+    })().catch((e: unknown) => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(String(e));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    card: card(),
+    cancelled,
+    received,
+    hanging,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const w of waiting.values()) w();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,215 @@
+/**
+ * An A2A agent as a phase: a workflow whose agent is declared `x-a2a: {url, skill}` runs against an
+ * agent built from `@a2a-js/sdk`'s own server (test/helpers/a2a-peer.ts) on a loopback port, over a
+ * real SQLite store (and one run on PostgreSQL).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { createEngine, openStore, systemClock, WorkflowSpec, type Clock, type Engine, type RunEvent, type RunStore } from '@baton-run/baton';
+import { startA2aPeer, type A2aPeer } from '../helpers/a2a-peer.js';
+import { testDatabase } from '../helpers/pg.js';
+
+const flow = (url: string, opts: { skill?: string; streaming?: boolean } = {}): string => `openintent: "1.0"
+info: {name: via-a2a}
+agents:
+  peer:
+    x-a2a: {url: "${url}"${opts.skill ? `, skill: ${opts.skill}` : ''}${opts.streaming === false ? ', streaming: false' : ''}}
+x-trigger: {question: string, mode: string}
+workflow:
+  ask:
+    assign: peer
+    inputs: {question: $trigger.question, mode: $trigger.mode}
+    outputs: {answer: string}
+`;
+
+interface Rig {
+  engine: Engine;
+  store: RunStore;
+  events: RunEvent[];
+  waitFor(type: string): Promise<RunEvent>;
+}
+
+let dir: string;
+const open: (() => Promise<void>)[] = [];
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'baton-a2a-agent-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(async () => {
+  for (const f of open.splice(0).reverse()) await f();
+});
+
+async function rig(storeSpec?: string, clock?: Clock): Promise<Rig> {
+  const store = await openStore(storeSpec ?? join(dir, `${Math.random().toString(36).slice(2)}.db`), { cwd: dir });
+  const events: RunEvent[] = [];
+  const waiters: { type: string; resolve: (e: RunEvent) => void }[] = [];
+  const engine = createEngine({
+    store,
+    ...(clock ? { clock } : {}),
+    onEvent: (e) => {
+      events.push(e);
+      for (const w of waiters.filter((x) => x.type === e.type)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(e);
+      }
+    },
+  });
+  open.push(async () => {
+    await engine.close();
+    await store.close();
+  });
+  return {
+    engine,
+    store,
+    events,
+    waitFor: (type) => {
+      const seen = events.find((e) => e.type === type);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve) => waiters.push({ type, resolve }));
+    },
+  };
+}
+
+async function peer(opts: Parameters<typeof startA2aPeer>[0] = {}): Promise<A2aPeer> {
+  const p = await startA2aPeer(opts);
+  open.push(() => p.close());
+  return p;
+}
+
+describe('an A2A agent as a phase', () => {
+  for (const streaming of [true, false]) {
+    test(`completes: the input goes as a data part, the reply's data part is the output (${streaming ? 'streaming' : 'blocking'} send)`, async () => {
+      const p = await peer({ streaming });
+      const r = await rig();
+      const result = await r.engine.run(WorkflowSpec.fromString(flow(p.url, { skill: 'answer' })), { trigger: { question: 'why', mode: 'plain' } });
+      expect(result.status).toBe('completed');
+      expect(result.phases['ask']!.output).toEqual({ answer: 'why!' });
+      expect(p.received).toHaveLength(1);
+      const part = p.received[0]!.parts[0]!;
+      expect(part.mediaType).toBe('application/json');
+      expect(part.content).toEqual({ $case: 'data', value: { question: 'why', mode: 'plain' } });
+      expect(p.received[0]!.metadata).toBeUndefined();
+    });
+  }
+
+  test('a wrong output is rejected by the phase output validation (MissingOutputError), never completed', async () => {
+    const p = await peer();
+    const r = await rig();
+    const result = await r.engine.run(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'q', mode: 'wrong' } });
+    expect(result.status).toBe('failed');
+    const rejected = r.events.filter((e) => e.type === 'task.rejected');
+    expect(rejected.length).toBeGreaterThan(0);
+    expect(result.phases['ask']!.status).toBe('failed');
+    expect(result.phases['ask']!.error).toMatchObject({ code: 'MissingOutputError', details: { missing_keys: ['answer'] } });
+  });
+
+  test('a text-only reply goes through the reply extraction LLM replies get', async () => {
+    const p = await peer();
+    const r = await rig();
+    const result = await r.engine.run(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'q', mode: 'text' } });
+    expect(result.status).toBe('completed');
+    expect(result.phases['ask']!.output).toEqual({ answer: 'from text' });
+  });
+
+  for (const mode of ['ask', 'auth'] as const) {
+    test(`${mode === 'ask' ? 'input-required' : 'auth-required'} becomes an input gate; the answer continues the same A2A task`, async () => {
+      const p = await peer();
+      const r = await rig();
+      const run = await r.engine.start(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'q', mode } });
+      const opened = (await r.waitFor('gate.opened')) as Extract<RunEvent, { type: 'gate.opened' }>;
+      expect(opened).toMatchObject({ kind: 'input', question: 'which colour?' });
+      await r.engine.respond(run.id, opened.gate_id, 'blue', 'tester');
+      const result = await run.result();
+      expect(result.status).toBe('completed');
+      expect(result.phases['ask']!.output).toEqual({ answer: 'told "blue"' });
+      expect(p.received).toHaveLength(2);
+      const [first, second] = p.received;
+      // the follow-up names the task and context the first message opened
+      expect(second!.taskId).not.toBe('');
+      expect(second!.taskId).toBe(first!.taskId);
+      expect(second!.contextId).toBe(first!.contextId);
+      expect(second!.parts[0]!.content).toEqual({ $case: 'text', value: 'blue' });
+    });
+  }
+
+  test('after a restart, the answer continues the A2A task the first process opened (its ids were checkpointed)', async () => {
+    const p = await peer();
+    const file = join(dir, 'restart.db');
+    const first = await rig(file);
+    const run = await first.engine.start(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'q', mode: 'ask' }, detach: true });
+    void first.engine.drive(run.id).catch(() => undefined);
+    const opened = (await first.waitFor('gate.opened')) as Extract<RunEvent, { type: 'gate.opened' }>;
+    // the first process goes away while the A2A task waits for input; the answer comes from another terminal
+    await first.engine.stop(0);
+    const other = await rig(file);
+    await other.engine.respond(run.id, opened.gate_id, 'green', 'tester');
+    // a worker that comes after the answering process's grace (30 s: the clock is set ahead, nothing sleeps)
+    const second = await rig(file, { now: () => Date.now() + 31_000, sleep: (ms, signal) => systemClock.sleep(ms, signal) });
+    const result = await second.engine.resume(run.id);
+    expect(result.status).toBe('completed');
+    expect(result.phases['ask']!.output).toEqual({ answer: 'told "green"' });
+    // one A2A task: the follow-up named the task the first process opened, no second task was started
+    expect(p.received).toHaveLength(2);
+    expect(new Set(p.received.map((m) => m.taskId)).size).toBe(1);
+    expect(p.cancelled).toEqual([]);
+    expect(second.events.some((e) => e.type === 'task.log' && /continuing A2A task/.test(e.message))).toBe(true);
+  });
+
+  test('a retry after a rejected output starts a new A2A task (the completed one is never continued)', async () => {
+    const p = await peer();
+    const r = await rig();
+    const text = flow(p.url).replace('outputs: {answer: string}', 'outputs: {answer: string}\n    retry: {max_attempts: 2, initial_delay_ms: 0}');
+    const run = await r.engine.start(WorkflowSpec.fromString(text), { trigger: { question: 'q', mode: 'ask-wrong' } });
+    const opened = (await r.waitFor('gate.opened')) as Extract<RunEvent, { type: 'gate.opened' }>;
+    await r.engine.respond(run.id, opened.gate_id, 'blue', 'tester');
+    const result = await run.result();
+    expect(result.status).toBe('failed');
+    expect(result.phases['ask']).toMatchObject({ attempts: 2, error: { code: 'MissingOutputError' } });
+    // attempt 2 opened its own task and got the recorded answer at once: two tasks, two messages each
+    expect(p.received).toHaveLength(4);
+    const tasks = p.received.map((m) => m.taskId);
+    expect(new Set(tasks).size).toBe(2);
+    expect(tasks[0]).toBe(tasks[1]);
+    expect(tasks[2]).toBe(tasks[3]);
+    expect(r.events.some((e) => e.type === 'task.log' && /is completed; starting another/.test(e.message))).toBe(true);
+  });
+
+  test('cancelling the run cancels the A2A task (CancelTask)', async () => {
+    const p = await peer();
+    const r = await rig();
+    const run = await r.engine.start(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'q', mode: 'hang' } });
+    const taskId = await p.hanging;
+    // the agent has seen the A2A task (its id is in the run's log) before the run is cancelled
+    await r.waitFor('task.agent_event');
+    expect(r.events.find((e) => e.type === 'task.agent_event')).toMatchObject({ kind: 'a2a.task', data: { task_id: taskId } });
+    await run.cancel('enough');
+    const result = await run.result();
+    expect(result.status).toBe('cancelled');
+    await expect.poll(() => p.cancelled).toContain(taskId);
+  });
+
+  test('an unreachable agent fails the attempt with A2AUnavailable (retryable), not a crash', async () => {
+    const p = await peer();
+    const url = p.url;
+    await p.close();
+    const r = await rig();
+    const text = flow(url).replace('outputs: {answer: string}', 'outputs: {answer: string}\n    retry: {max_attempts: 1}');
+    const result = await r.engine.run(WorkflowSpec.fromString(text), { trigger: { question: 'q', mode: 'plain' } });
+    expect(result.status).toBe('failed');
+    expect(result.phases['ask']!.error?.code).toBe('A2AUnavailable');
+  });
+
+  test('on PostgreSQL too', async () => {
+    const db = testDatabase('baton_a2a');
+    await db.create();
+    open.push(() => db.drop());
+    const p = await peer();
+    const r = await rig(db.url);
+    const result = await r.engine.run(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'pg', mode: 'plain' } });
+    expect(result.status).toBe('completed');
+    expect(result.phases['ask']!.output).toEqual({ answer: 'pg!' });
+  });
+});
