@@ -12,7 +12,7 @@ import { planOf } from './plan.js';
 import type { RunRecord, RunStore, WorkflowRecord } from './ports.js';
 import type { RunEvent } from './events.js';
 import { buildCommit } from './projection.js';
-import { applyEvent, attachGraph, initialState, replay, type RunState } from './state.js';
+import { applyEvent, attachGraph, initialState, type RunState } from './state.js';
 import { nextTimer } from './due.js';
 import { loadState } from './snapshot.js';
 

@@ -3,14 +3,14 @@ import { describe, expect, test } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEngine } from '../api/engine.js';
-import { openSqliteStore } from '../store/sqlite.js';
-import { parseWorkflow } from '../workflow/compile.js';
-import { MemoryStore } from '../store/memory.js';
-import type { RunEvent } from './events.js';
-import type { RunStore } from './ports.js';
-import { SNAPSHOT_FORMAT, snapshotDue, snapshotOf, stateOfSnapshot } from './snapshot.js';
-import { applyEvent, initialState, newPhaseState, replay } from './state.js';
+import { createEngine } from '../../src/api/engine.js';
+import { openSqliteStore } from '../../src/store/sqlite.js';
+import { parseWorkflow } from '../../src/workflow/compile.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { RunEvent } from '../../src/engine/events.js';
+import type { RunStore } from '../../src/engine/ports.js';
+import { SNAPSHOT_FORMAT, snapshotDue, snapshotOf, stateOfSnapshot } from '../../src/engine/snapshot.js';
+import { applyEvent, initialState, newPhaseState, replay } from '../../src/engine/state.js';
 
 const WORKFLOW = `openintent: "1.0"
 info: {name: "Snapshots"}
