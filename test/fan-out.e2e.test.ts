@@ -5,7 +5,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { createEngine } from '../src/api/engine.js';
 import { workflowState } from '../src/api/workflow-state.js';
 import type { CliIo } from '../src/cli/io.js';
@@ -90,8 +90,25 @@ describe('a workflow with for_each', () => {
     expect(out).toMatch(/for-each\.yaml: invalid \(OpenIntent Workflow YAML 1\.0\)/);
   });
 
-  // items run (above, with the spec's agents bound), but with stub agents the example cannot fan out:
-  // its `$store` outputs are typed `any`, so the stub outline has no `sections` array (ForEachNotArray),
-  // and `baton show --state` does not yet fill templated targets (`artifacts.drafts.{$item.name}`) per item
-  it.todo('the write-paper example (step form) runs end to end with stub agents, drafts stored under artifacts.drafts.<section>');
+  test('the write-paper example (step form) runs end to end with stub agents, drafts stored under artifacts.drafts.<section>', async () => {
+    // its outputs are `any` ($store targets): the stubs sample them from the agents' contracts, so the
+    // outline has sections to fan out over, each with its own name
+    const dir = mkdtempSync(join(tmpdir(), 'baton-paper-'));
+    const db = join(dir, 'runs.db');
+    writeFileSync(join(dir, 'trigger.json'), JSON.stringify({ topic: 'tides', sources: ['a', 'b'] }));
+    let out = '';
+    let err = '';
+    const io: CliIo = { stdout: (s) => void (out += s), stderr: (s) => void (err += s), isTTY: false, cwd: dir, env: { USER: 't' } };
+    expect(await run(['run', join(writePaper, 'workflow.yaml'), '--stub-agents', '--store', db, '--trigger', `@${join(dir, 'trigger.json')}`, '--json'], io)).toBe(0);
+    expect(err).not.toMatch(/\n\s+at /);
+    const result = JSON.parse(out) as { runId: string; status: string; phases: Record<string, { output: Record<string, unknown> }> };
+    expect(result.status).toBe('completed');
+    expect(result.phases['draft-sections']!.output).toEqual({ draft: ['draft-1', 'draft-1'] });
+    out = '';
+    expect(await run(['show', result.runId, '--state', '--store', db], io)).toBe(0);
+    const doc = JSON.parse(out) as { workflowState: { context: { artifacts: Record<string, unknown> } } };
+    expect(doc.workflowState.context.artifacts['drafts']).toEqual({ 'name-1': 'draft-1', 'name-2': 'draft-1' });
+    expect(doc.workflowState.context.artifacts['outline']).toEqual({ sections: [{ name: 'name-1', outline: {} }, { name: 'name-2', outline: {} }] });
+    expect(doc.workflowState.context.artifacts['researchDoc']).toBe('researchDoc-1');
+  });
 });

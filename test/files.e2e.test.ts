@@ -347,3 +347,39 @@ describe('baton resume --workspace', () => {
     rmSync(other, { recursive: true, force: true });
   });
 });
+
+describe('examples/draft-sections', () => {
+  test('outlines, drafts each section as its own item writing a file, assembles the paper; show lists the items and files', async () => {
+    const example = join(import.meta.dirname, '..', 'examples', 'draft-sections');
+    const work = mkdtempSync(join(tmpdir(), 'baton-draft-sections-'));
+    mkdirSync(join(work, 'brief'));
+    writeFileSync(join(work, 'brief', 'brief.md'), readFileSync(join(example, 'brief', 'brief.md')));
+    const db = join(work, 'runs.db');
+    let out = '';
+    let err = '';
+    const io: CliIo = { stdout: (s) => void (out += s), stderr: (s) => void (err += s), isTTY: false, cwd: work, env: { USER: 't' } };
+    expect(await run(['run', example, '--workspace', work, '--store', db, '--run-id', 'ds1', '-q'], io), err).toBe(0);
+    const sections = ['0-why-the-executor-not-the-agent-should-ow', '1-what-goes-wrong-when-agents-read-each-ot', '2-how-typed-outputs-and-claim-time-checks', '3-what-durability-costs-and-what-it-buys'];
+    const drafts = sections.map((s) => readFileSync(join(work, 'out', 'ds1', 'sections', `${s}.md`), 'utf8'));
+    expect(drafts.map((d) => d.split('\n')[0])).toEqual([
+      '## 1. Why the executor, not the agent, should own the wiring between phases',
+      "## 2. What goes wrong when agents read each other's raw state",
+      '## 3. How typed outputs and claim-time checks catch mistakes before anything runs',
+      '## 4. What durability costs, and what it buys',
+    ]);
+    // the paper is the drafts in section order, as their files hold them
+    const paper = readFileSync(join(work, 'out', 'ds1', 'paper.md'), 'utf8');
+    expect(paper.startsWith('# Executors that own the contract\n\n' + drafts.join('\n'))).toBe(true);
+    expect(paper).toMatch(/_4 sections, \d+ words\._\n$/);
+    expect(existsSync(join(example, 'out'))).toBe(false);
+    out = '';
+    expect(await run(['show', 'ds1', '--items', 'draft', '--json', '--store', db], io)).toBe(0);
+    expect((JSON.parse(out) as { index: number; status: string }[]).map((i) => `${i.index} ${i.status}`)).toEqual(['0 completed', '1 completed', '2 completed', '3 completed']);
+    out = '';
+    expect(await run(['show', 'ds1', '--artifacts', '--json', '--store', db], io)).toBe(0);
+    const rows = JSON.parse(out) as { phase: string; direction: string; key: string; path: string; sha256: string }[];
+    expect(rows.filter((r) => r.direction === 'synced' && r.key === 'draft').map((r) => r.path).sort()).toEqual(sections.map((s) => `out/ds1/sections/${s}.md`));
+    expect(rows.find((r) => r.key === 'paper')!.sha256).toBe(sha(paper));
+    rmSync(work, { recursive: true, force: true });
+  });
+});
