@@ -14,7 +14,8 @@ import { UsageError, exitFor, openCliStore, storeFlag } from './durable.js';
 import { RUNS_OPTIONS, SHOW_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
 import { describeEvent } from './run.js';
-import { itemCounts, itemRows, itemSummary } from './items.js';
+import { itemCounts, itemRows, itemSummary } from '../api/items.js';
+import { parseItemKey } from '../engine/state.js';
 
 const RUN_STATES: readonly RunStatus[] = ['running', 'waiting', 'completed', 'failed', 'cancelled'];
 
@@ -78,8 +79,11 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
       else for (const r of rows) io.stdout(`${safeText(r.phase, 200)}#${r.attempt}${r.item !== null ? `[${r.item}]` : ''}  ${r.access.padEnd(7)}  ${r.direction.padEnd(8)}  ${r.key !== null ? `${safeText(r.key, 200)}  ` : ''}${safeText(JSON.stringify(r.path))}  ${JSON.stringify(r.sha256)}  ${JSON.stringify(r.size)}\n`);
       return 0;
     }
+    if ((values.offset !== undefined || values.limit !== undefined) && values.items === undefined) throw new UsageError('--offset and --limit page the items of --items PHASE');
     if (values.items !== undefined) {
-      const rows = itemRows(state, values.items);
+      const offset = values.offset === undefined ? 0 : count(values.offset, '--offset');
+      const limit = values.limit === undefined ? Infinity : count(values.limit, '--limit');
+      const rows = itemRows(state, values.items, offset, limit);
       if (!rows) {
         const fans = [...state.phases].filter(([, p]) => p.fan).map(([n]) => n);
         throw new UsageError(`--items: phase \`${values.items}\` of run ${record.runId} has no items (${fans.length > 0 ? `phases with items: ${fans.join(', ')}` : 'no phase of this run has fanned out'})`);
@@ -105,10 +109,14 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
         updated_at: record.updatedAt,
         ...(values.events ? { events } : {}),
       };
-      // a fan-out phase's items stay in `phases` (`phase[index]`); their counts by status beside
-      const fan: Record<string, { items: number; counts: Record<string, number> }> = {};
-      for (const [name, p] of state.phases) if (p.fan) fan[name] = itemCounts(state, name)!;
-      if (Object.keys(fan).length > 0) (doc as Record<string, unknown>)['fan_out'] = fan;
+      // a fan-out phase's items are not listed in `phases` (100,000 of them would be a 20 MB document): their
+      // counts by status are under `fan_out`, and `--items PHASE [--offset N --limit N]` lists them
+      const fan: Record<string, { items: number; counts: Record<string, number>; list: string }> = {};
+      for (const [name, p] of state.phases) if (p.fan) fan[name] = { ...itemCounts(state, name)!, list: `baton show ${record.runId} --items ${name}` };
+      if (Object.keys(fan).length > 0) {
+        doc.phases = Object.fromEntries(Object.entries(doc.phases).filter(([name]) => !isItemOf(name, fan)));
+        (doc as Record<string, unknown>)['fan_out'] = fan;
+      }
       io.stdout(JSON.stringify(doc, null, 2) + '\n');
       return 0;
     }
@@ -198,4 +206,16 @@ function gateLine(g: GateResult, runId: string): string {
 
 export function clip(s: string): string {
   return s.length > 200 ? `${s.slice(0, 197)}...` : s;
+}
+
+/** Whether a phase key is an item (`phase[index]`) of one of these fan-out phases. */
+function isItemOf(name: string, fans: Record<string, unknown>): boolean {
+  const k = parseItemKey(name);
+  return k !== undefined && Object.prototype.hasOwnProperty.call(fans, k.parent);
+}
+
+/** A non-negative whole number given to a flag. */
+function count(v: string, flag: string): number {
+  if (!/^\d{1,9}$/.test(v)) throw new UsageError(`${flag} takes a whole number (got ${JSON.stringify(v)})`);
+  return Number(v);
 }

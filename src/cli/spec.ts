@@ -103,6 +103,8 @@ export const SHOW_OPTIONS = {
   state: { type: 'boolean', default: false, desc: 'the run in the agent-contract spec’s workflow-state shape (JSON)' },
   artifacts: { type: 'boolean', default: false, desc: 'the files the run staged, synced, read or wrote: phase, attempt, item, key, path, sha256, size' },
   items: { type: 'string', arg: 'PHASE', desc: 'the items of a for_each phase: index, status, attempts, output or failure' },
+  offset: { type: 'string', arg: 'N', desc: 'with --items: start at item index N', shown: '0' },
+  limit: { type: 'string', arg: 'N', desc: 'with --items: at most N items', shown: 'all' },
 } as const satisfies OptionTable;
 
 export const RESUME_OPTIONS = {

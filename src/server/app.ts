@@ -91,6 +91,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     getRun: (r) => runs.get(r),
     listPhases: (r) => runs.phases(r),
     getPhase: (r) => runs.phase(r),
+    listItems: (r) => runs.items(r),
     listGates: (r) => runs.gates(r),
     runEvents: (r) => {
       if (!wantsStream(r.c)) return runs.events(r);

@@ -5,6 +5,7 @@
  */
 import { resolve } from 'node:path';
 import type { Engine } from '../api/engine.js';
+import { itemCounts, itemRows } from '../api/items.js';
 import { WorkflowSpec } from '../api/spec.js';
 import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
@@ -13,6 +14,7 @@ import { SourceFile } from '../diagnostics/source.js';
 import type { RunStatus } from '../engine/events.js';
 import type { RunRecord } from '../engine/ports.js';
 import { workflowRecord } from '../engine/start.js';
+import { parseItemKey, type RunState } from '../engine/state.js';
 import { loadWorkflow, parseWorkflow, type CompileResult } from '../workflow/compile.js';
 import { HttpError, type Request } from './http.js';
 import type { Principal } from './keys.js';
@@ -147,10 +149,15 @@ export class RunRoutes {
   }
 
   async get(r: Request): Promise<Response> {
-    const { record, workflow, result } = await this.o.engine.inspect(r.params['id']!);
-    const { events: _events, ...rest } = result;
+    const { record, workflow, result, state } = await this.o.engine.inspect(r.params['id']!);
+    const { events: _events, phases, ...rest } = result;
+    // as `baton show --json`: a for_each phase's items are counted under `fan_out`, listed by /items
+    const fanOut: Record<string, JsonObject> = {};
+    for (const [name, p] of state.phases) if (p.fan) fanOut[name] = { ...itemCounts(state, name)!, list: `/runs/${record.runId}/phases/${name}/items` };
     return r.c.json({
       ...rest,
+      phases: withoutItems(phases, state),
+      ...(Object.keys(fanOut).length > 0 ? { fan_out: fanOut } : {}),
       run_id: record.runId,
       status: record.status,
       seq: record.seq,
@@ -165,10 +172,24 @@ export class RunRoutes {
   }
 
   async phases(r: Request): Promise<Response> {
-    const { result } = await this.o.engine.inspect(r.params['id']!);
+    const { result, state } = await this.o.engine.inspect(r.params['id']!);
     const wanted = typeof r.query['status'] === 'string' ? new Set(r.query['status'].split(',')) : undefined;
-    const all = Object.entries(result.phases).map(([name, p]) => ({ name, ...p }) as unknown as JsonObject).filter((p) => !wanted || wanted.has(p['status'] as string));
+    const all = Object.entries(withoutItems(result.phases, state)).map(([name, p]) => ({ name, ...p }) as unknown as JsonObject).filter((p) => !wanted || wanted.has(p['status'] as string));
     return r.c.json(pageOf('phases', all, r.query));
+  }
+
+  async items(r: Request): Promise<Response> {
+    const { state } = await this.o.engine.inspect(r.params['id']!);
+    const name = r.params['phase']!;
+    const counts = itemCounts(state, name);
+    if (!counts) {
+      const fans = [...state.phases].filter(([, p]) => p.fan).map(([n]) => n);
+      throw new HttpError(404, 'unknown-phase', `run ${r.params['id']!} has no for_each phase \`${name}\` that fanned out${fans.length > 0 ? ` (phases with items: ${fans.join(', ')})` : ''}`);
+    }
+    const limit = typeof r.query['limit'] === 'number' ? r.query['limit'] : 100;
+    const from = typeof r.query['cursor'] === 'string' ? decodeCursor(r.query['cursor'], (v): v is { i: number } => Number.isInteger(v['i']) && (v['i'] as number) >= 0).i : 0;
+    const items = itemRows(state, name, from, limit)!;
+    return r.c.json({ phase: name, count: counts.items, counts: counts.counts, items: items as unknown as JsonObject[], next_cursor: from + limit < counts.items ? encodeCursor({ i: from + limit }) : null });
   }
 
   async phase(r: Request): Promise<Response> {
@@ -264,4 +285,15 @@ function diagnosticsOf(r: CompileResult): JsonObject[] {
 /** JSON with keys sorted: equal values give equal text. */
 export function canonical(v: Json | undefined): string {
   return JSON.stringify(v ?? null, (_k, x: unknown) => (x !== null && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
+}
+
+/** The phases of a run result without the items of its for_each phases (`phase[index]`: listed by /items). */
+function withoutItems<T>(phases: Record<string, T>, state: RunState): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const [name, p] of Object.entries(phases)) {
+    const k = parseItemKey(name);
+    if (k !== undefined && state.phases.get(k.parent)?.fan !== undefined) continue;
+    out[name] = p;
+  }
+  return out;
 }

@@ -65,7 +65,22 @@ describe('for_each through the CLI (SQLite)', () => {
     expect(done.phases['draft[2]']!.reused_from).toBeUndefined();
     const j = io();
     expect(await run(['show', 'r2', ...store, '--json'], j)).toBe(0);
-    expect((JSON.parse(j.out()) as { fan_out: unknown }).fan_out).toEqual({ draft: { items: 8, counts: { completed: 8 } } });
+    const shown = JSON.parse(j.out()) as { fan_out: unknown; phases: Record<string, unknown> };
+    expect(shown.fan_out).toEqual({ draft: { items: 8, counts: { completed: 8 }, list: 'baton show r2 --items draft' } });
+    // the items are counted, not listed: `--items` pages them
+    expect(Object.keys(shown.phases).sort()).toEqual(['assemble', 'draft', 'outline']);
+    const page = io();
+    expect(await run(['show', 'r2', ...store, '--items', 'draft', '--offset', '3', '--limit', '2', '--json'], page)).toBe(0);
+    expect((JSON.parse(page.out()) as { index: number; status: string }[]).map((x) => `${x.index} ${x.status}`)).toEqual(['3 completed', '4 completed']);
+    const past = io();
+    expect(await run(['show', 'r2', ...store, '--items', 'draft', '--offset', '8', '--json'], past)).toBe(0);
+    expect(JSON.parse(past.out())).toEqual([]);
+    const wrong = io();
+    expect(await run(['show', 'r2', ...store, '--limit', '2'], wrong)).toBe(2);
+    expect(wrong.err()).toMatch(/--offset and --limit page the items of --items PHASE/);
+    const neg = io();
+    expect(await run(['show', 'r2', ...store, '--items', 'draft', '--limit', '-1'], neg)).toBe(2);
+    expect(neg.err()).not.toMatch(/\n\s+at /);
   });
 
   test('--failed-items on a phase without for_each exits 2 with the reason', async () => {

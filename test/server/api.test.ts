@@ -236,6 +236,48 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
       expect(chains.every((x) => x.workflow === 'chain')).toBe(true);
     });
 
+    test('a for_each phase: its items counted under fan_out, not listed among the phases; /items pages them', async () => {
+      const fan = `openintent: "1.0"
+info: {name: fan}
+workflow:
+  each:
+    assign: y
+    for_each: $trigger.list
+    inputs: {v: $item}
+  after:
+    assign: x
+    depends_on: [each]
+`;
+      const { id, status } = await runToEnd(h, { workflow: fan, trigger: { list: [1, 2, 3, 4, 5] } });
+      expect(status).toBe('completed');
+      const run = (await api(h.url, 'GET', `/runs/${id}`, { key: reader })).body as { phases: Record<string, unknown>; fan_out: Record<string, unknown> };
+      expect(Object.keys(run.phases).sort()).toEqual(['after', 'each']);
+      expect(run.fan_out).toEqual({ each: { items: 5, counts: { completed: 5 }, list: `/runs/${id}/phases/each/items` } });
+      const phases = (await api(h.url, 'GET', `/runs/${id}/phases`, { key: reader })).body['phases'] as { name: string }[];
+      expect(phases.map((p) => p.name).sort()).toEqual(['after', 'each']);
+      const seen: number[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const r = await api(h.url, 'GET', `/runs/${id}/phases/each/items?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { key: reader });
+        expect(r.status).toBe(200);
+        expect(r.body).toMatchObject({ phase: 'each', count: 5, counts: { completed: 5 } });
+        const items = r.body['items'] as { index: number; status: string; output: { m: string } }[];
+        expect(items.length).toBeLessThanOrEqual(2);
+        for (const it of items) expect(it).toMatchObject({ index: it.index, status: 'completed', output: { m: `got ${JSON.stringify({ v: it.index + 1 })}` } });
+        seen.push(...items.map((x) => x.index));
+        cursor = r.body['next_cursor'] as string | null;
+        pages++;
+      } while (cursor && pages < 10);
+      expect(seen).toEqual([0, 1, 2, 3, 4]);
+      expect(pages).toBe(3);
+      const none = await api(h.url, 'GET', `/runs/${id}/phases/after/items`, { key: reader });
+      expect(none.status).toBe(404);
+      expect(none.body).toMatchObject({ error: { code: 'unknown-phase' } });
+      expect((await api(h.url, 'GET', `/runs/${id}/phases/each/items?limit=0`, { key: reader })).status).toBe(400);
+      expect((await api(h.url, 'GET', `/runs/${id}/phases/each/items?cursor=garbage`, { key: reader })).status).toBe(400);
+    });
+
     test('GET /runs: bad queries are 400 with the parameter named', async () => {
       for (const [q, re] of [
         ['limit=0', /limit/],

@@ -39,12 +39,13 @@ export function itemSummary(c: { items: number; counts: Record<string, number> }
   return [`${done}/${c.items} completed`, ...rest].join(', ');
 }
 
-/** Every item of a fan-out phase in index order (those not opened yet as `pending`). */
-export function itemRows(state: RunState, phase: string): ItemRow[] | undefined {
+/** The items of a fan-out phase in index order, from `offset`, at most `limit` (those not opened yet as `pending`). */
+export function itemRows(state: RunState, phase: string, offset = 0, limit = Infinity): ItemRow[] | undefined {
   const fan = state.phases.get(phase)?.fan;
   if (!fan) return undefined;
   const rows: ItemRow[] = [];
-  for (let i = 0; i < fan.count; i++) {
+  const end = Math.min(fan.count, offset + limit);
+  for (let i = offset; i < end; i++) {
     const p = state.phases.get(`${phase}[${i}]`);
     if (!p) {
       rows.push({ index: i, status: 'pending', attempts: 0, output: null, error: null });
