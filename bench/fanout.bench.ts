@@ -5,7 +5,8 @@
  * BATON_BENCH_QUICK=1 for a shorter run. Prints figures; never fails on a timing.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -48,7 +49,7 @@ async function once(store: RunStore, n: number): Promise<{ ms: number; peak: num
   globalThis.gc?.();
   let peak = process.memoryUsage().rss;
   const t = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
-  const engine = createEngine({ store, concurrency: 16, agents });
+  const engine = createEngine({ store, concurrency: 16, agents, ...(process.env['BENCH_SNAPSHOT_EVERY'] !== undefined ? { snapshotEvery: Number(process.env['BENCH_SNAPSHOT_EVERY']) } : {}) });
   const t0 = performance.now();
   const r = await engine.run(model, { trigger: { n } });
   const ms = performance.now() - t0;
@@ -62,6 +63,16 @@ async function once(store: RunStore, n: number): Promise<{ ms: number; peak: num
 
 const line = (store: string, n: number, r: { ms: number; peak: number }) =>
   console.log(`${store.padEnd(10)} ${String(n).padStart(7)} items  ${r.ms.toFixed(0).padStart(7)} ms  ${((r.ms * 1000) / n).toFixed(0).padStart(5)} us/item  peak RSS ${(r.peak / 1e6).toFixed(0)} MB`);
+
+// a child process that runs one fan on SQLite and prints its figures (RSS per item count, each in a fresh process)
+if (process.argv[2] === '--one') {
+  const n = Number(process.argv[3]);
+  const s = openSqliteStore(join(dir, `one-${n}.db`), { sync: 'normal' });
+  const r = await once(s, n);
+  await s.close();
+  console.log(JSON.stringify({ ms: r.ms, peak: r.peak, hwm: Number(/VmHWM:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) * 1024 }));
+  process.exit(0);
+}
 
 const N = QUICK ? 2_000 : 10_000;
 line('memory', N, await once(new MemoryStore(), N));
@@ -91,4 +102,24 @@ const BIG = QUICK ? 20_000 : 100_000;
   const s = openSqliteStore(join(dir, 'big.db'), { sync: 'normal' });
   line('sqlite', BIG, await once(s, BIG));
   await s.close();
+}
+
+// peak RSS against the item count, each size in a fresh process: what grows per item
+const sizes = QUICK ? [5_000, 10_000, 20_000] : [25_000, 50_000, 100_000];
+const peaks: { n: number; hwm: number; ms: number }[] = [];
+for (const n of sizes) {
+  const c = spawnSync(process.execPath, [...process.execArgv, import.meta.filename, '--one', String(n)], { encoding: 'utf8' });
+  const last = c.stdout.trim().split('\n').pop() ?? '';
+  try {
+    const r = JSON.parse(last) as { ms: number; hwm: number };
+    peaks.push({ n, hwm: r.hwm, ms: r.ms });
+    console.log(`sqlite     ${String(n).padStart(7)} items  ${r.ms.toFixed(0).padStart(7)} ms  fresh process, peak RSS ${(r.hwm / 1e6).toFixed(0)} MB`);
+  } catch {
+    console.log(`sqlite     ${n} items: the child failed: ${c.stderr.slice(-300)}`);
+  }
+}
+if (peaks.length >= 2) {
+  const a = peaks[0]!;
+  const b = peaks[peaks.length - 1]!;
+  console.log(`peak RSS grows ${(((b.hwm - a.hwm) / (b.n - a.n)) / 1000).toFixed(2)} KB per item from ${a.n.toLocaleString()} to ${b.n.toLocaleString()} items (target: flat, under 300 MB at 100,000)`);
 }

@@ -254,9 +254,13 @@ export abstract class WorkerBase {
   }
 
   /** Simulates the process dying: no further I/O, attempts abandoned, callers see the fault. */
+  /** Told when the worker crashes (serve() rejects with the error: a serving process must not live on doing nothing). */
+  protected readonly onCrash: ((e: unknown) => void)[] = [];
+
   protected crash(e: unknown): void {
     if (this.crashed !== undefined) return;
     this.crashed = e;
+    for (const f of this.onCrash.splice(0)) f(e);
     this.idleCtl.abort();
     for (const ctx of this.runs.values()) {
       for (const a of ctx.attempts.values()) a.abort(new StopSignal('the worker crashed', true));
@@ -410,7 +414,9 @@ export abstract class WorkerBase {
    * now (the state moves on), written in the background; a failure costs nothing but a longer replay.
    */
   protected maybeSnapshot(ctx: RunCtx): void {
-    if (this.snapshotEvery <= 0 || !this.store.saveSnapshot || ctx.stale || ctx.state.status !== 'running') return;
+    // a run driven to its result keeps its whole log in memory anyway, and a resume of it reads the whole log:
+    // snapshots serve the workers that take runs up (serving, or after a crash), and those write them
+    if (this.snapshotEvery <= 0 || !this.store.saveSnapshot || ctx.events !== undefined || ctx.stale || ctx.state.status !== 'running') return;
     if (!snapshotDue(ctx.state, ctx.snapshotSeq, this.snapshotEvery)) return;
     const snap = snapshotOf(ctx.state);
     ctx.snapshotSeq = snap.seq;

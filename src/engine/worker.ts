@@ -63,9 +63,13 @@ export class Worker extends WorkerAttempts {
     const stop = (): void => this.close();
     signal.addEventListener('abort', stop, { once: true });
     this.ensureLoop();
-    await new Promise<void>((resolve) => {
-      if (signal.aborted) resolve();
+    // until the signal, or until the worker crashes (the store kept failing past storeRetryMs, a decision
+    // it cannot make): then serve rejects with the error, so that `baton worker` exits rather than idling dead
+    await new Promise<void>((resolve, reject) => {
+      if (this.crashed !== undefined) reject(this.crashed);
+      else if (signal.aborted) resolve();
       signal.addEventListener('abort', () => resolve(), { once: true });
+      this.onCrash.push(reject);
     });
   }
 

@@ -65,10 +65,27 @@ async function aLog(store: RunStore = new MemoryStore(), snapshotEvery?: number)
     r: () => ({ ok: true }),
   };
   const engine = createEngine({ store, agents, concurrency: 3, ...(snapshotEvery !== undefined ? { snapshotEvery } : {}) });
-  const r = await engine.run(model(), { trigger: { n: 6 } });
+  // served (as `baton worker` does), not driven: a driven run keeps its whole log and writes no snapshots
+  const runId = await engine.create(model(), { trigger: { n: 6 } });
+  await serveUntilEnded(engine, store, runId);
   await engine.close();
-  expect(r.status).toBe('completed');
-  return { runId: r.runId, events: await store.events(r.runId), store };
+  expect((await store.run(runId))?.status).toBe('completed');
+  return { runId, events: await store.events(runId), store };
+}
+
+/** Serves the store (as `baton worker` does) until the run has ended; rejects with the worker's fault. */
+async function serveUntilEnded(engine: ReturnType<typeof createEngine>, store: RunStore, runId: string): Promise<void> {
+  const stop = new AbortController();
+  const serving = engine.serve(stop.signal);
+  let failed: unknown;
+  serving.catch((e: unknown) => (failed = e));
+  for (let i = 0; i < 1000 && failed === undefined; i++) {
+    const s = (await store.run(runId))?.status;
+    if (s !== 'running' && s !== 'waiting') break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  stop.abort();
+  await serving;
 }
 
 describe('snapshots', () => {
@@ -122,7 +139,13 @@ describe('snapshots', () => {
     );
   });
 
-  test('a worker stores snapshots as the run goes, and a run taken up again loads from the latest plus the events after it', async () => {
+  test('a serving worker stores snapshots as the run goes; a driven run (its whole log in memory) stores none', async () => {
+    const driven = new MemoryStore();
+    const engine = createEngine({ store: driven, agents: { o: () => ({ sections: [] }), d: () => ({ text: '' }), r: () => ({ ok: true }) }, snapshotEvery: 1 });
+    const r = await engine.run(model(), { trigger: { n: 3 } });
+    await engine.close();
+    expect(r.status).toBe('completed');
+    expect((await driven.readState(r.runId, SNAPSHOT_FORMAT)).snapshot).toBeUndefined();
     const store = new MemoryStore();
     const { runId, events } = await aLog(store, 5);
     const { snapshot, events: after } = await store.readState(runId, SNAPSHOT_FORMAT);
@@ -145,7 +168,8 @@ describe('snapshots', () => {
       };
       const a = openSqliteStore(file);
       const first = createEngine({ store: a, agents, concurrency: 2, snapshotEvery: 5, faults: { at: 'flush.after-commit', hit: 10 }, isOwnerDead: () => true });
-      const crashed = await first.run(model(), { runId: 'snap-crash', trigger: { n: 30 } }).then(
+      await first.create(model(), { runId: 'snap-crash', trigger: { n: 30 } });
+      const crashed = await serveUntilEnded(first, a, 'snap-crash').then(
         () => 'no crash',
         (e: { code?: string }) => e.code,
       );
@@ -163,11 +187,7 @@ describe('snapshots', () => {
       };
       const logBefore = (await b.events('snap-crash')).length;
       const second = createEngine({ store: b, agents, concurrency: 2, snapshotEvery: 5, isOwnerDead: () => true });
-      const stop = new AbortController();
-      const serving = second.serve(stop.signal);
-      for (let i = 0; i < 500 && (await b.run('snap-crash'))?.status === 'running'; i++) await new Promise((r) => setTimeout(r, 10));
-      stop.abort();
-      await serving;
+      await serveUntilEnded(second, b, 'snap-crash');
       await second.close();
       const run = await b.run('snap-crash');
       expect(run?.status).toBe('completed');

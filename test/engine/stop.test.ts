@@ -47,3 +47,25 @@ describe('engine.stop(graceMs)', () => {
     await b.close();
   }, 20_000);
 });
+
+describe('engine.serve(signal)', () => {
+  test('rejects with the error when its worker crashes, so a serving process does not live on doing nothing', async () => {
+    const store = new MemoryStore();
+    const e = createEngine({ store, agents: { x: () => ({}) }, faults: { at: 'flush.after-commit', hit: 2 } });
+    const id = await e.create(wf(`${header()}workflow:\n  a: {assign: x}\n  b: {assign: x, depends_on: [a]}\n`), {});
+    const stop = new AbortController();
+    const outcome = await Promise.race([
+      e.serve(stop.signal).then(
+        () => 'resolved',
+        (err: { code?: string }) => err.code,
+      ),
+      new Promise((r) => setTimeout(() => r('still serving'), 5_000)),
+    ]);
+    stop.abort();
+    expect(outcome).toBe('fault-injected');
+    expect((await store.run(id))?.status).toBe('running');
+    // and a serve started after the crash rejects at once
+    await expect(e.serve(new AbortController().signal)).rejects.toMatchObject({ code: 'fault-injected' });
+    await e.close().catch(() => undefined);
+  });
+});
