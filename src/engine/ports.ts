@@ -262,11 +262,13 @@ export interface RunStore {
   waitForChange(maxMs: number, signal?: AbortSignal): Promise<void>;
 
   /**
-   * The runs changed since the last call with their new seq, when the store knows them (PostgreSQL: the NOTIFY
-   * payloads), or 'unknown' (any run may have changed: after a reconnect, an overflow, or a store
+   * The runs changed since `consumer`'s last call with their new seq, when the store knows them (PostgreSQL:
+   * the NOTIFY payloads; each consumer, a worker say, hears of every commit), or 'unknown' (any run may have changed: after a reconnect, an overflow, or a store
    * that cannot tell). Optional: a store without it is always 'unknown'.
    */
-  takeChanged?(): ReadonlyMap<string, number> | 'unknown';
+  takeChanged?(consumer?: object): ReadonlyMap<string, number> | 'unknown';
+  /** Forgets a consumer of takeChanged (a worker that closed). Optional. */
+  forgetChanged?(consumer: object): void;
 
   close(): Promise<void>;
   /** close(): `await using store = ...`. */

@@ -313,10 +313,32 @@ export abstract class WorkerBase {
 
   // ---- loading ----------------------------------------------------------------------------------
 
+  /** Loads in flight, by run: a second caller (drive() beside the serving loop) shares the first one's, never a second ctx. */
+  private readonly loads = new Map<string, Promise<RunCtx>>();
+  /**
+   * Runs being loaded, and the highest seq another process was seen committing meanwhile (refresh):
+   * a change announced while the reads were in flight is looked at once the run is held, not lost.
+   */
+  protected readonly loadingSeen = new Map<string, number>();
+
   protected load(runId: string, keepEvents: boolean): Promise<RunCtx> {
     const have = this.runs.get(runId);
     if (have) return Promise.resolve(have);
-    return this.track(this.loadRun(runId, keepEvents));
+    const inFlight = this.loads.get(runId);
+    if (inFlight) return inFlight;
+    this.loadingSeen.set(runId, 0);
+    const p = this.track(this.loadRun(runId, keepEvents))
+      .then((ctx) => {
+        const seen = this.loadingSeen.get(runId) ?? 0;
+        if (seen > ctx.state.seq && !ctx.ended && !ctx.facts.some((f) => f.kind === 'tick')) ctx.facts.push({ kind: 'tick' });
+        return ctx;
+      })
+      .finally(() => {
+        this.loads.delete(runId);
+        this.loadingSeen.delete(runId);
+      });
+    this.loads.set(runId, p);
+    return p;
   }
 
   /**
@@ -357,6 +379,8 @@ export abstract class WorkerBase {
     const [record, read] = await Promise.all([this.store.run(runId), this.readState(runId, keepEvents)]);
     if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
     const bound = await this.opts.bind(record);
+    const again = this.runs.get(runId);
+    if (again) return again;
     const { state, events, snapshotSeq } = read;
     const plan = bound.contracts ? withContracts(planOf(bound.model), bound.contracts) : planOf(bound.model);
     attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);

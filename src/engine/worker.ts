@@ -33,6 +33,8 @@ const RESERVE_MS = 2_000;
 const BATCH_RUNS = 64;
 /** How far from a due time (retry delay, timer) the fast path stays away: the store-clock estimate's error is far smaller. */
 const FAST_MARGIN_MS = 1_000;
+/** How often held runs are read whatever the NOTIFY payloads said (refresh). */
+const FULL_LOOK_MS = 1_000;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
@@ -125,6 +127,7 @@ export class Worker extends WorkerAttempts {
     if (this.closed) return;
     this.closed = true;
     this.unregister?.();
+    this.store.forgetChanged?.(this);
     this.idleCtl.abort();
     for (const ctx of this.runs.values()) for (const a of ctx.attempts.values()) a.abort(new StopSignal('the worker stopped', true));
     this.kick();
@@ -303,16 +306,33 @@ export class Worker extends WorkerAttempts {
     }
   }
 
+  private lastFullLook = monotonicNow();
+
   /** Another process may have committed: runs whose stored seq moved get a look (the NOTIFY payloads say which, when the store knows). */
   private async refresh(): Promise<void> {
-    const changed = this.store.takeChanged?.() ?? 'unknown';
+    let changed = this.store.takeChanged?.(this) ?? 'unknown';
+    // NOTIFY payloads are edge-triggered: once a second, held runs are also read level-triggered (a
+    // notification lost anywhere, or a commit that raced a load, costs at most that second, never a hang)
+    const t = monotonicNow();
+    if (t - this.lastFullLook >= FULL_LOOK_MS) {
+      this.lastFullLook = t;
+      changed = 'unknown';
+    }
+    // runs whose load is in flight: what moved meanwhile is looked at once they are held (load())
+    for (const [runId, seen] of this.loadingSeen) {
+      const seq = changed === 'unknown' ? Infinity : changed.get(runId);
+      if (seq !== undefined && seq > seen) this.loadingSeen.set(runId, seq);
+    }
     for (const ctx of this.runs.values()) {
-      if (ctx.ended || ctx.flushing || ctx.facts.length > 0) continue;
+      if (ctx.ended) continue;
       if (changed !== 'unknown') {
+        // the payloads are taken once: a run that is committing, or has facts waiting, still gets its look
+        // (a commit that read the run before another process's commit landed would not have seen it)
         const seq = changed.get(ctx.runId);
-        if (seq !== undefined && seq > ctx.state.seq) ctx.facts.push({ kind: 'tick' });
+        if (seq !== undefined && seq > ctx.state.seq && !ctx.facts.some((f) => f.kind === 'tick')) ctx.facts.push({ kind: 'tick' });
         continue;
       }
+      if (ctx.flushing || ctx.facts.length > 0) continue;
       let rec: RunRecord | undefined;
       try {
         rec = await this.track(this.store.run(ctx.runId));

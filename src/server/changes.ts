@@ -87,7 +87,7 @@ export class ChangeHub {
         return;
       }
       await this.store.waitForChange(WAIT_MS, this.stop.signal);
-      const changed = this.targeted ? (this.store.takeChanged?.() ?? 'unknown') : 'unknown';
+      const changed = this.targeted ? (this.store.takeChanged?.(this) ?? 'unknown') : 'unknown';
       if (changed === 'unknown' || this.runs.size + changed.size > MAX_TRACKED) {
         this.everyRun = ++this.tick;
         this.runs.clear();

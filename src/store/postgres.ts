@@ -135,8 +135,11 @@ export class PostgresStore implements RunStore {
   /** A notification arrived while nobody waited: the next wait returns at once. */
   private changed = false;
   /** NOTIFY payloads (`run_id seq`) since the last takeChanged, or unknown (a reconnect, an overflow). */
-  private changedRuns = new Map<string, number>();
-  private unknown = true;
+  /**
+   * Per consumer of `takeChanged` (each worker, a server's change hub): the payloads since its last
+   * call, or unknown. Several engines may share one store object, and each must hear of every commit.
+   */
+  private readonly consumers = new Map<object, { runs: Map<string, number>; unknown: boolean }>();
   private closed = false;
 
   /** `config`: pg's ClientConfig (typed structurally so the published types do not need @types/pg). */
@@ -367,27 +370,42 @@ export class PostgresStore implements RunStore {
   private noteChanged(payload: string | undefined): void {
     const sp = payload?.lastIndexOf(' ') ?? -1;
     const seq = sp > 0 ? Number(payload!.slice(sp + 1)) : NaN;
-    if (!Number.isFinite(seq) || this.changedRuns.size >= 10_000) {
-      this.unknown = true;
-      return;
+    const id = sp > 0 ? payload!.slice(0, sp) : '';
+    for (const c of this.consumers.values()) {
+      if (!Number.isFinite(seq) || c.runs.size >= 10_000) c.unknown = true;
+      else if ((c.runs.get(id) ?? -1) < seq) c.runs.set(id, seq);
     }
-    const id = payload!.slice(0, sp);
-    if ((this.changedRuns.get(id) ?? -1) < seq) this.changedRuns.set(id, seq);
   }
 
-  takeChanged(): ReadonlyMap<string, number> | 'unknown' {
+  /** Every consumer's payloads say nothing now (a reconnect): each looks at everything once. */
+  private markUnknown(): void {
+    for (const c of this.consumers.values()) c.unknown = true;
+  }
+
+  takeChanged(consumer: object = this.consumers): ReadonlyMap<string, number> | 'unknown' {
+    let c = this.consumers.get(consumer);
+    if (!c) {
+      // a new consumer heard nothing before now
+      c = { runs: new Map(), unknown: true };
+      this.consumers.set(consumer, c);
+    }
     // without a live LISTEN connection the payloads say nothing about what was missed
-    const out: ReadonlyMap<string, number> | 'unknown' = this.unknown || !this.listener ? 'unknown' : this.changedRuns;
-    this.changedRuns = new Map();
-    this.unknown = false;
+    const out: ReadonlyMap<string, number> | 'unknown' = c.unknown || !this.listener ? 'unknown' : c.runs;
+    c.runs = new Map();
+    c.unknown = false;
     return out;
+  }
+
+  /** Forgets a consumer of takeChanged (a worker that closed). */
+  forgetChanged(consumer: object): void {
+    this.consumers.delete(consumer);
   }
 
   private listen(): void {
     if (this.listening || this.closed) return;
     const c = new pg.Client(this.config);
     const drop = (): void => {
-      this.unknown = true;
+      this.markUnknown();
       if (this.listener === c) this.listener = undefined;
       this.listening = undefined;
       c.end().catch(() => undefined);
@@ -408,7 +426,7 @@ export class PostgresStore implements RunStore {
         if (this.closed) return drop();
         this.listener = c;
         // what changed before we listened is unknown: whoever waits looks again
-        this.unknown = true;
+        this.markUnknown();
         this.waiters.wakeAll();
       })
       .catch(drop);
