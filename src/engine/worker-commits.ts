@@ -256,7 +256,12 @@ export abstract class WorkerCommits extends WorkerBase {
       this.start(ctx, c);
     }
     if (ctx.state.status !== 'running') this.end(ctx);
-    else this.maybeSnapshot(ctx);
+    else {
+      // a commit may bring another process's claims (its commit landed after this worker read the run, even
+      // after that process died): a task held by a dead owner of this host is taken over now, not after its lease
+      if (all.length > 0 && ctx.state.running.size > 0) this.takeOverDead(ctx);
+      this.maybeSnapshot(ctx);
+    }
   }
 
   /** Phases whose suspended attempt lives in this worker: answered, it is resumed here, not claimed anew. */
