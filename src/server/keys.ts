@@ -6,7 +6,7 @@
  * Roles: `admin` (everything), `operator` (start, cancel, approve, respond), `reader` (read), and
  * `agent:<id>` (the remote-agent routes, registered in agents.ts: the check is `mayActAsAgent`).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { isPlainObject } from '../core/json.js';
 
 export type Role = { kind: 'admin' } | { kind: 'operator' } | { kind: 'reader' } | { kind: 'agent'; agent: string };
@@ -79,15 +79,28 @@ export function mayActAsAgent(p: Principal, agent: string, delegatedTo: readonly
 }
 
 export function hashKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  return hash('sha256', key, 'buffer');
 }
 
-/** The key presented matches one stored hash: every hash is compared (constant time), whichever matches. */
+/** Each list of keys indexed by hash, built once: a request costs one sha256 and one lookup, however many keys. */
+const indexes = new WeakMap<readonly ApiKey[], { n: number; byHash: Map<string, ApiKey> }>();
+
+/**
+ * The key presented matches one stored hash. The lookup is by the sha256 of the presented key, so its
+ * timing depends on that hash only, which tells nothing about any stored key; the match is then
+ * confirmed in constant time.
+ */
 export function findKey(keys: readonly ApiKey[], presented: string): ApiKey | undefined {
+  let index = indexes.get(keys);
+  // a list that grew since it was indexed (a caller's own array) is indexed again
+  if (index?.n !== keys.length) {
+    index = { n: keys.length, byHash: new Map() };
+    for (const k of keys) if (!index.byHash.has(k.hash.toString('latin1'))) index.byHash.set(k.hash.toString('latin1'), k);
+    indexes.set(keys, index);
+  }
   const h = hashKey(presented);
-  let found: ApiKey | undefined;
-  for (const k of keys) if (timingSafeEqual(k.hash, h) && !found) found = k;
-  return found;
+  const found = index.byHash.get(h.toString('latin1'));
+  return found && found.hash.length === h.length && timingSafeEqual(found.hash, h) ? found : undefined;
 }
 
 export class KeysError extends Error {

@@ -33,6 +33,12 @@ export interface RemoteAgentsOptions {
   leaseMs?: number;
   /** How many ended tokens are remembered, to answer them with why they ended (default 10,000). */
   remember?: number;
+  /**
+   * Group commit: how long (ms) an outcome may wait for the outcomes of the other tasks remote agents
+   * hold, so that the worker commits them in one transaction (default 2; 0: only those that arrive in
+   * the same turn of the event loop). An outcome never waits when no other task is held remotely.
+   */
+  settleMs?: number;
 }
 
 /** What a remote agent is told about a task it took (the claim's answer). */
@@ -112,6 +118,9 @@ export class RemoteAgents {
   private readonly live = new Map<string, RemoteTask>();
   private readonly ended = new Map<string, EndedTask>();
   private readonly remember: number;
+  private readonly settleMs: number;
+  /** Tasks handed to remote agents and not ended: the outcomes that may come soon. */
+  private held = 0;
   private readonly commits = new Map<string, ((status: string) => void)[]>();
   /** Agents that phases delegate to, per agent (from the workflows bound so far). */
   private readonly delegates = new Map<string, Set<string>>();
@@ -123,6 +132,7 @@ export class RemoteAgents {
     this.fixed = new Set(opts.agents ?? []);
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
     this.remember = opts.remember ?? 10_000;
+    this.settleMs = Math.max(0, opts.settleMs ?? 2);
   }
 
   /** The agents served remotely for a workflow: `--remote` ones it uses, and those it declares `x-remote: true`. */
@@ -268,6 +278,7 @@ export class RemoteAgents {
 
   private claimed(t: RemoteTask): void {
     t.state = 'claimed';
+    this.held++;
     t.lastBeat = Date.now();
     this.watch(t);
   }
@@ -337,22 +348,42 @@ export class RemoteAgents {
   end(t: RemoteTask, status: EndStatus, reason: string, ok: boolean, value: unknown): void {
     if (t.state === 'ended') return;
     this.retire(t, status, reason);
-    // outcomes that arrive in one turn of the event loop settle together, after it: the worker then
-    // commits them in one transaction (requests come one socket read at a time; attempts in process
-    // finish in one microtask run)
     this.settling.push(() => t.settle(ok, value));
-    if (this.settling.length === 1) setImmediate(() => this.settleAll());
+    this.scheduleSettle();
   }
 
   private settling: (() => void)[] = [];
+  private settleTimer: NodeJS.Timeout | undefined;
+  private settleSoon: NodeJS.Immediate | undefined;
+
+  /**
+   * Group commit. Outcomes settle together, so that the worker commits them in one transaction (one
+   * fsync on SQLite): those that arrive in one turn of the event loop (requests come one socket read
+   * at a time, where attempts in process finish in one microtask run), and, while remote agents hold
+   * other tasks, those that arrive within `settleMs` of the first. As soon as no task is held
+   * remotely any more (every outcome expected is in) they settle at once: a lone agent never waits.
+   */
+  private scheduleSettle(): void {
+    if (this.settling.length === 0) return;
+    if (this.held === 0 || this.settleMs === 0) {
+      this.settleSoon ??= setImmediate(() => this.settleAll());
+      return;
+    }
+    this.settleTimer ??= setTimeout(() => this.settleAll(), this.settleMs);
+  }
 
   private settleAll(): void {
+    clearTimeout(this.settleTimer);
+    if (this.settleSoon) clearImmediate(this.settleSoon);
+    this.settleTimer = undefined;
+    this.settleSoon = undefined;
     for (const f of this.settling.splice(0)) f();
   }
 
   private retire(t: RemoteTask, status: EndStatus, reason: string): void {
     if (t.state === 'ended') return;
     const wasQueued = t.state === 'queued';
+    if (t.state === 'claimed') this.held--;
     t.state = 'ended';
     clearTimeout(t.timer);
     this.live.delete(t.token);
@@ -362,6 +393,8 @@ export class RemoteAgents {
       if (i >= 0) q!.splice(i, 1);
     }
     for (const s of t.inputs) for (const w of s.waiters.splice(0)) w();
+    // the last held task ended: outcomes waiting for company settle now
+    if (this.held === 0) this.scheduleSettle();
     this.ended.set(t.token, { runId: t.ctx.runId, phase: t.ctx.phase, attempt: t.ctx.attempt, agent: t.agent, delegatedTo: t.delegatedTo, status, reason });
     if (this.ended.size > this.remember) this.ended.delete(this.ended.keys().next().value!);
   }
