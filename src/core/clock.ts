@@ -7,6 +7,11 @@ export interface Clock {
   /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
   /**
+   * Milliseconds on a clock that never steps (any origin): what durations such as a backoff are
+   * measured on, in the same time as `sleep`. Without it, `now()` is used.
+   */
+  monotonic?(): number;
+  /**
    * Test clocks only: a component with I/O in flight (a worker waiting on its store) registers a
    * probe that says whether it is quiet, so the clock moves only once the component has armed its
    * timers. Returns the function that unregisters it.
@@ -23,6 +28,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
@@ -53,7 +59,7 @@ export const systemClock: Clock = {
  * process with a skewed clock among others (`BATON_CLOCK_OFFSET_MS`, read by the CLI).
  */
 export function offsetClock(base: Clock, offsetMs: number): Clock {
-  return { now: () => base.now() + offsetMs, sleep: (ms, signal) => base.sleep(ms, signal) };
+  return { now: () => base.now() + offsetMs, sleep: (ms, signal) => base.sleep(ms, signal), monotonic: () => (base.monotonic ? base.monotonic() : base.now()) };
 }
 
 interface Sleeper {
@@ -77,6 +83,9 @@ export class ManualClock implements Clock {
     this.t = start;
   }
   now(): number {
+    return this.t;
+  }
+  monotonic(): number {
     return this.t;
   }
   register(quiet: () => boolean): () => void {

@@ -97,7 +97,11 @@ export interface RunCtx {
   attempts: Map<string, Attempt>;
   /** Phases with an attempt of this worker that was aborted and has not settled yet: no second one meanwhile. */
   busy: Set<string>;
-  /** After a failed or fruitless commit: no new commit before this time (backoff, in store time). */
+  /**
+   * After a failed or fruitless commit: no new commit before this time. A backoff is a duration, so it is
+   * kept on the clock's monotonic time (`mono()`), never the store's or the wall clock: a wall clock that
+   * steps back must not stretch it.
+   */
   retryAt: number;
   /** No fast-path commit (commitMany) before this time (store time): the run had a conflict, another process works on it. */
   fastOffUntil: number;
@@ -195,6 +199,11 @@ export abstract class WorkerBase {
   }
 
   /** Now in the store's clock: this worker's clock corrected by the offset measured at the last commit. */
+  /** The clock's monotonic time (durations: backoffs), in the time of its sleeps. */
+  mono(): number {
+    return this.clock.monotonic ? this.clock.monotonic() : this.clock.now();
+  }
+
   storeNow(): number {
     return this.clock.now() + this.offset;
   }

@@ -97,7 +97,7 @@ export abstract class WorkerCommits extends WorkerBase {
         // another transaction holds the run: back off a little (its commit's NOTIFY may wake this worker sooner); never spin
         ctx.flushing = false;
         ctx.contended++;
-        ctx.retryAt = this.storeNow() + backoff(ctx.contended, 5, 500);
+        ctx.retryAt = this.mono() + backoff(ctx.contended, 5, 500);
         ctx.facts.unshift(...facts.filter((f) => f.kind !== 'claim' && f.kind !== 'tick'));
         return;
       }
@@ -129,7 +129,7 @@ export abstract class WorkerCommits extends WorkerBase {
       // may hold decisions that were not committed, so it is rebuilt from the store first
       this.requeue(ctx, facts, waiters);
       ctx.failedCommits++;
-      ctx.retryAt = this.storeNow() + backoff(ctx.failedCommits, 100, 5000);
+      ctx.retryAt = this.mono() + backoff(ctx.failedCommits, 100, 5000);
       ctx.stale = true;
       for (const w of waiters) w(e instanceof Error ? e : new Error(String(e)));
       this.storeTrouble(e);
@@ -200,7 +200,7 @@ export abstract class WorkerCommits extends WorkerBase {
         this.requeue(b.ctx, b.facts, b.waiters);
         for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
         b.ctx.failedCommits++;
-        b.ctx.retryAt = this.storeNow() + backoff(b.ctx.failedCommits, 100, 5000);
+        b.ctx.retryAt = this.mono() + backoff(b.ctx.failedCommits, 100, 5000);
         b.ctx.stale = true;
       }
       this.storeTrouble(e);
@@ -247,7 +247,7 @@ export abstract class WorkerCommits extends WorkerBase {
     // back off a little rather than ask again at once; anything that changes the run clears it
     if (all.length === 0 && got.length === 0 && ctx.facts.length === 0 && this.dueAt(ctx) <= this.storeNow()) {
       ctx.contended++;
-      ctx.retryAt = this.storeNow() + backoff(ctx.contended, 1, 250);
+      ctx.retryAt = this.mono() + backoff(ctx.contended, 1, 250);
     } else ctx.contended = 0;
     this.reconcile(ctx);
     for (const c of got) {
@@ -310,7 +310,7 @@ export abstract class WorkerCommits extends WorkerBase {
       read = await this.track(this.readState(ctx.runId, ctx.events !== undefined));
     } catch (e) {
       ctx.failedCommits++;
-      ctx.retryAt = this.storeNow() + backoff(ctx.failedCommits, 100, 5000);
+      ctx.retryAt = this.mono() + backoff(ctx.failedCommits, 100, 5000);
       this.storeTrouble(e);
       return false;
     }

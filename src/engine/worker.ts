@@ -260,7 +260,10 @@ export class Worker extends WorkerAttempts {
         if (c !== undefined && c < t) t = c;
       }
     }
-    return t === Infinity ? t : Math.max(t, ctx.retryAt);
+    if (t === Infinity) return t;
+    // a backoff still running (the clock's monotonic time): due when it ends, in store time as read now
+    const wait = ctx.retryAt - this.mono();
+    return wait > 0 ? Math.max(t, this.storeNow() + wait) : t;
   }
 
   /** When the first-granted lease of another worker's attempt passes (then the store is asked whether it was renewed). */
@@ -429,7 +432,7 @@ export class Worker extends WorkerAttempts {
         if (ctx.facts.some((f) => f.kind === 'lease_expired' && f.phase === h.phase && f.attempt === h.attempt)) continue;
         ctx.facts.push({ kind: 'lease_expired', phase: h.phase, attempt: h.attempt, owner: h.owner, ...(h.live ? { dead: true } : {}) });
         found = true;
-      } else if (ctx.facts.length === 0 && ctx.retryAt <= now && !ctx.flushing) {
+      } else if (ctx.facts.length === 0 && ctx.retryAt <= this.mono() && !ctx.flushing) {
         // the store knows of a commit this worker has not seen: a look (a commit reads the events since);
         // what a current state says is due, the loop does by itself (and what it says is not due, is not)
         const behind = h.seq === undefined ? (h.reason === 'timer' ? (nextTimer(ctx.state) ?? Infinity) > now : (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) > now) : h.seq > ctx.state.seq;

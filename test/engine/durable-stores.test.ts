@@ -49,11 +49,7 @@ for (const [kind, factory] of Object.entries(STORES)) {
     for (const [name, scenario] of Object.entries(STORE_SCENARIOS)) {
       // a property over worker interleavings opens a store per case: memory and SQLite run it; PostgreSQL's connection limit would not hold
       if (kind === 'postgres' && name === 'randomInterleavings') continue;
-      // PostgreSQL, under a heavily loaded machine: two scenarios that drive a run waiting on a gate beside
-      // another engine on the same store object (approveFromAnotherEngine, driveAfterServe) were seen to hang
-      // about once in 20 runs (not reproduced unloaded; see issue 13's note). A second try keeps CI honest
-      // about everything else while that is found; a scenario that fails twice still fails.
-      test(name, { timeout: 120_000, retry: kind === 'postgres' ? 1 : 0 }, () => scenario(factory));
+      test(name, { timeout: 120_000 }, () => scenario(factory));
     }
   });
 }
