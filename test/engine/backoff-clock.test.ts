@@ -22,7 +22,7 @@ test('a run whose claim found the run locked goes on when the lock is let go, af
   await holder.connect();
   try {
     let step = 0;
-    const clock: Clock = { now: () => Date.now() + step, sleep: systemClock.sleep, monotonic: systemClock.monotonic! };
+    const clock: Clock = { now: () => Date.now() + step, sleep: (ms, signal) => systemClock.sleep(ms, signal), monotonic: () => performance.now() };
     const e = createEngine({ store, clock, agents: { x: () => ({}) }, pollMs: 10 });
     const id = await e.create(wf(`${header()}workflow:\n  a: {assign: x}\n  b: {assign: x, depends_on: [a]}`));
     // the run is held by another transaction as the worker takes it up: its claims find it busy and back off
