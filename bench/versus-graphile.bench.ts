@@ -13,7 +13,7 @@
  * The worker processes start on the empty database, are held still (SIGSTOP) while the work is enqueued,
  * and are let go together (SIGCONT): a drain is timed from then to the last completion. Baton's workers
  * are bin/baton.js over dist/ (built first when src/ is newer), graphile-worker's plain node.
- * BENCH_SCALE=0.1 for a quick run (default 1, the issue's sizes). Prints figures; never fails on a timing.
+ * BENCH_PARTS=many,fan,chain runs only those parts (default all). BENCH_SCALE=0.1 for a quick run (default 1, the issue's sizes). Prints figures; never fails on a timing.
  * Every drain is warmed up first (20 chains / 100 jobs): JIT, connections, LISTEN.
  * Chains: the best of a few runs of each (the first ones pay for JIT compilation and connections).
  * Targets (issue 13): many small >= 1.0x graphile; 100 vs 5,000 live runs within 20%; RSS < 150 MB;
@@ -208,7 +208,11 @@ const perS = (d: Drain): number => (d.items / d.ms) * 1000;
 ensureBuilt();
 console.log(`BENCH_SCALE=${SCALE}; ${WORKERS} worker processes each, warmed up by ${WARM_RUNS} runs (${WARM_RUNS * 5} jobs); graphile-worker ${WORKERS} x concurrency ${GRAPHILE.concurrency}, plain and tuned (local queue 500, batched completions)\n`);
 
+// BENCH_PARTS=many,fan,chain: only those parts (default: all)
+const PARTS = new Set((process.env['BENCH_PARTS'] ?? 'many,fan,chain').split(','));
+
 // many small runs
+if (PARTS.has('many')) {
 const RUNS = scaled(5_000, 20);
 const FEW = Math.min(100, RUNS);
 const GATED = scaled(500, 10);
@@ -233,7 +237,10 @@ console.log(`baton phases/s / graphile jobs/s: ${fmt(perS(many) / perS(jobs), 2)
 console.log(`phases/s with ${fmt(RUNS)} live runs / with ${fmt(FEW)} live, both started in the timing: ${fmt(perS(manyLive) / perS(few), 2)} (target within 0.8-1.2); with the ${fmt(RUNS)} enqueued before the clock: ${fmt(perS(many) / perS(few), 2)}`);
 console.log(`peak RSS per worker: ${fmt(many.rssMb)} MB (${fmt(RUNS)} runs), ${fmt(few.rssMb)} MB (${fmt(FEW)}), ${fmt(fewGated.rssMb)} MB (${fmt(FEW)} + ${fmt(GATED)} gated) (target < 150 MB)\n`);
 
+}
+
 // a fan
+if (PARTS.has('fan')) {
 const FAN = scaled(10_000, 100);
 const fan = await batonDrain(gen(FAN, 'fan'), 1);
 const fanJobs = await graphileDrain(FAN, GRAPHILE);
@@ -244,7 +251,10 @@ printTable([
 ]);
 console.log(`baton / graphile-worker: ${fmt(perS(fan) / perS(fanJobs), 2)} (target >= 1.0)\n`);
 
+}
+
 // a chain
+if (PARTS.has('chain')) {
 const CHAIN = scaled(2_000, 50);
 const pgChain = await withDatabase('baton_chain', async (url) => {
   const store = await openStore(url, { cwd: process.cwd() });
@@ -282,3 +292,4 @@ printTable([
   row('baton, memory', memChain),
 ]);
 console.log(`baton PostgreSQL chain / graphile-worker chain: ${fmt(gChain / pgChain, 2)}x as fast (target >= 2); SQLite FULL ${fmt((CHAIN / sqliteChain) * 1000)} phases/s (target >= 3,000); memory ${fmt((memChain * 1000) / CHAIN, 1)} µs/phase (target about 10)`);
+}
