@@ -126,6 +126,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   readonly clock: Clock;
   private readonly opts: EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
   private readonly models = new Map<string, WorkflowModel>();
+  /** Compilations in flight: runs of one workflow taken up at once share one (a 10,000-phase file takes ~0.3 s). */
+  private readonly compiling = new Map<string, Promise<WorkflowModel>>();
   /** Stored workflows by hash: a hash names one text forever, so each is read once per engine. */
   private readonly workflows = new Map<string, WorkflowRecord>();
   private readonly owned: { close(): Promise<void> }[] = [];
@@ -178,14 +180,22 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
 
   /** The compiled workflow of a stored run (compiled once per engine, from the source the run kept). */
   async model(record: RunRecord): Promise<WorkflowModel> {
-    const have = this.models.get(record.workflowHash);
+    const hash = record.workflowHash;
+    const have = this.models.get(hash);
     if (have) return have;
-    const w = await this.storedWorkflow(record.workflowHash);
-    if (!w) throw new BatonError('store-corrupt', `run ${record.runId}: its workflow ${record.workflowHash.slice(0, 12)} is missing from the store`);
-    const r = parseWorkflow(w.source, { file: w.path });
-    if (!r.ok || !r.model) throw new BatonError('invalid-workflow', `run ${record.runId}: its stored workflow no longer compiles (${r.diagnostics[0]?.message ?? 'unknown error'})`);
-    this.models.set(record.workflowHash, r.model);
-    return r.model;
+    let p = this.compiling.get(hash);
+    if (!p) {
+      p = (async () => {
+        const w = await this.storedWorkflow(hash);
+        if (!w) throw new BatonError('store-corrupt', `run ${record.runId}: its workflow ${hash.slice(0, 12)} is missing from the store`);
+        const r = parseWorkflow(w.source, { file: w.path });
+        if (!r.ok || !r.model) throw new BatonError('invalid-workflow', `run ${record.runId}: its stored workflow no longer compiles (${r.diagnostics[0]?.message ?? 'unknown error'})`);
+        this.models.set(hash, r.model);
+        return r.model;
+      })().finally(() => this.compiling.delete(hash));
+      this.compiling.set(hash, p);
+    }
+    return p;
   }
 
   /**

@@ -323,13 +323,13 @@ export class PostgresStore implements RunStore {
       const last = checkSeq(it.runId, it.knownSeq, it.commit.events);
       const r = it.commit.run;
       [it.runId, it.knownSeq, last, r.status, r.updatedAt, r.endedAt, r.costUsd, r.wakeAt, it.notify && it.commit.events.length > 0].forEach((v, i) => runs[i]!.push(v));
-      for (const e of it.commit.events) [it.runId, e.seq, e.type, e.at, eventPhase(e), JSON.stringify(e)].forEach((v, i) => ev[i]!.push(v));
+      for (const e of it.commit.events) [it.runId, e.seq, e.type, e.at, eventPhase(e), e].forEach((v, i) => ev[i]!.push(v));
       for (const t of tasksByPhase(it.commit))
-        [it.runId, t.phase, t.taskId, t.status, t.attempt, t.agent, t.leaseOwner, t.leaseExpiresAt, t.notBefore, jsonOrNull(t.input), jsonOrNull(t.output), jsonOrNull(t.failure), t.updatedAt].forEach((v, i) =>
-          tk[i]!.push(v),
-        );
+        [it.runId, t.phase, t.taskId, t.status, t.attempt, t.agent, t.leaseOwner, t.leaseExpiresAt, t.notBefore, t.input, t.output, t.failure, t.updatedAt].forEach((v, i) => tk[i]!.push(v));
     }
-    const row = (await this.query<{ ok: string[]; db_now: number }>('many', [...runs, ...ev, ...tk, `${this.schema}/`]))[0]!;
+    // JSON columns go as one JSON array each (postgres-sql.ts says why)
+    const json = (cols: unknown[][], at: readonly number[]): unknown[] => cols.map((c, i) => (at.includes(i) ? JSON.stringify(c) : c));
+    const row = (await this.query<{ ok: string[]; db_now: number }>('many', [...runs, ...json(ev, [5]), ...json(tk, [9, 10, 11]), `${this.schema}/`]))[0]!;
     const ok = new Set(row.ok);
     const results = items.map((it): BatchResult => (ok.has(it.runId) ? 'ok' : 'conflict'));
     if (ok.size > 0) this.waiters.wakeAll();
@@ -456,7 +456,8 @@ async function settled<A, B, C = undefined>(a: Promise<A>, b: Promise<B>, c?: Pr
 }
 
 function eventArrays(events: readonly RunEvent[]): unknown[] {
-  return [events.map((e) => e.seq), events.map((e) => e.type), events.map((e) => e.at), events.map(eventPhase), events.map((e) => JSON.stringify(e))];
+  // JSON columns go as one JSON array each (postgres-sql.ts says why)
+  return [events.map((e) => e.seq), events.map((e) => e.type), events.map((e) => e.at), events.map(eventPhase), JSON.stringify(events)];
 }
 
 function taskArrays(tasks: readonly TaskRow[]): unknown[] {
@@ -469,9 +470,9 @@ function taskArrays(tasks: readonly TaskRow[]): unknown[] {
     tasks.map((t) => t.leaseOwner),
     tasks.map((t) => t.leaseExpiresAt),
     tasks.map((t) => t.notBefore),
-    tasks.map((t) => jsonOrNull(t.input)),
-    tasks.map((t) => jsonOrNull(t.output)),
-    tasks.map((t) => jsonOrNull(t.failure)),
+    JSON.stringify(tasks.map((t) => t.input)),
+    JSON.stringify(tasks.map((t) => t.output)),
+    JSON.stringify(tasks.map((t) => t.failure)),
     tasks.map((t) => t.updatedAt),
   ];
 }

@@ -293,7 +293,8 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   const fanOuts = new Map<string, ForEachModel>();
   const fanOutNames = new Set<string>();
   const ordered = topologicalOrder([...phaseRaw.keys()], edges);
-  for (const name of [...ordered, ...[...phaseRaw.keys()].filter((n) => !ordered.includes(n))]) {
+  const inOrder = new Set(ordered);
+  for (const name of [...ordered, ...[...phaseRaw.keys()].filter((n) => !inOrder.has(n))]) {
     const raw = phaseRaw.get(name);
     if (!raw || raw['for_each'] === undefined || raw['for_each'] === null) continue;
     fanOutNames.add(name);

@@ -14,28 +14,44 @@ export const RESERVED_NAMES: ReadonlySet<string> = new Set(['__proto__']);
 
 /** Every `__proto__` key of the document, and every input reference with a `__proto__` segment. */
 export function checkReservedNames(doc: unknown, out: Diagnostic[]): void {
-  // iterative: the document's depth is already bounded (too-deep), but no recursion is needed
-  const stack: { value: unknown; path: Path }[] = [{ value: doc, path: [] }];
+  // iterative: the document's depth is already bounded (too-deep), but no recursion is needed. Paths are
+  // built only for what is reported (a node keeps its parent): a 10,000-phase file has ~10^5 nodes.
+  interface Node {
+    value: unknown;
+    key: string | number | undefined;
+    parent: Node | undefined;
+    depth: number;
+  }
+  const pathOf = (n: Node): Path => {
+    const p: (string | number)[] = [];
+    for (let at: Node | undefined = n; at?.key !== undefined; at = at.parent) p.push(at.key);
+    return p.reverse();
+  };
+  const stack: Node[] = [{ value: doc, key: undefined, parent: undefined, depth: 0 }];
   while (stack.length > 0) {
-    const { value, path } = stack.pop()!;
+    const node = stack.pop()!;
+    const value = node.value;
     if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: [...path, i] });
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], key: i, parent: node, depth: node.depth + 1 });
       continue;
     }
     if (!isPlainObject(value)) continue;
     const keys = Object.keys(value);
+    // an input reference is a string at workflow.<phase>.inputs.<name>
+    const inInputs = node.depth === 3 && node.key === 'inputs' && node.parent!.parent!.key === 'workflow';
     for (let i = keys.length - 1; i >= 0; i--) {
       const k = keys[i]!;
-      const at = [...path, k];
+      const child: Node = { value: value[k], key: k, parent: node, depth: node.depth + 1 };
       if (RESERVED_NAMES.has(k)) {
-        out.push(error('reserved-name', at, `\`${k}\` cannot be used as a name or key in a workflow (${what(path)})`, { target: 'key', hint: 'rename it: JavaScript objects cannot hold this key as an ordinary one' }));
+        const path = pathOf(node);
+        out.push(error('reserved-name', [...path, k], `\`${k}\` cannot be used as a name or key in a workflow (${what(path)})`, { target: 'key', hint: 'rename it: JavaScript objects cannot hold this key as an ordinary one' }));
       }
-      const v = value[k];
-      if (typeof v === 'string' && path.length === 3 && path[0] === 'workflow' && path[2] === 'inputs' && v.split('.').some((s) => RESERVED_NAMES.has(s))) {
-        out.push(error('reserved-name', at, `the input reference \`${v}\` reads \`__proto__\`, which no output or trigger key can be`, { hint: 'name the key the value is kept under' }));
+      const v = child.value;
+      if (inInputs && typeof v === 'string' && v.split('.').some((seg) => RESERVED_NAMES.has(seg))) {
+        out.push(error('reserved-name', pathOf(child), `the input reference \`${v}\` reads \`__proto__\`, which no output or trigger key can be`, { hint: 'name the key the value is kept under' }));
         continue;
       }
-      stack.push({ value: v, path: at });
+      stack.push(child);
     }
   }
 }
