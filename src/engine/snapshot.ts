@@ -42,14 +42,19 @@ export function stateOfSnapshot(runId: string, snap: StoredSnapshot | undefined)
   }
 }
 
+/** Events per task between snapshots: a task's plain life is three events (ready, claimed, completed). */
+export const SNAPSHOT_EVENTS_PER_TASK = 3;
+
 /**
  * Whether a worker holding the state should store a new snapshot: once the events since the last one
- * outnumber both `every` and the run's tasks, so that writing snapshots costs O(1) per event
- * however large the run, and a load never replays more than about that many events.
+ * outnumber both `every` and three per task, so that writing snapshots (each the size of the run's
+ * state) costs O(1) per event however large the run, a load never replays more than about that many
+ * events, and a run whose tasks each run once is snapshotted about once in its life, not once per
+ * worker that shares it at every third of the way.
  */
 export function snapshotDue(state: RunState, lastSeq: number, every: number): boolean {
   const since = state.seq - lastSeq;
-  return since >= every && since >= state.phases.size;
+  return since >= every && since >= SNAPSHOT_EVENTS_PER_TASK * state.phases.size;
 }
 
 /**

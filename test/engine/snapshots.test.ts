@@ -116,15 +116,15 @@ describe('snapshots', () => {
     expect(stateOfSnapshot(runId, undefined)).toBeUndefined();
   });
 
-  test('snapshots are due once the events since the last outnumber both the setting and the tasks', () => {
+  test('snapshots are due once the events since the last outnumber both the setting and three per task', () => {
     const s = initialState('r');
     for (let i = 0; i < 50; i++) s.phases.set(`p${i}`, newPhaseState(`r:p${i}`));
-    s.seq = 40;
-    expect(snapshotDue(s, 0, 30)).toBe(false); // fewer events than tasks
-    s.seq = 60;
+    s.seq = 140;
+    expect(snapshotDue(s, 0, 30)).toBe(false); // fewer than three events per task
+    s.seq = 150;
     expect(snapshotDue(s, 0, 30)).toBe(true);
     expect(snapshotDue(s, 20, 30)).toBe(false);
-    expect(snapshotDue(s, 0, 100)).toBe(false);
+    expect(snapshotDue(s, 0, 200)).toBe(false); // fewer than the setting
   });
 
   test('the state has the fields the snapshot format was made for (a change of shape must change SNAPSHOT_FORMAT)', () => {
@@ -163,7 +163,12 @@ describe('snapshots', () => {
       const calls: string[] = [];
       const agents = {
         o: (ctx: { input: Record<string, unknown> }) => ({ sections: Array.from({ length: ctx.input['n'] as number }, (_, i) => ({ name: `s${i}`, words: i })) }),
-        d: (ctx: { input: Record<string, unknown>; attempt: number }) => (calls.push(`${ctx.input['name'] as string}#${ctx.attempt}`), { text: `text of ${ctx.input['name'] as string}` }),
+        d: (ctx: { input: Record<string, unknown>; attempt: number; log: (m: string) => void }) => {
+          calls.push(`${ctx.input['name'] as string}#${ctx.attempt}`);
+          // a few log lines per item: the log outgrows three events per task mid-run, so a snapshot is due before the crash
+          for (let i = 0; i < 4; i++) ctx.log(`drafting ${ctx.input['name'] as string}: step ${i}`);
+          return { text: `text of ${ctx.input['name'] as string}` };
+        },
         r: () => ({ ok: true }),
       };
       const a = openSqliteStore(file);
