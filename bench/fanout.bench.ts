@@ -45,13 +45,13 @@ async function admin(sql: string): Promise<void> {
   }
 }
 
-async function once(store: RunStore, n: number): Promise<{ ms: number; peak: number }> {
+async function once(store: RunStore, n: number, keepEvents = true): Promise<{ ms: number; peak: number }> {
   globalThis.gc?.();
   let peak = process.memoryUsage().rss;
   const t = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
   const engine = createEngine({ store, concurrency: 16, agents, ...(process.env['BENCH_SNAPSHOT_EVERY'] !== undefined ? { snapshotEvery: Number(process.env['BENCH_SNAPSHOT_EVERY']) } : {}) });
   const t0 = performance.now();
-  const r = await engine.run(model, { trigger: { n } });
+  const r = await engine.run(model, { trigger: { n }, keepEvents });
   const ms = performance.now() - t0;
   clearInterval(t);
   peak = Math.max(peak, process.memoryUsage().rss);
@@ -68,7 +68,8 @@ const line = (store: string, n: number, r: { ms: number; peak: number }) =>
 if (process.argv[2] === '--one') {
   const n = Number(process.argv[3]);
   const s = openSqliteStore(join(dir, `one-${n}.db`), { sync: 'normal' });
-  const r = await once(s, n);
+  // as `baton run` drives it: the result's event log is not kept in memory (--events keeps it, as engine.run does by default)
+  const r = await once(s, n, process.argv[4] === '--events');
   await s.close();
   console.log(JSON.stringify({ ms: r.ms, peak: r.peak, hwm: Number(/VmHWM:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) * 1024 }));
   process.exit(0);
@@ -104,22 +105,25 @@ const BIG = QUICK ? 20_000 : 100_000;
   await s.close();
 }
 
-// peak RSS against the item count, each size in a fresh process: what grows per item
+// peak RSS against the item count, each size in a fresh process: what grows per item; driven as
+// `baton run` drives it (no event log kept in memory), and once with the log kept (engine.run's default)
 const sizes = QUICK ? [5_000, 10_000, 20_000] : [25_000, 50_000, 100_000];
-const peaks: { n: number; hwm: number; ms: number }[] = [];
-for (const n of sizes) {
-  const c = spawnSync(process.execPath, [...process.execArgv, import.meta.filename, '--one', String(n)], { encoding: 'utf8' });
+function fresh(n: number, events: boolean): { n: number; hwm: number; ms: number } | undefined {
+  const c = spawnSync(process.execPath, [...process.execArgv, import.meta.filename, '--one', String(n), ...(events ? ['--events'] : [])], { encoding: 'utf8' });
   const last = c.stdout.trim().split('\n').pop() ?? '';
   try {
     const r = JSON.parse(last) as { ms: number; hwm: number };
-    peaks.push({ n, hwm: r.hwm, ms: r.ms });
-    console.log(`sqlite     ${String(n).padStart(7)} items  ${r.ms.toFixed(0).padStart(7)} ms  fresh process, peak RSS ${(r.hwm / 1e6).toFixed(0)} MB`);
+    console.log(`sqlite     ${String(n).padStart(7)} items  ${r.ms.toFixed(0).padStart(7)} ms  fresh process, peak RSS ${(r.hwm / 1e6).toFixed(0)} MB${events ? ', events kept in memory' : ''}`);
+    return { n, hwm: r.hwm, ms: r.ms };
   } catch {
     console.log(`sqlite     ${n} items: the child failed: ${c.stderr.slice(-300)}`);
+    return undefined;
   }
 }
+const peaks = sizes.map((n) => fresh(n, false)).filter((p) => p !== undefined);
 if (peaks.length >= 2) {
   const a = peaks[0]!;
   const b = peaks[peaks.length - 1]!;
-  console.log(`peak RSS grows ${(((b.hwm - a.hwm) / (b.n - a.n)) / 1000).toFixed(2)} KB per item from ${a.n.toLocaleString()} to ${b.n.toLocaleString()} items (target: flat, under 300 MB at 100,000)`);
+  console.log(`peak RSS grows ${(((b.hwm - a.hwm) / (b.n - a.n)) / 1000).toFixed(2)} KB per item from ${a.n.toLocaleString()} to ${b.n.toLocaleString()} items; ${(b.hwm / 1e6).toFixed(0)} MB at ${b.n.toLocaleString()} (target: flat, under 300 MB at 100,000)`);
 }
+fresh(sizes[sizes.length - 1]!, true);

@@ -27,7 +27,7 @@ export { BudgetExceededError } from './engine/errors.js';
 /** Runs a workflow end to end with executor-owned wiring. */
 export { runWorkflow, type RunOptions, type AgentBinding } from './api/run.js';
 /** The engine: start, run, resume, serve (worker), approve, deny, respond, cancel, inspect runs in a store. */
-export { createEngine, Engine, unboundAgents, newRunId, type EngineOptions, type StartRunOptions, type RunInspection } from './api/engine.js';
+export { createEngine, Engine, unboundAgents, newRunId, type EngineOptions, type StartRunOptions, type DriveOptions, type RunInspection } from './api/engine.js';
 /** A run handle (`engine.start()`): id, result(), cancel(), status(), and events({ after }) as an async iterator. */
 export { runEvents, type RunHandle, type RunEventsOptions } from './api/handle.js';
 /** Workflow types for `createEngine<Workflow>` (the `Workflow` interface `baton types` writes). */

@@ -111,6 +111,19 @@ export interface StartRunOptions<W extends WorkflowTypes = AnyWorkflow> {
   traceparent?: string;
   /** `start()` only: store the run without driving it here (a `baton worker` elsewhere runs it). */
   detach?: boolean;
+  /**
+   * `run()`: keep the run's events in memory for `RunResult.events` (default true). With false the
+   * result's `events` is empty (read them from `engine.store.events(runId)`, or watch `onEvent`): a run of
+   * 100,000 fan-out items then holds no log of some 300,000 events in memory. `baton run` passes false
+   * unless it prints or saves the whole result (`--json`, `--output`).
+   */
+  keepEvents?: boolean;
+}
+
+/** How `drive()` / `resume()` keep what they return. */
+export interface DriveOptions {
+  /** Keep the run's events for `RunResult.events` (default true); false: `events` is empty (see StartRunOptions.keepEvents). */
+  keepEvents?: boolean;
 }
 
 export interface RunInspection {
@@ -386,7 +399,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   /** Starts a run and drives it to its end. Rejects only on faults, never on a failed run. */
   async run(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions<W> = {}): Promise<RunResult> {
     const runId = await this.create(spec, opts);
-    return this.drive(runId, opts.signal);
+    return this.drive(runId, opts.signal, { keepEvents: opts.keepEvents ?? true });
   }
 
   /**
@@ -450,22 +463,22 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   }
 
   /** Continues a stored run (after a crash, or a wait) until it ends. */
-  async resume(runId: string, signal?: AbortSignal): Promise<RunResult> {
+  async resume(runId: string, signal?: AbortSignal, opts: DriveOptions = {}): Promise<RunResult> {
     const record = await this.store.run(runId);
     if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
-    return this.drive(runId, signal);
+    return this.drive(runId, signal, opts);
   }
 
   /** Drives a stored run (started by `start` or `rerun`, or left by a crash) until it ends. */
-  drive(runId: string, signal?: AbortSignal): Promise<RunResult> {
-    const p = this.driveRun(runId, signal);
+  drive(runId: string, signal?: AbortSignal, opts: DriveOptions = {}): Promise<RunResult> {
+    const p = this.driveRun(runId, signal, opts.keepEvents ?? true);
     // close() ends the drive of an unfinished run with a rejection: a caller that awaits it after close() sees it, not an unhandled rejection
     p.catch(() => undefined);
     return p;
   }
 
-  private async driveRun(runId: string, signal: AbortSignal | undefined): Promise<RunResult> {
-    const done = this.work.drive(runId);
+  private async driveRun(runId: string, signal: AbortSignal | undefined, keepEvents: boolean): Promise<RunResult> {
+    const done = this.work.drive(runId, keepEvents);
     if (signal) {
       const onAbort = (): void => void this.cancel(runId, reasonText(signal.reason)).catch(() => undefined);
       if (signal.aborted) onAbort();

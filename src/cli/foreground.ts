@@ -19,7 +19,7 @@ import pc from 'picocolors';
 import type { Engine } from '../api/engine.js';
 import { safeText } from '../diagnostics/terminal.js';
 import type { RunEvent } from '../engine/events.js';
-import { runStatusOf, type RunResult, type RunState } from '../engine/state.js';
+import { parseItemKey, runStatusOf, type RunResult, type RunState } from '../engine/state.js';
 import { storeFlag } from './durable.js';
 import type { CliIo, Interruption } from './io.js';
 import { printJson, saveResult } from './output.js';
@@ -45,6 +45,8 @@ export class Foreground {
   private stop: Stop | undefined;
   private onStop: (() => void) | undefined;
   private readerGone = false;
+  /** The run's warnings, for the summary: the drive keeps no event log unless the whole result is printed or saved. */
+  private readonly warnings: Extract<RunEvent, { type: 'task.warning' }>[] = [];
 
   constructor(
     private readonly io: CliIo,
@@ -56,6 +58,7 @@ export class Foreground {
   /** Every event of the run (the engine's onEvent), after the progress view and the gate notice. */
   onEvent(e: RunEvent, state: RunState): void {
     this.state = state;
+    if (e.type === 'task.warning') this.warnings.push(e);
     if (this.stop) return;
     if (e.type === 'gate.opened' && this.inMemory) {
       const g = state.gates.get(e.gate_id);
@@ -113,7 +116,8 @@ export class Foreground {
     if (this.stop) this.onStop(); // a gate opened as the run started
     let result: RunResult | undefined;
     try {
-      result = await engine.drive(runId, ctl.signal);
+      // the whole log stays in the store, not in memory, unless the whole result is printed or saved
+      result = await engine.drive(runId, ctl.signal, { keepEvents: values.json === true || values.output !== undefined });
     } catch (e) {
       // a stop closes the engine under the drive: what the run is now is read back from the store
       if (!this.stop || this.inMemory) throw e;
@@ -139,7 +143,7 @@ export class Foreground {
     // streamed: a result of hundreds of megabytes is never one string; an unwritable file never loses it
     const saved = values.output ? await saveResult(result, resolve(io.cwd, values.output), values.output, io) : true;
     if (values.json) await printJson(result, io);
-    else io.stdout(summary(result, io.isTTY));
+    else io.stdout(summary(result, io.isTTY, this.warnings));
     if (!saved) return 2;
     if (stop?.kind === 'unanswerable') return 2;
     if (stop?.kind === 'signal') return SIGNAL_EXIT[stop.signal];
@@ -149,22 +153,47 @@ export class Foreground {
 
 function describeCounts(r: RunResult): string {
   const counts = new Map<string, number>();
-  for (const p of Object.values(r.phases)) counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
+  for (const [name, p] of Object.entries(r.phases)) if (!parseItemKey(name)) counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
   return [...counts].map(([s, n]) => `${n} ${s}`).join(', ');
 }
 
-export function summary(r: RunResult, color: boolean): string {
+/** Failed items of one fan-out phase named in the summary; the rest are counted. */
+const FAILED_ITEMS_LISTED = 5;
+
+/** The run's last words; `warnings`: its task.warning events when `r.events` was not kept. */
+export function summary(r: RunResult, color: boolean, warnings: readonly RunEvent[] = r.events): string {
   const c = pc.createColors(color);
+  // phases are counted as phases: a fan-out's items (`phase[index]`) are counted under their phase
   const counts = new Map<string, number>();
-  for (const p of Object.values(r.phases)) counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
+  const items = new Map<string, Map<string, number>>();
+  for (const [name, p] of Object.entries(r.phases)) {
+    const item = parseItemKey(name);
+    if (!item) {
+      counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
+      continue;
+    }
+    let m = items.get(item.parent);
+    if (!m) items.set(item.parent, (m = new Map<string, number>()));
+    m.set(p.status, (m.get(p.status) ?? 0) + 1);
+  }
   const status = r.status === 'completed' ? c.green(c.bold('completed')) : c.red(c.bold(r.status));
   const lines = [`\nrun ${r.runId} ${status} in ${(r.duration_ms / 1000).toFixed(2)} s: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}${r.cost_usd > 0 ? `; cost $${r.cost_usd}` : ''}`];
+  for (const [phase, m] of items) lines.push(`  ${safeText(phase, 200)}: ${[...m].map(([st, n]) => `${n.toLocaleString('en-US')} ${st}`).join(', ')} item${[...m.values()].reduce((a, b) => a + b, 0) === 1 ? '' : 's'}`);
   // names from the file and messages from agents are escaped: a terminal must not interpret them
+  const listed = new Map<string, number>();
   for (const [name, p] of Object.entries(r.phases)) {
+    // at most a few failed items per fan-out phase: `baton show RUN --items PHASE` lists them all
+    const item = parseItemKey(name);
+    if (item && p.status === 'failed') {
+      const k = (listed.get(item.parent) ?? 0) + 1;
+      listed.set(item.parent, k);
+      if (k > FAILED_ITEMS_LISTED) continue;
+    }
     if (p.status === 'failed' && p.error) lines.push(`  ${c.red('✗')} ${safeText(name, 200)}: ${safeText(p.error.code, 200)}: ${safeText(p.error.message)}`);
     else if (p.status === 'partial') lines.push(`  ${c.yellow('◐')} ${safeText(name, 200)}: partial result, accepted by its agent's contract`);
   }
-  for (const e of r.events) if (e.type === 'task.warning') lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)} (attempt ${e.attempt}): ${safeText(e.code, 200)}: ${safeText(e.message)}`);
+  for (const [phase, k] of listed) if (k > FAILED_ITEMS_LISTED) lines.push(`  … ${(k - FAILED_ITEMS_LISTED).toLocaleString('en-US')} more failed items of ${safeText(phase, 200)}: baton show ${r.runId} --items ${safeText(phase, 200)}`);
+  for (const e of r.events.length > 0 ? r.events : warnings) if (e.type === 'task.warning') lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)} (attempt ${e.attempt}): ${safeText(e.code, 200)}: ${safeText(e.message)}`);
   if (r.error && r.status !== 'completed') lines.push(`  ${safeText(r.error.code, 200)}: ${safeText(r.error.message)}`);
   return lines.join('\n') + '\n';
 }

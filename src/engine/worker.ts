@@ -48,12 +48,16 @@ export class Worker extends WorkerAttempts {
 
   // ---- public ---------------------------------------------------------------------------------
 
-  /** Drives one run to its end (it may wait for gates, timers, other workers) and resolves to its result. */
-  async drive(runId: string): Promise<RunResult> {
-    const ctx = await this.load(runId, true);
+  /**
+   * Drives one run to its end (it may wait for gates, timers, other workers) and resolves to its result:
+   * with its events, or (keepEvents false) with none, so that a run of many items keeps no log in memory.
+   */
+  async drive(runId: string, keepEvents = true): Promise<RunResult> {
+    const ctx = await this.load(runId, keepEvents);
     ctx.driven = true;
     this.ensureLoop();
     const r = await ctx.done;
+    if (!keepEvents) return r.events.length === 0 ? r : { ...r, events: [] };
     // a run this worker first took up while serving keeps no event list: read it from the store
     if (ctx.events === undefined) return toResult(ctx.state, (await this.store.events(runId)).slice(0, ctx.state.seq));
     return r;

@@ -1,5 +1,5 @@
 /** `baton run` / `show` / `rerun` with a for_each phase on a SQLite store: item counts, `--items`, `--failed-items`. */
-import { copyFileSync, mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -27,6 +27,20 @@ afterEach(() => {
 });
 
 describe('for_each through the CLI (SQLite)', () => {
+  test("run's summary counts phases as phases, a fan-out's items under their phase, and names only a few failed items", async () => {
+    const { dir, io } = setup();
+    // every item runs (8 failures tolerated): 8 fail, 4 complete, and the run completes
+    writeFileSync(join(dir, 'wide.yaml'), readFileSync(join(dir, 'fan.yaml'), 'utf8').replace('max_parallel: 3', 'max_parallel: 12').replace('tolerated_failures: 1', 'tolerated_failures: 8'));
+    process.env['BATON_FAIL_ITEMS'] = '0,1,2,3,4,5,6,7';
+    const a = io();
+    expect(await run(['run', 'wide.yaml', '--agents', 'agents.mjs', '--store', 'runs.db', '--run-id', 'f1', '--trigger', '{"n": 12}'], a)).toBe(0);
+    const out = a.out();
+    expect(out).toMatch(/^run f1 completed in [\d.]+ s: 3 completed$/m);
+    expect(out).toMatch(/^ {2}draft: (?=.*4 completed)(?=.*8 failed).* items$/m);
+    expect(out.match(/^ {2}✗ draft\[\d+\]: DraftFailed/gm)).toHaveLength(5);
+    expect(out).toMatch(/^ {2}… 3 more failed items of draft: baton show f1 --items draft$/m);
+  });
+
   test('show counts items by status, --items lists them, rerun --failed-items runs only those', async () => {
     const { io } = setup();
     const store = ['--store', 'runs.db'];

@@ -7,6 +7,11 @@ import { AgentError, type AgentContext, type AgentHandler } from '../../src/engi
 import type { RunEvent } from '../../src/engine/events.js';
 import { runWorkflow, type RunOptions } from '../../src/api/run.js';
 import { replay, toResult } from '../../src/engine/state.js';
+import { createEngine } from '../../src/api/engine.js';
+import { openSqliteStore } from '../../src/store/sqlite.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 function wf(yaml: string): WorkflowModel {
   const r = parseWorkflow(yaml);
@@ -125,6 +130,26 @@ describe('wiring (RFC-0024 §3.2)', () => {
     expect(again).toEqual(result);
     expect(result.events[0]!.type).toBe('run.started');
     expect(result.events.at(-1)!.type).toBe('run.completed');
+  });
+
+  test('keepEvents: false leaves the log in the store only; the result is otherwise the same', async () => {
+    const agents = { researcher: () => ({ findings: [], summary: 's' }), analyst: () => ({ score: 1 }), writer: () => ({}) };
+    for (const store of [new MemoryStore(), openSqliteStore(join(mkdtempSync(join(tmpdir(), 'baton-keep-')), 'r.db'))]) {
+      const e = createEngine({ store, agents });
+      const kept = await e.run(PIPELINE, { trigger: { topic: 't' } });
+      const lean = await e.run(PIPELINE, { trigger: { topic: 't' }, keepEvents: false });
+      expect(kept.events.length).toBeGreaterThan(5);
+      expect(lean.events).toEqual([]);
+      expect(lean.status).toBe('completed');
+      expect(Object.keys(lean.phases)).toEqual(Object.keys(kept.phases));
+      const stored = await store.events(lean.runId);
+      expect(toResult(replay(lean.runId, stored), [])).toEqual(lean);
+      // resume() and drive() take the same option; a run already ended answers at once
+      expect((await e.resume(lean.runId, undefined, { keepEvents: false })).events).toEqual([]);
+      expect((await e.resume(lean.runId)).events).toEqual(stored);
+      await e.close();
+      await store.close();
+    }
   });
 });
 
