@@ -1,22 +1,33 @@
 /**
- * Remote agents of `baton serve` on a loopback port over SQLite (FULL) and PostgreSQL: HTTP claim + complete round
- * trips per second with 1 and with 16 concurrent remote agents (createRemoteAgent, one slot each),
- * through an agent key, on a fan of independent phases of one remote agent; and the same fan done by
- * the in-process worker on the same store, for comparison. Prints figures; never fails on a timing.
+ * Remote agents of `baton serve` on a loopback port, over SQLite (FULL) and PostgreSQL.
+ *
+ * 1. Round trips: HTTP claim + complete per second with 1 and with 16 concurrent remote agents (one slot
+ *    each), through an agent key, on a fan of independent phases of one remote agent; beside the same fan
+ *    done by the in-process worker on the same store. The agents run in another process
+ *    (bench/remote-agents-proc.ts), as remote agents do: `sdk` is createRemoteAgent, as users run it; `raw`
+ *    is the bare protocol over keep-alive connections (a light load generator: the server's figure).
+ * 2. The load test at full size: 50 concurrent remote agents (createRemoteAgent) work through one
+ *    5,000-phase run, twice. Checked from the stored events and the agents' own counts: every phase
+ *    completed exactly once, no completion lost, no task handed out twice; and the server's memory (heap
+ *    after a collection, RSS) before, after the first run and after the second: flat.
+ *
  * PostgreSQL: BATON_BENCH_PG (default postgres://postgres@127.0.0.1:5432); a database is created and
- * dropped. BATON_BENCH_QUICK=1: fewer phases.
+ * dropped. BATON_BENCH_QUICK=1: fewer phases. Prints figures; never fails on a timing (the load test's
+ * invariants are checked and reported, and a broken one makes the bench exit 1).
  */
+import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEngine, createRemoteAgent, openStore, type RunStore } from '../src/index.js';
+import pg from 'pg';
+import { createEngine, openStore, type RunStore } from '../src/index.js';
 import { parseKeysEnv, RemoteAgents, startServer } from '../src/exports/server.js';
 import { sseMessages } from '../src/server/client.js';
 
 const QUICK = process.env['BATON_BENCH_QUICK'] === '1';
 const SERVER = process.env['BATON_BENCH_PG'] ?? 'postgres://postgres@127.0.0.1:5432';
+const PROC = join(import.meta.dirname, 'remote-agents-proc.ts');
 
 async function admin(sql: string): Promise<void> {
   const c = new pg.Client({ connectionString: `${SERVER}/postgres` });
@@ -36,8 +47,8 @@ function fan(n: number): string {
   return s;
 }
 
-/** Starts the fan and waits for its end on its event stream; ms taken. */
-async function runFan(url: string, n: number): Promise<number> {
+/** Starts the fan and waits for its end on its event stream; its id and the ms taken. */
+async function runFan(url: string, n: number): Promise<{ runId: string; ms: number }> {
   const t0 = performance.now();
   const res = await fetch(`${url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${OPS}`, 'content-type': 'application/json' }, body: JSON.stringify({ workflow: fan(n) }) });
   if (res.status !== 201) throw new Error(`POST /runs answered ${res.status}: ${await res.text()}`);
@@ -46,29 +57,80 @@ async function runFan(url: string, n: number): Promise<number> {
   for await (const m of sseMessages(s.body!)) {
     if (m.event === 'end') {
       if (!m.data.includes('"completed"')) throw new Error(`run ${run_id} ended ${m.data}`);
-      return performance.now() - t0;
+      return { runId: run_id, ms: performance.now() - t0 };
     }
   }
   throw new Error(`the stream of ${run_id} ended without its end`);
 }
 
-const rows: string[][] = [['store', 'agents', 'phases', 'time', 'round trips per second', 'ms per phase']];
-const row = (label: string, agents: string, n: number, ms: number): void => {
-  rows.push([label, agents, n.toLocaleString(), `${ms.toFixed(0)} ms`, Math.round((n / ms) * 1000).toLocaleString(), (ms / n).toFixed(2)]);
+interface AgentsReport {
+  cpuMs: number;
+  completed: number;
+  handled: number;
+  duplicates: number;
+  notCommitted: number;
+  errors: string[];
+}
+
+/** A process of `count` remote agents (kind sdk or raw); `stop()` ends it and gives its report. */
+async function agentsProcess(kind: 'sdk' | 'raw', url: string, count: number): Promise<{ stop: () => Promise<AgentsReport> }> {
+  const child = fork(PROC, [kind, url, AGENT, 'q', String(count), '5'], { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`the agents process exited (${code}) before it was ready`)));
+    child.on('message', (m: { type: string }) => {
+      if (m.type === 'ready') resolve();
+    });
+  });
+  child.removeAllListeners('exit');
+  return {
+    stop: () =>
+      new Promise<AgentsReport>((resolve, reject) => {
+        child.on('message', (m: { type: string } & AgentsReport) => {
+          if (m.type === 'stopped') resolve(m);
+        });
+        child.once('exit', (code) => reject(new Error(`the agents process exited (${code}) without its report`)));
+        child.send({ type: 'stop' });
+      }),
+  };
+}
+
+const cpuNow = (): number => {
+  const c = process.cpuUsage();
+  return (c.user + c.system) / 1000;
 };
 
-async function remoteBench(label: string, store: RunStore, dir: string): Promise<void> {
+const rows: string[][] = [['store', 'agents', 'phases', 'time', 'round trips/s', 'ms/phase', 'server CPU/phase', 'agents CPU/phase']];
+const row = (label: string, agents: string, n: number, ms: number, serverCpu: number, agentsCpu?: number): void => {
+  rows.push([label, agents, n.toLocaleString(), `${ms.toFixed(0)} ms`, Math.round((n / ms) * 1000).toLocaleString(), (ms / n).toFixed(2), `${((serverCpu / n) * 1000).toFixed(0)} µs`, agentsCpu === undefined ? '' : `${((agentsCpu / n) * 1000).toFixed(0)} µs`]);
+};
+const rates = new Map<string, number>();
+
+async function remoteServer(store: RunStore, dir: string) {
   const remote = new RemoteAgents({ agents: ['q'] });
   const engine = createEngine({ store, bindRun: remote.bindRun, onEvent: remote.onEvent, concurrency: 64 });
   const server = await startServer({ engine, port: 0, keys: parseKeysEnv(`ops:operator:${OPS},q:agent:q:${AGENT}`), remote, cwd: dir, log: () => undefined, graceMs: 1000 });
+  return { server, remote };
+}
+
+async function roundTrips(label: string, store: RunStore, dir: string): Promise<void> {
+  const { server } = await remoteServer(store, dir);
   try {
-    for (const [clients, n] of [[1, QUICK ? 100 : 400], [16, QUICK ? 400 : 2000]] as const) {
-      const agents = Array.from({ length: clients }, () => createRemoteAgent({ url: server.url, key: AGENT, agent: 'q', waitS: 5, handler: (ctx) => ({ i: Number(ctx.phase.slice(1)) }) }));
+    for (const [kind, clients, n] of [['sdk', 1, QUICK ? 100 : 400], ['sdk', 16, QUICK ? 400 : 2000], ['raw', 16, QUICK ? 400 : 2000]] as const) {
+      const agents = await agentsProcess(kind, server.url, clients);
+      let report: AgentsReport;
       try {
         await runFan(server.url, 20); // warm-up
-        row(label, `${clients} remote`, n, await runFan(server.url, n));
-      } finally {
-        await Promise.all(agents.map((a) => a.stop(0)));
+        const c0 = cpuNow();
+        const { ms } = await runFan(server.url, n);
+        const serverCpu = cpuNow() - c0;
+        report = await agents.stop();
+        row(label, `${clients} remote (${kind})`, n, ms, serverCpu, report.cpuMs);
+        if (kind === 'sdk') rates.set(`${label} ${clients}`, (n / ms) * 1000);
+        if (report.duplicates > 0 || report.errors.length > 0) console.log(`  ${label} ${clients} ${kind}: ${report.duplicates} duplicates, errors: ${report.errors.slice(0, 3).join('; ')}`);
+      } catch (e) {
+        await agents.stop().catch(() => undefined);
+        throw e;
       }
     }
   } finally {
@@ -76,28 +138,108 @@ async function remoteBench(label: string, store: RunStore, dir: string): Promise
   }
 }
 
-async function localBench(label: string, store: RunStore, dir: string): Promise<void> {
+async function inProcess(label: string, store: RunStore, dir: string): Promise<void> {
   const engine = createEngine({ store, agents: { q: (ctx) => ({ i: Number(ctx.phase.slice(1)) }) }, concurrency: 16 });
   const server = await startServer({ engine, port: 0, keys: parseKeysEnv(`ops:operator:${OPS}`), cwd: dir, log: () => undefined, graceMs: 1000 });
   try {
     const n = QUICK ? 400 : 2000;
     await runFan(server.url, 20);
-    row(label, 'in process (16 slots)', n, await runFan(server.url, n));
+    const c0 = cpuNow();
+    const { ms } = await runFan(server.url, n);
+    row(label, 'in process (16 slots)', n, ms, cpuNow() - c0);
+    rates.set(`${label} local`, (n / ms) * 1000);
   } finally {
     await server.close();
   }
 }
 
+const memRows: string[][] = [['store', 'agents', 'phases', 'time', 'phases/s', 'completed once', 'lost', 'handed twice', 'heap after GC (start / run 1 / run 2)', 'RSS (start / run 1 / run 2)']];
+let broken = false;
+
+/** The load test: 50 remote agents through a 5,000-phase run, twice; invariants from the stored events; memory after each. */
+async function loadTest(label: string, store: RunStore, dir: string): Promise<void> {
+  const AGENTS = 50;
+  const N = QUICK ? 500 : 5000;
+  const { server, remote } = await remoteServer(store, dir);
+  const mem = (): { heap: number; rss: number } => {
+    globalThis.gc?.();
+    const m = process.memoryUsage();
+    return { heap: m.heapUsed / 1e6, rss: m.rss / 1e6 };
+  };
+  try {
+    const agents = await agentsProcess('sdk', server.url, AGENTS);
+    const marks = [mem()];
+    const runs: { runId: string; ms: number }[] = [];
+    let report: AgentsReport;
+    try {
+      await runFan(server.url, 20); // warm-up: the first compilations and connections are not the run's
+      marks[0] = mem();
+      for (let k = 0; k < 2; k++) {
+        runs.push(await runFan(server.url, N));
+        // let the server settle: the remote agents' last claims and the ended tokens it remembers
+        await new Promise((r) => setTimeout(r, 200));
+        marks.push(mem());
+      }
+    } finally {
+      report = await agents.stop();
+    }
+    // from the stored events: each phase completed exactly once; no completion lost (each ended its phase)
+    let once = 0;
+    let lost = 0;
+    for (const { runId } of runs) {
+      const done = new Map<string, number>();
+      for (const e of await store.events(runId)) if (e.type === 'task.completed') done.set(e.phase, (done.get(e.phase) ?? 0) + 1);
+      for (let i = 0; i < N; i++) {
+        const c = done.get(`p${i}`) ?? 0;
+        if (c === 1) once++;
+        else if (c === 0) lost++;
+      }
+    }
+    const twice = report.duplicates;
+    const ok = once === 2 * N && lost === 0 && twice === 0 && report.notCommitted === 0;
+    if (!ok) broken = true;
+    const stats = remote.stats();
+    const secs = runs.reduce((s, r) => s + r.ms, 0) / 1000;
+    memRows.push([
+      label,
+      `${AGENTS} remote`,
+      `2 x ${N.toLocaleString()}`,
+      `${(secs * 1000).toFixed(0)} ms`,
+      Math.round((2 * N) / secs).toLocaleString(),
+      `${once.toLocaleString()}/${(2 * N).toLocaleString()}${ok ? '' : ' BROKEN'}`,
+      String(lost),
+      String(twice),
+      marks.map((m) => m.heap.toFixed(0)).join(' / ') + ' MB',
+      marks.map((m) => m.rss.toFixed(0)).join(' / ') + ' MB',
+    ]);
+    if (stats.live > 0 || stats.queued > 0 || stats.commitWaits > 0) {
+      broken = true;
+      console.log(`  ${label}: the server still holds tasks after the runs: ${JSON.stringify(stats)}`);
+    }
+    if (report.errors.length > 0) console.log(`  ${label}: agents' errors: ${report.errors.slice(0, 3).join('; ')}`);
+  } finally {
+    await server.close();
+  }
+}
+
+const printTable = (t: string[][]): void => {
+  const widths = t[0]!.map((_, i) => Math.max(...t.map((r) => r[i]!.length)));
+  for (const r of t) console.log(r.map((c, i) => (i >= 2 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  '));
+};
+
 const dir = mkdtempSync(join(tmpdir(), 'baton-remote-bench-'));
 try {
-  for (const [name, f] of [['remote', remoteBench], ['local', localBench]] as const) {
+  const sqlite = async (name: string, f: (label: string, s: RunStore, d: string) => Promise<void>): Promise<void> => {
     const store = await openStore(join(dir, `${name}.db`), { cwd: dir });
     try {
       await f('sqlite FULL', store, dir);
     } finally {
       await store.close();
     }
-  }
+  };
+  await sqlite('remote', roundTrips);
+  await sqlite('local', inProcess);
+  await sqlite('load', loadTest);
   const db = `baton_remote_bench_${randomBytes(3).toString('hex')}`;
   let pgOk = true;
   try {
@@ -108,7 +250,7 @@ try {
   }
   if (pgOk) {
     try {
-      for (const f of [remoteBench, localBench]) {
+      for (const f of [roundTrips, inProcess, loadTest]) {
         const store = await openStore(`${SERVER}/${db}`, { cwd: dir });
         try {
           await f('postgres', store, dir);
@@ -124,6 +266,16 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-for (const r of rows) console.log(r.map((c, i) => (i >= 2 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  '));
-console.log('\nA round trip: the server’s worker claims the phase and parks it; a remote agent claims it over HTTP, completes it, and is answered once the engine committed the outcome.');
+printTable(rows);
+for (const s of ['sqlite FULL', 'postgres']) {
+  const r16 = rates.get(`${s} 16`);
+  const local = rates.get(`${s} local`);
+  if (r16 !== undefined && local !== undefined) console.log(`${s}: 16 remote agents ${Math.round(r16).toLocaleString()} round trips/s, ${(r16 / local).toFixed(2)}x the in-process worker (targets: >= 2,000/s on SQLite; within 2x, i.e. >= 0.5)`);
+}
+console.log('\nA round trip: the server’s worker claims the phase and parks it; a remote agent claims it over HTTP, completes it, and is answered once the engine committed the outcome.\n');
+console.log('Load test (issue 17): 50 remote agents (createRemoteAgent, another process) through a 5,000-phase run, twice on one server:');
+printTable(memRows);
+if (broken) {
+  console.log('\nAn invariant of the load test is broken (see above).');
+  process.exitCode = 1;
+}
