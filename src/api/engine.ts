@@ -16,6 +16,7 @@ import { stubAgent } from '../agents/stub.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
+import { Lru } from '../core/lru.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
 import type { FactResult } from '../engine/decide.js';
@@ -36,6 +37,9 @@ import { WorkflowSpec } from './spec.js';
 import type { AgentsOption, AnyWorkflow, TriggerOf, WorkflowTypes } from './typed.js';
 
 export type AgentBinding = AgentHandler | ClosableAgent;
+
+/** Compiled workflows (and stored workflow records) an engine keeps, the most recently used. */
+const MODELS_KEPT = 128;
 
 /** `W`: the workflow's types from `baton types` (default: untyped, checked when a run starts). */
 export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
@@ -138,11 +142,12 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   readonly store: RunStore;
   readonly clock: Clock;
   private readonly opts: EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
-  private readonly models = new Map<string, WorkflowModel>();
+  /** Compiled workflows by hash: a long-lived server or worker meets ever new ones, so at most MODELS_KEPT. */
+  private readonly models = new Lru<string, WorkflowModel>(MODELS_KEPT);
   /** Compilations in flight: runs of one workflow taken up at once share one (a 10,000-phase file takes ~0.3 s). */
   private readonly compiling = new Map<string, Promise<WorkflowModel>>();
   /** Stored workflows by hash: a hash names one text forever, so each is read once per engine. */
-  private readonly workflows = new Map<string, WorkflowRecord>();
+  private readonly workflows = new Lru<string, WorkflowRecord>(MODELS_KEPT);
   private readonly owned: { close(): Promise<void> }[] = [];
   private readonly compiler = new SchemaCompiler();
   private readonly subprocesses = new Map<string, AgentHandler>();

@@ -159,44 +159,55 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
   /** Renews the leases of running attempts every third of the lease; a lost lease stops its attempt. */
   private async beat(): Promise<void> {
     while (this.crashed === undefined && !this.closed) {
-      const held: { runId: string; phase: string; attempt: number }[] = [];
-      const byKey = new Map<string, Attempt>();
-      for (const ctx of this.runs.values()) {
-        for (const a of ctx.attempts.values()) {
-          if (a.suspendedOn !== undefined) continue;
-          held.push({ runId: ctx.runId, phase: a.key, attempt: a.attempt });
-          byKey.set(`${ctx.runId}\u0000${a.key}`, a);
-        }
-      }
-      if (held.length === 0 && this.active === 0) return;
+      if (!this.holdsAttempts() && this.active === 0) return;
       try {
         await this.clock.sleep(this.leaseMs / 3, this.idleCtl.signal);
       } catch {
         return;
       }
-      if (held.length === 0) continue;
-      try {
-        // in the store's clock (the database's on PostgreSQL), like every lease comparison
-        const lost = await this.track(this.store.renewLeases(this.id, this.storeNow() + this.leaseMs, held));
-        for (const l of lost) {
-          const a = byKey.get(`${l.runId}\u0000${l.phase}`);
-          // a task claimed in this very transaction may not show as running in the store yet: only stop attempts that started before
-          if (a && !a.settled && a.attempt === l.attempt) {
-            const ctx = this.runs.get(l.runId);
-            const p = ctx?.state.phases.get(l.phase);
-            if (!p || p.status !== 'running' || p.leaseOwner !== this.id || p.attempts !== l.attempt) a.abort(new StopSignal('the lease was lost', true));
-            // this worker's state says it still holds the task: the state is behind the store (another worker
-            // took the task over while renewals failed, or the claim is not visible yet); pull it, and
-            // reconcile() stops the attempt if the task moved on
-            else if (ctx) this.note(ctx, { kind: 'tick' });
-          }
-        }
-      } catch (e) {
-        // the store is unreachable for now: keep running; if it stays so, leases expire and others take over
-        this.storeTrouble(e);
-      }
+      // the attempts running now, in a call of its own: what the loop waits with keeps no attempt that ended
+      await this.renew();
     }
   }
+
+  private holdsAttempts(): boolean {
+    for (const ctx of this.runs.values()) for (const a of ctx.attempts.values()) if (a.suspendedOn === undefined) return true;
+    return false;
+  }
+
+  private async renew(): Promise<void> {
+    const held: { runId: string; phase: string; attempt: number }[] = [];
+    const byKey = new Map<string, Attempt>();
+    for (const ctx of this.runs.values()) {
+      for (const a of ctx.attempts.values()) {
+        if (a.suspendedOn !== undefined) continue;
+        held.push({ runId: ctx.runId, phase: a.key, attempt: a.attempt });
+        byKey.set(`${ctx.runId}\u0000${a.key}`, a);
+      }
+    }
+    if (held.length === 0) return;
+    try {
+      // in the store's clock (the database's on PostgreSQL), like every lease comparison
+      const lost = await this.track(this.store.renewLeases(this.id, this.storeNow() + this.leaseMs, held));
+      for (const l of lost) {
+        const a = byKey.get(`${l.runId}\u0000${l.phase}`);
+        // a task claimed in this very transaction may not show as running in the store yet: only stop attempts that started before
+        if (a && !a.settled && a.attempt === l.attempt) {
+          const ctx = this.runs.get(l.runId);
+          const p = ctx?.state.phases.get(l.phase);
+          if (!p || p.status !== 'running' || p.leaseOwner !== this.id || p.attempts !== l.attempt) a.abort(new StopSignal('the lease was lost', true));
+          // this worker's state says it still holds the task: the state is behind the store (another worker
+          // took the task over while renewals failed, or the claim is not visible yet); pull it, and
+          // reconcile() stops the attempt if the task moved on
+          else if (ctx) this.note(ctx, { kind: 'tick' });
+        }
+      }
+    } catch (e) {
+      // the store is unreachable for now: keep running; if it stays so, leases expire and others take over
+      this.storeTrouble(e);
+    }
+  }
+
 
   // ---- AttemptHost ------------------------------------------------------------------------------
 

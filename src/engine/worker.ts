@@ -180,28 +180,7 @@ export class Worker extends WorkerAttempts {
     while (!this.closed && this.crashed === undefined) {
       // a store that answers in microtasks (memory) must not starve timers and I/O: yield now and then
       if (++busyTurns % 16 === 0) await new Promise<void>((r) => setImmediate(r));
-      let did = false;
-      // runs due now: those this worker holds current go together in one fast commit, the others one by one
-      const fast: RunCtx[] = [];
-      const slow: RunCtx[] = [];
-      const due = this.storeNow();
-      for (const ctx of this.runs.values()) {
-        if (ctx.ended || this.dueAt(ctx) > due) continue;
-        if (fast.length < BATCH_RUNS && this.fastPath(ctx)) fast.push(ctx);
-        else slow.push(ctx);
-      }
-      if (fast.length > 0) {
-        await this.flushMany(fast);
-        did = true;
-      }
-      for (const ctx of slow) {
-        if (this.crashed !== undefined || this.closed) break;
-        if (ctx.ended || this.runs.get(ctx.runId) !== ctx) continue;
-        if (this.dueAt(ctx) <= this.storeNow()) {
-          await this.flush(ctx);
-          did = true;
-        }
-      }
+      let did = await this.commitDue();
       if (this.crashed !== undefined || this.closed) break;
       this.checkDeadOwners();
       const now = this.storeNow();
@@ -220,6 +199,36 @@ export class Worker extends WorkerAttempts {
       if (this.crashed !== undefined) ctx.reject(this.crashed);
       else if (!ctx.ended) ctx.reject(new BatonError('internal', `the worker stopped before run ${ctx.runId} ended`));
     }
+  }
+
+  /**
+   * Commits the runs due now: those this worker holds current go together in one fast commit, the
+   * others one by one. Whether any was. (A method of its own: the loop's frame, which waits in idle()
+   * for as long as nothing happens, keeps no run it went through, ended runs included.)
+   */
+  private async commitDue(): Promise<boolean> {
+    let did = false;
+    const fast: RunCtx[] = [];
+    const slow: RunCtx[] = [];
+    const due = this.storeNow();
+    for (const ctx of this.runs.values()) {
+      if (ctx.ended || this.dueAt(ctx) > due) continue;
+      if (fast.length < BATCH_RUNS && this.fastPath(ctx)) fast.push(ctx);
+      else slow.push(ctx);
+    }
+    if (fast.length > 0) {
+      await this.flushMany(fast);
+      did = true;
+    }
+    for (const ctx of slow) {
+      if (this.crashed !== undefined || this.closed) break;
+      if (ctx.ended || this.runs.get(ctx.runId) !== ctx) continue;
+      if (this.dueAt(ctx) <= this.storeNow()) {
+        await this.flush(ctx);
+        did = true;
+      }
+    }
+    return did;
   }
 
   protected override claimant(ctx: RunCtx): Claimant {
