@@ -21,7 +21,7 @@ export interface RunOptions<W extends WorkflowTypes = AnyWorkflow> extends Omit<
 
 /** Runs a workflow to its end and resolves to the run result (it rejects only on faults, never on a failed run). */
 export async function runWorkflow<W extends WorkflowTypes = AnyWorkflow>(spec: WorkflowSpec | WorkflowModel, opts: RunOptions<W> = {}): Promise<RunResult> {
-  const { runId, trigger, initialState, timeoutMs, autoApprove, bindings, path, cwd, signal, store, traceparent, ...engineOptions } = opts;
+  const { runId, trigger, initialState, timeoutMs, autoApprove, bindings, path, cwd, workspace, signal, store, traceparent, keepEvents, detach: _detach, ...engineOptions } = opts;
   const engine = createEngine<W>({ ...engineOptions, store: store ?? new MemoryStore() });
   try {
     return await engine.run(spec, {
@@ -33,7 +33,9 @@ export async function runWorkflow<W extends WorkflowTypes = AnyWorkflow>(spec: W
       ...(bindings !== undefined ? { bindings } : {}),
       ...(path !== undefined ? { path } : {}),
       ...(cwd !== undefined ? { cwd } : {}),
+      ...(workspace !== undefined ? { workspace } : {}),
       ...(signal !== undefined ? { signal } : {}),
+      ...(keepEvents !== undefined ? { keepEvents } : {}),
       ...(traceparent !== undefined ? { traceparent } : {}),
     });
   } finally {

@@ -150,6 +150,10 @@ describe('wiring (RFC-0024 §3.2)', () => {
       await e.close();
       await store.close();
     }
+    // the one-call form passes it on
+    const one = await runWorkflow(PIPELINE, { agents, trigger: { topic: 't' }, keepEvents: false });
+    expect(one.status).toBe('completed');
+    expect(one.events).toEqual([]);
   });
 });
 
