@@ -198,12 +198,12 @@ export abstract class WorkerBase {
     }
   }
 
-  /** Now in the store's clock: this worker's clock corrected by the offset measured at the last commit. */
   /** The clock's monotonic time (durations: backoffs), in the time of its sleeps. */
   mono(): number {
     return this.clock.monotonic ? this.clock.monotonic() : this.clock.now();
   }
 
+  /** Now in the store's clock: this worker's clock corrected by the offset measured at the last commit. */
   storeNow(): number {
     return this.clock.now() + this.offset;
   }
