@@ -78,9 +78,17 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
       const agent = r.params['agent']!;
       if (!mayActAsAgent(r.principal, agent, remote.delegatesOf(agent))) throw forbidden(r, agent);
       const waitS = typeof r.query['wait'] === 'number' ? r.query['wait'] : DEFAULT_WAIT_S;
-      const t = await remote.claim(agent, (x) => mayActAsAgent(r.principal, agent, x.delegatedTo), waitS * 1000, r.c.req.raw.signal);
+      // a claim id is the agent's own: kept per agent, so a key of another agent cannot cancel it
+      const claimId = typeof r.body['claim_id'] === 'string' ? `${agent}\u0000${r.body['claim_id']}` : undefined;
+      const t = await remote.claim(agent, (x) => mayActAsAgent(r.principal, agent, x.delegatedTo), waitS * 1000, r.c.req.raw.signal, claimId);
       if (!t) return r.c.body(null, 204);
       return r.c.json(remote.view(t) as unknown as JsonObject);
+    },
+
+    cancelClaim: (r) => {
+      const agent = r.params['agent']!;
+      if (!mayActAsAgent(r.principal, agent, remote.delegatesOf(agent))) throw forbidden(r, agent);
+      return Promise.resolve(r.c.json(remote.cancelClaim(`${agent}\u0000${r.params['claim']!}`)));
     },
 
     heartbeatTask: (r) => {

@@ -71,7 +71,8 @@ export type EndStatus = 'completed' | 'failed' | 'released' | 'lost' | 'aborted'
 
 /** A parked attempt. */
 export interface RemoteTask {
-  readonly token: string;
+  /** Its fencing token; a new one when a claim whose answer was never read puts it back (unclaim). */
+  token: string;
   readonly agent: string;
   readonly ctx: AgentContext;
   readonly phase: PhaseModel;
@@ -79,6 +80,8 @@ export interface RemoteTask {
   readonly delegatedTo: readonly string[];
   state: 'queued' | 'claimed' | 'ended';
   lastBeat: number;
+  /** Whether its token came back since it was last claimed (then the claim's answer was read). */
+  touched?: boolean;
   inputs: InputSlot[];
   /** Open `/input` polls: the agent is waiting on a human, so a missing heartbeat is not a death. */
   polls: number;
@@ -110,6 +113,11 @@ export interface RemoteEngineSide {
 
 const COMMIT_WAIT_MS = 10_000;
 
+/** A task's fencing token (unguessable: it is the task's only credential besides the agent key). */
+function newToken(): string {
+  return `rt_${randomBytes(18).toString('base64url')}`;
+}
+
 export class RemoteAgents {
   readonly leaseMs: number;
   private readonly fixed: ReadonlySet<string>;
@@ -124,6 +132,10 @@ export class RemoteAgents {
   private readonly commits = new Map<string, ((status: string) => void)[]>();
   /** Agents that phases delegate to, per agent (from the workflows bound so far). */
   private readonly delegates = new Map<string, Set<string>>();
+  /** Long polls by claim id (the agent's own), to cancel; the tasks handed to recent claim ids; ids cancelled. */
+  private readonly polls = new Map<string, () => void>();
+  private readonly handed = new Map<string, RemoteTask>();
+  private readonly cancelled = new Set<string>();
   private engine: RemoteEngineSide | undefined;
   private observed = false;
   private closed = false;
@@ -197,7 +209,7 @@ export class RemoteAgents {
           return;
         }
         const task: RemoteTask = {
-          token: `rt_${randomBytes(18).toString('base64url')}`,
+          token: newToken(),
           agent,
           ctx,
           phase: pm,
@@ -244,12 +256,14 @@ export class RemoteAgents {
    * A claim: a queued task of `agent` that `may` allows, at once or within `waitMs` (undefined: none
    * came). `signal` ends the wait (the client went away).
    */
-  claim(agent: string, may: (t: RemoteTask) => boolean, waitMs: number, signal?: AbortSignal): Promise<RemoteTask | undefined> {
+  claim(agent: string, may: (t: RemoteTask) => boolean, waitMs: number, signal?: AbortSignal, claimId?: string): Promise<RemoteTask | undefined> {
+    if (claimId !== undefined && this.cancelled.has(claimId)) return Promise.resolve(undefined);
     const q = this.queues.get(agent) ?? [];
     const i = q.findIndex((t) => t.state === 'queued' && may(t));
     if (i >= 0) {
       const [t] = q.splice(i, 1);
       this.claimed(t!);
+      this.handedTo(claimId, t!);
       return Promise.resolve(t);
     }
     if (waitMs <= 0 || this.closed || signal?.aborted) return Promise.resolve(undefined);
@@ -259,6 +273,8 @@ export class RemoteAgents {
       const done = (t: RemoteTask | undefined): void => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', gone);
+        if (claimId !== undefined) this.polls.delete(claimId);
+        if (t) this.handedTo(claimId, t);
         resolve(t);
       };
       const waiter: Waiter = { may, take: done };
@@ -272,12 +288,46 @@ export class RemoteAgents {
       };
       const timer = setTimeout(gone, waitMs);
       signal?.addEventListener('abort', gone, { once: true });
+      if (claimId !== undefined) this.polls.set(claimId, gone);
       ws.push(waiter);
     });
   }
 
+  private handedTo(claimId: string | undefined, t: RemoteTask): void {
+    if (claimId === undefined) return;
+    this.handed.set(claimId, t);
+    if (this.handed.size > this.remember) this.handed.delete(this.handed.keys().next().value!);
+  }
+
+  /**
+   * A remote agent that stops cancels its long poll by the claim id it sent, after it gave up on the
+   * answer: a poll still waiting ends (204), a later claim with that id gets nothing, and a task handed
+   * to it whose token never came back goes back to the queue at once, the same attempt under a new token,
+   * rather than wait out a lease held by nobody. Whether a task was put back.
+   */
+  cancelClaim(claimId: string): { requeued: boolean } {
+    this.cancelled.add(claimId);
+    if (this.cancelled.size > this.remember) this.cancelled.delete(this.cancelled.values().next().value!);
+    this.polls.get(claimId)?.();
+    const t = this.handed.get(claimId);
+    this.handed.delete(claimId);
+    if (!t || t.state !== 'claimed' || t.touched) return { requeued: false };
+    clearTimeout(t.timer);
+    // the old token is told apart from the new one: a late use of it gets 409
+    this.live.delete(t.token);
+    this.ended.set(t.token, { runId: t.ctx.runId, phase: t.ctx.phase, attempt: t.ctx.attempt, agent: t.agent, delegatedTo: t.delegatedTo, status: 'released', reason: 'its claim was cancelled before the answer was read' });
+    if (this.ended.size > this.remember) this.ended.delete(this.ended.keys().next().value!);
+    t.token = newToken();
+    this.live.set(t.token, t);
+    t.state = 'queued';
+    this.held--;
+    this.offer(t);
+    return { requeued: true };
+  }
+
   private claimed(t: RemoteTask): void {
     t.state = 'claimed';
+    t.touched = false;
     this.held++;
     t.lastBeat = Date.now();
     this.watch(t);
@@ -328,7 +378,9 @@ export class RemoteAgents {
   /** Looks up a live token. */
   task(token: string): RemoteTask | undefined {
     const t = this.live.get(token);
-    return t && t.state === 'claimed' ? t : undefined;
+    if (!t || t.state !== 'claimed') return undefined;
+    t.touched = true;
+    return t;
   }
 
   endedTask(token: string): EndedTask | undefined {

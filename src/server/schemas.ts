@@ -164,11 +164,17 @@ const INPUT_BODY = {
 const COST_BODY = { type: 'object', additionalProperties: false, required: ['usd'], properties: { usd: { type: 'number', minimum: 0, maximum: 1e9 } } } as const satisfies Schema;
 const LOG_BODY = { type: 'object', additionalProperties: false, required: ['message'], properties: { message: { type: 'string', maxLength: 100_000 } } } as const satisfies Schema;
 const EMPTY_BODY = { type: 'object', additionalProperties: false, properties: {} } as const satisfies Schema;
+const CLAIM_ID = { type: 'string', pattern: '^[A-Za-z0-9_-]{8,64}$', description: 'an id the agent chose for this claim, to cancel it when it stops (POST /agents/{agent}/claims/{claim}/cancel)' } as const satisfies Schema;
+const CLAIM_BODY = { type: 'object', additionalProperties: false, properties: { claim_id: CLAIM_ID } } as const satisfies Schema;
 
 export const AGENT_ROUTES: readonly RouteSpec[] = [
   {
-    method: 'post', path: '/agents/{agent}/claim', operationId: 'claimTask', summary: 'a remote agent takes a task of its agent: waits up to `wait` seconds for one (204: none)', action: 'agent', params: AGENT_PARAM, query: WAIT_QUERY, body: EMPTY_BODY,
-    responses: { '200': { description: 'a claimed task', schema: REMOTE_TASK }, '204': { description: 'no task came within `wait`' }, ...ERRORS },
+    method: 'post', path: '/agents/{agent}/claim', operationId: 'claimTask', summary: 'a remote agent takes a task of its agent: waits up to `wait` seconds for one (204: none)', action: 'agent', params: AGENT_PARAM, query: WAIT_QUERY, body: CLAIM_BODY,
+    responses: { '200': { description: 'a claimed task', schema: REMOTE_TASK }, '204': { description: 'no task came within `wait` (or the claim was cancelled)' }, ...ERRORS },
+  },
+  {
+    method: 'post', path: '/agents/{agent}/claims/{claim}/cancel', operationId: 'cancelClaim', summary: 'an agent that stops gives up a claim it sent with `claim_id`: a poll still waiting ends, a task handed to it but never used goes back to the queue at once', action: 'agent', params: { ...AGENT_PARAM, claim: CLAIM_ID }, body: EMPTY_BODY,
+    responses: { '200': { description: '{"requeued": boolean}: whether a task handed to the claim went back to the queue', schema: OBJ }, ...ERRORS },
   },
   { method: 'post', path: '/tasks/{token}/heartbeat', operationId: 'heartbeatTask', summary: 'the remote agent is alive: renews its hold; says whether the attempt was cancelled or lost', action: 'agent', params: TOKEN_PARAM, body: EMPTY_BODY, responses: { '200': { description: '{"status", "cancelled", "reason"?, "lease_expires_at"?}', schema: OBJ }, ...TASK_ERRORS } },
   {
