@@ -82,6 +82,8 @@ export interface RemoteTask {
   lastBeat: number;
   /** Whether its token came back since it was last claimed (then the claim's answer was read). */
   touched?: boolean;
+  /** The claim id it was handed to, while its token has not come back (RemoteAgents.cancelClaim). */
+  claimId?: string | undefined;
   inputs: InputSlot[];
   /** Open `/input` polls: the agent is waiting on a human, so a missing heartbeat is not a death. */
   polls: number;
@@ -293,10 +295,18 @@ export class RemoteAgents {
     });
   }
 
+  /** Kept only until the task's token comes back or the task ends (forgetHanded): the map holds no done work. */
   private handedTo(claimId: string | undefined, t: RemoteTask): void {
     if (claimId === undefined) return;
+    t.claimId = claimId;
     this.handed.set(claimId, t);
     if (this.handed.size > this.remember) this.handed.delete(this.handed.keys().next().value!);
+  }
+
+  private forgetHanded(t: RemoteTask): void {
+    if (t.claimId === undefined) return;
+    if (this.handed.get(t.claimId) === t) this.handed.delete(t.claimId);
+    t.claimId = undefined;
   }
 
   /**
@@ -311,6 +321,7 @@ export class RemoteAgents {
     this.polls.get(claimId)?.();
     const t = this.handed.get(claimId);
     this.handed.delete(claimId);
+    if (t) t.claimId = undefined;
     if (!t || t.state !== 'claimed' || t.touched) return { requeued: false };
     clearTimeout(t.timer);
     // the old token is told apart from the new one: a late use of it gets 409
@@ -380,6 +391,7 @@ export class RemoteAgents {
     const t = this.live.get(token);
     if (!t || t.state !== 'claimed') return undefined;
     t.touched = true;
+    this.forgetHanded(t);
     return t;
   }
 
@@ -434,6 +446,7 @@ export class RemoteAgents {
 
   private retire(t: RemoteTask, status: EndStatus, reason: string): void {
     if (t.state === 'ended') return;
+    this.forgetHanded(t);
     const wasQueued = t.state === 'queued';
     if (t.state === 'claimed') this.held--;
     t.state = 'ended';
@@ -521,12 +534,12 @@ export class RemoteAgents {
   }
 
   /** What the hub holds now (tests check it drains: nothing is kept per task once it ended, but the bounded list of ended tokens). */
-  stats(): { live: number; queued: number; waitingClaims: number; commitWaits: number; ended: number } {
+  stats(): { live: number; queued: number; waitingClaims: number; commitWaits: number; ended: number; handedClaims: number } {
     let queued = 0;
     for (const q of this.queues.values()) queued += q.length;
     let waitingClaims = 0;
     for (const w of this.waiters.values()) waitingClaims += w.length;
-    return { live: this.live.size, queued, waitingClaims, commitWaits: this.commits.size, ended: this.ended.size };
+    return { live: this.live.size, queued, waitingClaims, commitWaits: this.commits.size, ended: this.ended.size, handedClaims: this.handed.size };
   }
 
   /** Ends the waiting claims (the server closes). Parked attempts stay: the worker's stop hands them back. */

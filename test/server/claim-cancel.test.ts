@@ -110,6 +110,20 @@ describe.each(['memory', 'sqlite'] as const)('claim ids and their cancel (%s)', 
     }
   });
 
+  test('the server keeps a claim id only until its task is used or ends: 50 tasks done through claim ids leave none', async () => {
+    const agent = createRemoteAgent({ url: server.url, key: QKEY, agent: 'q', waitS: 20, concurrency: 4, handler: () => ({ i: 5 }) });
+    try {
+      const runs = await Promise.all(Array.from({ length: 50 }, () => start()));
+      await until(() => runs.every((id) => remote.stats().live === 0 && id !== ''));
+      for (const id of runs) {
+        for (let i = 0; i < 500 && !(await store.events(id)).some((e) => e.type === 'run.completed'); i++) await new Promise((r) => setTimeout(r, 10));
+      }
+    } finally {
+      await agent.stop(0);
+    }
+    expect(remote.stats()).toMatchObject({ live: 0, waitingClaims: 0, handedClaims: 0 });
+  });
+
   test('a claim id that is not one is a 400', async () => {
     expect((await claim('no')).status).toBe(400);
     expect((await claim('has spaces in it')).status).toBe(400);
