@@ -467,15 +467,22 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     for (const e of events) on(e, state);
   }
 
-  /** Continues a stored run (after a crash, or a wait) until it ends. */
-  async resume(runId: string, signal?: AbortSignal, opts: DriveOptions = {}): Promise<RunResult> {
+  /**
+   * Continues a stored run (after a crash, or a wait) until it ends. `signal` cancels the run when it
+   * aborts; the options may come in its place (`resume(id, {keepEvents: false})`).
+   */
+  async resume(runId: string, signal?: AbortSignal | DriveOptions, opts: DriveOptions = {}): Promise<RunResult> {
     const record = await this.store.run(runId);
     if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
     return this.drive(runId, signal, opts);
   }
 
-  /** Drives a stored run (started by `start` or `rerun`, or left by a crash) until it ends. */
-  drive(runId: string, signal?: AbortSignal, opts: DriveOptions = {}): Promise<RunResult> {
+  /** Drives a stored run (started by `start` or `rerun`, or left by a crash) until it ends; the options may come in the signal's place. */
+  drive(runId: string, signal?: AbortSignal | DriveOptions, opts: DriveOptions = {}): Promise<RunResult> {
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      opts = { ...signal, ...opts };
+      signal = undefined;
+    }
     const p = this.driveRun(runId, signal, opts.keepEvents ?? true);
     // close() ends the drive of an unfinished run with a rejection: a caller that awaits it after close() sees it, not an unhandled rejection
     p.catch(() => undefined);

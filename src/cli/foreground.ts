@@ -166,15 +166,38 @@ export function summary(r: RunResult, color: boolean, warnings: readonly RunEven
   // phases are counted as phases: a fan-out's items (`phase[index]`) are counted under their phase
   const counts = new Map<string, number>();
   const items = new Map<string, Map<string, number>>();
+  // a fan-out phase's settled items may be counted only (a result without its event log): its counts
+  // are the truth, the items listed one by one add the statuses counts do not tell (partial, unsettled)
+  const whole = new Map<string, Map<string, number>>();
   for (const [name, p] of Object.entries(r.phases)) {
     const item = parseItemKey(name);
     if (!item) {
       counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
       continue;
     }
-    let m = items.get(item.parent);
-    if (!m) items.set(item.parent, (m = new Map<string, number>()));
+    let m = whole.get(item.parent);
+    if (!m) whole.set(item.parent, (m = new Map<string, number>()));
     m.set(p.status, (m.get(p.status) ?? 0) + 1);
+  }
+  for (const [name, p] of Object.entries(r.phases)) {
+    if (parseItemKey(name)) continue;
+    const listed = whole.get(name);
+    if (!p.items) {
+      if (listed) items.set(name, listed);
+      continue;
+    }
+    const partial = listed?.get('partial') ?? 0;
+    const m = new Map<string, number>();
+    const put = (s: string, n: number): void => {
+      if (n > 0) m.set(s, n);
+    };
+    put('completed', p.items.completed - partial);
+    put('partial', partial);
+    put('failed', p.items.failed);
+    put('skipped', p.items.skipped);
+    put('cancelled', p.items.cancelled);
+    for (const [s, n] of listed ?? []) if (!m.has(s) && !['completed', 'partial', 'failed', 'skipped', 'cancelled'].includes(s)) m.set(s, n);
+    if (m.size > 0) items.set(name, m);
   }
   const status = r.status === 'completed' ? c.green(c.bold('completed')) : c.red(c.bold(r.status));
   const lines = [`\nrun ${r.runId} ${status} in ${(r.duration_ms / 1000).toFixed(2)} s: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}${r.cost_usd > 0 ? `; cost $${r.cost_usd}` : ''}`];

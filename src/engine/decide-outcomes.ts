@@ -9,7 +9,7 @@ import { BudgetExceededError } from './errors.js';
 import type { FailureRecord } from './events.js';
 import { contractOfPhase } from './plan.js';
 import { backoffDelay, isRetryable } from './retry.js';
-import type { PhaseState } from './state.js';
+import { foldedItem, taskIdFor, type PhaseState } from './state.js';
 import type { Fact } from './decide-types.js';
 import { emit, model, openGate, type Ctx } from './decide-context.js';
 import { stop, terminal } from './decide-settle.js';
@@ -18,7 +18,12 @@ import { stop, terminal } from './decide-settle.js';
 
 export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): void {
   const p = ctx.state.phases.get(f.phase);
-  if (!p) return;
+  if (!p) {
+    // an item folded out of the state has settled: a late outcome is recorded, as for any settled task
+    const folded = foldedItem(ctx.state, f.phase);
+    if (folded) emit(ctx, { type: 'task.stale_outcome', phase: f.phase, task_id: taskIdFor(ctx.state.runId, f.phase), attempt: f.attempt, worker: f.worker, reason: `the task is ${folded.fan.done![folded.index] === null ? 'skipped' : 'completed'}`, outcome: f.outcome.ok ? 'completed' : 'failed' });
+    return;
+  }
   const stale = p.status !== 'running' ? `the task is ${p.status}` : p.attempts !== f.attempt ? `attempt ${p.attempts} replaced it` : p.leaseOwner !== undefined && p.leaseOwner !== f.worker ? `its lease passed to ${p.leaseOwner}` : undefined;
   if (stale !== undefined) {
     emit(ctx, { type: 'task.stale_outcome', phase: f.phase, task_id: p.taskId, attempt: f.attempt, worker: f.worker, reason: stale, outcome: f.outcome.ok ? 'completed' : 'failed' });

@@ -288,7 +288,7 @@ export function toleratedOf(t: ToleratedFailures, count: number): number {
  */
 export function itemSettled(ctx: Ctx, key: string): void {
   const { state } = ctx;
-  const item = state.phases.get(key)?.item;
+  const item = parseItemKey(key);
   if (!item || state.status !== 'running') return;
   const name = item.parent;
   const p = state.phases.get(name)!;
@@ -335,11 +335,13 @@ function finish(ctx: Ctx, name: string): void {
   const declared = pm.outputs !== undefined;
   const seen = new Set(keys);
   const outs: (JsonObject | undefined)[] = new Array<JsonObject | undefined>(fan.count);
-  let cost = 0;
+  let cost = fan.doneCost;
   for (let i = 0; i < fan.count; i++) {
-    const q = state.phases.get(itemKey(name, i));
+    // an item folded out of the state (compactItems) left its output, or null when it was skipped
+    const d = fan.done?.[i];
+    const q = d === undefined ? state.phases.get(itemKey(name, i)) : undefined;
     cost += q?.costUsd ?? 0;
-    const o = q?.status === 'completed' ? q.output : undefined;
+    const o = d !== undefined ? (d ?? undefined) : q?.status === 'completed' ? q.output : undefined;
     outs[i] = o;
     // without declared outputs, every key any item returned is gathered (first seen, first)
     if (!declared && o) {

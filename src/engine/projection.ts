@@ -38,6 +38,7 @@ export function runUpdate(state: RunState, now: number): RunUpdate {
 
 export function buildCommit(plan: Plan, state: RunState, events: RunEvent[], touched: Iterable<string>, now: number, expect?: LeaseExpectation[]): Commit {
   const tasks: TaskRow[] = [];
-  for (const name of touched) tasks.push(taskRow(plan, state, name, now));
+  // a folded item (compactItems) has settled: its row was written when it did
+  for (const name of touched) if (state.phases.has(name)) tasks.push(taskRow(plan, state, name, now));
   return { events, run: runUpdate(state, now), tasks, ...(expect && expect.length > 0 ? { expect } : {}) };
 }

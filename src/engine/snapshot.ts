@@ -16,7 +16,7 @@ import type { RunStore } from './ports.js';
 import { applyEvent, replay, type RunState } from './state.js';
 
 /** The shape of the state a snapshot holds; a snapshot of another format is ignored. */
-export const SNAPSHOT_FORMAT = 1;
+export const SNAPSHOT_FORMAT = 2;
 
 /** A run's state as stored: `replay(events with seq <= seq)`, encoded. */
 export interface StoredSnapshot {
@@ -54,7 +54,7 @@ export const SNAPSHOT_EVENTS_PER_TASK = 3;
  */
 export function snapshotDue(state: RunState, lastSeq: number, every: number): boolean {
   const since = state.seq - lastSeq;
-  return since >= every && since >= SNAPSHOT_EVENTS_PER_TASK * state.phases.size;
+  return since >= every && since >= SNAPSHOT_EVENTS_PER_TASK * (state.phases.size + state.compacted);
 }
 
 /**

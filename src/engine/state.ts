@@ -72,6 +72,14 @@ export interface FanState {
   failed: number;
   skipped: number;
   cancelled: number;
+  /**
+   * Items folded out of `RunState.phases` once settled (compactItems): a completed item's output, or
+   * null for a skipped one, by index; a hole for an item still in `phases` or not opened. Undefined
+   * until the first item is folded.
+   */
+  done: (JsonObject | null | undefined)[] | undefined;
+  /** The cost of the folded items. */
+  doneCost: number;
 }
 
 /** The task key of a fan-out item: `phase[index]` (a phase name cannot end in `[N]`, see compile.ts). */
@@ -161,6 +169,17 @@ export interface RunState {
    * Derived data: replaying the same events with the same graph gives the same counters.
    */
   graph: { dependents: ReadonlyMap<string, readonly string[]>; remaining: Map<string, number>; assign: ReadonlyMap<string, string> | undefined } | undefined;
+  /**
+   * Fold settled fan-out items out of `phases` (compactItems): a worker that keeps no event log
+   * holds per item only its output, so that a fan of 100,000 items costs the memory of its gathered
+   * output, not of 100,000 task states. Every decision reads folded and unfolded items alike; an
+   * inspection (replay) never folds.
+   */
+  compactItems: boolean;
+  /** Items that settled (completed or skipped) since the last compactItems(), to fold. */
+  settledItems: string[];
+  /** Items folded so far. */
+  compacted: number;
 }
 
 export function newPhaseState(taskId: string): PhaseState {
@@ -226,6 +245,9 @@ export function initialState(runId: string): RunState {
     open: 0,
     firstFailure: undefined,
     graph: undefined,
+    compactItems: false,
+    settledItems: [],
+    compacted: 0,
   };
 }
 
@@ -263,7 +285,55 @@ function phaseOf(state: RunState, name: string, taskId: string): PhaseState {
 }
 
 function advanceNext(state: RunState, parent: string, fan: FanState): void {
-  while (fan.next < fan.count && state.phases.has(itemKey(parent, fan.next))) fan.next++;
+  while (fan.next < fan.count && (fan.done?.[fan.next] !== undefined || state.phases.has(itemKey(parent, fan.next)))) fan.next++;
+}
+
+/** The fan of a folded item key (compactItems), or undefined when the key is not a folded item. */
+export function foldedItem(state: RunState, name: string): { fan: FanState; index: number; parent: PhaseState } | undefined {
+  if (state.compacted === 0) return undefined;
+  const item = parseItemKey(name);
+  if (!item) return undefined;
+  const parent = state.phases.get(item.parent);
+  const fan = parent?.fan;
+  if (!fan?.done || fan.done[item.index] === undefined) return undefined;
+  return { fan, index: item.index, parent: parent! };
+}
+
+/**
+ * Folds the items that settled since the last call out of `phases` (a completed item keeps its output,
+ * a skipped one a null slot). Between decisions only: a decision reads the item it settles. Items
+ * with a partial result, failed or cancelled items stay whole (they are few, and shown one by one).
+ */
+export function compactItems(state: RunState): void {
+  const keys = state.settledItems;
+  if (keys.length === 0) return;
+  state.settledItems = [];
+  for (const key of keys) {
+    const p = state.phases.get(key);
+    if (!p?.item) continue;
+    const fan = state.phases.get(p.item.parent)?.fan;
+    if (!fan || p.item.index >= fan.count) continue;
+    let slot: JsonObject | null;
+    if (p.status === 'completed' && !p.partial && p.output !== undefined) slot = p.output;
+    else if (p.status === 'skipped') slot = null;
+    else continue;
+    fan.done ??= new Array<JsonObject | null | undefined>(fan.count);
+    fan.done[p.item.index] = slot;
+    fan.doneCost += p.costUsd;
+    state.phases.delete(key);
+    state.compacted++;
+  }
+}
+
+/** Turns folding on for a state (a worker that keeps no event log) and folds what has already settled. */
+export function startCompacting(state: RunState): void {
+  if (state.compactItems) {
+    compactItems(state);
+    return;
+  }
+  state.compactItems = true;
+  for (const [name, p] of state.phases) if (p.item && (p.status === 'completed' || p.status === 'skipped')) state.settledItems.push(name);
+  compactItems(state);
 }
 
 function countItem(fan: FanState, s: TaskStatus, by: number): void {
@@ -295,6 +365,7 @@ function setStatus(state: RunState, name: string, p: PhaseState, s: TaskStatus):
         fan.active--;
         countItem(fan, s, 1);
       }
+      if (state.compactItems && (s === 'completed' || s === 'skipped')) state.settledItems.push(name);
     }
     const g = state.graph;
     if (g) for (const d of g.dependents.get(name) ?? []) g.remaining.set(d, (g.remaining.get(d) ?? 1) - 1);
@@ -320,6 +391,18 @@ function markWait(state: RunState, name: string, p: PhaseState): void {
 /** Applies one event in place. Events must arrive in `seq` order. */
 export function applyEvent(state: RunState, e: RunEvent): void {
   state.seq = e.seq;
+  // an event about a folded item (compactItems) changes nothing but costs: the item has settled
+  if (state.compacted > 0 && 'phase' in e && typeof e.phase === 'string' && e.type.startsWith('task.')) {
+    const f = foldedItem(state, e.phase);
+    if (f) {
+      if (e.type === 'task.cost') {
+        state.costUsd = e.run_total_usd;
+        f.parent.costUsd += e.usd;
+        f.fan.doneCost += e.usd;
+      }
+      return;
+    }
+  }
   switch (e.type) {
     case 'run.started':
       state.runId = e.run_id;
@@ -390,12 +473,14 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     }
     case 'task.fanned_out': {
       const p = phaseOf(state, e.phase, e.task_id);
-      const fan: FanState = { count: e.items, next: 0, active: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 };
+      const fan: FanState = { count: e.items, next: 0, active: 0, completed: 0, failed: 0, skipped: 0, cancelled: 0, done: undefined, doneCost: 0 };
       // items recorded before the fan (reused by `baton rerun --failed-items`) count from the start
-      for (const q of state.phases.values()) {
+      for (const [name, q] of state.phases) {
         if (q.item?.parent !== e.phase || q.item.index >= e.items) continue;
-        if (TERMINAL.has(q.status)) countItem(fan, q.status, 1);
-        else fan.active++;
+        if (TERMINAL.has(q.status)) {
+          countItem(fan, q.status, 1);
+          if (state.compactItems && (q.status === 'completed' || q.status === 'skipped')) state.settledItems.push(name);
+        } else fan.active++;
       }
       p.fan = fan;
       advanceNext(state, e.phase, fan);
@@ -637,6 +722,12 @@ export interface PhaseResult {
   reused_from?: string;
   started_at?: number;
   ended_at?: number;
+  /**
+   * A fan-out phase (`for_each`) once its items are known: how many, and how many settled each way.
+   * A result that keeps no event log (`keepEvents: false`) lists only the items still whole (failed,
+   * cancelled, partial, unfinished); the rest are counted here and their outputs are in `output`.
+   */
+  items?: { count: number; completed: number; failed: number; skipped: number; cancelled: number };
 }
 
 export interface GateResult {
@@ -723,6 +814,7 @@ export function toResult(state: RunState, events: RunEvent[]): RunResult {
       ...(p.reusedFrom !== undefined ? { reused_from: p.reusedFrom } : {}),
       ...(p.startedAt !== undefined ? { started_at: p.startedAt } : {}),
       ...(p.endedAt !== undefined ? { ended_at: p.endedAt } : {}),
+      ...(p.fan ? { items: { count: p.fan.count, completed: p.fan.completed, failed: p.fan.failed, skipped: p.fan.skipped, cancelled: p.fan.cancelled } } : {}),
     };
   }
   const ended = state.endedAt ?? (events.length > 0 ? events[events.length - 1]!.at : state.startedAt);

@@ -17,7 +17,7 @@ import { planOf, withContracts, type Plan } from './plan.js';
 import type { RunRecord, RunStore } from './ports.js';
 import type { Telemetry } from './telemetry.js';
 import { DecisionError, isFault, newWorkerId, ownerIsDeadOnThisHost, monotonicNow } from './worker-support.js';
-import { applyEvent, attachGraph, replay, toResult, type RunResult, type RunState } from './state.js';
+import { applyEvent, attachGraph, replay, startCompacting, toResult, type RunResult, type RunState } from './state.js';
 import { loadState, snapshotDue, snapshotOf } from './snapshot.js';
 
 export const DEFAULT_CONCURRENCY = 32;
@@ -393,6 +393,8 @@ export abstract class WorkerBase {
     const { state, events, snapshotSeq } = read;
     const plan = bound.contracts ? withContracts(planOf(bound.model), bound.contracts) : planOf(bound.model);
     attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
+    // a run whose log is not kept keeps no settled fan-out item whole either (memory flat in the item count)
+    if (!keepEvents) startCompacting(state);
     let resolve!: (r: RunResult) => void;
     let reject!: (e: unknown) => void;
     const done = new Promise<RunResult>((res, rej) => {

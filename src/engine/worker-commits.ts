@@ -12,7 +12,7 @@ import type { RunEvent } from './events.js';
 import type { BatchCommit, BatchResult, LeaseExpectation } from './ports.js';
 import { buildCommit } from './projection.js';
 import { backoff, DecisionError, isFault } from './worker-support.js';
-import { applyEvent, attachGraph, toResult } from './state.js';
+import { applyEvent, attachGraph, compactItems, startCompacting, toResult } from './state.js';
 import { WorkerBase, type RunCtx } from './worker-base.js';
 
 export abstract class WorkerCommits extends WorkerBase {
@@ -255,6 +255,8 @@ export abstract class WorkerCommits extends WorkerBase {
       if (this.crashed !== undefined) break;
       this.start(ctx, c);
     }
+    // settled items are folded out of the state between decisions (a worker that keeps no event log)
+    if (ctx.state.settledItems.length > 0) compactItems(ctx.state);
     if (ctx.state.status !== 'running') this.end(ctx);
     else {
       // a commit may bring another process's claims (its commit landed after this worker read the run, even
@@ -316,6 +318,7 @@ export abstract class WorkerCommits extends WorkerBase {
     }
     const state = read.state;
     attachGraph(state, ctx.plan.dependsOn, ctx.plan.dependents, ctx.plan.assign);
+    if (ctx.events === undefined) startCompacting(state);
     ctx.state = state;
     ctx.stale = false;
     ctx.snapshotSeq = Math.max(ctx.snapshotSeq, read.snapshotSeq);

@@ -20,7 +20,7 @@ import type { Fact, FactResult } from './decide.js';
 import { nextClaim, nextLeaseLook, nextTimer, type Claimant } from './due.js';
 import type { RunRecord } from './ports.js';
 import { monotonicNow, thisHostPrefix } from './worker-support.js';
-import { toResult, type RunResult } from './state.js';
+import { replay, toResult, type RunResult } from './state.js';
 import type { FaultPoint, RunCtx } from './worker-base.js';
 import { WorkerAttempts } from './worker-attempts.js';
 
@@ -59,7 +59,11 @@ export class Worker extends WorkerAttempts {
     const r = await ctx.done;
     if (!keepEvents) return r.events.length === 0 ? r : { ...r, events: [] };
     // a run this worker first took up while serving keeps no event list: read it from the store
-    if (ctx.events === undefined) return toResult(ctx.state, (await this.store.events(runId)).slice(0, ctx.state.seq));
+    if (ctx.events === undefined) {
+      const events = (await this.store.events(runId)).slice(0, ctx.state.seq);
+      // its settled fan-out items were folded out of the state: the result lists them all, from the log
+      return toResult(ctx.state.compacted > 0 ? replay(runId, events) : ctx.state, events);
+    }
     return r;
   }
 

@@ -72,6 +72,7 @@ export const FANOUT_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promi
   fanOutItemRetry: (m) => fanOutItemRetry(m),
   fanOutCrashEverywhere: (m) => fanOutCrashEverywhere(m),
   fanOutRerunFailedItems: (m) => fanOutRerunFailedItems(m),
+  fanOutFolded: (m) => fanOutFolded(m),
 };
 
 async function check(store: RunStore, r: RunResult): Promise<void> {
@@ -276,4 +277,76 @@ export async function fanOutRerunFailedItems(makeStore: StoreFactory): Promise<v
   expect(reran.length + completedFirst.length + 1).toBe(7);
   expect(ranFirst).toBeGreaterThan(0);
   await expectReplays(store, r);
+}
+
+/**
+ * A run that keeps no event log (`keepEvents: false`, as `baton run` and serving workers drive runs)
+ * folds settled items out of its state: it holds the items in flight, not one state per item, and
+ * gives the same outputs; its result counts the settled items and lists the failed ones. A crash
+ * mid-fan is resumed by such a run too, without running a completed item again.
+ */
+export async function fanOutFolded(makeStore: StoreFactory): Promise<void> {
+  const n = 60;
+  const model = fanWorkflow('max_parallel: 3\n    tolerated_failures: 2', 'skip_when: "$item.words == 0"');
+  const fails = (ctx: AgentContext) => ctx.item!.index === 4 || ctx.item!.index === 8;
+  const reference = await (async () => {
+    const store = await makeStore();
+    const clock = new ManualClock(0);
+    const e = engineOn(store, clock, fanAgents(newLog(), fails), { concurrency: 4 });
+    const r = await withClock(clock, e.run(model, { trigger: { n } }));
+    await e.close();
+    return r;
+  })();
+  expect(reference.status).toBe('completed');
+  expect(reference.phases['draft[1]']).toMatchObject({ status: 'completed' });
+
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  let widest = 0;
+  const e = engineOn(store, clock, fanAgents(newLog(), fails), { concurrency: 4, onEvent: (_, state) => (widest = Math.max(widest, state.phases.size)) });
+  const r = await withClock(clock, e.run(model, { runId: 'folded', trigger: { n }, keepEvents: false }));
+  expect(r.status).toBe('completed');
+  expect(r.phases['draft']!.output).toEqual(reference.phases['draft']!.output);
+  expect(r.phases['assemble']!.output).toEqual(reference.phases['assemble']!.output);
+  // 20 sections have no words (skipped), 2 items fail (tolerated), 38 complete
+  expect(r.phases['draft']!.items).toEqual({ count: n, completed: 38, failed: 2, skipped: 20, cancelled: 0 });
+  expect(reference.phases['draft']!.items).toEqual(r.phases['draft']!.items);
+  expect(r.phases['draft[4]']).toMatchObject({ status: 'failed', error: { code: 'DraftFailed' } });
+  expect(r.phases['draft[1]']).toBeUndefined();
+  expect(r.phases['draft[0]']).toBeUndefined();
+  // three phases, a window of three items and the two failed ones (and the step that folds them): never one state per item
+  expect(widest).toBeLessThan(15);
+  // an inspection reads the whole log: every item is there
+  const seen = await e.inspect('folded');
+  expect(seen.result.phases['draft[1]']).toMatchObject({ status: 'completed', output: { text: '1:s1' } });
+  expect(seen.result.phases['draft[0]']).toMatchObject({ status: 'skipped' });
+  await expectReplays(store, seen.result);
+  await e.close();
+
+  // a crash after some items committed, resumed by a worker that folds (from the log, or a folded snapshot)
+  for (const hit of [5, 12]) {
+    const s2 = await makeStore();
+    const c2 = new ManualClock(1_000_000);
+    const logA = newLog();
+    const runId = `folded-crash-${hit}`;
+    const a = engineOn(s2, c2, fanAgents(logA, fails), { workerId: 'A', faults: { at: 'flush.after-commit', hit }, isOwnerDead: () => false, concurrency: 4, snapshotEvery: 1 });
+    await expect(withClock(c2, a.run(model, { runId, trigger: { n }, keepEvents: false }))).rejects.toMatchObject({ code: 'fault-injected' });
+    await a.close();
+    await settle();
+    const before = await a.inspect(runId);
+    const doneBefore = Object.entries(before.result.phases).filter(([k, p]) => k.startsWith('draft[') && p.status === 'completed');
+    expect(doneBefore.length, `hit ${hit}`).toBeGreaterThan(0);
+    await c2.advance(1000);
+    const logB = newLog();
+    const b = engineOn(s2, c2, fanAgents(logB, fails), { workerId: 'B', isOwnerDead: (o) => o === 'A', concurrency: 4 });
+    const rb = await withClock(c2, b.resume(runId, { keepEvents: false }));
+    const full = (await b.inspect(runId)).result;
+    await b.close();
+    expect(rb.status, `hit ${hit}`).toBe('completed');
+    expect(rb.phases['draft']!.output).toEqual(reference.phases['draft']!.output);
+    for (const [k] of doneBefore) expect(logB.calls.filter((c) => c.key === `${runId}:${k}`), k).toEqual([]);
+    const events = await s2.events(runId);
+    for (let i = 0; i < n; i++) expect(events.filter((x) => x.type === 'task.completed' && x.phase === `draft[${i}]`).length, `item ${i}`).toBeLessThanOrEqual(1);
+    await expectReplays(s2, full);
+  }
 }
