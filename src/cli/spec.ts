@@ -39,7 +39,7 @@ export const STORE_OPTIONS = {
 
 /** The options of the commands that bind agents (run, resume, rerun, worker). */
 export const BINDING_OPTIONS = {
-  agents: { type: 'string', arg: 'MODULE', desc: '.js/.mjs/.ts module whose default export maps agent ids to handlers', shown: 'agents.mjs beside the workflow' },
+  agents: { type: 'string', arg: 'MODULE', desc: '.js/.mjs/.ts module whose default export maps agent ids to handlers', shown: 'agents.mjs beside a workflow.yaml, or in the directory named' },
   'agent-command': { type: 'string', multiple: true, arg: 'ID=CMD', desc: 'bind agent ID to a subprocess started per task (JSON on stdin/stdout); repeatable' },
   'agent-serve': { type: 'string', multiple: true, arg: 'ID=CMD', desc: 'bind agent ID to one long-lived subprocess answering JSON lines; repeatable' },
   'stub-agents': { type: 'boolean', default: false, desc: 'bind every unbound agent to a stub returning values built from the declared output types' },
