@@ -35,6 +35,12 @@ const BATCH_RUNS = 64;
 const FAST_MARGIN_MS = 1_000;
 /** How often held runs are read whatever the NOTIFY payloads said (refresh). */
 const FULL_LOOK_MS = 1_000;
+/**
+ * A serving worker with free slots asks the store for new work whenever a turn commits nothing; after
+ * a look that found nothing, the next such look waits this long (ms), so that a worker woken by every
+ * commit (its own, on SQLite; remote agents completing one task at a time) does not query once per commit.
+ */
+const IDLE_SCAN_GAP_MS = 25;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
@@ -45,6 +51,10 @@ export class Worker extends WorkerAttempts {
   private nextScanAt = 0;
   /** Last check of local owners' processes (monotonic ms). */
   private lastDeadCheck = 0;
+  /** When (monotonic ms) the last look for new work on an idle turn found nothing; -Infinity after one that found some. */
+  private lastEmptyScan = -Infinity;
+  /** An idle turn's look was put off (IDLE_SCAN_GAP_MS): idle() wakes for it. */
+  private scanOwed = false;
 
   // ---- public ---------------------------------------------------------------------------------
 
@@ -188,8 +198,18 @@ export class Worker extends WorkerAttempts {
       if (this.crashed !== undefined || this.closed) break;
       this.checkDeadOwners();
       const now = this.storeNow();
-      if ((this.serving && !did && !this.draining) || now >= this.nextScanAt || now >= this.leaseLookAt()) {
-        if (await this.scanWork()) did = true;
+      // new work is looked for on a turn that committed nothing, while a slot is free (not again at once after a look that found none)
+      let look = this.serving && !did && !this.draining && this.active < this.concurrency;
+      if (look && monotonicNow() - this.lastEmptyScan < IDLE_SCAN_GAP_MS) {
+        look = false;
+        this.scanOwed = true;
+      }
+      if (look || now >= this.nextScanAt || now >= this.leaseLookAt()) {
+        this.scanOwed = false;
+        if (await this.scanWork()) {
+          did = true;
+          this.lastEmptyScan = -Infinity;
+        } else this.lastEmptyScan = monotonicNow();
       }
       this.evict();
       const live = [...this.runs.values()].some((c) => !c.ended);
@@ -300,7 +320,9 @@ export class Worker extends WorkerAttempts {
     for (const ctx of this.runs.values()) if (!ctx.ended) wake = Math.min(wake, this.dueAt(ctx));
     wake = Math.min(wake, this.leaseLookAt());
     const now = this.storeNow();
-    if (wake <= now) return;
+    // a look for new work put off on a busy turn is made once its gap has passed (real time: a throttle, not a due time)
+    const owed = this.scanOwed ? Math.max(0, this.lastEmptyScan + IDLE_SCAN_GAP_MS - monotonicNow()) : Infinity;
+    if (wake <= now || owed === 0) return;
     const ctl = new AbortController();
     const onIdleAbort = (): void => ctl.abort();
     this.idleCtl.signal.addEventListener('abort', onIdleAbort, { once: true });
@@ -312,9 +334,12 @@ export class Worker extends WorkerAttempts {
     // watched even while attempts run: a cancel or a gate decision from another process must reach them
     waits.push(this.store.waitForChange(this.pollMs, ctl.signal).then(() => 'store'));
     if (wake !== Infinity) waits.push(this.clock.sleep(Math.max(0, wake - now), ctl.signal).then(() => 'timer', () => undefined));
+    let owedTimer: NodeJS.Timeout | undefined;
+    if (owed !== Infinity) waits.push(new Promise<void>((r) => (owedTimer = setTimeout(r, owed))));
     this.idling = true;
     const why = await Promise.race(waits);
     this.idling = false;
+    clearTimeout(owedTimer);
     ctl.abort();
     this.idleCtl.signal.removeEventListener('abort', onIdleAbort);
     this.kickFn = undefined;

@@ -102,22 +102,29 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       seen.add(e.message);
       process.stderr.write(`remote agent ${opts.agent}: ${e.message}\n`);
     });
-  const running = new Set<{ abort: AbortController; release: () => Promise<void> }>();
+  const running = new Set<{ abort: TaskAbort; release: () => Promise<void> }>();
   let completed = 0;
 
   // node:http with keep-alive connections rather than fetch: a round trip costs the agent's process about a
   // third less CPU (undici's fetch builds web streams and a Response per call), which on a machine it
   // shares with the server is the server's too
-  const secure = new URL(base).protocol === 'https:';
+  const target = new URL(base);
+  const secure = target.protocol === 'https:';
   const connections = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
   const send = secure ? httpsRequest : httpRequest;
+  // the URL is parsed once: each call names only its path (a server behind a path prefix keeps it)
+  const prefix = target.pathname.replace(/\/+$/, '');
+  const auth = opts.key !== undefined ? `Bearer ${opts.key}` : undefined;
+  // an IPv6 literal comes bracketed in a URL, bare in a request's options
+  const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1');
 
   function call(path: string, body: unknown, signal?: AbortSignal): Promise<{ status: number; body: Record<string, unknown> }> {
     const payload = JSON.stringify(body ?? {});
     const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
-    if (opts.key !== undefined) headers['authorization'] = `Bearer ${opts.key}`;
+    if (auth !== undefined) headers['authorization'] = auth;
+    const where = { protocol: target.protocol, hostname, port: target.port, path: prefix + path, method: 'POST', agent: connections, headers, ...(signal ? { signal } : {}) };
     return new Promise((resolve, reject) => {
-      const req = send(base + path, { method: 'POST', agent: connections, headers, ...(signal ? { signal } : {}) }, (res) => {
+      const req = send(where, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', reject);
@@ -174,7 +181,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
 
   /** Runs one task to its outcome; the next task when the completion brought one. */
   async function runTask(t: ClaimedTask): Promise<ClaimedTask | undefined> {
-    const abort = new AbortController();
+    const abort = new TaskAbort();
     const path = (what: string): string => `/tasks/${t.token}/${what}`;
     // cost and log lines go in order, before the outcome
     let chain: Promise<unknown> = Promise.resolve();
@@ -198,7 +205,9 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       inputResponse: t.input_response,
       lastCheckpoint: t.last_checkpoint,
       initialState: t.initial_state ?? {},
-      signal: abort.signal,
+      get signal() {
+        return abort.signal;
+      },
       reportCost: (usd: number) => {
         if (typeof usd !== 'number' || !Number.isFinite(usd) || usd < 0) throw new TypeError(`reportCost expects a finite, non-negative number of USD, got ${String(usd)}`);
         if (usd > 0) send('cost', { usd });
@@ -224,13 +233,13 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       },
     };
     running.add(handle);
-    const beats = heartbeat(t, abort);
+    const stopBeats = heartbeat(t, abort);
     try {
       let value: unknown;
       try {
         value = await opts.handler(ctx);
       } catch (e) {
-        if (abort.signal.aborted) return; // the server ended the attempt: nothing to report
+        if (abort.aborted) return; // the server ended the attempt: nothing to report
         await chain;
         const err = e as { code?: unknown; message?: unknown; retryable?: unknown; name?: unknown };
         const code = typeof err?.code === 'string' && err.code !== '' ? err.code : typeof err?.name === 'string' && err.name !== '' ? err.name : 'Error';
@@ -238,7 +247,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         await report(path('fail'), { code, message: typeof err?.message === 'string' ? err.message : String(e), retryable: err?.retryable !== false, ...tp });
         return;
       }
-      if (abort.signal.aborted) return;
+      if (abort.aborted) return;
       await chain;
       for (let fixes = 0; ; fixes++) {
         const r = await call(path('complete'), { output: value === undefined ? null : value, claim_next: !stopping.signal.aborted, ...tp });
@@ -264,10 +273,10 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     } catch (e) {
       onError(e as Error);
     } finally {
-      abort.abort(new Error('the task ended'));
+      abort.abort(TASK_ENDED);
       traced?.span.end();
       running.delete(handle);
-      await beats;
+      await stopBeats();
     }
   }
 
@@ -276,13 +285,17 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     if (r.status !== 200 && r.status !== 409) onError(new HttpFailure(r.status, r.body));
   }
 
-  /** Heartbeats every third of the lease until the task ends; aborts it when the server says stop, or no beat got through for a lease. */
-  async function heartbeat(t: ClaimedTask, abort: AbortController): Promise<void> {
+  /**
+   * Heartbeats every third of the lease until the task ends; aborts it when the server says stop, or no
+   * beat got through for a lease. One timer per task, armed again after each beat (a task that ends
+   * before its first beat costs a timer, not a loop). Returns the stop: it waits for a beat in flight.
+   */
+  function heartbeat(t: ClaimedTask, abort: TaskAbort): () => Promise<void> {
     const every = Math.max(50, Math.floor(t.lease_ms / 3));
     let lastOk = Date.now();
-    while (!abort.signal.aborted) {
-      await sleep(every, abort.signal);
-      if (abort.signal.aborted) return;
+    let inFlight: Promise<void> | undefined;
+    let timer: NodeJS.Timeout | undefined = setTimeout(beat, every);
+    async function once(): Promise<void> {
       try {
         const r = await call(`/tasks/${t.token}/heartbeat`, {});
         if (r.status === 200 && r.body['stop'] !== true) lastOk = Date.now();
@@ -293,11 +306,22 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       } catch (e) {
         onError(e as Error);
       }
+      if (abort.aborted) return;
       if (Date.now() - lastOk > t.lease_ms) {
         abort.abort(new Error('no heartbeat reached the server for a lease: the task is lost'));
         return;
       }
+      timer = setTimeout(beat, every);
     }
+    function beat(): void {
+      timer = undefined;
+      if (!abort.aborted) inFlight = once();
+    }
+    return () => {
+      clearTimeout(timer);
+      timer = undefined;
+      return inFlight ?? Promise.resolve();
+    };
   }
 
   const slots = Array.from({ length: Math.max(1, opts.concurrency ?? 1) }, () => slot());
@@ -317,6 +341,36 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     },
   };
 }
+
+/**
+ * A task's abort: its AbortController is made only when the handler reads `ctx.signal` (most never do,
+ * and making and aborting one per task was a tenth of a remote agent's CPU per task).
+ */
+class TaskAbort {
+  private ctl: AbortController | undefined;
+  private why: { reason: unknown } | undefined;
+
+  get signal(): AbortSignal {
+    if (!this.ctl) {
+      this.ctl = new AbortController();
+      if (this.why) this.ctl.abort(this.why.reason);
+    }
+    return this.ctl.signal;
+  }
+
+  get aborted(): boolean {
+    return this.why !== undefined;
+  }
+
+  abort(reason: unknown): void {
+    if (this.why) return;
+    this.why = { reason };
+    this.ctl?.abort(reason);
+  }
+}
+
+/** The reason a finished task's signal carries (one instance: a task's end is no error to trace). */
+const TASK_ENDED = new Error('the task ended');
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
