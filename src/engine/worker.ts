@@ -199,11 +199,13 @@ export class Worker extends WorkerAttempts {
       this.checkDeadOwners();
       const now = this.storeNow();
       // new work is looked for on a turn that committed nothing, while a slot is free (not again at once after a look that found none)
-      let look = this.serving && !did && !this.draining && this.active < this.concurrency;
-      if (look && monotonicNow() - this.lastEmptyScan < IDLE_SCAN_GAP_MS) {
+      const wanted = this.serving && !did && !this.draining && this.active < this.concurrency;
+      let look = wanted;
+      if (wanted && monotonicNow() - this.lastEmptyScan < IDLE_SCAN_GAP_MS) {
         look = false;
         this.scanOwed = true;
-      }
+        // no slot free, draining, or work done this turn: no look is owed (idle() must not wake for one, or it would spin)
+      } else if (!wanted) this.scanOwed = false;
       if (look || now >= this.nextScanAt || now >= this.leaseLookAt()) {
         this.scanOwed = false;
         if (await this.scanWork()) {
