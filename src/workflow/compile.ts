@@ -513,7 +513,9 @@ function compileSkipWhen(source: string, phase: string, fanOut: boolean, out: Di
     for (const u of uses) out.push(error('item-outside-for-each', path, `\`skip_when\` reads \`${u.name}\`, but phase \`${phase}\` has no \`for_each\``, { hint: 'add `for_each` to the phase, or read an upstream phase instead', data: { offset: u.offset, length: u.name.length } }));
     if (uses.length > 0) return undefined;
   }
-  return compileExpression(text, path, out);
+  const expr = compileExpression(text, path, out);
+  // evaluated as rewritten; shown (in a skip's detail, a failure's message) as written
+  return expr && text !== source ? { ...expr, source } : expr;
 }
 
 /** An agent's files that name an item (`<index>`, `<item.x>`) fit only phases with `for_each`. */

@@ -22,4 +22,25 @@ describe('parseExpression', () => {
     if (!r.ok) throw new Error('parse failed');
     expect(() => r.expression.evaluate({ x: {} })).toThrow(/constructor/);
   });
+  test('numbers from JSON (doubles) mix with integer literals in arithmetic, as users write it', () => {
+    const ev = (src: string, ctx: Record<string, unknown>): unknown => {
+      const r = parseExpression(src);
+      if (!r.ok) throw new Error(`parse failed: ${r.message}`);
+      return r.expression.evaluate(ctx);
+    };
+    // each was "no such overload: dyn<double> % int" (or + - * /) before
+    expect(ev('_index % 2 == 1', { _index: 3 })).toBe(true);
+    expect(ev('_index % 2 == 1', { _index: 4 })).toBe(false);
+    expect(ev('x.words * 2 > 100', { x: { words: 60 } })).toBe(true);
+    expect(ev('count + 1 == 3', { count: 2 })).toBe(true);
+    expect(ev('size(items) - n == 1', { items: [1, 2, 3], n: 2 })).toBe(true);
+    expect(ev('total / 4 == 2.5', { total: 10 })).toBe(true);
+    expect(ev('1 - score < 0.5', { score: 0.75 })).toBe(true);
+    expect(ev('items.exists(i, i % 10 == 3)', { items: [1, 13] })).toBe(true);
+    // what CEL defines stays as it was: integer literals are ints, strings concatenate
+    expect(ev('7 / 2 == 3', {})).toBe(true);
+    expect(ev("'a' + 'b' == 'ab'", {})).toBe(true);
+    // a remainder by zero is an error, not NaN
+    expect(() => ev('x % 0 == 1', { x: 5 })).toThrow(/modulus by zero/);
+  });
 });

@@ -7,9 +7,36 @@ import { createRequire } from 'node:module';
 
 // cel-js is loaded on the first expression, not with the core (a workflow without skip_when never
 // needs it); require() of this ES module is synchronous on Node >= 20.19, as parsing is
-let cel: typeof import('@marcbachmann/cel-js') | undefined;
-const celParse = (source: string): ReturnType<typeof import('@marcbachmann/cel-js').parse> =>
-  (cel ??= createRequire(import.meta.url)('@marcbachmann/cel-js') as typeof import('@marcbachmann/cel-js')).parse(source);
+type Cel = typeof import('@marcbachmann/cel-js');
+let env: InstanceType<Cel['Environment']> | undefined;
+const celParse = (source: string): ReturnType<Cel['parse']> => (env ??= environment()).parse(source);
+
+/**
+ * The library's default environment (names not declared are `dyn`), plus arithmetic between the numbers
+ * data brings and integer literals. JSON numbers reach CEL as doubles, and CEL defines no `double % int`
+ * or `double + int`: `$index % 2 == 0`, `$item.words * 2 > 100` or `count + 1 == 3` failed to evaluate
+ * ("no such overload"). Mixed operands compute as doubles; `%` by zero is an error, as for CEL's ints.
+ */
+function environment(): InstanceType<Cel['Environment']> {
+  const cel = createRequire(import.meta.url)('@marcbachmann/cel-js') as Cel;
+  const e = new cel.Environment({ unlistedVariablesAreDyn: true });
+  const num = (x: unknown): number => (typeof x === 'bigint' ? Number(x) : (x as number));
+  const ops: Record<string, (a: number, b: number) => number> = {
+    '+': (a, b) => a + b,
+    '-': (a, b) => a - b,
+    '*': (a, b) => a * b,
+    '/': (a, b) => a / b,
+    '%': (a, b) => {
+      if (b === 0) throw new Error('modulus by zero');
+      return a % b;
+    },
+  };
+  for (const [op, f] of Object.entries(ops)) {
+    const sigs = (op === '%' ? ['double % int', 'int % double', 'double % double'] : [`double ${op} int`, `int ${op} double`]).map((x) => `${x}: double`);
+    for (const sig of sigs) e.registerOperator(sig, (a: unknown, b: unknown) => f(num(a), num(b)));
+  }
+  return e;
+}
 
 export interface Expression {
   /** The expression as written. */

@@ -143,4 +143,70 @@ describe('many workers on one PostgreSQL database', () => {
     expect((shown.phases['join']!.output as { sum: number }).sum).toBe(7 * ((15 * 16) / 2));
     checkAttempts(lines(cwd), shown.events, victim.pid, killedAt);
   }, 60_000);
+
+  test('three worker processes share a fan-out of 200 items, one killed mid-fan: each item once, the outputs of a single-process run', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'baton-workers-'));
+    // serving workers keep no event log, so they fold settled items out of their run state (and their snapshots):
+    // another worker's events about an item, a takeover and a load from a folded snapshot must all still add up
+    writeFileSync(
+      join(cwd, 'workflow.yaml'),
+      `openintent: "1.0"
+info: {name: "Items"}
+workflow:
+  root: {assign: w, outputs: {xs: "integer[]"}}
+  each: {assign: w, depends_on: [root], for_each: root.xs, skip_when: "$item % 10 == 3", tolerated_failures: 5, inputs: {x: $item}, outputs: {v: integer}}
+  join: {assign: w, depends_on: [each], inputs: {vs: each.v}, outputs: {sum: integer, nulls: integer}}
+`,
+    );
+    writeFileSync(
+      join(cwd, 'agents.mjs'),
+      `import { appendFileSync } from 'node:fs';
+const LOG = new URL('./attempts.log', import.meta.url);
+export default {
+  w: async (ctx) => {
+    const key = ctx.item ? ctx.phase + '[' + ctx.item.index + ']' : ctx.phase;
+    appendFileSync(LOG, JSON.stringify({ kind: 'start', phase: key, attempt: ctx.attempt, pid: process.pid, t: performance.timeOrigin + performance.now() }) + '\\n');
+    await new Promise((r) => setTimeout(r, Number(process.env.AGENT_MS ?? 5)));
+    const done = () => appendFileSync(LOG, JSON.stringify({ kind: 'end', phase: key, attempt: ctx.attempt, pid: process.pid, t: performance.timeOrigin + performance.now() }) + '\\n');
+    if (ctx.phase === 'root') return done(), { xs: Array.from({ length: 200 }, (_, i) => i) };
+    if (ctx.phase === 'join') return done(), { sum: ctx.input.vs.reduce((a, b) => a + (b ?? 0), 0), nulls: ctx.input.vs.filter((v) => v === null).length };
+    done();
+    if (ctx.input.x % 50 === 7) throw new Error('item ' + ctx.input.x + ' fails');
+    return { v: ctx.input.x * 2 };
+  },
+};
+`,
+    );
+    const single = capture(cwd);
+    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', 'memory', '--json', '-q'], single)).toBe(0);
+    const reference = JSON.parse(single.out()) as { phases: Record<string, { output: unknown }> };
+    // 20 skipped (x % 10 == 3) and 4 failed (x % 50 == 7) items leave null slots
+    expect(reference.phases['join']!.output).toEqual({ sum: 2 * (19_900 - (3 + 193) * 10 - (7 + 57 + 107 + 157)), nulls: 24 });
+    writeFileSync(join(cwd, 'attempts.log'), '');
+
+    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', URL_, '--run-id', 'items1', '--detach'], capture(cwd))).toBe(0);
+    const env = { AGENT_MS: '20' };
+    const workers = [0, 1, 2].map(() => baton(['worker', '--store', URL_, '--agents', 'agents.mjs', '--concurrency', '6', '--lease', '1', '-q'], { cwd, env }));
+    const victim = workers[0]!;
+    let killedAt = 0;
+    try {
+      await until(() => lines(cwd).filter((l) => l.kind === 'start' && l.pid === victim.pid && l.phase.startsWith('each[')).length >= 10, 30_000);
+      victim.kill('SIGKILL');
+      killedAt = performance.timeOrigin + performance.now();
+      await victim.done;
+      await until(async () => (await show(cwd, 'items1', URL_)).status === 'completed', 60_000);
+    } finally {
+      for (const w of workers) w.kill('SIGINT');
+      await Promise.all(workers.map((w) => w.done));
+    }
+    const shown = await show(cwd, 'items1', URL_);
+    expect(shown.phases['each']!.output).toEqual(reference.phases['each']!.output);
+    expect(shown.phases['join']!.output).toEqual(reference.phases['join']!.output);
+    for (let i = 0; i < 200; i++) {
+      const settled = shown.events.filter((e) => (e.type === 'task.completed' || e.type === 'task.failed' || e.type === 'task.skipped') && e.phase === `each[${i}]`);
+      expect(settled, `item ${i}`).toHaveLength(1);
+    }
+    expect(new Set(lines(cwd).map((l) => l.pid)).size).toBeGreaterThan(1);
+    checkAttempts(lines(cwd), shown.events, victim.pid, killedAt);
+  }, 90_000);
 });

@@ -29,3 +29,36 @@ describe('for_each and budgets', () => {
     expect(Object.entries(r.phases).filter(([k, p]) => k.startsWith('draft[') && p.cost_usd > 0)).toHaveLength(3);
   });
 });
+
+describe('for_each and skip_when arithmetic', () => {
+  const agents = {
+    o: (ctx: { input: Record<string, unknown> }) => ({ sections: Array.from({ length: ctx.input['n'] as number }, (_, i) => ({ name: `s${i}`, words: 10 * i })) }),
+    d: (ctx: { input: Record<string, unknown> }) => ({ text: `${ctx.input['position'] as number}:${ctx.input['name'] as string}` }),
+    a: (ctx: { input: Record<string, unknown> }) => ({ all: (ctx.input['texts'] as (string | null)[]).map((t) => t ?? '-').join(',') }),
+  };
+
+  test('`$index % 2 == 1` and `$item.words * 2 > 70` skip items (JSON numbers meet integer literals), and the detail quotes the condition as written', async () => {
+    for (const [cond, all] of [
+      ['$index % 2 == 1', '0:s0,-,2:s2,-,4:s4,-'],
+      ['$item.words * 2 > 70', '0:s0,1:s1,2:s2,3:s3,-,-'],
+    ] as const) {
+      const clock = new ManualClock(0);
+      const e = engineOn(memory(), clock, agents, { concurrency: 2 });
+      const r = await withClock(clock, e.run(fanWorkflow('max_parallel: 2', `skip_when: "${cond}"`), { trigger: { n: 6 } }));
+      await e.close();
+      expect(r.status, cond).toBe('completed');
+      expect(r.phases['assemble']!.output, cond).toEqual({ all });
+      expect(r.phases['draft[5]'], cond).toMatchObject({ status: 'skipped', skipped_detail: `skip_when \`${cond}\` is true for item 5` });
+    }
+  });
+
+  test('a condition that cannot be evaluated fails the item with the condition as written', async () => {
+    const clock = new ManualClock(0);
+    const e = engineOn(memory(), clock, agents, { concurrency: 2 });
+    const r = await withClock(clock, e.run(fanWorkflow('tolerated_failures: "100%"', 'skip_when: "$item.words % 0 == 1"'), { trigger: { n: 2 } }));
+    await e.close();
+    expect(r.phases['draft[1]']).toMatchObject({ status: 'failed', error: { code: 'SkipConditionError' } });
+    expect(r.phases['draft[1]']!.error!.message).toContain('skip_when `$item.words % 0 == 1`');
+    expect(r.phases['draft[1]']!.error!.message).toContain('modulus by zero');
+  });
+});
