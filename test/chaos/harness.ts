@@ -64,23 +64,28 @@ export interface ChaosReport {
   allCompletedAfterMs: number | undefined;
 }
 
-export const PHASES = ['a', 'b', 'c', 'd'] as const;
+/** Every task of a run: the diamond's phases and the three items of its fan-out `f` (the fan-out phase itself runs no agent). */
+export const PHASES = ['a', 'b', 'c', 'f[0]', 'f[1]', 'f[2]', 'd'] as const;
 const AGENTS = fileURLToPath(new URL('../fixtures/chaos/agents.mjs', import.meta.url));
 
-/** A diamond a -> (b, c) -> d; every phase retries with `delayMs`; `gated`: d waits for an approval. */
+/**
+ * A diamond a -> (b, c, f) -> d, where `f` fans out over three items of `a`'s list; every phase (each
+ * item too) retries with `delayMs`; `gated`: d waits for an approval.
+ */
 export function chaosWorkflow(delayMs: number, gated: boolean): string {
   const retry = `retry: {max_attempts: 3, backoff: constant, initial_delay_ms: ${delayMs}}`;
   const out = 'outputs: {v: string, n: integer}';
   return `openintent: "1.0"
 info: {name: "Chaos ${delayMs}${gated ? ' gated' : ''}"}
 workflow:
-  a: {assign: w, ${out}, ${retry}}
+  a: {assign: w, outputs: {v: string, n: integer, list: "integer[]"}, ${retry}}
   b: {assign: w, depends_on: [a], inputs: {n: a.n}, ${out}, ${retry}}
   c: {assign: w, depends_on: [a], inputs: {n: a.n}, ${out}, ${retry}}
+  f: {assign: w, depends_on: [a], for_each: a.list, inputs: {x: $item}, ${out}, ${retry}}
   d:
     assign: w
-    depends_on: [b, c]
-    inputs: {b: b.n, c: c.n}
+    depends_on: [b, c, f]
+    inputs: {b: b.n, c: c.n, f: f.n}
     ${out}
     ${retry}${gated ? '\n    x-require_approval: true' : ''}
 `;
