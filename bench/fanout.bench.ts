@@ -61,6 +61,34 @@ async function once(store: RunStore, n: number, keepEvents = true): Promise<{ ms
   return { ms, peak };
 }
 
+/** The same width as plain phases (`p0` .. `pN-1`, each its own phase of the workflow): the cost an item is held to. */
+function phasesModel(n: number) {
+  let y = 'openintent: "1.0"\ninfo: {name: phases}\nworkflow:\n  list: {assign: l, inputs: {n: $trigger.n}, outputs: {xs: "integer[]"}}\n';
+  for (let i = 0; i < n; i++) y += `  p${i}: {assign: e, depends_on: [list], inputs: {x: list.xs}, outputs: {y: integer}}\n`;
+  return parseWorkflow(y).model!;
+}
+const phaseAgents = { l: () => ({ xs: [1] }), e: () => ({ y: 2 }) };
+
+async function phasesOnce(store: RunStore, n: number): Promise<number> {
+  const m = phasesModel(n);
+  const engine = createEngine({ store, concurrency: 16, agents: phaseAgents });
+  // compiled above, outside the timing (as the fan-out's workflow is)
+  const t0 = performance.now();
+  const r = await engine.run(m, { trigger: { n }, keepEvents: false });
+  const ms = performance.now() - t0;
+  if (r.status !== 'completed') throw new Error(`phases ended ${r.status}`);
+  await engine.close();
+  return ms;
+}
+
+const ratios: string[] = [];
+const side = (store: string, n: number, items: { ms: number }, phasesMs: number): void => {
+  const a = (items.ms * 1000) / n;
+  const b = (phasesMs * 1000) / n;
+  console.log(`${store.padEnd(10)} ${String(n).padStart(7)} phases ${phasesMs.toFixed(0).padStart(7)} ms  ${b.toFixed(0).padStart(5)} us/phase  (items: ${a.toFixed(0)} us/item, ${(a / b).toFixed(2)}x a phase)`);
+  ratios.push(`${store} ${(a / b).toFixed(2)}x`);
+};
+
 const line = (store: string, n: number, r: { ms: number; peak: number }) =>
   console.log(`${store.padEnd(10)} ${String(n).padStart(7)} items  ${r.ms.toFixed(0).padStart(7)} ms  ${((r.ms * 1000) / n).toFixed(0).padStart(5)} us/item  peak RSS ${(r.peak / 1e6).toFixed(0)} MB`);
 
@@ -76,10 +104,19 @@ if (process.argv[2] === '--one') {
 }
 
 const N = QUICK ? 2_000 : 10_000;
-line('memory', N, await once(new MemoryStore(), N));
+// both paths warmed (JIT) before either is timed: the first run of a process pays for compiling the engine's code
+await once(new MemoryStore(), 1_000);
+await phasesOnce(new MemoryStore(), 1_000);
+{
+  const r = await once(new MemoryStore(), N);
+  line('memory', N, r);
+  side('memory', N, r, await phasesOnce(new MemoryStore(), N));
+}
 {
   const s = openSqliteStore(join(dir, 'a.db'), { sync: 'normal' });
-  line('sqlite', N, await once(s, N));
+  const r = await once(s, N);
+  line('sqlite', N, r);
+  side('sqlite', N, r, await phasesOnce(s, N));
   await s.close();
 }
 let pgOk = true;
@@ -92,12 +129,15 @@ try {
 if (pgOk) {
   try {
     const s = await openPostgresStore(`${SERVER}/${DB}`, { schema: 'fan', poolSize: 8 });
-    line('postgres', N, await once(s, N));
+    const r = await once(s, N);
+    line('postgres', N, r);
+    side('postgres', N, r, await phasesOnce(s, N));
     await s.close();
   } finally {
     await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`).catch(() => undefined);
   }
 }
+console.log(`an item's cost against a phase's, same width, same store, concurrency 16: ${ratios.join(', ')} (target: the same)`);
 const BIG = QUICK ? 20_000 : 100_000;
 {
   const s = openSqliteStore(join(dir, 'big.db'), { sync: 'normal' });

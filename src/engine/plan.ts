@@ -6,7 +6,7 @@ import { parseExpression, type Expression } from '../workflow/expr.js';
 import type { AgentContract } from '../workflow/contract/model.js';
 import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
 import type { OnTimeout } from './events.js';
-import { parseItemKey } from './state.js';
+import { itemParent } from './state.js';
 
 export interface GateSpec {
   when: Expression | undefined;
@@ -40,8 +40,8 @@ export interface Plan {
 export function phaseModelOf(plan: Plan, task: string): PhaseModel | undefined {
   const pm = plan.byName.get(task);
   if (pm !== undefined) return pm;
-  const item = parseItemKey(task);
-  return item ? plan.byName.get(item.parent) : undefined;
+  const parent = itemParent(task);
+  return parent !== undefined ? plan.byName.get(parent) : undefined;
 }
 
 /** The phase's governing contract: its assigned agent's (a fallback agent runs under it). */

@@ -89,12 +89,33 @@ export function itemKey(phase: string, index: number): string {
 
 /** The phase and index of an item task key, or undefined for a phase's own task. */
 export function parseItemKey(name: string): { parent: string; index: number } | undefined {
-  if (!name.endsWith(']')) return undefined;
-  const open = name.lastIndexOf('[');
-  if (open <= 0) return undefined;
-  const digits = name.slice(open + 1, -1);
-  if (!/^(0|[1-9]\d*)$/.test(digits)) return undefined;
-  return { parent: name.slice(0, open), index: Number(digits) };
+  const open = itemBracket(name);
+  return open < 0 ? undefined : { parent: name.slice(0, open), index: Number(name.slice(open + 1, -1)) };
+}
+
+/** The phase of an item task key (`draft` of `draft[7]`), or undefined for a phase's own task. */
+export function itemParent(name: string): string | undefined {
+  const open = itemBracket(name);
+  return open < 0 ? undefined : name.slice(0, open);
+}
+
+/**
+ * Where the `[` of an item key `phase[index]` is (a non-empty phase, an index without leading zeros),
+ * or -1. A scan without a regular expression: it runs for every event of a fan of 100,000 items.
+ */
+function itemBracket(name: string): number {
+  const end = name.length - 1;
+  if (end < 3 || name.charCodeAt(end) !== 93 /* ] */) return -1;
+  let i = end - 1;
+  while (i > 0) {
+    const c = name.charCodeAt(i);
+    if (c < 48 || c > 57) break;
+    i--;
+  }
+  // digits from i + 1 to end - 1: at least one, and no leading zero unless it is the only one
+  if (i === end - 1 || i <= 0 || name.charCodeAt(i) !== 91 /* [ */) return -1;
+  if (name.charCodeAt(i + 1) === 48 && end - i > 2) return -1;
+  return i;
 }
 
 /** `closed`: the run ended (stopped, failed, cancelled) while the gate was still open; nobody can decide it now. */
@@ -392,7 +413,7 @@ function markWait(state: RunState, name: string, p: PhaseState): void {
 export function applyEvent(state: RunState, e: RunEvent): void {
   state.seq = e.seq;
   // an event about a folded item (compactItems) changes nothing but costs: the item has settled
-  if (state.compacted > 0 && 'phase' in e && typeof e.phase === 'string' && e.type.startsWith('task.')) {
+  if (state.compacted > 0 && 'phase' in e && typeof e.phase === 'string' && e.type.startsWith('task.') && !state.phases.has(e.phase)) {
     const f = foldedItem(state, e.phase);
     if (f) {
       if (e.type === 'task.cost') {
