@@ -15,7 +15,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attribu
 import type { IdGenerator } from '@opentelemetry/sdk-trace-base';
 import { randomBytes } from 'node:crypto';
 import type { RunEvent } from '../engine/events.js';
-import type { RunState } from '../engine/state.js';
+import { parseItemKey, taskIdFor, type RunState } from '../engine/state.js';
 import {
   attemptSpanIdOf,
   formatTraceparent,
@@ -200,15 +200,17 @@ export class SpanModel {
     const p = this.attempts.get(k) ?? { start: undefined, name: undefined, attrs: {}, events: [], links: [] };
     this.attempts.delete(k);
     const ps = state.phases.get(key);
-    const phase = ps?.item?.parent ?? key;
+    // an item folded out of a worker's state (it settled) is still named by its key
+    const item = ps?.item ?? parseItemKey(key);
+    const phase = item?.parent ?? key;
     const { traceId, runSpanId, sampled } = this.runIds(run);
     const attrs: SpanAttributes = {
       'baton.run.id': run.runId,
       'baton.workflow': run.workflowName,
       'baton.phase': phase,
-      'baton.task.id': ps?.taskId ?? key,
+      'baton.task.id': ps?.taskId ?? taskIdFor(run.runId, key),
       'baton.attempt': attempt,
-      ...(ps?.item ? { 'baton.item': ps.item.index } : {}),
+      ...(item ? { 'baton.item': item.index } : {}),
       ...(ps?.agent !== undefined ? { 'baton.agent': ps.agent } : {}),
       ...p.attrs,
       ...extra,
