@@ -90,6 +90,25 @@ function checkAttempts(log: Line[], events: { type: string; phase?: string; atte
   }
 }
 
+/**
+ * SIGKILLs the first worker once `ready` holds, waits for the run to complete, and stops the others
+ * (always, also when the wait fails). When it was killed (wall ms).
+ */
+async function killOneThenFinish(workers: ReturnType<typeof baton>[], ready: () => boolean, cwd: string, runId: string, ms: number): Promise<number> {
+  const victim = workers[0]!;
+  try {
+    await until(ready, 30_000);
+    victim.kill('SIGKILL');
+    const killedAt = performance.timeOrigin + performance.now();
+    await victim.done;
+    await until(async () => (await show(cwd, runId, URL_)).status === 'completed', ms);
+    return killedAt;
+  } finally {
+    for (const w of workers) w.kill('SIGINT');
+    await Promise.all(workers.map((w) => w.done));
+  }
+}
+
 describe('many workers on one PostgreSQL database', () => {
   test('three worker processes share a run: each attempt once, no overlap, the outputs of a single-process run', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'baton-workers-'));
@@ -124,19 +143,9 @@ describe('many workers on one PostgreSQL database', () => {
     const env = { AGENT_MS: '300' };
     const workers = [0, 1].map(() => baton(['worker', '--store', URL_, '--agents', 'agents.mjs', '--concurrency', '4', '--lease', '1', '-q'], { cwd, env }));
     expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', URL_, '--run-id', 'many2', '--detach'], capture(cwd))).toBe(0);
-    let killedAt = 0;
     const victim = workers[0]!;
-    try {
-      // kill the first worker while it holds attempts
-      await until(() => lines(cwd).some((l) => l.kind === 'start' && l.pid === victim.pid && l.phase !== 'root'), 20_000);
-      victim.kill('SIGKILL');
-      killedAt = performance.timeOrigin + performance.now();
-      await victim.done;
-      await until(async () => (await show(cwd, 'many2', URL_)).status === 'completed', 40_000);
-    } finally {
-      for (const w of workers) w.kill('SIGINT');
-      await Promise.all(workers.map((w) => w.done));
-    }
+    // kill the first worker while it holds attempts
+    const killedAt = await killOneThenFinish(workers, () => lines(cwd).some((l) => l.kind === 'start' && l.pid === victim.pid && l.phase !== 'root'), cwd, 'many2', 40_000);
     const shown = await show(cwd, 'many2', URL_);
     expect(shown.events.some((e) => e.type === 'task.lease_expired')).toBe(true);
     expect(Object.values(shown.phases).every((p) => p.status === 'completed')).toBe(true);
@@ -188,17 +197,7 @@ export default {
     const env = { AGENT_MS: '20' };
     const workers = [0, 1, 2].map(() => baton(['worker', '--store', URL_, '--agents', 'agents.mjs', '--concurrency', '6', '--lease', '1', '-q'], { cwd, env }));
     const victim = workers[0]!;
-    let killedAt = 0;
-    try {
-      await until(() => lines(cwd).filter((l) => l.kind === 'start' && l.pid === victim.pid && l.phase.startsWith('each[')).length >= 10, 30_000);
-      victim.kill('SIGKILL');
-      killedAt = performance.timeOrigin + performance.now();
-      await victim.done;
-      await until(async () => (await show(cwd, 'items1', URL_)).status === 'completed', 60_000);
-    } finally {
-      for (const w of workers) w.kill('SIGINT');
-      await Promise.all(workers.map((w) => w.done));
-    }
+    const killedAt = await killOneThenFinish(workers, () => lines(cwd).filter((l) => l.kind === 'start' && l.pid === victim.pid && l.phase.startsWith('each[')).length >= 10, cwd, 'items1', 60_000);
     const shown = await show(cwd, 'items1', URL_);
     expect(shown.phases['each']!.output).toEqual(reference.phases['each']!.output);
     expect(shown.phases['join']!.output).toEqual(reference.phases['join']!.output);
