@@ -36,9 +36,10 @@ const FAST_MARGIN_MS = 1_000;
 /** How often held runs are read whatever the NOTIFY payloads said (refresh). */
 const FULL_LOOK_MS = 1_000;
 /**
- * A serving worker with free slots asks the store for new work whenever a turn commits nothing; after
- * a look that found nothing, the next such look waits this long (ms), so that a worker woken by every
- * commit (its own, on SQLite; remote agents completing one task at a time) does not query once per commit.
+ * A serving worker with free slots asks the store for new work whenever a turn commits nothing; while
+ * attempts run, after a look that found nothing, the next such look waits this long (ms), so that a
+ * worker woken by every commit (its own, on SQLite; remote agents completing one task at a time) does
+ * not query once per commit. An idle worker looks at once.
  */
 const IDLE_SCAN_GAP_MS = 25;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
@@ -201,7 +202,8 @@ export class Worker extends WorkerAttempts {
       // new work is looked for on a turn that committed nothing, while a slot is free (not again at once after a look that found none)
       const wanted = this.serving && !did && !this.draining && this.active < this.concurrency;
       let look = wanted;
-      if (wanted && monotonicNow() - this.lastEmptyScan < IDLE_SCAN_GAP_MS) {
+      // only a worker with attempts running puts a look off: an idle one looks at once (a run just started here is taken up without delay)
+      if (wanted && this.active > 0 && monotonicNow() - this.lastEmptyScan < IDLE_SCAN_GAP_MS) {
         look = false;
         this.scanOwed = true;
         // no slot free, draining, or work done this turn: no look is owed (idle() must not wake for one, or it would spin)
