@@ -6,19 +6,25 @@
  * text has read nothing. A workflow registered with `--workflows DIR` was put there by whoever runs the
  * server, and may do all of this.
  */
-import { parse } from 'yaml';
+import { parseYamlValue } from '../workflow/source.js';
 
 /** The places in `text` that reach the host, as `path: what` lines; empty when there are none (or the YAML does not parse: the compiler reports it and reads nothing). */
 export function hostReach(text: string): string[] {
   let doc: unknown;
   try {
-    doc = parse(text, { maxAliasCount: 100, uniqueKeys: false });
+    // the compiler's own parser and schema (js-yaml, YAML 1.2 core, its nesting bound): what is checked
+    // here is what would be compiled, with no second parser's reading to slip between
+    doc = parseYamlValue(text);
   } catch {
     return [];
   }
   const out: string[] = [];
+  // aliases share nodes (and may point at an ancestor): each node is walked once, so a few lines of
+  // anchors cannot make the walk exponential, and the first path that reaches a node names it
+  const seen = new WeakSet<object>();
   const walk = (v: unknown, path: string, depth: number): void => {
-    if (depth > 64 || out.length >= 10 || v === null || typeof v !== 'object') return;
+    if (depth > 256 || out.length >= 10 || v === null || typeof v !== 'object' || seen.has(v)) return;
+    seen.add(v);
     if (Array.isArray(v)) {
       v.forEach((x, i) => walk(x, `${path}[${i}]`, depth + 1));
       return;

@@ -90,6 +90,8 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
         `openintent: "1.0"\ninfo: {name: c}\nagents:\n  x: {x-blueprint: ../secrets.yaml}\nworkflow:\n  a: {assign: x}\n`,
         `openintent: "1.0"\ninfo: {name: c}\nmcp:\n  servers:\n    sh: {command: sh}\nworkflow:\n  a: {assign: x}\n`,
         `openintent: "1.0"\ninfo: {name: c}\nagents:\n  x: {x-a2a: {url: "http://169.254.169.254/", token_env: HOME}}\nworkflow:\n  a: {assign: x}\n`,
+        // through an alias: the node is defined under a harmless key and used as an agent
+        `openintent: "1.0"\ninfo: {name: c, x-note: &sh {x-command: ["sh", "-c", "id"]}}\nagents:\n  x: *sh\nworkflow:\n  a: {assign: x}\n`,
       ];
       const before = (await h.store.runs({ limit: 1000 })).length;
       for (const wf of reaching) {
@@ -98,6 +100,14 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
         expect((r.body['error'] as { code: string; message: string }).message).toMatch(/reaches the server's host: .*(runs a command|reads a file|runs commands|calls a URL)/);
         expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow: wf } })).status).toBe(403);
       }
+      expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
+      // anchors that repeat anchors (a billion laughs): answered at once, and nothing runs
+      const laughs = ['a: &a [x, x, x, x, x, x, x, x, x]'];
+      for (let i = 1; i < 12; i++) laughs.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [*${String.fromCharCode(96 + i)}, *${String.fromCharCode(96 + i)}, *${String.fromCharCode(96 + i)}, *${String.fromCharCode(96 + i)}, *${String.fromCharCode(96 + i)}, *${String.fromCharCode(96 + i)}, *${String.fromCharCode(96 + i)}, *${String.fromCharCode(96 + i)}, *${String.fromCharCode(96 + i)}]`);
+      const t0 = performance.now();
+      const lol = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: `openintent: "1.0"\ninfo: {name: lol}\nx-lol:\n${laughs.map((l) => `  ${l}`).join('\n')}\nworkflow:\n  a: {assign: x}\n` } });
+      expect(lol.status).toBe(422);
+      expect(performance.now() - t0).toBeLessThan(5_000);
       expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
       // auto-approval decides gates whoever their approvers are: admins only too
       expect(await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: CHAIN, auto_approve: true } })).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
