@@ -8,6 +8,7 @@ import type { Engine } from '../api/engine.js';
 import { itemCounts, itemRows } from '../api/items.js';
 import { WorkflowSpec } from '../api/spec.js';
 import { BatonError } from '../core/errors.js';
+import { Lru } from '../core/lru.js';
 import type { Json, JsonObject } from '../core/json.js';
 import { diagnosticToJson } from '../diagnostics/render.js';
 import { SourceFile } from '../diagnostics/source.js';
@@ -35,7 +36,17 @@ export function runSummary(r: RunRecord): JsonObject {
   return { run_id: r.runId, workflow: r.workflowName, workflow_hash: r.workflowHash, status: r.status, seq: r.seq, cost_usd: r.costUsd, created_at: r.createdAt, updated_at: r.updatedAt, ended_at: r.endedAt };
 }
 
+/** Posted texts up to this size are remembered with what they compiled to (services post the same workflow again and again). */
+const REMEMBER_TEXT_CHARS = 256 * 1024;
+
 export class RunRoutes {
+  /**
+   * Posted texts that reach nothing on the host, with their compilation: a pure function of the text
+   * then (no file is read, nothing runs), so the same text is not parsed and checked again per run.
+   * At most 32 texts of at most 256 KiB: a few megabytes at worst.
+   */
+  private readonly posted = new Lru<string, CompileResult>(32);
+
   constructor(private readonly o: RunRoutesOptions) {}
 
   private get store(): Engine['store'] {
@@ -51,12 +62,17 @@ export class RunRoutes {
       return { result: { ...result, file: `${w.name}${w.path.endsWith('.yml') ? '.yml' : '.yaml'}` }, path: w.path, posted: false };
     }
     const file = typeof body['file'] === 'string' ? body['file'] : 'workflow.yaml';
+    const text = body['workflow'] as string;
+    const path = resolve(this.o.cwd, 'workflow.yaml');
+    const known = this.posted.get(text);
+    if (known) return { result: { ...known, file }, path, posted: true };
     // a posted text that would run commands or read files on this host: admins only (checked before anything is read)
-    const reach = hostReach(body['workflow'] as string);
+    const reach = hostReach(text);
     if (reach.length > 0 && !principal.roles.some((x) => x.kind === 'admin'))
       throw new HttpError(403, 'forbidden', `the posted workflow reaches the server's host: ${reach.join(', ')}; only an admin key may post such a workflow (or register it with baton serve --workflows DIR)`);
-    const path = resolve(this.o.cwd, 'workflow.yaml');
-    const result = parseWorkflow(body['workflow'] as string, { file: path });
+    const result = parseWorkflow(text, { file: path });
+    // a text that reads files may compile differently tomorrow: only one that reaches nothing is remembered
+    if (reach.length === 0 && text.length <= REMEMBER_TEXT_CHARS) this.posted.set(text, result);
     return { result: { ...result, file }, path, posted: true };
   }
 

@@ -114,6 +114,25 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
       const ran = await runToEnd(h, { workflow: cmd }, admin);
       expect(ran.status).toBe('completed');
       expect((await api(h.url, 'GET', `/runs/${ran.id}/phases/a`, { key: reader })).body).toMatchObject({ output: { n: 7 } });
+      // the server remembers compiled texts, but never one that reaches the host: an admin's run of it does not open it to others
+      expect((await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: cmd } })).status).toBe(403);
+    });
+  });
+
+  describe('posted texts are remembered compiled', () => {
+    test('the same text runs again and again, and its diagnostics carry each request\'s file name', async () => {
+      for (let i = 0; i < 3; i++) expect((await runToEnd(h, { workflow: CHAIN }, operator)).status).toBe('completed');
+      const broken = `openintent: "1.0"\ninfo: {name: b}\nworkflow:\n  a: {assign: x, depends_on: [nope]}\n`;
+      for (const file of ['one.yaml', 'two.yaml', 'one.yaml']) {
+        const r = await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow: broken, file } });
+        expect(r.status).toBe(200);
+        const f = (r.body['files'] as { file: string; valid: boolean; diagnostics: { code: string }[] }[])[0]!;
+        expect(f).toMatchObject({ file, valid: false });
+        expect(f.diagnostics.map((d) => d.code)).toContain('unknown-dependency');
+        const run = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: broken } });
+        expect(run.status).toBe(422);
+        expect((run.body['error'] as { message: string }).message).toContain('workflow.yaml');
+      }
     });
   });
 
