@@ -206,8 +206,10 @@ export class Worker extends WorkerAttempts {
       if (wanted && this.active > 0 && monotonicNow() - this.lastEmptyScan < IDLE_SCAN_GAP_MS) {
         look = false;
         this.scanOwed = true;
+      } else if (!wanted) {
         // no slot free, draining, or work done this turn: no look is owed (idle() must not wake for one, or it would spin)
-      } else if (!wanted) this.scanOwed = false;
+        this.scanOwed = false;
+      }
       if (look || now >= this.nextScanAt || now >= this.leaseLookAt()) {
         this.scanOwed = false;
         if (await this.scanWork()) {
