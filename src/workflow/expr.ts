@@ -92,7 +92,7 @@ function collectNames(node: unknown, bound: ReadonlySet<string>, out: Set<string
   for (const a of args) collectNames(a, bound, out);
 }
 
-/** Converts JSON numbers for CEL: integers stay JS numbers (cel-js compares int and double numerically). */
+/** Parses a condition once (its names collected for the compiler's checks); JSON numbers are evaluated as CEL doubles (see environment()). */
 export function parseExpression(source: string): ExpressionParse {
   if (source.trim() === '') return { ok: false, message: 'empty expression', offset: 0 };
   let fn: ((ctx?: Record<string, unknown>) => unknown) & { ast: unknown };

@@ -46,8 +46,8 @@ test('a serving worker with every slot busy uses almost no CPU and does not quer
   const serving = engine.serve(stop.signal);
   try {
     for (let round = 0; round < 12; round++) {
-      // commits that leave nothing to do (a run that waits for an approval) wake the worker just before the
-      // slot fills: a look it put off then must not outlive the slot's filling
+      // commits that leave nothing to do (a run that waits for an approval) wake the worker around the time
+      // the slot fills, so its looks for work (made, put off or dropped) happen on either side of it
       for (let k = 0; k < 3; k++) {
         await engine.start(gated, { detach: true });
         await new Promise((r) => setTimeout(r, 2 + ((round * 3 + k) % 9)));
