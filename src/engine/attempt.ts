@@ -163,7 +163,21 @@ export class Attempt implements AgentContext {
     if (this.settled || this.abortReason !== undefined) return;
     this.abortReason = reason;
     this.ctl?.abort(reason);
+    for (const f of this.abortListeners?.splice(0) ?? []) f(reason);
     this.rejectFn?.(reason);
+  }
+
+  private abortListeners: ((reason: unknown) => void)[] | undefined;
+
+  /**
+   * Calls `f` once when the attempt is aborted, or false when it already was (then `f` is not called):
+   * an agent of the engine's own (the server's remote parking) learns of an abort without making the
+   * attempt an AbortController, which most attempts never need.
+   */
+  onAbort(f: (reason: unknown) => void): boolean {
+    if (this.abortReason !== undefined) return false;
+    (this.abortListeners ??= []).push(f);
+    return true;
   }
 
   reportCost(usd: number): void {

@@ -45,6 +45,9 @@ const IDLE_SCAN_GAP_MS = 25;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
+/** Ends the waits of an idle turn (worker.idle). */
+const IDLE_OVER = new Error('the idle turn is over');
+
 export class Worker extends WorkerAttempts {
   private serving = false;
   private kickFn: (() => void) | undefined;
@@ -346,7 +349,8 @@ export class Worker extends WorkerAttempts {
     const why = await Promise.race(waits);
     this.idling = false;
     clearTimeout(owedTimer);
-    ctl.abort();
+    // with a reason: an abort without one builds a DOMException (its stack included) on every idle turn
+    ctl.abort(IDLE_OVER);
     this.idleCtl.signal.removeEventListener('abort', onIdleAbort);
     this.kickFn = undefined;
     if (why === 'store') {

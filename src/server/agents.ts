@@ -117,7 +117,8 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
         t.ctx.record('remote_output_rejected', payload);
         throw new HttpError(422, checked.error.error, checked.error.message, payload);
       }
-      const { runId, phase, attempt } = t.ctx;
+      const { runId, attempt } = t.ctx;
+      const phase = t.key;
       linkRemoteSpan(t.ctx, r.body['traceparent']);
       remote.end(t, 'completed', 'the remote agent completed it', true, output);
       const status = await remote.committed(runId, phase, attempt);
@@ -130,7 +131,8 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
     failTask: async (r) => {
       const t = live(r, 'failed');
       const b = r.body as { code: string; message: string; retryable?: boolean; details?: JsonObject };
-      const { runId, phase, attempt } = t.ctx;
+      const { runId, attempt } = t.ctx;
+      const phase = t.key;
       linkRemoteSpan(t.ctx, r.body['traceparent']);
       remote.end(t, 'failed', `the remote agent failed it: ${b.code}`, false, new AgentError(b.code, b.message, b.details ?? {}, b.retryable !== false));
       const status = await remote.committed(runId, phase, attempt);

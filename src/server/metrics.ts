@@ -4,6 +4,7 @@
  * agent, running attempts, open gates, runs by status) are read from the store's rows at each scrape,
  * so they cover every worker on the store.
  */
+import { BoundedMap } from '../core/lru.js';
 import type { RunEvent } from '../engine/events.js';
 import { HELD, type RunStore } from '../engine/ports.js';
 import { replay, type RunState } from '../engine/state.js';
@@ -23,7 +24,7 @@ export class ServerMetrics {
   private phasesCompleted = new Map<string, number>();
   private phasesFailed = new Map<string, number>();
   private attemptsFailed = new Map<string, number>();
-  private readonly claimed = new Map<string, number>();
+  private readonly claimed = new BoundedMap<string, number>(MAX_OPEN_ATTEMPTS);
   private readonly latency = new Map<string, { buckets: number[]; sum: number; count: number }>();
   private readonly requests = new Map<string, number>();
   private runsStarted = 0;
@@ -42,7 +43,6 @@ export class ServerMetrics {
         this.runsStarted++;
         return;
       case 'task.claimed':
-        if (this.claimed.size >= MAX_OPEN_ATTEMPTS) this.claimed.delete(this.claimed.keys().next().value!);
         this.claimed.set(`${state.runId}\u0000${e.phase}\u0000${e.attempt}`, e.at);
         inc(this.attemptsStarted, e.agent);
         return;

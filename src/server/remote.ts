@@ -20,6 +20,8 @@
 import { randomFillSync } from 'node:crypto';
 import type { Json, JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
+import { Attempt } from '../engine/attempt.js';
+import { BoundedMap } from '../core/lru.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunRecord } from '../engine/ports.js';
 import type { RunState } from '../engine/state.js';
@@ -75,6 +77,8 @@ export interface RemoteTask {
   token: string;
   readonly agent: string;
   readonly ctx: AgentContext;
+  /** The task's key in the run: its phase, or `phase[index]` for a fan-out item (what the engine's events and commands name). */
+  readonly key: string;
   readonly phase: PhaseModel;
   /** Agents the phase's `permissions.delegate.to` names: their `agent:<id>` keys may take it too. */
   readonly delegatedTo: readonly string[];
@@ -136,8 +140,8 @@ export class RemoteAgents {
   private readonly queues = new Map<string, RemoteTask[]>();
   private readonly waiters = new Map<string, Waiter[]>();
   private readonly live = new Map<string, RemoteTask>();
-  private readonly ended = new Map<string, EndedTask>();
-  private readonly remember: number;
+  /** Why recent tokens ended (the last `remember`), to answer a late call with it. */
+  private readonly ended: BoundedMap<string, EndedTask>;
   private readonly settleMs: number;
   /** Tasks handed to remote agents and not ended: the outcomes that may come soon. */
   private held = 0;
@@ -146,8 +150,8 @@ export class RemoteAgents {
   private readonly delegates = new Map<string, Set<string>>();
   /** Long polls by claim id (the agent's own), to cancel; the tasks handed to recent claim ids; ids cancelled. */
   private readonly polls = new Map<string, () => void>();
-  private readonly handed = new Map<string, RemoteTask>();
-  private readonly cancelled = new Set<string>();
+  private readonly handed: BoundedMap<string, RemoteTask>;
+  private readonly cancelled: BoundedMap<string, true>;
   private engine: RemoteEngineSide | undefined;
   private observed = false;
   private closed = false;
@@ -155,7 +159,10 @@ export class RemoteAgents {
   constructor(opts: RemoteAgentsOptions = {}) {
     this.fixed = new Set(opts.agents ?? []);
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
-    this.remember = opts.remember ?? 10_000;
+    const remember = opts.remember ?? 10_000;
+    this.ended = new BoundedMap(remember);
+    this.handed = new BoundedMap(remember);
+    this.cancelled = new BoundedMap(remember);
     this.settleMs = Math.max(0, opts.settleMs ?? 2);
   }
 
@@ -216,14 +223,11 @@ export class RemoteAgents {
           reject(new AgentError('RemoteAgentUnknownPhase', `phase ${ctx.phase} is not in the workflow`, {}, false));
           return;
         }
-        if (ctx.signal.aborted) {
-          reject(ctx.signal.reason);
-          return;
-        }
         const task: RemoteTask = {
           token: newToken(),
           agent,
           ctx,
+          key: taskKeyOf(ctx),
           phase: pm,
           delegatedTo: pm.permissions?.delegate?.to ?? [],
           state: 'queued',
@@ -233,18 +237,18 @@ export class RemoteAgents {
           timer: undefined,
           settle: (ok, value) => (ok ? resolve(value) : reject(value)),
         };
+        // whatever ends the attempt (cancel, timeout, lost lease, worker stop, a hand-back), the handler settles
+        const watching = onAbort(ctx, (reason) => {
+          this.retire(task, 'aborted', reasonText(reason));
+          task.settle(false, reason);
+          // an outcome given just before (not settled yet) is not wanted any more: its caller hears it now
+          this.told(`${ctx.runId}\u0000${task.key}\u0000${ctx.attempt}`, 'aborted');
+        });
+        if (!watching) {
+          reject(ctx instanceof Attempt ? ctx.abortReason : ctx.signal.reason);
+          return;
+        }
         this.live.set(task.token, task);
-        // whatever ended the attempt (cancel, timeout, lost lease, worker stop, a hand-back), the handler settles
-        ctx.signal.addEventListener(
-          'abort',
-          () => {
-            this.retire(task, 'aborted', reasonText(ctx.signal.reason));
-            task.settle(false, ctx.signal.reason);
-            // an outcome given just before (not settled yet) is not wanted any more: its caller hears it now
-            this.told(`${ctx.runId}\u0000${ctx.phase}\u0000${ctx.attempt}`, 'aborted');
-          },
-          { once: true },
-        );
         this.offer(task);
       });
   }
@@ -310,7 +314,6 @@ export class RemoteAgents {
     if (claimId === undefined) return;
     t.claimId = claimId;
     this.handed.set(claimId, t);
-    if (this.handed.size > this.remember) this.handed.delete(this.handed.keys().next().value!);
   }
 
   private forgetHanded(t: RemoteTask): void {
@@ -326,8 +329,7 @@ export class RemoteAgents {
    * rather than wait out a lease held by nobody. Whether a task was put back.
    */
   cancelClaim(claimId: string): { requeued: boolean } {
-    this.cancelled.add(claimId);
-    if (this.cancelled.size > this.remember) this.cancelled.delete(this.cancelled.values().next().value!);
+    this.cancelled.set(claimId, true);
     this.polls.get(claimId)?.();
     const t = this.handed.get(claimId);
     this.handed.delete(claimId);
@@ -336,8 +338,7 @@ export class RemoteAgents {
     clearTimeout(t.timer);
     // the old token is told apart from the new one: a late use of it gets 409
     this.live.delete(t.token);
-    this.ended.set(t.token, { runId: t.ctx.runId, phase: t.ctx.phase, attempt: t.ctx.attempt, agent: t.agent, delegatedTo: t.delegatedTo, status: 'released', reason: 'its claim was cancelled before the answer was read' });
-    if (this.ended.size > this.remember) this.ended.delete(this.ended.keys().next().value!);
+    this.ended.set(t.token, { runId: t.ctx.runId, phase: t.key, attempt: t.ctx.attempt, agent: t.agent, delegatedTo: t.delegatedTo, status: 'released', reason: 'its claim was cancelled before the answer was read' });
     t.token = newToken();
     this.live.set(t.token, t);
     t.state = 'queued';
@@ -382,7 +383,8 @@ export class RemoteAgents {
    * settles the handler; if the engine could not take it back, the attempt fails, retryable.
    */
   async giveBack(t: RemoteTask, status: 'lost' | 'released', reason: string): Promise<void> {
-    const { runId, phase, attempt } = t.ctx;
+    const { runId, attempt } = t.ctx;
+    const phase = t.key;
     // ended first: a late completion of this token is refused from now on
     this.retire(t, status, reason);
     let handed = false;
@@ -470,8 +472,7 @@ export class RemoteAgents {
     for (const s of t.inputs) for (const w of s.waiters.splice(0)) w();
     // the last held task ended: outcomes waiting for company settle now
     if (this.held === 0) this.scheduleSettle();
-    this.ended.set(t.token, { runId: t.ctx.runId, phase: t.ctx.phase, attempt: t.ctx.attempt, agent: t.agent, delegatedTo: t.delegatedTo, status, reason });
-    if (this.ended.size > this.remember) this.ended.delete(this.ended.keys().next().value!);
+    this.ended.set(t.token, { runId: t.ctx.runId, phase: t.key, attempt: t.ctx.attempt, agent: t.agent, delegatedTo: t.delegatedTo, status, reason });
   }
 
   /**
@@ -578,6 +579,22 @@ export class RemoteAgents {
       ...(c.trace ? { traceparent: c.trace.traceparent } : {}),
     };
   }
+}
+
+/** The task key of an attempt: an item's is `phase[index]`, which its ctx.phase (the phase's name) is not. */
+function taskKeyOf(ctx: AgentContext): string {
+  return ctx instanceof Attempt ? ctx.key : ctx.phase;
+}
+
+/**
+ * Calls `f` once when the attempt is aborted; false when it already was. The engine's own attempts are
+ * watched without their AbortSignal, which would otherwise be made for every parked task.
+ */
+function onAbort(ctx: AgentContext, f: (reason: unknown) => void): boolean {
+  if (ctx instanceof Attempt) return ctx.onAbort(f);
+  if (ctx.signal.aborted) return false;
+  ctx.signal.addEventListener('abort', () => f(ctx.signal.reason), { once: true });
+  return true;
 }
 
 function reasonText(reason: unknown): string {

@@ -14,6 +14,7 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes, type Link, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
 import type { IdGenerator } from '@opentelemetry/sdk-trace-base';
 import { randomBytes } from 'node:crypto';
+import { BoundedMap } from '../core/lru.js';
 import type { RunEvent } from '../engine/events.js';
 import { parseItemKey, taskIdFor, type RunState } from '../engine/state.js';
 import {
@@ -80,10 +81,10 @@ interface RunIds {
 }
 
 export class SpanModel {
-  private readonly attempts = new Map<string, PendingAttempt>();
-  private readonly runs = new Map<string, PendingRun>();
+  private readonly attempts = new BoundedMap<string, PendingAttempt>(MAX_PENDING);
+  private readonly runs = new BoundedMap<string, PendingRun>(MAX_PENDING);
   /** The derived ids of recent runs (hashing them again for every span costs more than the span). */
-  private readonly ids = new Map<string, RunIds>();
+  private readonly ids = new BoundedMap<string, RunIds>(10_000);
 
   constructor(private readonly o: SpanModelOptions) {}
 
@@ -168,7 +169,6 @@ export class SpanModel {
     const k = runIdsKey(run);
     let r = this.ids.get(k);
     if (!r) {
-      if (this.ids.size >= 10_000) this.ids.delete(this.ids.keys().next().value!);
       const parent = runParentOf(run);
       r = { parent, traceId: traceIdOf(run.runId, parent), runSpanId: runSpanIdOf(run.runId), sampled: parent?.sampled ?? true };
       this.ids.set(k, r);
@@ -180,7 +180,6 @@ export class SpanModel {
     const k = keyOf(runId, key, attempt);
     let p = this.attempts.get(k);
     if (!p) {
-      if (this.attempts.size >= MAX_PENDING) this.attempts.delete(this.attempts.keys().next().value!);
       this.attempts.set(k, (p = { start: undefined, name: undefined, attrs: {}, events: [], links: [] }));
     }
     return p;
@@ -189,7 +188,6 @@ export class SpanModel {
   private runPending(runId: string): PendingRun {
     let p = this.runs.get(runId);
     if (!p) {
-      if (this.runs.size >= MAX_PENDING) this.runs.delete(this.runs.keys().next().value!);
       this.runs.set(runId, (p = { events: [] }));
     }
     return p;

@@ -359,6 +359,41 @@ workflow:
     expect(pool.reduce((s, a) => s + a.completed, 0)).toBe(n);
   }, 60_000);
 
+  test('a for_each phase of a remote agent: each item is a task claimed over HTTP, and each completion is answered once committed', async () => {
+    const wf = `openintent: "1.0"
+info: {name: remote-fan}
+agents:
+  r: {x-remote: true}
+workflow:
+  each:
+    assign: r
+    for_each: $trigger.list
+    inputs: {v: $item}
+    outputs: {m: string}
+`;
+    const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow: wf, trigger: { list: [1, 2, 3] } } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const id = r.body['run_id'] as string;
+    const seen: unknown[] = [];
+    for (let i = 0; i < 3; i++) {
+      const c = await claim(h, 'r');
+      expect(c.status).toBe(200);
+      expect(c.body).toMatchObject({ run_id: id, phase: 'each' });
+      seen.push((c.body['input'] as { v: number }).v);
+      const t0 = performance.now();
+      const done = await task(h, c.body['token'] as string, 'complete', { output: { m: `item ${String((c.body['input'] as { v: number }).v)}` } });
+      // answered once its commit is seen (not after the hub's 10 s wait for an event it never matched)
+      expect(done.status).toBe(200);
+      expect(done.body).toMatchObject({ status: 'completed', committed: true });
+      expect(performance.now() - t0).toBeLessThan(5_000);
+    }
+    expect(seen.sort()).toEqual([1, 2, 3]);
+    const { status, events } = await toEnd(h, id);
+    expect(status).toBe('completed');
+    const phase = events.find((e) => e.type === 'task.completed' && e['phase'] === 'each');
+    expect(phase?.['output']).toEqual({ m: ['item 1', 'item 2', 'item 3'] });
+  }, 60_000);
+
   test('load, small: 50 remote agents through a 300-phase run; each phase completed once, and the hub holds nothing after', async () => {
     const n = 300;
     const pool = Array.from({ length: 50 }, () => createRemoteAgent({ url: h.url, key: RKEY.replace('r-', 'q-'), agent: 'q', waitS: 2, handler: (ctx) => ({ i: Number(ctx.phase.slice(1)) }) }));
