@@ -394,6 +394,43 @@ workflow:
     expect(phase?.['output']).toEqual({ m: ['item 1', 'item 2', 'item 3'] });
   }, 60_000);
 
+  test('a remote item whose agent stops heartbeating is handed back as that item and done again, once', async () => {
+    const wf = `openintent: "1.0"
+info: {name: remote-fan-lost}
+agents:
+  r: {x-remote: true}
+workflow:
+  each:
+    assign: r
+    for_each: $trigger.list
+    inputs: {v: $item}
+    outputs: {m: string}
+`;
+    const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow: wf, trigger: { list: [7, 8] } } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const id = r.body['run_id'] as string;
+    const lost = await claim(h, 'r');
+    const kept = await claim(h, 'r');
+    expect([lost.status, kept.status]).toEqual([200, 200]);
+    expect((await task(h, kept.body['token'] as string, 'complete', { output: { m: 'kept' } })).body).toMatchObject({ status: 'completed' });
+    // no heartbeat for the other: after the lease its item is handed back and parked again as attempt 2
+    const again = await claim(h, 'r', RKEY, 20);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ run_id: id, phase: 'each', attempt: 2, input: lost.body['input'] });
+    const late = await task(h, lost.body['token'] as string, 'complete', { output: { m: 'from the dead' } });
+    expect(late.status).toBe(409);
+    expect((await task(h, again.body['token'] as string, 'complete', { output: { m: 'again' } })).body).toMatchObject({ status: 'completed', committed: true });
+    const { status, events } = await toEnd(h, id);
+    expect(status).toBe('completed');
+    const items = events.filter((e) => typeof e['phase'] === 'string' && (e['phase'] as string).startsWith('each['));
+    expect(items.filter((e) => e.type === 'task.lease_expired').map((e) => e['attempt'])).toEqual([1]);
+    expect(items.filter((e) => e.type === 'task.completed')).toHaveLength(2);
+    const lostIndex = (lost.body['input'] as { v: number }).v === 7 ? 0 : 1;
+    const out = events.find((e) => e.type === 'task.completed' && e['phase'] === 'each')?.['output'] as { m: string[] };
+    expect(out.m[lostIndex]).toBe('again');
+    expect(out.m[1 - lostIndex]).toBe('kept');
+  }, 60_000);
+
   test('load, small: 50 remote agents through a 300-phase run; each phase completed once, and the hub holds nothing after', async () => {
     const n = 300;
     const pool = Array.from({ length: 50 }, () => createRemoteAgent({ url: h.url, key: RKEY.replace('r-', 'q-'), agent: 'q', waitS: 2, handler: (ctx) => ({ i: Number(ctx.phase.slice(1)) }) }));
