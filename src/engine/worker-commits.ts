@@ -35,7 +35,8 @@ export abstract class WorkerCommits extends WorkerBase {
 
   // ---- commits ----------------------------------------------------------------------------------
 
-  protected async flush(ctx: RunCtx): Promise<void> {
+  /** `claimCap`: the most tasks this commit may claim (commits in parallel share the free slots out). */
+  protected async flush(ctx: RunCtx, claimCap = Infinity): Promise<void> {
     ctx.flushing = true;
     if (ctx.stale) {
       // a failed commit left decisions in memory that the store never saw: rebuild from the store first
@@ -48,7 +49,7 @@ export abstract class WorkerCommits extends WorkerBase {
     }
     const facts = ctx.facts.splice(0);
     const waiters = ctx.waiters.splice(0);
-    const free = this.draining || this.closed ? 0 : this.concurrency - this.active;
+    const free = this.draining || this.closed ? 0 : Math.min(claimCap, this.concurrency - this.active);
     const before = this.storeNow();
     if ((nextTimer(ctx.state) ?? Infinity) <= before) {
       // waiters line up with facts by index: the tick gets a waiter of its own

@@ -31,6 +31,8 @@ export { DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, t
 const RESERVE_MS = 2_000;
 /** Runs in one fast commit at most (each takes an advisory lock on PostgreSQL for the statement). */
 const BATCH_RUNS = 64;
+/** Runs committed one by one (transact) at once, each on a connection of its own (within PostgreSQL's default pool of 10). */
+const SLOW_PARALLEL = 8;
 /** How far from a due time (retry delay, timer) the fast path stays away: the store-clock estimate's error is far smaller. */
 const FAST_MARGIN_MS = 1_000;
 /** How often held runs are read whatever the NOTIFY payloads said (refresh). */
@@ -236,7 +238,7 @@ export class Worker extends WorkerAttempts {
 
   /**
    * Commits the runs due now: those this worker holds current go together in one fast commit, the
-   * others one by one. Whether any was. (A method of its own: the loop's frame, which waits in idle()
+   * others each in a transaction of its own, up to SLOW_PARALLEL at once. Whether any was. (A method of its own: the loop's frame, which waits in idle()
    * for as long as nothing happens, keeps no run it went through, ended runs included.)
    */
   private async commitDue(): Promise<boolean> {
@@ -253,15 +255,45 @@ export class Worker extends WorkerAttempts {
       await this.flushMany(fast);
       did = true;
     }
-    for (const ctx of slow) {
-      if (this.crashed !== undefined || this.closed) break;
-      if (ctx.ended || this.runs.get(ctx.runId) !== ctx) continue;
-      if (this.dueAt(ctx) <= this.storeNow()) {
-        await this.flush(ctx);
-        did = true;
-      }
+    if (slow.length === 1) {
+      if (await this.flushIfDue(slow[0]!)) did = true;
+      return did;
     }
+    // Runs that need a transaction of their own (a retry, a timer or a grace period due, a takeover, a
+    // command, a run other workers share) go up to SLOW_PARALLEL at once, each on its own connection:
+    // one after another, a thousand runs retrying together on PostgreSQL waited a thousand round trips
+    // each turn. The free slots are shared out before any goes, so that together they claim no more
+    // than the worker may run: each run at most what its ready set could give (at least one).
+    let free = this.draining || this.closed ? 0 : Math.max(0, this.concurrency - this.active);
+    const queue = slow.map((ctx) => {
+      const cap = Math.min(free, Math.max(1, ctx.state.ready.size));
+      free -= cap;
+      return { ctx, cap };
+    });
+    const lane = async (): Promise<void> => {
+      for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+        if (this.crashed !== undefined || this.closed) return;
+        // a run due only for a claim, with no slot left for it, waits for the next turn (a commit would carry nothing)
+        if (next.cap === 0 && !this.dueForMoreThanClaims(next.ctx)) continue;
+        if (await this.flushIfDue(next.ctx, next.cap)) did = true;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(SLOW_PARALLEL, queue.length) }, lane));
     return did;
+  }
+
+  /** Whether the run has something to commit besides claims: facts, a state to rebuild, a timer due. */
+  private dueForMoreThanClaims(ctx: RunCtx): boolean {
+    return ctx.facts.length > 0 || ctx.stale || (nextTimer(ctx.state) ?? Infinity) <= this.storeNow();
+  }
+
+  /** Commits the run if it is still due (a commit before it may have changed that); whether it was. */
+  private async flushIfDue(ctx: RunCtx, claimCap?: number): Promise<boolean> {
+    if (this.crashed !== undefined || this.closed) return false;
+    if (ctx.ended || this.runs.get(ctx.runId) !== ctx) return false;
+    if (this.dueAt(ctx) > this.storeNow()) return false;
+    await this.flush(ctx, claimCap);
+    return true;
   }
 
   protected override claimant(ctx: RunCtx): Claimant {

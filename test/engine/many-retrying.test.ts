@@ -1,0 +1,128 @@
+/**
+ * Many runs retrying at once, as a user drives them (createEngine, one process, real time): their
+ * commits go through transactions of their own (a retry due within a second keeps a run off the fast
+ * path), several at once, each run with three phases ready together after its retry. Checked on every store: every run completes; no more attempts run at once
+ * than the engine's concurrency, however the free slots are shared between commits in parallel; and
+ * no transaction is spent on a run with nothing to commit (a run due only for a claim, when no slot
+ * was left for it, waits for the next turn instead: such empty commits were 20 per run here).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createEngine } from '../../src/api/engine.js';
+import { openStore } from '../../src/api/store.js';
+import type { RunStore, TxDecision } from '../../src/engine/ports.js';
+import { testDatabase } from '../helpers/pg.js';
+import { header, wf } from './helpers.js';
+
+const db = testDatabase('baton_test_retrying');
+const dir = mkdtempSync(join(tmpdir(), 'baton-retrying-'));
+beforeAll(db.create);
+afterAll(async () => {
+  await db.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const model = wf(`${header()}workflow:
+  a:
+    assign: flaky
+    retry: {max_attempts: 3, backoff: constant, initial_delay_ms: 1}
+    outputs: {n: number}
+  b:
+    assign: ok
+    depends_on: [a]
+    inputs: {n: a.n}
+    outputs: {n: number}
+  c:
+    assign: ok
+    depends_on: [a]
+    inputs: {n: a.n}
+    outputs: {n: number}
+  d:
+    assign: ok
+    depends_on: [a]
+    inputs: {n: a.n}
+    outputs: {n: number}
+`);
+
+/** The store, counting its transactions and those that committed nothing. */
+function counting(store: RunStore): { store: RunStore; tx: { all: number; empty: number } } {
+  const tx = { all: 0, empty: 0 };
+  const wrapped = new Proxy(store, {
+    get(target, key, receiver) {
+      if (key === 'transact') {
+        return (runId: string, seq: number, decide: (d: never[], now?: number) => TxDecision<unknown>, opts?: never) => {
+          tx.all++;
+          return target.transact(
+            runId,
+            seq,
+            (d, now) => {
+              const r = decide(d as never[], now);
+              if (!r.commit) tx.empty++;
+              return r;
+            },
+            opts,
+          );
+        };
+      }
+      const v = Reflect.get(target, key, receiver) as unknown;
+      return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { store: wrapped, tx };
+}
+
+describe.each(['memory', 'sqlite', 'postgres'] as const)('many runs retrying at once on the %s store', (kind) => {
+  test('every run completes, attempts never exceed the concurrency, and no transaction commits nothing', async () => {
+    const opened = await openStore(kind === 'memory' ? 'memory' : kind === 'sqlite' ? join(dir, 'retrying.db') : db.url, { cwd: dir });
+    const { store, tx } = counting(opened);
+    const CONCURRENCY = 6;
+    const RUNS = 300;
+    const tries = new Map<string, number>();
+    let running = 0;
+    let most = 0;
+    const engine = createEngine({
+      store,
+      concurrency: CONCURRENCY,
+      agents: {
+        flaky: async (ctx) => {
+          running++;
+          most = Math.max(most, running);
+          try {
+            await new Promise((r) => setImmediate(r));
+            const n = (tries.get(ctx.runId) ?? 0) + 1;
+            tries.set(ctx.runId, n);
+            if (n === 1) throw new Error('the first try fails');
+            return { n: 1 };
+          } finally {
+            running--;
+          }
+        },
+        ok: async (ctx) => {
+          running++;
+          most = Math.max(most, running);
+          try {
+            await new Promise((r) => setImmediate(r));
+            return { n: (ctx.input['n'] as number) + 1 };
+          } finally {
+            running--;
+          }
+        },
+      },
+    });
+    try {
+      const results = await Promise.all(Array.from({ length: RUNS }, () => engine.run(model, { trigger: {} })));
+      expect(results.filter((r) => r.status !== 'completed')).toEqual([]);
+      for (const r of results) for (const p of ['b', 'c', 'd']) expect(r.phases[p]?.output).toEqual({ n: 2 });
+      expect([...tries.values()].every((n) => n === 2)).toBe(true);
+      expect(most).toBeLessThanOrEqual(CONCURRENCY);
+      expect(tx.empty).toBe(0);
+      // about two per run (the retry's claim, and the commits in the second after it); far fewer than the runs' commits
+      expect(tx.all).toBeLessThan(RUNS * 4);
+    } finally {
+      await engine.close();
+      await opened.close();
+    }
+  }, 120_000);
+});
