@@ -480,6 +480,55 @@ workflow:
       await agent.stop(0);
     }
   }, 60_000);
+
+  test('remote fan-out items each ask a human: one gate per item, each answer reaches its own item', async () => {
+    const wf = `openintent: "1.0"
+info: {name: remote-fan-asking}
+agents:
+  r: {x-remote: true}
+workflow:
+  each:
+    assign: r
+    for_each: $trigger.list
+    inputs: {v: $item}
+    outputs: {answer: string}
+`;
+    const agent = createRemoteAgent({
+      url: h.url,
+      key: RKEY,
+      agent: 'r',
+      concurrency: 2,
+      waitS: 2,
+      handler: async (ctx) => {
+        const v = await ctx.requestInput({ question: `colour for ${String(ctx.input['v'])}?` });
+        return { answer: `${String(ctx.input['v'])}:${String(v)}` };
+      },
+    });
+    try {
+      const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow: wf, trigger: { list: ['a', 'b'] } } });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      const id = r.body['run_id'] as string;
+      let opened: Record<string, unknown>[] = [];
+      for (let i = 0; i < 200 && opened.length < 2; i++) {
+        const g = await api(h.url, 'GET', `/runs/${id}/events?type=gate.opened`, { key: KEYS.reader });
+        opened = (g.body['events'] as Record<string, unknown>[] | undefined) ?? [];
+        if (opened.length < 2) await new Promise((res) => setTimeout(res, 50));
+      }
+      expect(opened).toHaveLength(2);
+      expect(new Set(opened.map((e) => e['gate_id'])).size).toBe(2);
+      // each gate answered with a value naming its own question
+      for (const e of opened) {
+        const question = JSON.stringify(e);
+        const value = question.includes('colour for a?') ? 'red' : 'blue';
+        expect((await api(h.url, 'POST', `/runs/${id}/gates/${e['gate_id'] as string}/respond`, { key: KEYS.operator, body: { value } })).status).toBe(200);
+      }
+      const { status, events } = await toEnd(h, id);
+      expect(status).toBe('completed');
+      expect(events.find((e) => e.type === 'task.completed' && e['phase'] === 'each')?.['output']).toEqual({ answer: ['a:red', 'b:blue'] });
+    } finally {
+      await agent.stop(0);
+    }
+  }, 60_000);
 });
 
 async function waitForEvent(h: Remote, id: string, type: string): Promise<Record<string, unknown> | undefined> {
