@@ -59,6 +59,21 @@ workflow:
     outputs: {answer: string}
 `;
 
+/** A for_each phase of the remote agent `r` over `$trigger.list` (`$item` as input `v`), with `outputs`. */
+function remoteFan(name: string, outputs: string): string {
+  return `openintent: "1.0"
+info: {name: ${name}}
+agents:
+  r: {x-remote: true}
+workflow:
+  each:
+    assign: r
+    for_each: $trigger.list
+    inputs: {v: $item}
+    outputs: ${outputs}
+`;
+}
+
 interface Remote {
   url: string;
   remote: RemoteAgents;
@@ -112,8 +127,8 @@ async function startRemote(kind: StoreKind): Promise<Remote> {
   };
 }
 
-async function startRun(h: Remote, workflow: string): Promise<string> {
-  const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow } });
+async function startRun(h: Remote, workflow: string, trigger?: Record<string, unknown>): Promise<string> {
+  const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow, ...(trigger ? { trigger } : {}) } });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body['run_id'] as string;
 }
@@ -360,20 +375,8 @@ workflow:
   }, 60_000);
 
   test('a for_each phase of a remote agent: each item is a task claimed over HTTP, and each completion is answered once committed', async () => {
-    const wf = `openintent: "1.0"
-info: {name: remote-fan}
-agents:
-  r: {x-remote: true}
-workflow:
-  each:
-    assign: r
-    for_each: $trigger.list
-    inputs: {v: $item}
-    outputs: {m: string}
-`;
-    const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow: wf, trigger: { list: [1, 2, 3] } } });
-    expect(r.status, JSON.stringify(r.body)).toBe(201);
-    const id = r.body['run_id'] as string;
+    const wf = remoteFan('remote-fan', '{m: string}');
+    const id = await startRun(h, wf, { list: [1, 2, 3] });
     const seen: unknown[] = [];
     for (let i = 0; i < 3; i++) {
       const c = await claim(h, 'r');
@@ -395,20 +398,8 @@ workflow:
   }, 60_000);
 
   test('a remote item whose agent stops heartbeating is handed back as that item and done again, once', async () => {
-    const wf = `openintent: "1.0"
-info: {name: remote-fan-lost}
-agents:
-  r: {x-remote: true}
-workflow:
-  each:
-    assign: r
-    for_each: $trigger.list
-    inputs: {v: $item}
-    outputs: {m: string}
-`;
-    const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow: wf, trigger: { list: [7, 8] } } });
-    expect(r.status, JSON.stringify(r.body)).toBe(201);
-    const id = r.body['run_id'] as string;
+    const wf = remoteFan('remote-fan-lost', '{m: string}');
+    const id = await startRun(h, wf, { list: [7, 8] });
     const lost = await claim(h, 'r');
     const kept = await claim(h, 'r');
     expect([lost.status, kept.status]).toEqual([200, 200]);
@@ -422,7 +413,7 @@ workflow:
     expect((await task(h, again.body['token'] as string, 'complete', { output: { m: 'again' } })).body).toMatchObject({ status: 'completed', committed: true });
     const { status, events } = await toEnd(h, id);
     expect(status).toBe('completed');
-    const items = events.filter((e) => typeof e['phase'] === 'string' && (e['phase'] as string).startsWith('each['));
+    const items = events.filter((e) => typeof e['phase'] === 'string' && e['phase'].startsWith('each['));
     expect(items.filter((e) => e.type === 'task.lease_expired').map((e) => e['attempt'])).toEqual([1]);
     expect(items.filter((e) => e.type === 'task.completed')).toHaveLength(2);
     const lostIndex = (lost.body['input'] as { v: number }).v === 7 ? 0 : 1;
@@ -482,17 +473,7 @@ workflow:
   }, 60_000);
 
   test('remote fan-out items each ask a human: one gate per item, each answer reaches its own item', async () => {
-    const wf = `openintent: "1.0"
-info: {name: remote-fan-asking}
-agents:
-  r: {x-remote: true}
-workflow:
-  each:
-    assign: r
-    for_each: $trigger.list
-    inputs: {v: $item}
-    outputs: {answer: string}
-`;
+    const wf = remoteFan('remote-fan-asking', '{answer: string}');
     const agent = createRemoteAgent({
       url: h.url,
       key: RKEY,
@@ -500,14 +481,13 @@ workflow:
       concurrency: 2,
       waitS: 2,
       handler: async (ctx) => {
-        const v = await ctx.requestInput({ question: `colour for ${String(ctx.input['v'])}?` });
-        return { answer: `${String(ctx.input['v'])}:${String(v)}` };
+        const item = JSON.stringify(ctx.input['v']);
+        const v = await ctx.requestInput({ question: `colour for ${item}?` });
+        return { answer: `${item}:${JSON.stringify(v)}` };
       },
     });
     try {
-      const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow: wf, trigger: { list: ['a', 'b'] } } });
-      expect(r.status, JSON.stringify(r.body)).toBe(201);
-      const id = r.body['run_id'] as string;
+      const id = await startRun(h, wf, { list: ['a', 'b'] });
       let opened: Record<string, unknown>[] = [];
       for (let i = 0; i < 200 && opened.length < 2; i++) {
         const g = await api(h.url, 'GET', `/runs/${id}/events?type=gate.opened`, { key: KEYS.reader });
@@ -519,12 +499,12 @@ workflow:
       // each gate answered with a value naming its own question
       for (const e of opened) {
         const question = JSON.stringify(e);
-        const value = question.includes('colour for a?') ? 'red' : 'blue';
+        const value = question.includes('colour for \\"a\\"?') ? 'red' : 'blue';
         expect((await api(h.url, 'POST', `/runs/${id}/gates/${e['gate_id'] as string}/respond`, { key: KEYS.operator, body: { value } })).status).toBe(200);
       }
       const { status, events } = await toEnd(h, id);
       expect(status).toBe('completed');
-      expect(events.find((e) => e.type === 'task.completed' && e['phase'] === 'each')?.['output']).toEqual({ answer: ['a:red', 'b:blue'] });
+      expect(events.find((e) => e.type === 'task.completed' && e['phase'] === 'each')?.['output']).toEqual({ answer: ['"a":"red"', '"b":"blue"'] });
     } finally {
       await agent.stop(0);
     }
