@@ -170,6 +170,8 @@ describe('choosing and loading a binding', () => {
     const fault = nativeLoadFault(err);
     expect(fault).toMatchObject({ code: 'store' });
     expect(fault!.message).toContain('npm rebuild better-sqlite3');
+    // npm 12 skips unapproved install scripts: the approval comes first
+    expect(fault!.message).toContain('npm approve-scripts better-sqlite3');
     expect(fault!.message).toContain('--store memory');
     expect(fault!.message).not.toContain('\n');
     expect(nativeLoadFault(new Error('something else'))).toBeUndefined();

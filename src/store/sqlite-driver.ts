@@ -406,6 +406,8 @@ export function nativeLoadFault(err: unknown): BatonError | undefined {
   const abi = /NODE_MODULE_VERSION|compiled against a different Node\.js version/.test(err.message);
   const unbuilt = /Could not locate the bindings file|better_sqlite3\.node/.test(err.message);
   if (!abi && !unbuilt && code !== 'ERR_DLOPEN_FAILED') return undefined;
-  const why = abi ? `was built for another Node version than this one (${process.versions.node})` : 'has no native build (installed with --ignore-scripts?)';
-  return new BatonError('store', `better-sqlite3 ${why}: run \`npm rebuild better-sqlite3\`, or use --store memory${nodeSqliteAvailable() ? '' : ', or Node >= 22.13 (node:sqlite)'}`, { cause: err });
+  // npm 12 skips the install scripts of dependencies not approved in the project's `allowScripts`
+  const why = abi ? `was built for another Node version than this one (${process.versions.node})` : 'has no native build (its install script was skipped: --ignore-scripts, pnpm, or npm without `allowScripts` approval)';
+  const fix = abi ? '`npm rebuild better-sqlite3`' : '`npm approve-scripts better-sqlite3` (npm 11.16+), then `npm rebuild better-sqlite3`';
+  return new BatonError('store', `better-sqlite3 ${why}: run ${fix}, or use --store memory${nodeSqliteAvailable() ? '' : ', or Node >= 22.13 (node:sqlite)'}`, { cause: err });
 }
