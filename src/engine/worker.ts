@@ -238,8 +238,9 @@ export class Worker extends WorkerAttempts {
 
   /**
    * Commits the runs due now: those this worker holds current go together in one fast commit, the
-   * others each in a transaction of its own, up to SLOW_PARALLEL at once. Whether any was. (A method of its own: the loop's frame, which waits in idle()
-   * for as long as nothing happens, keeps no run it went through, ended runs included.)
+   * others each in a transaction of its own, up to SLOW_PARALLEL at once. Whether any was. (A method
+   * of its own: the loop's frame, which waits in idle() for as long as nothing happens, keeps no run
+   * it went through, ended runs included.)
    */
   private async commitDue(): Promise<boolean> {
     let did = false;
