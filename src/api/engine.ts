@@ -148,6 +148,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   private readonly compiling = new Map<string, Promise<WorkflowModel>>();
   /** Stored workflows by hash: a hash names one text forever, so each is read once per engine. */
   private readonly workflows = new Lru<string, WorkflowRecord>(MODELS_KEPT);
+  /** Workflow records being read, by hash: runs taken up together read their workflow once. */
+  private readonly reading = new Map<string, Promise<WorkflowRecord | undefined>>();
   private readonly owned: { close(): Promise<void> }[] = [];
   private readonly compiler = new SchemaCompiler();
   private readonly subprocesses = new Map<string, AgentHandler>();
@@ -188,12 +190,21 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     };
   }
 
-  private async storedWorkflow(hash: string): Promise<WorkflowRecord | undefined> {
+  private storedWorkflow(hash: string): Promise<WorkflowRecord | undefined> {
     const have = this.workflows.get(hash);
-    if (have) return have;
-    const w = await this.store.workflow(hash);
-    if (w) this.workflows.set(hash, w);
-    return w;
+    if (have) return Promise.resolve(have);
+    let p = this.reading.get(hash);
+    if (!p) {
+      p = this.store
+        .workflow(hash)
+        .then((w) => {
+          if (w) this.workflows.set(hash, w);
+          return w;
+        })
+        .finally(() => this.reading.delete(hash));
+      this.reading.set(hash, p);
+    }
+    return p;
   }
 
   /** The compiled workflow of a stored run (compiled once per engine, from the source the run kept). */
@@ -359,6 +370,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const runId = opts.runId ?? newRunId(this.clock.now());
     const wf = workflowRecord(model, opts.path);
     this.models.set(wf.hash, model);
+    // the record this run stores: its binding (bind) needs no read of it back
+    this.workflows.set(wf.hash, wf);
     const bindings = { ...(opts.bindings ?? {}), ...(this.opts.stubAgents ? { stubs: true } : {}) };
     // check bindings before anything is stored: unbound agents stop the run before it starts
     const runOptions = { ...(opts.cwd !== undefined ? { cwd: resolvePath(opts.cwd) } : {}), ...(opts.workspace !== undefined ? { workspace: resolvePath(opts.workspace) } : {}) };

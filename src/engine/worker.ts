@@ -247,13 +247,22 @@ export class Worker extends WorkerAttempts {
     const fast: RunCtx[] = [];
     const slow: RunCtx[] = [];
     const due = this.storeNow();
+    // runs due only for a claim are taken while the free slots last (each at most what its ready set could
+    // give): with thousands of runs waiting for a slot, a turn decides the few that can have one
+    let claimable = this.draining || this.closed ? 0 : Math.max(0, this.concurrency - this.active);
     for (const ctx of this.runs.values()) {
       if (ctx.ended || this.dueAt(ctx) > due) continue;
-      if (fast.length < BATCH_RUNS && this.fastPath(ctx)) fast.push(ctx);
+      if (!this.dueForMoreThanClaims(ctx)) {
+        if (claimable <= 0) continue;
+        claimable -= Math.min(claimable, Math.max(1, ctx.state.ready.size));
+      }
+      if (this.fastPath(ctx)) fast.push(ctx);
       else slow.push(ctx);
     }
-    if (fast.length > 0) {
-      await this.flushMany(fast);
+    // every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch)
+    for (let i = 0; i < fast.length; i += BATCH_RUNS) {
+      if (this.crashed !== undefined || this.closed) return did;
+      await this.flushMany(i === 0 && fast.length <= BATCH_RUNS ? fast : fast.slice(i, i + BATCH_RUNS));
       did = true;
     }
     if (slow.length === 1) {

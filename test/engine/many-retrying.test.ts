@@ -4,7 +4,9 @@
  * path), several at once, each run with three phases ready together after its retry. Checked on every store: every run completes; no more attempts run at once
  * than the engine's concurrency, however the free slots are shared between commits in parallel; and
  * no transaction is spent on a run with nothing to commit (a run due only for a claim, when no slot
- * was left for it, waits for the next turn instead: such empty commits were 20 per run here).
+ * was left for it, waits for the next turn instead: such empty commits were 20 per run here). And many
+ * plain runs at once: every run the fast path may take goes by it (many runs to a commit), not only the
+ * first 64 of a turn.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,6 +74,32 @@ function counting(store: RunStore): { store: RunStore; tx: { all: number; empty:
   });
   return { store: wrapped, tx };
 }
+
+const chain = wf(`${header()}workflow:
+  x: {assign: ok, outputs: {n: number}}
+  y: {assign: ok, depends_on: [x], inputs: {n: x.n}, outputs: {n: number}}
+  z: {assign: ok, depends_on: [y], inputs: {n: y.n}, outputs: {n: number}}
+`);
+
+describe.each(['memory', 'sqlite', 'postgres'] as const)('many plain runs at once on the %s store', (kind) => {
+  // 8 slots: thousands wait for one; 200: more runs finish an attempt together than one fast commit takes (64)
+  test.each([8, 200])('every run the fast path may take goes by it (concurrency %i): no transaction of its own', async (concurrency) => {
+    const opened = await openStore(kind === 'memory' ? 'memory' : kind === 'sqlite' ? join(dir, `plain-${concurrency}.db`) : db.url, { cwd: dir });
+    const { store, tx } = counting(opened);
+    const RUNS = 500;
+    const engine = createEngine({ store, concurrency, agents: { ok: (ctx) => ({ n: ((ctx.input['n'] as number | undefined) ?? 0) + 1 }) } });
+    try {
+      const results = await Promise.all(Array.from({ length: RUNS }, () => engine.run(chain, { trigger: {} })));
+      expect(results.filter((r) => r.status !== 'completed')).toEqual([]);
+      for (const r of results) expect(r.phases['z']?.output).toEqual({ n: 3 });
+      // once more than 64 runs were due together, the rest went through a transaction each (1.5 per run)
+      expect(tx.all).toBeLessThan(RUNS / 20);
+    } finally {
+      await engine.close();
+      await opened.close();
+    }
+  }, 120_000);
+});
 
 describe.each(['memory', 'sqlite', 'postgres'] as const)('many runs retrying at once on the %s store', (kind) => {
   test('every run completes, attempts never exceed the concurrency, and no transaction commits nothing', async () => {
