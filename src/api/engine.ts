@@ -351,9 +351,12 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    * events, its status and cancel. Refuses (BatonError `unbound-agent`) when an agent has no handler.
    */
   async start(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions<W> = {}): Promise<RunHandle> {
-    const id = await this.create(spec, opts);
+    const { runId: id, created } = await this.createRun(spec, opts);
     const run = this.handle(id, opts.signal);
-    if (!opts.detach) void run.result();
+    if (!opts.detach) {
+      this.work.prime(id, created);
+      void run.result();
+    }
     return run;
   }
 
@@ -364,6 +367,11 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
 
   /** Creates a run in the store (nothing runs yet) and returns its id; refuses it when an agent has no handler. */
   async create(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}): Promise<string> {
+    return (await this.createRun(spec, given)).runId;
+  }
+
+  /** `create`, with the run as stored (its record, state and log): a run driven here next is taken up from it. */
+  private async createRun(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}): Promise<{ runId: string; created: { record: RunRecord; state: RunState; events: RunEvent[] } }> {
     const model = spec instanceof WorkflowSpec ? spec.model : spec;
     const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
     checkTrigger(model, opts.trigger);
@@ -400,7 +408,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     );
     this.work.checkFault('run.created');
     this.report(first.events, first.state, { runId, workflowName: model.info.name, options: stored });
-    return runId;
+    return { runId, created: first };
   }
 
   /** Which agents would be bound for a run not yet stored (placeholders: only the ids matter). */
@@ -416,7 +424,9 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
 
   /** Starts a run and drives it to its end. Rejects only on faults, never on a failed run. */
   async run(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions<W> = {}): Promise<RunResult> {
-    const runId = await this.create(spec, opts);
+    const { runId, created } = await this.createRun(spec, opts);
+    // taken up as created, without reading back what was just written
+    this.work.prime(runId, created);
     return this.drive(runId, opts.signal, { keepEvents: opts.keepEvents ?? true });
   }
 

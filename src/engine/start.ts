@@ -43,7 +43,7 @@ export function workflowRecord(model: WorkflowModel, path: string | undefined): 
  * roots, gates that open at once), in one transaction. Returns the state after them and the events,
  * which the caller reports as a worker reports the events of its commits.
  */
-export async function startRun(store: RunStore, model: WorkflowModel, opts: StartOptions, clock: Clock): Promise<{ state: RunState; events: RunEvent[] }> {
+export async function startRun(store: RunStore, model: WorkflowModel, opts: StartOptions, clock: Clock): Promise<{ state: RunState; events: RunEvent[]; record: RunRecord }> {
   const now = clock.now();
   const plan = planOf(model);
   const workflow = workflowRecord(model, opts.path);
@@ -77,7 +77,9 @@ export async function startRun(store: RunStore, model: WorkflowModel, opts: Star
     wakeAt: commit.run.wakeAt,
   };
   await store.createRun({ run, workflow, commit });
-  return { state, events: d.events };
+  // the record as the store now holds it (its row: the start commit's fields and seq)
+  const stored: RunRecord = { ...run, ...commit.run, seq: d.events.length > 0 ? d.events[d.events.length - 1]!.seq : 0 };
+  return { state, events: d.events, record: stored };
 }
 
 /** Applies facts to a stored run in one transaction, from a fresh replay (no worker needed). */

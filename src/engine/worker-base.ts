@@ -6,6 +6,7 @@
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
+import { BoundedMap } from '../core/lru.js';
 import type { AgentContract } from '../workflow/contract/model.js';
 import type { WorkflowModel } from '../workflow/model.js';
 import type { AgentHandler } from './agent.js';
@@ -24,6 +25,8 @@ export const DEFAULT_CONCURRENCY = 32;
 export const DEFAULT_LEASE_MS = 30_000;
 /** Runs a serving worker keeps parked (their state, to take up again without replaying their log). */
 export const PARKED_RUNS = 64;
+/** Runs created here and not yet taken up, kept as stored (WorkerBase.prime). */
+const PRIMED_RUNS = 1024;
 
 /** Named points at the commit boundaries where tests crash the worker. */
 export type FaultPoint = 'run.created' | 'flush.before-commit' | 'flush.after-commit' | 'attempt.before-invoke' | 'attempt.after-return';
@@ -356,6 +359,18 @@ export abstract class WorkerBase {
    */
   protected readonly parked = new Map<string, RunCtx>();
 
+  /**
+   * Runs this process just created and is about to drive (engine.run): their record, state and log as
+   * stored, so that taking them up reads nothing back. Taken by the first load; at most PRIMED_RUNS
+   * (a run created and never driven here is forgotten, and loaded from the store if it ever is).
+   */
+  private readonly primed = new BoundedMap<string, { record: RunRecord; state: RunState; events: RunEvent[] }>(PRIMED_RUNS);
+
+  /** A run just created here, as stored (start.ts): its first load takes it from memory. */
+  prime(runId: string, created: { record: RunRecord; state: RunState; events: RunEvent[] }): void {
+    if (!this.runs.has(runId)) this.primed.set(runId, created);
+  }
+
   protected park(ctx: RunCtx): void {
     this.runs.delete(ctx.runId);
     if (ctx.ended) return;
@@ -384,8 +399,12 @@ export abstract class WorkerBase {
     }
     // both reads at once (one round trip on a pipelined store); the record's fields a run keeps never change.
     // A caller that wants every event (the result of a driven run) reads the whole log; else the latest
-    // snapshot and the events after it.
-    const [record, read] = await Promise.all([this.store.run(runId), this.readState(runId, keepEvents)]);
+    // snapshot and the events after it. A run this process just created is as it stored it: nothing to read.
+    const primed = this.primed.get(runId);
+    if (primed) this.primed.delete(runId);
+    const [record, read] = primed
+      ? [primed.record, { state: primed.state, events: primed.events, snapshotSeq: 0 }]
+      : await Promise.all([this.store.run(runId), this.readState(runId, keepEvents)]);
     if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
     const bound = await this.opts.bind(record);
     const again = this.runs.get(runId);
