@@ -262,7 +262,17 @@ export class Worker extends WorkerAttempts {
     // every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch)
     for (let i = 0; i < fast.length; i += BATCH_RUNS) {
       if (this.crashed !== undefined || this.closed) return did;
-      await this.flushMany(i === 0 && fast.length <= BATCH_RUNS ? fast : fast.slice(i, i + BATCH_RUNS));
+      if (i === 0) {
+        await this.flushMany(fast.length <= BATCH_RUNS ? fast : fast.slice(0, BATCH_RUNS));
+        did = true;
+        continue;
+      }
+      // a store that answers in microtasks (memory) must not hold timers and I/O off for a whole long turn;
+      // what happened meanwhile (a run ended, another process committed to one) is looked at again
+      await new Promise<void>((r) => setImmediate(r));
+      const chunk = fast.slice(i, i + BATCH_RUNS).filter((c) => !c.ended && this.runs.get(c.runId) === c && this.fastPath(c));
+      if (chunk.length === 0) continue;
+      await this.flushMany(chunk);
       did = true;
     }
     if (slow.length === 1) {
