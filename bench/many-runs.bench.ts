@@ -16,14 +16,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { createEngine } from '../src/api/engine.js';
 import { openStore } from '../src/api/store.js';
 import type { RunStore } from '../src/engine/ports.js';
 import { parseWorkflow } from '../src/workflow/compile.js';
+import { admin, SERVER } from './queue.js';
 
 const QUICK = process.env['BATON_BENCH_QUICK'] === '1';
-const SERVER = process.env['BATON_BENCH_PG'] ?? 'postgres://postgres@127.0.0.1:5432';
 const RUNS = QUICK ? 300 : 2000;
 const PLAIN = QUICK ? 500 : 5000;
 const plain = parseWorkflow(`openintent: "1.0"
@@ -46,16 +45,6 @@ workflow:
     inputs: {n: a.n}
     outputs: {n: number}
 `).model!;
-
-async function admin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: `${SERVER}/postgres` });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
 
 /** The store with its transactions counted. */
 function counted(store: RunStore): { store: RunStore; transactions: () => number } {
