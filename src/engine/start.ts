@@ -78,7 +78,7 @@ export async function startRun(store: RunStore, model: WorkflowModel, opts: Star
   };
   await store.createRun({ run, workflow, commit });
   // the record as the store now holds it (its row: the start commit's fields and seq)
-  const stored: RunRecord = { ...run, ...commit.run, seq: d.events.length > 0 ? d.events[d.events.length - 1]!.seq : 0 };
+  const stored: RunRecord = { ...run, ...commit.run, seq: state.seq };
   return { state, events: d.events, record: stored };
 }
 

@@ -35,6 +35,11 @@ export abstract class WorkerCommits extends WorkerBase {
 
   // ---- commits ----------------------------------------------------------------------------------
 
+  /** Slots a commit may claim for: none while stopping. */
+  protected freeSlots(): number {
+    return this.draining || this.closed ? 0 : Math.max(0, this.concurrency - this.active);
+  }
+
   /** `claimCap`: the most tasks this commit may claim (commits in parallel share the free slots out). */
   protected async flush(ctx: RunCtx, claimCap = Infinity): Promise<void> {
     ctx.flushing = true;
@@ -49,7 +54,7 @@ export abstract class WorkerCommits extends WorkerBase {
     }
     const facts = ctx.facts.splice(0);
     const waiters = ctx.waiters.splice(0);
-    const free = this.draining || this.closed ? 0 : Math.min(claimCap, this.concurrency - this.active);
+    const free = Math.min(claimCap, this.freeSlots());
     const before = this.storeNow();
     if ((nextTimer(ctx.state) ?? Infinity) <= before) {
       // waiters line up with facts by index: the tick gets a waiter of its own
@@ -149,7 +154,7 @@ export abstract class WorkerCommits extends WorkerBase {
    */
   protected async flushMany(ctxs: readonly RunCtx[]): Promise<void> {
     const now = this.fastNow();
-    let free = this.draining || this.closed ? 0 : this.concurrency - this.active;
+    let free = this.freeSlots();
     const batch: { ctx: RunCtx; facts: Fact[]; waiters: ((r: FactResult | Error) => void)[]; made: RunEvent[]; results: FactResult[]; claimIndex: number; item: BatchCommit }[] = [];
     for (const ctx of ctxs) {
       const facts = ctx.facts.splice(0);

@@ -47,6 +47,11 @@ const IDLE_SCAN_GAP_MS = 25;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
+/** The slots a run may claim out of `left`: at most what its ready set could give, at least one. */
+function claimShare(left: number, ctx: RunCtx): number {
+  return Math.min(left, Math.max(1, ctx.state.ready.size));
+}
+
 /** Ends the waits of an idle turn (worker.idle). */
 const IDLE_OVER = new Error('the idle turn is over');
 
@@ -249,12 +254,12 @@ export class Worker extends WorkerAttempts {
     const due = this.storeNow();
     // runs due only for a claim are taken while the free slots last (each at most what its ready set could
     // give): with thousands of runs waiting for a slot, a turn decides the few that can have one
-    let claimable = this.draining || this.closed ? 0 : Math.max(0, this.concurrency - this.active);
+    let claimable = this.freeSlots();
     for (const ctx of this.runs.values()) {
       if (ctx.ended || this.dueAt(ctx) > due) continue;
       if (!this.dueForMoreThanClaims(ctx)) {
         if (claimable <= 0) continue;
-        claimable -= Math.min(claimable, Math.max(1, ctx.state.ready.size));
+        claimable -= claimShare(claimable, ctx);
       }
       if (this.fastPath(ctx)) fast.push(ctx);
       else slow.push(ctx);
@@ -262,17 +267,15 @@ export class Worker extends WorkerAttempts {
     // every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch)
     for (let i = 0; i < fast.length; i += BATCH_RUNS) {
       if (this.crashed !== undefined || this.closed) return did;
-      if (i === 0) {
-        await this.flushMany(fast.length <= BATCH_RUNS ? fast : fast.slice(0, BATCH_RUNS));
-        did = true;
-        continue;
+      let batch = fast.slice(i, i + BATCH_RUNS);
+      if (i > 0) {
+        // a store that answers in microtasks (memory) must not hold timers and I/O off for a whole long turn;
+        // what happened meanwhile (a run ended, another process committed to one) is looked at again
+        await new Promise<void>((r) => setImmediate(r));
+        batch = batch.filter((c) => !c.ended && this.runs.get(c.runId) === c && this.fastPath(c));
+        if (batch.length === 0) continue;
       }
-      // a store that answers in microtasks (memory) must not hold timers and I/O off for a whole long turn;
-      // what happened meanwhile (a run ended, another process committed to one) is looked at again
-      await new Promise<void>((r) => setImmediate(r));
-      const chunk = fast.slice(i, i + BATCH_RUNS).filter((c) => !c.ended && this.runs.get(c.runId) === c && this.fastPath(c));
-      if (chunk.length === 0) continue;
-      await this.flushMany(chunk);
+      await this.flushMany(batch);
       did = true;
     }
     if (slow.length === 1) {
@@ -284,9 +287,9 @@ export class Worker extends WorkerAttempts {
     // one after another, a thousand runs retrying together on PostgreSQL waited a thousand round trips
     // each turn. The free slots are shared out before any goes, so that together they claim no more
     // than the worker may run: each run at most what its ready set could give (at least one).
-    let free = this.draining || this.closed ? 0 : Math.max(0, this.concurrency - this.active);
+    let free = this.freeSlots();
     const queue = slow.map((ctx) => {
-      const cap = Math.min(free, Math.max(1, ctx.state.ready.size));
+      const cap = claimShare(free, ctx);
       free -= cap;
       return { ctx, cap };
     });
