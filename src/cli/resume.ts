@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { outputProblem } from './output.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, unboundAgents, type Engine } from '../api/engine.js';
+import { BatonError } from '../core/errors.js';
 import type { RunStore } from '../engine/ports.js';
 import { UsageError, bindFromFlags, cliClock, cliEngine, cliTelemetry, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
 import { printFailure } from './fail.js';
@@ -159,7 +160,7 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     if (values.json) io.stdout(JSON.stringify({ type: 'worker.started', worker: engine.work.id, store: store.location, agents, stub_agents: values['stub-agents'] === true }) + '\n');
     io.stderr(`worker ${engine.work.id} serving ${store.location}: ${agents.length > 0 ? `agents ${agents.map((a) => safeText(a, 200)).join(', ')}` : 'no agents of its own'}${values['stub-agents'] ? ', stubs for the rest' : ''}, and the x-command and LLM agents the stored workflows declare\n`);
     if (agents.length === 0 && !values['stub-agents']) io.stderr('warning: this worker binds no agents: it runs only agents a workflow declares with x-command (or LLM agents); bind the others with --agents MODULE, --agent-command ID=CMD or --stub-agents\n');
-    for (const line of await unservedRuns(engine, store)) io.stderr(`warning: ${line}\n`);
+    for (const line of await startupWarnings(engine, store)) io.stderr(`warning: ${line}\n`);
     try {
       await engine.serve(ctl.signal);
     } finally {
@@ -178,6 +179,20 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
  * The waiting runs of the store whose ready work needs agents this worker cannot run: said once when
  * the worker starts, so a worker that will never claim anything does not wait in silence.
  */
+/**
+ * The runs a starting worker cannot serve, as warnings; none when the store is unavailable right then (a
+ * database restart, a network cut): the warnings are advice, and the worker waits out the store's trouble
+ * in its loop, where it says so, rather than exit before it has served anything.
+ */
+export async function startupWarnings(engine: Engine, store: RunStore): Promise<string[]> {
+  try {
+    return await unservedRuns(engine, store);
+  } catch (e) {
+    if (e instanceof BatonError && (e.code === 'store-unreachable' || e.code === 'store-locked')) return [];
+    throw e;
+  }
+}
+
 export async function unservedRuns(engine: Engine, store: RunStore, limit = 50): Promise<string[]> {
   const out: string[] = [];
   const runs = await store.runs({ status: ['running', 'waiting'], limit });
