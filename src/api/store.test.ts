@@ -41,6 +41,15 @@ describe('openStore', () => {
     expect(parseStoreSpec('postgres://localhost/b', { cwd })).toEqual({ kind: 'postgres', url: 'postgres://localhost/b' });
   });
 
+  it('takes no options: relative paths from the working directory, memory and postgres URLs as given', async () => {
+    expect(parseStoreSpec('runs/a.db')).toEqual({ kind: 'sqlite', file: join(process.cwd(), 'runs/a.db'), location: join('runs', 'a.db') });
+    expect(parseStoreSpec('postgres://localhost/b')).toEqual({ kind: 'postgres', url: 'postgres://localhost/b' });
+    const s = await openStore('memory');
+    expect(s.kind).toBe('memory');
+    await s.close();
+    expect(await codeOf(openStore('postgres://nobody:secret@127.0.0.1:1/none'))).toBe('store-unreachable');
+  });
+
   it('refuses an unknown scheme (usage), a corrupt file (store-corrupt) and an unreachable database (store-unreachable)', async () => {
     expect(await codeOf(openStore('mysql://localhost/x', { cwd }))).toBe('usage');
     writeFileSync(join(cwd, 'junk.db'), 'not a database at all, not even close '.repeat(30));

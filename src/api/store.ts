@@ -16,7 +16,8 @@ import { openSqliteStore } from '../store/sqlite.js';
 export const DEFAULT_STORE = '.baton/baton.db';
 
 export interface OpenStoreOptions {
-  cwd: string;
+  /** What a relative SQLite path is relative to (default: `process.cwd()`). */
+  cwd?: string;
   /** SQLite: `full` (default, survives power loss) or `normal` (survives process crashes only). */
   sync?: 'full' | 'normal';
   /** Where `BATON_STORE` is read from (default: none, so tests stay hermetic). */
@@ -30,15 +31,16 @@ export interface OpenStoreOptions {
 export type StoreSpec = { kind: 'memory' } | { kind: 'postgres'; url: string } | { kind: 'sqlite'; file: string; location: string };
 
 /** Parses a store spec without opening anything. */
-export function parseStoreSpec(spec: string | undefined, opts: OpenStoreOptions): StoreSpec {
+export function parseStoreSpec(spec: string | undefined, opts: OpenStoreOptions = {}): StoreSpec {
+  const cwd = opts.cwd ?? process.cwd();
   const s = (spec ?? opts.env?.BATON_STORE ?? '').trim() || DEFAULT_STORE;
   if (s === 'memory') return { kind: 'memory' };
   if (/^postgres(ql)?:\/\//i.test(s)) return { kind: 'postgres', url: s };
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(s)) throw new BatonError('usage', `unknown store ${JSON.stringify(s)}: use memory, a file path, or postgres://...`);
   const path = s.startsWith('sqlite:') ? s.slice('sqlite:'.length) : s;
   if (path === '') throw new BatonError('usage', 'the store path is empty');
-  const file = resolve(opts.cwd, path);
-  const rel = relative(opts.cwd, file);
+  const file = resolve(cwd, path);
+  const rel = relative(cwd, file);
   return { kind: 'sqlite', file, location: rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file };
 }
 
@@ -46,7 +48,7 @@ export function parseStoreSpec(spec: string | undefined, opts: OpenStoreOptions)
  * Opens the store a spec names. Faults (BatonError): usage, store-corrupt, store-locked,
  * store-version, store-unreachable, each with a message fit to print as is.
  */
-export async function openStore(spec: string | undefined, opts: OpenStoreOptions): Promise<RunStore> {
+export async function openStore(spec: string | undefined, opts: OpenStoreOptions = {}): Promise<RunStore> {
   const p = parseStoreSpec(spec, opts);
   switch (p.kind) {
     case 'memory':
