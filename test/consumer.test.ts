@@ -1,6 +1,6 @@
 /**
  * The package as a user gets it: `npm pack`, the tarball installed into a scratch project whose
- * tsconfig is strict with `skipLibCheck: false`, `baton types` run by the installed bin, a program
+ * tsconfig is strict (with exactOptionalPropertyTypes and noUncheckedIndexedAccess) and `skipLibCheck: false`, `baton types` run by the installed bin, a program
  * using the public API (loadWorkflow narrowing, createEngine<Workflow>, defineHandlers, defineAgent,
  * the run handle with `for await`, `await using`) type-checked and run, and the same program with a
  * misspelled agent id refused by tsc. The package name comes from package.json, as users import it.
@@ -70,7 +70,7 @@ beforeAll(async () => {
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2));
   writeFileSync(
     join(app, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { strict: true, skipLibCheck: false, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2022', outDir: 'out', types: ['node'] }, include: ['*.ts'] }, null, 2),
+    JSON.stringify({ compilerOptions: { strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2022', outDir: 'out', types: ['node'] }, include: ['*.ts'] }, null, 2),
   );
   copyFileSync(join(FIXTURE, 'workflow.yaml'), join(app, 'workflow.yaml'));
   writeFileSync(join(app, 'good.ts'), PROGRAM);

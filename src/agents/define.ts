@@ -33,8 +33,8 @@ export type JSONSchema = Record<string, unknown>;
 
 export interface FileContractEntry {
   path: string;
-  mode?: 'ro' | 'rw';
-  contentType?: string;
+  mode?: 'ro' | 'rw' | undefined;
+  contentType?: string | undefined;
 }
 
 /** A schema `defineIO` accepts: a JSON Schema object (or boolean), or a Standard Schema (zod 3/4, valibot, arktype, ...). */
@@ -42,10 +42,10 @@ export type SchemaLike = StandardSchemaV1 | JSONSchema | boolean;
 
 export interface IODefinition {
   /** JSON Schema (Draft 2020-12) or a Standard Schema (zod 3 and 4, valibot, arktype, ...). */
-  inputs?: SchemaLike;
-  outputs?: SchemaLike;
-  inputsFiles?: Record<string, FileContractEntry>;
-  outputsFiles?: Record<string, FileContractEntry>;
+  inputs?: SchemaLike | undefined;
+  outputs?: SchemaLike | undefined;
+  inputsFiles?: Record<string, FileContractEntry> | undefined;
+  outputsFiles?: Record<string, FileContractEntry> | undefined;
 }
 
 export type ValidationResult<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -264,14 +264,14 @@ export interface AgentDefinition<In, Out, R = Out> {
   id: string;
   /** The agent's version, checked against a contract's `minAgentVersion`. */
   version: string;
-  io?: IOHandle<In, Out>;
+  io?: IOHandle<In, Out> | undefined;
   handler: (ctx: TypedContext<In>) => AgentOutput<Out, R> | Promise<AgentOutput<Out, R>>;
-  errorHandling?: ErrorHandlingDecl;
-  sideEffects?: SideEffectsDecl;
-  resources?: { estimatedTime?: string; tokenBudget?: number; memoryRequired?: string };
-  compatibility?: { requiresContext?: string[]; providesContext?: string[] };
+  errorHandling?: ErrorHandlingDecl | undefined;
+  sideEffects?: SideEffectsDecl | undefined;
+  resources?: { estimatedTime?: string; tokenBudget?: number; memoryRequired?: string } | undefined;
+  compatibility?: { requiresContext?: string[]; providesContext?: string[] } | undefined;
   /** Where AIP-16 file paths are relative to (default: the run's workspace; called outside an engine, the working directory). */
-  workspace?: string;
+  workspace?: string | undefined;
 }
 
 /** A handler function (the engine's AgentHandler) that carries its contract. */

@@ -16,14 +16,14 @@ export interface SubprocessOptions {
   /** A string runs through the shell (`sh -c`); an array is argv (no shell). */
   command: string | string[];
   /** `once` (default): a process per attempt. `serve`: one long-lived process answering JSON lines. */
-  mode?: 'once' | 'serve';
-  cwd?: string;
+  mode?: 'once' | 'serve' | undefined;
+  cwd?: string | undefined;
   /** Merged over `process.env`. */
-  env?: Record<string, string>;
+  env?: Record<string, string> | undefined;
   /** Names the agent in messages (default: the attempt's agent id). */
-  agentId?: string;
+  agentId?: string | undefined;
   /** How long a process gets to exit (after stdin closes or SIGTERM) before the next step: SIGTERM, then SIGKILL. Default 2000. */
-  killGraceMs?: number;
+  killGraceMs?: number | undefined;
 }
 
 /** stderr kept in failure details: the tail, where the error usually is. */

@@ -45,89 +45,89 @@ const MODELS_KEPT = 128;
 export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
   store: RunStore;
   /** Handlers by agent id: functions `(ctx) => output`, or adapters with `handler` and `close()` (closed by the caller). */
-  agents?: AgentsOption<W>;
+  agents?: AgentsOption<W> | undefined;
   /** Bind every agent that has no handler (and no `x-command`) to a stub built from the output types. */
-  stubAgents?: boolean;
+  stubAgents?: boolean | undefined;
   /**
    * Binds the agents of a stored run this engine did not start (resume, worker): e.g. the CLI loads
    * the agents module the run recorded. Merged over `agents`.
    */
-  bindRun?: (record: RunRecord, model: WorkflowModel) => Promise<Readonly<Record<string, AgentBinding>>>;
+  bindRun?: ((record: RunRecord, model: WorkflowModel) => Promise<Readonly<Record<string, AgentBinding>>>) | undefined;
   /** LLM agents: which agents run on a model beyond those with a blueprint, a replies file, keys, prices (docs/llm-agents.md). */
-  llm?: LlmBindOptions;
-  clock?: Clock;
+  llm?: LlmBindOptions | undefined;
+  clock?: Clock | undefined;
   /** Attempts running at once (default 32). */
-  concurrency?: number;
-  workerId?: string;
-  leaseMs?: number;
-  pollMs?: number;
-  faults?: FaultPlan;
-  isOwnerDead?: (owner: string) => boolean;
-  onEvent?: (event: RunEvent, state: RunState) => void;
+  concurrency?: number | undefined;
+  workerId?: string | undefined;
+  leaseMs?: number | undefined;
+  pollMs?: number | undefined;
+  faults?: FaultPlan | undefined;
+  isOwnerDead?: ((owner: string) => boolean) | undefined;
+  onEvent?: ((event: RunEvent, state: RunState) => void) | undefined;
   /**
    * Traces (docs/telemetry.md): run, attempt, model and tool spans. `@baton-run/baton/otel` makes one
    * on OpenTelemetry. Flushed (not shut down) by close().
    */
-  telemetry?: Telemetry;
+  telemetry?: Telemetry | undefined;
   /** How long store errors are retried (with backoff) before the worker gives up (default 5 minutes). */
-  storeRetryMs?: number;
+  storeRetryMs?: number | undefined;
   /** Told once when the store starts failing and once when it answers again. */
-  onStoreTrouble?: (t: StoreTrouble) => void;
+  onStoreTrouble?: ((t: StoreTrouble) => void) | undefined;
   /** How long an aborted agent that ignores its signal runs on before a warning (default 5 s; its slot stays taken until it settles). */
-  abortGraceMs?: number;
+  abortGraceMs?: number | undefined;
   /**
    * How often a run's state is stored as a snapshot: once this many events (and at least as many as
    * the run has tasks) were committed since the last one (default 1,000; 0: never). A run is taken up
    * from its latest snapshot plus the events after it, not by replaying its whole log.
    */
-  snapshotEvery?: number;
+  snapshotEvery?: number | undefined;
   /**
    * Where AIP-16 file contracts (`inputsFiles` / `outputsFiles`) read and write (`--workspace`): over the
    * workspace a run recorded. Default: the run's `workspace`, else its `cwd`, else the workflow file's folder.
    */
-  workspace?: string;
+  workspace?: string | undefined;
   /** Stages declared files for attempts (default: the local-disk stager over the workspace, roots in the OS temp folder). */
-  fileStager?: (workspace: string) => FileStager;
+  fileStager?: ((workspace: string) => FileStager) | undefined;
 }
 
 export interface StartRunOptions<W extends WorkflowTypes = AnyWorkflow> {
   /** A chosen id; a second start with the same id is refused (BatonError `run-exists`). */
-  runId?: string;
+  runId?: string | undefined;
   /** The trigger payload (`$trigger.*`): JSON, checked against `x-trigger` when the workflow declares it. */
-  trigger?: TriggerOf<W>;
+  trigger?: TriggerOf<W> | undefined;
   /** Run-level initial state: `$initial_state.*` keys a phase's own `initial_state` does not set. */
-  initialState?: JsonObject;
+  initialState?: JsonObject | undefined;
   /** Run timeout in ms (overrides governance.timeout_hours). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Approve every gate as it opens, recorded as automatic. */
-  autoApprove?: boolean;
+  autoApprove?: boolean | undefined;
   /** How the agents were bound (module path, commands, stubs), recorded so a resume binds them the same way. */
-  bindings?: JsonObject;
+  bindings?: JsonObject | undefined;
   /** Absolute path of the workflow file (x-command agents run in its directory). */
-  path?: string;
+  path?: string | undefined;
   /** Working directory of x-command agents and of files LLM agents read (default: the workflow file's directory). */
-  cwd?: string;
+  cwd?: string | undefined;
   /** Where declared files (AIP-16) are staged from and synced to; recorded with the run (default: `cwd`, else the workflow file's directory). */
-  workspace?: string;
+  workspace?: string | undefined;
   /** Cancels the run when it aborts (Ctrl-C). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** A W3C traceparent the run's trace continues (`baton run` reads `TRACEPARENT`): recorded with the run; a malformed one is ignored. */
-  traceparent?: string;
+  traceparent?: string | undefined;
   /** `start()` only: store the run without driving it here (a `baton worker` elsewhere runs it). */
-  detach?: boolean;
+  detach?: boolean | undefined;
   /**
    * `run()`: keep the run's events in memory for `RunResult.events` (default true). With false the
    * result's `events` is empty (read them from `engine.store.events(runId)`, or watch `onEvent`): a run of
    * 100,000 fan-out items then holds no log of some 300,000 events in memory. `baton run` passes false
    * unless it prints or saves the whole result (`--json`, `--output`).
    */
-  keepEvents?: boolean;
+  keepEvents?: boolean | undefined;
 }
 
 /** How `drive()` / `resume()` keep what they return. */
 export interface DriveOptions {
   /** Keep the run's events for `RunResult.events` (default true); false: `events` is empty (see StartRunOptions.keepEvents). */
-  keepEvents?: boolean;
+  keepEvents?: boolean | undefined;
 }
 
 export interface RunInspection {

@@ -11,9 +11,9 @@ import type { RunResult } from '../engine/state.js';
 
 export interface RunEventsOptions {
   /** Yield events with `seq` greater than this (default 0: from the first event). */
-  after?: number;
+  after?: number | undefined;
   /** Ends the iteration (quietly) when it aborts. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 export interface RunHandle {

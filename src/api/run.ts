@@ -16,7 +16,7 @@ export type { AgentBinding } from './engine.js';
 /** Engine options (agents, stubAgents, clock, concurrency, onEvent, faults, ...) and the run's (trigger, initialState, timeoutMs, runId, signal, ...). */
 export interface RunOptions<W extends WorkflowTypes = AnyWorkflow> extends Omit<EngineOptions<W>, 'store'>, StartRunOptions<W> {
   /** Where the run is kept (default: a new in-memory store). */
-  store?: RunStore;
+  store?: RunStore | undefined;
 }
 
 /** Runs a workflow to its end and resolves to the run result (it rejects only on faults, never on a failed run). */

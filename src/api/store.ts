@@ -17,15 +17,15 @@ export const DEFAULT_STORE = '.baton/baton.db';
 
 export interface OpenStoreOptions {
   /** What a relative SQLite path is relative to (default: `process.cwd()`). */
-  cwd?: string;
+  cwd?: string | undefined;
   /** SQLite: `full` (default, survives power loss) or `normal` (survives process crashes only). */
-  sync?: 'full' | 'normal';
+  sync?: 'full' | 'normal' | undefined;
   /** Where `BATON_STORE` is read from (default: none, so tests stay hermetic). */
-  env?: Readonly<Record<string, string | undefined>>;
+  env?: Readonly<Record<string, string | undefined>> | undefined;
   /** `read`: the caller only reads (`baton runs`, `show`): an existing SQLite file is opened read-only, so no write access is needed. */
-  access?: 'read' | 'write';
+  access?: 'read' | 'write' | undefined;
   /** PostgreSQL: what waitForChange hears of, `work` (default: what workers need) or every commit (`commits`: live streams). */
-  listen?: 'work' | 'commits';
+  listen?: 'work' | 'commits' | undefined;
 }
 
 export type StoreSpec = { kind: 'memory' } | { kind: 'postgres'; url: string } | { kind: 'sqlite'; file: string; location: string };

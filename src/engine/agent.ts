@@ -8,11 +8,11 @@ import type { Json, JsonObject } from '../core/json.js';
 export interface InputRequest {
   question: string;
   /** The answer must equal one of these. */
-  choices?: Json[];
+  choices?: Json[] | undefined;
   /** The answer must validate against this JSON Schema (2020-12). */
-  schema?: JsonObject;
+  schema?: JsonObject | undefined;
   /** Fail the attempt with `InputTimeout` when no answer comes within this time. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 export interface AgentContext {

@@ -50,38 +50,38 @@ export interface WorkerOptions {
   store: RunStore;
   /** Loads a run's workflow and binds its agents (the composition root knows how). */
   bind: (run: RunRecord) => Promise<BoundRun>;
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Unique among live workers: `host:pid:random` by default. */
-  workerId?: string;
+  workerId?: string | undefined;
   /** Attempts running at once in this worker (default 32). */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /** Lease of a claimed attempt; renewed every third of it while the attempt runs (default 30 s). */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
   /** How often to look at the store for changes from other processes when idle (default 1 s; PostgreSQL is woken by NOTIFY). */
-  pollMs?: number;
+  pollMs?: number | undefined;
   /** Whether the worker that holds a lease is known to be dead (default: same host and its pid is gone). */
-  isOwnerDead?: (owner: string) => boolean;
-  faults?: FaultPlan;
+  isOwnerDead?: ((owner: string) => boolean) | undefined;
+  faults?: FaultPlan | undefined;
   /** When serving: the agent ids this worker binds (it asks the store only for their tasks). Default: any. */
-  agents?: readonly string[];
-  onEvent?: (event: RunEvent, state: RunState) => void;
+  agents?: readonly string[] | undefined;
+  onEvent?: ((event: RunEvent, state: RunState) => void) | undefined;
   /** Traces (docs/telemetry.md): told every committed event; attempts get `ctx.trace`. */
-  telemetry?: Telemetry;
+  telemetry?: Telemetry | undefined;
   /**
    * How long the store may keep failing (unreachable, locked, conflicts) before the worker gives
    * up (default 5 minutes). Meanwhile outcomes wait in memory and commits are retried with backoff.
    */
-  storeRetryMs?: number;
+  storeRetryMs?: number | undefined;
   /** Told once when the store starts failing, and once when it answers again (one visible line each). */
-  onStoreTrouble?: (t: StoreTrouble) => void;
+  onStoreTrouble?: ((t: StoreTrouble) => void) | undefined;
   /** How long an aborted agent that ignores its signal runs on before a warning event (default 5 s); its slot stays taken until it settles. */
-  abortGraceMs?: number;
+  abortGraceMs?: number | undefined;
   /**
    * A snapshot of a run's state is stored once this many events (and at least as many as the run has
    * tasks) were committed since the last one (default 1,000; 0: never). Runs load from their latest
    * snapshot plus the events after it.
    */
-  snapshotEvery?: number;
+  snapshotEvery?: number | undefined;
 }
 
 export type StoreTrouble = { state: 'down'; message: string } | { state: 'up'; downMs: number };

@@ -24,36 +24,36 @@ export interface ServerAppOptions {
   /** The engine whose store and operations the routes use (its worker runs the runs, see listen.ts). */
   engine: Engine;
   /** Hashed API keys (keys.ts); none: no keys, every caller is `anonymous` (serve on loopback only). */
-  keys?: readonly ApiKey[];
+  keys?: readonly ApiKey[] | undefined;
   /** Workflows offered by name (`--workflows DIR`, workflows.ts). */
-  workflows?: ReadonlyMap<string, RegisteredWorkflow>;
+  workflows?: ReadonlyMap<string, RegisteredWorkflow> | undefined;
   /** Largest request body in bytes (default 1 MiB). */
-  bodyLimit?: number;
+  bodyLimit?: number | undefined;
   /** Counters fed by the engine's onEvent (pass the same object there); default: a new one. */
-  metrics?: ServerMetrics;
+  metrics?: ServerMetrics | undefined;
   /** Where posted workflows run (default: process.cwd()). */
-  cwd?: string;
+  cwd?: string | undefined;
   /** The version /openapi.json gives. */
-  version?: string;
+  version?: string | undefined;
   /**
    * A store object of the server's own on the same database, for change notifications only: its
    * `takeChanged` says which runs changed, so a commit wakes only the streams of its run (PostgreSQL:
    * a second LISTEN connection). Default: the engine's store, whose `takeChanged` is its worker's, so
    * every commit wakes every stream. The caller opens and closes it.
    */
-  changes?: RunStore;
+  changes?: RunStore | undefined;
   /** Faults that are not the caller's (a store failure, a bug): logged here, answered with a message only. */
-  log?: (line: string) => void;
+  log?: ((line: string) => void) | undefined;
   /**
    * The remote agents this server serves (remote.ts): the same object whose `bindRun` and `onEvent`
    * were given to createEngine. Default: none (claims answer 204).
    */
-  remote?: RemoteAgents;
+  remote?: RemoteAgents | undefined;
   /**
    * Serve the registered workflows over A2A (`baton serve --a2a`, a2a/routes.ts): the SDK's modules,
    * loaded with `loadA2aServer()`. Default: no A2A routes.
    */
-  a2a?: A2aServerModules;
+  a2a?: A2aServerModules | undefined;
 }
 
 export interface ServerApp {

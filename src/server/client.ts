@@ -12,7 +12,7 @@ export interface ServerClientOptions {
   url: string;
   key?: string | undefined;
   /** How many reconnects in a row, without an event between, before `events()` gives up (default 5). */
-  reconnects?: number;
+  reconnects?: number | undefined;
 }
 
 /** An answer that is not a success, with the server's error code and message. */

@@ -11,13 +11,13 @@ import type { ServerMetrics } from './metrics.js';
 
 export interface ListenOptions extends ServerAppOptions {
   /** Default 127.0.0.1. With no keys only a loopback address is accepted. */
-  host?: string;
+  host?: string | undefined;
   /** Default 8080; 0 picks a free port. */
-  port?: number;
+  port?: number | undefined;
   /** Run the engine's worker in this process (default true): the runs the server starts are executed here. */
-  worker?: boolean;
+  worker?: boolean | undefined;
   /** How long running attempts may finish on close() before they are handed back (ms, default 10 s). */
-  graceMs?: number;
+  graceMs?: number | undefined;
 }
 
 export interface BatonServer {

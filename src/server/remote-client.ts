@@ -35,26 +35,26 @@ export interface RemoteAgentOptions {
   /** The server, e.g. `http://127.0.0.1:8080`. */
   url: string;
   /** An `agent:<id>` key (or admin); none for a server without keys. */
-  key?: string;
+  key?: string | undefined;
   /** The agent id whose tasks this process takes. */
   agent: string;
   handler: (ctx: RemoteAgentContext) => unknown;
   /** Tasks at once (default 1). */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /**
    * The server refused the output (422): return a fixed output to complete again, or undefined to fail
    * the attempt with the rejection's code (retryable: the engine may try again). Called at most 3 times per task.
    */
-  onRejected?: (rejection: OutputRejection, ctx: RemoteAgentContext) => unknown;
+  onRejected?: ((rejection: OutputRejection, ctx: RemoteAgentContext) => unknown) | undefined;
   /** Seconds a claim waits on the server (default 20). */
-  waitS?: number;
+  waitS?: number | undefined;
   /**
    * Traces (docs/telemetry.md): each task runs in a span (`baton.remote {agent}`) under the server's
    * attempt span, which links back to it; `ctx.trace` makes children of it.
    */
-  telemetry?: Telemetry;
+  telemetry?: Telemetry | undefined;
   /** Errors that are not a task's (the server unreachable, a refused key): default stderr, once per distinct message. */
-  onError?: (e: Error) => void;
+  onError?: ((e: Error) => void) | undefined;
 }
 
 export interface RemoteAgent {

@@ -30,17 +30,17 @@ import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
 
 export interface RemoteAgentsOptions {
   /** Agents served remotely whatever the workflow declares (`baton serve --remote ID`). */
-  agents?: readonly string[];
+  agents?: readonly string[] | undefined;
   /** How long a claimed task may go without a heartbeat from its remote agent before it is handed back (default 30 s). */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
   /** How many ended tokens are remembered, to answer them with why they ended (default 10,000). */
-  remember?: number;
+  remember?: number | undefined;
   /**
    * Group commit: how long (ms) an outcome may wait for the outcomes of the other tasks remote agents
    * hold, so that the worker commits them in one transaction (default 2; 0: only those that arrive in
    * the same turn of the event loop). An outcome never waits when no other task is held remotely.
    */
-  settleMs?: number;
+  settleMs?: number | undefined;
 }
 
 /** What a remote agent is told about a task it took (the claim's answer). */

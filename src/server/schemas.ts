@@ -17,10 +17,10 @@ export interface RouteSpec {
   summary: string;
   /** What the caller needs; `public` needs no key. */
   action: Action | 'public';
-  params?: Record<string, Schema>;
+  params?: Record<string, Schema> | undefined;
   /** An object schema whose properties are query parameters (values coerced from strings). */
-  query?: Schema;
-  body?: Schema;
+  query?: Schema | undefined;
+  body?: Schema | undefined;
   responses: Record<string, { description: string; schema?: Schema; sse?: boolean }>;
 }
 

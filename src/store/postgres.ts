@@ -33,24 +33,24 @@ import { checkSeq, eventFromBody, hintFromRow, eventPhase, jsonOrNull, runFromRo
 
 export interface PostgresStoreOptions {
   /** The PostgreSQL schema holding Baton's tables. Default `baton`. */
-  schema?: string;
+  schema?: string | undefined;
   /** Connections in the pool. Default 10. */
-  poolSize?: number;
+  poolSize?: number | undefined;
   /** Fail fast when the server cannot be reached. Default 3 s. */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
   /** The schema's migrations (tests add a fake next version). */
-  migrations?: readonly Migration[];
+  migrations?: readonly Migration[] | undefined;
   /**
    * Decide in the database's clock (default true): every process compares due times, leases and
    * deadlines in one clock, whatever its own says. Tests that drive time by hand turn it off.
    */
-  databaseClock?: boolean;
+  databaseClock?: boolean | undefined;
   /**
    * What `waitForChange` and `takeChanged` hear of: `work` (default: commits that leave work for
    * others, end a run or change anything but a worker's own tasks moving on; what workers need) or
    * `commits` (every commit with events: live streams of runs).
    */
-  listen?: 'work' | 'commits';
+  listen?: 'work' | 'commits' | undefined;
 }
 
 /** int8 as a number (times in ms fit), json as its text (parsed by rows.ts, exactly as stored). */

@@ -40,17 +40,17 @@ import {
 
 export interface SqliteStoreOptions {
   /** `full` (default): every commit is fsync'd. `normal`: faster, survives process crashes only. */
-  sync?: 'full' | 'normal';
+  sync?: 'full' | 'normal' | undefined;
   /** How long a write waits for another process's lock before `store-locked`. Default 5 s. */
-  busyTimeoutMs?: number;
+  busyTimeoutMs?: number | undefined;
   /** How often `waitForChange` looks for commits of other processes. Default 100 ms. */
-  pollMs?: number;
+  pollMs?: number | undefined;
   /** Shown in messages and as `location`; default: the file path. */
-  location?: string;
+  location?: string | undefined;
   /** The schema's migrations (tests add a fake next version). */
-  migrations?: readonly Migration[];
+  migrations?: readonly Migration[] | undefined;
   /** Open to read only (`baton runs`, `show`): nothing is created, migrated or written (sqlite-readonly.ts). */
-  readonly?: boolean;
+  readonly?: boolean | undefined;
 }
 
 type Stmt = Database.Statement<unknown[], unknown>;

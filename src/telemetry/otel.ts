@@ -16,15 +16,15 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 export interface OtelTelemetryOptions {
   /** Where spans go (tests: `new SimpleSpanProcessor(new InMemorySpanExporter())`). Default: from the environment. */
-  spanProcessors?: SpanProcessor[];
+  spanProcessors?: SpanProcessor[] | undefined;
   /** Record prompts and replies on model-call spans. Default: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. */
-  captureContent?: boolean;
+  captureContent?: boolean | undefined;
   /** `service.name`; default `OTEL_SERVICE_NAME`, else `baton`. `OTEL_RESOURCE_ATTRIBUTES` is read too. */
-  serviceName?: string;
-  resource?: Resource;
-  sampler?: Sampler;
+  serviceName?: string | undefined;
+  resource?: Resource | undefined;
+  sampler?: Sampler | undefined;
   /** Default: process.env. */
-  env?: Env;
+  env?: Env | undefined;
 }
 
 /** An OpenTelemetry telemetry with the span processors given (nothing read from the environment but the content opt-in). */

@@ -16,9 +16,9 @@ export interface ResolveOptions {
   trigger?: unknown;
   /** The phase's initial state (`$initial_state.*`); defaults to the phase's declared `initial_state`. */
   initialState?: unknown;
-  taskId?: string;
+  taskId?: string | undefined;
   /** A fan-out item (`$item`, `$index`): its element and 0-based position. */
-  item?: FanOutItem;
+  item?: FanOutItem | undefined;
 }
 
 /** The element of a `for_each` array one item task runs on. */
@@ -29,7 +29,7 @@ export interface FanOutItem {
 
 export interface ClaimOptions extends ResolveOptions {
   /** Upstream phases currently suspended awaiting input (RFC-0026): name -> intent id and resume estimate. */
-  suspended?: Readonly<Record<string, { intentId?: string; expectedResumeAt?: string | null }>>;
+  suspended?: Readonly<Record<string, { intentId?: string; expectedResumeAt?: string | null }>> | undefined;
 }
 
 function upstreamOf(outputs: UpstreamOutputs, phase: string): unknown {

@@ -36,17 +36,17 @@ export interface LlmAgentOptions {
   compiler: SchemaCompiler;
   prices: PriceTable;
   /** Tool references offered to the model (the blueprint's `tools`, else the declaration's). */
-  tools?: readonly string[];
-  toolHost?: ToolHost;
+  tools?: readonly string[] | undefined;
+  toolHost?: ToolHost | undefined;
   /** Waits (rate limits); injected so tests never sleep. Rejects when the signal aborts. */
   sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   now: () => number;
   /** Model turns spent on tool calls before the attempt fails (default 8). */
-  maxToolRounds?: number;
+  maxToolRounds?: number | undefined;
   /** Rate-limit waits inside one attempt before failing it as `llm_rate_limited` (default 2). */
-  rateLimitWaits?: number;
+  rateLimitWaits?: number | undefined;
   /** A longer retry-after fails the attempt at once (the phase's retry policy takes over). Default 60 s. */
-  maxRateLimitWaitMs?: number;
+  maxRateLimitWaitMs?: number | undefined;
 }
 
 export function llmAgent(o: LlmAgentOptions): AgentHandler {

@@ -20,22 +20,22 @@ import { resolveSettings } from './settings.js';
 
 export interface LlmBindOptions {
   /** Agents run on a model even without a blueprint (`--llm AGENT`). */
-  agents?: readonly string[];
+  agents?: readonly string[] | undefined;
   /** Every agent still unbound runs on a model (`--llm-agents`). */
-  allUnbound?: boolean;
+  allUnbound?: boolean | undefined;
   /** A replies file that replaces every provider (`--replies FILE`), relative to `cwd`. */
-  replies?: string;
+  replies?: string | undefined;
   /** Environment for keys and `${VAR}` (default: process.env). */
-  env?: Readonly<Record<string, string | undefined>>;
+  env?: Readonly<Record<string, string | undefined>> | undefined;
   /** The workflow's folder: relative `x-replies` and MCP servers' working directory. */
-  cwd?: string;
+  cwd?: string | undefined;
   /** Price overrides per model, merged over the defaults and `llm.x-prices`. */
-  prices?: PriceTable;
-  clock?: Clock;
+  prices?: PriceTable | undefined;
+  clock?: Clock | undefined;
   /** For tests: the fetch the provider SDKs use. */
-  fetch?: typeof globalThis.fetch;
+  fetch?: typeof globalThis.fetch | undefined;
   /** Told about choices a user should see (e.g. `provider: env` playing a replies file). */
-  onNote?: (message: string) => void;
+  onNote?: ((message: string) => void) | undefined;
 }
 
 export interface LlmBinding {

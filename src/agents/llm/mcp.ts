@@ -22,9 +22,9 @@ export interface McpHostOptions {
   /** Working directory of server processes (the workflow's folder). */
   cwd: string;
   /** How long a server gets to start and answer `initialize` + `tools/list` (default 15 s; BATON_MCP_START_TIMEOUT_MS). */
-  startTimeoutMs?: number;
+  startTimeoutMs?: number | undefined;
   /** How long one tool call may take (default 60 s; BATON_MCP_CALL_TIMEOUT_MS). */
-  callTimeoutMs?: number;
+  callTimeoutMs?: number | undefined;
 }
 
 /**

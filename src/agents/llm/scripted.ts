@@ -20,11 +20,11 @@ import type { LlmProvider, StructuredOutput } from './provider.js';
 import { parseYamlValue } from '../../workflow/source.js';
 
 export interface ScriptedReply {
-  text?: string;
-  toolCalls?: { tool: string; arguments: JsonObject }[];
-  finish?: 'stop' | 'length' | 'content-filter';
-  usage?: { input: number; output: number };
-  error?: { status: number; message?: string; retryAfterS?: number };
+  text?: string | undefined;
+  toolCalls?: { tool: string; arguments: JsonObject }[] | undefined;
+  finish?: 'stop' | 'length' | 'content-filter' | undefined;
+  usage?: { input: number; output: number } | undefined;
+  error?: { status: number; message?: string; retryAfterS?: number } | undefined;
 }
 
 export interface Script {
