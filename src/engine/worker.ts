@@ -60,6 +60,8 @@ export class Worker extends WorkerAttempts {
   private kickFn: (() => void) | undefined;
   /** Next look at the store for expired leases and (serving) new work, in store time. */
   private nextScanAt = 0;
+  /** Next look that also reads the live leases of this host's workers (scanWork), in store time. */
+  private nextOwnersLook = 0;
   /** Last check of local owners' processes (monotonic ms). */
   private lastDeadCheck = 0;
   /** When (monotonic ms) the last look for new work on an idle turn found nothing; -Infinity after one that found some. */
@@ -210,7 +212,7 @@ export class Worker extends WorkerAttempts {
       this.checkDeadOwners();
       const now = this.storeNow();
       // new work is looked for on a turn that committed nothing, while a slot is free (not again at once after a look that found none)
-      const wanted = this.serving && !did && !this.draining && this.active < this.concurrency;
+      const wanted = this.serving && !did && !this.draining && this.active < this.concurrency && !this.heldRunsFillSlots(now);
       let look = wanted;
       // only a worker with attempts running puts a look off: an idle one looks at once (a run just started here is taken up without delay)
       if (wanted && this.active > 0 && monotonicNow() - this.lastEmptyScan < IDLE_SCAN_GAP_MS) {
@@ -303,6 +305,22 @@ export class Worker extends WorkerAttempts {
     };
     await Promise.all(Array.from({ length: Math.min(SLOW_PARALLEL, queue.length) }, lane));
     return did;
+  }
+
+  /**
+   * Whether the runs this worker holds have ready tasks enough for its free slots, taken by a commit in
+   * flight or due now: then a look for other runs would find nothing it could take up (the periodic
+   * scan, every second or so, still offers them, so a new run waits at most that long for a slot).
+   */
+  private heldRunsFillSlots(now: number): boolean {
+    let free = this.freeSlots();
+    for (const ctx of this.runs.values()) {
+      if (ctx.ended || ctx.state.ready.size === 0) continue;
+      if (!ctx.flushing && (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) > now) continue;
+      free -= ctx.state.ready.size;
+      if (free <= 0) return true;
+    }
+    return false;
   }
 
   /** Whether the run has something to commit besides claims: facts, a state to rebuild, a timer due. */
@@ -479,7 +497,12 @@ export class Worker extends WorkerAttempts {
   /** Expired leases and, when serving, runs with due work (store time; tasks held by gates never come). */
   private async scanWork(): Promise<boolean> {
     const now = this.storeNow();
-    this.nextScanAt = now + Math.min(this.leaseMs / 3, Math.max(this.pollMs, 1000));
+    const every = Math.min(this.leaseMs / 3, Math.max(this.pollMs, 1000));
+    this.nextScanAt = now + every;
+    // the live leases of this host's workers (is their process gone?) at most once per period: a worker that
+    // looks for new work every few ms while its attempts run would read every running task of the host each time
+    const owners = now >= this.nextOwnersLook;
+    if (owners) this.nextOwnersLook = now + every;
     let hints;
     try {
       // a serving worker that names the agents it binds reserves the ready tasks it is offered (as many as
@@ -492,7 +515,7 @@ export class Worker extends WorkerAttempts {
           agents: this.serving ? (this.opts.agents ?? null) : null,
           now,
           limit: 100,
-          ownersLike: thisHostPrefix(),
+          ...(owners ? { ownersLike: thisHostPrefix() } : {}),
           ...(this.serving && this.opts.agents ? { reserve: { owner: this.id, until: now + RESERVE_MS, max: free } } : {}),
         }),
       );
