@@ -169,6 +169,11 @@ export abstract class WorkerBase {
   protected monoOffset: number | undefined;
   /** When the store started failing (monotonic ms), if it is failing now. */
   private troubleSince: number | undefined;
+  /**
+   * Set when a look at the store (scanWork) failed for another reason than lock contention: the store is
+   * away, not only refusing some writes. Cleared by the first store call that succeeds.
+   */
+  protected storeAway = false;
   private readonly storeRetryMs: number;
   protected readonly abortGraceMs: number;
   protected readonly snapshotEvery: number;
@@ -246,10 +251,23 @@ export abstract class WorkerBase {
   }
 
   private storeOk(): void {
-    if (this.troubleSince === undefined) return;
-    const downMs = Math.round(monotonicNow() - this.troubleSince);
-    this.troubleSince = undefined;
-    this.opts.onStoreTrouble?.({ state: 'up', downMs });
+    if (this.troubleSince !== undefined) {
+      const downMs = Math.round(monotonicNow() - this.troubleSince);
+      this.troubleSince = undefined;
+      this.opts.onStoreTrouble?.({ state: 'up', downMs });
+    }
+    // the store answers again after it was away (its looks failed too): commits waiting out a backoff for
+    // its failure go now (within a few ms of jitter, so that many workers do not all come back at once), not
+    // after up to 5 s more. Their count of failures stays: if the store fails again, the backoff goes on
+    // growing from where it was. A store that refused commits while it answered looks (lock contention,
+    // a write that fails) keeps the backoff: it is what paces those commits.
+    if (!this.storeAway) return;
+    this.storeAway = false;
+    const now = this.mono();
+    for (const ctx of this.runs.values()) {
+      if (ctx.failedCommits > 0 && ctx.retryAt > now) ctx.retryAt = now + Math.random() * 20;
+    }
+    this.kick();
   }
 
   // ---- faults and facts ---------------------------------------------------------------------------

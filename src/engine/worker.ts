@@ -44,6 +44,8 @@ const FULL_LOOK_MS = 1_000;
  * not query once per commit. An idle worker looks at once.
  */
 const IDLE_SCAN_GAP_MS = 25;
+/** How soon the worker looks at the store again after a look failed (the store is down: is it back?). */
+const TROUBLE_SCAN_MS = 250;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
@@ -401,6 +403,7 @@ export class Worker extends WorkerAttempts {
     let wake = Infinity;
     for (const ctx of this.runs.values()) if (!ctx.ended) wake = Math.min(wake, this.dueAt(ctx));
     wake = Math.min(wake, this.leaseLookAt());
+    if (this.storeAway) wake = Math.min(wake, this.nextScanAt);
     const now = this.storeNow();
     // a look for new work put off on a busy turn is made once its gap has passed (real time: a throttle, not a due time)
     const owed = this.scanOwed ? Math.max(0, this.lastEmptyScan + IDLE_SCAN_GAP_MS - monotonicNow()) : Infinity;
@@ -521,6 +524,11 @@ export class Worker extends WorkerAttempts {
       );
     } catch (e) {
       this.storeTrouble(e);
+      // the store is away: look again soon, and the first call that succeeds sends the commits waiting out a backoff
+      if (!(e instanceof BatonError && e.code === 'store-locked') && this.crashed === undefined) {
+        this.storeAway = true;
+        this.nextScanAt = Math.min(this.nextScanAt, now + TROUBLE_SCAN_MS);
+      }
       return false;
     }
     let found = false;
