@@ -25,6 +25,7 @@ import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/por
 import { parseTraceparent, type RunInfo, type Telemetry } from '../engine/telemetry.js';
 import { toJson } from '../engine/attempt.js';
 import { commandRun, startRun, workflowRecord } from '../engine/start.js';
+import { CreateBatcher } from '../engine/create-batch.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
 import { planOf } from '../engine/plan.js';
 import { localFileStager, withFiles, type FileStager } from '../engine/files.js';
@@ -140,6 +141,8 @@ export interface RunInspection {
 
 export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   readonly store: RunStore;
+  /** Runs started together are created in batches (one transaction for many). */
+  private readonly creates: CreateBatcher;
   readonly clock: Clock;
   private readonly opts: EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
   /** Compiled workflows by hash: a long-lived server or worker meets ever new ones, so at most MODELS_KEPT. */
@@ -160,6 +163,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     // the workflow's types are checked at compile time; at run time every handler is an AgentHandler
     this.opts = opts as EngineOptions as EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
     this.store = opts.store;
+    this.creates = new CreateBatcher(opts.store);
     this.clock = opts.clock ?? systemClock;
   }
 
@@ -392,7 +396,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     }
     const stored: JsonObject = { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(parseTraceparent(opts.traceparent) ? { traceparent: opts.traceparent!.trim().toLowerCase() } : {}), ...runOptions };
     const first = await startRun(
-      this.store,
+      this.creates,
       model,
       {
         runId,
@@ -459,7 +463,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const { traceparent: _tp, ...kept } = record.options;
     const rerunOptions: JsonObject = { ...kept, rerun_of: runId, from };
     const first = await startRun(
-      this.store,
+      this.creates,
       model,
       {
         runId: newId,

@@ -198,6 +198,14 @@ export interface RunStore {
 
   /** Creates the run row, stores the workflow (if new) and the first commit, in one transaction. Throws StoreError `run-exists` for a taken id. */
   createRun(init: NewRun): Promise<void>;
+  /**
+   * Many `createRun`s in one transaction (one round trip, one fsync), each run independently: its entry
+   * of the answer is undefined when it was created, or the error `createRun` would have thrown for it
+   * alone (`run-exists`, a malformed first commit), and then nothing of it was written. Rejects, writing
+   * nothing, when the store fails. The runs have distinct ids. Optional: without it each run is created
+   * by `createRun`.
+   */
+  createRuns?(inits: readonly NewRun[]): Promise<(Error | undefined)[]>;
   run(runId: string): Promise<RunRecord | undefined>;
   runs(filter?: RunFilter): Promise<RunRecord[]>;
   workflow(hash: string): Promise<WorkflowRecord | undefined>;

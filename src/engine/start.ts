@@ -43,7 +43,7 @@ export function workflowRecord(model: WorkflowModel, path: string | undefined): 
  * roots, gates that open at once), in one transaction. Returns the state after them and the events,
  * which the caller reports as a worker reports the events of its commits.
  */
-export async function startRun(store: RunStore, model: WorkflowModel, opts: StartOptions, clock: Clock): Promise<{ state: RunState; events: RunEvent[]; record: RunRecord }> {
+export async function startRun(store: Pick<RunStore, 'createRun'>, model: WorkflowModel, opts: StartOptions, clock: Clock): Promise<{ state: RunState; events: RunEvent[]; record: RunRecord }> {
   const now = clock.now();
   const plan = planOf(model);
   const workflow = workflowRecord(model, opts.path);

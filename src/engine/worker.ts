@@ -268,6 +268,13 @@ export class Worker extends WorkerAttempts {
       if (this.fastPath(ctx)) fast.push(ctx);
       else slow.push(ctx);
     }
+    // the store's clock is not known yet (no commit answered since this worker started): every run is off
+    // the fast path until one is. One transaction learns it; the others wait for the next turn (at once)
+    // rather than all going through transactions of their own (runs created together, before any turn)
+    if (slow.length > 1 && this.clockUnknown()) {
+      if (await this.flushIfDue(slow[0]!, claimShare(this.freeSlots(), slow[0]!))) did = true;
+      return did;
+    }
     // every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch)
     for (let i = 0; i < fast.length; i += BATCH_RUNS) {
       if (this.crashed !== undefined || this.closed) return did;
@@ -325,6 +332,11 @@ export class Worker extends WorkerAttempts {
     return false;
   }
 
+  /** Whether the fast path waits for the store's clock (it has one, and no commit has told it yet). */
+  private clockUnknown(): boolean {
+    return this.store.commitMany !== undefined && this.store.hasClock === true && this.monoOffset === undefined;
+  }
+
   /** Whether the run has something to commit besides claims: facts, a state to rebuild, a timer due. */
   private dueForMoreThanClaims(ctx: RunCtx): boolean {
     return ctx.facts.length > 0 || ctx.stale || (nextTimer(ctx.state) ?? Infinity) <= this.storeNow();
@@ -352,7 +364,7 @@ export class Worker extends WorkerAttempts {
    * which reads the run under its lock and decides in the store's own clock.
    */
   private fastPath(ctx: RunCtx): boolean {
-    if (!this.store.commitMany || ctx.stale || ctx.flushing || (this.store.hasClock === true && this.monoOffset === undefined)) return false;
+    if (!this.store.commitMany || ctx.stale || ctx.flushing || this.clockUnknown()) return false;
     const state = ctx.state;
     if (state.status !== 'running') return false;
     const now = this.fastNow();

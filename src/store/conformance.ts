@@ -119,6 +119,39 @@ export function storeConformance(name: string, h: StoreHarness): void {
         expect(await s.run('late')).toBeUndefined();
       });
 
+      it('createRuns: many runs in one call, each as createRun would store it; a taken id, a duplicate and a bad first commit refused alone', async () => {
+        const s = await fresh();
+        if (!s.createRuns) return; // optional: a store without it creates each run by createRun
+        await s.createRun(newRun('taken'));
+        const a = newRun('a', { events: 3, tasks: [task('x', { input: TRICKY }), task('y', { notBefore: T0 + 5 })] });
+        a.run.initialState = { nested: TRICKY };
+        a.run.trigger = ['t', null, { b: TRICKY }] as Json;
+        a.commit.run = { status: 'waiting', updatedAt: T0 + 7, endedAt: null, costUsd: 0.1 + 0.2, wakeAt: T0 + 60_000 };
+        const bad = newRun('bad', { events: 2 });
+        bad.commit.events[1] = log(3, 'a', 'gap');
+        const other = { ...newRun('b', { createdAt: T0 + 1 }), workflow: { ...WORKFLOW, hash: 'c'.repeat(64), name: 'other' } };
+        other.run = { ...other.run, workflowHash: 'c'.repeat(64), workflowName: 'other' };
+        const out = await s.createRuns([a, newRun('taken', { events: 2 }), bad, other, newRun('a', { createdAt: T0 + 9 })]);
+        expect(out.map((e) => (e === undefined ? 'created' : ((e as { code?: string }).code ?? 'no code')))).toEqual(['created', 'run-exists', 'store', 'created', 'run-exists']);
+        // each created run reads back as createRun stores it
+        expect(await s.run('a')).toEqual({ ...a.run, ...a.commit.run, seq: 3 });
+        expect(json((await s.run('a'))!.trigger)).toBe(json(a.run.trigger));
+        expect(json(await s.events('a'))).toBe(json(a.commit.events));
+        expect((await s.tasks('a')).sort((x, y) => (x.phase < y.phase ? -1 : 1))).toEqual(a.commit.tasks);
+        expect(await s.run('b')).toMatchObject({ runId: 'b', workflowHash: 'c'.repeat(64), seq: 1 });
+        expect(await s.workflow('c'.repeat(64))).toEqual(other.workflow);
+        expect(await s.workflow(WORKFLOW.hash)).toEqual(WORKFLOW);
+        // the refused ones wrote nothing: the taken run is as it was, the bad one is not there
+        expect(await s.events('taken')).toHaveLength(1);
+        expect(await s.run('bad')).toBeUndefined();
+        expect(await s.events('bad')).toEqual([]);
+        expect((await s.runs({ limit: 10 })).map((r) => r.runId).sort()).toEqual(['a', 'b', 'taken']);
+        // another process sees them, and a worker asking for work finds their ready tasks
+        const p = await peer(s);
+        expect((await p.run('b'))?.seq).toBe(1);
+        expect(await s.createRuns([])).toEqual([]);
+      });
+
       it('lists runs most recent first, filtered by status, limited', async () => {
         const s = await fresh();
         await s.createRun(newRun('old', { createdAt: T0 }));

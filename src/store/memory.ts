@@ -26,19 +26,31 @@ export class MemoryStore implements RunStore {
   private readonly waiters = new Waiters();
 
   createRun(init: NewRun): Promise<void> {
+    const err = this.createIn(init);
+    if (err) return Promise.reject(err);
+    this.notify();
+    return Promise.resolve();
+  }
+
+  createRuns(inits: readonly NewRun[]): Promise<(Error | undefined)[]> {
+    const out = inits.map((init) => this.createIn(init));
+    if (out.some((e) => e === undefined)) this.notify();
+    return Promise.resolve(out);
+  }
+
+  private createIn(init: NewRun): Error | undefined {
     const id = init.run.runId;
-    if (this.entries.has(id)) return Promise.reject(new BatonError('run-exists', `a run with id ${id} already exists`));
+    if (this.entries.has(id)) return new BatonError('run-exists', `a run with id ${id} already exists`);
     const entry: Entry = { run: { ...init.run, seq: 0 }, events: [], tasks: new Map() };
     try {
       checkSeq(entry, init.commit);
     } catch (err) {
-      return Promise.reject(err);
+      return err instanceof Error ? err : new Error(String(err));
     }
     if (!this.workflows.has(init.workflow.hash)) this.workflows.set(init.workflow.hash, { ...init.workflow });
     apply(entry, init.commit);
     this.entries.set(id, entry);
-    this.notify();
-    return Promise.resolve();
+    return undefined;
   }
 
   run(runId: string): Promise<RunRecord | undefined> {

@@ -10,7 +10,7 @@ import { RUN_COLUMNS, TASK_COLUMNS } from './rows.js';
 /** HELD (ports.ts) as SQL: the partial index tasks_due leaves such tasks out, and findWork says so to use it. */
 export const HELD_SQL = '9007199254740991';
 
-export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many' | 'readState' | 'saveSnapshot';
+export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'createMany' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many' | 'readState' | 'saveSnapshot';
 
 /**
  * JSON columns travel as one JSON array per column (`JSON.stringify` of the whole batch, sent as one
@@ -81,6 +81,37 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
         INSERT INTO ${s}.tasks (${TASK_COLUMNS})
         SELECT r.run_id, ${TASK_VALUES('t')} FROM r, ${taskRows(24, 't')})
       SELECT count(*) AS created, (SELECT count(*) FROM (SELECT pg_notify(c.ch, r.run_id || ' ' || ($13::integer)::text) FROM r, (VALUES ('${channel}'), ('${commits}')) c(ch)) n) AS notified FROM r`,
+    // createRuns: many runs created in one statement (its own transaction). A taken id is skipped (ON
+    // CONFLICT DO NOTHING): its events and tasks are written only for the runs inserted, which come back.
+    // The batch names each run once. JSON columns go as one JSON array each, as everywhere.
+    createMany: `WITH
+      wf AS (
+        INSERT INTO ${s}.workflows (hash, name, source, path, created_at)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+        ON CONFLICT (hash) DO NOTHING),
+      r AS (
+        INSERT INTO ${s}.runs (${RUN_COLUMNS})
+        SELECT x.run_id, x.workflow_hash, x.workflow_name, x.status, x.trigger_json, ${nullable('x.initial_state')}, x.bindings, x.options,
+          x.created_at, x.updated_at, x.ended_at, x.cost_usd, x.seq, x.wake_at
+        FROM ROWS FROM (unnest($6::text[]), unnest($7::text[]), unnest($8::text[]), unnest($9::text[]), json_array_elements($10::json),
+          json_array_elements($11::json), json_array_elements($12::json), json_array_elements($13::json), unnest($14::bigint[]), unnest($15::bigint[]),
+          unnest($16::bigint[]), unnest($17::double precision[]), unnest($18::integer[]), unnest($19::bigint[]))
+          AS x(run_id, workflow_hash, workflow_name, status, trigger_json, initial_state, bindings, options, created_at, updated_at, ended_at, cost_usd, seq, wake_at)
+        ON CONFLICT (run_id) DO NOTHING RETURNING run_id, seq),
+      ev AS (
+        INSERT INTO ${s}.events (run_id, seq, type, at, phase, body)
+        SELECT e.* FROM ROWS FROM (unnest($20::text[]), unnest($21::integer[]), unnest($22::text[]), unnest($23::bigint[]), unnest($24::text[]), json_array_elements($25::json))
+          AS e(run_id, seq, type, at, phase, body)
+        WHERE e.run_id IN (SELECT r.run_id FROM r)),
+      tk AS (
+        INSERT INTO ${s}.tasks (${TASK_COLUMNS})
+        SELECT t.run_id, ${TASK_VALUES('t')} FROM ROWS FROM (unnest($26::text[]), unnest($27::text[]), unnest($28::text[]), unnest($29::text[]), unnest($30::integer[]),
+          unnest($31::text[]), unnest($32::text[]), unnest($33::bigint[]), unnest($34::bigint[]), json_array_elements($35::json), json_array_elements($36::json),
+          json_array_elements($37::json), unnest($38::bigint[]))
+          AS t(run_id, phase, task_id, status, attempt, agent, lease_owner, lease_expires_at, not_before, input, output, failure, updated_at)
+        WHERE t.run_id IN (SELECT r.run_id FROM r))
+      SELECT (SELECT coalesce(array_agg(r.run_id), '{}') FROM r) AS created,
+        (SELECT count(*) FROM (SELECT pg_notify(c.ch, r.run_id || ' ' || r.seq::text) FROM r, (VALUES ('${channel}'), ('${commits}')) c(ch) WHERE r.seq > 0) n) AS notified`,
     // commitMany: many runs' commits in one statement (its own transaction), each under its run's
     // advisory lock taken without waiting (a run another transaction holds is a conflict, as is a
     // run whose seq moved), so it never deadlocks with transact or another batch. The run row's

@@ -127,6 +127,7 @@ export class SqliteStore implements RunStore {
   private readonly txTransact: Database.Transaction<(runId: string, knownSeq: number, decide: Decide) => { result: TxResult<unknown>; wrote: boolean }>;
   private readonly txMany: Database.Transaction<(items: readonly BatchCommit[]) => { results: BatchResult[]; wrote: boolean }>;
   private readonly txCreate: Database.Transaction<(init: NewRun) => void>;
+  private readonly txCreateMany: Database.Transaction<(inits: readonly NewRun[]) => (Error | undefined)[]>;
   private readonly txRenew: Database.Transaction<(owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]) => { runId: string; phase: string; attempt: number }[]>;
 
   constructor(file: string, opts: SqliteStoreOptions = {}) {
@@ -160,6 +161,7 @@ export class SqliteStore implements RunStore {
     }
     this.txTransact = this.db.transaction((runId: string, knownSeq: number, decide: Decide) => this.transactIn(runId, knownSeq, decide));
     this.txCreate = this.db.transaction((init: NewRun) => this.createIn(init));
+    this.txCreateMany = this.db.transaction((inits: readonly NewRun[]) => this.createManyIn(inits));
     this.txMany = this.db.transaction((items: readonly BatchCommit[]) => this.commitManyIn(items));
     this.txRenew = this.db.transaction((owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]) => {
       const lost: { runId: string; phase: string; attempt: number }[] = [];
@@ -208,10 +210,45 @@ export class SqliteStore implements RunStore {
     return Promise.resolve();
   }
 
-  private createIn(init: NewRun): void {
+  createRuns(inits: readonly NewRun[]): Promise<(Error | undefined)[]> {
+    let out: (Error | undefined)[];
+    try {
+      out = this.txCreateMany.immediate(inits);
+    } catch (err) {
+      return Promise.reject(this.fault(err));
+    }
+    if (inits.some((init, i) => out[i] === undefined && init.commit.events.length > 0)) this.waiters.wakeAll();
+    return Promise.resolve(out);
+  }
+
+  /** Each run whose checks pass is written; one that fails them is answered with the error, nothing of it written. */
+  private createManyIn(inits: readonly NewRun[]): (Error | undefined)[] {
+    return inits.map((init) => {
+      let seq: number;
+      try {
+        seq = this.createChecks(init);
+      } catch (err) {
+        if (err instanceof BatonError) return err;
+        throw err;
+      }
+      this.writeNew(init, seq);
+      return undefined;
+    });
+  }
+
+  /** What refuses a new run before anything of it is written: a taken id, a first commit whose seqs are wrong. Its seq. */
+  private createChecks(init: NewRun): number {
     const id = init.run.runId;
     if (this.s.runSeq.get(id) !== undefined) throw new BatonError('run-exists', `a run with id ${id} already exists`);
-    const seq = checkSeq(id, 0, init.commit.events);
+    return checkSeq(id, 0, init.commit.events);
+  }
+
+  private createIn(init: NewRun): void {
+    this.writeNew(init, this.createChecks(init));
+  }
+
+  private writeNew(init: NewRun, seq: number): void {
+    const id = init.run.runId;
     const w = init.workflow;
     this.s.insertWorkflow.run(w.hash, w.name, w.source, w.path, init.run.createdAt);
     const r = { ...init.run, ...init.commit.run };

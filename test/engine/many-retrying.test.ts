@@ -49,10 +49,16 @@ const model = wf(`${header()}workflow:
 `);
 
 /** The store, counting its transactions (and those that committed nothing) and its reads of runs and logs. */
-function counting(store: RunStore): { store: RunStore; tx: { all: number; empty: number; reads: number } } {
-  const tx = { all: 0, empty: 0, reads: 0 };
+function counting(store: RunStore): { store: RunStore; tx: { all: number; empty: number; reads: number; creates: number } } {
+  const tx = { all: 0, empty: 0, reads: 0, creates: 0 };
   const wrapped = new Proxy(store, {
     get(target, key, receiver) {
+      if (key === 'createRun' || key === 'createRuns') {
+        return (...a: unknown[]) => {
+          tx.creates++;
+          return (Reflect.get(target, key, receiver) as (...x: unknown[]) => unknown).apply(target, a);
+        };
+      }
       if (key === 'run' || key === 'events' || key === 'workflow') {
         return (...a: unknown[]) => {
           tx.reads++;
@@ -102,6 +108,34 @@ describe.each(['memory', 'sqlite', 'postgres'] as const)('many plain runs at onc
       expect(tx.all).toBeLessThan(RUNS / 20);
       // a run is taken up as it was created: its record, log and workflow are not read back (3 reads a run)
       expect(tx.reads).toBe(0);
+      // runs started together are created together (a transaction each, before)
+      expect(tx.creates).toBeLessThan(RUNS / 20);
+    } finally {
+      await engine.close();
+      await opened.close();
+    }
+  }, 120_000);
+});
+
+describe.each(['memory', 'sqlite', 'postgres'] as const)('runs started together on the %s store', (kind) => {
+  test('are created in a few transactions; a run id given twice is created once and refused once', async () => {
+    const opened = await openStore(kind === 'memory' ? 'memory' : kind === 'sqlite' ? join(dir, 'together.db') : db.url, { cwd: dir });
+    const { store, tx } = counting(opened);
+    const engine = createEngine({ store, agents: { ok: () => ({ n: 1 }) } });
+    try {
+      const ids = await Promise.all(Array.from({ length: 600 }, () => engine.create(chain, { trigger: {} })));
+      expect(new Set(ids).size).toBe(600);
+      // the first few go alone while nothing is in flight, the rest together, 256 to a transaction
+      expect(tx.creates).toBeLessThanOrEqual(4 + Math.ceil(600 / 256));
+      for (const id of ids.slice(0, 20)) expect((await opened.run(id))?.status).toBe('running');
+      // the same id twice in one batch, and once more after: one run, the others refused with run-exists
+      const twice = await Promise.allSettled([engine.create(chain, { runId: `same-${kind}` }), engine.create(chain, { runId: `same-${kind}` }), engine.create(chain, { runId: `other-${kind}` })]);
+      expect(twice.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as { code?: string }).code))).toEqual([`same-${kind}`, 'run-exists', `other-${kind}`]);
+      await expect(engine.create(chain, { runId: `same-${kind}` })).rejects.toMatchObject({ code: 'run-exists' });
+      expect(await opened.events(`same-${kind}`)).toHaveLength((await opened.events(`other-${kind}`)).length);
+      // and they run: a worker takes them up from the store
+      const r = await engine.resume(ids[0]!);
+      expect(r.status).toBe('completed');
     } finally {
       await engine.close();
       await opened.close();

@@ -1,0 +1,62 @@
+/**
+ * Run creations gathered into store batches (`RunStore.createRuns`), as a database groups commits: a
+ * creation goes at once while fewer than IN_FLIGHT are in flight; the ones that come meanwhile wait
+ * for one to end and then go together, up to BATCH to a transaction. Runs started together (a service
+ * taking requests, a script starting thousands at once) so share transactions, where each took one of
+ * its own (a commit, and on SQLite FULL an fsync, per run), and a run started alone waits for nothing.
+ * Each creation is answered on its own: a taken id refuses that run only.
+ */
+import type { NewRun, RunStore } from './ports.js';
+
+/** Runs in one batch at most (the statement's arrays, one transaction). */
+const BATCH = 256;
+/** Batches in flight at once (PostgreSQL: each on a connection of the pool). */
+const IN_FLIGHT = 4;
+
+interface Waiting {
+  init: NewRun;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+export class CreateBatcher {
+  private queue: Waiting[] = [];
+  private inFlight = 0;
+
+  constructor(private readonly store: RunStore) {}
+
+  createRun(init: NewRun): Promise<void> {
+    if (!this.store.createRuns) return this.store.createRun(init);
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ init, resolve, reject });
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.queue.length > 0 && this.inFlight < IN_FLIGHT) {
+      // distinct ids in a batch: a second start with one id goes in a later batch (and is refused there)
+      const batch: Waiting[] = [];
+      const ids = new Set<string>();
+      const rest: Waiting[] = [];
+      for (const w of this.queue) {
+        if (batch.length < BATCH && !ids.has(w.init.run.runId)) {
+          ids.add(w.init.run.runId);
+          batch.push(w);
+        } else rest.push(w);
+      }
+      this.queue = rest;
+      this.inFlight++;
+      const sent = batch.length === 1 ? this.store.createRun(batch[0]!.init).then(() => [undefined]) : this.store.createRuns!(batch.map((w) => w.init));
+      sent
+        .then(
+          (out) => batch.forEach((w, i) => (out[i] === undefined ? w.resolve() : w.reject(out[i]))),
+          (e: unknown) => batch.forEach((w) => w.reject(e)),
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.flush();
+        });
+    }
+  }
+}
