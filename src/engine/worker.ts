@@ -272,7 +272,9 @@ export class Worker extends WorkerAttempts {
     // the fast path until one is. One transaction learns it; the others wait for the next turn (at once)
     // rather than all going through transactions of their own (runs created together, before any turn)
     if (slow.length > 1 && this.clockUnknown()) {
-      if (await this.flushIfDue(slow[0]!, claimShare(this.freeSlots(), slow[0]!))) did = true;
+      // one with something to commit besides claims if there is one (a claim-only run may have no slot)
+      const first = slow.find((c) => this.dueForMoreThanClaims(c)) ?? slow[0]!;
+      if (await this.flushIfDue(first, claimShare(this.freeSlots(), first))) did = true;
       return did;
     }
     // every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch)
