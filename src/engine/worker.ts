@@ -321,7 +321,8 @@ export class Worker extends WorkerAttempts {
   /**
    * Whether the runs this worker holds have ready tasks enough for its free slots, taken by a commit in
    * flight or due now: then a look for other runs would find nothing it could take up (the periodic
-   * scan, every second or so, still offers them, so a new run waits at most that long for a slot).
+   * scan, about once a second, still offers them, and takes one up when a slot is free then). Runs hold
+   * their slots first come, first served, as a queue's jobs do.
    */
   private heldRunsFillSlots(now: number): boolean {
     let free = this.freeSlots();
