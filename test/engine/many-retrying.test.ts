@@ -6,7 +6,8 @@
  * no transaction is spent on a run with nothing to commit (a run due only for a claim, when no slot
  * was left for it, waits for the next turn instead: such empty commits were 20 per run here). And many
  * plain runs at once: every run the fast path may take goes by it (many runs to a commit), not only the
- * first 64 of a turn, and a run the engine just created is taken up without reading it back.
+ * first 64 of a turn, and a run the engine just created is taken up without reading it back. And runs
+ * started together are created in a few transactions (createRuns), each refused on its own.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
