@@ -69,6 +69,14 @@ async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: strin
       }
       if (TERMINAL.has(e.type)) return end(stream, runId, await host.store.run(runId));
     }
+    // The read began after `seen` was noted, so it holds every event committed before then; a commit
+    // since has raised the version past `seen`, and the wait below returns at once for it. So a
+    // stream that got events waits for the next change instead of reading again to find none (on a
+    // busy run that second read, and the run read after it, were two of every three queries).
+    if (batch.length > 0 && host.hub.version(runId) === seen) {
+      await host.hub.next(runId, seen, KEEPALIVE_MS, signal);
+      continue;
+    }
     if (batch.length === 0) {
       const record = await host.store.run(runId);
       // the terminal event lies at or before the resume point: nothing more will come
