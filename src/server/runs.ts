@@ -90,7 +90,11 @@ export class RunRoutes {
     // auto-approval decides every gate, named approvers or not: admins only
     if (body['auto_approve'] === true && !principal.roles.some((x) => x.kind === 'admin')) throw new HttpError(403, 'forbidden', 'auto_approve decides every gate of the run, whoever its approvers are: only an admin key may ask for it');
     const { result, path, posted } = await this.compile(body, principal);
-    if (!result.ok) throw new HttpError(422, 'invalid-workflow', `${result.file}: the workflow is invalid; nothing was run`, { diagnostics: diagnosticsOf(result) as unknown as Json });
+    if (!result.ok) {
+      // `{"workflow": "NAME"}` where NAME is registered: the caller meant workflow_name
+      const named = typeof body['workflow'] === 'string' && this.o.workflows.has(body['workflow'].trim()) ? `; \`workflow\` is the workflow's text: to start the registered workflow \`${body['workflow'].trim()}\`, send {"workflow_name": "${body['workflow'].trim()}"}` : '';
+      throw new HttpError(422, 'invalid-workflow', `${result.file}: the workflow is invalid; nothing was run${named}`, { diagnostics: diagnosticsOf(result) as unknown as Json });
+    }
     const model = result.model;
     const runId = typeof body['run_id'] === 'string' ? body['run_id'] : undefined;
     const wanted = {

@@ -183,6 +183,10 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
       const bad = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow_name: 'triggered', trigger: { topic: 3 } } });
       expect(bad).toMatchObject({ status: 422, body: { error: { code: 'invalid-input' } } });
       expect(await api(h.url, 'POST', '/runs', { key: operator, body: { workflow_name: 'missing' } })).toMatchObject({ status: 404, body: { error: { code: 'unknown-workflow' } } });
+      // a registered name sent as the text: the answer says which field takes a name
+      const asText = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: 'triggered' } });
+      expect(asText).toMatchObject({ status: 422, body: { error: { code: 'invalid-workflow' } } });
+      expect((asText.body as { error: { message: string } }).error.message).toContain('{"workflow_name": "triggered"}');
       expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
     });
 
