@@ -40,9 +40,10 @@ await withDatabase('probe', async (url) => {
   const store = await openStore(url, { cwd: process.cwd() });
   const procs = Array.from({ length: WORKERS }, () => batonWorker(url, extra));
   const engine = createEngine({ store, agents });
-  for (let i = 0; i < 10; i++) await engine.start(m, { trigger: { topic: 't' }, detach: true });
+  const WARM = Number(process.env.PROBE_WARM ?? 10);
+  for (let i = 0; i < WARM; i++) await engine.start(m, { trigger: { topic: "t" }, detach: true });
   const count = async () => (await store.runs({ status: ['completed'], limit: 1_000_000 })).length;
-  await until(async () => (await count()) === 10, 60_000, 50);
+  await until(async () => (await count()) === WARM, 60_000, 50);
   await hold(procs);
   for (let i = 0; i < RUNS; i += 16) await Promise.all(Array.from({ length: Math.min(16, RUNS - i) }, () => engine.start(m, { trigger: { topic: 't' }, detach: true })));
   const c0 = procs.map((p) => cpuOf(p.child.pid!));
@@ -56,7 +57,7 @@ await withDatabase('probe', async (url) => {
   lc.on('notification', (n) => { notes++; noteBytes += (n.payload ?? '').length; });
   await lc.query('LISTEN baton_runs');
   const t0 = release(procs);
-  await until(async () => (await count()) === RUNS + 10, 600_000, 50);
+  await until(async () => (await count()) === RUNS + WARM, 600_000, 50);
   const ms = performance.now() - t0;
   const wc = procs.map((p, i) => cpuOf(p.child.pid!) - c0[i]!);
   const pc = pgCpu() - p0;
