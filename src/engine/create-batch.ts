@@ -6,6 +6,7 @@
  * its own (a commit, and on SQLite FULL an fsync, per run), and a run started alone waits for nothing.
  * Each creation is answered on its own: a taken id refuses that run only.
  */
+import { BatonError } from '../core/errors.js';
 import type { NewRun, RunStore } from './ports.js';
 
 /** Runs in one batch at most (the statement's arrays, one transaction). */
@@ -47,10 +48,24 @@ export class CreateBatcher {
       }
       this.queue = rest;
       this.inFlight++;
-      const sent = batch.length === 1 ? this.store.createRun(batch[0]!.init).then(() => [undefined]) : this.store.createRuns!(batch.map((w) => w.init));
+      let sent: Promise<readonly (Error | undefined)[]>;
+      try {
+        sent = batch.length === 1 ? this.store.createRun(batch[0]!.init).then(() => [undefined]) : this.store.createRuns!(batch.map((w) => w.init));
+      } catch (e) {
+        // a store of the caller's own that throws instead of rejecting: each creation of the batch is refused, none hangs
+        sent = Promise.reject(e);
+      }
       sent
         .then(
-          (out) => batch.forEach((w, i) => (out[i] === undefined ? w.resolve() : w.reject(out[i]))),
+          (out) => {
+            // an answer that does not say, run by run, what became of each: none is taken as created
+            if (!Array.isArray(out) || out.length !== batch.length) {
+              const e = new BatonError('store', `the store's createRuns answered ${Array.isArray(out) ? `${out.length} results` : typeof out} for ${batch.length} runs`);
+              batch.forEach((w) => w.reject(e));
+              return;
+            }
+            batch.forEach((w, i) => (out[i] === undefined ? w.resolve() : w.reject(out[i])));
+          },
           (e: unknown) => batch.forEach((w) => w.reject(e)),
         )
         .finally(() => {

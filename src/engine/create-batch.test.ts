@@ -1,0 +1,62 @@
+/**
+ * CreateBatcher against stores of a caller's own (RunStore is a public port): a createRuns that throws
+ * instead of rejecting, or answers for fewer runs than it was given, refuses the batch's creations,
+ * hangs none of them and leaves the batcher working; a sound store creates every run.
+ */
+import { describe, expect, test } from 'vitest';
+import { MemoryStore } from '../store/memory.js';
+import { CreateBatcher } from './create-batch.js';
+import type { NewRun, RunStore } from './ports.js';
+
+function init(runId: string): NewRun {
+  const at = 1_000;
+  return {
+    run: { runId, workflowHash: 'h', workflowName: 'w', status: 'running', trigger: {}, initialState: null, bindings: {}, options: {}, createdAt: at, updatedAt: at, endedAt: null, costUsd: 0, seq: 0, wakeAt: null },
+    workflow: { hash: 'h', name: 'w', source: 'openintent: "1.0"', path: '/w.yaml' },
+    commit: { events: [{ seq: 1, at, type: 'run.started', workflow: 'w', hash: 'h' } as never], run: { status: 'running', updatedAt: at, endedAt: null, costUsd: 0, wakeAt: null }, tasks: [] },
+  };
+}
+
+/** A real memory store whose createRuns misbehaves as `how` says (createRun stays sound). */
+function storeWith(how: 'throws' | 'short' | 'sound'): { store: RunStore; batches: number[] } {
+  const real = new MemoryStore();
+  const batches: number[] = [];
+  const store = Object.create(real) as RunStore;
+  store.createRun = (x) => real.createRun(x);
+  store.createRuns = (xs) => {
+    batches.push(xs.length);
+    if (how === 'throws') throw new Error('custom store: boom');
+    if (how === 'short') return real.createRuns(xs).then((out) => out.slice(1));
+    return real.createRuns(xs);
+  };
+  return { store, batches };
+}
+
+/** Starts `n` creations in one turn: the first 4 go alone (createRun), the rest wait and go as one batch. */
+async function createMany(b: CreateBatcher, n: number): Promise<PromiseSettledResult<void>[]> {
+  return Promise.allSettled(Array.from({ length: n }, (_, i) => b.createRun(init(`r${i}`))));
+}
+
+describe('CreateBatcher', () => {
+  test('a sound store: the first creations go alone, the rest together, every run created', async () => {
+    const { store, batches } = storeWith('sound');
+    const out = await createMany(new CreateBatcher(store), 20);
+    expect(out.every((r) => r.status === 'fulfilled')).toBe(true);
+    expect(batches).toEqual([16]);
+    for (let i = 0; i < 20; i++) expect(await store.run(`r${i}`)).toBeDefined();
+  });
+
+  test.each([['throws', 'throws'], ['answers for fewer runs', 'short']] as const)('a createRuns that %s: the batch is refused, nothing hangs, and the batcher goes on', async (_label, how) => {
+    const { store, batches } = storeWith(how);
+    const b = new CreateBatcher(store);
+    const out = await createMany(b, 10);
+    expect(batches).toEqual([6]);
+    expect(out.slice(0, 4).every((r) => r.status === 'fulfilled')).toBe(true);
+    const refused = out.slice(4);
+    expect(refused.every((r) => r.status === 'rejected')).toBe(true);
+    if (how === 'short') expect(String((refused[0] as PromiseRejectedResult).reason)).toMatch(/answered 5 results for 6 runs/);
+    // in flight went back to zero: a later creation goes at once
+    await expect(b.createRun(init('later'))).resolves.toBeUndefined();
+    expect(await store.run('later')).toBeDefined();
+  });
+});
