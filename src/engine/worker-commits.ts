@@ -152,7 +152,7 @@ export abstract class WorkerCommits extends WorkerBase {
    * committed to it, or holds it now) is a conflict: what this worker observed goes again, through
    * `transact`, on a state rebuilt from the store.
    */
-  protected async flushMany(ctxs: readonly RunCtx[]): Promise<void> {
+  protected async flushMany(ctxs: readonly RunCtx[], caps?: ReadonlyMap<RunCtx, number>): Promise<void> {
     const now = this.fastNow();
     let free = this.freeSlots();
     const batch: { ctx: RunCtx; facts: Fact[]; waiters: ((r: FactResult | Error) => void)[]; made: RunEvent[]; results: FactResult[]; claimIndex: number; item: BatchCommit }[] = [];
@@ -160,9 +160,11 @@ export abstract class WorkerCommits extends WorkerBase {
       const facts = ctx.facts.splice(0);
       const waiters = ctx.waiters.splice(0);
       let claimIndex = -1;
-      if (free > 0) {
+      // each run its share of the free slots (worker.ts shares them out), never more than are left
+      const max = Math.min(free, caps?.get(ctx) ?? free);
+      if (max > 0) {
         claimIndex = facts.length;
-        facts.push({ kind: 'claim', max: free, leaseMs: this.leaseMs, ...this.claimant(ctx) });
+        facts.push({ kind: 'claim', max, leaseMs: this.leaseMs, ...this.claimant(ctx) });
       }
       const knownSeq = ctx.state.seq;
       let item: BatchCommit | undefined;

@@ -16,6 +16,7 @@
  */
 import { BatonError } from '../core/errors.js';
 import { StopSignal } from './attempt.js';
+import { shareSlots, type SlotClaim } from './slot-share.js';
 import type { Fact, FactResult } from './decide.js';
 import { nextClaim, nextLeaseLook, nextTimer, type Claimant } from './due.js';
 import type { RunRecord } from './ports.js';
@@ -48,11 +49,6 @@ const IDLE_SCAN_GAP_MS = 25;
 const TROUBLE_SCAN_MS = 250;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
-
-/** The slots a run may claim out of `left`: at most what its ready set could give, at least one. */
-function claimShare(left: number, ctx: RunCtx): number {
-  return Math.min(left, Math.max(1, ctx.state.ready.size));
-}
 
 /** Ends the waits of an idle turn (worker.idle). */
 const IDLE_OVER = new Error('the idle turn is over');
@@ -256,25 +252,34 @@ export class Worker extends WorkerAttempts {
     const fast: RunCtx[] = [];
     const slow: RunCtx[] = [];
     const due = this.storeNow();
-    // runs due only for a claim are taken while the free slots last (each at most what its ready set could
-    // give): with thousands of runs waiting for a slot, a turn decides the few that can have one
-    let claimable = this.freeSlots();
+    const dueRuns: RunCtx[] = [];
+    const claims: SlotClaim[] = [];
     for (const ctx of this.runs.values()) {
       if (ctx.ended || this.dueAt(ctx) > due) continue;
-      if (!this.dueForMoreThanClaims(ctx)) {
-        if (claimable <= 0) continue;
-        claimable -= claimShare(claimable, ctx);
-      }
+      const more = this.dueForMoreThanClaims(ctx);
+      dueRuns.push(ctx);
+      // a commit with facts may make tasks ready (a completion's successors, claimed in the same commit)
+      claims.push({ held: ctx.attempts.size, want: more ? Infinity : Math.max(1, ctx.state.ready.size) });
+    }
+    // the free slots shared out between the runs due, fewest held first (slot-share.ts): a small run is
+    // not kept waiting behind a wide one that came first; runs due only for a claim and given no slot wait
+    // for the next turn (with thousands of runs waiting for a slot, a turn decides the few that can have one)
+    const caps = new Map<RunCtx, number>();
+    const shares = shareSlots(this.freeSlots(), claims);
+    dueRuns.forEach((ctx, i) => {
+      const cap = shares[i]!;
+      if (cap === 0 && claims[i]!.want !== Infinity) return;
+      caps.set(ctx, cap);
       if (this.fastPath(ctx)) fast.push(ctx);
       else slow.push(ctx);
-    }
+    });
     // the store's clock is not known yet (no commit answered since this worker started): every run is off
     // the fast path until one is. One transaction learns it; the others wait for the next turn (at once)
     // rather than all going through transactions of their own (runs created together, before any turn)
     if (slow.length > 1 && this.clockUnknown()) {
       // one with something to commit besides claims if there is one (a claim-only run may have no slot)
       const first = slow.find((c) => this.dueForMoreThanClaims(c)) ?? slow[0]!;
-      if (await this.flushIfDue(first, claimShare(this.freeSlots(), first))) did = true;
+      if (await this.flushIfDue(first, caps.get(first))) did = true;
       return did;
     }
     // every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch)
@@ -288,24 +293,19 @@ export class Worker extends WorkerAttempts {
         batch = batch.filter((c) => !c.ended && this.runs.get(c.runId) === c && this.fastPath(c));
         if (batch.length === 0) continue;
       }
-      await this.flushMany(batch);
+      await this.flushMany(batch, caps);
       did = true;
     }
     if (slow.length === 1) {
-      if (await this.flushIfDue(slow[0]!)) did = true;
+      if (await this.flushIfDue(slow[0]!, caps.get(slow[0]!))) did = true;
       return did;
     }
     // Runs that need a transaction of their own (a retry, a timer or a grace period due, a takeover, a
     // command, a run other workers share) go up to SLOW_PARALLEL at once, each on its own connection:
     // one after another, a thousand runs retrying together on PostgreSQL waited a thousand round trips
     // each turn. The free slots are shared out before any goes, so that together they claim no more
-    // than the worker may run: each run at most what its ready set could give (at least one).
-    let free = this.freeSlots();
-    const queue = slow.map((ctx) => {
-      const cap = claimShare(free, ctx);
-      free -= cap;
-      return { ctx, cap };
-    });
+    // than the worker may run: each run its share of them (above).
+    const queue = slow.map((ctx) => ({ ctx, cap: caps.get(ctx) ?? 0 }));
     const lane = async (): Promise<void> => {
       for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
         if (this.crashed !== undefined || this.closed) return;
@@ -321,8 +321,8 @@ export class Worker extends WorkerAttempts {
   /**
    * Whether the runs this worker holds have ready tasks enough for its free slots, taken by a commit in
    * flight or due now: then a look for other runs would find nothing it could take up (the periodic
-   * scan, about once a second, still offers them, and takes one up when a slot is free then). Runs hold
-   * their slots first come, first served, as a queue's jobs do.
+   * scan, about once a second, still offers them, and takes one up when a slot is free then). Once held,
+   * a run gets its share of the slots that free (commitDue, slot-share.ts).
    */
   private heldRunsFillSlots(now: number): boolean {
     let free = this.freeSlots();
@@ -548,6 +548,17 @@ export class Worker extends WorkerAttempts {
     }
     let found = false;
     let takenUp = 0;
+    // runs held with work (running here, or ready): with every slot taken, a run is still taken up while
+    // there are fewer of them than slots, and gets its share of the next slots that free (commitDue);
+    // so a small run is not left in the store until a wide one beside it has drained
+    let withWork = -1;
+    const heldWithWork = (): number => {
+      if (withWork < 0) {
+        withWork = 0;
+        for (const c of this.runs.values()) if (!c.ended && (c.attempts.size > 0 || c.state.ready.size > 0)) withWork++;
+      }
+      return withWork;
+    };
     // the live leases of this host's workers come back at every look: ask about each owner once
     const known = new Map<string, boolean>();
     const dead = (owner: string): boolean => {
@@ -565,8 +576,10 @@ export class Worker extends WorkerAttempts {
       let ctx = this.runs.get(h.runId);
       if (!ctx) {
         if (!this.serving || this.draining) continue;
-        // each run taken up for its ready work needs a slot: no more of them than there are free slots
-        if (h.reason === 'ready' && this.active + takenUp >= this.concurrency) continue;
+        // each run taken up for its ready work needs a free slot, or (none free) a share of the next ones:
+        // no more runs with work held than there are slots (a worker keeps in memory what it can run)
+        const slotFree = this.active + takenUp < this.concurrency;
+        if (h.reason === 'ready' && !slotFree && heldWithWork() + takenUp >= this.concurrency) continue;
         if (h.reason === 'lease' && (h.owner === this.id || (h.live && (h.owner === undefined || !dead(h.owner))))) continue;
         try {
           ctx = await this.load(h.runId, false);
@@ -576,7 +589,7 @@ export class Worker extends WorkerAttempts {
         }
         if (h.reason === 'ready') takenUp++;
         // progress only if the loaded run has something this worker can do now (else it is parked again, no spin)
-        if (h.reason !== 'ready' || (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) <= now) found = true;
+        if (h.reason !== 'ready' || (slotFree && (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) <= now)) found = true;
       }
       if (ctx.ended) continue;
       if (h.reason === 'lease') {
