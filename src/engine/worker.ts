@@ -50,6 +50,13 @@ const TROUBLE_SCAN_MS = 250;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
+/** The slots a run holds in this worker: its attempts running (not those waiting for a human), and those whose agent ignored an abort. */
+function slotsHeld(ctx: RunCtx): number {
+  let n = ctx.busy.size;
+  for (const a of ctx.attempts.values()) if (a.suspendedOn === undefined) n++;
+  return n;
+}
+
 /** Ends the waits of an idle turn (worker.idle). */
 const IDLE_OVER = new Error('the idle turn is over');
 
@@ -259,7 +266,7 @@ export class Worker extends WorkerAttempts {
       const more = this.dueForMoreThanClaims(ctx);
       dueRuns.push(ctx);
       // a commit with facts may make tasks ready (a completion's successors, claimed in the same commit)
-      claims.push({ held: ctx.attempts.size, want: more ? Infinity : Math.max(1, ctx.state.ready.size) });
+      claims.push({ held: slotsHeld(ctx), want: more ? Infinity : Math.max(1, ctx.state.ready.size) });
     }
     // the free slots shared out between the runs due, fewest held first (slot-share.ts): a small run is
     // not kept waiting behind a wide one that came first; runs due only for a claim and given no slot wait
