@@ -22,6 +22,13 @@ const TERMINAL = new Set<RunEvent['type']>(['run.completed', 'run.failed', 'run.
 const ENDED = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
 /** Runs the all-runs stream compares at each change (newest first). */
 const DASHBOARD_RUNS = 500;
+/**
+ * The all-runs stream reads the run rows at most this often (ms): each read compares the newest 500, and
+ * on a busy server a read per commit made one dashboard halve the server's throughput (3,000 runs through
+ * `POST /runs` took 10.5 s with one `GET /events` open, 4.5 s without). A row that moved several times
+ * between reads is sent once, as it is then.
+ */
+const DASHBOARD_GAP_MS = 200;
 
 export interface StreamHost {
   store: RunStore;
@@ -109,8 +116,14 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
   /** Runs sent while they matched the filter. */
   const sent = new Set<string>();
   let wrote = Date.now();
+  let read = -Infinity;
   while (!signal.aborted) {
+    // changes that come during the gap are read together after it (the version noted after the gap covers them)
+    const gap = read + DASHBOARD_GAP_MS - performance.now();
+    if (gap > 0) await sleepUnless(gap, signal);
+    if (signal.aborted) return;
     const seen = host.hub.version();
+    read = performance.now();
     const rows = await host.store.runs({ limit: DASHBOARD_RUNS });
     for (const r of rows.reverse()) {
       if (known.get(r.runId) === r.seq) continue;
@@ -129,6 +142,19 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
     }
     await host.hub.next(undefined, seen, KEEPALIVE_MS, signal);
   }
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function sleepUnless(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 async function end(stream: SSEStreamingApi, runId: string, record: RunRecord | undefined): Promise<void> {

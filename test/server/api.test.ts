@@ -10,6 +10,7 @@ import type { CliIo } from '../../src/cli/io.js';
 import { run as cli } from '../../src/cli/main.js';
 import { ASK, CHAIN, FAILS, GATED, KEYS, SLOW, api, startHarness, type Harness, type StoreKind } from './harness.js';
 import { eventsOf, readStream } from './sse.js';
+import type { RunStore } from '../../src/engine/ports.js';
 
 const { admin, operator, reader, alice, agent } = KEYS;
 
@@ -458,6 +459,40 @@ workflow:
       const s = await stream;
       const rows = s.messages.filter((m) => m.event === 'run').map((m) => JSON.parse(m.data) as { run_id: string; status: string }).filter((r) => r.run_id === mine.runId);
       expect(rows[rows.length - 1]!.status).toBe('completed');
+    });
+
+    test('the all-runs stream reads the run rows at most five times a second, however many commits come', async () => {
+      // counted on the server's own store object (the engine's): each read compares the newest 500 rows
+      const store = h.store as { runs: RunStore['runs'] };
+      const real = store.runs.bind(h.store);
+      let reads = 0;
+      store.runs = (f) => {
+        reads++;
+        return real(f);
+      };
+      try {
+        const tag = Math.random().toString(36).slice(2, 8);
+        const ids = Array.from({ length: 40 }, (_, i) => `dash-${tag}-${i}`);
+        const completed = new Set<string>();
+        const stream = readStream(`${h.url}/events`, {
+          key: reader,
+          until: (m) => {
+            if (m.event !== 'run') return false;
+            const r = JSON.parse(m.data) as { run_id: string; status: string };
+            if (r.status === 'completed' && ids.includes(r.run_id)) completed.add(r.run_id);
+            return completed.size === ids.length;
+          },
+        });
+        const t0 = performance.now();
+        for (const id of ids) await runToEnd(h, { workflow: CHAIN, run_id: id });
+        await stream;
+        const ms = performance.now() - t0;
+        // 40 runs of two phases: a hundred commits and more, and a read of 500 rows for each before
+        expect(reads).toBeLessThanOrEqual(3 + Math.ceil(ms / 200));
+        expect(completed.size).toBe(ids.length);
+      } finally {
+        store.runs = real;
+      }
     });
   });
 
