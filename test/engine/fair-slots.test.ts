@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine } from '../../src/api/engine.js';
 import { openStore } from '../../src/api/store.js';
+import type { AgentHandler } from '../../src/engine/agent.js';
 import { testDatabase } from '../helpers/pg.js';
 import { header, settle, until, wf } from './helpers.js';
 
@@ -30,22 +31,31 @@ const chain = wf(`${header()}workflow:
   c: {assign: fast, depends_on: [b], inputs: {x: b.x}, outputs: {x: number}}
 `);
 
+/** The fan's agent waits until the test lets its attempt go (`waiting`, one at a time, or all with letAllGo); the chain's returns at once. */
+function heldFan(): { agents: Record<string, AgentHandler>; waiting: (() => void)[]; letAllGo: () => void } {
+  const waiting: (() => void)[] = [];
+  let free = false;
+  return {
+    waiting,
+    letAllGo: () => {
+      free = true;
+      for (const w of waiting.splice(0)) w();
+    },
+    agents: {
+      slow: async () => {
+        if (!free) await new Promise<void>((r) => waiting.push(r));
+        return { x: 1 };
+      },
+      fast: (ctx) => ({ x: ((ctx.input['x'] as number | undefined) ?? 0) + 1 }),
+    },
+  };
+}
+
 describe.each(['memory', 'sqlite', 'postgres'] as const)('slots shared between runs on the %s store', (kind) => {
   test('a 3-phase run beside a 400-item fan holding all 4 slots completes on the first slot that frees', async () => {
     const store = await openStore(kind === 'memory' ? 'memory' : kind === 'sqlite' ? join(dir, 'fair.db') : db.url, { cwd: dir });
-    const waiting: (() => void)[] = [];
-    let letAllGo = false;
-    const engine = createEngine({
-      store,
-      concurrency: 4,
-      agents: {
-        slow: async () => {
-          if (!letAllGo) await new Promise<void>((r) => waiting.push(r));
-          return { x: 1 };
-        },
-        fast: (ctx) => ({ x: ((ctx.input['x'] as number | undefined) ?? 0) + 1 }),
-      },
-    });
+    const { agents, waiting, letAllGo } = heldFan();
+    const engine = createEngine({ store, concurrency: 4, agents });
     try {
       const fanDone = engine.run(fan, {});
       fanDone.catch(() => undefined); // awaited below; a failed check closes the engine first
@@ -73,14 +83,12 @@ describe.each(['memory', 'sqlite', 'postgres'] as const)('slots shared between r
       const r = await chainResult;
       expect(r.status).toBe('completed');
       expect(r.phases['c']?.output).toEqual({ x: 3 });
-      letAllGo = true;
-      for (const w of waiting.splice(0)) w();
+      letAllGo();
       const f = await fanDone;
       expect(f.status).toBe('completed');
       expect(Object.values(f.phases).filter((p) => p.status === 'completed')).toHaveLength(400);
     } finally {
-      letAllGo = true;
-      for (const w of waiting.splice(0)) w();
+      letAllGo();
       await engine.close();
       await store.close();
     }
@@ -90,19 +98,8 @@ describe.each(['memory', 'sqlite', 'postgres'] as const)('slots shared between r
 describe.each(['sqlite', 'postgres'] as const)('a serving worker (baton worker) on the %s store', (kind) => {
   test('takes up a run started beside a fan that holds every slot, and runs it on the next slots that free', async () => {
     const store = await openStore(kind === 'sqlite' ? join(dir, 'serve-fair.db') : db.url, { cwd: dir });
-    const waiting: (() => void)[] = [];
-    let letAllGo = false;
-    const engine = createEngine({
-      store,
-      concurrency: 4,
-      agents: {
-        slow: async () => {
-          if (!letAllGo) await new Promise<void>((r) => waiting.push(r));
-          return { x: 1 };
-        },
-        fast: (ctx) => ({ x: ((ctx.input['x'] as number | undefined) ?? 0) + 1 }),
-      },
-    });
+    const { agents, waiting, letAllGo } = heldFan();
+    const engine = createEngine({ store, concurrency: 4, agents });
     const stop = new AbortController();
     const serving = engine.serve(stop.signal);
     try {
@@ -121,12 +118,10 @@ describe.each(['sqlite', 'postgres'] as const)('a serving worker (baton worker) 
       expect((await store.run(small))?.status).toBe('completed');
       // taken up at the next look (about a second: ~50 releases), not after the fan's 400 items
       expect(released).toBeLessThan(200);
-      letAllGo = true;
-      for (const w of waiting.splice(0)) w();
+      letAllGo();
       await until(async () => (await store.run(big))?.status === 'completed', 'the fan completed', 20_000);
     } finally {
-      letAllGo = true;
-      for (const w of waiting.splice(0)) w();
+      letAllGo();
       stop.abort();
       await serving;
       await engine.close();
