@@ -86,6 +86,15 @@ export function edge(spec: RouteSpec, opts: EdgeOptions, handler: (r: Request) =
     const params = c.req.param() as Record<string, string>;
     if (v.params && !v.params(params)) throw invalid(issuesOf(v.params.errors, 'params'), 'path');
     const query: Record<string, Json> = { ...c.req.query() };
+    const names = Object.keys(query);
+    if (names.length > 0) {
+      // a parameter given twice would be read as its first value, the rest dropped unchecked
+      const all = c.req.queries();
+      for (const k of names) {
+        const n = all[k]?.length ?? 1;
+        if (n > 1) throw new HttpError(400, 'invalid-request', `the query parameter ${k.slice(0, 60)} is given ${n} times; give it once (a list is comma-separated: ${k.slice(0, 60)}=a,b)`);
+      }
+    }
     if (v.query) {
       if (!v.query(query)) throw invalid(issuesOf(v.query.errors, 'query', spec.query), 'query');
     } else if (Object.keys(query).length > 0) throw new HttpError(400, 'invalid-request', `${spec.method.toUpperCase()} ${spec.path} takes no query parameters, got \`${Object.keys(query)[0]!}\``);

@@ -319,6 +319,8 @@ workflow:
         ['status=done', /status/],
         ['cursor=xyz', /cursor/],
         ['sort=asc', /unknown query parameter `sort`/],
+        // given twice: the second was dropped unchecked (an invalid status answered 200)
+        ['status=running&status=pending', /status is given 2 times/],
       ] as const) {
         const r = await api(h.url, 'GET', `/runs?${q}`, { key: reader });
         expect(r.status, q).toBe(400);
