@@ -443,6 +443,8 @@ workflow:
     });
 
     test('the all-runs stream shows a new run and its end', async () => {
+      // a run there before the stream opens: its first message (the runs there are) is the sign it is open
+      await runToEnd(h, { workflow: CHAIN });
       const mine = { runId: undefined as string | undefined };
       const first = { resolve: (): void => undefined, promise: Promise.resolve() };
       first.promise = new Promise<void>((r) => (first.resolve = r));
