@@ -34,9 +34,10 @@ export function shareSlots(free: number, runs: readonly SlotClaim[]): number[] {
     let lowest = Infinity;
     for (const i of live) {
       const r = runs[i]!;
-      if (free > 0 && r.held + caps[i]! <= level) {
+      if (r.held + caps[i]! <= level) {
         caps[i]!++;
-        free--;
+        // the last slot is given: the runs after this one get none (no need to walk thousands of them)
+        if (--free === 0) break;
       }
       if (caps[i]! < r.want) {
         next.push(i);
