@@ -1,12 +1,38 @@
-/** `baton approve|deny RUN GATE`, `baton respond RUN GATE --value JSON`, `baton cancel RUN`: one transaction each. */
+/**
+ * `baton approve|deny RUN GATE`, `baton respond RUN GATE --value JSON`, `baton cancel RUN`: one
+ * transaction each, on a store here, or with `--server URL` through a Baton server's API (the decision is
+ * the key's name's there, as the server's approver rules say).
+ */
 import { parseArgs } from 'node:util';
 import { createEngine } from '../api/engine.js';
-import type { Json } from '../core/json.js';
+import type { Json, JsonObject } from '../core/json.js';
 import type { RunStore } from '../engine/ports.js';
+import { ServerAnswerError, ServerClient } from '../server/client.js';
 import { UsageError, actor, exitFor, openCliStore } from './durable.js';
 import { printFailure } from './fail.js';
 import { CANCEL_OPTIONS, DECIDE_OPTIONS, RESPOND_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
+
+/** The server's client for `--server`, refusing the flags that name a store or a decider here. */
+function serverClient(values: { server?: string | undefined; 'api-key'?: string | undefined; store?: string | undefined; sync?: string | undefined; as?: string | undefined }, io: CliIo): ServerClient | undefined {
+  if (values.server === undefined) return undefined;
+  for (const f of ['store', 'sync', 'as'] as const) {
+    if (values[f] !== undefined) throw new UsageError(`--${f} does not go with --server: the server keeps the runs${f === 'as' ? ', and decides as the API key’s name' : ''}`);
+  }
+  const key = values['api-key'] ?? io.env['BATON_API_KEY'];
+  return new ServerClient({ url: values.server, ...(key !== undefined && key !== '' ? { key } : {}) });
+}
+
+/** A refusal by the server: its code and message, with the HTTP status; 1 for a gate that refused the decision, else 2. */
+function serverFailure(e: unknown, cmd: string, server: string, io: CliIo): number {
+  if (!(e instanceof ServerAnswerError)) return exitFor(e, cmd, io);
+  const extra = (e.body['error'] ?? {}) as JsonObject;
+  const { code: _code, message: _message, ...rest } = extra;
+  printFailure(io, cmd, e.code, `${server}: ${e.message} (HTTP ${e.status})`, rest);
+  return e.code === 'gate-refused' || e.code === 'not-an-approver' || e.code === 'run-ended' ? 1 : 2;
+}
+
+const seg = encodeURIComponent;
 
 export function decideCommand(decision: 'approve' | 'deny'): (args: string[], io: CliIo) => Promise<number> {
   return async (args, io) => {
@@ -15,6 +41,14 @@ export function decideCommand(decision: 'approve' | 'deny'): (args: string[], io
     try {
       if (positionals.length !== 2) throw new UsageError(`${decision} takes a run id and a gate id (see \`baton show RUN\`)`);
       const [runId, gateId] = positionals as [string, string];
+      const client = serverClient(values, io);
+      if (client) {
+        const r = await client.request('POST', `/runs/${seg(runId)}/gates/${seg(gateId)}/${decision}`, values.comment !== undefined ? { comment: values.comment } : {});
+        const by = typeof r.body['by'] === 'string' ? r.body['by'] : 'the API key';
+        const decided = decision === 'approve' ? 'approved' : 'denied';
+        io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: decided, by, ...(values.comment !== undefined ? { comment: values.comment } : {}), server: values.server }, null, 2) + '\n' : `gate ${gateId} of run ${runId} ${decided} by ${by} on ${values.server}\n`);
+        return 0;
+      }
       store = await openCliStore(values, io);
       const engine = createEngine({ store });
       const by = actor(values.as, io);
@@ -24,7 +58,7 @@ export function decideCommand(decision: 'approve' | 'deny'): (args: string[], io
       io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: decided, by, ...(values.comment !== undefined ? { comment: values.comment } : {}) }, null, 2) + '\n' : `gate ${gateId} of run ${runId} ${decided} by ${by}\n`);
       return 0;
     } catch (e) {
-      return exitFor(e, decision, io);
+      return values.server !== undefined ? serverFailure(e, decision, values.server, io) : exitFor(e, decision, io);
     } finally {
       await store?.close();
     }
@@ -45,6 +79,21 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
       notJson = (e as Error).message;
     }
     const [runId, gateId] = positionals as [string, string];
+    const client = serverClient(values, io);
+    if (client) {
+      if (value === undefined) {
+        // a bare word that is one of the gate's string choices means that string (the gate as the server lists it)
+        const gates = (await client.request('GET', `/runs/${seg(runId)}/gates`)).body['gates'];
+        const gate = Array.isArray(gates) ? (gates as JsonObject[]).find((g) => g['id'] === gateId) : undefined;
+        const choices = Array.isArray(gate?.['choices']) ? (gate['choices']) : undefined;
+        if (!choices?.includes(values.value)) throw new UsageError(`--value is not valid JSON (${notJson ?? 'unreadable'}); a string answer is written '"yes"'${choices && choices.length > 0 ? `; gate ${gateId} takes one of ${choices.map((c) => JSON.stringify(c)).join(', ')}` : ''}`);
+        value = values.value;
+      }
+      const r = await client.request('POST', `/runs/${seg(runId)}/gates/${seg(gateId)}/respond`, { value });
+      const by = typeof r.body['by'] === 'string' ? r.body['by'] : 'the API key';
+      io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: 'answered', value, by, server: values.server }, null, 2) + '\n' : `gate ${gateId} of run ${runId} answered by ${by} on ${values.server}\n`);
+      return 0;
+    }
     store = await openCliStore(values, io);
     const engine = createEngine({ store });
     if (value === undefined) {
@@ -60,7 +109,7 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
     io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: 'answered', value, by }, null, 2) + '\n' : `gate ${gateId} of run ${runId} answered by ${by}\n`);
     return 0;
   } catch (e) {
-    return exitFor(e, 'respond', io);
+    return values.server !== undefined ? serverFailure(e, 'respond', values.server, io) : exitFor(e, 'respond', io);
   } finally {
     await store?.close();
   }
@@ -72,6 +121,13 @@ export async function cancelCommand(args: string[], io: CliIo): Promise<number> 
   try {
     if (positionals.length !== 1) throw new UsageError('cancel takes one run id');
     const runId = positionals[0]!;
+    const client = serverClient(values, io);
+    if (client) {
+      const r = await client.request('POST', `/runs/${seg(runId)}/cancel`, values.reason !== undefined ? { reason: values.reason } : {});
+      const reason = typeof r.body['reason'] === 'string' ? r.body['reason'] : values.reason;
+      io.stdout(values.json ? JSON.stringify({ runId, status: 'cancelled', ...(reason !== undefined ? { reason } : {}), server: values.server }, null, 2) + '\n' : `run ${runId} cancelled on ${values.server}\n`);
+      return 0;
+    }
     store = await openCliStore(values, io);
     const engine = createEngine({ store });
     const before = await store.run(runId);
@@ -84,7 +140,7 @@ export async function cancelCommand(args: string[], io: CliIo): Promise<number> 
     io.stdout(values.json ? JSON.stringify({ runId, status: 'cancelled', reason }, null, 2) + '\n' : `run ${runId} cancelled\n`);
     return 0;
   } catch (e) {
-    return exitFor(e, 'cancel', io);
+    return values.server !== undefined ? serverFailure(e, 'cancel', values.server, io) : exitFor(e, 'cancel', io);
   } finally {
     await store?.close();
   }

@@ -11,7 +11,7 @@ import { safeText } from '../diagnostics/terminal.js';
 import type { RunResult } from '../engine/state.js';
 import { ServerAnswerError, ServerClient } from '../server/client.js';
 import { loadWorkflow } from '../workflow/compile.js';
-import { UsageError, exitFor } from './durable.js';
+import { UsageError, exitFor, shellQuote } from './durable.js';
 import { printFailure } from './fail.js';
 import { summary } from './foreground.js';
 import type { CliIo } from './io.js';
@@ -85,7 +85,11 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
       for await (const e of client.events(runId, { signal: ctl.signal })) {
         events.push(e);
         view?.onEvent(toViewEvent(e));
-        if (e.type === 'gate.opened' && !values.quiet) io.stderr(`\n⏸ gate ${safeText(e.gate_id, 200)} (${e.kind}) needs a decision: ${safeText(e.reason)}\n  POST ${safeText(values.server!, 500)}/runs/${runId}/gates/${safeText(e.gate_id, 200)}/${e.kind === 'input' ? 'respond {"value": ...}' : 'approve (or /deny)'}\n  waiting; the run continues on the server when it is decided\n`);
+        if (e.type === 'gate.opened' && !values.quiet) {
+          const gate = safeText(e.gate_id, 200);
+          const on = `${shellQuote(runId)} ${shellQuote(e.gate_id)} --server ${shellQuote(values.server!)}`;
+          io.stderr(`\n⏸ gate ${gate} (${e.kind}) needs a decision: ${safeText(e.reason)}\n  ${safeText(e.kind === 'input' ? `baton respond ${on} --value JSON` : `baton approve ${on}   (or baton deny)`, 800)}\n  or POST ${safeText(values.server!, 500)}/runs/${runId}/gates/${gate}/${e.kind === 'input' ? 'respond {"value": ...}' : 'approve (or /deny)'}\n  waiting; the run continues on the server when it is decided\n`);
+        }
       }
     } finally {
       view?.close();

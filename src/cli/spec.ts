@@ -151,8 +151,15 @@ export const SERVE_OPTIONS = {
   json: { ...JSON_OPTION, desc: 'print the start and every event as a JSON line on stdout' },
 } as const satisfies OptionTable;
 
+/** `--server URL --api-key KEY`: decide or cancel through a Baton server (`baton serve`) instead of a store here. */
+const SERVER_CLIENT_OPTIONS = {
+  server: { type: 'string', arg: 'URL', desc: 'a run on a Baton server (`baton serve`): act through its API, as the API key’s name' },
+  'api-key': { type: 'string', arg: 'KEY', desc: 'the API key for --server', shown: 'BATON_API_KEY' },
+} as const satisfies OptionTable;
+
 export const DECIDE_OPTIONS = {
   ...STORE_OPTIONS,
+  ...SERVER_CLIENT_OPTIONS,
   as: { type: 'string', arg: 'NAME', desc: 'who decides', shown: 'BATON_USER, USER or LOGNAME' },
   comment: { type: 'string', arg: 'TEXT', desc: 'a comment kept with the decision' },
   json: JSON_OPTION,
@@ -160,6 +167,7 @@ export const DECIDE_OPTIONS = {
 
 export const RESPOND_OPTIONS = {
   ...STORE_OPTIONS,
+  ...SERVER_CLIENT_OPTIONS,
   value: { type: 'string', arg: 'JSON', desc: 'the answer (a string is written \'"yes"\'; a bare word that is one of the gate’s choices works too)' },
   as: DECIDE_OPTIONS.as,
   json: JSON_OPTION,
@@ -167,6 +175,7 @@ export const RESPOND_OPTIONS = {
 
 export const CANCEL_OPTIONS = {
   ...STORE_OPTIONS,
+  ...SERVER_CLIENT_OPTIONS,
   reason: { type: 'string', arg: 'TEXT', desc: 'why, kept with the run', shown: 'cancelled by USER' },
   json: JSON_OPTION,
 } as const satisfies OptionTable;

@@ -11,7 +11,7 @@ import type { CliIo } from '../../src/cli/io.js';
 import { run as cli } from '../../src/cli/main.js';
 import { baton, batonRun, until } from '../helpers/spawn.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
-import { CHAIN, FAILS, GATED, KEYS, KEYS_ENV, api, startHarness, type Harness } from './harness.js';
+import { ASK, CHAIN, FAILS, GATED, KEYS, KEYS_ENV, SLOW, api, startHarness, type Harness } from './harness.js';
 import { eventsOf, readStream } from './sse.js';
 
 function io(cwd: string, env: Record<string, string> = {}): CliIo & { out: () => string; err: () => string } {
@@ -83,6 +83,53 @@ describe('baton run FILE --server URL', () => {
     expect(await cli(['run', 'chain.yaml', '--server', 'ftp://x', '--api-key', KEYS.operator], io(dir))).toBe(2);
     expect(await cli(['run', 'chain.yaml', '--api-key', KEYS.operator], io(dir))).toBe(2);
     expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
+  });
+
+  test('approve, deny, respond and cancel with --server act through the API, as the key’s name', async () => {
+    writeFileSync(join(dir, 'ask.yaml'), ASK);
+    writeFileSync(join(dir, 'slow.yaml'), SLOW);
+    const openGate = async (runId: string): Promise<string> => {
+      let id: string | undefined;
+      await until(async () => {
+        const gates = (await api(h.url, 'GET', `/runs/${runId}/gates?status=open`, { key: KEYS.reader })).body['gates'] as { id: string }[] | undefined;
+        id = gates?.[0]?.id;
+        return id !== undefined;
+      }, 10_000);
+      return id!;
+    };
+    // an approval gate whose approvers are [alice]
+    expect(await cli(['run', 'gated.yaml', '--server', h.url, '--api-key', KEYS.operator, '--detach', '--run-id', 'cli-decide'], io(dir))).toBe(0);
+    const gate = await openGate('cli-decide');
+    const bob = io(dir);
+    expect(await cli(['approve', 'cli-decide', gate, '--server', h.url, '--api-key', KEYS.operator], bob)).toBe(1);
+    expect(bob.err()).toMatch(/HTTP 403/);
+    const carol = io(dir);
+    expect(await cli(['deny', 'cli-decide', gate, '--server', h.url, '--api-key', KEYS.reader, '--json'], carol)).toBe(2);
+    expect(JSON.parse(carol.out())).toMatchObject({ error: { code: 'forbidden' } });
+    const both = io(dir);
+    expect(await cli(['approve', 'cli-decide', gate, '--server', h.url, '--store', 'memory'], both)).toBe(2);
+    expect(both.err()).toMatch(/--store does not go with --server/);
+    const alice = io(dir, { BATON_API_KEY: KEYS.alice });
+    expect(await cli(['approve', 'cli-decide', gate, '--server', h.url, '--comment', 'fine'], alice)).toBe(0);
+    expect(alice.out()).toMatch(new RegExp(`gate ${gate} of run cli-decide approved by alice`));
+    await until(async () => (await h.store.run('cli-decide'))?.status === 'completed', 10_000);
+    // an input gate with choices: a bare word that is one of them is that string
+    expect(await cli(['run', 'ask.yaml', '--server', h.url, '--api-key', KEYS.operator, '--detach', '--run-id', 'cli-ask'], io(dir))).toBe(0);
+    const q = await openGate('cli-ask');
+    const answer = io(dir);
+    expect(await cli(['respond', 'cli-ask', q, '--value', 'blue', '--server', h.url, '--api-key', KEYS.operator, '--json'], answer)).toBe(0);
+    expect(JSON.parse(answer.out())).toMatchObject({ runId: 'cli-ask', gateId: q, decision: 'answered', value: 'blue', by: 'bob' });
+    await until(async () => (await h.store.run('cli-ask'))?.status === 'completed', 10_000);
+    expect((await api(h.url, 'GET', '/runs/cli-ask', { key: KEYS.reader })).body).toMatchObject({ phases: { q: { output: { answer: 'blue' } } } });
+    // cancel a running run; once more: it has ended (1)
+    expect(await cli(['run', 'slow.yaml', '--server', h.url, '--api-key', KEYS.operator, '--detach', '--run-id', 'cli-cancel'], io(dir))).toBe(0);
+    const cancel = io(dir);
+    expect(await cli(['cancel', 'cli-cancel', '--server', h.url, '--api-key', KEYS.operator, '--reason', 'no longer needed'], cancel)).toBe(0);
+    expect(cancel.out()).toMatch(/run cli-cancel cancelled on/);
+    await until(async () => (await h.store.run('cli-cancel'))?.status === 'cancelled', 10_000);
+    const again = io(dir);
+    expect(await cli(['cancel', 'cli-cancel', '--server', h.url, '--api-key', KEYS.operator], again)).toBe(1);
+    expect(again.err()).toMatch(/already cancelled.*HTTP 409/);
   });
 
   test('the event stream cut mid-run (a gate open): the CLI reconnects with Last-Event-ID and sees every event once', async () => {
