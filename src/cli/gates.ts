@@ -85,7 +85,7 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
         // a bare word that is one of the gate's string choices means that string (the gate as the server lists it)
         const gates = (await client.request('GET', `/runs/${seg(runId)}/gates`)).body['gates'];
         const gate = Array.isArray(gates) ? (gates as JsonObject[]).find((g) => g['id'] === gateId) : undefined;
-        const choices = Array.isArray(gate?.['choices']) ? (gate['choices']) : undefined;
+        const choices = Array.isArray(gate?.['choices']) ? gate['choices'] : undefined;
         if (!choices?.includes(values.value)) throw new UsageError(`--value is not valid JSON (${notJson ?? 'unreadable'}); a string answer is written '"yes"'${choices && choices.length > 0 ? `; gate ${gateId} takes one of ${choices.map((c) => JSON.stringify(c)).join(', ')}` : ''}`);
         value = values.value;
       }
