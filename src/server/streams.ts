@@ -9,6 +9,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
+import { systemClock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent, RunStatus } from '../engine/events.js';
 import type { RunRecord, RunStore } from '../engine/ports.js';
@@ -120,7 +121,7 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
   while (!signal.aborted) {
     // changes that come during the gap are read together after it (the version noted after the gap covers them)
     const gap = read + DASHBOARD_GAP_MS - performance.now();
-    if (gap > 0) await sleepUnless(gap, signal);
+    if (gap > 0) await systemClock.sleep(gap, signal).catch(() => undefined);
     if (signal.aborted) return;
     const seen = host.hub.version();
     read = performance.now();
@@ -142,19 +143,6 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
     }
     await host.hub.next(undefined, seen, KEEPALIVE_MS, signal);
   }
-}
-
-/** Waits `ms`, or less when `signal` aborts. */
-function sleepUnless(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 async function end(stream: SSEStreamingApi, runId: string, record: RunRecord | undefined): Promise<void> {
