@@ -101,7 +101,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       onEvent: (e, state) => {
         stateOut?.update(e, state);
         view?.onEvent(toViewEvent(e));
-        if (!fg.inMemory) gateNotice(e, state, io, values);
+        if (!fg.inMemory) gateNotice(e, state, io, values, values.detach === true);
         fg.onEvent(e, state);
       },
     });
@@ -148,7 +148,7 @@ export function progressView(phases: string[], io: CliIo, toStderr: boolean): Pr
 }
 
 /** When a gate opens and stays open, say how to decide it (the run keeps waiting meanwhile). */
-export function gateNotice(e: RunEvent, state: RunState, io: CliIo, values: { store?: string | undefined }): void {
+export function gateNotice(e: RunEvent, state: RunState, io: CliIo, values: { store?: string | undefined }, detached = false): void {
   if (e.type !== 'gate.opened') return;
   const g = state.gates.get(e.gate_id);
   if (!g || g.status !== 'open') return;
@@ -159,7 +159,9 @@ export function gateNotice(e: RunEvent, state: RunState, io: CliIo, values: { st
       : g.kind === 'input'
       ? `baton respond ${state.runId} ${g.id} --value '<JSON>'${storeFlag(values)}${g.choices ? `   (choices: ${g.choices.map((c) => JSON.stringify(c)).join(', ')})` : ''}`
       : `baton approve ${state.runId} ${g.id}${storeFlag(values)}   (or: baton deny ${state.runId} ${g.id}${storeFlag(values)})`;
-  io.stderr(`\n⏸ ${g.escalation ? 'decision' : g.kind === 'input' ? 'input' : 'approval'} needed: ${safeText(g.reason)}${who}\n  ${cmd}\n  waiting; the run continues when it is decided (Ctrl-C leaves it waiting in the store: baton resume ${state.runId}${storeFlag(values)})\n`);
+  // a detached run is not followed here: it waits in the store, and a worker (or baton resume) continues it once decided
+  const waiting = detached ? 'the run waits in the store until it is decided' : `waiting; the run continues when it is decided (Ctrl-C leaves it waiting in the store: baton resume ${state.runId}${storeFlag(values)})`;
+  io.stderr(`\n⏸ ${g.escalation ? 'decision' : g.kind === 'input' ? 'input' : 'approval'} needed: ${safeText(g.reason)}${who}\n  ${cmd}\n  ${waiting}\n`);
 }
 
 function positiveInt(s: string, flag: string): number {

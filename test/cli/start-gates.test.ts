@@ -67,6 +67,16 @@ describe.each(Object.entries(GATES))('a gate on %s', (_, { yaml, gates }) => {
     expect(io.out()).toMatch(/cancelled/);
   });
 
+  test('--detach: the notice names the command, and says the run waits in the store (no Ctrl-C: this command has ended)', async () => {
+    const cwd = project(yaml);
+    const io = capture(cwd);
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--run-id', 'd1', '--detach', '-q'], io)).toBe(0);
+    expect(io.out()).toBe('d1\n');
+    for (const g of gates) expect(io.err()).toContain(`baton approve d1 ${g}`);
+    expect(io.err()).toMatch(/waits in the store until it is decided/);
+    expect(io.err()).not.toMatch(/Ctrl-C/);
+  });
+
   test('--store memory --auto-approve runs to the end', async () => {
     const cwd = project(yaml);
     expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', 'memory', '--auto-approve', '-q'], capture(cwd))).toBe(0);
