@@ -72,6 +72,9 @@ describe('a workflow with for_each', () => {
     expect(err).not.toMatch(/\n\s+at /);
     expect(code).toBe(0);
     expect(out).toMatch(/"completed"/);
+    // the progress lines: the gathered phase is not an attempt (its event carries attempt 0)
+    expect(err).toMatch(/task\.completed\s+draft items gathered/);
+    expect(err).not.toMatch(/attempt 0/);
   });
 
   test('`baton validate` accepts it and names the form', async () => {

@@ -234,7 +234,8 @@ export function describeEvent(e: RunEvent): string {
     case 'task.skipped':
       return `${e.reason}: ${e.detail}`;
     case 'task.completed':
-      return e.partial ? 'partial result (accepted by its contract)' : '';
+      // attempt 0: a for_each phase, its items' outputs gathered (no attempt of its own)
+      return e.partial ? 'partial result (accepted by its contract)' : e.attempt === 0 ? 'items gathered' : '';
     case 'task.checkpoint':
       return 'checkpoint saved';
     case 'task.fanned_out':
@@ -292,7 +293,7 @@ export function toViewEvent(e: RunEvent): ViewEvent {
     type: e.type,
     at: e.at,
     ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}),
-    ...('attempt' in e ? { attempt: e.attempt } : {}),
+    ...('attempt' in e && !(e.type === 'task.completed' && e.attempt === 0) ? { attempt: e.attempt } : {}),
     data: { reason: note, ...(e.type === 'task.completed' && e.partial ? { state: 'partial' } : {}), ...(e.type === 'task.fanned_out' ? { items: e.items, state: 'running' } : {}) },
   };
 }

@@ -33,6 +33,7 @@ export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (age
     const own = (list: FileEntry[], side: string): FileEffect[] => list.map((e) => ({ path: filePattern(e.path, p.name), at: { path: ['workflow', p.name, side, e.key] } }));
     const written = [...(c?.sideEffects.filesWritten ?? []), ...own(files?.outputs ?? [], 'outputsFiles')];
     const read = [...(c?.sideEffects.filesRead ?? []), ...own(files?.inputs ?? [], 'inputsFiles')];
+    if (p.forEach && p.forEach.maxParallel !== 1) itemConflicts(p, written, read, out);
     for (const [mode, list] of [['write', written], ['read', read]] as const) {
       for (const effect of list) {
         const k = `${mode}\u0000${effect.path}`;
@@ -97,6 +98,26 @@ function conflict(a: Use, b: Use): Diagnostic {
     related: [{ message: `${desc(a)}`, path: ['workflow', a.phase.name, 'assign'] }],
     data: { phases: [a.phase.name, b.phase.name], paths: [a.effect.path, b.effect.path] },
   });
+}
+
+/**
+ * The items of a `for_each` phase run at the same time (unless `max_parallel: 1`): a file the phase writes
+ * under one literal path (no `<index>` / `<item...>`, no input placeholder, no wildcard) is written by
+ * every item, each over the last; one it also reads is read by one item while another writes it.
+ */
+function itemConflicts(p: PhaseModel, written: readonly FileEffect[], read: readonly FileEffect[], out: Diagnostic[]): void {
+  const literal = (e: FileEffect): boolean => !PLACEHOLDER.test(e.path) && !/[*?]/.test(e.path);
+  const where = (e: FileEffect): readonly (string | number)[] => (e.at.file === undefined ? e.at.path : p.forEach!.at);
+  for (const w of written) {
+    if (!literal(w)) continue;
+    const readToo = read.find((r) => r.path === w.path);
+    out.push(
+      error('side-effect-conflict', where(w), `the items of \`${p.name}\` (for_each) may run at the same time, and each ${readToo ? 'reads and writes' : 'writes'} \`${w.path}\`: ${readToo ? 'one item reads it while another writes it' : 'each item overwrites the last'}`, {
+        hint: "put `<index>` or `<item.…>` in the path: one file per item",
+        data: { phases: [p.name], paths: [w.path] },
+      }),
+    );
+  }
 }
 
 /** A file contract path as a side-effect pattern of phase `phase` (see checkSideEffects). */
