@@ -125,6 +125,15 @@ describe('baton run', () => {
     }
   });
 
+  test('a trigger file that is not JSON is named with the line and column where it breaks', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-trigger-'));
+    writeFileSync(join(dir, 't.json'), '{\n  "topic": "x",\n}\n');
+    const io = capture(dir);
+    expect(await run(['run', join(corpus, 'hello_world.yaml'), '--stub-agents', '--trigger', '@t.json'], io)).toBe(2);
+    expect(io.err()).toMatch(/t\.json:3:1: the trigger is not valid JSON: expected double-quoted property name/);
+    expect(io.err()).not.toMatch(/position/);
+  });
+
   test('a failed run exits 1; --output writes the result; --trigger @file; agents from a module', async () => {
     const dir = tmp();
     writeFileSync(

@@ -4,7 +4,7 @@
  */
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
+import { isPlainObject, jsonSyntaxError, type Json, type JsonObject } from '../core/json.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { decodeUtf8 } from '../diagnostics/text.js';
@@ -205,7 +205,8 @@ export async function readJsonObject(flag: string | undefined, besideWorkflow: s
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new UsageError(`${from}: the ${what} is not valid JSON (${(e as Error).message})`);
+    const at = jsonSyntaxError(e, text);
+    throw new UsageError(`${from}${at.line !== undefined ? `:${at.line}:${at.column}` : ''}: the ${what} is not valid JSON: ${at.reason}`);
   }
   if (!isPlainObject(value)) throw new UsageError(`${from}: the ${what} must be a JSON object, e.g. '{"topic": "solar"}'`);
   return value as Json;

@@ -67,3 +67,30 @@ export function cloneJson<T extends Json>(value: T): T {
   }
   return out as T;
 }
+
+/**
+ * Where JSON.parse stopped, from its error, as 1-based line and column when the error says (`at position
+ * N`, or the end of the text when it ran out; V8 names no position for an unexpected token), and the
+ * reason without Node's own position words.
+ */
+export function jsonSyntaxError(err: unknown, text: string): { line?: number; column?: number; reason: string } {
+  const message = (err instanceof Error ? err.message : String(err)).split('\n')[0]!;
+  const m = /\bat position (\d+)/.exec(message);
+  const ended = /^Unexpected end of JSON input/.test(message);
+  const reason = ended
+    ? 'the text ends before the value does'
+    : message
+        .replace(/\s*\(line \d+ column \d+\)/, '')
+        .replace(/\s*in JSON at position \d+/, '')
+        .replace(/^(Unexpected token .*?), ".*" is not valid JSON$/s, '$1');
+  const lower = reason.charAt(0).toLowerCase() + reason.slice(1);
+  if (!m && !ended) return { reason: lower };
+  const offset = m ? Math.min(Number(m[1]), text.length) : text.length;
+  let line = 1;
+  let start = 0;
+  for (let i = text.indexOf('\n'); i >= 0 && i < offset; i = text.indexOf('\n', i + 1)) {
+    line++;
+    start = i + 1;
+  }
+  return { line, column: offset - start + 1, reason: lower };
+}

@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import type { Context } from 'hono';
 import { BatonError } from '../core/errors.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
-import type { Json } from '../core/json.js';
+import { jsonSyntaxError, type Json } from '../core/json.js';
 import { ANONYMOUS, findKey, mayDo, roleText, type ApiKey, type Principal } from './keys.js';
 import type { RouteSpec } from './schemas.js';
 import { compileRoute, issuesOf, type Issue } from './validate.js';
@@ -134,7 +134,8 @@ export async function readJsonBody(c: Context, limit: number): Promise<Record<st
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new HttpError(400, 'malformed-json', `the body is not valid JSON: ${(e as Error).message.split('\n')[0]!.slice(0, 300)}`);
+    const at = jsonSyntaxError(e, text);
+    throw new HttpError(400, 'malformed-json', `the body is not valid JSON${at.line !== undefined ? ` at line ${at.line}, column ${at.column}` : ''}: ${at.reason.slice(0, 300)}`, at.line !== undefined ? { line: at.line, column: at.column } : {});
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new HttpError(400, 'invalid-request', 'the body must be a JSON object');
   return value as Record<string, Json>;

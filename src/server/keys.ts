@@ -7,7 +7,7 @@
  * `agent:<id>` (the remote-agent routes, registered in agents.ts: the check is `mayActAsAgent`).
  */
 import { hash, timingSafeEqual } from 'node:crypto';
-import { isPlainObject } from '../core/json.js';
+import { isPlainObject, jsonSyntaxError } from '../core/json.js';
 
 export type Role = { kind: 'admin' } | { kind: 'operator' } | { kind: 'reader' } | { kind: 'agent'; agent: string };
 
@@ -136,7 +136,8 @@ export function parseKeysFile(text: string, file: string): ApiKey[] {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    throw new KeysError(`${file}: not valid JSON (${(e as Error).message})`);
+    const at = jsonSyntaxError(e, text);
+    throw new KeysError(`${file}${at.line !== undefined ? `:${at.line}:${at.column}` : ''}: not valid JSON: ${at.reason}`);
   }
   const list = isPlainObject(doc) ? doc['keys'] : undefined;
   if (!Array.isArray(list)) throw new KeysError(`${file}: expected {"keys": [{"name": ..., "roles": [...], "key" or "sha256": ...}]}`);

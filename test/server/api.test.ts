@@ -522,6 +522,9 @@ workflow:
         expect(typeof (r.body['error'] as { message: string }).message).toBe('string');
         expect(JSON.stringify(r.body)).not.toMatch(/\n\s+at /);
       }
+      // malformed JSON says where, when JSON.parse does (line and column, as the CLI does for a trigger file)
+      const trailing = await api(h.url, 'POST', '/runs', { key: operator, raw: '{\n  "workflow": "x",\n}' });
+      expect(trailing.body['error']).toMatchObject({ code: 'malformed-json', line: 3, column: 1, message: expect.stringMatching(/line 3, column 1/) as string });
       const unknown = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: CHAIN, priority: 1 } });
       expect((unknown.body['error'] as { message: string }).message).toMatch(/unknown field `priority`/);
       expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
