@@ -56,14 +56,21 @@ export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
   bindRun?: ((record: RunRecord, model: WorkflowModel) => Promise<Readonly<Record<string, AgentBinding>>>) | undefined;
   /** LLM agents: which agents run on a model beyond those with a blueprint, a replies file, keys, prices (docs/llm-agents.md). */
   llm?: LlmBindOptions | undefined;
+  /** Time for retries, timeouts, leases and gate expiries (default the system's); tests inject a manual one (`ManualClock`). */
   clock?: Clock | undefined;
   /** Attempts running at once (default 32). */
   concurrency?: number | undefined;
+  /** This engine's worker id, unique among live workers (default `host:pid:random`); leases name it. */
   workerId?: string | undefined;
+  /** Lease of a claimed attempt; renewed every third of it while the attempt runs (default 30 s). */
   leaseMs?: number | undefined;
+  /** How often an idle worker looks at the store for other processes' changes (default 1 s; PostgreSQL wakes it by NOTIFY). */
   pollMs?: number | undefined;
+  /** Testing aid: crash the engine at named fault points (docs/durability.md). */
   faults?: FaultPlan | undefined;
+  /** Whether the worker holding a lease is known to be dead (default: on this host, its pid is gone), so its tasks are taken over at once. */
   isOwnerDead?: ((owner: string) => boolean) | undefined;
+  /** Every committed event of every run this engine drives, with the run's state after it (progress views, logs). */
   onEvent?: ((event: RunEvent, state: RunState) => void) | undefined;
   /**
    * Traces (docs/telemetry.md): run, attempt, model and tool spans. `@baton-run/baton/otel` makes one
