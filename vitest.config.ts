@@ -8,7 +8,7 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@baton-run\/baton$/, replacement: src('index.ts') },
-      { find: /^@baton-run\/baton\/(postgres|llm|mcp|typescript|server|otel)$/, replacement: src('exports/$1.ts') },
+      { find: /^@baton-run\/baton\/(postgres|llm|mcp|typescript|server|otel|a2a)$/, replacement: src('exports/$1.ts') },
     ],
   },
   test: {

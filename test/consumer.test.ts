@@ -51,6 +51,18 @@ const PROGRAM = readFileSync(join(FIXTURE, 'program.ts.txt'), 'utf8').replaceAll
 const BAD = PROGRAM.replace('\n    drafter,\n', '\n    drafterr: drafter,\n');
 const BAD_AT = `${BAD.split('\n').findIndex((l) => l.includes('drafterr')) + 1},5`;
 
+/** A program of the server subpath: a server with keys and remote agents, started and closed. */
+const SERVER_PROGRAM = `import { createEngine, MemoryStore } from 'PACKAGE';
+import { loadA2aServer, parseKeysEnv, RemoteAgents, startServer, type BatonServer } from 'PACKAGE/server';
+const remote = new RemoteAgents({ agents: ['q'] });
+const engine = createEngine({ store: new MemoryStore(), bindRun: remote.bindRun, onEvent: remote.onEvent });
+const server: BatonServer = await startServer({ engine, port: 0, keys: parseKeysEnv('ops:operator:0123456789abcdef0123'), remote, cwd: '.' });
+// A2A stays optional: the loader's type is opaque
+const load: typeof loadA2aServer | undefined = process.env['A2A'] ? loadA2aServer : undefined;
+console.log(server.url, typeof load);
+await server.close();
+`.replaceAll('PACKAGE', PKG.name);
+
 let dir = '';
 let skipped: string | undefined;
 let tsc: Ran;
@@ -75,8 +87,10 @@ beforeAll(async () => {
   copyFileSync(join(FIXTURE, 'workflow.yaml'), join(app, 'workflow.yaml'));
   writeFileSync(join(app, 'good.ts'), PROGRAM);
   writeFileSync(join(app, 'bad.ts'), BAD);
+  // the server subpath with its own peers (hono) and without the optional A2A SDK: its types must not need it
+  writeFileSync(join(app, 'server.ts'), SERVER_PROGRAM);
   // --ignore-scripts: what pnpm does by default; the program uses the memory store, no native build needed
-  const installed = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', tarball, `@types/node@${PKG.devDependencies['@types/node']}`], app);
+  const installed = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', tarball, `@types/node@${PKG.devDependencies['@types/node']}`, `hono@${PKG.devDependencies['hono']}`, `@hono/node-server@${PKG.devDependencies['@hono/node-server']}`], app);
   if (installed.code !== 0) {
     skipped = environmental(installed);
     if (skipped) return;
@@ -100,8 +114,16 @@ function errors(out: string): string[] {
 describe(`the packed package in a strict consumer project`, () => {
   test('the published types and the program type-check with skipLibCheck: false; a misspelled agent id does not', (ctx) => {
     if (skipped) ctx.skip(`skipped: ${skipped}`);
-    // exactly one error, in bad.ts at the misspelled id (defineHandlers: "`drafterr` is not an agent of this workflow"); none in any .d.ts
+    // exactly one error, in bad.ts at the misspelled id (defineHandlers: "`drafterr` is not an agent of this workflow"); none in any
+    // .d.ts (the server subpath's included, without @a2a-js/sdk installed), none in server.ts
     expect(errors(tsc.stdout), tsc.stdout).toEqual([`bad.ts:${BAD_AT} TS2322`]);
+  });
+
+  test('the server program (hono installed, the A2A SDK not) starts and closes a server', async (ctx) => {
+    if (skipped) ctx.skip(`skipped: ${skipped}`);
+    const r = await run(process.execPath, [join(dir, 'app', 'out', 'server.js')], join(dir, 'app'), 60_000);
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toMatch(/^http:\/\/127\.0\.0\.1:\d+ undefined$/);
   });
 
   for (const node of [process.execPath, ...EXTRA_NODES]) {

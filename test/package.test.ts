@@ -18,6 +18,7 @@ import * as postgres from '@baton-run/baton/postgres';
 import * as server from '@baton-run/baton/server';
 import * as otel from '@baton-run/baton/otel';
 import * as typescript from '@baton-run/baton/typescript';
+import * as a2a from '@baton-run/baton/a2a';
 
 const root = resolve(import.meta.dirname, '..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -59,6 +60,11 @@ describe('the package by name', () => {
     expect(typeof server.startServer).toBe('function');
     expect(typeof server.createServerApp).toBe('function');
     expect(typeof otel.createOtelTelemetry).toBe('function');
+    expect(typeof server.loadA2aServer).toBe('function');
+    expect(typeof a2a.A2aTasks).toBe('function');
+    expect(typeof a2a.agentCard).toBe('function');
+    // the server subpath's types need no @a2a-js/sdk (an optional peer): its SDK-typed parts are behind ./a2a
+    for (const moved of ['A2aTasks', 'agentCard']) expect(server).not.toHaveProperty(moved);
     // what needs an optional peer is not in the core
     for (const moved of ['openPostgresStore', 'PostgresStore', 'McpHost', 'bindLlmAgents', 'makeProvider', 'startServer', 'createServerApp', 'createOtelTelemetry', 'otelTelemetryFromEnv']) expect(core).not.toHaveProperty(moved);
   });

@@ -21,6 +21,8 @@ export { RemoteAgents, type RemoteAgentsOptions, type RemoteTaskView } from '../
 export { scanWorkflows, type RegisteredWorkflow } from '../server/workflows.js';
 /** The client `baton run --server` uses: start a run and follow its events. */
 export { ServerClient, type ServerClientOptions } from '../server/client.js';
-/** A2A (`baton serve --a2a`): load the SDK, pass it as startServer's `a2a`; the card and the task mapping. */
-export { loadA2aServer, agentCard, A2A_PATH, CARD_PATH, type A2aServerModules } from '../server/a2a/routes.js';
-export { A2aTasks } from '../server/a2a/tasks.js';
+/**
+ * A2A (`baton serve --a2a`): load the SDK, pass it as startServer's `a2a`. Opaque here, so that a program
+ * serving no A2A type-checks without `@a2a-js/sdk`; the card and the task mapping: `@baton-run/baton/a2a`.
+ */
+export { loadA2aServer, A2A_PATH, CARD_PATH, type A2aServerModules } from '../server/a2a/modules.js';

@@ -13,7 +13,8 @@ import { edge, errorResponse, HttpError, type EdgeOptions, type Request } from '
 import type { ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
 import { RemoteAgents } from './remote.js';
-import { mountA2a, type A2aServerModules } from './a2a/routes.js';
+import type { A2aServerModules } from './a2a/modules.js';
+import { mountA2a, sdkModules } from './a2a/routes.js';
 import { openApiDocument } from './openapi.js';
 import { RunRoutes } from './runs.js';
 import { ROUTES } from './schemas.js';
@@ -120,7 +121,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     if (!h) throw new Error(`route ${spec.operationId} has no handler`);
     app.on(spec.method.toUpperCase(), honoPath(spec.path), edge(spec, edgeOpts, async (r) => h(r)));
   }
-  if (opts.a2a) mountA2a(app, { modules: opts.a2a, engine, workflows: opts.workflows ?? new Map(), hub, closing: closing.signal, edge: edgeOpts, ...(opts.version !== undefined ? { version: opts.version } : {}) });
+  if (opts.a2a) mountA2a(app, { modules: sdkModules(opts.a2a), engine, workflows: opts.workflows ?? new Map(), hub, closing: closing.signal, edge: edgeOpts, ...(opts.version !== undefined ? { version: opts.version } : {}) });
   app.notFound((c) => {
     const other = ROUTES.filter((r) => pathRegex(r.path).test(c.req.path));
     if (other.length > 0) return c.json({ error: { code: 'method-not-allowed', message: `${c.req.method} is not allowed on ${c.req.path}; use ${other.map((r) => r.method.toUpperCase()).join(' or ')}` } }, 405, { allow: other.map((r) => r.method.toUpperCase()).sort().join(', ') });

@@ -12,33 +12,29 @@ import type { Context, Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { AgentCard } from '@a2a-js/sdk';
 import type { Engine } from '../../api/engine.js';
-import { loadOptional } from '../../core/optional.js';
-import { JSON_MODE, loadA2a } from '../../agents/a2a-sdk.js';
+import { JSON_MODE } from '../../agents/a2a-sdk.js';
 import type { ChangeHub } from '../changes.js';
 import { authenticate, HttpError, readJsonBody, type EdgeOptions } from '../http.js';
 import { mayDo, type Principal } from '../keys.js';
 import type { RouteSpec } from '../schemas.js';
 import type { RegisteredWorkflow } from '../workflows.js';
+import { A2A_PATH, CARD_PATH, type A2aServerModules } from './modules.js';
 import { A2aTasks, GONE, PRINCIPAL } from './tasks.js';
 
-/** The SDK's modules an A2A server needs, loaded once (`loadA2aServer`). */
-export interface A2aServerModules {
+/** The SDK's modules an A2A server needs, loaded once (`loadA2aServer`, modules.ts, gives them opaque). */
+export interface A2aSdkModules {
   sdk: typeof import('@a2a-js/sdk');
   server: typeof import('@a2a-js/sdk/server');
   errors: typeof import('@a2a-js/sdk/errors');
 }
 
-/** Loads `@a2a-js/sdk` (an optional peer dependency) for `baton serve --a2a`; names the install command when missing. */
-export async function loadA2aServer(): Promise<A2aServerModules> {
-  const { sdk } = await loadA2a('`baton serve --a2a`');
-  return loadOptional('@a2a-js/sdk', '`baton serve --a2a`', async () => {
-    const [server, errors] = await Promise.all([import('@a2a-js/sdk/server'), import('@a2a-js/sdk/errors')]);
-    return { sdk, server, errors };
-  });
+/** The SDK's modules behind the opaque value `loadA2aServer()` returned. */
+export function sdkModules(m: A2aServerModules): A2aSdkModules {
+  return m as unknown as A2aSdkModules;
 }
 
 export interface A2aMountOptions {
-  modules: A2aServerModules;
+  modules: A2aSdkModules;
   engine: Engine;
   workflows: ReadonlyMap<string, RegisteredWorkflow>;
   hub: ChangeHub;
@@ -49,8 +45,6 @@ export interface A2aMountOptions {
   version?: string;
 }
 
-export const A2A_PATH = '/a2a';
-export const CARD_PATH = '/.well-known/agent-card.json';
 
 const RPC_SPEC: RouteSpec = { method: 'post', path: A2A_PATH, operationId: 'a2a', action: 'read', summary: 'A2A JSON-RPC', responses: {} };
 
