@@ -80,6 +80,10 @@ export function treeBuilder(text: string): { listener: Listener; root: () => Ind
     node.kind = isAlias ? 'alias' : k === 'mapping' ? 'map' : k === 'sequence' ? 'seq' : k === 'scalar' ? 'scalar' : state.result === null ? 'empty' : 'scalar';
     node.value = state.result;
     node.end = node.kind === 'empty' ? node.start : Math.max(node.start, trimEnd(text, node.start, state.position + shift));
+    // a flow collection at the top of a document (a JSON file, `{a: 1}` on one line) is reported twice, the
+    // outer node holding only the inner one over the same text: one node, or its pairs would not be found
+    const only = node.children.length === 1 ? node.children[0]! : undefined;
+    if (only && only.kind === node.kind && (only.kind === 'map' || only.kind === 'seq') && only.start === node.start && only.end === node.end) node.children = only.children;
     const parent = stack[stack.length - 1];
     if (parent) {
       if (parent.children === NO_CHILDREN) parent.children = [node];
