@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { expandPath, FileRefused, localFileStager, tokenValues, withFiles } from './files.js';
 import { parseWorkflow } from '../workflow/compile.js';
@@ -196,7 +196,9 @@ describe('withFiles', () => {
     const h = withFiles(() => ((ran = true), {}), { stager: localFileStager({ workspace: ws }), model: r.model, contracts: new Map(), now: () => 0 });
     const err = await Promise.resolve(h(context())).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AgentError);
-    expect(err).toMatchObject({ code: 'MissingInputFile', retryable: false, details: { key: 'notes', path: 'missing/notes.md' } });
+    expect(err).toMatchObject({ code: 'MissingInputFile', retryable: false, details: { key: 'notes', path: 'missing/notes.md', workspace: resolve(ws) } });
+    // the message names the workspace it looked in (a --workspace that lacks the file is the usual cause)
+    expect((err as Error).message).toContain(`no such file in the workspace (${resolve(ws)})`);
     expect(ran).toBe(false);
 
     writeFileSync(join(ws, 'blocker'), 'a file where a folder should be');

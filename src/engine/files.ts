@@ -56,6 +56,8 @@ export interface ScratchRoot {
 /** The staging port: a fresh root per attempt, never shared between attempts. */
 export interface FileStager {
   open(scope: StageScope): Promise<ScratchRoot>;
+  /** Where the workspace is (an absolute path, a URL), for messages: a missing input file names it. */
+  readonly workspace?: string;
 }
 
 /** A path refused because it would leave the workspace (or is not a file Baton may copy). */
@@ -75,6 +77,7 @@ export function localFileStager(opts: { workspace: string; tmpDir?: string }): F
   let realWs: Promise<string> | undefined;
   const ws = (): Promise<string> => (realWs ??= realpath(workspace).catch(() => workspace));
   return {
+    workspace,
     async open(scope) {
       const safe = `${scope.phase}${scope.item ? `-${scope.item.index}` : ''}-${scope.attempt}`.replace(/[^\w.-]/g, '_').slice(0, 60);
       const root = await mkdtemp(join(opts.tmpDir ?? tmpdir(), `baton-files-${safe}-`));
@@ -311,7 +314,7 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
         } catch (err) {
           if (err instanceof FileRefused) throw new AgentError('PathEscape', `input file \`${e.key}\` (${path}) is refused: ${err.message}`, { key: e.key, path }, false);
           const code = (err as NodeJS.ErrnoException).code;
-          throw new AgentError('MissingInputFile', `input file \`${e.key}\` cannot be staged from ${path}: ${code === 'ENOENT' ? 'no such file in the workspace' : (code ?? (err as Error).message)}`, { key: e.key, path }, false);
+          throw new AgentError('MissingInputFile', `input file \`${e.key}\` cannot be staged from ${path}: ${code === 'ENOENT' ? `no such file in the workspace${stager.workspace !== undefined ? ` (${stager.workspace})` : ''}` : (code ?? (err as Error).message)}`, { key: e.key, path, ...(stager.workspace !== undefined ? { workspace: stager.workspace } : {}) }, false);
         }
         recordFile(ctx, { direction: 'staged', key: e.key, path, ...d, ...(scope.item ? { item: scope.item.index } : {}) });
       }
