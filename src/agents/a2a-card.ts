@@ -6,6 +6,7 @@
  */
 import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import { didYouMean } from '../core/suggest.js';
+import { networkErrorText } from '../core/errors.js';
 import type { A2aDecl, WorkflowModel } from '../workflow/model.js';
 import { authFetch, cardLocation } from './a2a.js';
 import { JSON_MODE, loadA2a, type A2aCard } from './a2a-sdk.js';
@@ -31,7 +32,7 @@ async function checkOne(id: string, decl: A2aDecl, opts: CardCheckOptions): Prom
     card = await fetchCard(decl, opts);
   } catch (e) {
     if (e instanceof Error && e.name === 'BatonError') throw e; // the SDK is missing: the caller says how to install it
-    return [warning('a2a-card-unreachable', [...at, 'url'], `cannot read the agent card of \`${id}\` at ${decl.url}: ${(e as Error).message}`, { hint: 'is the agent running? `baton check` reads the card at /.well-known/agent-card.json under the URL (or the URL itself when it ends in .json)' })];
+    return [warning('a2a-card-unreachable', [...at, 'url'], `cannot read the agent card of \`${id}\` at ${decl.url}: ${networkErrorText(e)}`, { hint: 'is the agent running? `baton check` reads the card at /.well-known/agent-card.json under the URL (or the URL itself when it ends in .json)' })];
   }
   const out: Diagnostic[] = [];
   const skill = decl.skill === undefined ? undefined : card.skills.find((s) => s.id === decl.skill);

@@ -14,7 +14,7 @@
  *   Over a blocking (non-streaming) send the task id is known only once the reply comes, so an abort
  *   before then only drops the request.
  */
-import { BatonError } from '../core/errors.js';
+import { BatonError, networkErrorText } from '../core/errors.js';
 import { isPlainObject, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
 import { StopSignal } from '../engine/attempt.js';
@@ -90,7 +90,7 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
       if (e instanceof AgentError) throw e;
       // the SDK is not installed: retrying cannot help
       if (e instanceof BatonError && e.code === 'missing-package') throw new AgentError('A2AConfig', e.message, {}, false);
-      throw new AgentError('A2AUnavailable', `${name}: cannot read its agent card: ${(e as Error).message}`, { url: opts.url });
+      throw new AgentError('A2AUnavailable', `${name}: cannot read its agent card: ${networkErrorText(e)}`, { url: opts.url });
     }
     const { sdk } = await loadA2a('an `x-a2a` agent');
     const stream = opts.streaming !== false && conn.card.capabilities?.streaming === true;

@@ -12,3 +12,14 @@ export class BatonError extends Error {
     this.name = 'BatonError';
   }
 }
+
+/**
+ * A failed request's words with their cause: fetch says only `fetch failed`, its cause says why
+ * (`connect ECONNREFUSED 127.0.0.1:8080`, `getaddrinfo ENOTFOUND host`, `bad port`).
+ */
+export function networkErrorText(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  const cause = (e as { cause?: unknown } | undefined)?.cause;
+  const why = cause instanceof Error ? cause.message || (cause as { code?: string }).code : undefined;
+  return why !== undefined && why !== '' && !message.includes(why) ? `${message}: ${why}` : message;
+}

@@ -200,6 +200,8 @@ describe('an A2A agent as a phase', () => {
     const result = await r.engine.run(WorkflowSpec.fromString(text), { trigger: { question: 'q', mode: 'plain' } });
     expect(result.status).toBe('failed');
     expect(result.phases['ask']!.error?.code).toBe('A2AUnavailable');
+    // why, not only `fetch failed`: the connection was refused
+    expect(result.phases['ask']!.error?.message).toMatch(/fetch failed: connect ECONNREFUSED/);
   });
 
   test('on PostgreSQL too', async () => {
