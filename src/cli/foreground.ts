@@ -13,6 +13,7 @@
  *   to wait for a human, in which case it is left waiting in the store.
  * - With `--store memory` nothing outside this process can reach the run: a gate nobody here can
  *   decide ends it at once (cancelled, with the reason), and a signal cancels it (it would be lost).
+ *   A gate that decides itself at its timeout (`on_timeout: proceed` or `abort`) is waited for.
  */
 import { resolve } from 'node:path';
 import pc from 'picocolors';
@@ -61,6 +62,19 @@ export class Foreground {
     if (e.type === 'task.warning') this.warnings.push(e);
     if (this.stop) return;
     if (e.type === 'gate.opened' && this.inMemory) {
+      const g = state.gates.get(e.gate_id);
+      if (!g || g.status !== 'open') return;
+      // a gate that decides itself at its timeout (on_timeout: proceed or abort) needs nobody: the run waits for it here
+      if (g.expiresAt !== undefined && (g.onTimeout === 'proceed' || g.onTimeout === 'abort')) {
+        const s = Math.max(0, (g.expiresAt - e.at) / 1000);
+        this.io.stderr(`gate ${safeText(g.id, 200)}: nothing outside this process can decide it (--store memory); it ${g.onTimeout === 'proceed' ? 'proceeds' : 'aborts the run'} at its timeout, in ${s < 10 ? s.toFixed(1) : Math.round(s)} s\n`);
+        return;
+      }
+      this.request({ kind: 'unanswerable', gate: g.id, gateKind: g.kind });
+      return;
+    }
+    if (e.type === 'gate.expired' && e.action === 'escalate' && this.inMemory) {
+      // on_timeout: escalate leaves the gate open for a human, whom --store memory cannot reach
       const g = state.gates.get(e.gate_id);
       if (g && g.status === 'open') this.request({ kind: 'unanswerable', gate: g.id, gateKind: g.kind });
       return;

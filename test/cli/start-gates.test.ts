@@ -36,6 +36,33 @@ function project(yaml: string): string {
   return cwd;
 }
 
+describe('--store memory and a gate that decides itself at its timeout', () => {
+  const timed = (onTimeout: string): string => `governance:\n  require_approval: {timeout_hours: 0.0001, on_timeout: ${onTimeout}}\nworkflow:\n  a: {assign: x}\n  b: {assign: x, depends_on: [a]}\n`;
+
+  test('on_timeout: proceed waits for the timeout (0.36 s) and runs to the end, saying so', async () => {
+    const cwd = project(timed('proceed'));
+    const io = capture(cwd);
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', 'memory', '-q'], io)).toBe(0);
+    expect(io.err()).toMatch(/gate approval: nothing outside this process can decide it \(--store memory\); it proceeds at its timeout/);
+    expect(io.out()).toMatch(/completed/);
+  });
+
+  test('on_timeout: abort waits for the timeout and fails the run with ApprovalTimeout', async () => {
+    const cwd = project(timed('abort'));
+    const io = capture(cwd);
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', 'memory', '-q'], io)).toBe(1);
+    expect(io.out()).toMatch(/ApprovalTimeout/);
+    expect(io.err()).not.toMatch(/cancelled/);
+  });
+
+  test('on_timeout: escalate leaves the gate to a human: cancelled at once, as a gate without a timeout is', async () => {
+    const cwd = project(timed('escalate'));
+    const io = capture(cwd);
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', 'memory', '-q'], io)).toBe(2);
+    expect(io.err()).toMatch(/--store memory/);
+  });
+});
+
 describe.each(Object.entries(GATES))('a gate on %s', (_, { yaml, gates }) => {
   test.each([
     ['text', []],
