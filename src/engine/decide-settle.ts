@@ -9,6 +9,7 @@ import type { ForEachModel, PhaseModel, ToleratedFailures } from '../workflow/mo
 import type { FailureRecord, NewEvent } from './events.js';
 import { itemKey, isTerminal, parseItemKey, taskIdFor, type FanState, type RunState } from './state.js';
 import type { Fact } from './decide-types.js';
+import { phaseModelOf } from './plan.js';
 import { emit, initialStateOf, model, openGate, outputsView, taskId, type Ctx } from './decide-context.js';
 
 // ---- start and settling ---------------------------------------------------------------------
@@ -121,10 +122,25 @@ export function evaluate(ctx: Ctx, expr: NonNullable<PhaseModel['skipWhen']>, p:
   try {
     v = expr.evaluate(scope);
   } catch (e) {
-    return { ok: false, message: `could not be evaluated: ${(e as Error).message}` };
+    return { ok: false, message: `could not be evaluated: ${(e as Error).message}${missingKeyHint(ctx, expr.names, (e as Error).message)}` };
   }
   if (typeof v !== 'boolean') return { ok: false, message: `gave ${JSON.stringify(v) ?? typeof v}, not a boolean` };
   return { ok: true, value: v };
+}
+
+/**
+ * CEL's `No such key: k` names no phase: when `k` is an optional output that an upstream phase the
+ * condition reads did not return, say so, and how CEL tests for it (`has(phase.k)`).
+ */
+function missingKeyHint(ctx: Ctx, names: readonly string[], message: string): string {
+  const key = /^No such key: (\S+)/.exec(message)?.[1];
+  if (key === undefined) return '';
+  for (const n of names) {
+    const decl = phaseModelOf(ctx.plan, n)?.outputs?.find((o) => o.key === key);
+    const out = ctx.state.phases.get(n)?.output;
+    if (decl && !decl.required && out !== undefined && !Object.hasOwn(out, key)) return ` (\`${n}.${key}\` is an optional output that \`${n}\` did not return: test it first, \`has(${n}.${key})\`)`;
+  }
+  return '';
 }
 
 function phaseStatuses(state: RunState): JsonObject {

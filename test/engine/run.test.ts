@@ -388,6 +388,17 @@ describe('skip_when', () => {
     const { result } = await run(M, { x: (ctx) => (ctx.phase === 'research' ? { findings: [1] } : { notes: 'n' }) }, { trigger: {} });
     expect(result.phases['deep_dive']).toMatchObject({ status: 'failed', error: { code: 'SkipConditionError' } });
   });
+
+  test('an optional output that was not returned: the error names it and the CEL test for it (has)', async () => {
+    const model = wf(`${header()}workflow:
+  a: {assign: x, outputs: {n: number, opt: {type: string, required: false}}}
+  b: {assign: x, depends_on: [a], skip_when: 'a.opt == "x"'}
+  c: {assign: x, depends_on: [a], skip_when: 'has(a.opt) && a.opt == "x"'}
+`);
+    const { result } = await run(model, { x: (ctx) => (ctx.phase === 'a' ? { n: 1 } : {}) });
+    expect(result.phases['b']).toMatchObject({ status: 'failed', error: { code: 'SkipConditionError', message: expect.stringContaining('`a.opt` is an optional output that `a` did not return: test it first, `has(a.opt)`') as string } });
+    expect(result.phases['c']!.status).toBe('completed');
+  });
 });
 
 describe('claim-time validation (§3.1)', () => {
