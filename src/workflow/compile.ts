@@ -313,7 +313,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     const ctx = { ...wiring(name), ...(item ? { item } : {}) };
     const inputs = isPlainObject(raw['inputs']) ? checkInputs(raw['inputs'], ctx, out) : undefined;
     const skipWhen = typeof raw['skip_when'] === 'string' ? compileSkipWhen(raw['skip_when'], name, item !== undefined, out) : undefined;
-    if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name), ...(item ? { extra: [ITEM_NAME, INDEX_NAME] } : {}) }, out);
+    if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name), outputsOf: ctx.outputsOf, ...(item ? { extra: [ITEM_NAME, INDEX_NAME] } : {}) }, out);
     const files = fileContractOf(raw, ['workflow', name], { fanOut: item !== undefined }, out);
     const phase = buildPhase(name, raw, deps, inputs, outputs.get(name), skipWhen, registry);
     if (fanOut) phase.forEach = fanOut;

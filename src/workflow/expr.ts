@@ -43,8 +43,19 @@ export interface Expression {
   readonly source: string;
   /** Top-level names the expression reads (`risk` in `risk.category == 'HIGH'`), macro variables excluded. */
   readonly names: readonly string[];
+  /** Each `name.field` it reads from a top-level name, where (offset and length of `name.field` in the source). */
+  readonly fields: readonly FieldRead[];
+  /** The `name.field`s it tests with `has(name.field)`. */
+  readonly tested: ReadonlySet<string>;
   /** Evaluates against a context of JSON values. Throws ExpressionError on a runtime error. */
   evaluate(context: Record<string, unknown>): unknown;
+}
+
+export interface FieldRead {
+  name: string;
+  field: string;
+  offset: number;
+  length: number;
 }
 
 export class ExpressionError extends Error {
@@ -66,17 +77,41 @@ function isNode(v: unknown): v is CelNode {
   return typeof v === 'object' && v !== null && 'op' in v;
 }
 
-function collectNames(node: unknown, bound: ReadonlySet<string>, out: Set<string>): void {
+interface Collected {
+  names: Set<string>;
+  fields: FieldRead[];
+  tested: Set<string>;
+}
+
+/** `name.field` of a select on a top-level (unbound) name, with the select's span. */
+function fieldOf(node: CelNode, bound: ReadonlySet<string>): FieldRead | undefined {
+  if (node.op !== '.' || !Array.isArray(node.args)) return undefined;
+  const [target, field] = node.args as unknown[];
+  if (!isNode(target) || target.op !== 'id' || typeof target.args !== 'string' || bound.has(target.args) || typeof field !== 'string') return undefined;
+  const start = (target as { start?: number }).start;
+  const end = (node as { end?: number }).end;
+  if (typeof start !== 'number' || typeof end !== 'number') return undefined;
+  return { name: target.args, field, offset: start, length: end - start };
+}
+
+function collectNames(node: unknown, bound: ReadonlySet<string>, out: Collected): void {
   if (Array.isArray(node)) {
     for (const n of node) collectNames(n, bound, out);
     return;
   }
   if (!isNode(node)) return;
   if (node.op === 'id') {
-    if (typeof node.args === 'string' && !bound.has(node.args)) out.add(node.args);
+    if (typeof node.args === 'string' && !bound.has(node.args)) out.names.add(node.args);
     return;
   }
+  const read = fieldOf(node, bound);
+  if (read) out.fields.push(read);
   const args = Array.isArray(node.args) ? (node.args as unknown[]) : [node.args];
+  // has(name.field): the field is tested before it is read
+  if (node.op === 'call' && args[0] === 'has' && Array.isArray(args[1]) && isNode(args[1][0])) {
+    const tested = fieldOf(args[1][0], bound);
+    if (tested) out.tested.add(`${tested.name}.${tested.field}`);
+  }
   if (node.op === 'rcall' && typeof args[0] === 'string' && MACROS_BINDING_VAR.has(args[0])) {
     // rcall [name, receiver, [var, body...]]: the receiver reads outer names, the body binds `var`.
     const rest = args.slice(1);
@@ -105,16 +140,18 @@ export function parseExpression(source: string): ExpressionParse {
     const first = String(err.message ?? 'syntax error').split('\n')[0] ?? 'syntax error';
     return { ok: false, message: first, offset: err.node?.start ?? err.node?.pos ?? 0 };
   }
-  const names = new Set<string>();
+  const collected: Collected = { names: new Set(), fields: [], tested: new Set() };
   try {
-    collectNames(fn.ast, new Set(), names);
+    collectNames(fn.ast, new Set(), collected);
   } catch (e) {
     if (e instanceof RangeError) return { ok: false, message: 'the expression is nested too deeply', offset: 0 };
     throw e;
   }
   const expression: Expression = {
     source,
-    names: [...names],
+    names: [...collected.names],
+    fields: collected.fields,
+    tested: collected.tested,
     evaluate(context) {
       try {
         return fn(context);

@@ -3,6 +3,7 @@ import type { Path } from '../core/path.js';
 import { didYouMean } from '../core/suggest.js';
 import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import { parseExpression, type Expression } from './expr.js';
+import type { OutputDecl } from './model.js';
 
 export function compileExpression(source: string, path: Path, out: Diagnostic[]): Expression | undefined {
   const r = parseExpression(source);
@@ -19,6 +20,8 @@ export interface ExpressionScope {
   ancestors: ReadonlySet<string>;
   /** Further names bound when it is evaluated (`_item`, `_index` in a fan-out phase). */
   extra?: readonly string[];
+  /** A phase's declared outputs as the condition sees them (undefined: it declares none, any key may come). */
+  outputsOf?: (phase: string) => readonly OutputDecl[] | undefined;
 }
 
 /**
@@ -48,6 +51,41 @@ export function checkExpressions(expr: Expression, path: Path, scope: Expression
         data: { name, offset: nameOffset(expr.source, name), length: name.length },
       }),
     );
+  }
+  if (scope.outputsOf) checkFields(expr, path, scope, scope.outputsOf, out);
+}
+
+/**
+ * The outputs a condition reads from an upstream phase (`research.confidence`), against what the phase
+ * declares: a key it does not declare, or an optional one read without `has(...)`, makes the condition
+ * fail to evaluate when the key is absent, and the phase with it. Warnings: an agent may return extra keys.
+ */
+function checkFields(expr: Expression, path: Path, scope: ExpressionScope, outputsOf: (phase: string) => readonly OutputDecl[] | undefined, out: Diagnostic[]): void {
+  const seen = new Set<string>();
+  for (const f of expr.fields) {
+    const key = `${f.name}.${f.field}`;
+    if (seen.has(key) || !scope.ancestors.has(f.name) || scope.extra?.includes(f.name)) continue;
+    seen.add(key);
+    const decls = outputsOf(f.name);
+    if (!decls) continue;
+    const decl = decls.find((d) => d.key === f.field);
+    const data = { name: f.name, field: f.field, offset: f.offset, length: f.length };
+    if (!decl) {
+      const near = didYouMean(f.field, decls.map((d) => d.key));
+      out.push(
+        warning('expression-unknown-name', path, `\`${f.name}\` declares no output \`${f.field}\`: unless its agent returns it anyway, the condition cannot be evaluated and \`${scope.phaseName ?? 'the run'}\` fails`, {
+          hint: near ?? `\`${f.name}\` declares ${decls.length === 0 ? 'no outputs' : decls.map((d) => `\`${d.key}\``).join(', ')}`,
+          data,
+        }),
+      );
+    } else if (!decl.required && !expr.tested.has(key)) {
+      out.push(
+        warning('expression-unknown-name', path, `\`${key}\` is an optional output: when \`${f.name}\` does not return it, the condition cannot be evaluated and \`${scope.phaseName ?? 'the run'}\` fails`, {
+          hint: `test it first: \`has(${key}) && ...\``,
+          data,
+        }),
+      );
+    }
   }
 }
 
