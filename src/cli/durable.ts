@@ -46,13 +46,13 @@ export async function openCliStore(
  * running worker waits. A command that finds its database down says so at once (exit 2).
  */
 export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, waitUnreachable: boolean, forMs = 300_000): Promise<RunStore> {
-  const end = Date.now() + forMs;
+  const end = performance.now() + forMs;
   let said = false;
   for (let n = 1; ; n++) {
     try {
       return await open();
     } catch (e) {
-      if (!(e instanceof BatonError && (e.code === 'store-locked' || (waitUnreachable && e.code === 'store-unreachable'))) || Date.now() >= end) throw e;
+      if (!(e instanceof BatonError && (e.code === 'store-locked' || (waitUnreachable && e.code === 'store-unreachable'))) || performance.now() >= end) throw e;
       if (!said) io.stderr(`store unavailable, retrying: ${safeText(e.message, 300)}\n`);
       said = true;
       await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(6, n - 1))));

@@ -292,13 +292,14 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
    */
   function heartbeat(t: ClaimedTask, abort: TaskAbort): () => Promise<void> {
     const every = Math.max(50, Math.floor(t.lease_ms / 3));
-    let lastOk = Date.now();
+    // durations on the monotonic clock: a step of this machine's clock neither loses a healthy task nor keeps a lost one
+    let lastOk = performance.now();
     let inFlight: Promise<void> | undefined;
     let timer: NodeJS.Timeout | undefined = setTimeout(beat, every);
     async function once(): Promise<void> {
       try {
         const r = await call(`/tasks/${t.token}/heartbeat`, {});
-        if (r.status === 200 && r.body['stop'] !== true) lastOk = Date.now();
+        if (r.status === 200 && r.body['stop'] !== true) lastOk = performance.now();
         else if (r.status === 200 || r.status === 409) {
           abort.abort(new Error(`the server ended the attempt: ${String(r.body['reason'] ?? (r.body['error'] as { message?: string } | undefined)?.message ?? r.body['status'])}`));
           return;
@@ -307,7 +308,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         onError(e as Error);
       }
       if (abort.aborted) return;
-      if (Date.now() - lastOk > t.lease_ms) {
+      if (performance.now() - lastOk > t.lease_ms) {
         abort.abort(new Error('no heartbeat reached the server for a lease: the task is lost'));
         return;
       }
@@ -333,8 +334,8 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     },
     async stop(graceMs = 10_000) {
       stopping.abort();
-      const end = Date.now() + graceMs;
-      while (running.size > 0 && Date.now() < end) await sleep(20);
+      const end = performance.now() + graceMs;
+      while (running.size > 0 && performance.now() < end) await sleep(20);
       await Promise.all([...running].map((h) => h.release()));
       await all;
       connections.destroy();

@@ -1,4 +1,6 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
+import { createEngine } from '../api/engine.js';
+import { MemoryStore } from '../store/memory.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { RemoteAgents } from './remote.js';
 
@@ -31,5 +33,33 @@ describe('RemoteAgents', () => {
     const bound = await hub.bindRun({} as never, parseWorkflow(flow('{x-remote: true}')).model!);
     expect(Object.keys(bound).sort()).toEqual(['q', 'r']);
     expect(await hub.claim('q', () => true, 0)).toBeUndefined();
+  });
+
+  test("a step of the server's wall clock does not lose a remote agent's lease: liveness is measured on the monotonic clock", async () => {
+    const hub = new RemoteAgents({ agents: ['r'], leaseMs: 400 });
+    const engine = createEngine({ store: new MemoryStore(), bindRun: hub.bindRun, onEvent: hub.onEvent });
+    const model = parseWorkflow('openintent: "1.0"\ninfo: {name: t}\nworkflow:\n  a: {assign: r, outputs: {n: number}}\n').model!;
+    const run = engine.run(model, {});
+    const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+    const t = await hub.claim('r', () => true, 5_000);
+    expect(t).toBeDefined();
+    const wall = Date.now;
+    try {
+      await sleep(100);
+      hub.beat(t!);
+      // NTP, a VM resumed: the wall clock jumps an hour ahead; the agent goes on beating within its lease
+      vi.spyOn(Date, 'now').mockImplementation(() => wall() + 3_600_000);
+      await sleep(350); // past the first lease check (400 ms after the claim), 350 ms after the last beat
+      expect(hub.task(t!.token)).toBeDefined();
+      const until = hub.beat(t!);
+      // the lease end told to the agent is in the (stepped) wall clock it reads, about a lease ahead
+      expect(until - Date.now()).toBeGreaterThan(300);
+      expect(until - Date.now()).toBeLessThanOrEqual(400);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    hub.end(t!, 'completed', 'the remote agent completed it', true, { n: 1 });
+    expect((await run).status).toBe('completed');
+    await engine.close();
   });
 });

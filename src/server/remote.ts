@@ -83,6 +83,7 @@ export interface RemoteTask {
   /** Agents the phase's `permissions.delegate.to` names: their `agent:<id>` keys may take it too. */
   readonly delegatedTo: readonly string[];
   state: 'queued' | 'claimed' | 'ended';
+  /** The last sign of life from its agent, on the monotonic clock (performance.now()). */
   lastBeat: number;
   /** Whether its token came back since it was last claimed (then the claim's answer was read). */
   touched?: boolean;
@@ -231,7 +232,7 @@ export class RemoteAgents {
           phase: pm,
           delegatedTo: pm.permissions?.delegate?.to ?? [],
           state: 'queued',
-          lastBeat: Date.now(),
+          lastBeat: performance.now(),
           inputs: [],
           polls: 0,
           timer: undefined,
@@ -351,21 +352,21 @@ export class RemoteAgents {
     t.state = 'claimed';
     t.touched = false;
     this.held++;
-    t.lastBeat = Date.now();
+    t.lastBeat = performance.now();
     this.watch(t);
   }
 
   /** The remote agent's liveness: no heartbeat (nor open input poll) for leaseMs hands the task back. */
   private watch(t: RemoteTask): void {
     clearTimeout(t.timer);
-    const left = t.lastBeat + this.leaseMs - Date.now();
+    const left = t.lastBeat + this.leaseMs - performance.now();
     t.timer = setTimeout(
       () => {
         if (t.state !== 'claimed') return;
         if (t.polls > 0 || t.inputs.some((s) => !s.answered)) {
-          t.lastBeat = Date.now();
+          t.lastBeat = performance.now();
           this.watch(t);
-        } else if (Date.now() - t.lastBeat >= this.leaseMs) void this.lose(t);
+        } else if (performance.now() - t.lastBeat >= this.leaseMs) void this.lose(t);
         else this.watch(t);
       },
       Math.max(1, left),
@@ -411,10 +412,15 @@ export class RemoteAgents {
     return this.ended.get(token);
   }
 
+  /** When the remote agent's lease ends, in wall-clock ms for the agent (lastBeat is monotonic: a step of the clock moves no lease). */
+  private leaseEnd(t: RemoteTask): number {
+    return Math.round(Date.now() + (t.lastBeat + this.leaseMs - performance.now()));
+  }
+
   /** A heartbeat (or any request of the task's agent): the remote agent is alive. */
   beat(t: RemoteTask): number {
-    t.lastBeat = Date.now();
-    return t.lastBeat + this.leaseMs;
+    t.lastBeat = performance.now();
+    return this.leaseEnd(t);
   }
 
   /**
@@ -509,7 +515,7 @@ export class RemoteAgents {
       (value) => {
         slot.answered = true;
         slot.value = value;
-        t.lastBeat = Date.now();
+        t.lastBeat = performance.now();
         for (const w of slot.waiters.splice(0)) w();
       },
       (e: unknown) => {
@@ -539,7 +545,7 @@ export class RemoteAgents {
       });
     } finally {
       t.polls--;
-      t.lastBeat = Date.now();
+      t.lastBeat = performance.now();
     }
     return slot;
   }
@@ -575,7 +581,7 @@ export class RemoteAgents {
       ...(c.inputResponse !== undefined ? { input_response: c.inputResponse } : {}),
       ...(c.lastCheckpoint !== undefined ? { last_checkpoint: c.lastCheckpoint } : {}),
       lease_ms: this.leaseMs,
-      lease_expires_at: t.lastBeat + this.leaseMs,
+      lease_expires_at: this.leaseEnd(t),
       ...(c.trace ? { traceparent: c.trace.traceparent } : {}),
     };
   }

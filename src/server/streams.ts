@@ -65,7 +65,7 @@ export async function runEventStream(c: Context, host: StreamHost, runId: string
 
 async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: string, after: number, types: ReadonlySet<string> | undefined, signal: AbortSignal): Promise<void> {
   let seq = after;
-  let wrote = Date.now();
+  let wrote = performance.now();
   while (!signal.aborted) {
     const seen = host.hub.version(runId);
     const batch = await host.store.events(runId, seq);
@@ -73,7 +73,7 @@ async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: strin
       seq = e.seq;
       if (!types || types.has(e.type)) {
         await stream.writeSSE({ id: String(e.seq), event: e.type, data: JSON.stringify(e) });
-        wrote = Date.now();
+        wrote = performance.now();
       }
       if (TERMINAL.has(e.type)) return end(stream, runId, await host.store.run(runId));
     }
@@ -89,9 +89,9 @@ async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: strin
       const record = await host.store.run(runId);
       // the terminal event lies at or before the resume point: nothing more will come
       if (!record || (ENDED.has(record.status) && record.seq <= seq)) return end(stream, runId, record);
-      if (Date.now() - wrote >= KEEPALIVE_MS) {
+      if (performance.now() - wrote >= KEEPALIVE_MS) {
         await stream.write(': keep-alive\n\n');
-        wrote = Date.now();
+        wrote = performance.now();
       }
       await host.hub.next(runId, seen, KEEPALIVE_MS, signal);
     }
@@ -116,7 +116,7 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
   const known = new Map<string, number>();
   /** Runs sent while they matched the filter. */
   const sent = new Set<string>();
-  let wrote = Date.now();
+  let wrote = performance.now();
   let read = -Infinity;
   while (!signal.aborted) {
     // changes that come during the gap are read together after it (the version noted after the gap covers them)
@@ -135,11 +135,11 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
       if (matches) sent.add(r.runId);
       else sent.delete(r.runId);
       await stream.writeSSE({ event: 'run', data: JSON.stringify(runSummary(r)) });
-      wrote = Date.now();
+      wrote = performance.now();
     }
-    if (Date.now() - wrote >= KEEPALIVE_MS) {
+    if (performance.now() - wrote >= KEEPALIVE_MS) {
       await stream.write(': keep-alive\n\n');
-      wrote = Date.now();
+      wrote = performance.now();
     }
     await host.hub.next(undefined, seen, KEEPALIVE_MS, signal);
   }
