@@ -34,6 +34,14 @@ function serverFailure(e: unknown, cmd: string, server: string, io: CliIo): numb
 
 const seg = encodeURIComponent;
 
+/** A `--value` that is not JSON: a bare word that is one of the gate's string choices (`--value retry`) means that string. */
+function bareWordAnswer(word: string, notJson: string | undefined, gateId: string, choices: readonly Json[] | undefined): Json {
+  if (choices && choices.length > 0 && !choices.includes(word))
+    throw new UsageError(`--value ${word}: gate ${gateId} takes one of ${choices.map((c) => (typeof c === 'string' && /^[\w-]+$/.test(c) ? c : JSON.stringify(c))).join(', ')}`);
+  if (!choices?.includes(word)) throw new UsageError(`--value is not valid JSON (${notJson ?? 'unreadable'}); a string answer is written '"yes"'`);
+  return word;
+}
+
 export function decideCommand(decision: 'approve' | 'deny'): (args: string[], io: CliIo) => Promise<number> {
   return async (args, io) => {
     const { values, positionals } = parseArgs({ args, allowPositionals: true, options: DECIDE_OPTIONS });
@@ -82,12 +90,10 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
     const client = serverClient(values, io);
     if (client) {
       if (value === undefined) {
-        // a bare word that is one of the gate's string choices means that string (the gate as the server lists it)
+        // the gate as the server lists it
         const gates = (await client.request('GET', `/runs/${seg(runId)}/gates`)).body['gates'];
         const gate = Array.isArray(gates) ? (gates as JsonObject[]).find((g) => g['id'] === gateId) : undefined;
-        const choices = Array.isArray(gate?.['choices']) ? gate['choices'] : undefined;
-        if (!choices?.includes(values.value)) throw new UsageError(`--value is not valid JSON (${notJson ?? 'unreadable'}); a string answer is written '"yes"'${choices && choices.length > 0 ? `; gate ${gateId} takes one of ${choices.map((c) => JSON.stringify(c)).join(', ')}` : ''}`);
-        value = values.value;
+        value = bareWordAnswer(values.value, notJson, gateId, Array.isArray(gate?.['choices']) ? gate['choices'] : undefined);
       }
       const r = await client.request('POST', `/runs/${seg(runId)}/gates/${seg(gateId)}/respond`, { value });
       const by = typeof r.body['by'] === 'string' ? r.body['by'] : 'the API key';
@@ -96,14 +102,7 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
     }
     store = await openCliStore(values, io);
     const engine = createEngine({ store });
-    if (value === undefined) {
-      // a bare word that is one of the gate's string choices (`--value retry`) means that string
-      const choices = (await engine.inspect(runId)).result.gates.find((g) => g.id === gateId)?.choices;
-      if (choices && choices.length > 0 && !choices.includes(values.value))
-        throw new UsageError(`--value ${values.value}: gate ${gateId} takes one of ${choices.map((c) => (typeof c === 'string' && /^[\w-]+$/.test(c) ? c : JSON.stringify(c))).join(', ')}`);
-      if (!choices?.includes(values.value)) throw new UsageError(`--value is not valid JSON (${notJson ?? 'unreadable'}); a string answer is written '"yes"'`);
-      value = values.value;
-    }
+    if (value === undefined) value = bareWordAnswer(values.value, notJson, gateId, (await engine.inspect(runId)).result.gates.find((g) => g.id === gateId)?.choices);
     const by = actor(values.as, io);
     await engine.respond(runId, gateId, value, by);
     io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: 'answered', value, by }, null, 2) + '\n' : `gate ${gateId} of run ${runId} answered by ${by}\n`);

@@ -73,7 +73,7 @@ export function cloneJson<T extends Json>(value: T): T {
  * N`, or the end of the text when it ran out; V8 names no position for an unexpected token), and the
  * reason without Node's own position words.
  */
-export function jsonSyntaxError(err: unknown, text: string): { line?: number; column?: number; reason: string } {
+export function jsonSyntaxError(err: unknown, text: string): { line: number; column: number; reason: string } | { line?: undefined; column?: undefined; reason: string } {
   const message = (err instanceof Error ? err.message : String(err)).split('\n')[0]!;
   const m = /\bat position (\d+)/.exec(message);
   const ended = /^Unexpected end of JSON input/.test(message);

@@ -135,7 +135,7 @@ export async function readJsonBody(c: Context, limit: number): Promise<Record<st
     value = JSON.parse(text);
   } catch (e) {
     const at = jsonSyntaxError(e, text);
-    throw new HttpError(400, 'malformed-json', `the body is not valid JSON${at.line !== undefined ? ` at line ${at.line}, column ${at.column}` : ''}: ${at.reason.slice(0, 300)}`, at.line !== undefined && at.column !== undefined ? { line: at.line, column: at.column } : {});
+    throw new HttpError(400, 'malformed-json', `the body is not valid JSON${at.line !== undefined ? ` at line ${at.line}, column ${at.column}` : ''}: ${at.reason.slice(0, 300)}`, at.line !== undefined ? { line: at.line, column: at.column } : {});
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new HttpError(400, 'invalid-request', 'the body must be a JSON object');
   return value as Record<string, Json>;

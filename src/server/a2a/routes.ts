@@ -45,7 +45,6 @@ export interface A2aMountOptions {
   version?: string;
 }
 
-
 const RPC_SPEC: RouteSpec = { method: 'post', path: A2A_PATH, operationId: 'a2a', action: 'read', summary: 'A2A JSON-RPC', responses: {} };
 
 /** The agent card: one skill per registered workflow; its interface URL is under `origin`. */
