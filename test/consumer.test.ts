@@ -10,7 +10,7 @@
  * cannot pack or install for an environmental reason (no npm, no registry), and says why.
  */
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -124,6 +124,29 @@ describe(`the packed package in a strict consumer project`, () => {
     const r = await run(process.execPath, [join(dir, 'app', 'out', 'server.js')], join(dir, 'app'), 60_000);
     expect(r.stderr).toBe('');
     expect(r.stdout.trim()).toMatch(/^http:\/\/127\.0\.0\.1:\d+ undefined$/);
+  });
+
+  test('a bundled example that writes files runs from a copy in the working directory, never inside node_modules', async (ctx) => {
+    if (skipped) ctx.skip(`skipped: ${skipped}`);
+    const app = join(dir, 'app');
+    const bin = join(app, 'node_modules', PKG.name, PKG.bin['baton']!);
+    const installed = join(app, 'node_modules', PKG.name, 'examples', 'draft-sections');
+    const r = await run(process.execPath, [bin, 'run', 'draft-sections', '--store', 'memory', '--quiet'], app, 60_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('copied it to ./draft-sections');
+    const runs = readdirSync(join(app, 'draft-sections', 'out'));
+    expect(runs).toHaveLength(1);
+    expect(readFileSync(join(app, 'draft-sections', 'out', runs[0]!, 'paper.md'), 'utf8')).toContain('#');
+    expect(existsSync(join(installed, 'out'))).toBe(false);
+    // the second time the copy is the workflow: nothing is copied again
+    const again = await run(process.execPath, [bin, 'run', 'draft-sections', '--store', 'memory', '--quiet'], app, 60_000);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).not.toContain('copied');
+    expect(readdirSync(join(app, 'draft-sections', 'out'))).toHaveLength(2);
+    // one that writes no files runs where it lies
+    const plain = await run(process.execPath, [bin, 'run', 'research-pipeline', '--store', 'memory', '--quiet'], app, 60_000);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(existsSync(join(app, 'research-pipeline'))).toBe(false);
   });
 
   for (const node of [process.execPath, ...EXTRA_NODES]) {

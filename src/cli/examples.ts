@@ -1,6 +1,6 @@
 /** Where the bundled examples live, and how a workflow argument (file or example directory) is resolved. */
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { cpSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The package's examples/ folder (works from src/ under vitest and from dist/ when installed). */
@@ -14,6 +14,8 @@ export interface ResolvedTarget {
   agents: string | undefined;
   /** A trigger.json beside the workflow. */
   trigger: string | undefined;
+  /** The bundled example's name, when the argument named one (not a path of the caller's). */
+  example?: string | undefined;
 }
 
 const AGENT_FILES = ['agents.mjs', 'agents.js', 'agents.ts', 'agents.mts'];
@@ -28,10 +30,13 @@ const WORKFLOW_FILES = ['workflow.yaml', 'workflow.yml'];
  */
 export function resolveTarget(arg: string, cwd: string): ResolvedTarget | undefined {
   let path = resolve(cwd, arg);
+  let example: string | undefined;
   if (!existsSync(path)) {
-    const example = join(examplesDir(), arg);
-    if (!arg.includes('/') && existsSync(example)) path = example;
-    else return undefined;
+    const bundled = join(examplesDir(), arg);
+    if (!arg.includes('/') && existsSync(bundled)) {
+      path = bundled;
+      example = arg;
+    } else return undefined;
   }
   let dir: string;
   let wf: string | undefined;
@@ -45,7 +50,26 @@ export function resolveTarget(arg: string, cwd: string): ResolvedTarget | undefi
   }
   const agents = dir === path || WORKFLOW_FILES.includes(basename(wf)) ? AGENT_FILES.map((f) => join(dir, f)).find((f) => existsSync(f)) : undefined;
   const trigger = join(dir, 'trigger.json');
-  return { workflow: wf, agents, trigger: existsSync(trigger) ? trigger : undefined };
+  return { workflow: wf, agents, trigger: existsSync(trigger) ? trigger : undefined, ...(example !== undefined ? { example } : {}) };
+}
+
+/** Whether the bundled examples lie in an installed package (under node_modules), not in a checkout of Baton. */
+export function examplesInstalled(dir: string = examplesDir()): boolean {
+  return dir.split(sep).includes('node_modules');
+}
+
+/**
+ * A bundled example that reads and writes files, copied to `<cwd>/<name>` so that its files are
+ * written where the caller works, never inside node_modules (read-only for a global install, and lost on
+ * the next install). Its earlier outputs (`out/`) are left behind. The target in the copy.
+ */
+export function copyExample(target: ResolvedTarget, cwd: string): ResolvedTarget {
+  const from = dirname(target.workflow);
+  const to = join(cwd, target.example ?? basename(from));
+  cpSync(from, to, { recursive: true, errorOnExist: true, force: false, filter: (src) => dirname(src) !== from || basename(src) !== 'out' });
+  const again = resolveTarget(to, cwd);
+  if (!again) throw new Error(`the copy of ${from} in ${to} holds no workflow`);
+  return again;
 }
 
 export function listExamples(): string[] {

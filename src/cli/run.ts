@@ -14,13 +14,14 @@ import { WorkflowSpec } from '../api/spec.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { RunState } from '../engine/state.js';
+import type { WorkflowModel } from '../workflow/model.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
 import { UsageError, bindFromFlags, cliEngine, cliTelemetry, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
 import { useColor } from './color.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RUN_OPTIONS, commandSpec } from './spec.js';
-import { resolveTarget } from './examples.js';
+import { copyExample, examplesInstalled, resolveTarget } from './examples.js';
 import { StateOut } from './state-out.js';
 import { Foreground } from './foreground.js';
 import type { CliIo } from './io.js';
@@ -40,7 +41,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     if (values.server !== undefined) return await (await import('./remote.js')).remoteRun(values, positionals[0]!, io);
     if (values['api-key'] !== undefined) throw new UsageError('--api-key goes with --server URL (a run on a Baton server)');
     const arg = positionals[0]!;
-    const target = resolveTarget(arg, io.cwd);
+    let target = resolveTarget(arg, io.cwd);
     if (!target) throw new UsageError(`no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`);
     const shown = relative(io.cwd, target.workflow) || target.workflow;
     // every path the run will write is checked before anything runs
@@ -61,6 +62,18 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       return 2;
     }
     const spec = WorkflowSpec.fromResult(compiled);
+    // a bundled example that writes files, run from an installed package: run from a copy in the working
+    // directory, where its files are then written and can be found (not inside node_modules)
+    if (target.example !== undefined && values.workspace === undefined && examplesInstalled() && compiled.model !== undefined && declaresFiles(compiled.model)) {
+      let copy: typeof target;
+      try {
+        copy = copyExample(target, io.cwd);
+      } catch (e) {
+        throw new UsageError(`the bundled example ${target.example} reads and writes files, and cannot be copied to ./${target.example} (${(e as Error).message}); give --workspace DIR for its files; nothing was run`);
+      }
+      io.stderr(`the bundled example ${target.example} reads and writes files: copied it to ./${target.example}, where its files are; next time run that copy (baton run ./${target.example})\n`);
+      target = copy;
+    }
 
     const concurrency = values.concurrency === undefined ? undefined : positiveInt(values.concurrency, '--concurrency');
     const timeoutS = values.timeout === undefined ? undefined : positiveNumber(values.timeout, '--timeout');
@@ -162,6 +175,11 @@ export function gateNotice(e: RunEvent, state: RunState, io: CliIo, values: { st
   // a detached run is not followed here: it waits in the store, and a worker (or baton resume) continues it once decided
   const waiting = detached ? 'the run waits in the store until it is decided' : `waiting; the run continues when it is decided (Ctrl-C leaves it waiting in the store: baton resume ${state.runId}${storeFlag(values)})`;
   io.stderr(`\n⏸ ${g.escalation ? 'decision' : g.kind === 'input' ? 'input' : 'approval'} needed: ${safeText(g.reason)}${who}\n  ${cmd}\n  ${waiting}\n`);
+}
+
+/** Whether a phase or an agent of the workflow declares AIP-16 files (the run then reads and writes its workspace). */
+function declaresFiles(model: WorkflowModel): boolean {
+  return model.phases.some((p) => p.files !== undefined) || Object.values(model.agents ?? {}).some((a) => a.files !== undefined);
 }
 
 function positiveInt(s: string, flag: string): number {

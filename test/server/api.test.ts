@@ -4,6 +4,7 @@
  * bad bodies that change nothing, gates decided by the right person, and SSE resumed after a drop.
  */
 import { join } from 'node:path';
+import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ROUTES } from '@baton-run/baton/server';
 import type { CliIo } from '../../src/cli/io.js';
@@ -55,6 +56,32 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
       }
       const malformed = await api(h.url, 'GET', '/runs', { headers: { authorization: 'Basic abc' } });
       expect(malformed.status).toBe(401);
+    });
+
+    test('one keep-alive connection that presents different keys in turn is judged by each (a matched key is remembered per connection)', async () => {
+      const pool = new Agent({ keepAlive: true, maxSockets: 1 });
+      const sockets = new Set<unknown>();
+      const get = (key: string): Promise<number> =>
+        new Promise((resolve, reject) => {
+          const req = httpRequest(`${h.url}/runs`, { agent: pool, headers: { authorization: `Bearer ${key}` } }, (res) => {
+            sockets.add(res.socket);
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          });
+          req.on('error', reject);
+          req.end();
+        });
+      try {
+        expect(await get(reader)).toBe(200);
+        expect(await get(reader)).toBe(200);
+        expect(await get(agent)).toBe(403);
+        expect(await get('not-a-key-at-all-0000')).toBe(401);
+        expect(await get(reader)).toBe(200);
+        expect(await get(`${reader}x`)).toBe(401);
+        expect(sockets.size).toBe(1);
+      } finally {
+        pool.destroy();
+      }
     });
 
     test('X-API-Key works as well as Authorization: Bearer', async () => {
