@@ -163,4 +163,31 @@ describe('the tarball', () => {
     const everywhere = new Set(files.filter((f) => f.startsWith('dist/') && f.endsWith('.js')).flatMap((f) => staticImports(join(work, f))).filter((s) => !s.startsWith('.') && !builtins.has(s)).map(pkgOf));
     expect([...everywhere].filter((p) => pkg.dependencies[p] === undefined && pkg.peerDependencies[p] === undefined)).toEqual([]);
   });
+
+  it('the command starts light: `baton --version` loads no command, no compiler and no package; the live table loads on a terminal only', () => {
+    const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+    const staticImports = (file: string): string[] =>
+      [...readFileSync(file, 'utf8').matchAll(/^(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]|^import\s+['"]([^'"]+)['"]/gm)].map((m) => (m[1] ?? m[2])!);
+    const reach = (entry: string): { files: Set<string>; packages: Set<string> } => {
+      const files = new Set<string>();
+      const packages = new Set<string>();
+      const visit = (file: string): void => {
+        if (files.has(file)) return;
+        files.add(file);
+        for (const spec of staticImports(file)) {
+          if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
+          else if (!builtins.has(spec)) packages.add(spec);
+        }
+      };
+      visit(entry);
+      return { files, packages };
+    };
+    const main = reach(join(work, 'dist', 'cli', 'main.js'));
+    expect([...main.packages]).toEqual([]);
+    expect([...main.files].map((f) => f.slice(join(work, 'dist').length + 1)).filter((f) => f.startsWith('workflow/') || f.startsWith('engine/') || f.startsWith('store/'))).toEqual([]);
+    // a run loads log-update (the live table) only when it draws one, and semver only to compare versions
+    const run = reach(join(work, 'dist', 'cli', 'run.js'));
+    expect([...run.packages].filter((p) => /^(log-update|semver)\b/.test(p))).toEqual([]);
+    expect(readFileSync(join(work, 'bin', 'baton.js'), 'utf8')).toContain('enableCompileCache');
+  });
 });

@@ -7,7 +7,6 @@ import { checkFlags } from './flags.js';
 import { commandHelp, environmentHelp, globalHelp } from './help.js';
 import { processIo, type CliIo } from './io.js';
 import { COMMANDS, commandSpec } from './spec.js';
-import { validateCli } from './validate.js';
 import { packageVersion } from './version.js';
 
 export interface Command {
@@ -15,7 +14,7 @@ export interface Command {
 }
 
 const commands: Record<string, () => Promise<Command>> = {
-  validate: () => Promise.resolve(validateCli),
+  validate: async () => (await import('./validate.js')).validateCli,
   run: async () => (await import('./run.js')).runCommand,
   check: async () => (await import('./check.js')).checkCommand,
   types: async () => (await import('./types.js')).typesCommand,

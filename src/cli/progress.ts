@@ -2,7 +2,7 @@
  * Live progress for `baton run`. On a TTY: a table of phases with state, attempts and elapsed time,
  * redrawn in place by log-update (throttled). On a pipe: one line per event.
  */
-import { createLogUpdate } from 'log-update';
+import type { createLogUpdate } from 'log-update';
 import pc from 'picocolors';
 import { escapeControls, safeText } from '../diagnostics/terminal.js';
 import { parseItemKey } from '../engine/state.js';
@@ -52,14 +52,14 @@ export class ProgressView {
 
   constructor(
     phases: readonly string[],
-    private readonly out: { write: (s: string) => void; isTTY: boolean; color?: boolean; stream?: NodeJS.WriteStream },
+    private readonly out: { write: (s: string) => void; isTTY: boolean; color?: boolean; stream?: NodeJS.WriteStream; logUpdate?: typeof createLogUpdate },
     private readonly now: () => number = Date.now,
   ) {
     this.c = pc.createColors(out.color ?? out.isTTY);
     for (const p of phases) this.rows.set(p, { state: 'pending', attempts: 0, startedAt: undefined, endedAt: undefined, note: '' });
     // a terminal that reports no size (some emulated ttys) would get an empty redraw: use lines there
-    if (out.isTTY && out.stream && (out.stream.rows ?? 0) > 0) {
-      this.log = createLogUpdate(out.stream, { showCursor: true });
+    if (out.isTTY && out.stream && (out.stream.rows ?? 0) > 0 && out.logUpdate) {
+      this.log = out.logUpdate(out.stream, { showCursor: true });
       this.timer = setInterval(() => this.flush(), 100);
       this.timer.unref();
     }

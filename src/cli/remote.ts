@@ -72,7 +72,7 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
       return 0;
     }
     if (!values.quiet) io.stderr(`run ${safeText(runId, 200)} on ${safeText(values.server!, 500)}${started.status === 200 ? ' (already started with this id: following it)' : ''}\n`);
-    const view = values.quiet ? undefined : progressView(r.model.phases.map((p) => p.name), io, values.json === true);
+    const view = values.quiet ? undefined : await progressView(r.model.phases.map((p) => p.name), io, values.json === true);
     const ctl = new AbortController();
     let interrupted: 'SIGINT' | 'SIGTERM' | undefined;
     const off = io.onInterrupt?.((why) => {

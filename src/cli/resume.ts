@@ -13,6 +13,7 @@ import { RERUN_OPTIONS, RESUME_OPTIONS, WORKER_OPTIONS, commandSpec } from './sp
 import type { CliIo } from './io.js';
 import { Foreground } from './foreground.js';
 import { describeEvent, gateNotice, progressView } from './run.js';
+import type { ProgressView } from './progress.js';
 
 const RESUME_USAGE = usageLine(commandSpec('resume')!);
 const RERUN_USAGE = usageLine(commandSpec('rerun')!);
@@ -40,7 +41,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
     const missing = await missingAgents(engine, runId);
     if (missing) throw new UsageError(missing);
     const { model } = await engine.bind(record);
-    const view = values.quiet ? undefined : progressView(model.phases.map((p) => p.name), io, values.json === true);
+    const view = values.quiet ? undefined : await progressView(model.phases.map((p) => p.name), io, values.json === true);
     holder.view = view;
     if (!values.quiet) io.stderr(`resuming run ${safeText(runId, 200)} (${safeText(record.workflowName, 200)}) from ${safeText(store.location, 500)}\n`);
     return await holder.fg.finish(engine, runId, view);
@@ -75,7 +76,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
       return 2;
     }
     const { model } = await engine.bind(record);
-    const view = values.quiet ? undefined : progressView(model.phases.map((p) => p.name), io, values.json === true);
+    const view = values.quiet ? undefined : await progressView(model.phases.map((p) => p.name), io, values.json === true);
     holder.view = view;
     if (!values.quiet) io.stderr(`run ${id}: rerun of ${positionals[0]!} from phase ${values.from}${values['failed-items'] ? ' (its failed and skipped items)' : ''}\n`);
     return await holder.fg.finish(engine, id, view);
@@ -95,7 +96,7 @@ async function checkOutput(output: string | undefined, io: CliIo): Promise<void>
 }
 
 interface ViewHolder {
-  view?: ReturnType<typeof progressView> | undefined;
+  view?: ProgressView | undefined;
   fg: Foreground;
 }
 

@@ -99,7 +99,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
 
     store = await openCliStore(values, io);
     if (values.detach && store.kind === 'memory') throw new UsageError('--detach stores the run for a worker or `baton resume`, but --store memory keeps nothing after this process: use a durable store (the default .baton/baton.db, a file, or postgres://...)');
-    const view = values.quiet || values.detach ? undefined : progressView(spec.phases.map((p) => p.name), io, values.json === true);
+    const view = values.quiet || values.detach ? undefined : await progressView(spec.phases.map((p) => p.name), io, values.json === true);
     // LLM agents (docs/llm-agents.md); recorded with the run so a resume binds them the same way
     const replies = values.replies !== undefined ? resolve(io.cwd, values.replies) : undefined;
     const llm = { ...(values.llm ? { agents: values.llm } : {}), allUnbound: values['llm-agents'] === true, env: io.env, ...(replies !== undefined ? { replies } : {}), onNote: (m: string) => io.stderr(`note: ${m}\n`) };
@@ -153,11 +153,13 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
-export function progressView(phases: string[], io: CliIo, toStderr: boolean): ProgressView {
+export async function progressView(phases: string[], io: CliIo, toStderr: boolean): Promise<ProgressView> {
   const stream = toStderr ? io.stderrStream : io.stdoutStream;
   // live and coloured by the TTY-ness of the stream it writes to
   const tty = toStderr ? io.stderrIsTTY === true : io.isTTY;
-  return new ProgressView(phases, { write: toStderr ? io.stderr : io.stdout, isTTY: tty, color: useColor(io, toStderr ? 'stderr' : 'stdout'), ...(stream ? { stream } : {}) });
+  // the live table's redraws (log-update and what it loads) only on a terminal: a pipe or CI gets lines, and starts sooner
+  const logUpdate = tty && stream ? (await import('log-update')).createLogUpdate : undefined;
+  return new ProgressView(phases, { write: toStderr ? io.stderr : io.stdout, isTTY: tty, color: useColor(io, toStderr ? 'stderr' : 'stdout'), ...(stream ? { stream } : {}), ...(logUpdate ? { logUpdate } : {}) });
 }
 
 /** When a gate opens and stays open, say how to decide it (the run keeps waiting meanwhile). */

@@ -21,7 +21,8 @@ export interface Cell {
   offset: number;
 }
 
-const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
+// made on first use: building one loads ICU's break rules (about 20 ms), and most lines never need it
+let segmenter: Intl.Segmenter | undefined;
 
 /** Text that is one column per UTF-16 unit. */
 export const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
@@ -59,7 +60,7 @@ export function cells(line: string): Cell[] {
     }
     let k = i + 1;
     while (k < line.length && !splits(k)) k++;
-    for (const { segment, index } of segmenter.segment(line.slice(i, k))) out.push(cell(segment, i + index));
+    for (const { segment, index } of (segmenter ??= new Intl.Segmenter('en', { granularity: 'grapheme' })).segment(line.slice(i, k))) out.push(cell(segment, i + index));
     i = k;
   }
   return out;
