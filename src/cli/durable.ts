@@ -39,25 +39,44 @@ export async function openCliStore(
   return openWhenReachable(() => openStore(values.store, { cwd: io.cwd, env: io.env, access, ...(sync ? { sync } : {}), ...(listen ? { listen } : {}) }), io, waitUnreachable);
 }
 
+/** How long a command rides out a database it cannot reach as it starts (a restart, a cut): then exit 2. */
+export const START_BLIP_MS = 30_000;
+
 /**
  * A store locked by another process when a command starts (SQLite's write lock held for longer
  * than its busy timeout) is waited for, retried with backoff for up to 5 minutes and said in one
  * line; so is an unreachable one for a long-lived worker (a database restart, a network cut), as a
- * running worker waits. A command that finds its database down says so at once (exit 2).
+ * running worker waits. Any other command rides out a connection that fails as a restart or a cut
+ * would (refused, reset, timed out, the server starting or shutting down) for START_BLIP_MS, saying so
+ * at once; a store that cannot be right however long it waits (an unknown host, no such database, a
+ * refused password) is said at once (exit 2).
  */
 export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, waitUnreachable: boolean, forMs = 300_000): Promise<RunStore> {
-  const end = performance.now() + forMs;
+  const start = performance.now();
   let said = false;
   for (let n = 1; ; n++) {
     try {
       return await open();
     } catch (e) {
-      if (!(e instanceof BatonError && (e.code === 'store-locked' || (waitUnreachable && e.code === 'store-unreachable'))) || performance.now() >= end) throw e;
-      if (!said) io.stderr(`store unavailable, retrying: ${safeText(e.message, 300)}\n`);
+      const waited = performance.now() - start;
+      const locked = e instanceof BatonError && e.code === 'store-locked';
+      const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && (waitUnreachable || (transient(e) && waited < START_BLIP_MS));
+      if (!(locked || unreachable) || waited >= forMs) throw e;
+      if (!said) io.stderr(`store unavailable, retrying${waitUnreachable || locked ? '' : ` for up to ${START_BLIP_MS / 1000} s`}: ${safeText((e as Error).message, 300)}\n`);
       said = true;
       await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(6, n - 1))));
     }
   }
+}
+
+/** Connection failures that a database restart or a network cut gives, which waiting may cure. */
+const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN', '57P01', '57P02', '57P03']);
+
+function transient(e: BatonError): boolean {
+  const cause = e.cause as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof cause?.code === 'string' ? cause.code : '';
+  if (TRANSIENT.has(code) || code.startsWith('08')) return true;
+  return code === '' && /Connection terminated|connection timeout|timeout expired/i.test(typeof cause?.message === 'string' ? cause.message : e.message);
 }
 
 export interface BindingFlags {

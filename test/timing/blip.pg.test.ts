@@ -1,0 +1,89 @@
+/**
+ * `baton run` on PostgreSQL through a loopback TCP proxy that cuts every connection: a cut as the
+ * command starts (before its first connection) and a cut mid-run are ridden out, with one line each,
+ * and every phase runs once; a database that cannot be right however long one waits (it does not
+ * exist) is said at once, exit 2.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { PG_SERVER, testDatabase } from '../helpers/pg.js';
+import { baton, until } from '../helpers/spawn.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+
+const db = testDatabase('baton_test_blip');
+let proxy: TcpProxy;
+let dir: string;
+
+beforeAll(async () => {
+  await db.create();
+  const pg = new URL(PG_SERVER);
+  proxy = await startTcpProxy({ host: pg.hostname, port: Number(pg.port || 5432) });
+  dir = mkdtempSync(join(tmpdir(), 'baton-blip-'));
+  const phases = ['a', 'b', 'c', 'd', 'e'];
+  writeFileSync(
+    join(dir, 'workflow.yaml'),
+    `openintent: "1.0"\ninfo: {name: blip}\nworkflow:\n${phases.map((p, i) => `  ${p}: {assign: slow, outputs: {n: number}${i > 0 ? `, depends_on: [${phases[i - 1]}]` : ''}}\n`).join('')}`,
+  );
+  // each call is logged (a phase run twice would show twice), then takes 150 ms
+  writeFileSync(join(dir, 'agents.mjs'), `import { appendFileSync } from 'node:fs';\nexport default { slow: async (ctx) => { appendFileSync(process.env.CALLS, ctx.runId + ' ' + ctx.phase + ' ' + ctx.attempt + '\\n'); await new Promise((r) => setTimeout(r, 150)); return { n: 1 }; } };\n`);
+}, 60_000);
+
+afterAll(async () => {
+  await proxy?.close();
+  await db.drop();
+});
+
+function storeUrl(): string {
+  const u = new URL(db.url);
+  u.port = String(proxy.port);
+  u.hostname = '127.0.0.1';
+  return u.href;
+}
+
+function callsOf(runId: string, file: string): string[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith(`${runId} `))
+    .map((l) => l.slice(runId.length + 1));
+}
+
+describe('baton run rides out a database blip', () => {
+  test('cut before the command connects (2 s): it waits with one line, then runs every phase once', async () => {
+    const calls = join(dir, 'calls-start');
+    writeFileSync(calls, '');
+    const cut = proxy.cut(2_000);
+    const t0 = performance.now();
+    const r = await baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', storeUrl(), '--run-id', 'blip-start', '--json'], { cwd: dir, env: { CALLS: calls } }).done;
+    await cut;
+    expect(r.code, r.stderr).toBe(0);
+    expect(performance.now() - t0).toBeGreaterThan(1_500);
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('store unavailable'))).toEqual([expect.stringMatching(/^store unavailable, retrying for up to 30 s: cannot reach the PostgreSQL store/)]);
+    expect((JSON.parse(r.stdout) as { status: string }).status).toBe('completed');
+    expect(callsOf('blip-start', calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
+  }, 60_000);
+
+  test('cut mid-run (3 s): the run goes on when the database answers again, every phase once', async () => {
+    const calls = join(dir, 'calls-mid');
+    writeFileSync(calls, '');
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', storeUrl(), '--run-id', 'blip-mid', '--json'], { cwd: dir, env: { CALLS: calls } });
+    await until(() => callsOf('blip-mid', calls).length >= 2, 30_000);
+    await proxy.cut(3_000);
+    const r = await child.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { status: string }).status).toBe('completed');
+    expect(callsOf('blip-mid', calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
+  }, 60_000);
+
+  test('a database that does not exist is said at once (exit 2), not waited for', async () => {
+    const u = new URL(storeUrl());
+    u.pathname = '/baton_test_blip_no_such_database';
+    const t0 = performance.now();
+    const r = await baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', u.href], { cwd: dir, env: { CALLS: join(dir, 'calls-none') } }).done;
+    expect(r.code).toBe(2);
+    expect(performance.now() - t0).toBeLessThan(10_000);
+    expect(r.stderr).not.toContain('retrying');
+    expect(r.stderr).toMatch(/does not exist/);
+  }, 60_000);
+});
