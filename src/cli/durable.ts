@@ -31,7 +31,7 @@ export async function openCliStore(
   values: { store?: string | undefined; sync?: string | undefined },
   io: CliIo,
   access: 'read' | 'write' = 'write',
-  waitUnreachable = false,
+  waitUnreachable: boolean | 'blip' = false,
   listen?: 'work' | 'commits',
 ): Promise<RunStore> {
   const sync = values.sync;
@@ -45,13 +45,15 @@ export const START_BLIP_MS = 30_000;
 /**
  * A store locked by another process when a command starts (SQLite's write lock held for longer
  * than its busy timeout) is waited for, retried with backoff for up to 5 minutes and said in one
- * line; so is an unreachable one for a long-lived worker (a database restart, a network cut), as a
- * running worker waits. Any other command rides out a connection that fails as a restart or a cut
- * would (refused, reset, timed out, the server starting or shutting down) for START_BLIP_MS, saying so
- * at once; a store that cannot be right however long it waits (an unknown host, no such database, a
- * refused password) is said at once (exit 2).
+ * line; so is an unreachable one for a long-lived worker (`true`: a database restart, a network cut),
+ * as a running worker waits. A command that runs a run (`'blip'`: run, resume, rerun) rides out a
+ * connection that fails as a restart or a cut would (refused, reset, timed out, the server starting
+ * or shutting down) for START_BLIP_MS, saying so at once; a store that waiting cannot cure (an unknown
+ * host, no such database, a refused password) is said at once (exit 2), and so is any unreachable
+ * store to a command that only looks or decides (runs, show, approve...: a mistyped address answers
+ * at once).
  */
-export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, waitUnreachable: boolean, forMs = 300_000): Promise<RunStore> {
+export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, waitUnreachable: boolean | 'blip', forMs = 300_000): Promise<RunStore> {
   const start = performance.now();
   let said = false;
   for (let n = 1; ; n++) {
@@ -60,9 +62,9 @@ export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo
     } catch (e) {
       const waited = performance.now() - start;
       const locked = e instanceof BatonError && e.code === 'store-locked';
-      const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && (waitUnreachable || (transient(e) && waited < START_BLIP_MS));
+      const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && (waitUnreachable === true || (waitUnreachable === 'blip' && transient(e) && waited < START_BLIP_MS));
       if (!(locked || unreachable) || waited >= forMs) throw e;
-      if (!said) io.stderr(`store unavailable, retrying${waitUnreachable || locked ? '' : ` for up to ${START_BLIP_MS / 1000} s`}: ${safeText((e as Error).message, 300)}\n`);
+      if (!said) io.stderr(`store unavailable, retrying${waitUnreachable === 'blip' && !locked ? ` for up to ${START_BLIP_MS / 1000} s` : ''}: ${safeText((e as Error).message, 300)}\n`);
       said = true;
       await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(6, n - 1))));
     }

@@ -26,7 +26,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
     if (positionals.length !== 1) throw new UsageError('resume takes one run id (see `baton runs`)');
     await checkOutput(values.output, io);
     const runId = positionals[0]!;
-    store = await openCliStore(values, io);
+    store = await openCliStore(values, io, 'write', 'blip');
     const record = await store.run(runId);
     if (!record) throw new UsageError(`no run ${runId} in ${store.location} (see \`baton runs\`)`);
     if (record.status !== 'running' && record.status !== 'waiting') {
@@ -61,7 +61,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
     if (positionals.length !== 1) throw new UsageError('rerun takes one run id (see `baton runs`)');
     if (values.from === undefined) throw new UsageError('rerun needs --from PHASE: that phase and everything after it run again');
     await checkOutput(values.output, io);
-    store = await openCliStore(values, io);
+    store = await openCliStore(values, io, 'write', 'blip');
     const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
     engine = await makeEngine(store, io, values, holder);
     const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}), ...(values['failed-items'] ? { failedItems: true } : {}) });

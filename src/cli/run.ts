@@ -97,7 +97,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       }
     }
 
-    store = await openCliStore(values, io);
+    store = await openCliStore(values, io, 'write', 'blip');
     if (values.detach && store.kind === 'memory') throw new UsageError('--detach stores the run for a worker or `baton resume`, but --store memory keeps nothing after this process: use a durable store (the default .baton/baton.db, a file, or postgres://...)');
     const view = values.quiet || values.detach ? undefined : await progressView(spec.phases.map((p) => p.name), io, values.json === true);
     // LLM agents (docs/llm-agents.md); recorded with the run so a resume binds them the same way
