@@ -82,7 +82,7 @@ export const RUN_OPTIONS = {
   output: OUTPUT_OPTION,
   json: { ...JSON_OPTION, desc: 'print the run result as JSON on stdout (progress goes to stderr)' },
   concurrency: CONCURRENCY_OPTION,
-  workspace: WORKSPACE_OPTION,
+  workspace: { ...WORKSPACE_OPTION, shown: 'the workflow file’s folder; for a bundled example that writes files, installed, a copy of it in ./NAME' },
   timeout: { type: 'string', arg: 'SECONDS', desc: 'timeout for the whole run', shown: 'governance.timeout_hours' },
   quiet: QUIET_OPTION,
   server: { type: 'string', arg: 'URL', desc: 'run on a Baton server (`baton serve`) instead of here: post the run and follow its events' },
