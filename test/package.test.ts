@@ -141,22 +141,8 @@ describe('the tarball', () => {
   });
 
   it('the core imports only its dependencies; optional capabilities are reached only through dynamic imports', () => {
-    const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
-    const pkgOf = (spec: string): string => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
-    const staticImports = (file: string): string[] =>
-      [...readFileSync(file, 'utf8').matchAll(/^(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]|^import\s+['"]([^'"]+)['"]/gm)].map((m) => (m[1] ?? m[2])!);
     // every module the core's entry reaches without a dynamic import()
-    const seen = new Set<string>();
-    const packages = new Set<string>();
-    const visit = (file: string): void => {
-      if (seen.has(file)) return;
-      seen.add(file);
-      for (const spec of staticImports(file)) {
-        if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
-        else if (!builtins.has(spec)) packages.add(pkgOf(spec));
-      }
-    };
-    visit(join(work, 'dist', 'index.js'));
+    const { files: seen, packages } = staticallyReached(join(work, 'dist', 'index.js'));
     expect(seen.size).toBeGreaterThan(50);
     expect([...packages].filter((p) => pkg.dependencies[p] === undefined)).toEqual([]);
     // and nothing in the tarball imports a package that is neither a dependency nor a peer
@@ -165,29 +151,39 @@ describe('the tarball', () => {
   });
 
   it('the command starts light: `baton --version` loads no command, no compiler and no package; the live table loads on a terminal only', () => {
-    const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
-    const staticImports = (file: string): string[] =>
-      [...readFileSync(file, 'utf8').matchAll(/^(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]|^import\s+['"]([^'"]+)['"]/gm)].map((m) => (m[1] ?? m[2])!);
-    const reach = (entry: string): { files: Set<string>; packages: Set<string> } => {
-      const files = new Set<string>();
-      const packages = new Set<string>();
-      const visit = (file: string): void => {
-        if (files.has(file)) return;
-        files.add(file);
-        for (const spec of staticImports(file)) {
-          if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
-          else if (!builtins.has(spec)) packages.add(spec);
-        }
-      };
-      visit(entry);
-      return { files, packages };
-    };
-    const main = reach(join(work, 'dist', 'cli', 'main.js'));
+    const main = staticallyReached(join(work, 'dist', 'cli', 'main.js'));
     expect([...main.packages]).toEqual([]);
     expect([...main.files].map((f) => f.slice(join(work, 'dist').length + 1)).filter((f) => f.startsWith('workflow/') || f.startsWith('engine/') || f.startsWith('store/'))).toEqual([]);
     // a run loads log-update (the live table) only when it draws one, and semver only to compare versions
-    const run = reach(join(work, 'dist', 'cli', 'run.js'));
+    const run = staticallyReached(join(work, 'dist', 'cli', 'run.js'));
     expect([...run.packages].filter((p) => /^(log-update|semver)\b/.test(p))).toEqual([]);
     expect(readFileSync(join(work, 'bin', 'baton.js'), 'utf8')).toContain('enableCompileCache');
   });
 });
+
+const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+
+function pkgOf(spec: string): string {
+  return spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+}
+
+/** The specifiers a built module imports statically (`import ... from`, `export ... from`, a bare `import '...'`). */
+function staticImports(file: string): string[] {
+  return [...readFileSync(file, 'utf8').matchAll(/^(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]|^import\s+['"]([^'"]+)['"]/gm)].map((m) => (m[1] ?? m[2])!);
+}
+
+/** Every module `entry` reaches without a dynamic import(), and the packages they import. */
+function staticallyReached(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string): void => {
+    if (files.has(file)) return;
+    files.add(file);
+    for (const spec of staticImports(file)) {
+      if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
+      else if (!builtins.has(spec)) packages.add(pkgOf(spec));
+    }
+  };
+  visit(entry);
+  return { files, packages };
+}
