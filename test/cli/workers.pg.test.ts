@@ -91,12 +91,13 @@ function checkAttempts(log: Line[], events: { type: string; phase?: string; atte
 }
 
 /**
- * SIGKILLs the first worker once `ready` holds, waits for the run to complete, and stops the others
+ * SIGKILLs the first worker once `ready` holds (after `start`, if given), waits for the run to complete, and stops the others
  * (always, also when the wait fails). When it was killed (wall ms).
  */
-async function killOneThenFinish(workers: ReturnType<typeof baton>[], ready: () => boolean, cwd: string, runId: string, ms: number): Promise<number> {
+async function killOneThenFinish(workers: ReturnType<typeof baton>[], ready: () => boolean, cwd: string, runId: string, ms: number, start?: () => Promise<void>): Promise<number> {
   const victim = workers[0]!;
   try {
+    await start?.();
     await until(ready, 30_000);
     victim.kill('SIGKILL');
     const killedAt = performance.timeOrigin + performance.now();
@@ -107,6 +108,18 @@ async function killOneThenFinish(workers: ReturnType<typeof baton>[], ready: () 
     for (const w of workers) w.kill('SIGINT');
     await Promise.all(workers.map((w) => w.done));
   }
+}
+
+/** A run id fresh for each attempt of a test, so that a retry (CI runs a failed test again) does not meet its own earlier run. */
+function freshId(name: string): string {
+  return `${name}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+}
+
+/** Resolves when every worker has said it is serving (its store open, its loop about to look for work). */
+function serving(workers: ReturnType<typeof baton>[]): Promise<void> {
+  const up = workers.map(() => false);
+  workers.forEach((w, i) => w.stderr!.on('data', (d: Buffer) => void (d.toString().includes(' serving ') && (up[i] = true))));
+  return until(() => up.every(Boolean), 30_000);
 }
 
 describe('many workers on one PostgreSQL database', () => {
@@ -121,15 +134,16 @@ describe('many workers on one PostgreSQL database', () => {
     writeFileSync(join(cwd, 'attempts.log'), '');
 
     // start order does not matter: the run first, then the workers (each up before the first task ends, so the work is shared)
-    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', URL_, '--run-id', 'many1', '--detach'], capture(cwd))).toBe(0);
+    const many1 = freshId('many1');
+    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', URL_, '--run-id', many1, '--detach'], capture(cwd))).toBe(0);
     const workers = [0, 1, 2].map(() => baton(['worker', '--store', URL_, '--agents', 'agents.mjs', '--concurrency', '4', '-q'], { cwd, env: { AGENT_MS: '150' } }));
     try {
-      await until(async () => (await show(cwd, 'many1', URL_)).status === 'completed', 40_000);
+      await until(async () => (await show(cwd, many1, URL_)).status === 'completed', 40_000);
     } finally {
       for (const w of workers) w.kill('SIGINT');
       await Promise.all(workers.map((w) => w.done));
     }
-    const shown = await show(cwd, 'many1', URL_);
+    const shown = await show(cwd, many1, URL_);
     for (const [name, p] of Object.entries(reference.phases)) expect(shown.phases[name]!.output).toEqual(p.output);
     const log = lines(cwd);
     expect(new Set(log.map((l) => l.pid)).size).toBeGreaterThan(1); // the work was shared
@@ -142,11 +156,12 @@ describe('many workers on one PostgreSQL database', () => {
     writeFileSync(join(cwd, 'agents.mjs'), AGENTS);
     const env = { AGENT_MS: '300' };
     const workers = [0, 1].map(() => baton(['worker', '--store', URL_, '--agents', 'agents.mjs', '--concurrency', '4', '--lease', '1', '-q'], { cwd, env }));
-    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', URL_, '--run-id', 'many2', '--detach'], capture(cwd))).toBe(0);
+    const many2 = freshId('many2');
+    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', URL_, '--run-id', many2, '--detach'], capture(cwd))).toBe(0);
     const victim = workers[0]!;
     // kill the first worker while it holds attempts
-    const killedAt = await killOneThenFinish(workers, () => lines(cwd).some((l) => l.kind === 'start' && l.pid === victim.pid && l.phase !== 'root'), cwd, 'many2', 40_000);
-    const shown = await show(cwd, 'many2', URL_);
+    const killedAt = await killOneThenFinish(workers, () => lines(cwd).some((l) => l.kind === 'start' && l.pid === victim.pid && l.phase !== 'root'), cwd, many2, 40_000);
+    const shown = await show(cwd, many2, URL_);
     expect(shown.events.some((e) => e.type === 'task.lease_expired')).toBe(true);
     expect(Object.values(shown.phases).every((p) => p.status === 'completed')).toBe(true);
     expect((shown.phases['join']!.output as { sum: number }).sum).toBe(7 * ((15 * 16) / 2));
@@ -193,12 +208,18 @@ export default {
     expect(reference.phases['join']!.output).toEqual({ sum: 2 * (19_900 - (3 + 193) * 10 - (7 + 57 + 107 + 157)), nulls: 24 });
     writeFileSync(join(cwd, 'attempts.log'), '');
 
-    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', URL_, '--run-id', 'items1', '--detach'], capture(cwd))).toBe(0);
+    // the three workers are serving before the run is stored: at 20 ms an item, a worker that came up late
+    // could find the fan drained by the other two, and never reach the 10 items it is killed after
     const env = { AGENT_MS: '20' };
+    const items1 = freshId('items1');
     const workers = [0, 1, 2].map(() => baton(['worker', '--store', URL_, '--agents', 'agents.mjs', '--concurrency', '6', '--lease', '1', '-q'], { cwd, env }));
     const victim = workers[0]!;
-    const killedAt = await killOneThenFinish(workers, () => lines(cwd).filter((l) => l.kind === 'start' && l.pid === victim.pid && l.phase.startsWith('each[')).length >= 10, cwd, 'items1', 60_000);
-    const shown = await show(cwd, 'items1', URL_);
+    const start = async (): Promise<void> => {
+      await serving(workers);
+      expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', URL_, '--run-id', items1, '--detach'], capture(cwd))).toBe(0);
+    };
+    const killedAt = await killOneThenFinish(workers, () => lines(cwd).filter((l) => l.kind === 'start' && l.pid === victim.pid && l.phase.startsWith('each[')).length >= 10, cwd, items1, 60_000, start);
+    const shown = await show(cwd, items1, URL_);
     expect(shown.phases['each']!.output).toEqual(reference.phases['each']!.output);
     expect(shown.phases['join']!.output).toEqual(reference.phases['join']!.output);
     for (let i = 0; i < 200; i++) {
