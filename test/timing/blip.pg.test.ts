@@ -35,6 +35,11 @@ afterAll(async () => {
   await db.drop();
 });
 
+/** A run id fresh for each attempt of a test (CI runs a failed test again, on the same database). */
+function fresh(name: string): string {
+  return `${name}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+}
+
 function storeUrl(): string {
   const u = new URL(db.url);
   u.port = String(proxy.port);
@@ -53,27 +58,29 @@ describe('baton run rides out a database blip', () => {
   test('cut before the command connects (2 s): it waits with one line, then runs every phase once', async () => {
     const calls = join(dir, 'calls-start');
     writeFileSync(calls, '');
+    const id = fresh('blip-start');
     const cut = proxy.cut(2_000);
     const t0 = performance.now();
-    const r = await baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', storeUrl(), '--run-id', 'blip-start', '--json'], { cwd: dir, env: { CALLS: calls } }).done;
+    const r = await baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', storeUrl(), '--run-id', id, '--json'], { cwd: dir, env: { CALLS: calls } }).done;
     await cut;
     expect(r.code, r.stderr).toBe(0);
     expect(performance.now() - t0).toBeGreaterThan(1_500);
     expect(r.stderr.split('\n').filter((l) => l.startsWith('store unavailable'))).toEqual([expect.stringMatching(/^store unavailable, retrying for up to 30 s: cannot reach the PostgreSQL store/)]);
     expect((JSON.parse(r.stdout) as { status: string }).status).toBe('completed');
-    expect(callsOf('blip-start', calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
+    expect(callsOf(id, calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
   }, 60_000);
 
   test('cut mid-run (3 s): the run goes on when the database answers again, every phase once', async () => {
     const calls = join(dir, 'calls-mid');
     writeFileSync(calls, '');
-    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', storeUrl(), '--run-id', 'blip-mid', '--json'], { cwd: dir, env: { CALLS: calls } });
-    await until(() => callsOf('blip-mid', calls).length >= 2, 30_000);
+    const id = fresh('blip-mid');
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', storeUrl(), '--run-id', id, '--json'], { cwd: dir, env: { CALLS: calls } });
+    await until(() => callsOf(id, calls).length >= 2, 30_000);
     await proxy.cut(3_000);
     const r = await child.done;
     expect(r.code, r.stderr).toBe(0);
     expect((JSON.parse(r.stdout) as { status: string }).status).toBe('completed');
-    expect(callsOf('blip-mid', calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
+    expect(callsOf(id, calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
   }, 60_000);
 
   test('a database that does not exist is said at once (exit 2), not waited for', async () => {

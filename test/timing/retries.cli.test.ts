@@ -37,7 +37,7 @@ describe('retries after 0, 1, 2, 10 and 200 ms end on every store', () => {
     test(kind, async () => {
       for (const delay of [0, 1, 2, 10, 200]) {
         const dir = project(delay);
-        const r = await batonRun(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', store(dir), '--json', '--run-id', `r-${kind}-${delay}`], { cwd: dir });
+        const r = await batonRun(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', store(dir), '--json', '--run-id', `r-${kind}-${delay}-${Date.now().toString(36)}`], { cwd: dir });
         expect(r.code, `${kind} ${delay} ms: ${r.stderr}`).toBe(0);
         const result = JSON.parse(r.stdout) as { status: string; phases: Record<string, { attempts: number }> };
         expect(result.status).toBe('completed');

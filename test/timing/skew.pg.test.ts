@@ -12,6 +12,8 @@ import { testDatabase } from '../helpers/pg.js';
 import { eventsOf, header, wf } from '../engine/helpers.js';
 
 const db = testDatabase('baton_test_skew');
+/** A run id fresh for each attempt of a test (CI runs a failed test again, on the same database). */
+const fresh = (name: string): string => `${name}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 beforeAll(db.create);
 afterAll(db.drop);
 
@@ -33,7 +35,7 @@ describe('a worker whose clock runs ahead', () => {
       return { by: who };
     };
     const a = createEngine({ store: storeA, leaseMs: 3000, workerId: 'A', isOwnerDead: () => false, agents: { slow: slow('A') } });
-    const id = await a.create(model, { runId: 'lease' });
+    const id = await a.create(model, { runId: fresh('lease') });
     const pa = a.drive(id, undefined);
     while (started.length === 0) await new Promise((r) => setTimeout(r, 20));
     // B's clock is 2.5 s ahead: in its own time A's 3 s lease expires after 0.5 s
@@ -56,7 +58,7 @@ describe('a worker whose clock runs ahead', () => {
     const model = wf(`${header()}workflow:
   a: {assign: x, outputs: {n: number}, retry: {max_attempts: 2, backoff: constant, initial_delay_ms: 1500}}`);
     const engine = createEngine({ store, clock: ahead(5000), agents: { x: (ctx) => { if (ctx.attempt === 1) throw new AgentError('Flaky', 'once'); return { n: 1 }; } } });
-    const r = await engine.run(model, { runId: 'retry' });
+    const r = await engine.run(model, { runId: fresh('retry') });
     expect(r.status).toBe('completed');
     const retrying = eventsOf(r.events, 'task.retrying')[0]!;
     const second = eventsOf(r.events, 'task.claimed').find((c) => c.attempt === 2)!;
@@ -81,7 +83,7 @@ describe('a worker whose clock runs ahead', () => {
     const many = store.commitMany.bind(store);
     store.commitMany = (items) => (commits++, many(items));
     const engine = createEngine({ store, clock, leaseMs: 30_000, agents: { x: (ctx) => ((skew += 60_000), { n: ctx.attempt }) } });
-    const r = await engine.run(model, { runId: 'fast' });
+    const r = await engine.run(model, { runId: fresh('fast') });
     expect(r.status).toBe('completed');
     expect(commits).toBeGreaterThan(0);
     const before = Date.now();
