@@ -157,10 +157,13 @@ describe('many workers on one PostgreSQL database', () => {
     const env = { AGENT_MS: '300' };
     const workers = [0, 1].map(() => baton(['worker', '--store', URL_, '--agents', 'agents.mjs', '--concurrency', '4', '--lease', '1', '-q'], { cwd, env }));
     const many2 = freshId('many2');
-    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', URL_, '--run-id', many2, '--detach'], capture(cwd))).toBe(0);
     const victim = workers[0]!;
-    // kill the first worker while it holds attempts
-    const killedAt = await killOneThenFinish(workers, () => lines(cwd).some((l) => l.kind === 'start' && l.pid === victim.pid && l.phase !== 'root'), cwd, many2, 40_000);
+    // both workers serving before the run is stored (a late victim could find the work taken), then kill the first while it holds attempts
+    const start = async (): Promise<void> => {
+      await serving(workers);
+      expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', URL_, '--run-id', many2, '--detach'], capture(cwd))).toBe(0);
+    };
+    const killedAt = await killOneThenFinish(workers, () => lines(cwd).some((l) => l.kind === 'start' && l.pid === victim.pid && l.phase !== 'root'), cwd, many2, 40_000, start);
     const shown = await show(cwd, many2, URL_);
     expect(shown.events.some((e) => e.type === 'task.lease_expired')).toBe(true);
     expect(Object.values(shown.phases).every((p) => p.status === 'completed')).toBe(true);
