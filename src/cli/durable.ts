@@ -41,17 +41,22 @@ export async function openCliStore(
 
 /** How long a command rides out a database it cannot reach as it starts (a restart, a cut): then exit 2. */
 export const START_BLIP_MS = 30_000;
+/**
+ * The same for a connection refused: nothing listens there, which a restart gives for a moment and a
+ * mistyped port for ever, so it is waited for only briefly.
+ */
+export const START_REFUSED_MS = 5_000;
 
 /**
  * A store locked by another process when a command starts (SQLite's write lock held for longer
  * than its busy timeout) is waited for, retried with backoff for up to 5 minutes and said in one
  * line; so is an unreachable one for a long-lived worker (`true`: a database restart, a network cut),
  * as a running worker waits. A command that runs a run (`'blip'`: run, resume, rerun) rides out a
- * connection that fails as a restart or a cut would (refused, reset, timed out, the server starting
- * or shutting down) for START_BLIP_MS, saying so at once; a store that waiting cannot cure (an unknown
- * host, no such database, a refused password) is said at once (exit 2), and so is any unreachable
- * store to a command that only looks or decides (runs, show, approve...: a mistyped address answers
- * at once).
+ * connection that fails as a restart or a cut would (reset, timed out, the server starting or
+ * shutting down) for START_BLIP_MS, and one refused for START_REFUSED_MS, saying so at once. A store
+ * that waiting cannot cure (an unknown host, no such database, a refused password) is said at once
+ * (exit 2), and so is any unreachable store to a command that only looks or decides (runs, show,
+ * approve...: a mistyped address answers at once).
  */
 export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, waitUnreachable: boolean | 'blip', forMs = 300_000): Promise<RunStore> {
   const start = performance.now();
@@ -62,9 +67,10 @@ export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo
     } catch (e) {
       const waited = performance.now() - start;
       const locked = e instanceof BatonError && e.code === 'store-locked';
-      const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && (waitUnreachable === true || (waitUnreachable === 'blip' && transient(e) && waited < START_BLIP_MS));
+      const blip = e instanceof BatonError && e.code === 'store-unreachable' && waitUnreachable === 'blip' ? blipMs(e) : 0;
+      const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && (waitUnreachable === true || waited < blip);
       if (!(locked || unreachable) || waited >= forMs) throw e;
-      if (!said) io.stderr(`store unavailable, retrying${waitUnreachable === 'blip' && !locked ? ` for up to ${START_BLIP_MS / 1000} s` : ''}: ${safeText((e as Error).message, 300)}\n`);
+      if (!said) io.stderr(`store unavailable, retrying${blip > 0 && !locked ? ` for up to ${blip / 1000} s` : ''}: ${safeText((e as Error).message, 300)}\n`);
       said = true;
       await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(6, n - 1))));
     }
@@ -72,13 +78,15 @@ export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo
 }
 
 /** Connection failures that a database restart or a network cut gives, which waiting may cure. */
-const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN', '57P01', '57P02', '57P03']);
+const TRANSIENT = new Set(['ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN', '57P01', '57P02', '57P03']);
 
-function transient(e: BatonError): boolean {
+/** How long a start-up failure is worth waiting out: 0 for one that waiting cannot cure. */
+function blipMs(e: BatonError): number {
   const cause = e.cause as { code?: unknown; message?: unknown } | undefined;
   const code = typeof cause?.code === 'string' ? cause.code : '';
-  if (TRANSIENT.has(code) || code.startsWith('08')) return true;
-  return code === '' && /Connection terminated|connection timeout|timeout expired/i.test(typeof cause?.message === 'string' ? cause.message : e.message);
+  if (code === 'ECONNREFUSED') return START_REFUSED_MS;
+  if (TRANSIENT.has(code) || code.startsWith('08')) return START_BLIP_MS;
+  return code === '' && /Connection terminated|connection timeout|timeout expired/i.test(typeof cause?.message === 'string' ? cause.message : e.message) ? START_BLIP_MS : 0;
 }
 
 export interface BindingFlags {

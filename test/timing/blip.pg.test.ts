@@ -5,6 +5,7 @@
  * exist) is said at once, exit 2.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -81,6 +82,19 @@ describe('baton run rides out a database blip', () => {
     expect(r.code, r.stderr).toBe(0);
     expect((JSON.parse(r.stdout) as { status: string }).status).toBe('completed');
     expect(callsOf(id, calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
+  }, 60_000);
+
+  test('a port where nothing listens is waited for only briefly (a mistyped port), then exit 2', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const t0 = performance.now();
+    const r = await baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', `postgres://postgres@127.0.0.1:${port}/nothing_here`], { cwd: dir, env: { CALLS: join(dir, 'calls-refused') } }).done;
+    expect(r.code).toBe(2);
+    expect(performance.now() - t0).toBeLessThan(15_000);
+    expect(r.stderr).toMatch(/^store unavailable, retrying for up to 5 s: .*ECONNREFUSED/m);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
   }, 60_000);
 
   test('a database that does not exist is said at once (exit 2), not waited for', async () => {
