@@ -122,6 +122,14 @@ export interface RunCtx {
   driven: boolean;
   /** Seq of the latest snapshot stored (or loaded) for the run, as far as this worker knows. */
   snapshotSeq: number;
+  /** Seq of the last event told to the observers (`onEvent`, telemetry): a rebuild tells what came since. */
+  toldSeq: number;
+  /**
+   * A commit whose answer never came (the connection dropped while the store committed): the events
+   * it made and the facts it carried, which wait in `facts` again. The rebuild from the store finds out
+   * whether it landed; if it did, those facts are not decided a second time.
+   */
+  doubt?: { events: readonly RunEvent[]; facts: readonly Fact[] } | undefined;
   /** What the loop's looks need from the ready set, kept while the state stays at one seq (readyFacts). */
   scan?: ReadyScan | undefined;
 }
@@ -407,12 +415,16 @@ export abstract class WorkerBase {
       const again = this.runs.get(runId);
       if (again) return again;
       for (const e of after) applyEvent(parked.state, e);
+      parked.toldSeq = parked.state.seq;
       parked.ended = parked.state.status !== 'running';
       parked.retryAt = 0;
       parked.contended = 0;
       this.runs.set(runId, parked);
       if (parked.ended) parked.resolve(toResult(parked.state, []));
-      else this.takeOverDead(parked);
+      else {
+        this.takeOverDead(parked);
+        this.handBackUnstarted(parked);
+      }
       return parked;
     }
     // both reads at once (one round trip on a pipelined store); the record's fields a run keeps never change.
@@ -463,10 +475,14 @@ export abstract class WorkerBase {
       reject,
       driven: false,
       snapshotSeq,
+      toldSeq: state.seq,
     };
     this.runs.set(runId, ctx);
     if (ctx.ended) resolve(toResult(state, ctx.events ?? []));
-    else this.takeOverDead(ctx);
+    else {
+      this.takeOverDead(ctx);
+      this.handBackUnstarted(ctx);
+    }
     return ctx;
   }
 
@@ -507,6 +523,25 @@ export abstract class WorkerBase {
       if (owner === undefined || owner === this.id) continue;
       if (ctx.facts.some((f) => f.kind === 'lease_expired' && f.phase === name && f.attempt === p.attempts)) continue;
       if (this.isOwnerDead(owner)) ctx.facts.push({ kind: 'lease_expired', phase: name, attempt: p.attempts, owner, dead: true });
+    }
+  }
+
+  /**
+   * Running tasks held under this worker's own lease that no attempt of this process runs: claims of a
+   * commit whose answer was lost (the connection dropped as the store committed), so they were never
+   * started. Nothing else would ever take them (the lease is a live worker's, and renewed by nobody only
+   * once it expires; the engine never takes over its own). They are handed back, fenced by this
+   * worker's lease, and the next claim runs them: none of them ran, so nothing runs twice. Called
+   * when the state comes from the store (a load, a rebuild), never between a commit and the start of
+   * the attempts it claimed.
+   */
+  protected handBackUnstarted(ctx: RunCtx): void {
+    for (const name of ctx.state.running) {
+      const p = ctx.state.phases.get(name)!;
+      if (p.status !== 'running' || p.leaseOwner !== this.id || ctx.attempts.has(name) || ctx.busy.has(name)) continue;
+      // an attempt that ended here and whose outcome waits for the next commit is not unstarted
+      if (ctx.facts.some((f) => (f.kind === 'outcome' || f.kind === 'lease_expired') && f.phase === name && f.attempt === p.attempts)) continue;
+      ctx.facts.push({ kind: 'lease_expired', phase: name, attempt: p.attempts, owner: this.id, handBack: true });
     }
   }
 

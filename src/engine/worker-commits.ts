@@ -132,8 +132,9 @@ export abstract class WorkerCommits extends WorkerBase {
       }
       // the store failed (unreachable, locked, a conflict): what this worker observed itself waits in
       // memory and goes again after a backoff (100 ms doubling to 5 s, with jitter); the in-memory state
-      // may hold decisions that were not committed, so it is rebuilt from the store first
-      this.requeue(ctx, facts, waiters);
+      // may hold decisions that were not committed, so it is rebuilt from the store first. The commit
+      // may have landed all the same (the answer lost on the way back): the rebuild says (doubtOf)
+      ctx.doubt = doubtOf(made, this.requeue(ctx, facts, waiters));
       ctx.failedCommits++;
       ctx.retryAt = this.mono() + backoff(ctx.failedCommits, 100, 5000);
       ctx.stale = true;
@@ -205,7 +206,7 @@ export abstract class WorkerCommits extends WorkerBase {
       }
       // the store failed: as in flush, what was observed waits in memory and goes again after a backoff, on a rebuilt state
       for (const b of batch) {
-        this.requeue(b.ctx, b.facts, b.waiters);
+        b.ctx.doubt = doubtOf(b.made, this.requeue(b.ctx, b.facts, b.waiters));
         for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
         b.ctx.failedCommits++;
         b.ctx.retryAt = this.mono() + backoff(b.ctx.failedCommits, 100, 5000);
@@ -248,6 +249,7 @@ export abstract class WorkerCommits extends WorkerBase {
     if (ctx.events) for (const e of all) ctx.events.push(e);
     if (this.opts.onEvent) for (const e of all) this.opts.onEvent(e, ctx.state);
     if (this.opts.telemetry) for (const e of all) this.opts.telemetry.event(e, ctx.state, ctx.record);
+    ctx.toldSeq = ctx.state.seq;
     for (let i = 0; i < waiters.length; i++) waiters[i]!(results[i] ?? { kind: 'done' });
     const claimed = claimIndex >= 0 ? results[claimIndex] : undefined;
     const got = claimed && claimed.kind === 'claimed' ? claimed.tasks : [];
@@ -288,7 +290,7 @@ export abstract class WorkerCommits extends WorkerBase {
    * (gate decisions, answers, cancel, input requests, resumes) are not retried: their callers get
    * the error. Their waiters are taken out of `waiters` so that only those callers hear of it.
    */
-  private requeue(ctx: RunCtx, facts: Fact[], waiters: ((r: FactResult | Error) => void)[], drop?: (f: Fact) => boolean): void {
+  private requeue(ctx: RunCtx, facts: Fact[], waiters: ((r: FactResult | Error) => void)[], drop?: (f: Fact) => boolean): Fact[] {
     const again: Fact[] = [];
     const keep: ((r: FactResult | Error) => void)[] = [];
     facts.forEach((f, i) => {
@@ -299,10 +301,11 @@ export abstract class WorkerCommits extends WorkerBase {
     });
     waiters.length = 0;
     waiters.push(...keep);
-    if (again.length === 0) return;
+    if (again.length === 0) return again;
     // ahead of anything that arrived meanwhile, each with a waiter that does nothing (alignment by index)
     ctx.facts.unshift(...again);
     if (ctx.waiters.length > 0) ctx.waiters.unshift(...again.map(() => () => undefined));
+    return again;
   }
 
   protected deadOwnersOf(ctx: RunCtx): ReadonlySet<string> | undefined {
@@ -316,8 +319,12 @@ export abstract class WorkerCommits extends WorkerBase {
   /** Rebuilds the run's state from the store; false when the store failed (the run stays stale, retried later). */
   private async reload(ctx: RunCtx): Promise<boolean> {
     let read: Awaited<ReturnType<WorkerCommits['readState']>>;
+    let since: RunEvent[];
     try {
       read = await this.track(this.readState(ctx.runId, ctx.events !== undefined));
+      // what was committed since this worker last heard: told to the observers below, and where a
+      // commit whose answer was lost shows whether it landed
+      since = read.state.seq > ctx.toldSeq ? await this.track(this.store.events(ctx.runId, ctx.toldSeq)) : [];
     } catch (e) {
       ctx.failedCommits++;
       ctx.retryAt = this.mono() + backoff(ctx.failedCommits, 100, 5000);
@@ -331,8 +338,26 @@ export abstract class WorkerCommits extends WorkerBase {
     ctx.stale = false;
     ctx.snapshotSeq = Math.max(ctx.snapshotSeq, read.snapshotSeq);
     if (ctx.events) ctx.events = [...read.events];
+    // a read after the state's may hold later commits: those come with the next transaction's events
+    const missed = since.filter((e) => e.seq <= state.seq);
+    const doubt = ctx.doubt;
+    ctx.doubt = undefined;
+    if (doubt && landed(doubt, missed)) {
+      // the commit landed and only its answer was lost: what it carried is recorded (its outcomes,
+      // costs, logs); deciding them again would record them twice (a cost counted twice against a budget)
+      const done = new Set(doubt.facts);
+      for (let i = ctx.facts.length - 1; i >= 0; i--) {
+        if (!done.has(ctx.facts[i]!)) continue;
+        ctx.facts.splice(i, 1);
+        if (i < ctx.waiters.length) ctx.waiters.splice(i, 1);
+      }
+    }
+    if (this.opts.onEvent) for (const e of missed) this.opts.onEvent(e, state);
+    if (this.opts.telemetry) for (const e of missed) this.opts.telemetry.event(e, state, ctx.record);
+    ctx.toldSeq = state.seq;
     this.reconcile(ctx);
     if (state.status !== 'running') this.end(ctx);
+    else this.handBackUnstarted(ctx);
     return true;
   }
 
@@ -351,7 +376,10 @@ export abstract class WorkerCommits extends WorkerBase {
               att.resuming = false;
             },
           );
-        } else if (p.status !== 'suspended_awaiting_input' && !(p.status === 'ready' && p.resumable?.attempt === att.attempt) && !(p.status === 'running' && p.attempts === att.attempt && p.leaseOwner === this.id)) {
+        } else if (p.status === 'running' && p.attempts === att.attempt && p.leaseOwner === this.id) {
+          // resumed by a commit whose answer was lost (it landed): the attempt goes on, as the answer would have had it
+          if (!att.resuming) this.resumed(ctx, att, { kind: 'resumed', ok: true });
+        } else if (p.status !== 'suspended_awaiting_input' && !(p.status === 'ready' && p.resumable?.attempt === att.attempt)) {
           // another worker holds (or will take) the task: a hand-over; an ended task is not one
           att.abort(new StopSignal(`the task is ${p.status}`, p.status === 'running' || p.status === 'ready'));
         }
@@ -399,6 +427,23 @@ function fences(facts: readonly Fact[], made: readonly RunEvent[], now: number):
     (out ??= []).push({ phase: e.phase, attempt: e.attempt, owner: f.owner, ...(f.dead || f.handBack ? {} : { expiredBefore: now }) });
   }
   return out;
+}
+
+/** What a failed commit leaves to find out: whether it landed (the events it made), and the facts it carried. */
+function doubtOf(made: readonly RunEvent[], facts: readonly Fact[]): RunCtx['doubt'] {
+  return made.length === 0 ? undefined : { events: made, facts };
+}
+
+/**
+ * Whether the events read back hold the doubtful commit's own, every one as it was made: it landed.
+ * Another process's commit at the same seqs differs in something (its worker, its task, its attempt):
+ * only this worker decides the outcomes of its attempts, and the claims it makes name it.
+ */
+function landed(doubt: NonNullable<RunCtx['doubt']>, events: readonly RunEvent[]): boolean {
+  const first = doubt.events[0]!.seq;
+  const at = events.findIndex((x) => x.seq === first);
+  if (at < 0 || events.length - at < doubt.events.length) return false;
+  return doubt.events.every((e, i) => JSON.stringify(events[at + i]) === JSON.stringify(e));
 }
 
 /** Event types that nobody but the committer needs to hear of at once: a task of its own claimed or finished, its logs and costs. */

@@ -11,6 +11,7 @@ export * from './scenarios/common.js';
 export * from './scenarios/contracts.js';
 export * from './scenarios/fanout.js';
 export * from './scenarios/gates.js';
+export * from './scenarios/in-doubt.js';
 export * from './scenarios/recovery.js';
 export * from './scenarios/rerun.js';
 export * from './scenarios/timing.js';
@@ -20,6 +21,7 @@ import { type StoreFactory } from './scenarios/common.js';
 import { CONTRACT_SCENARIOS } from './scenarios/contracts.js';
 import { FANOUT_SCENARIOS } from './scenarios/fanout.js';
 import { GATE_SCENARIOS, MORE_GATE_SCENARIOS } from './scenarios/gates.js';
+import { IN_DOUBT_SCENARIOS } from './scenarios/in-doubt.js';
 import { ENDINGS, crashEverywhere, crashEverywhereGated, crashMatchesReference, lateCompletionAfterTakeover, leaseExpiryTakeover } from './scenarios/recovery.js';
 import { rerunFromPhase, rerunRefusals } from './scenarios/rerun.js';
 import { TIMING_SCENARIOS } from './scenarios/timing.js';
@@ -37,6 +39,7 @@ export const STORE_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promis
   ...CONTRACT_SCENARIOS,
   ...TIMING_SCENARIOS,
   ...FANOUT_SCENARIOS,
+  ...IN_DOUBT_SCENARIOS,
   leaseExpiryTakeover,
   lateCompletionAfterTakeover,
   rerunFromPhase,

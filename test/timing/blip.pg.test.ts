@@ -12,8 +12,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PG_SERVER, testDatabase } from '../helpers/pg.js';
 import { baton, until } from '../helpers/spawn.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import pg from 'pg';
+import { createRemoteAgent } from '../../src/index.js';
 
 const db = testDatabase('baton_test_blip');
+/** Phases of the chain whose commits are in flight nearly all the time. */
+const INSTANT = 200;
 let proxy: TcpProxy;
 let dir: string;
 
@@ -27,6 +31,10 @@ beforeAll(async () => {
     join(dir, 'workflow.yaml'),
     `openintent: "1.0"\ninfo: {name: blip}\nworkflow:\n${phases.map((p, i) => `  ${p}: {assign: slow, outputs: {n: number}${i > 0 ? `, depends_on: [${phases[i - 1]}]` : ''}}\n`).join('')}`,
   );
+  let chain = 'openintent: "1.0"\ninfo: {name: instant}\nworkflow:\n';
+  for (let i = 0; i < INSTANT; i++) chain += `  p${i}: {assign: quick, outputs: {n: number}${i > 0 ? `, depends_on: [p${i - 1}]` : ''}}\n`;
+  writeFileSync(join(dir, 'instant.yaml'), chain);
+  writeFileSync(join(dir, 'instant.mjs'), `import { appendFileSync } from 'node:fs';\nexport default { quick: (ctx) => { appendFileSync(process.env.CALLS, ctx.runId + ' ' + ctx.phase + ' ' + ctx.attempt + '\\n'); return { n: 1 }; } };\n`);
   // each call is logged (a phase run twice would show twice), then takes 150 ms
   writeFileSync(join(dir, 'agents.mjs'), `import { appendFileSync } from 'node:fs';\nexport default { slow: async (ctx) => { appendFileSync(process.env.CALLS, ctx.runId + ' ' + ctx.phase + ' ' + ctx.attempt + '\\n'); await new Promise((r) => setTimeout(r, 150)); return { n: 1 }; } };\n`);
 }, 60_000);
@@ -46,6 +54,19 @@ function storeUrl(): string {
   u.port = String(proxy.port);
   u.hostname = '127.0.0.1';
   return u.href;
+}
+
+/**
+ * The network holds every byte for 50 ms, then every connection is cut for `ms`: a commit that reached
+ * the database meanwhile commits there and its answer is lost (whether one was on its way is timing;
+ * the scenarios of test/engine/scenarios/in-doubt.ts make it certain on every store).
+ */
+async function heldThenCut(ms: number): Promise<void> {
+  proxy.pause();
+  await new Promise((r) => setTimeout(r, 50));
+  const cut = proxy.cut(ms);
+  proxy.resume();
+  await cut;
 }
 
 function callsOf(runId: string, file: string): string[] {
@@ -84,6 +105,26 @@ describe('baton run rides out a database blip', () => {
     expect(callsOf(id, calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
   }, 60_000);
 
+  test('cut while commits are in flight (a chain of instant phases): a commit that landed without its answer is found, every phase once', async () => {
+    // the cut lands as a commit goes through, nearly always: its claim landed, its answer was lost. The
+    // engine took that claim for failed and left the task running under its own live lease: the run hung
+    const calls = join(dir, 'calls-flight');
+    writeFileSync(calls, '');
+    const id = fresh('blip-flight');
+    const child = baton(['run', 'instant.yaml', '--agents', 'instant.mjs', '--store', storeUrl(), '--run-id', id, '--json'], { cwd: dir, env: { CALLS: calls } });
+    // three cuts, each held first: what reached the database commits there, and its answer is lost
+    for (const at of [40, 80, 120]) {
+      await until(() => callsOf(id, calls).length >= at, 30_000);
+      await heldThenCut(800);
+    }
+    const r = await child.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { status: string }).status).toBe('completed');
+    const ran = callsOf(id, calls).map((l) => l.split(' ')[0]!);
+    expect(ran).toHaveLength(INSTANT);
+    expect(new Set(ran).size).toBe(INSTANT);
+  }, 60_000);
+
   test('a port where nothing listens is waited for only briefly (a mistyped port), then exit 2', async () => {
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
@@ -107,4 +148,61 @@ describe('baton run rides out a database blip', () => {
     expect(r.stderr).not.toContain('retrying');
     expect(r.stderr).toMatch(/does not exist/);
   }, 60_000);
+});
+
+describe('baton serve rides out a database blip with remote agents', () => {
+  test('cut while remote completions commit: the run completes, every phase ran once and completed once, nothing stale', async () => {
+    const OPS = 'ops-key-0123456789abcdef0123';
+    const AGENT = 'agent-key-0123456789abcdef01';
+    const server = baton(['serve', '--store', storeUrl(), '--port', '0'], { cwd: dir, env: { BATON_API_KEYS: `ops:operator:${OPS},q:agent:q:${AGENT}` } });
+    let log = '';
+    server.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+    const ran = new Map<string, number>();
+    let agent: { stop: (graceMs?: number) => Promise<void> } | undefined;
+    try {
+      await until(() => /listening on http:\/\/\S+/.test(log), 30_000);
+      const url = /listening on (http:\/\/\S+)/.exec(log)![1]!;
+      const n = 120;
+      let y = 'openintent: "1.0"\ninfo: {name: remote-blip}\nagents:\n  q: {x-remote: true}\nworkflow:\n';
+      for (let i = 0; i < n; i++) y += `  p${i}: {assign: q, outputs: {i: number}${i > 0 ? `, depends_on: [p${i - 1}]` : ''}}\n`;
+      agent = createRemoteAgent({
+        url,
+        key: AGENT,
+        agent: 'q',
+        concurrency: 2,
+        handler: (ctx) => {
+          ran.set(ctx.phase, (ran.get(ctx.phase) ?? 0) + 1);
+          return { i: Number(ctx.phase.slice(1)) };
+        },
+      });
+      const res = await fetch(`${url}/runs`, { method: 'POST', headers: { authorization: `Bearer ${OPS}`, 'content-type': 'application/json' }, body: JSON.stringify({ workflow: y }) });
+      expect(res.status).toBe(201);
+      const { run_id } = (await res.json()) as { run_id: string };
+      for (const at of [25, 50, 75]) {
+        await until(() => ran.size >= at, 30_000);
+        await heldThenCut(800);
+      }
+      let status = '';
+      await until(async () => {
+        const r = await fetch(`${url}/runs/${run_id}`, { headers: { authorization: `Bearer ${OPS}` } });
+        status = ((await r.json()) as { status: string }).status;
+        return status !== 'running' && status !== 'waiting';
+      }, 45_000);
+      expect(status, log).toBe('completed');
+      expect(ran.size).toBe(n);
+      expect([...ran].filter(([, c]) => c !== 1)).toEqual([]);
+      const c = new pg.Client({ connectionString: db.url });
+      await c.connect();
+      try {
+        const q = await c.query<{ type: string; n: number }>(`SELECT type, count(*)::int AS n FROM baton.events WHERE run_id = $1 AND type IN ('task.completed', 'task.stale_outcome') GROUP BY type`, [run_id]);
+        expect(Object.fromEntries(q.rows.map((r) => [r.type, r.n]))).toEqual({ 'task.completed': n });
+      } finally {
+        await c.end();
+      }
+    } finally {
+      await agent?.stop(500);
+      server.kill('SIGTERM');
+      await server.done;
+    }
+  }, 90_000);
 });
