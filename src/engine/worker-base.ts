@@ -126,10 +126,11 @@ export interface RunCtx {
   toldSeq: number;
   /**
    * A commit whose answer never came (the connection dropped while the store committed): the events
-   * it made and the facts it carried, which wait in `facts` again. The rebuild from the store finds out
-   * whether it landed; if it did, those facts are not decided a second time.
+   * it made, the facts it carried, which wait in `facts` again, and what was decided for each. The
+   * rebuild from the store finds out whether it landed; if it did, those facts are not decided a second
+   * time, and the waiters among them get what was decided.
    */
-  doubt?: { events: readonly RunEvent[]; facts: readonly Fact[] } | undefined;
+  doubt?: { events: readonly RunEvent[]; facts: readonly Fact[]; decided: ReadonlyMap<Fact, FactResult> } | undefined;
   /** What the loop's looks need from the ready set, kept while the state stays at one seq (readyFacts). */
   scan?: ReadyScan | undefined;
 }

@@ -134,7 +134,7 @@ export abstract class WorkerCommits extends WorkerBase {
       // memory and goes again after a backoff (100 ms doubling to 5 s, with jitter); the in-memory state
       // may hold decisions that were not committed, so it is rebuilt from the store first. The commit
       // may have landed all the same (the answer lost on the way back): the rebuild says (doubtOf)
-      ctx.doubt = doubtOf(made, this.requeue(ctx, facts, waiters));
+      ctx.doubt = doubtOf(made, this.requeue(ctx, facts, waiters), facts, results);
       ctx.failedCommits++;
       ctx.retryAt = this.mono() + backoff(ctx.failedCommits, 100, 5000);
       ctx.stale = true;
@@ -206,7 +206,7 @@ export abstract class WorkerCommits extends WorkerBase {
       }
       // the store failed: as in flush, what was observed waits in memory and goes again after a backoff, on a rebuilt state
       for (const b of batch) {
-        b.ctx.doubt = doubtOf(b.made, this.requeue(b.ctx, b.facts, b.waiters));
+        b.ctx.doubt = doubtOf(b.made, this.requeue(b.ctx, b.facts, b.waiters), b.facts, b.results);
         for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
         b.ctx.failedCommits++;
         b.ctx.retryAt = this.mono() + backoff(b.ctx.failedCommits, 100, 5000);
@@ -286,25 +286,36 @@ export abstract class WorkerCommits extends WorkerBase {
   /**
    * A commit failed (the store was unreachable, a conflict): the facts this worker observed itself
    * (outcomes, costs, logs, lost leases) are still true and go in the next commit; dropping an
-   * outcome would leave its task running under this worker's lease forever. Commands from callers
-   * (gate decisions, answers, cancel, input requests, resumes) are not retried: their callers get
-   * the error. Their waiters are taken out of `waiters` so that only those callers hear of it.
+   * outcome would leave its task running under this worker's lease forever. What a running attempt
+   * asks for (an input request, a checkpoint) goes again too, its agent still waiting for the answer:
+   * a store that is away for a moment is weather, not the agent's failure. Commands from callers
+   * (gate decisions, answers, cancel, resumes) are not retried: their callers get the error. Their
+   * waiters are taken out of `waiters` so that only those callers hear of it. Returns the facts that
+   * go again.
    */
   private requeue(ctx: RunCtx, facts: Fact[], waiters: ((r: FactResult | Error) => void)[], drop?: (f: Fact) => boolean): Fact[] {
     const again: Fact[] = [];
+    const theirs: ((r: FactResult | Error) => void)[] = [];
     const keep: ((r: FactResult | Error) => void)[] = [];
+    let asks = false;
     facts.forEach((f, i) => {
       const w = waiters[i];
       if (drop?.(f)) return;
-      if (f.kind === 'outcome' || f.kind === 'cost' || f.kind === 'log' || f.kind === 'record' || f.kind === 'sibling' || f.kind === 'lease_expired' || f.kind === 'warn' || f.kind === 'file') again.push(f);
-      else if (w) keep.push(w);
+      if (OBSERVED.has(f.kind)) {
+        again.push(f);
+        theirs.push(nobody);
+      } else if (f.kind === 'request_input' || f.kind === 'checkpoint') {
+        again.push(f);
+        theirs.push(w ?? nobody);
+        asks ||= w !== undefined;
+      } else if (w) keep.push(w);
     });
     waiters.length = 0;
     waiters.push(...keep);
     if (again.length === 0) return again;
-    // ahead of anything that arrived meanwhile, each with a waiter that does nothing (alignment by index)
+    // ahead of anything that arrived meanwhile (waiters line up with facts by index)
     ctx.facts.unshift(...again);
-    if (ctx.waiters.length > 0) ctx.waiters.unshift(...again.map(() => () => undefined));
+    if (ctx.waiters.length > 0 || asks) ctx.waiters.unshift(...theirs);
     return again;
   }
 
@@ -345,12 +356,17 @@ export abstract class WorkerCommits extends WorkerBase {
     if (doubt && landed(doubt, missed)) {
       // the commit landed and only its answer was lost: what it carried is recorded (its outcomes,
       // costs, logs); deciding them again would record them twice (a cost counted twice against a budget)
+      // the waiters of what an attempt asked for (an input request, a checkpoint) get what was decided
       const done = new Set(doubt.facts);
+      const answer: (() => void)[] = [];
       for (let i = ctx.facts.length - 1; i >= 0; i--) {
-        if (!done.has(ctx.facts[i]!)) continue;
+        const f = ctx.facts[i]!;
+        if (!done.has(f)) continue;
         ctx.facts.splice(i, 1);
-        if (i < ctx.waiters.length) ctx.waiters.splice(i, 1);
+        const w = i < ctx.waiters.length ? ctx.waiters.splice(i, 1)[0] : undefined;
+        if (w && w !== nobody) answer.unshift(() => w(doubt.decided.get(f) ?? { kind: 'done' }));
       }
+      for (const a of answer) a();
     }
     if (this.opts.onEvent) for (const e of missed) this.opts.onEvent(e, state);
     if (this.opts.telemetry) for (const e of missed) this.opts.telemetry.event(e, state, ctx.record);
@@ -429,9 +445,23 @@ function fences(facts: readonly Fact[], made: readonly RunEvent[], now: number):
   return out;
 }
 
-/** What a failed commit leaves to find out: whether it landed (the events it made), and the facts it carried. */
-function doubtOf(made: readonly RunEvent[], facts: readonly Fact[]): RunCtx['doubt'] {
-  return made.length === 0 ? undefined : { events: made, facts };
+/** Observed facts: true whatever happens to the commit that carried them (requeue). */
+const OBSERVED = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'sibling', 'lease_expired', 'warn', 'file']);
+
+const nobody = (): void => undefined;
+
+/**
+ * What a failed commit leaves to find out: whether it landed (the events it made), the facts it
+ * carried that wait again, and what was decided for each (their waiters' answer if it landed).
+ */
+function doubtOf(made: readonly RunEvent[], again: readonly Fact[], facts: readonly Fact[], results: readonly FactResult[]): RunCtx['doubt'] {
+  if (made.length === 0) return undefined;
+  const decided = new Map<Fact, FactResult>();
+  facts.forEach((f, i) => {
+    const r = results[i];
+    if (r !== undefined) decided.set(f, r);
+  });
+  return { events: made, facts: again, decided };
 }
 
 /**

@@ -190,8 +190,54 @@ export async function resumeAnswerLost(makeStore: StoreFactory): Promise<void> {
   await engine.close();
 }
 
+/**
+ * An agent's input request (and its checkpoint) commit without their answer: the agent's
+ * `requestInput` and `checkpoint` wait for the store rather than fail, get what was decided, and the
+ * attempt goes on once answered. Before, the agent's call failed with the store's error though the
+ * gate had opened, and a second attempt had to ask again.
+ */
+export async function inputRequestAnswerLost(makeStore: StoreFactory): Promise<void> {
+  const clock = new ManualClock(1_000);
+  const base = await makeStore();
+  const { store, lost } = answerLost(base, firstWith((e) => e.type === 'gate.opened' || e.type === 'task.checkpoint', 2));
+  const asked: number[] = [];
+  const told: RunEvent[] = [];
+  const engine = engineOn(
+    store,
+    clock,
+    {
+      asker: async (ctx) => {
+        asked.push(ctx.attempt);
+        await ctx.checkpoint({ step: 1 });
+        return { answer: await ctx.requestInput({ question: 'colour?' }) };
+      },
+      plain: () => ({}),
+    },
+    { onEvent: (e) => told.push(e) },
+  );
+  const id = await engine.create(ASK, { runId: 'ask-lost' });
+  const done = engine.drive(id, undefined);
+  // the worker retries after a backoff on the manual clock: the clock moves while the run waits for its answer
+  const answered = (async () => {
+    await untilStatus(base, id, 'waiting');
+    await engine.respond(id, 'input-ask-1', 'blue', 'dave');
+  })();
+  const [r] = await withClock(clock, Promise.all([done, answered]), 3000);
+  expect(lost()).toBe(2);
+  expect(r.status).toBe('completed');
+  expect(r.phases['ask']).toMatchObject({ status: 'completed', attempts: 1, output: { answer: 'blue' } });
+  expect(asked).toEqual([1]);
+  expect(eventsOf(r.events, 'gate.opened')).toHaveLength(1);
+  expect(eventsOf(r.events, 'task.checkpoint')).toHaveLength(1);
+  expect(eventsOf(r.events, 'task.stale_outcome')).toEqual([]);
+  expectToldOnce(told, r.events);
+  await expectReplays(store, r);
+  await engine.close();
+}
+
 export const IN_DOUBT_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promise<void>> = {
   claimAnswerLost,
   itemClaimAnswerLost,
   resumeAnswerLost,
+  inputRequestAnswerLost,
 };
