@@ -25,7 +25,7 @@ import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/por
 import { parseTraceparent, type RunInfo, type Telemetry } from '../engine/telemetry.js';
 import { toJson } from '../engine/attempt.js';
 import { commandRun, startRun, workflowRecord } from '../engine/start.js';
-import { CreateBatcher } from '../engine/create-batch.js';
+import { CreateBatcher, retryingCreates } from '../engine/create-batch.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
 import { planOf } from '../engine/plan.js';
 import { localFileStager, withFiles, type FileStager } from '../engine/files.js';
@@ -149,7 +149,7 @@ export interface RunInspection {
 export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   readonly store: RunStore;
   /** Runs started together are created in batches (one transaction for many). */
-  private readonly creates: CreateBatcher;
+  private readonly creates: Pick<RunStore, 'createRun'>;
   readonly clock: Clock;
   private readonly opts: EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
   /** Compiled workflows by hash: a long-lived server or worker meets ever new ones, so at most MODELS_KEPT. */
@@ -170,8 +170,9 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     // the workflow's types are checked at compile time; at run time every handler is an AgentHandler
     this.opts = opts as EngineOptions as EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
     this.store = opts.store;
-    this.creates = new CreateBatcher(opts.store);
     this.clock = opts.clock ?? systemClock;
+    // a creation rides out a store that is away for as long as the worker's commits do
+    this.creates = retryingCreates(new CreateBatcher(opts.store), opts.store, this.clock, Math.max(0, opts.storeRetryMs ?? 300_000));
   }
 
   /** The worker loop of this engine (made on first use). */

@@ -6,8 +6,10 @@
  * its own (a commit, and on SQLite FULL an fsync, per run), and a run started alone waits for nothing.
  * Each creation is answered on its own: a taken id refuses that run only.
  */
+import type { Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import type { NewRun, RunStore } from './ports.js';
+import { backoff } from './worker-support.js';
 
 /** Runs in one batch at most (the statement's arrays, one transaction). */
 const BATCH = 256;
@@ -74,4 +76,42 @@ export class CreateBatcher {
         });
     }
   }
+}
+
+/** Store failures that waiting may cure: the store away (a restart, a network cut) or busy. */
+function transient(e: unknown): boolean {
+  return e instanceof BatonError && (e.code === 'store-unreachable' || e.code === 'store-locked');
+}
+
+/**
+ * Creations that ride out a store that is away, as a worker's commits do: a creation that failed for a
+ * reason waiting may cure goes again after a backoff (100 ms doubling to 5 s, with jitter), for up to
+ * `retryMs`. A creation whose answer was lost may have landed all the same: when the next try finds
+ * the id taken, the run stored under it is read, and if it is the one this creation made (the same
+ * creation time and workflow) the creation succeeded. A start that finds its id taken by another run is
+ * still refused (`run-exists`).
+ */
+export function retryingCreates(creates: Pick<RunStore, 'createRun'>, store: Pick<RunStore, 'run'>, clock: Clock, retryMs: number): Pick<RunStore, 'createRun'> {
+  const mono = (): number => (clock.monotonic ? clock.monotonic() : clock.now());
+  return {
+    async createRun(init: NewRun): Promise<void> {
+      const started = mono();
+      let failures = 0;
+      for (;;) {
+        try {
+          await creates.createRun(init);
+          return;
+        } catch (e) {
+          if (failures > 0 && e instanceof BatonError && e.code === 'run-exists') {
+            const stored = await store.run(init.run.runId);
+            if (stored && stored.createdAt === init.run.createdAt && stored.workflowHash === init.run.workflowHash) return;
+            throw e;
+          }
+          if (!transient(e) || mono() - started >= retryMs) throw e;
+          failures++;
+          await clock.sleep(backoff(failures, 100, 5000));
+        }
+      }
+    },
+  };
 }

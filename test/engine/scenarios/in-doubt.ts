@@ -8,24 +8,48 @@
  */
 import { expect } from 'vitest';
 import { ManualClock } from '../../../src/core/clock.js';
+import { BatonError } from '../../../src/core/errors.js';
 import type { AgentContext } from '../../../src/engine/agent.js';
 import type { RunEvent } from '../../../src/engine/events.js';
 import type { RunStore } from '../../../src/engine/ports.js';
 import { eventsOf, expectReplays, header, wf, withClock } from '../helpers.js';
 import { ASK, engineOn, overriding, untilStatus, type StoreFactory } from './common.js';
 
-/** A dropped connection's error, as pg gives it. */
+/** A dropped connection's error, as the PostgreSQL store gives it. */
 function dropped(): Error {
-  return Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+  return new BatonError('store-unreachable', 'cannot reach the PostgreSQL store: Connection terminated unexpectedly', { cause: Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' }) });
 }
 
 /**
  * The store whose commits land but whose answer is lost (the call rejects) when `lose` says so of the
  * events committed; `lost()` counts them.
  */
-export function answerLost(store: RunStore, lose: (events: readonly RunEvent[]) => boolean): { store: RunStore; lost: () => number } {
+export function answerLost(store: RunStore, lose: (events: readonly RunEvent[]) => boolean, loseCreations = 0): { store: RunStore; lost: () => number } {
   let lost = 0;
+  let creations = loseCreations;
   const wrapped = overriding(store, {
+    // a creation (or a batch of them) lands, then its answer is lost
+    createRun: async (init) => {
+      await store.createRun(init);
+      if (creations > 0) {
+        creations--;
+        lost++;
+        throw dropped();
+      }
+    },
+    ...(store.createRuns
+      ? {
+          createRuns: async (inits: Parameters<NonNullable<RunStore['createRuns']>>[0]) => {
+            const out = await store.createRuns!(inits);
+            if (creations > 0) {
+              creations--;
+              lost++;
+              throw dropped();
+            }
+            return out;
+          },
+        }
+      : {}),
     transact: async (runId, knownSeq, decide, opts) => {
       let made: readonly RunEvent[] = [];
       const r = await store.transact(
@@ -235,9 +259,28 @@ export async function inputRequestAnswerLost(makeStore: StoreFactory): Promise<v
   await engine.close();
 }
 
+/**
+ * A run's creation lands without its answer: the start tries again, finds the id taken by the run it
+ * made itself, and goes on with it (a start used to fail, and a second one to be refused as a taken
+ * id). A start with an id another run took is still refused.
+ */
+export async function creationAnswerLost(makeStore: StoreFactory): Promise<void> {
+  const clock = new ManualClock(1_000);
+  const { store, lost } = answerLost(await makeStore(), () => false, 1);
+  const engine = engineOn(store, clock, { x: (ctx) => ({ n: Number(ctx.input['n'] ?? 0) + 1 }) });
+  const id = await withClock(clock, engine.create(CHAIN, { runId: 'made-once' }), 500);
+  expect(lost()).toBe(1);
+  const r = await withClock(clock, engine.drive(id, undefined), 2000);
+  expect(r.status).toBe('completed');
+  expect(eventsOf(r.events, 'run.started')).toHaveLength(1);
+  await expect(engine.create(CHAIN, { runId: 'made-once' })).rejects.toMatchObject({ code: 'run-exists' });
+  await engine.close();
+}
+
 export const IN_DOUBT_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promise<void>> = {
   claimAnswerLost,
   itemClaimAnswerLost,
   resumeAnswerLost,
   inputRequestAnswerLost,
+  creationAnswerLost,
 };
