@@ -334,8 +334,11 @@ export abstract class WorkerCommits extends WorkerBase {
     try {
       read = await this.track(this.readState(ctx.runId, ctx.events !== undefined));
       // what was committed since this worker last heard: told to the observers below, and where a
-      // commit whose answer was lost shows whether it landed
-      since = read.state.seq > ctx.toldSeq ? await this.track(this.store.events(ctx.runId, ctx.toldSeq)) : [];
+      // commit whose answer was lost shows whether it landed. The events read with the state hold it,
+      // unless the state came from a snapshot newer than that (another worker's): then it is read
+      const gap = read.snapshotSeq > ctx.toldSeq && read.state.seq > ctx.toldSeq;
+      const needed = ctx.doubt !== undefined || this.opts.onEvent !== undefined || this.opts.telemetry !== undefined;
+      since = gap && needed ? await this.track(this.store.events(ctx.runId, ctx.toldSeq)) : read.events.filter((e) => e.seq > ctx.toldSeq);
     } catch (e) {
       ctx.failedCommits++;
       ctx.retryAt = this.mono() + backoff(ctx.failedCommits, 100, 5000);
