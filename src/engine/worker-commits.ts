@@ -3,6 +3,7 @@
  * failed commit keeps (requeue) and how the state is rebuilt (reload), and local attempts brought
  * in line with the committed state (reconcile, resumed, end).
  */
+import { isDeepStrictEqual } from 'node:util';
 import { BatonError } from '../core/errors.js';
 import { cloneJson } from '../core/json.js';
 import { StopSignal, type Attempt } from './attempt.js';
@@ -476,7 +477,9 @@ function landed(doubt: NonNullable<RunCtx['doubt']>, events: readonly RunEvent[]
   const first = doubt.events[0]!.seq;
   const at = events.findIndex((x) => x.seq === first);
   if (at < 0 || events.length - at < doubt.events.length) return false;
-  return doubt.events.every((e, i) => JSON.stringify(events[at + i]) === JSON.stringify(e));
+  // as JSON, whatever order a store keeps the keys in
+  const plain = (x: unknown): unknown => JSON.parse(JSON.stringify(x)) as unknown;
+  return doubt.events.every((e, i) => isDeepStrictEqual(plain(events[at + i]), plain(e)));
 }
 
 /** Event types that nobody but the committer needs to hear of at once: a task of its own claimed or finished, its logs and costs. */
