@@ -9,6 +9,7 @@
 import { expect } from 'vitest';
 import { ManualClock } from '../../../src/core/clock.js';
 import { BatonError } from '../../../src/core/errors.js';
+import type { Json } from '../../../src/core/json.js';
 import type { AgentContext } from '../../../src/engine/agent.js';
 import type { RunEvent } from '../../../src/engine/events.js';
 import type { RunStore } from '../../../src/engine/ports.js';
@@ -175,14 +176,14 @@ export async function itemClaimAnswerLost(makeStore: StoreFactory): Promise<void
 }
 
 /**
- * The commit that resumes an answered attempt lands without its answer, and so does the run's last
- * commit: the answered attempt goes on (it was left waiting for ever, its task running under this
- * worker's lease), and the run ends once, its last outcome recorded once.
+ * The ASK workflow on a store whose first two commits holding a matching event lose their answer,
+ * the asker's question answered 'blue' as soon as the run waits. The clock moves while the run waits
+ * for its answer (the worker retries after a backoff on it).
  */
-export async function resumeAnswerLost(makeStore: StoreFactory): Promise<void> {
+async function answeredAsk(makeStore: StoreFactory, runId: string, lose: (e: RunEvent) => boolean, ask: (ctx: AgentContext) => Promise<Json>) {
   const clock = new ManualClock(1_000);
   const base = await makeStore();
-  const { store, lost } = answerLost(base, firstWith((e) => e.type === 'task.resumed' || e.type === 'run.completed', 2));
+  const { store, lost } = answerLost(base, firstWith(lose, 2));
   const asked: number[] = [];
   const told: RunEvent[] = [];
   const engine = engineOn(
@@ -191,57 +192,14 @@ export async function resumeAnswerLost(makeStore: StoreFactory): Promise<void> {
     {
       asker: async (ctx) => {
         asked.push(ctx.attempt);
-        return { answer: await ctx.requestInput({ question: 'colour?' }) };
+        return { answer: await ask(ctx) };
       },
       plain: () => ({}),
     },
     { onEvent: (e) => told.push(e) },
   );
-  const id = await engine.create(ASK, { runId: 'resume-lost' });
+  const id = await engine.create(ASK, { runId });
   const done = engine.drive(id, undefined);
-  await untilStatus(base, id, 'waiting');
-  await engine.respond(id, 'input-ask-1', 'blue', 'dave');
-  const r = await withClock(clock, done, 2000);
-  expect(lost()).toBe(2);
-  expect(r.status).toBe('completed');
-  expect(r.phases['ask']).toMatchObject({ status: 'completed', attempts: 1, output: { answer: 'blue' } });
-  expect(asked).toEqual([1]);
-  expect(eventsOf(r.events, 'task.resumed')).toHaveLength(1);
-  expect(eventsOf(r.events, 'task.completed').map((e) => e.phase).sort()).toEqual(['after', 'ask', 'side']);
-  expect(eventsOf(r.events, 'task.stale_outcome')).toEqual([]);
-  expectToldOnce(told, r.events);
-  await expectReplays(store, r);
-  await engine.close();
-}
-
-/**
- * An agent's input request (and its checkpoint) commit without their answer: the agent's
- * `requestInput` and `checkpoint` wait for the store rather than fail, get what was decided, and the
- * attempt goes on once answered. Before, the agent's call failed with the store's error though the
- * gate had opened, and a second attempt had to ask again.
- */
-export async function inputRequestAnswerLost(makeStore: StoreFactory): Promise<void> {
-  const clock = new ManualClock(1_000);
-  const base = await makeStore();
-  const { store, lost } = answerLost(base, firstWith((e) => e.type === 'gate.opened' || e.type === 'task.checkpoint', 2));
-  const asked: number[] = [];
-  const told: RunEvent[] = [];
-  const engine = engineOn(
-    store,
-    clock,
-    {
-      asker: async (ctx) => {
-        asked.push(ctx.attempt);
-        await ctx.checkpoint({ step: 1 });
-        return { answer: await ctx.requestInput({ question: 'colour?' }) };
-      },
-      plain: () => ({}),
-    },
-    { onEvent: (e) => told.push(e) },
-  );
-  const id = await engine.create(ASK, { runId: 'ask-lost' });
-  const done = engine.drive(id, undefined);
-  // the worker retries after a backoff on the manual clock: the clock moves while the run waits for its answer
   const answered = (async () => {
     await untilStatus(base, id, 'waiting');
     await engine.respond(id, 'input-ask-1', 'blue', 'dave');
@@ -251,12 +209,42 @@ export async function inputRequestAnswerLost(makeStore: StoreFactory): Promise<v
   expect(r.status).toBe('completed');
   expect(r.phases['ask']).toMatchObject({ status: 'completed', attempts: 1, output: { answer: 'blue' } });
   expect(asked).toEqual([1]);
-  expect(eventsOf(r.events, 'gate.opened')).toHaveLength(1);
-  expect(eventsOf(r.events, 'task.checkpoint')).toHaveLength(1);
+  expect(eventsOf(r.events, 'task.completed').map((e) => e.phase).sort()).toEqual(['after', 'ask', 'side']);
   expect(eventsOf(r.events, 'task.stale_outcome')).toEqual([]);
   expectToldOnce(told, r.events);
   await expectReplays(store, r);
   await engine.close();
+  return r;
+}
+
+/**
+ * The commit that resumes an answered attempt lands without its answer, and so does the run's last
+ * commit: the answered attempt goes on (it was left waiting for ever, its task running under this
+ * worker's lease), and the run ends once, its last outcome recorded once.
+ */
+export async function resumeAnswerLost(makeStore: StoreFactory): Promise<void> {
+  const r = await answeredAsk(makeStore, 'resume-lost', (e) => e.type === 'task.resumed' || e.type === 'run.completed', (ctx) => ctx.requestInput({ question: 'colour?' }));
+  expect(eventsOf(r.events, 'task.resumed')).toHaveLength(1);
+}
+
+/**
+ * An agent's input request (and its checkpoint) commit without their answer: the agent's
+ * `requestInput` and `checkpoint` wait for the store rather than fail, get what was decided, and the
+ * attempt goes on once answered. Before, the agent's call failed with the store's error though the
+ * gate had opened, and a second attempt had to ask again.
+ */
+export async function inputRequestAnswerLost(makeStore: StoreFactory): Promise<void> {
+  const r = await answeredAsk(
+    makeStore,
+    'ask-lost',
+    (e) => e.type === 'gate.opened' || e.type === 'task.checkpoint',
+    async (ctx) => {
+      await ctx.checkpoint({ step: 1 });
+      return ctx.requestInput({ question: 'colour?' });
+    },
+  );
+  expect(eventsOf(r.events, 'gate.opened')).toHaveLength(1);
+  expect(eventsOf(r.events, 'task.checkpoint')).toHaveLength(1);
 }
 
 /**
