@@ -290,10 +290,12 @@ describe('postgres store', () => {
     await s.close();
   });
 
-  it('reports a store closed under a caller as a store fault, not a crash', async () => {
+  it('reports a store closed under a caller as a store fault, not a crash, nor a network to wait out', async () => {
     const s: RunStore = await openPostgresStore(URL_, { schema: 'closed' });
     await s.close();
-    expect((await codeOf(s.run('x'))).code).toMatch(/^store/);
+    // store-unreachable would be retried for minutes (a creation, a worker's commit): a closed store is said at once
+    expect((await codeOf(s.run('x'))).code).toBe('store');
+    expect((await codeOf(s.transact('x', 0, () => ({ commit: null, value: null })))).code).toBe('store');
     await s.close();
   });
 });

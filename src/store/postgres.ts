@@ -171,8 +171,14 @@ export class PostgresStore implements RunStore {
     try {
       return (await this.pool.query<R>({ name: `baton_${name}`, text: this.sql[name], values })).rows;
     } catch (err) {
-      throw pgFault(err, this.location);
+      throw this.fault(err);
     }
+  }
+
+  /** pg's error as a Baton fault; after close() a use of the store is a mistake to say, not a network to wait out. */
+  private fault(err: unknown): unknown {
+    if (this.closed && !(err instanceof BatonError)) return new BatonError('store', `the PostgreSQL store ${this.location} is closed`, { cause: err });
+    return pgFault(err, this.location);
   }
 
   async createRun(init: NewRun): Promise<void> {
@@ -280,12 +286,12 @@ export class PostgresStore implements RunStore {
     try {
       client = await this.pool.connect();
     } catch (err) {
-      throw pgFault(err, this.location);
+      throw this.fault(err);
     }
     let broken: Error | undefined;
     /** A fault; a connection that failed at the connection level is discarded, not pooled. */
     const fault = (err: unknown): unknown => {
-      const f = pgFault(err, this.location);
+      const f = this.fault(err);
       if (f instanceof BatonError && f.code === 'store-unreachable') broken = f;
       return f;
     };
