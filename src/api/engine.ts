@@ -172,7 +172,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
     // a creation rides out a store that is away for as long as the worker's commits do
-    this.creates = retryingCreates(new CreateBatcher(opts.store), opts.store, this.clock, Math.max(0, opts.storeRetryMs ?? 300_000));
+    this.creates = retryingCreates(new CreateBatcher(opts.store), opts.store, this.clock, Math.max(0, opts.storeRetryMs ?? 300_000), opts.onStoreTrouble);
   }
 
   /** The worker loop of this engine (made on first use). */

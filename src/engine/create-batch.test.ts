@@ -4,8 +4,10 @@
  * hangs none of them and leaves the batcher working; a sound store creates every run.
  */
 import { describe, expect, test } from 'vitest';
+import { ManualClock } from '../core/clock.js';
+import { BatonError } from '../core/errors.js';
 import { MemoryStore } from '../store/memory.js';
-import { CreateBatcher } from './create-batch.js';
+import { CreateBatcher, retryingCreates } from './create-batch.js';
 import type { NewRun, RunStore } from './ports.js';
 
 function init(runId: string): NewRun {
@@ -58,5 +60,72 @@ describe('CreateBatcher', () => {
     // in flight went back to zero: a later creation goes at once
     await expect(b.createRun(init('later'))).resolves.toBeUndefined();
     expect(await store.run('later')).toBeDefined();
+  });
+});
+
+/** Resolves `p` while moving the manual clock to each sleeper in turn (the retries' backoffs). */
+async function ticking<T>(clock: ManualClock, p: Promise<T>): Promise<T> {
+  let done = false;
+  p.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let i = 0; i < 1000 && !done; i++) if (!(await clock.tick())) await new Promise<void>((r) => setImmediate(r));
+  return p;
+}
+
+describe('retryingCreates', () => {
+  const away = (): BatonError => new BatonError('store-unreachable', 'cannot reach the store: Connection terminated unexpectedly');
+
+  /** A memory store whose creations fail `fails` times, each after landing when `lands`, then go through. */
+  function flaky(fails: number, lands: boolean): { store: MemoryStore; creates: Pick<RunStore, 'createRun'>; calls: () => number } {
+    const store = new MemoryStore();
+    let calls = 0;
+    return {
+      store,
+      calls: () => calls,
+      creates: {
+        async createRun(x) {
+          calls++;
+          if (calls > fails) return store.createRun(x);
+          if (lands) await store.createRun(x).catch(() => undefined);
+          throw away();
+        },
+      },
+    };
+  }
+
+  test('a store away for a moment: the creation waits it out, with one line down and one up for all that waited', async () => {
+    const clock = new ManualClock(0);
+    const { store, creates, calls } = flaky(3, false);
+    const heard: string[] = [];
+    const c = retryingCreates(creates, store, clock, 60_000, (t) => heard.push(t.state));
+    const done = Promise.all([c.createRun(init('a')), c.createRun(init('b'))]);
+    await ticking(clock, done);
+    expect(calls()).toBe(5);
+    expect(await store.run('a')).toBeDefined();
+    expect(await store.run('b')).toBeDefined();
+    expect(heard).toEqual(['down', 'up']);
+  });
+
+  test('a creation that landed without its answer is its own run on the next try; another run under the id is still refused', async () => {
+    const clock = new ManualClock(0);
+    const { store, creates } = flaky(1, true);
+    const c = retryingCreates(creates, store, clock, 60_000);
+    await ticking(clock, c.createRun(init('mine')));
+    expect((await store.run('mine'))?.createdAt).toBe(1_000);
+    const other = init('mine');
+    other.run.createdAt = 2_000;
+    await expect(c.createRun(other)).rejects.toMatchObject({ code: 'run-exists' });
+  });
+
+  test('not a store that is away (a taken id, a bad commit), or past retryMs: the error at once', async () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore();
+    await store.createRun(init('taken'));
+    await expect(retryingCreates(store, store, clock, 60_000).createRun(init('taken'))).rejects.toMatchObject({ code: 'run-exists' });
+    const { creates } = flaky(100, false);
+    await expect(ticking(clock, retryingCreates(creates, store, clock, 1_000).createRun(init('x')))).rejects.toMatchObject({ code: 'store-unreachable' });
+    expect(clock.now()).toBeLessThan(10_000);
   });
 });

@@ -9,6 +9,7 @@
 import type { Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import type { NewRun, RunStore } from './ports.js';
+import type { StoreTrouble } from './worker-base.js';
 import { backoff } from './worker-support.js';
 
 /** Runs in one batch at most (the statement's arrays, one transaction). */
@@ -89,28 +90,51 @@ function transient(e: unknown): boolean {
  * `retryMs`. A creation whose answer was lost may have landed all the same: when the next try finds
  * the id taken, the run stored under it is read, and if it is the one this creation made (the same
  * creation time and workflow) the creation succeeded. A start that finds its id taken by another run is
- * still refused (`run-exists`).
+ * still refused (`run-exists`). `onTrouble` hears once when creations start failing and once when they
+ * go through again, however many wait meanwhile.
  */
-export function retryingCreates(creates: Pick<RunStore, 'createRun'>, store: Pick<RunStore, 'run'>, clock: Clock, retryMs: number): Pick<RunStore, 'createRun'> {
+export function retryingCreates(
+  creates: Pick<RunStore, 'createRun'>,
+  store: Pick<RunStore, 'run'>,
+  clock: Clock,
+  retryMs: number,
+  onTrouble?: (t: StoreTrouble) => void,
+): Pick<RunStore, 'createRun'> {
   const mono = (): number => (clock.monotonic ? clock.monotonic() : clock.now());
+  // creations waiting out a failure now, and since when the first of them did
+  let waiting = 0;
+  let since = 0;
+  const done = (ok: boolean): void => {
+    if (--waiting === 0 && ok) onTrouble?.({ state: 'up', downMs: Math.round(mono() - since) });
+  };
   return {
     async createRun(init: NewRun): Promise<void> {
       const started = mono();
       let failures = 0;
-      for (;;) {
-        try {
-          await creates.createRun(init);
-          return;
-        } catch (e) {
-          if (failures > 0 && e instanceof BatonError && e.code === 'run-exists') {
-            const stored = await store.run(init.run.runId);
-            if (stored && stored.createdAt === init.run.createdAt && stored.workflowHash === init.run.workflowHash) return;
-            throw e;
+      let ok = false;
+      try {
+        for (;;) {
+          try {
+            await creates.createRun(init);
+            ok = true;
+            return;
+          } catch (e) {
+            if (failures > 0 && e instanceof BatonError && e.code === 'run-exists') {
+              const stored = await store.run(init.run.runId);
+              ok = stored !== undefined && stored.createdAt === init.run.createdAt && stored.workflowHash === init.run.workflowHash;
+              if (ok) return;
+              throw e;
+            }
+            if (!transient(e) || mono() - started >= retryMs) throw e;
+            if (failures++ === 0 && waiting++ === 0) {
+              since = mono();
+              onTrouble?.({ state: 'down', message: (e as Error).message });
+            }
+            await clock.sleep(backoff(failures, 100, 5000));
           }
-          if (!transient(e) || mono() - started >= retryMs) throw e;
-          failures++;
-          await clock.sleep(backoff(failures, 100, 5000));
         }
+      } finally {
+        if (failures > 0) done(ok);
       }
     },
   };
