@@ -273,8 +273,19 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
       if (now < chaosEnd && now >= nextCut) {
         cuts++;
         nextCut = now + config.cutMs + config.cutEveryMs * (0.5 + random());
-        say(`cut every connection for ${config.cutMs} ms`);
-        void proxy.cut(config.cutMs);
+        // every other cut (the first too) holds the bytes for 50 ms first: a commit that reached the database meanwhile
+        // lands there and its answer is lost with the cut (the worker must find out whether it landed)
+        if (cuts % 2 === 1) {
+          say(`hold every byte for 50 ms, then cut every connection for ${config.cutMs} ms`);
+          proxy.pause();
+          setTimeout(() => {
+            void proxy.cut(config.cutMs);
+            proxy.resume();
+          }, 50);
+        } else {
+          say(`cut every connection for ${config.cutMs} ms`);
+          void proxy.cut(config.cutMs);
+        }
       }
       if (now - lastPoll >= 250) {
         lastPoll = now;
