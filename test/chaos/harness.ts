@@ -277,10 +277,11 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
         // lands there and its answer is lost with the cut (the worker must find out whether it landed)
         if (cuts % 2 === 1) {
           say(`hold every byte for 50 ms, then cut every connection for ${config.cutMs} ms`);
-          proxy.pause();
+          const held = proxy;
+          held.pause();
           setTimeout(() => {
-            void proxy.cut(config.cutMs);
-            proxy.resume();
+            void held.cut(config.cutMs);
+            held.resume();
           }, 50);
         } else {
           say(`cut every connection for ${config.cutMs} ms`);
