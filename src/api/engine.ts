@@ -30,6 +30,7 @@ import { attachGraph, replay, toResult, type RunResult, type RunState } from '..
 import { planOf } from '../engine/plan.js';
 import { localFileStager, withFiles, type FileStager } from '../engine/files.js';
 import { Worker, type FaultPlan, type StoreTrouble, type WorkerOptions } from '../engine/worker.js';
+import { DEFAULT_STORE_RETRY_MS } from '../engine/worker-base.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
 import type { A2aDecl, WorkflowModel } from '../workflow/model.js';
@@ -172,7 +173,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
     // a creation rides out a store that is away for as long as the worker's commits do
-    this.creates = retryingCreates(new CreateBatcher(opts.store), opts.store, this.clock, Math.max(0, opts.storeRetryMs ?? 300_000), opts.onStoreTrouble);
+    this.creates = retryingCreates(new CreateBatcher(opts.store), opts.store, this.clock, Math.max(0, opts.storeRetryMs ?? DEFAULT_STORE_RETRY_MS), opts.onStoreTrouble);
   }
 
   /** The worker loop of this engine (made on first use). */

@@ -84,6 +84,9 @@ export interface WorkerOptions {
   snapshotEvery?: number | undefined;
 }
 
+/** How long store failures are retried before a worker gives up (`storeRetryMs`): 5 minutes. */
+export const DEFAULT_STORE_RETRY_MS = 300_000;
+
 export type StoreTrouble = { state: 'down'; message: string } | { state: 'up'; downMs: number };
 
 export interface RunCtx {
@@ -197,7 +200,7 @@ export abstract class WorkerBase {
     this.pollMs = Math.max(10, opts.pollMs ?? 1000);
     this.id = opts.workerId ?? newWorkerId();
     this.isOwnerDead = opts.isOwnerDead ?? ownerIsDeadOnThisHost;
-    this.storeRetryMs = Math.max(0, opts.storeRetryMs ?? 300_000);
+    this.storeRetryMs = Math.max(0, opts.storeRetryMs ?? DEFAULT_STORE_RETRY_MS);
     this.abortGraceMs = Math.max(0, opts.abortGraceMs ?? 5_000);
     this.snapshotEvery = Math.max(0, opts.snapshotEvery ?? 1_000);
     this.unregister = this.clock.register?.(() => this.crashed !== undefined || this.closed || (this.io === 0 && (!this.looping || this.idling)));
