@@ -533,8 +533,8 @@ export abstract class WorkerBase {
   /**
    * Running tasks held under this worker's own lease that no attempt of this process runs: claims of a
    * commit whose answer was lost (the connection dropped as the store committed), so they were never
-   * started. Nothing else would ever take them (the lease is a live worker's, and renewed by nobody only
-   * once it expires; the engine never takes over its own). They are handed back, fenced by this
+   * started. Nothing else would ever take them: the lease is a live worker's, and a worker never takes
+   * over its own lease, even an expired one. They are handed back, fenced by this
    * worker's lease, and the next claim runs them: none of them ran, so nothing runs twice. Called
    * when the state comes from the store (a load, a rebuild), never between a commit and the start of
    * the attempts it claimed.
