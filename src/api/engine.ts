@@ -24,8 +24,8 @@ import type { RunEvent } from '../engine/events.js';
 import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/ports.js';
 import { parseTraceparent, type RunInfo, type Telemetry } from '../engine/telemetry.js';
 import { toJson } from '../engine/attempt.js';
-import { commandRun, startRun, workflowRecord } from '../engine/start.js';
-import { CreateBatcher, retryingCreates } from '../engine/create-batch.js';
+import { commandRun, decidedAs, startRun, workflowRecord } from '../engine/start.js';
+import { CreateBatcher, retryingCreates, StoreWaits } from '../engine/create-batch.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
 import { planOf } from '../engine/plan.js';
 import { localFileStager, withFiles, type FileStager } from '../engine/files.js';
@@ -151,6 +151,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   readonly store: RunStore;
   /** Runs started together are created in batches (one transaction for many). */
   private readonly creates: Pick<RunStore, 'createRun'>;
+  /** Creations and commands waiting out a store that is away (one trouble report for all). */
+  private readonly waits: StoreWaits;
   readonly clock: Clock;
   private readonly opts: EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
   /** Compiled workflows by hash: a long-lived server or worker meets ever new ones, so at most MODELS_KEPT. */
@@ -172,8 +174,9 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     this.opts = opts as EngineOptions as EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
-    // a creation rides out a store that is away for as long as the worker's commits do
-    this.creates = retryingCreates(new CreateBatcher(opts.store), opts.store, this.clock, Math.max(0, opts.storeRetryMs ?? DEFAULT_STORE_RETRY_MS), opts.onStoreTrouble);
+    // a creation or a command rides out a store that is away for as long as the worker's commits do
+    this.waits = new StoreWaits(this.clock, Math.max(0, opts.storeRetryMs ?? DEFAULT_STORE_RETRY_MS), opts.onStoreTrouble);
+    this.creates = retryingCreates(new CreateBatcher(opts.store), opts.store, this.waits);
   }
 
   /** The worker loop of this engine (made on first use). */
@@ -579,14 +582,22 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     if (r.kind === 'gate' && !r.ok) throw new BatonError(r.code, r.message);
   }
 
-  /** A fact for a run: through this engine's worker when it drives the run, else in its own transaction. */
-  private async command(runId: string, fact: Parameters<Worker['submit']>[1]): Promise<FactResult> {
+  /**
+   * A fact for a run: through this engine's worker when it drives the run (its commits wait out a store
+   * that is away), else in its own transaction, which rides out such a store for `storeRetryMs`. A try
+   * after one that failed may find its own decision landed (the answer was lost, not the commit): that
+   * is this command's success, where another decider's is still refused.
+   */
+  private command(runId: string, fact: Parameters<Worker['submit']>[1]): Promise<FactResult> {
     if (this.worker?.holds(runId)) return this.worker.submit(runId, fact);
-    const record = await this.store.run(runId);
-    if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
-    const model = await this.model(record);
-    const { results } = await commandRun(this.store, model, record, [fact], this.clock);
-    return results[0]!;
+    return this.waits.run(async (again) => {
+      const record = await this.store.run(runId);
+      if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
+      const model = await this.model(record);
+      const { results, state } = await commandRun(this.store, model, record, [fact], this.clock);
+      const r = results[0]!;
+      return again && r.kind === 'gate' && !r.ok && decidedAs(state, fact) ? { kind: 'gate', ok: true } : r;
+    });
   }
 
   /** A stored run: its row, workflow, state (a fold over its events), result and task rows. */

@@ -8,7 +8,7 @@ import { createEngine } from '../api/engine.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { RunStore } from '../engine/ports.js';
 import { ServerAnswerError, ServerClient } from '../server/client.js';
-import { UsageError, actor, exitFor, openCliStore } from './durable.js';
+import { START_BLIP_MS, UsageError, actor, exitFor, openCliStore, storeTroubleLine } from './durable.js';
 import { printFailure } from './fail.js';
 import { CANCEL_OPTIONS, DECIDE_OPTIONS, RESPOND_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
@@ -34,6 +34,17 @@ function serverFailure(e: unknown, cmd: string, server: string, io: CliIo): numb
 
 const seg = encodeURIComponent;
 
+/**
+ * The store and an engine for a command that decides (approve, deny, respond, cancel). Like run and
+ * resume, it rides out a database restart or a network cut for START_BLIP_MS, as it opens and as it
+ * commits, saying so on stderr: a decision made during a blip waits for it rather than being lost to
+ * an error. A decision whose answer the cut lost is recognised as made when the command tries again.
+ */
+async function decidingEngine(values: { store?: string | undefined; sync?: string | undefined }, io: CliIo): Promise<{ store: RunStore; engine: ReturnType<typeof createEngine> }> {
+  const store = await openCliStore(values, io, 'write', 'blip');
+  return { store, engine: createEngine({ store, storeRetryMs: START_BLIP_MS, onStoreTrouble: storeTroubleLine(io) }) };
+}
+
 /** A `--value` that is not JSON: a bare word that is one of the gate's string choices (`--value retry`) means that string. */
 function bareWordAnswer(word: string, notJson: string | undefined, gateId: string, choices: readonly Json[] | undefined): Json {
   if (choices && choices.length > 0 && !choices.includes(word))
@@ -57,8 +68,9 @@ export function decideCommand(decision: 'approve' | 'deny'): (args: string[], io
         io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: decided, by, ...(values.comment !== undefined ? { comment: values.comment } : {}), server: values.server }, null, 2) + '\n' : `gate ${gateId} of run ${runId} ${decided} by ${by} on ${values.server}\n`);
         return 0;
       }
-      store = await openCliStore(values, io);
-      const engine = createEngine({ store });
+      const opened = await decidingEngine(values, io);
+      store = opened.store;
+      const engine = opened.engine;
       const by = actor(values.as, io);
       if (decision === 'approve') await engine.approve(runId, gateId, by, values.comment);
       else await engine.deny(runId, gateId, by, values.comment);
@@ -100,8 +112,9 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
       io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: 'answered', value, by, server: values.server }, null, 2) + '\n' : `gate ${gateId} of run ${runId} answered by ${by} on ${values.server}\n`);
       return 0;
     }
-    store = await openCliStore(values, io);
-    const engine = createEngine({ store });
+    const opened = await decidingEngine(values, io);
+    store = opened.store;
+    const engine = opened.engine;
     if (value === undefined) value = bareWordAnswer(values.value, notJson, gateId, (await engine.inspect(runId)).result.gates.find((g) => g.id === gateId)?.choices);
     const by = actor(values.as, io);
     await engine.respond(runId, gateId, value, by);
@@ -127,8 +140,9 @@ export async function cancelCommand(args: string[], io: CliIo): Promise<number> 
       io.stdout(values.json ? JSON.stringify({ runId, status: 'cancelled', ...(reason !== undefined ? { reason } : {}), server: values.server }, null, 2) + '\n' : `run ${runId} cancelled on ${values.server}\n`);
       return 0;
     }
-    store = await openCliStore(values, io);
-    const engine = createEngine({ store });
+    const opened = await decidingEngine(values, io);
+    store = opened.store;
+    const engine = opened.engine;
     const before = await store.run(runId);
     if (before && before.status !== 'running' && before.status !== 'waiting') {
       printFailure(io, 'cancel', 'run-ended', `run ${runId} already ${before.status}`, { runId, status: before.status });

@@ -7,7 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { ManualClock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import { MemoryStore } from '../store/memory.js';
-import { CreateBatcher, retryingCreates } from './create-batch.js';
+import { CreateBatcher, retryingCreates, StoreWaits } from './create-batch.js';
 import type { NewRun, RunStore } from './ports.js';
 
 function init(runId: string): NewRun {
@@ -99,7 +99,7 @@ describe('retryingCreates', () => {
     const clock = new ManualClock(0);
     const { store, creates, calls } = flaky(3, false);
     const heard: string[] = [];
-    const c = retryingCreates(creates, store, clock, 60_000, (t) => heard.push(t.state));
+    const c = retryingCreates(creates, store, new StoreWaits(clock, 60_000, (t) => heard.push(t.state)));
     const done = Promise.all([c.createRun(init('a')), c.createRun(init('b'))]);
     await ticking(clock, done);
     expect(calls()).toBe(5);
@@ -111,7 +111,7 @@ describe('retryingCreates', () => {
   test('a creation that landed without its answer is its own run on the next try; another run under the id is still refused', async () => {
     const clock = new ManualClock(0);
     const { store, creates } = flaky(1, true);
-    const c = retryingCreates(creates, store, clock, 60_000);
+    const c = retryingCreates(creates, store, new StoreWaits(clock, 60_000));
     await ticking(clock, c.createRun(init('mine')));
     expect((await store.run('mine'))?.createdAt).toBe(1_000);
     const other = init('mine');
@@ -123,9 +123,9 @@ describe('retryingCreates', () => {
     const clock = new ManualClock(0);
     const store = new MemoryStore();
     await store.createRun(init('taken'));
-    await expect(retryingCreates(store, store, clock, 60_000).createRun(init('taken'))).rejects.toMatchObject({ code: 'run-exists' });
+    await expect(retryingCreates(store, store, new StoreWaits(clock, 60_000)).createRun(init('taken'))).rejects.toMatchObject({ code: 'run-exists' });
     const { creates } = flaky(100, false);
-    await expect(ticking(clock, retryingCreates(creates, store, clock, 1_000).createRun(init('x')))).rejects.toMatchObject({ code: 'store-unreachable' });
+    await expect(ticking(clock, retryingCreates(creates, store, new StoreWaits(clock, 1_000)).createRun(init('x')))).rejects.toMatchObject({ code: 'store-unreachable' });
     expect(clock.now()).toBeLessThan(10_000);
   });
 });

@@ -85,57 +85,70 @@ function transient(e: unknown): boolean {
 }
 
 /**
- * Creations that ride out a store that is away, as a worker's commits do: a creation that failed for a
+ * Store calls that ride out a store that is away, as a worker's commits do: a call that failed for a
  * reason waiting may cure goes again after a backoff (100 ms doubling to 5 s, with jitter), for up to
- * `retryMs`. A creation whose answer was lost may have landed all the same: when the next try finds
- * the id taken, the run stored under it is read, and if it is the one this creation made (the same
- * creation time and workflow) the creation succeeded. A start that finds its id taken by another run is
- * still refused (`run-exists`). `onTrouble` hears once when creations start failing and once when they
- * go through again, however many wait meanwhile.
+ * `retryMs`. Each try is told whether an earlier one failed: a call whose answer was lost may have
+ * landed all the same, and the try after it must recognise its own work. `onTrouble` hears once when
+ * calls start failing and once when they go through again, however many wait meanwhile (one
+ * `StoreWaits` per engine).
  */
-export function retryingCreates(
-  creates: Pick<RunStore, 'createRun'>,
-  store: Pick<RunStore, 'run'>,
-  clock: Clock,
-  retryMs: number,
-  onTrouble?: (t: StoreTrouble) => void,
-): Pick<RunStore, 'createRun'> {
-  const mono = (): number => (clock.monotonic ? clock.monotonic() : clock.now());
-  // creations waiting out a failure now, and since when the first of them did
-  let waiting = 0;
-  let since = 0;
-  const done = (ok: boolean): void => {
-    if (--waiting === 0 && ok) onTrouble?.({ state: 'up', downMs: Math.round(mono() - since) });
-  };
-  return {
-    async createRun(init: NewRun): Promise<void> {
-      const started = mono();
-      let failures = 0;
-      let ok = false;
-      try {
-        for (;;) {
-          try {
-            await creates.createRun(init);
-            ok = true;
-            return;
-          } catch (e) {
-            if (failures > 0 && e instanceof BatonError && e.code === 'run-exists') {
-              const stored = await store.run(init.run.runId);
-              ok = stored !== undefined && stored.createdAt === init.run.createdAt && stored.workflowHash === init.run.workflowHash;
-              if (ok) return;
-              throw e;
-            }
-            if (!transient(e) || mono() - started >= retryMs) throw e;
-            if (failures++ === 0 && waiting++ === 0) {
-              since = mono();
-              onTrouble?.({ state: 'down', message: (e as Error).message });
-            }
-            await clock.sleep(backoff(failures, 100, 5000));
+export class StoreWaits {
+  // calls waiting out a failure now, and since when the first of them did
+  private waiting = 0;
+  private since = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly retryMs: number,
+    private readonly onTrouble?: (t: StoreTrouble) => void,
+  ) {}
+
+  private mono(): number {
+    return this.clock.monotonic ? this.clock.monotonic() : this.clock.now();
+  }
+
+  async run<T>(attempt: (again: boolean) => Promise<T>): Promise<T> {
+    const started = this.mono();
+    let failures = 0;
+    let ok = false;
+    try {
+      for (;;) {
+        try {
+          const value = await attempt(failures > 0);
+          ok = true;
+          return value;
+        } catch (e) {
+          if (!transient(e) || this.mono() - started >= this.retryMs) throw e;
+          if (failures++ === 0 && this.waiting++ === 0) {
+            this.since = this.mono();
+            this.onTrouble?.({ state: 'down', message: (e as Error).message });
           }
+          await this.clock.sleep(backoff(failures, 100, 5000));
         }
-      } finally {
-        if (failures > 0) done(ok);
       }
-    },
+    } finally {
+      if (failures > 0 && --this.waiting === 0 && ok) this.onTrouble?.({ state: 'up', downMs: Math.round(this.mono() - this.since) });
+    }
+  }
+}
+
+/**
+ * Creations that ride out a store that is away (`StoreWaits`). A creation whose answer was lost may
+ * have landed all the same: when a later try finds the id taken, the run stored under it is read, and
+ * if it is the one this creation made (the same creation time and workflow) the creation succeeded. A
+ * start that finds its id taken by another run is still refused (`run-exists`).
+ */
+export function retryingCreates(creates: Pick<RunStore, 'createRun'>, store: Pick<RunStore, 'run'>, waits: StoreWaits): Pick<RunStore, 'createRun'> {
+  return {
+    createRun: (init: NewRun) =>
+      waits.run(async (again) => {
+        try {
+          await creates.createRun(init);
+        } catch (e) {
+          if (!again || !(e instanceof BatonError) || e.code !== 'run-exists') throw e;
+          const stored = await store.run(init.run.runId);
+          if (stored === undefined || stored.createdAt !== init.run.createdAt || stored.workflowHash !== init.run.workflowHash) throw e;
+        }
+      }),
   };
 }

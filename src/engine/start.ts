@@ -3,6 +3,7 @@
  * process that does not drive it: each is one transaction through the same decisions.
  */
 import { createHash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
@@ -80,6 +81,20 @@ export async function startRun(store: Pick<RunStore, 'createRun'>, model: Workfl
   // the record as the store now holds it (its row: the start commit's fields and seq)
   const stored: RunRecord = { ...run, ...commit.run, seq: state.seq };
   return { state, events: d.events, record: stored };
+}
+
+/**
+ * Whether the gate a decision or an answer names already stands as that fact would leave it: the
+ * same decision (and comment) or the same value, by the same decider. A command tried again after
+ * its answer was lost (a connection cut as it committed) so knows its own landed decision from
+ * another's, which is still refused.
+ */
+export function decidedAs(state: RunState, fact: Fact): boolean {
+  if (fact.kind !== 'decide_gate' && fact.kind !== 'respond') return false;
+  const g = state.gates.get(fact.gateId);
+  if (!g || g.decidedBy !== fact.by || g.auto) return false;
+  if (fact.kind === 'decide_gate') return g.status === fact.decision && g.comment === fact.comment;
+  return g.status === 'answered' && isDeepStrictEqual(g.value, fact.value);
 }
 
 /** Applies facts to a stored run in one transaction, from a fresh replay (no worker needed). */

@@ -130,6 +130,32 @@ describe('baton run rides out a database blip', () => {
     expect(new Set(ran).size).toBe(INSTANT);
   }, 60_000);
 
+  test('a decision made during a cut (baton approve) waits for the database, then the gate is decided once', async () => {
+    // it used to fail at once (exit 2), and a second try after a cut that lost only the answer was refused as already approved
+    writeFileSync(join(dir, 'gated.yaml'), chainOf('gated', 2, 'quick').replace('p0: {assign: quick,', 'p0: {assign: quick, x-require_approval: {approvers: [alice]},'));
+    const calls = join(dir, 'calls-gated');
+    writeFileSync(calls, '');
+    const id = fresh('blip-gate');
+    const started = await baton(['run', 'gated.yaml', '--agents', 'instant.mjs', '--store', storeUrl(), '--run-id', id, '--detach', '--json'], { cwd: dir, env: { CALLS: calls } }).done;
+    expect(started.code, started.stderr).toBe(0);
+    const cut = proxy.cut(2_000);
+    const r = await baton(['approve', id, 'approve-p0', '--store', storeUrl(), '--as', 'alice'], { cwd: dir }).done;
+    await cut;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`gate approve-p0 of run ${id} approved by alice`);
+    expect(r.stderr).toMatch(/^store unavailable, retrying for up to 30 s: cannot reach the PostgreSQL store/m);
+    const done = await baton(['resume', id, '--agents', 'instant.mjs', '--store', storeUrl(), '--json'], { cwd: dir, env: { CALLS: calls } }).done;
+    expect(done.code, done.stderr).toBe(0);
+    expect((JSON.parse(done.stdout) as { status: string }).status).toBe('completed');
+    const store = await openPostgresStore(db.url);
+    try {
+      expect((await store.events(id)).filter((e) => e.type === 'gate.decided')).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+    expect(callsOf(id, calls)).toEqual(['p0 1', 'p1 1']);
+  }, 60_000);
+
   test('a port where nothing listens is waited for only briefly (a mistyped port), then exit 2', async () => {
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));

@@ -265,10 +265,48 @@ export async function creationAnswerLost(makeStore: StoreFactory): Promise<void>
   await engine.close();
 }
 
+const GATED = wf(`${header()}workflow:
+  a: {assign: x, x-require_approval: {approvers: [alice, bob]}, outputs: {n: number}}
+  b: {assign: x, depends_on: [a], inputs: {n: a.n}, outputs: {n: number}}`);
+
+/**
+ * A one-off command (approve, cancel: another process's, as `baton approve` is) commits without its
+ * answer: the command tries again, finds its own decision made, and succeeds; the gate is decided once
+ * and the run goes on. It used to fail with the store's error though the gate had opened, and trying
+ * again was refused as "already approved". A repeat that follows no lost answer, and another decider,
+ * are still refused.
+ */
+export async function commandAnswerLost(makeStore: StoreFactory): Promise<void> {
+  const clock = new ManualClock(1_000);
+  const raw = await makeStore();
+  const driver = engineOn(raw, clock, { x: (ctx) => ({ n: Number(ctx.input['n'] ?? 0) + 1 }) });
+  const id = await driver.create(GATED, { runId: 'decided-once' });
+  const { store, lost } = answerLost(raw, (events) => events.some((e) => e.type === 'gate.decided' || e.type === 'run.cancelled'));
+  const commands = engineOn(store, clock, {});
+  await withClock(clock, commands.approve(id, 'approve-a', 'alice', 'fine'), 500);
+  expect(lost()).toBe(1);
+  await expect(commands.approve(id, 'approve-a', 'alice', 'fine')).rejects.toMatchObject({ code: 'gate-refused' });
+  await expect(commands.approve(id, 'approve-a', 'bob')).rejects.toMatchObject({ code: 'gate-refused' });
+  const r = await withClock(clock, driver.drive(id, undefined), 2000);
+  expect(r.status).toBe('completed');
+  expect(eventsOf(r.events, 'gate.decided')).toHaveLength(1);
+  expect(eventsOf(r.events, 'task.completed')).toHaveLength(2);
+  // a cancel whose answer is lost: cancelled once, and the command succeeds
+  const other = await driver.create(GATED, { runId: 'cancelled-once' });
+  await withClock(clock, commands.cancel(other, 'no longer needed'), 500);
+  expect(lost()).toBe(2);
+  const events = await raw.events(other);
+  expect(eventsOf(events, 'run.cancelled')).toHaveLength(1);
+  expect((await raw.run(other))?.status).toBe('cancelled');
+  await commands.close();
+  await driver.close();
+}
+
 export const IN_DOUBT_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promise<void>> = {
   claimAnswerLost,
   itemClaimAnswerLost,
   resumeAnswerLost,
   inputRequestAnswerLost,
   creationAnswerLost,
+  commandAnswerLost,
 };
