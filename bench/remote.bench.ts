@@ -6,7 +6,7 @@
  *    done by the in-process worker on a store of the same kind. The agents run in another process
  *    (bench/remote-agents-proc.ts), as remote agents do: `sdk` is createRemoteAgent, as users run it; `raw`
  *    is the bare protocol over keep-alive connections (a light load generator: the server's figure).
- *    Each figure is the fastest of three runs after a warm-up (on a shared machine the neighbours only
+ *    Each figure is the fastest of five runs after three warm-up runs (on a shared machine the neighbours only
  *    ever slow a run down); the 16-agent runs and the in-process ones take turns, so that the ratio
  *    compares runs made side by side. The agents' CPU per phase is their process's over every phase it ran.
  * 2. The load test at full size: 50 concurrent remote agents (createRemoteAgent) work through one
@@ -33,6 +33,15 @@ const SERVER = process.env['BATON_BENCH_PG'] ?? 'postgres://postgres@127.0.0.1:5
 const PROC = join(import.meta.dirname, 'remote-agents-proc.ts');
 /** BENCH_PARTS=trips,load: only those parts (default both); BENCH_LOAD_RUNS: runs of the load test (default 3). */
 const PARTS = new Set((process.env['BENCH_PARTS'] ?? 'trips,load').split(','));
+/**
+ * Runs before the measured ones, for every configuration alike: a server and its agents are long-lived,
+ * and the remote path reaches its steady rate only after several thousand phases (the agents' process
+ * is fresh, and it and the server's HTTP path are still being compiled: 2,067, 2,937, 3,450, then
+ * 3,300-3,900/s run after run, where the in-process worker is steady from its second run).
+ */
+const WARM_RUNS = Number(process.env['BENCH_WARM_RUNS'] ?? 3);
+/** Measured runs of each configuration (the fastest counts; the 16-agent ones alternate with the in-process ones). */
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 
 async function admin(sql: string): Promise<void> {
   const c = new pg.Client({ connectionString: `${SERVER}/postgres` });
@@ -132,7 +141,7 @@ async function remoteServer(store: RunStore, dir: string) {
 
 /**
  * Round trips with 1 and 16 remote agents on one store, beside the in-process worker on another store
- * of the same kind. The 16-agent runs and the in-process runs take turns (remote, in process, three
+ * of the same kind. The 16-agent runs and the in-process runs take turns (remote, in process, ROUNDS
  * times each): on a shared machine the speed drifts by more than the margin between runs minutes apart,
  * so the ratio compares runs made side by side.
  */
@@ -142,27 +151,28 @@ async function roundTrips(label: string, store: RunStore, localStore: RunStore, 
   const localServer = await startServer({ engine: local, port: 0, keys: parseKeysEnv(`ops:operator:${OPS}`), cwd: dir, log: () => undefined, graceMs: 1000 });
   try {
     const n16 = QUICK ? 400 : 2000;
-    await runFan(localServer.url, n16);
+    for (let i = 0; i < WARM_RUNS; i++) await runFan(localServer.url, n16);
     let localBest: { ms: number; cpu: number } = { ms: Infinity, cpu: 0 };
     for (const [kind, clients, n] of [['sdk', 1, QUICK ? 100 : 400], ['sdk', 16, n16], ['raw', 16, n16]] as const) {
       const agents = await agentsProcess(kind, server.url, clients);
       let report: AgentsReport;
       try {
-        // warm-up on the same workflow: its compilation (once per workflow and process) is not a round trip's
-        await runFan(server.url, n);
+        // warm-up on the same workflow: its compilation (once per workflow and process) is not a round trip's,
+        // nor is the JIT's first work in the agents' fresh process and the server's HTTP path
+        for (let i = 0; i < WARM_RUNS; i++) await runFan(server.url, n);
         let best: { ms: number; cpu: number };
         if (kind === 'sdk' && clients === 16) {
           // side by side with the in-process worker, turn about
           best = { ms: Infinity, cpu: 0 };
-          for (let i = 0; i < 3; i++) {
+          for (let i = 0; i < ROUNDS; i++) {
             const r = await bestOf(1, () => runFan(server.url, n));
             if (r.ms < best.ms) best = r;
             const l = await bestOf(1, () => runFan(localServer.url, n));
             if (l.ms < localBest.ms) localBest = l;
           }
-        } else best = await bestOf(3, () => runFan(server.url, n)); // a shared machine's neighbours only ever slow a run down
+        } else best = await bestOf(ROUNDS, () => runFan(server.url, n)); // a shared machine's neighbours only ever slow a run down
         report = await agents.stop();
-        // the agents' process ran every phase of the warm-up and the three runs: its CPU per phase is over all of them
+        // the agents' process ran every phase of the warm-up and the measured runs: its CPU per phase is over all of them
         row(label, `${clients} remote (${kind})`, n, best.ms, best.cpu, (report.cpuMs * n) / Math.max(1, report.completed));
         if (kind === 'sdk') rates.set(`${label} ${clients}`, (n / best.ms) * 1000);
         if (report.duplicates > 0 || report.errors.length > 0) console.log(`  ${label} ${clients} ${kind}: ${report.duplicates} duplicates, errors: ${report.errors.slice(0, 3).join('; ')}`);
