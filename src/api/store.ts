@@ -26,6 +26,12 @@ export interface OpenStoreOptions {
   access?: 'read' | 'write' | undefined;
   /** PostgreSQL: what waitForChange hears of, `work` (default: what workers need) or every commit (`commits`: live streams). */
   listen?: 'work' | 'commits' | undefined;
+  /**
+   * SQLite and PostgreSQL: decide in the store's clock (default true: the database's, or the clock of
+   * the machine that holds the SQLite file), so every process compares due times, leases and
+   * deadlines in one clock whatever its engine's clock says. Tests that drive time by hand turn it off.
+   */
+  databaseClock?: boolean | undefined;
 }
 
 export type StoreSpec = { kind: 'memory' } | { kind: 'postgres'; url: string } | { kind: 'sqlite'; file: string; location: string };
@@ -56,7 +62,7 @@ export async function openStore(spec: string | undefined, opts: OpenStoreOptions
     case 'postgres': {
       // loaded only when asked for: a SQLite user never pays for pg (an optional peer dependency) at startup
       const { openPostgresStore } = await loadOptional('pg', 'PostgreSQL support', () => import('../store/postgres.js'));
-      return openPostgresStore(p.url, opts.listen ? { listen: opts.listen } : {});
+      return openPostgresStore(p.url, { ...(opts.listen ? { listen: opts.listen } : {}), ...(opts.databaseClock !== undefined ? { databaseClock: opts.databaseClock } : {}) });
     }
     case 'sqlite': {
       const why = sqlitePathProblem(p.file);
@@ -65,7 +71,7 @@ export async function openStore(spec: string | undefined, opts: OpenStoreOptions
       if (opts.access === 'read' && !existsSync(p.file)) return emptyStore(p.location);
       const readonly = opts.access === 'read';
       try {
-        return openSqliteStore(p.file, { location: p.location, ...(opts.sync ? { sync: opts.sync } : {}), ...(readonly ? { readonly } : {}) });
+        return openSqliteStore(p.file, { location: p.location, ...(opts.sync ? { sync: opts.sync } : {}), ...(readonly ? { readonly } : {}), ...(opts.databaseClock !== undefined ? { databaseClock: opts.databaseClock } : {}) });
       } catch (e) {
         throw storeFault(e, p.file, p.location);
       }

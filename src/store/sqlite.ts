@@ -51,10 +51,17 @@ export interface SqliteStoreOptions {
   migrations?: readonly Migration[] | undefined;
   /** Open to read only (`baton runs`, `show`): nothing is created, migrated or written (sqlite-readonly.ts). */
   readonly?: boolean | undefined;
+  /**
+   * Decide in the clock of the machine that holds the file (default true), read inside each
+   * transaction: every process on the file compares due times, leases and deadlines in that one
+   * clock, whatever clock its engine was given (a `BATON_CLOCK_OFFSET_MS`, a library caller's own), as
+   * PostgreSQL's store decides in the database's. Tests that drive time by hand turn it off.
+   */
+  databaseClock?: boolean | undefined;
 }
 
 type Stmt = Database.Statement<unknown[], unknown>;
-type Decide = (delta: RunEvent[]) => TxDecision<unknown>;
+type Decide = (delta: RunEvent[], now?: number) => TxDecision<unknown>;
 interface HintRow {
   run_id: string;
   reason: WorkHint['reason'];
@@ -100,6 +107,10 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
 export class SqliteStore implements RunStore {
   readonly kind = 'sqlite';
   readonly location: string;
+  private readonly databaseClock: boolean;
+  get hasClock(): boolean {
+    return this.databaseClock;
+  }
   private readonly db: Database.Database;
   private readonly busyMs: number;
   private readonly pollMs: number;
@@ -132,6 +143,7 @@ export class SqliteStore implements RunStore {
 
   constructor(file: string, opts: SqliteStoreOptions = {}) {
     this.location = opts.location ?? file;
+    this.databaseClock = opts.databaseClock ?? true;
     this.busyMs = opts.busyTimeoutMs ?? 5_000;
     this.pollMs = opts.pollMs ?? 100;
     try {
@@ -336,7 +348,8 @@ export class SqliteStore implements RunStore {
     const seq = this.s.runSeq.get(runId) as number | undefined;
     if (seq === undefined) throw new BatonError('unknown-run', `no run ${runId}`);
     const delta = seq > knownSeq ? (this.s.eventsAfter.all(runId, knownSeq) as string[]).map(eventFromBody) : [];
-    const d = decide(delta);
+    // the machine's clock, read under the write lock
+    const d = decide(delta, this.databaseClock ? Date.now() : undefined);
     if (!d.commit) return { result: { ok: true, value: d.value }, wrote: false };
     const failed = this.failedExpectation(runId, d.commit.expect);
     if (failed) return { result: { ok: false, reason: 'expectation', failed }, wrote: false };
@@ -359,7 +372,7 @@ export class SqliteStore implements RunStore {
       return Promise.reject(this.fault(err));
     }
     if (out.wrote) this.waiters.wakeAll();
-    return Promise.resolve({ results: out.results });
+    return Promise.resolve(this.databaseClock ? { results: out.results, now: Date.now() } : { results: out.results });
   }
 
   private commitManyIn(items: readonly BatchCommit[]): { results: BatchResult[]; wrote: boolean } {

@@ -30,7 +30,7 @@ afterAll(db.drop);
 
 const STORES: Record<string, StoreFactory> = {
   sqlite: () => {
-    const s = openSqliteStore(join(dir, `s${n++}.db`), { sync: 'normal' });
+    const s = openSqliteStore(join(dir, `s${n++}.db`), { sync: 'normal', databaseClock: false });
     opened.push(s);
     return s;
   },

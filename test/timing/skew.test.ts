@@ -1,13 +1,18 @@
 /**
- * Clocks that disagree, on the real PostgreSQL: every lease, retry time and deadline is compared in
- * the database's clock, so a worker whose own clock runs 2.5 s ahead neither takes over a healthy
- * 3 s lease nor claims a retry early. Real time (a few seconds): the point is real clocks.
+ * Clocks that disagree, on the real PostgreSQL and on a SQLite file: every lease, retry time and
+ * deadline is compared in the store's clock (the database's; the clock of the machine that holds the
+ * file), so a worker whose own clock runs ahead (10 s; BATON_CLOCK_OFFSET_MS) neither takes over a
+ * healthy 3 s lease nor claims a retry early. Real time (a few seconds): the point is real clocks.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine } from '../../src/api/engine.js';
 import { systemClock, type Clock } from '../../src/core/clock.js';
 import { AgentError } from '../../src/engine/agent.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { openPostgresStore } from '../../src/store/postgres.js';
+import { openSqliteStore } from '../../src/store/sqlite.js';
 import { testDatabase } from '../helpers/pg.js';
 import { eventsOf, header, wf } from '../engine/helpers.js';
 
@@ -22,10 +27,17 @@ function ahead(ms: number): Clock {
   return { now: () => Date.now() + ms, sleep: (d, signal) => systemClock.sleep(d, signal) };
 }
 
-describe('a worker whose clock runs ahead', () => {
+const dir = mkdtempSync(join(tmpdir(), 'baton-skew-'));
+/** Two opens of one name share one store (a schema; a file), as two processes would. */
+const STORES = {
+  postgres: (name: string) => openPostgresStore(db.url, { schema: name }),
+  sqlite: (name: string) => Promise.resolve(openSqliteStore(join(dir, `${name}.db`))),
+};
+
+for (const [kind, open] of Object.entries(STORES)) describe(`a worker whose clock runs ahead (${kind})`, () => {
   test('does not take over a healthy lease, and the attempt runs once', async () => {
-    const storeA = await openPostgresStore(db.url, { schema: 'skew_lease' });
-    const storeB = await openPostgresStore(db.url, { schema: 'skew_lease' });
+    const storeA = await open('skew_lease');
+    const storeB = await open('skew_lease');
     const model = wf(`${header()}workflow:
   long: {assign: slow, outputs: {by: string}}`);
     const started: string[] = [];
@@ -38,8 +50,8 @@ describe('a worker whose clock runs ahead', () => {
     const id = await a.create(model, { runId: fresh('lease') });
     const pa = a.drive(id, undefined);
     while (started.length === 0) await new Promise((r) => setTimeout(r, 20));
-    // B's clock is 2.5 s ahead: in its own time A's 3 s lease expires after 0.5 s
-    const b = createEngine({ store: storeB, clock: ahead(2500), leaseMs: 3000, workerId: 'B', isOwnerDead: () => false, agents: { slow: slow('B') } });
+    // B's clock is 10 s ahead: in its own time A's 3 s lease has always expired, however often A renews it
+    const b = createEngine({ store: storeB, clock: ahead(10_000), leaseMs: 3000, workerId: 'B', isOwnerDead: () => false, agents: { slow: slow('B') } });
     const pb = b.drive(id, undefined);
     const [ra, rb] = await Promise.all([pa, pb]);
     expect(ra.status).toBe('completed');
@@ -53,8 +65,8 @@ describe('a worker whose clock runs ahead', () => {
     await storeB.close();
   }, 30_000);
 
-  test('does not claim a retry before its time in the database clock', async () => {
-    const store = await openPostgresStore(db.url, { schema: 'skew_retry' });
+  test('does not claim a retry before its time in the store’s clock', async () => {
+    const store = await open('skew_retry');
     const model = wf(`${header()}workflow:
   a: {assign: x, outputs: {n: number}, retry: {max_attempts: 2, backoff: constant, initial_delay_ms: 1500}}`);
     const engine = createEngine({ store, clock: ahead(5000), agents: { x: (ctx) => { if (ctx.attempt === 1) throw new AgentError('Flaky', 'once'); return { n: 1 }; } } });
@@ -62,15 +74,15 @@ describe('a worker whose clock runs ahead', () => {
     expect(r.status).toBe('completed');
     const retrying = eventsOf(r.events, 'task.retrying')[0]!;
     const second = eventsOf(r.events, 'task.claimed').find((c) => c.attempt === 2)!;
-    // both times are the database's: the retry waited its 1.5 s there, whatever the worker's clock said
+    // both times are the store's: the retry waited its 1.5 s there, whatever the worker's clock said
     expect(second.at - retrying.at).toBeGreaterThanOrEqual(1500);
     expect(Math.abs(retrying.at - Date.now())).toBeLessThan(60_000);
     await engine.close();
     await store.close();
   }, 30_000);
 
-  test('decides fast commits (no read of the run) in the database clock too, from the monotonic clock', async () => {
-    const store = await openPostgresStore(db.url, { schema: 'skew_fast' });
+  test('decides fast commits (no read of the run) in the store’s clock too, from the monotonic clock', async () => {
+    const store = await open('skew_fast');
     const model = wf(`${header()}workflow:
   a: {assign: x, outputs: {n: number}}
   b: {assign: x, depends_on: [a], outputs: {n: number}}
@@ -81,7 +93,7 @@ describe('a worker whose clock runs ahead', () => {
     const clock: Clock = { now: () => Date.now() + skew, sleep: (d, signal) => systemClock.sleep(d, signal) };
     let commits = 0;
     const many = store.commitMany.bind(store);
-    store.commitMany = (items) => (commits++, many(items));
+    store.commitMany = (items: Parameters<typeof many>[0]) => (commits++, many(items));
     const engine = createEngine({ store, clock, leaseMs: 30_000, agents: { x: (ctx) => ((skew += 60_000), { n: ctx.attempt }) } });
     const r = await engine.run(model, { runId: fresh('fast') });
     expect(r.status).toBe('completed');
