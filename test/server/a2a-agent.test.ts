@@ -43,7 +43,8 @@ afterEach(async () => {
 });
 
 async function rig(storeSpec?: string, clock?: Clock): Promise<Rig> {
-  const store = await openStore(storeSpec ?? join(dir, `${Math.random().toString(36).slice(2)}.db`), { cwd: dir });
+  // a clock given here moves time by hand: the store decides in it, not in the machine's
+  const store = await openStore(storeSpec ?? join(dir, `${Math.random().toString(36).slice(2)}.db`), { cwd: dir, ...(clock ? { databaseClock: false } : {}) });
   const events: RunEvent[] = [];
   const waiters: { type: string; resolve: (e: RunEvent) => void }[] = [];
   const engine = createEngine({
