@@ -57,7 +57,11 @@ export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
   bindRun?: ((record: RunRecord, model: WorkflowModel) => Promise<Readonly<Record<string, AgentBinding>>>) | undefined;
   /** LLM agents: which agents run on a model beyond those with a blueprint, a replies file, keys, prices (docs/llm-agents.md). */
   llm?: LlmBindOptions | undefined;
-  /** Time for retries, timeouts, leases and gate expiries (default the system's); tests inject a manual one (`ManualClock`). */
+  /**
+   * Time for retries, timeouts, leases and gate expiries (default the system's); tests inject a manual one
+   * (`ManualClock`). A SQLite or PostgreSQL store decides in its own clock unless opened with
+   * `databaseClock: false`: a test that moves time by hand opens it so.
+   */
   clock?: Clock | undefined;
   /** Attempts running at once (default 32). */
   concurrency?: number | undefined;
