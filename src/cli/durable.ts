@@ -52,8 +52,9 @@ export const START_REFUSED_MS = 5_000;
  * than its busy timeout) is waited for, retried with backoff for up to 5 minutes and said in one
  * line; so is an unreachable one for a long-lived worker (`true`: a database restart, a network cut),
  * as a running worker waits. A command that runs a run or decides (`'blip'`: run, resume, rerun;
- * approve, deny, respond, cancel) rides out a connection that fails as a restart or a cut would (reset, timed out, the server starting or
- * shutting down) for START_BLIP_MS, and one refused for START_REFUSED_MS, saying so at once. A store
+ * approve, deny, respond, cancel) rides out a connection that fails as a restart or a cut would
+ * (reset, timed out, the server starting or shutting down) for START_BLIP_MS, and one refused for
+ * START_REFUSED_MS, saying so at once. A store
  * that waiting cannot cure (an unknown host, no such database, a refused password) is said at once
  * (exit 2), and so is any unreachable store to a command that only looks (runs, show...: a mistyped
  * address answers at once).

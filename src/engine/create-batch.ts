@@ -4,7 +4,8 @@
  * for one to end and then go together, up to BATCH to a transaction. Runs started together (a service
  * taking requests, a script starting thousands at once) so share transactions, where each took one of
  * its own (a commit, and on SQLite FULL an fsync, per run), and a run started alone waits for nothing.
- * Each creation is answered on its own: a taken id refuses that run only.
+ * Each creation is answered on its own: a taken id refuses that run only. Below: `StoreWaits`, how
+ * creations (and an engine's one-off commands) ride out a store that is away.
  */
 import type { Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
