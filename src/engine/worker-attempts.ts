@@ -268,6 +268,10 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     const ctx = this.runs.get(att.runId);
     if (!ctx) throw new StopSignal('the run is gone');
     const index = att.inputIndex++;
+    // the question is a wait for a human from the moment it is asked: the phase timeout stops while it is
+    // recorded, so a store that is away meanwhile cannot time the attempt out behind a gate that then opens
+    // (its outcome would come after the gate and be stale, the attempt gone and the task waiting for good)
+    this.pauseTimeout(att);
     const r = await this.push(ctx, {
       kind: 'request_input',
       phase: att.key,
@@ -281,7 +285,11 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     });
     if (r.kind === 'input-refused') throw new StopSignal(r.message);
     if (r.kind !== 'input') throw new AgentError('InvalidInputRequest', 'the input request was not recorded', {}, false);
-    if (r.answered) return cloneJson(r.value ?? null);
+    if (r.answered) {
+      // answered already (an attempt that replaces one that asked): the agent's time runs on
+      if (att.timeoutLeft !== undefined && !att.settled) this.armTimeout(att);
+      return cloneJson(r.value ?? null);
+    }
     // suspended: no slot, no lease, no phase timeout, until the answer comes (reconcile() resumes it)
     att.suspendedOn = r.gateId;
     this.pauseTimeout(att);
