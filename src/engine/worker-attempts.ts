@@ -290,9 +290,8 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
       if (att.timeoutLeft !== undefined && !att.settled) this.armTimeout(att);
       return cloneJson(r.value ?? null);
     }
-    // suspended: no slot, no lease, no phase timeout, until the answer comes (reconcile() resumes it)
+    // suspended: no slot, no lease, no phase timeout (paused as it asked), until the answer comes (reconcile() resumes it)
     att.suspendedOn = r.gateId;
-    this.pauseTimeout(att);
     this.active--;
     this.kick();
     return new Promise<Json>((resolve, reject) => {
