@@ -1,13 +1,12 @@
 /**
  * `createRemoteAgent`: an agent that runs anywhere and pulls its tasks from `baton serve` (docs/server.md,
- * Remote agents). Only the global fetch: no server packages. Each slot long-polls a claim, runs the
+ * Remote agents). Its one HTTP client is undici's Pool: no server packages. Each slot long-polls a claim, runs the
  * handler with a ctx shaped like the in-process one, heartbeats while it runs (the signal aborts when
  * the server says the attempt was cancelled or lost, or when no heartbeat got through for the lease),
  * and completes or fails the task.
  */
 import { randomBytes } from 'node:crypto';
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Pool } from 'undici';
 import type { Json, JsonObject } from '../core/json.js';
 import type { AgentContext, InputRequest } from '../engine/agent.js';
 import type { Telemetry } from '../engine/telemetry.js';
@@ -105,45 +104,36 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
   const running = new Set<{ abort: TaskAbort; release: () => Promise<void> }>();
   let completed = 0;
 
-  // node:http with keep-alive connections rather than fetch: a round trip costs the agent's process about a
-  // third less CPU (undici's fetch builds web streams and a Response per call), which on a machine it
-  // shares with the server is the server's too
+  // undici's Pool (Node's own HTTP client, loaded on the first call) with keep-alive connections: a round
+  // trip costs the agent's process about half the CPU of node:http's request (and a third of fetch's,
+  // which builds web streams and a Response per call), which on a machine it shares with the server is
+  // the server's too (bench/remote.bench.ts)
   const target = new URL(base);
-  const secure = target.protocol === 'https:';
-  const connections = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
-  const send = secure ? httpsRequest : httpRequest;
   // the URL is parsed once: each call names only its path (a server behind a path prefix keeps it)
   const prefix = target.pathname.replace(/\/+$/, '');
   const auth = opts.key !== undefined ? `Bearer ${opts.key}` : undefined;
-  // an IPv6 literal comes bracketed in a URL, bare in a request's options
-  const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1');
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (auth !== undefined) headers['authorization'] = auth;
+  let pool: Promise<Pool> | undefined;
+  let closed = false;
+  // no timeouts of the client's own, as node:http had none: a claim and an input long-poll for as long as
+  // the agent asked, and a lost server is found by the heartbeats
+  const connections = (): Promise<Pool> => (pool ??= import('undici').then((u) => new u.Pool(target.origin, { headersTimeout: 0, bodyTimeout: 0 })));
 
-  function call(path: string, body: unknown, signal?: AbortSignal): Promise<{ status: number; body: Record<string, unknown> }> {
+  async function call(path: string, body: unknown, signal?: AbortSignal): Promise<{ status: number; body: Record<string, unknown> }> {
+    if (closed) throw new Error('the remote agent has stopped');
     const payload = JSON.stringify(body ?? {});
-    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
-    if (auth !== undefined) headers['authorization'] = auth;
-    const where = { protocol: target.protocol, hostname, port: target.port, path: prefix + path, method: 'POST', agent: connections, headers, ...(signal ? { signal } : {}) };
-    return new Promise((resolve, reject) => {
-      const req = send(where, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: Record<string, unknown> = {};
-          if (text !== '') {
-            try {
-              parsed = JSON.parse(text) as Record<string, unknown>;
-            } catch {
-              parsed = { error: { code: 'not-json', message: text.slice(0, 200) } };
-            }
-          }
-          resolve({ status: res.statusCode ?? 0, body: parsed });
-        });
-      });
-      req.on('error', reject);
-      req.end(payload);
-    });
+    const res = await (await connections()).request({ path: prefix + path, method: 'POST', headers, body: payload, ...(signal ? { signal } : {}) });
+    const text = await res.body.text();
+    let parsed: Record<string, unknown> = {};
+    if (text !== '') {
+      try {
+        parsed = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        parsed = { error: { code: 'not-json', message: text.slice(0, 200) } };
+      }
+    }
+    return { status: res.statusCode, body: parsed };
   }
 
   async function slot(): Promise<void> {
@@ -338,7 +328,8 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       while (running.size > 0 && performance.now() < end) await sleep(20);
       await Promise.all([...running].map((h) => h.release()));
       await all;
-      connections.destroy();
+      closed = true;
+      if (pool) await (await pool).destroy();
     },
   };
 }
