@@ -2,15 +2,15 @@
  * A process of remote agents for the remote benches, so that the agents' HTTP client does not run on
  * the server's thread (remote agents are remote). Two kinds:
  * - `sdk`: `count` createRemoteAgent clients (one slot each, `claim_next`, heartbeats), as users run them;
- * - `raw`: `count` loops of the bare protocol over node:http keep-alive connections (claim with a
- *   wait, then complete with `claim_next` while a next task comes back): a light load generator, so
- *   that the figure is the server's and not the client library's.
+ * - `raw`: `count` loops of the bare protocol over keep-alive connections (undici's Pool, as the sdk):
+ *   claim with a wait, then complete with `claim_next` while a next task comes back. A light load
+ *   generator, so that the figure is the server's and not the client library's.
  * Each output names its phase (`{i: N}`). On IPC `stop` it stops and sends back `{completed, handled,
  * duplicates, lost, cpuMs}`: completions answered 200, phases handed to a handler, phases handed more
  * than once, and (raw) completions answered 200 whose run had not committed them (`committed: false`).
  * Args: kind url key agent count [waitS].
  */
-import { Agent, request } from 'node:http';
+import { Pool } from 'undici';
 import { createRemoteAgent } from '../src/index.js';
 
 const [kind, url, key, agent, countText, waitText] = process.argv.slice(2) as [string, string, string, string, string, string | undefined];
@@ -37,23 +37,14 @@ if (kind === 'sdk') {
     completed = agents.reduce((s, a) => s + a.completed, 0);
   };
 } else {
-  const u = new URL(url);
-  const pool = new Agent({ keepAlive: true, maxSockets: count });
+  const pool = new Pool(new URL(url).origin, { headersTimeout: 0, bodyTimeout: 0 });
   let stopping = false;
-  const post = (path: string, body: string): Promise<{ status: number; body: Record<string, unknown> }> =>
-    new Promise((resolve, reject) => {
-      const req = request({ host: u.hostname, port: u.port, path, method: 'POST', agent: pool, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) });
-        });
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const post = async (path: string, body: string): Promise<{ status: number; body: Record<string, unknown> }> => {
+    const res = await pool.request({ path, method: 'POST', headers, body });
+    const text = await res.body.text();
+    return { status: res.statusCode, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
+  };
   interface Task {
     token: string;
     run_id: string;
@@ -82,7 +73,7 @@ if (kind === 'sdk') {
   stop = async () => {
     stopping = true;
     await Promise.all(loops);
-    pool.destroy();
+    await pool.destroy();
   };
 }
 

@@ -10,7 +10,7 @@ import { AgentError } from '../engine/agent.js';
 import { StopSignal, toOutcome } from '../engine/attempt.js';
 import type { Engine } from '../api/engine.js';
 import { checkTaskOutputs } from '../workflow/runtime.js';
-import { HttpError, type Request } from './http.js';
+import { HttpError, type PlainRequest, type Request } from './http.js';
 import { mayActAsAgent } from './keys.js';
 import type { RemoteAgents, RemoteTask } from './remote.js';
 import { linkRemoteSpan } from './trace.js';
@@ -25,8 +25,12 @@ type Handler = (r: Request) => Promise<Response>;
 
 const DEFAULT_WAIT_S = 20;
 
-/** The handlers of the remote-agent routes, by operationId. */
-export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handler> {
+/**
+ * The handlers of the remote-agent routes, by operationId, and the completion alone as a plain function
+ * (its answer's body, or an HttpError thrown) for app.ts's fast path, which serves the same route
+ * without Hono's request and response objects.
+ */
+export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<string, Handler>; complete: (r: PlainRequest) => Promise<JsonObject> } {
   const { remote, engine } = host;
   remote.attach({
     handBack: async (runId, phase, attempt) => {
@@ -38,7 +42,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
   });
 
   /** The live task of a token, for a caller who may act as its agent; 409 (with why) when it ended or is unknown. */
-  const live = (r: Request, outcome?: 'completed' | 'failed'): RemoteTask => {
+  const live = (r: PlainRequest, outcome?: 'completed' | 'failed'): RemoteTask => {
     const token = r.params['token']!;
     const t = remote.task(token);
     if (t) {
@@ -73,7 +77,30 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
     }
   };
 
-  return {
+  const complete = async (r: PlainRequest): Promise<JsonObject> => {
+    const t = live(r, 'completed');
+    const output = r.body['output'];
+    // the same rules as the engine's own, before the attempt is settled: a rejection keeps the task claimed
+    const outcome = toOutcome(true, output);
+    if (!outcome.ok) throw new HttpError(422, outcome.failure.code, outcome.failure.message, { retryable: outcome.failure.retryable });
+    const checked = checkTaskOutputs(t.phase, outcome.output, { taskId: t.ctx.taskId });
+    if (!checked.ok) {
+      const payload = checked.error.toJSON() as JsonObject;
+      t.ctx.record('remote_output_rejected', payload);
+      throw new HttpError(422, checked.error.error, checked.error.message, payload);
+    }
+    const { runId, attempt } = t.ctx;
+    const phase = t.key;
+    linkRemoteSpan(t.ctx, r.body['traceparent']);
+    remote.end(t, 'completed', 'the remote agent completed it', true, output);
+    const status = await remote.committed(runId, phase, attempt);
+    if (r.body['claim_next'] !== true) return { status, committed: status !== 'unknown' && status !== 'aborted' };
+    // the next claim folded into this completion: a task the same key may take, without waiting
+    const next = await remote.claim(t.agent, (x) => mayActAsAgent(r.principal, t.agent, x.delegatedTo), 0);
+    return { status, committed: status !== 'unknown' && status !== 'aborted', next: next ? (remote.view(next) as unknown as JsonObject) : null };
+  };
+
+  const handlers: Record<string, Handler> = {
     claimTask: async (r) => {
       const agent = r.params['agent']!;
       if (!mayActAsAgent(r.principal, agent, remote.delegatesOf(agent))) throw forbidden(r, agent);
@@ -105,28 +132,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
       return Promise.resolve(r.c.json({ status: ended.status, stop: true, cancelled: ended.status === 'aborted' || ended.status === 'lost', reason: ended.reason }));
     },
 
-    completeTask: async (r) => {
-      const t = live(r, 'completed');
-      const output = r.body['output'];
-      // the same rules as the engine's own, before the attempt is settled: a rejection keeps the task claimed
-      const outcome = toOutcome(true, output);
-      if (!outcome.ok) throw new HttpError(422, outcome.failure.code, outcome.failure.message, { retryable: outcome.failure.retryable });
-      const checked = checkTaskOutputs(t.phase, outcome.output, { taskId: t.ctx.taskId });
-      if (!checked.ok) {
-        const payload = checked.error.toJSON() as JsonObject;
-        t.ctx.record('remote_output_rejected', payload);
-        throw new HttpError(422, checked.error.error, checked.error.message, payload);
-      }
-      const { runId, attempt } = t.ctx;
-      const phase = t.key;
-      linkRemoteSpan(t.ctx, r.body['traceparent']);
-      remote.end(t, 'completed', 'the remote agent completed it', true, output);
-      const status = await remote.committed(runId, phase, attempt);
-      if (r.body['claim_next'] !== true) return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted' });
-      // the next claim folded into this completion: a task the same key may take, without waiting
-      const next = await remote.claim(t.agent, (x) => mayActAsAgent(r.principal, t.agent, x.delegatedTo), 0);
-      return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted', next: next ? (remote.view(next) as unknown as JsonObject) : null });
-    },
+    completeTask: async (r) => r.c.json(await complete(r)),
 
     failTask: async (r) => {
       const t = live(r, 'failed');
@@ -179,8 +185,9 @@ export function agentRouteHandlers(host: AgentRoutesHost): Record<string, Handle
       return Promise.resolve(r.c.json({ recorded: true }));
     },
   };
+  return { handlers, complete };
 }
 
-function forbidden(r: Request, agent: string): HttpError {
+function forbidden(r: PlainRequest, agent: string): HttpError {
   return new HttpError(403, 'forbidden', `key \`${r.principal.name}\` may not act as agent \`${agent}\` (an agent:${agent} key, one its phase delegates to, or admin)`);
 }

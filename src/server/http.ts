@@ -41,22 +41,29 @@ export interface EdgeOptions {
   bodyLimit: number;
 }
 
+/** A request's header by lower-case name (Hono's `c.req.header`, or a Node request's own). */
+type HeaderOf = (name: string) => string | undefined;
+
 /** The presented key: `Authorization: Bearer KEY`, else `X-API-Key: KEY`. */
-function presentedKey(c: Context): string | undefined {
-  const auth = c.req.header('authorization');
+function presentedKey(header: HeaderOf): string | undefined {
+  const auth = header('authorization');
   if (auth !== undefined) {
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(auth);
     return m ? m[1] : '';
   }
-  return c.req.header('x-api-key');
+  return header('x-api-key');
 }
 
 export function authenticate(c: Context, spec: RouteSpec, opts: EdgeOptions): Principal {
+  return authenticateWith((name) => c.req.header(name), nodeIncoming(c)?.socket, spec, opts);
+}
+
+function authenticateWith(header: HeaderOf, socket: object | undefined, spec: RouteSpec, opts: EdgeOptions): Principal {
   if (opts.keys.length === 0) return ANONYMOUS;
   if (spec.action === 'public') return { name: 'public', roles: [], anonymous: false };
-  const key = presentedKey(c);
+  const key = presentedKey(header);
   if (key === undefined) throw new HttpError(401, 'unauthorized', 'an API key is required: Authorization: Bearer KEY (or X-API-Key: KEY)');
-  const found = key === '' ? undefined : knownKey(c, opts.keys, key);
+  const found = key === '' ? undefined : knownKey(socket, opts.keys, key);
   if (!found) throw new HttpError(401, 'unauthorized', 'the API key is not known to this server');
   const principal: Principal = { name: found.name, roles: found.roles, anonymous: false };
   if (!mayDo(principal, spec.action)) throw new HttpError(403, 'forbidden', `key \`${found.name}\` (${found.roles.map(roleText).join(', ')}) may not ${spec.action === 'read' ? 'read' : spec.action === 'agent' ? 'act as an agent' : spec.action} here: ${spec.method.toUpperCase()} ${spec.path} needs ${needs(spec.action)}`);
@@ -71,8 +78,7 @@ export function authenticate(c: Context, spec: RouteSpec, opts: EdgeOptions): Pr
  */
 const matchedOn = new WeakMap<object, { presented: string; keys: readonly ApiKey[]; n: number; found: ApiKey }>();
 
-function knownKey(c: Context, keys: readonly ApiKey[], presented: string): ApiKey | undefined {
-  const socket = nodeIncoming(c)?.socket;
+function knownKey(socket: object | undefined, keys: readonly ApiKey[], presented: string): ApiKey | undefined {
   const last = socket ? matchedOn.get(socket) : undefined;
   if (last && last.presented === presented && last.keys === keys && last.n === keys.length) return last.found;
   const found = findKey(keys, presented);
@@ -124,6 +130,32 @@ export function edge(spec: RouteSpec, opts: EdgeOptions, handler: (r: Request) =
   };
 }
 
+/** What a handler of the Node fast path gets: a Request without Hono's context. */
+export type PlainRequest<B = Record<string, Json>> = Omit<Request<B>, 'c'>;
+
+/**
+ * The same edge for a plain Node request (app.ts's fast path for a remote agent's completion, which
+ * skips Hono's request and response objects): the same key, schemas, body rules and errors. Only a
+ * route without a query is served this way (the caller sends anything else to Hono).
+ */
+export function nodeEdge(spec: RouteSpec, opts: EdgeOptions): (req: IncomingMessage, params: Record<string, string>) => Promise<PlainRequest> {
+  const v = compileRoute(spec);
+  return async (req, params) => {
+    const header: HeaderOf = (name) => {
+      const h = req.headers[name];
+      return Array.isArray(h) ? h.join(', ') : h;
+    };
+    const principal = authenticateWith(header, req.socket, spec, opts);
+    if (v.params && !v.params(params)) throw invalid(issuesOf(v.params.errors, 'params'), 'path');
+    let body: Record<string, Json> = {};
+    if (spec.body && v.body) {
+      body = await jsonBodyOf(header, () => readIncoming(req, opts.bodyLimit), opts.bodyLimit);
+      if (!v.body(body)) throw invalid(issuesOf(v.body.errors, 'body', spec.body), 'body');
+    } else if (spec.method === 'post') await jsonBodyOf(header, () => readIncoming(req, opts.bodyLimit), opts.bodyLimit);
+    return { principal, params, query: {}, body };
+  };
+}
+
 function invalid(issues: Issue[], where: string): HttpError {
   const first = issues[0];
   const message = first ? `${where === 'body' ? 'the body' : where === 'query' ? 'the query' : 'the path'}${first.path && !first.path.startsWith('?') ? ` at ${first.path}` : first.path.startsWith('?') ? ` parameter ${first.path.slice(1)}` : ''}: ${first.message}${issues.length > 1 ? ` (and ${issues.length - 1} more)` : ''}` : `the ${where} is invalid`;
@@ -136,12 +168,16 @@ function invalid(issues: Issue[], where: string): HttpError {
  * Content-Length claims), UTF-8, and a JSON object.
  */
 export async function readJsonBody(c: Context, limit: number): Promise<Record<string, Json>> {
-  const declared = c.req.header('content-length');
-  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) throw tooLarge(limit);
   const incoming = nodeIncoming(c);
-  const text = decodeUtf8(incoming ? await readIncoming(incoming, limit) : await readLimited(c.req.raw, limit));
+  return jsonBodyOf((name) => c.req.header(name), () => (incoming ? readIncoming(incoming, limit) : readLimited(c.req.raw, limit)), limit);
+}
+
+async function jsonBodyOf(header: HeaderOf, read: () => Promise<Uint8Array>, limit: number): Promise<Record<string, Json>> {
+  const declared = header('content-length');
+  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) throw tooLarge(limit);
+  const text = decodeUtf8(await read());
   if (text.trim() === '') return {};
-  const type = c.req.header('content-type');
+  const type = header('content-type');
   if (type === undefined || !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) throw new HttpError(415, 'unsupported-media-type', `the body must be JSON with Content-Type: application/json${type !== undefined ? `, got \`${type.slice(0, 100)}\`` : ''}`);
   const charset = /;\s*charset=("?)([^";]+)\1/i.exec(type)?.[2];
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) throw new HttpError(415, 'unsupported-media-type', `the body must be UTF-8, got charset ${charset.slice(0, 40)}`);

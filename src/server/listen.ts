@@ -3,8 +3,9 @@
  * server starts. Without keys the server listens on loopback only (anyone who can reach it could
  * start runs), whatever host is asked for.
  */
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
+import { getRequestListener } from '@hono/node-server';
 import { BatonError } from '../core/errors.js';
 import { createServerApp, type ServerAppOptions } from './app.js';
 import type { ServerMetrics } from './metrics.js';
@@ -44,9 +45,15 @@ export async function startServer(opts: ListenOptions): Promise<BatonServer> {
   const serving = opts.worker === false ? Promise.resolve() : opts.engine.serve(worker.signal);
   // a worker that fails ends nothing here: its store errors are retried inside, a fault is logged
   serving.catch((e: unknown) => (opts.log ?? ((l: string) => process.stderr.write(`${l}\n`)))(`worker stopped: ${(e as Error).message}`));
-  let server: ServerType;
+  let server: Server;
   const info = await new Promise<AddressInfo>((resolve, reject) => {
-    server = serve({ fetch: built.app.fetch, port: opts.port ?? 8080, hostname: host }, resolve);
+    // what @hono/node-server's serve() makes, with the app's fast path first (a remote agent's
+    // completion) and Hono's listener for everything else
+    const listener = getRequestListener(built.app.fetch, { hostname: host });
+    server = createServer((req, res) => {
+      if (!built.fastPath(req, res)) void listener(req, res);
+    });
+    server.listen(opts.port ?? 8080, host, () => resolve(server.address() as AddressInfo));
     server.once('error', reject);
   }).catch((e: unknown) => {
     worker.abort();
@@ -67,8 +74,8 @@ export async function startServer(opts: ListenOptions): Promise<BatonServer> {
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           // streams end at once (built.close), idle keep-alive connections too
-          (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-          setTimeout(() => (server as { closeAllConnections?: () => void }).closeAllConnections?.(), 1000).unref();
+          server.closeIdleConnections();
+          setTimeout(() => server.closeAllConnections(), 1000).unref();
         });
         if (opts.worker !== false) await opts.engine.stop(opts.graceMs ?? 10_000);
         worker.abort();
