@@ -12,7 +12,7 @@ import type { Engine } from '../api/engine.js';
 import { checkTaskOutputs } from '../workflow/runtime.js';
 import { HttpError, type PlainRequest, type Request } from './http.js';
 import { mayActAsAgent } from './keys.js';
-import type { RemoteAgents, RemoteTask } from './remote.js';
+import { remainingBudgetOf, type RemoteAgents, type RemoteTask } from './remote.js';
 import { linkRemoteSpan } from './trace.js';
 
 export interface AgentRoutesHost {
@@ -124,7 +124,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
       if (t) {
         if (!mayActAsAgent(r.principal, t.agent, t.delegatedTo)) throw forbidden(r, t.agent);
         const until = remote.beat(t);
-        return Promise.resolve(r.c.json({ status: t.inputs.some((s) => !s.answered) ? 'waiting_input' : 'running', stop: false, cancelled: false, lease_expires_at: until }));
+        return Promise.resolve(r.c.json({ status: t.inputs.some((s) => !s.answered) ? 'waiting_input' : 'running', stop: false, cancelled: false, lease_expires_at: until, ...remainingBudgetOf(t.ctx) }));
       }
       const ended = remote.endedTask(token);
       if (!ended) throw new HttpError(409, 'unknown-token', 'this server knows no task with this token: it ended before a restart, or never was; claim again', { status: 'unknown', stop: true });
@@ -176,6 +176,29 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     taskCost: (r) => {
       const t = live(r);
       t.ctx.reportCost(r.body['usd'] as number);
+      return Promise.resolve(r.c.json({ recorded: true, ...remainingBudgetOf(t.ctx) }));
+    },
+
+    taskCheckpoint: async (r) => {
+      const t = live(r);
+      try {
+        await t.ctx.checkpoint(r.body['value'] ?? null);
+      } catch (e) {
+        if (e instanceof StopSignal) throw new HttpError(409, 'task-ended', `the attempt ended before its checkpoint was saved: ${e.message}`, { stop: true });
+        throw e;
+      }
+      return r.c.json({ recorded: true });
+    },
+
+    taskSibling: (r) => {
+      const t = live(r);
+      const phase = r.body['phase'] as string;
+      return Promise.resolve(r.c.json({ phase, output: t.ctx.getSiblingOutput(phase) ?? null }));
+    },
+
+    taskEvent: (r) => {
+      const t = live(r);
+      t.ctx.record(r.body['kind'] as string, r.body['data'] as JsonObject);
       return Promise.resolve(r.c.json({ recorded: true }));
     },
 

@@ -12,8 +12,15 @@ import type { AgentContext, InputRequest } from '../engine/agent.js';
 import type { Telemetry } from '../engine/telemetry.js';
 import { remoteSpan } from './trace.js';
 
-/** What a remote handler gets: the in-process ctx, less what needs the server's memory (siblings, budget). */
-export interface RemoteAgentContext extends Pick<AgentContext, 'input' | 'phase' | 'taskId' | 'runId' | 'attempt' | 'idempotencyKey' | 'inputResponse' | 'lastCheckpoint' | 'agent' | 'signal' | 'initialState' | 'reportCost' | 'log' | 'requestInput' | 'trace'> {
+/**
+ * What a remote handler gets: the in-process ctx. Two members differ, since the run's state is on the
+ * server: `getSiblingOutput` asks the server and returns a promise (`await` it: the same code then runs
+ * in process too), and `remainingBudgetUsd()` is the server's figure as of the claim or the last
+ * heartbeat, less the costs reported since.
+ */
+export interface RemoteAgentContext extends Pick<AgentContext, 'input' | 'phase' | 'item' | 'taskId' | 'runId' | 'attempt' | 'idempotencyKey' | 'inputResponse' | 'lastCheckpoint' | 'checkpoint' | 'agent' | 'signal' | 'initialState' | 'reportCost' | 'log' | 'record' | 'remainingBudgetUsd' | 'requestInput' | 'trace'> {
+  /** RFC-0024 §5.2 escape hatch: a completed phase's recorded output (recorded as an event when used), asked of the server. */
+  getSiblingOutput(phase: string): Promise<JsonObject | undefined>;
   /** The task's fencing token (for logs; the client sends it). */
   readonly token: string;
   /**
@@ -86,6 +93,8 @@ interface ClaimedTask {
   idempotency_key?: string;
   input_response?: Json;
   last_checkpoint?: Json;
+  item?: { index: number; value: Json };
+  remaining_budget_usd?: number;
   lease_ms: number;
   traceparent?: string;
 }
@@ -179,6 +188,8 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       chain = chain.then(() => call(path(what), body).catch((e: unknown) => onError(e as Error)));
     };
     let inputs = 0;
+    // the server's figure as of the claim (and each heartbeat), less what this attempt reported since
+    let budget = typeof t.remaining_budget_usd === 'number' ? t.remaining_budget_usd : undefined;
     const traced = remoteSpan(opts.telemetry, t.traceparent, t);
     const tp = traced ? { traceparent: traced.span.traceparent } : {};
     const ctx: RemoteAgentContext = {
@@ -187,6 +198,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       trace: traced?.trace,
       input: t.input,
       phase: t.phase,
+      ...(t.item !== undefined ? { item: t.item } : {}),
       taskId: t.task_id,
       runId: t.run_id,
       attempt: t.attempt,
@@ -200,9 +212,26 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       },
       reportCost: (usd: number) => {
         if (typeof usd !== 'number' || !Number.isFinite(usd) || usd < 0) throw new TypeError(`reportCost expects a finite, non-negative number of USD, got ${String(usd)}`);
-        if (usd > 0) send('cost', { usd });
+        if (usd > 0) {
+          if (budget !== undefined) budget = Math.max(0, budget - usd);
+          send('cost', { usd });
+        }
       },
       log: (message: string) => send('log', { message: String(message) }),
+      record: (kind: string, data: JsonObject) => send('event', { kind: String(kind), data }),
+      remainingBudgetUsd: () => budget,
+      checkpoint: async (value: Json): Promise<void> => {
+        await chain;
+        const r = await call(path('checkpoint'), { value: value === undefined ? null : value }, abort.signal);
+        if (r.status !== 200) throw new HttpFailure(r.status, r.body);
+      },
+      getSiblingOutput: async (phase: string): Promise<JsonObject | undefined> => {
+        await chain;
+        const r = await call(path('sibling'), { phase: String(phase) }, abort.signal);
+        if (r.status !== 200) throw new HttpFailure(r.status, r.body);
+        const out = r.body['output'];
+        return out !== null && typeof out === 'object' && !Array.isArray(out) ? (out as JsonObject) : undefined;
+      },
       requestInput: async (req: InputRequest): Promise<Json> => {
         await chain;
         const body = { question: req.question, ...(req.choices !== undefined ? { choices: req.choices } : {}), ...(req.schema !== undefined ? { schema: req.schema } : {}), ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}) };
@@ -223,7 +252,11 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       },
     };
     running.add(handle);
-    const stopBeats = heartbeat(t, abort);
+    const stopBeats = heartbeat(t, abort, (usd) => {
+      // spend only adds up: the server's figure lowers this one (others' spend), never raises it (a cost of
+      // this attempt's may still be on its way)
+      budget = budget === undefined ? usd : Math.min(budget, usd);
+    });
     try {
       let value: unknown;
       try {
@@ -277,10 +310,11 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
 
   /**
    * Heartbeats every third of the lease until the task ends; aborts it when the server says stop, or no
-   * beat got through for a lease. One timer per task, armed again after each beat (a task that ends
-   * before its first beat costs a timer, not a loop). Returns the stop: it waits for a beat in flight.
+   * beat got through for a lease; hands on the budget each beat answers. One timer per task, armed again
+   * after each beat (a task that ends before its first beat costs a timer, not a loop). Returns the stop:
+   * it waits for a beat in flight.
    */
-  function heartbeat(t: ClaimedTask, abort: TaskAbort): () => Promise<void> {
+  function heartbeat(t: ClaimedTask, abort: TaskAbort, onBudget: (usd: number) => void): () => Promise<void> {
     const every = Math.max(50, Math.floor(t.lease_ms / 3));
     // durations on the monotonic clock: a step of this machine's clock neither loses a healthy task nor keeps a lost one
     let lastOk = performance.now();
@@ -289,7 +323,10 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     async function once(): Promise<void> {
       try {
         const r = await call(`/tasks/${t.token}/heartbeat`, {});
-        if (r.status === 200 && r.body['stop'] !== true) lastOk = performance.now();
+        if (r.status === 200 && r.body['stop'] !== true) {
+          lastOk = performance.now();
+          if (typeof r.body['remaining_budget_usd'] === 'number') onBudget(r.body['remaining_budget_usd']);
+        }
         else if (r.status === 200 || r.status === 409) {
           abort.abort(new Error(`the server ended the attempt: ${String(r.body['reason'] ?? (r.body['error'] as { message?: string } | undefined)?.message ?? r.body['status'])}`));
           return;

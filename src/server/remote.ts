@@ -56,6 +56,10 @@ export interface RemoteTaskView {
   idempotency_key: string;
   input_response?: Json;
   last_checkpoint?: Json;
+  /** A fan-out (`for_each`) item: its 0-based index and element (the agent's `ctx.item`). */
+  item?: { index: number; value: Json };
+  /** What the attempt may still spend (USD) before a phase or run budget is exceeded, as of the claim; absent without a budget. */
+  remaining_budget_usd?: number;
   lease_ms: number;
   lease_expires_at: number;
   /** W3C traceparent of the attempt's span (when the server traces): the remote agent's spans are its children. */
@@ -580,11 +584,19 @@ export class RemoteAgents {
       idempotency_key: c.idempotencyKey,
       ...(c.inputResponse !== undefined ? { input_response: c.inputResponse } : {}),
       ...(c.lastCheckpoint !== undefined ? { last_checkpoint: c.lastCheckpoint } : {}),
+      ...(c.item !== undefined ? { item: { index: c.item.index, value: c.item.value } } : {}),
+      ...remainingBudgetOf(c),
       lease_ms: this.leaseMs,
       lease_expires_at: this.leaseEnd(t),
       ...(c.trace ? { traceparent: c.trace.traceparent } : {}),
     };
   }
+}
+
+/** `remaining_budget_usd` of a claim, heartbeat or cost answer: what the attempt may still spend, when a budget applies. */
+export function remainingBudgetOf(c: AgentContext): { remaining_budget_usd?: number } {
+  const left = c.remainingBudgetUsd();
+  return left === undefined ? {} : { remaining_budget_usd: left };
 }
 
 /** The task key of an attempt: an item's is `phase[index]`, which its ctx.phase (the phase's name) is not. */

@@ -139,6 +139,8 @@ const REMOTE_TASK = {
   properties: {
     token: { type: 'string' }, task_id: { type: 'string' }, run_id: { type: 'string' }, phase: { type: 'string' }, attempt: { type: 'integer' }, agent: { type: 'string' },
     input: OBJ, initial_state: OBJ, idempotency_key: { type: 'string' }, input_response: {}, last_checkpoint: {},
+    item: { type: 'object', required: ['index', 'value'], properties: { index: { type: 'integer' }, value: {} }, description: 'a fan-out (for_each) item: its 0-based index and its element (ctx.item)' },
+    remaining_budget_usd: { type: 'number', description: 'USD the attempt may still spend before a phase or run budget is exceeded, as of the claim (absent: no budget; heartbeats and /cost answer it again)' },
     lease_ms: { type: 'integer', description: 'heartbeat at least this often (a third of it is a good period), or the task is handed back' },
     lease_expires_at: { type: 'integer', description: 'ms since the epoch (server clock)' },
   },
@@ -161,6 +163,9 @@ const INPUT_BODY = {
   },
   oneOf: [{ required: ['question'], not: { required: ['input'] } }, { required: ['input'], not: { anyOf: [{ required: ['question'] }, { required: ['choices'] }, { required: ['schema'] }, { required: ['timeout_ms'] }] } }],
 } as const satisfies Schema;
+const CHECKPOINT_BODY = { type: 'object', additionalProperties: false, required: ['value'], properties: { value: { description: 'any JSON: a later attempt of this task gets it as last_checkpoint' } } } as const satisfies Schema;
+const SIBLING_BODY = { type: 'object', additionalProperties: false, required: ['phase'], properties: { phase: { type: 'string', minLength: 1, maxLength: 200 } } } as const satisfies Schema;
+const EVENT_BODY = { type: 'object', additionalProperties: false, required: ['kind', 'data'], properties: { kind: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' }, data: OBJ } } as const satisfies Schema;
 const COST_BODY = { type: 'object', additionalProperties: false, required: ['usd'], properties: { usd: { type: 'number', minimum: 0, maximum: 1e9 } } } as const satisfies Schema;
 const LOG_BODY = { type: 'object', additionalProperties: false, required: ['message'], properties: { message: { type: 'string', maxLength: 100_000 } } } as const satisfies Schema;
 const EMPTY_BODY = { type: 'object', additionalProperties: false, properties: {} } as const satisfies Schema;
@@ -188,6 +193,9 @@ export const AGENT_ROUTES: readonly RouteSpec[] = [
     responses: { '200': { description: '{"input", "answered": true, "value"}', schema: OBJ }, '202': { description: '{"input", "answered": false}: poll again with {"input": n}', schema: OBJ }, ...TASK_ERRORS },
   },
   { method: 'post', path: '/tasks/{token}/cost', operationId: 'taskCost', summary: 'report spend in USD (adds up; checked against the budgets)', action: 'agent', params: TOKEN_PARAM, body: COST_BODY, responses: { '200': { description: 'recorded', schema: OBJ }, ...TASK_ERRORS } },
+  { method: 'post', path: '/tasks/{token}/checkpoint', operationId: 'taskCheckpoint', summary: 'save progress (ctx.checkpoint): committed before the answer; a later attempt of the task gets it as last_checkpoint', action: 'agent', params: TOKEN_PARAM, body: CHECKPOINT_BODY, responses: { '200': { description: 'saved', schema: OBJ }, ...TASK_ERRORS } },
+  { method: 'post', path: '/tasks/{token}/sibling', operationId: 'taskSibling', summary: 'RFC-0024 §5.2 escape hatch (ctx.getSiblingOutput): a completed phase’s recorded output, or null; recorded as an event', action: 'agent', params: TOKEN_PARAM, body: SIBLING_BODY, responses: { '200': { description: '{"phase", "output": object | null}', schema: OBJ }, ...TASK_ERRORS } },
+  { method: 'post', path: '/tasks/{token}/event', operationId: 'taskEvent', summary: 'a structured agent event (ctx.record: task.agent_event with kind and data), e.g. a model call’s token usage', action: 'agent', params: TOKEN_PARAM, body: EVENT_BODY, responses: { '200': { description: 'recorded', schema: OBJ }, ...TASK_ERRORS } },
   { method: 'post', path: '/tasks/{token}/log', operationId: 'taskLog', summary: 'a log line (task.log)', action: 'agent', params: TOKEN_PARAM, body: LOG_BODY, responses: { '200': { description: 'recorded', schema: OBJ }, ...TASK_ERRORS } },
 ];
 

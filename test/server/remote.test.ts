@@ -472,6 +472,84 @@ workflow:
     }
   }, 60_000);
 
+  test('a remote agent gets the in-process ctx: its item, checkpoint (lastCheckpoint on the retry), a sibling’s output, record, the remaining budget', async () => {
+    const wf = `openintent: "1.0"
+info: {name: ctx-parity}
+governance: {max_cost_usd: 1}
+agents:
+  r: {x-remote: true}
+workflow:
+  first:
+    assign: x
+    outputs: {n: number}
+  each:
+    assign: r
+    depends_on: [first]
+    for_each: $trigger.list
+    inputs: {v: $item}
+    retry: {max_attempts: 2, backoff: constant, initial_delay_ms: 1}
+    outputs: {m: string}
+`;
+    const seen: { index?: number; value?: unknown; attempt: number; last: unknown; sibling: unknown; missing: unknown; before?: number; after?: number }[] = [];
+    const agent = createRemoteAgent({
+      url: h.url,
+      key: RKEY,
+      agent: 'r',
+      waitS: 2,
+      onError: () => undefined,
+      handler: async (ctx) => {
+        const before = ctx.remainingBudgetUsd();
+        ctx.reportCost(0.1);
+        const after = ctx.remainingBudgetUsd();
+        const sibling = await ctx.getSiblingOutput('first');
+        const missing = await ctx.getSiblingOutput('nothing-here');
+        ctx.record('usage', { tokens: 3, item: ctx.item?.index ?? -1 });
+        seen.push({ index: ctx.item?.index, value: ctx.item?.value, attempt: ctx.attempt, last: ctx.lastCheckpoint, sibling, missing, ...(before !== undefined ? { before } : {}), ...(after !== undefined ? { after } : {}) });
+        if (ctx.item?.index === 1 && ctx.attempt === 1) {
+          await ctx.checkpoint({ step: 'half' });
+          throw Object.assign(new Error('again'), { code: 'Transient' });
+        }
+        return { m: `${String(ctx.item?.value)}:${JSON.stringify(ctx.lastCheckpoint ?? null)}` };
+      },
+    });
+    try {
+      const id = await startRun(h, wf, { list: ['a', 'b'] });
+      const { status, events } = await toEnd(h, id);
+      expect(status).toBe('completed');
+      expect(events.find((e) => e.type === 'task.completed' && e['phase'] === 'each')?.['output']).toEqual({ m: ['a:null', 'b:{"step":"half"}'] });
+      // the item each attempt ran on; the retried item's second attempt got the first's checkpoint
+      expect(seen.map((s) => [s.index, s.value, s.attempt, s.last]).sort()).toEqual([
+        [0, 'a', 1, undefined],
+        [1, 'b', 1, undefined],
+        [1, 'b', 2, { step: 'half' }],
+      ]);
+      for (const s of seen) {
+        expect(s.sibling).toEqual({ n: 1 });
+        expect(s.missing).toBeUndefined();
+        // the run's budget as of the claim, less this attempt's own report at once
+        expect(s.before).toBeGreaterThan(0);
+        expect(s.before).toBeLessThanOrEqual(1);
+        expect(s.after).toBeCloseTo(s.before! - 0.1, 9);
+      }
+      expect(events.filter((e) => e.type === 'task.checkpoint').map((e) => e['value'])).toEqual([{ step: 'half' }]);
+      expect(events.filter((e) => e.type === 'task.sibling_output').map((e) => [e['sibling'], e['found']]).sort()).toEqual([
+        ['first', true],
+        ['first', true],
+        ['first', true],
+        ['nothing-here', false],
+        ['nothing-here', false],
+        ['nothing-here', false],
+      ]);
+      expect(events.filter((e) => e.type === 'task.agent_event' && e['kind'] === 'usage').map((e) => e['data']).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([
+        { tokens: 3, item: 0 },
+        { tokens: 3, item: 1 },
+        { tokens: 3, item: 1 },
+      ]);
+    } finally {
+      await agent.stop(0);
+    }
+  }, 60_000);
+
   test('remote fan-out items each ask a human: one gate per item, each answer reaches its own item', async () => {
     const wf = remoteFan('remote-fan-asking', '{answer: string}');
     const agent = createRemoteAgent({
