@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'undici';
 import type { Json, JsonObject } from '../core/json.js';
-import type { AgentContext, InputRequest } from '../engine/agent.js';
+import { AgentError, type AgentContext, type InputRequest } from '../engine/agent.js';
 import type { Telemetry } from '../engine/telemetry.js';
 import { remoteSpan } from './trace.js';
 
@@ -185,7 +185,13 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     // cost and log lines go in order, before the outcome
     let chain: Promise<unknown> = Promise.resolve();
     const send = (what: string, body: unknown): void => {
-      chain = chain.then(() => call(path(what), body).catch((e: unknown) => onError(e as Error)));
+      chain = chain.then(() =>
+        call(path(what), body).then(
+          // a refusal other than the attempt's end (a malformed record, a key that may not) is heard of too
+          (r) => (r.status !== 200 && r.status !== 409 ? onError(new HttpFailure(r.status, r.body)) : undefined),
+          (e: unknown) => onError(e as Error),
+        ),
+      );
     };
     let inputs = 0;
     // the server's figure as of the claim (and each heartbeat), less what this attempt reported since
@@ -222,7 +228,9 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       remainingBudgetUsd: () => budget,
       checkpoint: async (value: Json): Promise<void> => {
         await chain;
-        const r = await call(path('checkpoint'), { value: value === undefined ? null : value }, abort.signal);
+        // as in process: a checkpoint is a JSON value (undefined is none)
+        if (value === undefined) throw new AgentError('InvalidCheckpoint', 'ctx.checkpoint needs a JSON value: it is undefined', {}, false);
+        const r = await call(path('checkpoint'), { value }, abort.signal);
         if (r.status !== 200) throw new HttpFailure(r.status, r.body);
       },
       getSiblingOutput: async (phase: string): Promise<JsonObject | undefined> => {

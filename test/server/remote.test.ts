@@ -490,7 +490,7 @@ workflow:
     retry: {max_attempts: 2, backoff: constant, initial_delay_ms: 1}
     outputs: {m: string}
 `;
-    const seen: { index?: number; value?: unknown; attempt: number; last: unknown; sibling: unknown; missing: unknown; before?: number; after?: number }[] = [];
+    const seen: { index: number | undefined; value: unknown; attempt: number; last: unknown; sibling: unknown; missing: unknown; before?: number; after?: number }[] = [];
     const agent = createRemoteAgent({
       url: h.url,
       key: RKEY,
