@@ -33,7 +33,7 @@ export { runEvents, type RunHandle, type RunEventsOptions } from './api/handle.j
 /** Workflow types for `createEngine<Workflow>` (the `Workflow` interface `baton types` writes). */
 export type { WorkflowTypes, AnyWorkflow, AgentsOption, TriggerOf, UntypedHandler } from './api/typed.js';
 /** The worker loop, its defaults and the named fault points tests crash at. */
-export { Worker, DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type WorkerOptions } from './engine/worker.js';
+export { Worker, DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type WorkerOptions, type WorkerTuning } from './engine/worker.js';
 /** The decisions as a pure function of run state and facts, and the plan they read. */
 export { decide, type Fact, type FactResult, type Claimed, type Outcome, type Decisions } from './engine/decide.js';
 export { planOf, type Plan } from './engine/plan.js';

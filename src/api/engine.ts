@@ -22,14 +22,14 @@ import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
 import type { FactResult } from '../engine/decide.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/ports.js';
-import { parseTraceparent, type RunInfo, type Telemetry } from '../engine/telemetry.js';
+import { parseTraceparent, type RunInfo } from '../engine/telemetry.js';
 import { toJson } from '../engine/attempt.js';
 import { commandRun, decidedAs, startRun, workflowRecord } from '../engine/start.js';
 import { CreateBatcher, retryingCreates, StoreWaits } from '../engine/create-batch.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
 import { planOf } from '../engine/plan.js';
 import { localFileStager, withFiles, type FileStager } from '../engine/files.js';
-import { Worker, type FaultPlan, type StoreTrouble, type WorkerOptions } from '../engine/worker.js';
+import { Worker, type WorkerOptions, type WorkerTuning } from '../engine/worker.js';
 import { DEFAULT_STORE_RETRY_MS } from '../engine/worker-base.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
@@ -43,8 +43,11 @@ export type AgentBinding = AgentHandler | ClosableAgent;
 /** Compiled workflows (and stored workflow records) an engine keeps, the most recently used. */
 const MODELS_KEPT = 128;
 
-/** `W`: the workflow's types from `baton types` (default: untyped, checked when a run starts). */
-export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
+/**
+ * `W`: the workflow's types from `baton types` (default: untyped, checked when a run starts). The worker's
+ * own tuning (clock, concurrency, leases, store retries, snapshots, telemetry) is WorkerTuning's.
+ */
+export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> extends WorkerTuning {
   store: RunStore;
   /** Handlers by agent id: functions `(ctx) => output`, or adapters with `handler` and `close()` (closed by the caller). */
   agents?: AgentsOption<W> | undefined;
@@ -57,43 +60,6 @@ export interface EngineOptions<W extends WorkflowTypes = AnyWorkflow> {
   bindRun?: ((record: RunRecord, model: WorkflowModel) => Promise<Readonly<Record<string, AgentBinding>>>) | undefined;
   /** LLM agents: which agents run on a model beyond those with a blueprint, a replies file, keys, prices (docs/llm-agents.md). */
   llm?: LlmBindOptions | undefined;
-  /**
-   * Time for retries, timeouts, leases and gate expiries (default the system's); tests inject a manual one
-   * (`ManualClock`). A SQLite or PostgreSQL store decides in its own clock unless opened with
-   * `databaseClock: false`: a test that moves time by hand opens it so.
-   */
-  clock?: Clock | undefined;
-  /** Attempts running at once (default 32). */
-  concurrency?: number | undefined;
-  /** This engine's worker id, unique among live workers (default `host:pid:random`); leases name it. */
-  workerId?: string | undefined;
-  /** Lease of a claimed attempt; renewed every third of it while the attempt runs (default 30 s). */
-  leaseMs?: number | undefined;
-  /** How often an idle worker looks at the store for other processes' changes (default 1 s; PostgreSQL wakes it by NOTIFY). */
-  pollMs?: number | undefined;
-  /** Testing aid: crash the engine at named fault points (docs/durability.md). */
-  faults?: FaultPlan | undefined;
-  /** Whether the worker holding a lease is known to be dead (default: on this host, its pid is gone), so its tasks are taken over at once. */
-  isOwnerDead?: ((owner: string) => boolean) | undefined;
-  /** Every committed event of every run this engine drives, with the run's state after it (progress views, logs). */
-  onEvent?: ((event: RunEvent, state: RunState) => void) | undefined;
-  /**
-   * Traces (docs/telemetry.md): run, attempt, model and tool spans. `@baton-run/baton/otel` makes one
-   * on OpenTelemetry. Flushed (not shut down) by close().
-   */
-  telemetry?: Telemetry | undefined;
-  /** How long store errors are retried (with backoff) before the worker gives up (default 5 minutes). */
-  storeRetryMs?: number | undefined;
-  /** Told once when the store starts failing and once when it answers again. */
-  onStoreTrouble?: ((t: StoreTrouble) => void) | undefined;
-  /** How long an aborted agent that ignores its signal runs on before a warning (default 5 s; its slot stays taken until it settles). */
-  abortGraceMs?: number | undefined;
-  /**
-   * How often a run's state is stored as a snapshot: once this many events (and at least as many as
-   * the run has tasks) were committed since the last one (default 1,000; 0: never). A run is taken up
-   * from its latest snapshot plus the events after it, not by replaying its whole log.
-   */
-  snapshotEvery?: number | undefined;
   /**
    * Where AIP-16 file contracts (`inputsFiles` / `outputsFiles`) read and write (`--workspace`): over the
    * workspace a run recorded. Default: the run's `workspace`, else its `cwd`, else the workflow file's folder.

@@ -46,26 +46,32 @@ export interface BoundRun {
   contracts?: ReadonlyMap<string, AgentContract>;
 }
 
-export interface WorkerOptions {
-  store: RunStore;
-  /** Loads a run's workflow and binds its agents (the composition root knows how). */
-  bind: (run: RunRecord) => Promise<BoundRun>;
+/** What an engine and a bare worker are tuned with alike (EngineOptions takes these too). */
+export interface WorkerTuning {
+  /**
+   * Time for retries, timeouts, leases and gate expiries (default the system's); tests inject a manual one
+   * (`ManualClock`). A SQLite or PostgreSQL store decides in its own clock unless opened with
+   * `databaseClock: false`: a test that moves time by hand opens it so.
+   */
   clock?: Clock | undefined;
-  /** Unique among live workers: `host:pid:random` by default. */
+  /** This worker's id, unique among live workers (default `host:pid:random`); leases name it. */
   workerId?: string | undefined;
-  /** Attempts running at once in this worker (default 32). */
+  /** Attempts running at once (default 32). */
   concurrency?: number | undefined;
   /** Lease of a claimed attempt; renewed every third of it while the attempt runs (default 30 s). */
   leaseMs?: number | undefined;
-  /** How often to look at the store for changes from other processes when idle (default 1 s; PostgreSQL is woken by NOTIFY). */
+  /** How often an idle worker looks at the store for other processes' changes (default 1 s; PostgreSQL wakes it by NOTIFY). */
   pollMs?: number | undefined;
-  /** Whether the worker that holds a lease is known to be dead (default: same host and its pid is gone). */
+  /** Whether the worker holding a lease is known to be dead (default: on this host, its pid is gone), so its tasks are taken over at once. */
   isOwnerDead?: ((owner: string) => boolean) | undefined;
+  /** Testing aid: crash the engine at named fault points (docs/durability.md). */
   faults?: FaultPlan | undefined;
-  /** When serving: the agent ids this worker binds (it asks the store only for their tasks). Default: any. */
-  agents?: readonly string[] | undefined;
+  /** Every committed event of every run the worker drives, with the run's state after it (progress views, logs). */
   onEvent?: ((event: RunEvent, state: RunState) => void) | undefined;
-  /** Traces (docs/telemetry.md): told every committed event; attempts get `ctx.trace`. */
+  /**
+   * Traces (docs/telemetry.md): run, attempt, model and tool spans, told every committed event; attempts
+   * get `ctx.trace`. `@baton-run/baton/otel` makes one on OpenTelemetry.
+   */
   telemetry?: Telemetry | undefined;
   /**
    * How long the store may keep failing (unreachable, locked, conflicts) before the worker gives
@@ -79,9 +85,17 @@ export interface WorkerOptions {
   /**
    * A snapshot of a run's state is stored once this many events (and at least as many as the run has
    * tasks) were committed since the last one (default 1,000; 0: never). Runs load from their latest
-   * snapshot plus the events after it.
+   * snapshot plus the events after it, not by replaying their whole log.
    */
   snapshotEvery?: number | undefined;
+}
+
+export interface WorkerOptions extends WorkerTuning {
+  store: RunStore;
+  /** Loads a run's workflow and binds its agents (the composition root knows how). */
+  bind: (run: RunRecord) => Promise<BoundRun>;
+  /** When serving: the agent ids this worker binds (it asks the store only for their tasks). Default: any. */
+  agents?: readonly string[] | undefined;
 }
 
 /** How long store failures are retried before a worker gives up (`storeRetryMs`): 5 minutes. */

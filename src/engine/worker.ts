@@ -26,7 +26,7 @@ import type { FaultPoint, RunCtx } from './worker-base.js';
 import { WorkerAttempts } from './worker-attempts.js';
 
 // the layers of the worker, bottom up: worker-base.ts (options, fields, loading), worker-commits.ts, worker-attempts.ts, this file (the loop)
-export { DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type BoundRun, type WorkerOptions, type StoreTrouble } from './worker-base.js';
+export { DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type BoundRun, type WorkerOptions, type WorkerTuning, type StoreTrouble } from './worker-base.js';
 
 /** How long the ready tasks a serving worker is offered stay reserved for it (findWork): it takes their runs up well within it. */
 const RESERVE_MS = 2_000;
