@@ -110,6 +110,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       seen.add(e.message);
       process.stderr.write(`remote agent ${opts.agent}: ${e.message}\n`);
     });
+  const waitS = opts.waitS ?? 20;
   const running = new Set<{ abort: TaskAbort; release: () => Promise<void> }>();
   let completed = 0;
 
@@ -129,10 +130,16 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
   // the agent asked, and a lost server is found by the heartbeats
   const connections = (): Promise<Pool> => (pool ??= import('undici').then((u) => new u.Pool(target.origin, { headersTimeout: 0, bodyTimeout: 0 })));
 
-  async function call(path: string, body: unknown, signal?: AbortSignal): Promise<{ status: number; body: Record<string, unknown> }> {
+  /**
+   * One request. `timeoutMs` bounds the wait for the answer's headers and between its bytes: a server
+   * that vanished without closing the connection (a partition, a machine gone) fails the call instead of
+   * holding it for ever. A heartbeat's is a lease (then the task counts as lost and its handler is
+   * aborted, before the server hands it to another agent); a long poll's is its wait and a margin.
+   */
+  async function call(path: string, body: unknown, signal?: AbortSignal, timeoutMs = CALL_TIMEOUT_MS): Promise<{ status: number; body: Record<string, unknown> }> {
     if (closed) throw new Error('the remote agent has stopped');
     const payload = JSON.stringify(body ?? {});
-    const res = await (await connections()).request({ path: prefix + path, method: 'POST', headers, body: payload, ...(signal ? { signal } : {}) });
+    const res = await (await connections()).request({ path: prefix + path, method: 'POST', headers, body: payload, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, ...(signal ? { signal } : {}) });
     const text = await res.body.text();
     let parsed: Record<string, unknown> = {};
     if (text !== '') {
@@ -153,7 +160,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       // server handed to it just as it went away goes back to the queue at once, not after a lease
       const claimId = randomBytes(12).toString('base64url');
       try {
-        const r = await call(`/agents/${encodeURIComponent(opts.agent)}/claim?wait=${opts.waitS ?? 20}`, { claim_id: claimId }, stopping.signal);
+        const r = await call(`/agents/${encodeURIComponent(opts.agent)}/claim?wait=${waitS}`, { claim_id: claimId }, stopping.signal, (waitS + POLL_MARGIN_S) * 1000);
         if (r.status === 200) claimed = r.body as unknown as ClaimedTask;
         else if (r.status !== 204) throw new HttpFailure(r.status, r.body);
         backoff = 100;
@@ -243,12 +250,12 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       requestInput: async (req: InputRequest): Promise<Json> => {
         await chain;
         const body = { question: req.question, ...(req.choices !== undefined ? { choices: req.choices } : {}), ...(req.schema !== undefined ? { schema: req.schema } : {}), ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}) };
-        let r = await call(path('input'), body, abort.signal);
+        let r = await call(path('input'), body, abort.signal, (INPUT_WAIT_S + POLL_MARGIN_S) * 1000);
         const n = inputs++;
         for (;;) {
           if (r.status === 200) return (r.body['value'] ?? null) as Json;
           if (r.status !== 202) throw new HttpFailure(r.status, r.body);
-          r = await call(path('input'), { input: typeof r.body['input'] === 'number' ? r.body['input'] : n }, abort.signal);
+          r = await call(path('input'), { input: typeof r.body['input'] === 'number' ? r.body['input'] : n }, abort.signal, (INPUT_WAIT_S + POLL_MARGIN_S) * 1000);
         }
       },
     };
@@ -330,7 +337,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     let timer: NodeJS.Timeout | undefined = setTimeout(beat, every);
     async function once(): Promise<void> {
       try {
-        const r = await call(`/tasks/${t.token}/heartbeat`, {});
+        const r = await call(`/tasks/${t.token}/heartbeat`, {}, undefined, Math.max(50, t.lease_ms));
         if (r.status === 200 && r.body['stop'] !== true) {
           lastOk = performance.now();
           if (typeof r.body['remaining_budget_usd'] === 'number') onBudget(r.body['remaining_budget_usd']);
@@ -405,6 +412,13 @@ class TaskAbort {
     this.ctl?.abort(reason);
   }
 }
+
+/** How long any other call may wait for its answer (a completion waits for its commit): then it fails. */
+const CALL_TIMEOUT_MS = 120_000;
+/** Seconds a long poll may run past its own wait before the client gives up on the server. */
+const POLL_MARGIN_S = 30;
+/** The server's wait on an input poll (no `?wait=`: its default). */
+const INPUT_WAIT_S = 20;
 
 /** The reason a finished task's signal carries (one instance: a task's end is no error to trace). */
 const TASK_ENDED = new Error('the task ended');
