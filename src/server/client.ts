@@ -13,6 +13,12 @@ export interface ServerClientOptions {
   key?: string | undefined;
   /** How many reconnects in a row, without an event between, before `events()` gives up (default 5). */
   reconnects?: number | undefined;
+  /**
+   * How long `events()` waits for a byte on its stream (the server sends a keep-alive at least every 15 s
+   * while nothing happens) before it takes the connection for dead and reconnects (default 45 s): a
+   * connection cut without a reset (a partition, a NAT that forgot it) is left, not waited on for ever.
+   */
+  idleMs?: number | undefined;
 }
 
 /** An answer that is not a success, with the server's error code and message. */
@@ -83,12 +89,18 @@ export class ServerClient {
     let seq = opts.after ?? 0;
     let failures = 0;
     const limit = this.o.reconnects ?? 5;
+    const idleMs = this.o.idleMs ?? DEFAULT_IDLE_MS;
     for (;;) {
       if (opts.signal?.aborted) return;
+      // this connection's own end: the caller's signal, or no byte for idleMs (armed again by every chunk)
+      const connection = new AbortController();
+      const watchdog = setTimeout(() => connection.abort(new Error(`no byte from the event stream for ${idleMs} ms`)), idleMs);
+      const signal = opts.signal ? AbortSignal.any([opts.signal, connection.signal]) : connection.signal;
       let res: Response;
       try {
-        res = await fetch(`${this.base}/runs/${encodeURIComponent(runId)}/events`, { headers: this.headers({ accept: 'text/event-stream', 'last-event-id': String(seq) }), ...(opts.signal ? { signal: opts.signal } : {}) });
+        res = await fetch(`${this.base}/runs/${encodeURIComponent(runId)}/events`, { headers: this.headers({ accept: 'text/event-stream', 'last-event-id': String(seq) }), signal });
       } catch (e) {
+        clearTimeout(watchdog);
         if (opts.signal?.aborted) return;
         if (++failures > limit) throw unreachable(this.base, e);
         await pause(Math.min(5000, 200 * 2 ** failures));
@@ -106,7 +118,7 @@ export class ServerClient {
       }
       let ended = false;
       try {
-        for await (const m of sseMessages(res.body)) {
+        for await (const m of sseMessages(res.body, () => watchdog.refresh())) {
           if (m.event === 'end') {
             ended = true;
             break;
@@ -122,6 +134,10 @@ export class ServerClient {
       } catch (e) {
         if (opts.signal?.aborted) return;
         if (++failures > limit) throw unreachable(this.base, e);
+      } finally {
+        clearTimeout(watchdog);
+        // a connection left (ended, idle, or the caller stopped reading): its body is cancelled
+        connection.abort();
       }
       if (ended) return;
       // the connection dropped (or the server said `error`): resume after the last seq seen
@@ -139,8 +155,14 @@ function pause(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Server-sent events from a response body (the text/event-stream format: fields, then a blank line). */
-export async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage, void, undefined> {
+/** `events()`'s default idleMs: three of the server's keep-alive periods. */
+const DEFAULT_IDLE_MS = 45_000;
+
+/**
+ * Server-sent events from a response body (the text/event-stream format: fields, then a blank line).
+ * `onChunk` hears of every chunk read, keep-alive comments included (a watchdog's sign of life).
+ */
+export async function* sseMessages(body: ReadableStream<Uint8Array>, onChunk?: () => void): AsyncGenerator<SseMessage, void, undefined> {
   const decoder = new TextDecoder();
   let buf = '';
   let id: string | undefined;
@@ -151,6 +173,7 @@ export async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGener
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return;
+      onChunk?.();
       buf += decoder.decode(value, { stream: true });
       let nl: number;
       while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {

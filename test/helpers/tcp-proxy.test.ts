@@ -1,6 +1,7 @@
 /**
  * The loopback TCP proxy of the chaos tests: it forwards bytes both ways, `cut(ms)` drops every live
- * connection and refuses new ones until the cut ends, `pause()` holds bytes without closing anything.
+ * connection and refuses new ones until the cut ends, `pause()` holds bytes without closing anything,
+ * `blackhole()` kills the live connections silently.
  * Against a loopback echo server, and once against the real PostgreSQL (a pg client sees the cut as a
  * connection error, and a new client gets through once it is over).
  */
@@ -56,6 +57,25 @@ async function until(check: () => boolean, ms = 3_000): Promise<void> {
 }
 
 describe('tcp proxy', () => {
+  test('blackhole(): a live connection goes dead for good (bytes dropped, nothing closed) while a new one works', async () => {
+    const p = await proxy();
+    const old = await client(p.port);
+    old.s.write('a');
+    await until(() => old.got() === 'a');
+    p.blackhole();
+    old.s.write('b');
+    let closed = false;
+    void old.closed.then(() => (closed = true));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(old.got()).toBe('a');
+    expect(closed).toBe(false);
+    const fresh = await client(p.port);
+    fresh.s.write('c');
+    await until(() => fresh.got() === 'c');
+    old.s.destroy();
+    fresh.s.destroy();
+  });
+
   test('forwards bytes both ways', async () => {
     const p = await proxy();
     const c = await client(p.port);

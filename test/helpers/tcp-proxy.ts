@@ -2,7 +2,8 @@
  * A loopback TCP proxy between Baton and PostgreSQL (or any TCP peer), so a test can make the network
  * fail on purpose: `cut(ms)` destroys every live connection and refuses new ones for `ms` (they are
  * accepted and closed at once, as a reset would look to a client); `pause()` stops forwarding bytes
- * in both directions without closing anything (a stalled network), `resume()` lets them flow again.
+ * in both directions without closing anything (a stalled network), `resume()` lets them flow again;
+ * `blackhole()` kills the live connections silently for good (a partition) while new ones work.
  * Listens on 127.0.0.1 only.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -18,6 +19,11 @@ export interface TcpProxy {
   heal(): void;
   /** Until `resume()`: bytes are held (sockets paused), connections stay open. */
   pause(): void;
+  /**
+   * Every live connection goes dead for good, as across a partition or a NAT that forgot it: bytes either
+   * way are dropped, nothing is closed, and a close on one side is not passed on. New connections work.
+   */
+  blackhole(): void;
   resume(): void;
   /** Connections accepted since the start, live now, and refused while cut. */
   stats(): { accepted: number; live: number; refused: number; cuts: number };
@@ -26,6 +32,7 @@ export interface TcpProxy {
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const pairs = new Set<[Socket, Socket]>();
+  const dead = new Set<Socket>();
   let cutUntil = 0;
   let paused = false;
   let accepted = 0;
@@ -126,6 +133,21 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         b.resume();
       }
     },
+    blackhole: () => {
+      for (const pair of pairs) {
+        for (const sock of pair) {
+          sock.removeAllListeners('data');
+          sock.removeAllListeners('end');
+          sock.removeAllListeners('close');
+          sock.removeAllListeners('error');
+          sock.on('data', () => undefined);
+          sock.on('error', () => undefined);
+          sock.resume();
+          dead.add(sock);
+        }
+      }
+      pairs.clear();
+    },
     stats: () => ({ accepted, live: pairs.size, refused, cuts }),
     heal,
     close: async () => {
@@ -136,6 +158,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         b.destroy();
       }
       pairs.clear();
+      for (const sock of dead) sock.destroy();
+      dead.clear();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };

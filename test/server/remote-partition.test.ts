@@ -1,15 +1,17 @@
 /**
- * A remote agent cut off from its server without a reset (a partition: the connection stays open and
- * nothing comes back). Its heartbeats must not wait for ever: after a lease without one getting through,
- * the handler's signal aborts, so it stops before the server hands the task to another agent. A loopback
- * TCP proxy between the agent and a real server stalls the bytes.
+ * Clients of the server cut off from it without a reset (a partition: the connection stays open and
+ * nothing comes back), through a loopback TCP proxy in front of a real server. A remote agent's
+ * heartbeats must not wait for ever: after a lease without one getting through, the handler's signal
+ * aborts, so it stops before the server hands the task to another agent. An event stream
+ * (ServerClient.events, what `baton run --server` follows) must leave a dead connection and resume on a
+ * new one, every event once.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createEngine, createRemoteAgent, openStore, type RunStore } from '@baton-run/baton';
-import { parseKeysEnv, RemoteAgents, startServer, type BatonServer } from '@baton-run/baton/server';
+import { parseKeysEnv, RemoteAgents, ServerClient, startServer, type BatonServer } from '@baton-run/baton/server';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { api } from './harness.js';
 
@@ -87,4 +89,44 @@ test('heartbeats that get no answer abort the handler after a lease, instead of 
     proxy.resume();
     await agent.stop(0);
   }
+}, 30_000);
+
+test('an event stream whose connection goes dead is left after idleMs and resumed on a new one: every event once, then the end', async () => {
+  const TWO = `openintent: "1.0"
+info: {name: two}
+workflow:
+  a: {assign: q, outputs: {i: number}}
+  b: {assign: q, depends_on: [a], outputs: {i: number}}
+`;
+  const start = await api(server.url, 'POST', '/runs', { key: OPS, body: { workflow: TWO } });
+  expect(start.status).toBe(201);
+  const runId = start.body['run_id'] as string;
+  const client = new ServerClient({ url: `http://127.0.0.1:${proxy.port}`, key: OPS, idleMs: 500 });
+  const seen: { seq: number; type: string }[] = [];
+  let done = false;
+  const following = (async () => {
+    for await (const e of client.events(runId)) seen.push({ seq: e.seq, type: e.type });
+    done = true;
+  })();
+  for (let i = 0; i < 100 && !seen.some((e) => e.type === 'task.claimed'); i++) await new Promise((r) => setTimeout(r, 50));
+  expect(seen.some((e) => e.type === 'task.claimed'), 'the stream got the first claim').toBe(true);
+  // the stream's connection dies silently; the run goes on (both phases done straight on the server)
+  proxy.blackhole();
+  // (the task of the test before, handed back when its agent stopped, may come first: it is done too)
+  const ours: string[] = [];
+  for (let i = 0; i < 5 && ours.length < 2; i++) {
+    const c = await api(server.url, 'POST', '/agents/q/claim?wait=5', { key: AGENT });
+    expect(c.status).toBe(200);
+    if (c.body['run_id'] === runId) ours.push(c.body['phase'] as string);
+    expect((await api(server.url, 'POST', `/tasks/${c.body['token'] as string}/complete`, { key: AGENT, body: { output: { i: 1 } } })).status).toBe(200);
+  }
+  expect(ours).toEqual(['a', 'b']);
+  for (let i = 0; i < 100 && !done; i++) await new Promise((r) => setTimeout(r, 50));
+  expect(done, 'the stream reached the run’s end').toBe(true);
+  await following;
+  const seqs = seen.map((e) => e.seq);
+  expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
+  expect(new Set(seqs).size).toBe(seqs.length);
+  expect(seen.filter((e) => e.type === 'task.completed')).toHaveLength(2);
+  expect(seen[seen.length - 1]!.type).toBe('run.completed');
 }, 30_000);
