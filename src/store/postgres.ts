@@ -38,6 +38,13 @@ export interface PostgresStoreOptions {
   poolSize?: number | undefined;
   /** Fail fast when the server cannot be reached. Default 3 s. */
   connectTimeoutMs?: number | undefined;
+  /**
+   * How long a statement may wait for its answer before its connection is taken for dead: a connection
+   * cut without a reset (a partition, a NAT or firewall that forgot it) answers nothing and closes
+   * nothing, and TCP would notice only after minutes to hours. The connection is then dropped and the
+   * call fails as `store-unreachable`, which the worker retries on a new one. Default 60 s; 0: never.
+   */
+  queryTimeoutMs?: number | undefined;
   /** The schema's migrations (tests add a fake next version). */
   migrations?: readonly Migration[] | undefined;
   /**
@@ -61,6 +68,9 @@ const TYPES: pg.CustomTypesConfig = {
     return pg.types.getTypeParser(oid, format) as unknown;
   }) as pg.CustomTypesConfig['getTypeParser'],
 };
+
+/** queryTimeoutMs's default. */
+export const DEFAULT_QUERY_TIMEOUT_MS = 60_000;
 
 /** Opens a PostgreSQL store, creating or migrating its schema. Throws store-unreachable, store-version. */
 export async function openPostgresStore(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
@@ -92,7 +102,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
   } finally {
     await client.end().catch(() => undefined);
   }
-  return new PostgresStore(config, location, schema, opts.poolSize ?? 10, opts.databaseClock ?? true, opts.listen ?? 'work');
+  return new PostgresStore(config, location, schema, opts.poolSize ?? 10, opts.databaseClock ?? true, opts.listen ?? 'work', opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS);
 }
 
 /**
@@ -150,10 +160,13 @@ export class PostgresStore implements RunStore {
     poolSize: number,
     private readonly databaseClock = true,
     listen: 'work' | 'commits' = 'work',
+    queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS,
   ) {
     this.channel = listen === 'commits' ? `${schema}_commits` : `${schema}_runs`;
     this.sql = sqlFor(`"${schema}"`, `${schema}_runs`, `${schema}_commits`);
-    this.pool = new pg.Pool({ ...(config as pg.ClientConfig), max: poolSize, pipeline: true });
+    // the pool's statements only: the migrations (which may take long on a big schema) and the LISTEN
+    // connection (idle by design) go without
+    this.pool = new pg.Pool({ ...(config as pg.ClientConfig), max: poolSize, pipeline: true, ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}) });
     // an idle connection that breaks is dropped by the pool; the next query reports the cause
     this.pool.on('error', () => undefined);
     // Every statement is key-driven and prepared once per connection: plan it once too. (With the
@@ -579,7 +592,8 @@ export function pgFault(err: unknown, location: string): unknown {
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
   const message = typeof e.message === 'string' ? e.message : String(err);
-  if (UNREACHABLE.has(code) || code.startsWith('08') || /Connection terminated|connection timeout|timeout expired|not queryable|Client was closed|pool after calling end/i.test(message))
+  // (`Query read timeout`: no answer within queryTimeoutMs, the connection dropped as dead)
+  if (UNREACHABLE.has(code) || code.startsWith('08') || /Connection terminated|connection timeout|timeout expired|not queryable|Client was closed|pool after calling end|Query read timeout/i.test(message))
     return new BatonError('store-unreachable', `cannot reach the PostgreSQL store ${location}: ${message || code}`, { cause: err });
   // serialization failures, deadlocks, lock timeouts, too many connections: try again later
   if (code === '40001' || code === '40P01' || code === '55P03' || code === '53300' || code === '53400')
