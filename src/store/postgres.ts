@@ -45,6 +45,12 @@ export interface PostgresStoreOptions {
    * call fails as `store-unreachable`, which the worker retries on a new one. Default 60 s; 0: never.
    */
   queryTimeoutMs?: number | undefined;
+  /**
+   * How often the LISTEN connection is asked a `SELECT 1` (answered within 10 s or this period if shorter),
+   * so that a connection gone dead without a reset is replaced and workers are woken by NOTIFY again (until
+   * then they only find work at their periodic looks). Default 30 s; 0: never.
+   */
+  listenCheckMs?: number | undefined;
   /** The schema's migrations (tests add a fake next version). */
   migrations?: readonly Migration[] | undefined;
   /**
@@ -102,7 +108,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
   } finally {
     await client.end().catch(() => undefined);
   }
-  return new PostgresStore(config, location, schema, opts.poolSize ?? 10, opts.databaseClock ?? true, opts.listen ?? 'work', opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS);
+  return new PostgresStore(config, location, schema, opts.poolSize ?? 10, opts.databaseClock ?? true, opts.listen ?? 'work', opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS, opts.listenCheckMs ?? 30_000);
 }
 
 /**
@@ -161,6 +167,7 @@ export class PostgresStore implements RunStore {
     private readonly databaseClock = true,
     listen: 'work' | 'commits' = 'work',
     queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS,
+    private readonly listenCheckMs = 30_000,
   ) {
     this.channel = listen === 'commits' ? `${schema}_commits` : `${schema}_runs`;
     this.sql = sqlFor(`"${schema}"`, `${schema}_runs`, `${schema}_commits`);
@@ -479,7 +486,12 @@ export class PostgresStore implements RunStore {
   private listen(): void {
     if (this.listening || this.closed) return;
     const c = new pg.Client(this.config);
+    let check: NodeJS.Timeout | undefined;
+    let dropped = false;
     const drop = (): void => {
+      if (dropped) return;
+      dropped = true;
+      clearInterval(check);
       this.markUnknown();
       if (this.listener === c) this.listener = undefined;
       this.listening = undefined;
@@ -503,6 +515,20 @@ export class PostgresStore implements RunStore {
         // what changed before we listened is unknown: whoever waits looks again
         this.markUnknown();
         this.waiters.wakeAll();
+        // a connection gone dead without a reset hears nothing and says nothing: asked now and then, it
+        // is dropped when it does not answer (the next wait listens on a new one)
+        if (this.listenCheckMs > 0) {
+          let asking = false;
+          check = setInterval(() => {
+            if (asking) return;
+            asking = true;
+            c.query({ text: 'SELECT 1', query_timeout: Math.min(10_000, this.listenCheckMs) } as pg.QueryConfig).then(
+              () => (asking = false),
+              () => drop(),
+            );
+          }, this.listenCheckMs);
+          check.unref();
+        }
       })
       .catch(drop);
   }
@@ -517,6 +543,7 @@ export class PostgresStore implements RunStore {
     this.waiters.wakeAll();
     const l = this.listening;
     await l?.catch(() => undefined);
+    // (its liveness check stops with it: an 'end' drops it)
     await this.listener?.end().catch(() => undefined);
     this.listener = undefined;
     await this.pool.end().catch(() => undefined);

@@ -4,7 +4,8 @@
  * `blackhole()` does just that; new connections work. Every statement waits at most `queryTimeoutMs` for
  * its answer, then its connection is dropped and the call is retried on a new one, so the run goes on:
  * it completes, each phase once. (Without the bound, the first statement on a dead connection waited
- * for as long as TCP takes to give up: minutes to hours.)
+ * for as long as TCP takes to give up: minutes to hours.) The LISTEN connection is asked a `SELECT 1`
+ * every `listenCheckMs`: a dead one is replaced, and NOTIFY wakes the store's waiters again.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createEngine } from '../../src/api/engine.js';
@@ -64,3 +65,34 @@ test('the store’s connections go dead mid-run: each statement gives up after q
     await engine.close();
   }
 }, 90_000);
+
+test('a LISTEN connection gone dead is found by its check and replaced: a commit elsewhere wakes the waiter again', async () => {
+  const watched = await openPostgresStore(proxy.rewrite(db.url), { queryTimeoutMs: 1000, listenCheckMs: 300 });
+  const direct = await openPostgresStore(db.url);
+  const engine = createEngine({ store: direct, agents: { w: () => ({ n: 1 }) } });
+  const wf = WorkflowSpec.fromString('openintent: "1.0"\ninfo: {name: wake}\nworkflow:\n  a: {assign: w, outputs: {n: number}}\n');
+  /** ms until a run started on the direct store wakes `watched`'s wait (at most 4 s). */
+  const wakeMs = async (): Promise<number> => {
+    // what the wait owes from before (a new LISTEN wakes its waiters once) is taken first
+    for (let i = 0; i < 5; i++) await watched.waitForChange(20);
+    const t0 = performance.now();
+    const woken = watched.waitForChange(4_000);
+    await engine.start(wf, { detach: true });
+    await woken;
+    return performance.now() - t0;
+  };
+  try {
+    // LISTEN is opened by the first wait; a commit then wakes the waiter at once
+    await watched.waitForChange(200);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await wakeMs()).toBeLessThan(2_000);
+    // the LISTEN connection (and the pool's) go dead without a reset
+    proxy.blackhole();
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(await wakeMs()).toBeLessThan(2_000);
+  } finally {
+    await engine.close();
+    await direct.close();
+    await watched.close();
+  }
+}, 60_000);
