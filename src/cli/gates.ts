@@ -5,10 +5,12 @@
  */
 import { parseArgs } from 'node:util';
 import { createEngine } from '../api/engine.js';
+import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
+import { safeText } from '../diagnostics/terminal.js';
 import type { RunStore } from '../engine/ports.js';
 import { ServerAnswerError, ServerClient } from '../server/client.js';
-import { START_BLIP_MS, UsageError, actor, exitFor, openCliStore, storeTroubleLine } from './durable.js';
+import { START_BLIP_MS, START_REFUSED_MS, UsageError, actor, exitFor, openCliStore, storeTroubleLine } from './durable.js';
 import { printFailure } from './fail.js';
 import { CANCEL_OPTIONS, DECIDE_OPTIONS, RESPOND_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
@@ -33,6 +35,44 @@ function serverFailure(e: unknown, cmd: string, server: string, io: CliIo): numb
 }
 
 const seg = encodeURIComponent;
+
+/**
+ * A decision sent to the server, riding out a restart or a cut as the local form rides out a database
+ * blip: a connection refused is tried again for START_REFUSED_MS (nothing listens there: a restart, or a
+ * mistyped port), a reset or a 503 (the server's own store away) for START_BLIP_MS, with one line on
+ * stderr. After a try whose answer may have been lost (a reset, a 503), a refusal is first shown to
+ * `landed`: the decision this command made is its success, not "already approved".
+ */
+async function riding<R>(io: CliIo, send: () => Promise<R>, landed?: (refusal: ServerAnswerError) => Promise<R | undefined>): Promise<R> {
+  const start = performance.now();
+  let said = false;
+  let inDoubt = false;
+  for (let n = 1; ; n++) {
+    try {
+      return await send();
+    } catch (e) {
+      if (inDoubt && landed && e instanceof ServerAnswerError && e.status === 409) {
+        const mine = await landed(e).catch(() => undefined);
+        if (mine !== undefined) return mine;
+      }
+      const refused = e instanceof BatonError && e.code === 'store-unreachable' && /ECONNREFUSED/.test(e.message);
+      const away = (e instanceof BatonError && e.code === 'store-unreachable') || (e instanceof ServerAnswerError && e.status === 503);
+      const bound = !away ? 0 : refused ? START_REFUSED_MS : START_BLIP_MS;
+      if (performance.now() - start >= bound) throw e;
+      if (!refused) inDoubt = true;
+      if (!said) io.stderr(`server unavailable, retrying for up to ${bound / 1000} s: ${safeText((e as Error).message, 300)}\n`);
+      said = true;
+      await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(5, n - 1))));
+    }
+  }
+}
+
+/** The gate as the server lists it, when it is decided as `want` says (after a try whose answer was lost). */
+async function gateDecided(client: ServerClient, runId: string, gateId: string, want: (g: JsonObject) => boolean): Promise<JsonObject | undefined> {
+  const gates = (await client.request('GET', `/runs/${seg(runId)}/gates`)).body['gates'];
+  const gate = Array.isArray(gates) ? (gates as JsonObject[]).find((g) => g['id'] === gateId) : undefined;
+  return gate && want(gate) ? gate : undefined;
+}
 
 /**
  * The store and an engine for a command that decides (approve, deny, respond, cancel). Like run and
@@ -62,9 +102,16 @@ export function decideCommand(decision: 'approve' | 'deny'): (args: string[], io
       const [runId, gateId] = positionals as [string, string];
       const client = serverClient(values, io);
       if (client) {
-        const r = await client.request('POST', `/runs/${seg(runId)}/gates/${seg(gateId)}/${decision}`, values.comment !== undefined ? { comment: values.comment } : {});
-        const by = typeof r.body['by'] === 'string' ? r.body['by'] : 'the API key';
         const decided = decision === 'approve' ? 'approved' : 'denied';
+        const r = await riding(
+          io,
+          () => client.request('POST', `/runs/${seg(runId)}/gates/${seg(gateId)}/${decision}`, values.comment !== undefined ? { comment: values.comment } : {}),
+          async () => {
+            const g = await gateDecided(client, runId, gateId, (x) => x['status'] === decided && (x['comment'] ?? undefined) === values.comment && x['auto'] !== true);
+            return g ? { status: 200, body: { by: g['decided_by'] ?? 'the API key' } } : undefined;
+          },
+        );
+        const by = typeof r.body['by'] === 'string' ? r.body['by'] : 'the API key';
         io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: decided, by, ...(values.comment !== undefined ? { comment: values.comment } : {}), server: values.server }, null, 2) + '\n' : `gate ${gateId} of run ${runId} ${decided} by ${by} on ${values.server}\n`);
         return 0;
       }
@@ -103,11 +150,19 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
     if (client) {
       if (value === undefined) {
         // the gate as the server lists it
-        const gates = (await client.request('GET', `/runs/${seg(runId)}/gates`)).body['gates'];
+        const gates = (await riding(io, () => client.request('GET', `/runs/${seg(runId)}/gates`))).body['gates'];
         const gate = Array.isArray(gates) ? (gates as JsonObject[]).find((g) => g['id'] === gateId) : undefined;
         value = bareWordAnswer(values.value, notJson, gateId, Array.isArray(gate?.['choices']) ? gate['choices'] : undefined);
       }
-      const r = await client.request('POST', `/runs/${seg(runId)}/gates/${seg(gateId)}/respond`, { value });
+      const answer = value;
+      const r = await riding(
+        io,
+        () => client.request('POST', `/runs/${seg(runId)}/gates/${seg(gateId)}/respond`, { value: answer }),
+        async () => {
+          const g = await gateDecided(client, runId, gateId, (x) => x['status'] === 'answered' && JSON.stringify(x['value'] ?? null) === JSON.stringify(answer));
+          return g ? { status: 200, body: { by: g['decided_by'] ?? 'the API key' } } : undefined;
+        },
+      );
       const by = typeof r.body['by'] === 'string' ? r.body['by'] : 'the API key';
       io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: 'answered', value, by, server: values.server }, null, 2) + '\n' : `gate ${gateId} of run ${runId} answered by ${by} on ${values.server}\n`);
       return 0;
@@ -135,7 +190,8 @@ export async function cancelCommand(args: string[], io: CliIo): Promise<number> 
     const runId = positionals[0]!;
     const client = serverClient(values, io);
     if (client) {
-      const r = await client.request('POST', `/runs/${seg(runId)}/cancel`, values.reason !== undefined ? { reason: values.reason } : {});
+      // a cancel is idempotent on the server: a repeat after a lost answer succeeds by itself
+      const r = await riding(io, () => client.request('POST', `/runs/${seg(runId)}/cancel`, values.reason !== undefined ? { reason: values.reason } : {}));
       const reason = typeof r.body['reason'] === 'string' ? r.body['reason'] : values.reason;
       io.stdout(values.json ? JSON.stringify({ runId, status: 'cancelled', ...(reason !== undefined ? { reason } : {}), server: values.server }, null, 2) + '\n' : `run ${runId} cancelled on ${values.server}\n`);
       return 0;

@@ -20,6 +20,12 @@ export interface TcpProxy {
   /** Until `resume()`: bytes are held (sockets paused), connections stay open. */
   pause(): void;
   /**
+   * Until `releaseReplies()`: bytes from the target to the client are held (requests still go through),
+   * on live and new connections: an answer is delayed, so a `cut` can then lose it after the target acted.
+   */
+  holdReplies(): void;
+  releaseReplies(): void;
+  /**
    * Every live connection goes dead for good, as across a partition or a NAT that forgot it: bytes either
    * way are dropped, nothing is closed, and a close on one side is not passed on. New connections work.
    */
@@ -35,6 +41,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const dead = new Set<Socket>();
   let cutUntil = 0;
   let paused = false;
+  let repliesHeld = false;
   let accepted = 0;
   let refused = 0;
   let cuts = 0;
@@ -54,13 +61,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       client.pause();
       upstream.pause();
     }
+    if (repliesHeld) upstream.pause();
     // pipe() would resume a paused source on its own: forward by hand so pause() holds
     const forward = (from: Socket, to: Socket): void => {
       from.on('data', (chunk: Buffer) => {
         if (!to.write(chunk)) {
           from.pause();
           to.once('drain', () => {
-            if (!paused) from.resume();
+            if (!paused && !(repliesHeld && from === upstream)) from.resume();
           });
         }
       });
@@ -130,8 +138,16 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       paused = false;
       for (const [a, b] of pairs) {
         a.resume();
-        b.resume();
+        if (!repliesHeld) b.resume();
       }
+    },
+    holdReplies: () => {
+      repliesHeld = true;
+      for (const [, b] of pairs) b.pause();
+    },
+    releaseReplies: () => {
+      repliesHeld = false;
+      if (!paused) for (const [, b] of pairs) b.resume();
     },
     blackhole: () => {
       for (const pair of pairs) {

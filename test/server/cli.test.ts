@@ -132,6 +132,55 @@ describe('baton run FILE --server URL', () => {
     expect(again.err()).toMatch(/already cancelled.*HTTP 409/);
   });
 
+  test('approve --server rides out a cut: tried again, and when the lost answer was its own decision, that is its success (exit 0, decided once)', async () => {
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(h.url).port) });
+    const via = `http://127.0.0.1:${proxy.port}`;
+    try {
+      const gateOf = async (runId: string): Promise<string> => {
+        let id: string | undefined;
+        await until(async () => {
+          const gates = (await api(h.url, 'GET', `/runs/${runId}/gates?status=open`, { key: KEYS.reader })).body['gates'] as { id: string }[] | undefined;
+          id = gates?.[0]?.id;
+          return id !== undefined;
+        }, 10_000);
+        return id!;
+      };
+      const decisions = async (runId: string): Promise<number> =>
+        ((await api(h.url, 'GET', `/runs/${runId}/events?type=gate.decided`, { key: KEYS.reader })).body['events'] as unknown[]).length;
+
+      // 1. the server unreachable for a moment (every connection reset): the command waits, then decides
+      expect(await cli(['run', 'gated.yaml', '--server', h.url, '--api-key', KEYS.operator, '--detach', '--run-id', 'cli-blip'], io(dir))).toBe(0);
+      const g1 = await gateOf('cli-blip');
+      const cut = proxy.cut(1_200);
+      const first = io(dir, { BATON_API_KEY: KEYS.alice });
+      expect(await cli(['approve', 'cli-blip', g1, '--server', via, '--comment', 'ok'], first)).toBe(0);
+      await cut;
+      expect(first.out()).toMatch(new RegExp(`gate ${g1} of run cli-blip approved by alice`));
+      expect(first.err()).toMatch(/server unavailable, retrying/);
+      expect(await decisions('cli-blip')).toBe(1);
+
+      // 2. the approval lands and its answer is lost (held, then the connection reset): the retry is refused
+      // as already approved, finds the gate approved as it asked, and succeeds
+      expect(await cli(['run', 'gated.yaml', '--server', h.url, '--api-key', KEYS.operator, '--detach', '--run-id', 'cli-lost'], io(dir))).toBe(0);
+      const g2 = await gateOf('cli-lost');
+      proxy.holdReplies();
+      const second = io(dir, { BATON_API_KEY: KEYS.alice });
+      const running = cli(['approve', 'cli-lost', g2, '--server', via, '--comment', 'fine'], second);
+      await until(async () => (await decisions('cli-lost')) === 1, 10_000);
+      proxy.releaseReplies();
+      await proxy.cut(300);
+      expect(await running).toBe(0);
+      expect(second.out()).toMatch(new RegExp(`gate ${g2} of run cli-lost approved by alice`));
+      expect(await decisions('cli-lost')).toBe(1);
+      // a plain repeat, with no lost answer before it, is still refused (the gate decided, or the run since ended)
+      const repeat = io(dir, { BATON_API_KEY: KEYS.alice });
+      expect(await cli(['approve', 'cli-lost', g2, '--server', via, '--comment', 'fine'], repeat)).toBe(1);
+      expect(repeat.err()).toMatch(/already approved|the run is completed/);
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
+
   test('the event stream cut mid-run (a gate open): the CLI reconnects with Last-Event-ID and sees every event once', async () => {
     const port = Number(new URL(h.url).port);
     const proxy = await startTcpProxy({ host: '127.0.0.1', port });
