@@ -36,6 +36,17 @@ describe('baton run FILE --server URL', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The id of the run's open gate, once it has one. */
+  const openGate = async (runId: string): Promise<string> => {
+    let id: string | undefined;
+    await until(async () => {
+      const gates = (await api(h.url, 'GET', `/runs/${runId}/gates?status=open`, { key: KEYS.reader })).body['gates'] as { id: string }[] | undefined;
+      id = gates?.[0]?.id;
+      return id !== undefined;
+    }, 10_000);
+    return id!;
+  };
+
   test('runs on the server with progress, exits 0 when the run completes', async () => {
     const t = io(dir);
     expect(await cli(['run', 'chain.yaml', '--server', h.url, '--api-key', KEYS.operator], t)).toBe(0);
@@ -88,15 +99,6 @@ describe('baton run FILE --server URL', () => {
   test('approve, deny, respond and cancel with --server act through the API, as the key’s name', async () => {
     writeFileSync(join(dir, 'ask.yaml'), ASK);
     writeFileSync(join(dir, 'slow.yaml'), SLOW);
-    const openGate = async (runId: string): Promise<string> => {
-      let id: string | undefined;
-      await until(async () => {
-        const gates = (await api(h.url, 'GET', `/runs/${runId}/gates?status=open`, { key: KEYS.reader })).body['gates'] as { id: string }[] | undefined;
-        id = gates?.[0]?.id;
-        return id !== undefined;
-      }, 10_000);
-      return id!;
-    };
     // an approval gate whose approvers are [alice]
     expect(await cli(['run', 'gated.yaml', '--server', h.url, '--api-key', KEYS.operator, '--detach', '--run-id', 'cli-decide'], io(dir))).toBe(0);
     const gate = await openGate('cli-decide');
@@ -136,21 +138,12 @@ describe('baton run FILE --server URL', () => {
     const proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(h.url).port) });
     const via = `http://127.0.0.1:${proxy.port}`;
     try {
-      const gateOf = async (runId: string): Promise<string> => {
-        let id: string | undefined;
-        await until(async () => {
-          const gates = (await api(h.url, 'GET', `/runs/${runId}/gates?status=open`, { key: KEYS.reader })).body['gates'] as { id: string }[] | undefined;
-          id = gates?.[0]?.id;
-          return id !== undefined;
-        }, 10_000);
-        return id!;
-      };
       const decisions = async (runId: string): Promise<number> =>
         ((await api(h.url, 'GET', `/runs/${runId}/events?type=gate.decided`, { key: KEYS.reader })).body['events'] as unknown[]).length;
 
       // 1. the server unreachable for a moment (every connection reset): the command waits, then decides
       expect(await cli(['run', 'gated.yaml', '--server', h.url, '--api-key', KEYS.operator, '--detach', '--run-id', 'cli-blip'], io(dir))).toBe(0);
-      const g1 = await gateOf('cli-blip');
+      const g1 = await openGate('cli-blip');
       const cut = proxy.cut(1_200);
       const first = io(dir, { BATON_API_KEY: KEYS.alice });
       expect(await cli(['approve', 'cli-blip', g1, '--server', via, '--comment', 'ok'], first)).toBe(0);
@@ -162,7 +155,7 @@ describe('baton run FILE --server URL', () => {
       // 2. the approval lands and its answer is lost (held, then the connection reset): the retry is refused
       // as already approved, finds the gate approved as it asked, and succeeds
       expect(await cli(['run', 'gated.yaml', '--server', h.url, '--api-key', KEYS.operator, '--detach', '--run-id', 'cli-lost'], io(dir))).toBe(0);
-      const g2 = await gateOf('cli-lost');
+      const g2 = await openGate('cli-lost');
       proxy.holdReplies();
       const second = io(dir, { BATON_API_KEY: KEYS.alice });
       const running = cli(['approve', 'cli-lost', g2, '--server', via, '--comment', 'fine'], second);
