@@ -190,8 +190,12 @@ export async function cancelCommand(args: string[], io: CliIo): Promise<number> 
     const runId = positionals[0]!;
     const client = serverClient(values, io);
     if (client) {
-      // a cancel is idempotent on the server: a repeat after a lost answer succeeds by itself
-      const r = await riding(io, () => client.request('POST', `/runs/${seg(runId)}/cancel`, values.reason !== undefined ? { reason: values.reason } : {}));
+      // a repeat of a cancel whose answer was lost is refused (the run has ended): a run now cancelled is its success
+      const r = await riding<{ status: number; body: JsonObject }>(
+        io,
+        () => client.request('POST', `/runs/${seg(runId)}/cancel`, values.reason !== undefined ? { reason: values.reason } : {}),
+        async () => ((await client.request('GET', `/runs/${seg(runId)}`)).body['status'] === 'cancelled' ? { status: 200, body: {} } : undefined),
+      );
       const reason = typeof r.body['reason'] === 'string' ? r.body['reason'] : values.reason;
       io.stdout(values.json ? JSON.stringify({ runId, status: 'cancelled', ...(reason !== undefined ? { reason } : {}), server: values.server }, null, 2) + '\n' : `run ${runId} cancelled on ${values.server}\n`);
       return 0;

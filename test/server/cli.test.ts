@@ -169,6 +169,18 @@ describe('baton run FILE --server URL', () => {
       const repeat = io(dir, { BATON_API_KEY: KEYS.alice });
       expect(await cli(['approve', 'cli-lost', g2, '--server', via, '--comment', 'fine'], repeat)).toBe(1);
       expect(repeat.err()).toMatch(/already approved|the run is completed/);
+
+      // 3. a cancel whose answer is lost: the retry meets a run already cancelled, which is its own doing
+      writeFileSync(join(dir, 'slow.yaml'), SLOW);
+      expect(await cli(['run', 'slow.yaml', '--server', h.url, '--api-key', KEYS.operator, '--detach', '--run-id', 'cli-lost-cancel'], io(dir))).toBe(0);
+      proxy.holdReplies();
+      const third = io(dir);
+      const cancelling = cli(['cancel', 'cli-lost-cancel', '--server', via, '--api-key', KEYS.operator], third);
+      await until(async () => (await h.store.run('cli-lost-cancel'))?.status === 'cancelled', 10_000);
+      proxy.releaseReplies();
+      await proxy.cut(300);
+      expect(await cancelling, third.err()).toBe(0);
+      expect(third.out()).toMatch(/run cli-lost-cancel cancelled on/);
     } finally {
       await proxy.close();
     }
