@@ -95,8 +95,10 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     remote.end(t, 'completed', 'the remote agent completed it', true, output);
     const status = await remote.committed(runId, phase, attempt);
     if (r.body['claim_next'] !== true) return { status, committed: status !== 'unknown' && status !== 'aborted' };
-    // the next claim folded into this completion: a task the same key may take, without waiting
-    const next = await remote.claim(t.agent, (x) => mayActAsAgent(r.principal, t.agent, x.delegatedTo), 0);
+    // the next claim folded into this completion: a task the same key may take, without waiting. Under the
+    // agent's claim id when it sent one: an agent whose answer was lost cancels it, and the task goes back at once
+    const claimId = typeof r.body['claim_id'] === 'string' ? `${t.agent}\u0000${r.body['claim_id']}` : undefined;
+    const next = await remote.claim(t.agent, (x) => mayActAsAgent(r.principal, t.agent, x.delegatedTo), 0, undefined, claimId);
     return { status, committed: status !== 'unknown' && status !== 'aborted', next: next ? (remote.view(next) as unknown as JsonObject) : null };
   };
 

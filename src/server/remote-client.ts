@@ -111,6 +111,11 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       process.stderr.write(`remote agent ${opts.agent}: ${e.message}\n`);
     });
   const waitS = opts.waitS ?? 20;
+  // claim ids of the completions' next claims: this process's own prefix and a count (one random draw, not one per task)
+  const claimPrefix = randomBytes(9).toString('base64url');
+  let claims = 0;
+  let claimIds = true;
+  const nextClaimId = (): string => `${claimPrefix}-${(claims++).toString(36)}`;
   const running = new Set<{ abort: TaskAbort; release: () => Promise<void> }>();
   let completed = 0;
 
@@ -282,17 +287,31 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         const err = e as { code?: unknown; message?: unknown; retryable?: unknown; name?: unknown };
         const code = typeof err?.code === 'string' && err.code !== '' ? err.code : typeof err?.name === 'string' && err.name !== '' ? err.name : 'Error';
         traced?.span.fail(code, typeof err?.message === 'string' ? err.message : String(e));
-        await report(path('fail'), { code, message: typeof err?.message === 'string' ? err.message : String(e), retryable: err?.retryable !== false, ...tp });
+        await report(path('fail'), { code, message: typeof err?.message === 'string' ? err.message : String(e), retryable: err?.retryable !== false, ...tp }, t.lease_ms, abort);
         return;
       }
       if (abort.aborted) return;
       await chain;
       for (let fixes = 0; ; fixes++) {
-        const r = await call(path('complete'), { output: value === undefined ? null : value, claim_next: !stopping.signal.aborted, ...tp });
+        // the next task comes back with the answer, claimed under an id of this completion's own (below)
+        const next = !stopping.signal.aborted;
+        const claimId = next && claimIds ? nextClaimId() : undefined;
+        let r = await settle(path('complete'), { output: value === undefined ? null : value, claim_next: next, ...(claimId !== undefined ? { claim_id: claimId } : {}), ...tp }, t.lease_ms, abort);
+        if (claimId !== undefined && r.status === 400 && JSON.stringify(r.body).includes('claim_id')) {
+          // a server older than the completion's claim id refuses the field: this agent stops sending it
+          claimIds = false;
+          r = await settle(path('complete'), { output: value === undefined ? null : value, claim_next: next, ...tp }, t.lease_ms, abort);
+        }
         if (r.status === 200) {
           completed++;
           const next = r.body['next'];
           return next !== null && typeof next === 'object' ? (next as unknown as ClaimedTask) : undefined;
+        }
+        if (r.doubted && r.status === 409 && endedAs(r.body) === 'completed') {
+          // an earlier try landed and its answer was lost, with the next task it claimed: that one goes back to the queue now
+          completed++;
+          if (claimId !== undefined) await call(`/agents/${encodeURIComponent(opts.agent)}/claims/${claimId}/cancel`, {}).catch(() => undefined);
+          return;
         }
         if (r.status !== 422) {
           if (r.status !== 409) onError(new HttpFailure(r.status, r.body));
@@ -303,7 +322,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         const fixed = fixes < 3 && opts.onRejected ? await opts.onRejected(rejection, ctx) : undefined;
         if (fixed === undefined) {
           traced?.span.fail(rejection.code, rejection.message);
-          await report(path('fail'), { code: rejection.code, message: rejection.message, retryable: true, ...tp });
+          await report(path('fail'), { code: rejection.code, message: rejection.message, retryable: true, ...tp }, t.lease_ms, abort);
           return;
         }
         value = fixed;
@@ -318,9 +337,34 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     }
   }
 
-  async function report(p: string, body: unknown): Promise<void> {
-    const r = await call(p, body);
+  async function report(p: string, body: unknown, leaseMs: number, abort: TaskAbort): Promise<void> {
+    const r = await settle(p, body, leaseMs, abort);
     if (r.status !== 200 && r.status !== 409) onError(new HttpFailure(r.status, r.body));
+  }
+
+  /**
+   * Sends an attempt's outcome (a completion or a failure). A try whose answer never came (the connection
+   * reset or refused, no answer in time: a proxy or the network dropped it, the server restarting) is sent
+   * again, the same body, after 100 ms doubling to 2 s, for up to a lease (at least 5 s): the heartbeats keep
+   * the task this agent's meanwhile, and a task they lose (the server handed it back) ends the tries.
+   * Without them the outcome was lost and the task ran again after its lease. `doubted` says a try's answer
+   * was lost: a 409 then may be that try having landed (the token ended as this outcome).
+   */
+  async function settle(p: string, body: unknown, leaseMs: number, abort: TaskAbort): Promise<{ status: number; body: Record<string, unknown>; doubted: boolean }> {
+    const until = performance.now() + Math.max(leaseMs, SETTLE_RETRY_MIN_MS);
+    let wait = 100;
+    let doubted = false;
+    for (;;) {
+      try {
+        return { ...(await call(p, body)), doubted };
+      } catch (e) {
+        if (closed || abort.aborted || performance.now() + wait > until) throw e;
+        doubted = true;
+        onError(e as Error);
+        await sleep(wait, abort.signal);
+        wait = Math.min(wait * 2, 2_000);
+      }
+    }
   }
 
   /**
@@ -411,6 +455,15 @@ class TaskAbort {
     this.why = { reason };
     this.ctl?.abort(reason);
   }
+}
+
+/** The least time an outcome whose answer was lost is sent again for (settle; a lease if longer). */
+const SETTLE_RETRY_MIN_MS = 5_000;
+
+/** How an attempt ended, from a 409's error (`status`: completed, failed, aborted, lost, released, unknown). */
+function endedAs(body: Record<string, unknown>): unknown {
+  const err = body['error'];
+  return err !== null && typeof err === 'object' ? (err as Record<string, unknown>)['status'] : undefined;
 }
 
 /** How long any other call may wait for its answer (a completion waits for its commit): then it fails. */

@@ -147,9 +147,15 @@ const REMOTE_TASK = {
 } as const satisfies Schema;
 const TASK_ERRORS = { ...ERRORS, '409': { description: 'the token is unknown or old: the attempt ended (cancelled, timed out, handed back, completed)', schema: ERROR } };
 const TRACEPARENT = { type: 'string', maxLength: 512, description: 'W3C traceparent of the remote agent’s span for this task: the attempt’s span links to it' } as const satisfies Schema;
+const CLAIM_ID = { type: 'string', pattern: '^[A-Za-z0-9_-]{8,64}$', description: 'an id the agent chose for this claim, to cancel it when it stops (POST /agents/{agent}/claims/{claim}/cancel)' } as const satisfies Schema;
 const COMPLETE_BODY = {
   type: 'object', additionalProperties: false, required: ['output'],
-  properties: { output: { description: 'the outputs, checked against the phase’s declared outputs before the attempt is settled' }, claim_next: { type: 'boolean', description: 'also claim the next ready task of the same agent (no wait): answered as `next` (a task or null), one round trip less' }, traceparent: TRACEPARENT },
+  properties: {
+    output: { description: 'the outputs, checked against the phase’s declared outputs before the attempt is settled' },
+    claim_next: { type: 'boolean', description: 'also claim the next ready task of the same agent (no wait): answered as `next` (a task or null), one round trip less' },
+    claim_id: { ...CLAIM_ID, description: 'with `claim_next`: the next task is claimed under this id, so that an agent that never got the answer (the connection dropped) can cancel it (POST /agents/{agent}/claims/{claim}/cancel) and the task goes back to the queue at once' },
+    traceparent: TRACEPARENT,
+  },
 } as const satisfies Schema;
 const FAIL_BODY = {
   type: 'object', additionalProperties: false, required: ['code', 'message'],
@@ -169,7 +175,6 @@ const EVENT_BODY = { type: 'object', additionalProperties: false, required: ['ki
 const COST_BODY = { type: 'object', additionalProperties: false, required: ['usd'], properties: { usd: { type: 'number', minimum: 0, maximum: 1e9 } } } as const satisfies Schema;
 const LOG_BODY = { type: 'object', additionalProperties: false, required: ['message'], properties: { message: { type: 'string', maxLength: 100_000 } } } as const satisfies Schema;
 const EMPTY_BODY = { type: 'object', additionalProperties: false, properties: {} } as const satisfies Schema;
-const CLAIM_ID = { type: 'string', pattern: '^[A-Za-z0-9_-]{8,64}$', description: 'an id the agent chose for this claim, to cancel it when it stops (POST /agents/{agent}/claims/{claim}/cancel)' } as const satisfies Schema;
 const CLAIM_BODY = { type: 'object', additionalProperties: false, properties: { claim_id: CLAIM_ID } } as const satisfies Schema;
 
 export const AGENT_ROUTES: readonly RouteSpec[] = [

@@ -1,0 +1,145 @@
+/**
+ * A remote agent's outcome must not be lost to a dropped connection. Through a loopback TCP proxy in
+ * front of a real server, with a lease long enough (10 s) that waiting it out would show:
+ * - a completion sent while the connection is refused is sent again once it is back, and lands: the task
+ *   runs once, and the run ends long before the lease;
+ * - a completion that landed but whose answer was lost (held by the proxy, then the connection reset) is
+ *   sent again, answered 409 as completed (recorded as a late outcome, never applied), and the next
+ *   task that answer carried (claimed under the completion's claim id) goes back to the queue at once
+ *   instead of waiting out the lease of an agent that never saw it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createEngine, createRemoteAgent, openStore, type RunEvent, type RunStore } from '@baton-run/baton';
+import { parseKeysEnv, RemoteAgents, startServer, type BatonServer } from '@baton-run/baton/server';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { api } from './harness.js';
+
+const OPS = 'settle-ops-key-0123456789abcd';
+const AGENT = 'settle-agent-key-0123456789ab';
+const LEASE_MS = 10_000;
+const TWO = `openintent: "1.0"
+info: {name: two}
+workflow:
+  p0: {assign: q, outputs: {i: number}}
+  p1: {assign: q, depends_on: [p0], outputs: {i: number}}
+`;
+
+const dir = mkdtempSync(join(tmpdir(), 'baton-settle-'));
+let store: RunStore;
+let server: BatonServer;
+let proxy: TcpProxy;
+
+beforeAll(async () => {
+  store = await openStore('memory', { cwd: dir });
+  const remote = new RemoteAgents({ agents: ['q'], leaseMs: LEASE_MS });
+  const engine = createEngine({ store, bindRun: remote.bindRun, onEvent: remote.onEvent });
+  server = await startServer({ engine, port: 0, keys: parseKeysEnv(`ops:operator:${OPS},q:agent:q:${AGENT}`), remote, log: () => undefined, graceMs: 100 });
+  proxy = await startTcpProxy({ host: '127.0.0.1', port: server.port });
+});
+
+afterAll(async () => {
+  proxy?.releaseReplies();
+  proxy?.heal();
+  await proxy?.close();
+  await server?.close();
+  await store?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function start(): Promise<string> {
+  const r = await api(server.url, 'POST', '/runs', { key: OPS, body: { workflow: TWO } });
+  expect(r.status).toBe(201);
+  return r.body['run_id'] as string;
+}
+
+async function ended(runId: string, withinMs: number): Promise<{ status: string; ms: number; events: RunEvent[] }> {
+  const t0 = performance.now();
+  for (;;) {
+    const run = await store.run(runId);
+    if (run && ['completed', 'failed', 'cancelled'].includes(run.status)) return { status: run.status, ms: performance.now() - t0, events: await store.events(runId) };
+    if (performance.now() - t0 > withinMs) return { status: run?.status ?? 'none', ms: performance.now() - t0, events: await store.events(runId) };
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const completions = (events: RunEvent[], phase: string): number => events.filter((e) => e.type === 'task.completed' && e.phase === phase).length;
+
+test('a completion sent while the connection is refused goes again when it is back: the task runs once', async () => {
+  const calls: string[] = [];
+  const errors: string[] = [];
+  let cut: Promise<void> | undefined;
+  const agent = createRemoteAgent({
+    url: `http://127.0.0.1:${proxy.port}`,
+    key: AGENT,
+    agent: 'q',
+    waitS: 2,
+    onError: (e) => errors.push(e.message),
+    handler: (ctx) => {
+      calls.push(ctx.phase);
+      // the network drops every connection and refuses new ones for 800 ms, just as the agent answers
+      if (ctx.phase === 'p0') cut = proxy.cut(800);
+      return { i: calls.length };
+    },
+  });
+  try {
+    const id = await start();
+    const r = await ended(id, 8_000);
+    expect(r.status).toBe('completed');
+    expect(cut).toBeDefined();
+    expect(calls).toEqual(['p0', 'p1']);
+    expect(completions(r.events, 'p0')).toBe(1);
+    expect(r.events.filter((e) => e.type === 'task.lease_expired')).toEqual([]);
+    // the tries said so (the first was refused)
+    expect(errors.length).toBeGreaterThan(0);
+  } finally {
+    await cut;
+    await agent.stop(0);
+  }
+  expect(agent.completed).toBe(2);
+}, 30_000);
+
+test('a completion whose answer was lost after it landed: the next task it carried goes back at once, not after the lease', async () => {
+  const calls: string[] = [];
+  const errors: string[] = [];
+  const agent = createRemoteAgent({
+    url: `http://127.0.0.1:${proxy.port}`,
+    key: AGENT,
+    agent: 'q',
+    waitS: 2,
+    onError: (e) => errors.push(e.message),
+    handler: (ctx) => {
+      calls.push(ctx.phase);
+      // the answer to this completion (with p1 in it) will not come back
+      if (ctx.phase === 'p0') proxy.holdReplies();
+      return { i: calls.length };
+    },
+  });
+  try {
+    const id = await start();
+    // p0's completion reached the server and was committed (p1 was handed to it in the answer)
+    for (let i = 0; i < 400 && completions(await store.events(id), 'p0') === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(completions(await store.events(id), 'p0')).toBe(1);
+    await new Promise((r) => setTimeout(r, 100));
+    // the held answer is lost with its connection
+    const cut = proxy.cut(300);
+    proxy.releaseReplies();
+    await cut;
+    const r = await ended(id, 8_000);
+    expect(r.status).toBe('completed');
+    // well under the 10 s lease that p1 would have waited out, held by an answer nobody read
+    expect(r.ms).toBeLessThan(6_000);
+    expect(calls).toEqual(['p0', 'p1']);
+    expect(completions(r.events, 'p0')).toBe(1);
+    expect(completions(r.events, 'p1')).toBe(1);
+    // the second try of p0's completion was refused and recorded, never applied
+    const stale = r.events.filter((e) => e.type === 'task.stale_outcome');
+    expect(stale.map((e) => e.phase)).toEqual(['p0']);
+  } finally {
+    proxy.releaseReplies();
+    await agent.stop(0);
+  }
+  expect(agent.completed).toBe(2);
+}, 30_000);
