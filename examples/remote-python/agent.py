@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -53,8 +54,26 @@ def heartbeat(token, every, stopped, done):
             return
 
 
+def settle(path, body, lease_s, stopped):
+    """Sends an outcome. A try whose answer never came (a reset, a refused connection: the network or a
+    restarting server) goes again for up to a lease, while the heartbeats keep the task this agent's;
+    otherwise the outcome would be lost and the task run again after its lease. A 409 after such a try
+    may be the earlier try having landed."""
+    deadline = time.monotonic() + max(lease_s, 5.0)
+    wait = 0.1
+    while True:
+        try:
+            return post(path, body)
+        except OSError:
+            if stopped.is_set() or time.monotonic() + wait > deadline:
+                raise
+            time.sleep(wait)
+            wait = min(wait * 2, 2.0)
+
+
 def run_one(task):
     token = task["token"]
+    lease_s = task["lease_ms"] / 1000.0
     stopped, done = threading.Event(), threading.Event()
     beat = threading.Thread(target=heartbeat, args=(token, task["lease_ms"] / 3000.0, stopped, done), daemon=True)
     beat.start()
@@ -62,14 +81,14 @@ def run_one(task):
         try:
             output = work(task, stopped)
         except Exception as e:  # the agent failed: retryable unless it says otherwise
-            post("/tasks/%s/fail" % token, {"code": type(e).__name__, "message": str(e), "retryable": True})
+            settle("/tasks/%s/fail" % token, {"code": type(e).__name__, "message": str(e), "retryable": True}, lease_s, stopped)
             return
         if stopped.is_set():
             return  # cancelled or lost: the server no longer wants this attempt's outcome
-        status, body = post("/tasks/%s/complete" % token, {"output": output})
+        status, body = settle("/tasks/%s/complete" % token, {"output": output}, lease_s, stopped)
         if status == 422:  # the output does not fit the declared outputs: fail with the server's reason
             err = body["error"]
-            post("/tasks/%s/fail" % token, {"code": err["code"], "message": err["message"], "retryable": True})
+            settle("/tasks/%s/fail" % token, {"code": err["code"], "message": err["message"], "retryable": True}, lease_s, stopped)
         elif status != 200:
             print("completion refused: %s %s" % (status, body), file=sys.stderr)
     finally:
