@@ -5,12 +5,11 @@
  */
 import { parseArgs } from 'node:util';
 import { createEngine } from '../api/engine.js';
-import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
-import { safeText } from '../diagnostics/terminal.js';
 import type { RunStore } from '../engine/ports.js';
 import { ServerAnswerError, ServerClient } from '../server/client.js';
-import { START_BLIP_MS, START_REFUSED_MS, UsageError, actor, exitFor, openCliStore, storeTroubleLine } from './durable.js';
+import { START_BLIP_MS, UsageError, actor, exitFor, openCliStore, storeTroubleLine } from './durable.js';
+import { riding } from './riding.js';
 import { printFailure } from './fail.js';
 import { CANCEL_OPTIONS, DECIDE_OPTIONS, RESPOND_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
@@ -35,37 +34,6 @@ function serverFailure(e: unknown, cmd: string, server: string, io: CliIo): numb
 }
 
 const seg = encodeURIComponent;
-
-/**
- * A decision sent to the server, riding out a restart or a cut as the local form rides out a database
- * blip: a connection refused is tried again for START_REFUSED_MS (nothing listens there: a restart, or a
- * mistyped port), a reset or a 503 (the server's own store away) for START_BLIP_MS, with one line on
- * stderr. After a try whose answer may have been lost (a reset, a 503), a refusal is first shown to
- * `landed`: the decision this command made is its success, not "already approved".
- */
-async function riding<R>(io: CliIo, send: () => Promise<R>, landed?: (refusal: ServerAnswerError) => Promise<R | undefined>): Promise<R> {
-  const start = performance.now();
-  let said = false;
-  let inDoubt = false;
-  for (let n = 1; ; n++) {
-    try {
-      return await send();
-    } catch (e) {
-      if (inDoubt && landed && e instanceof ServerAnswerError && e.status === 409) {
-        const mine = await landed(e).catch(() => undefined);
-        if (mine !== undefined) return mine;
-      }
-      const refused = e instanceof BatonError && e.code === 'store-unreachable' && /ECONNREFUSED/.test(e.message);
-      const away = (e instanceof BatonError && e.code === 'store-unreachable') || (e instanceof ServerAnswerError && e.status === 503);
-      const bound = !away ? 0 : refused ? START_REFUSED_MS : START_BLIP_MS;
-      if (performance.now() - start >= bound) throw e;
-      if (!refused) inDoubt = true;
-      if (!said) io.stderr(`server unavailable, retrying for up to ${bound / 1000} s: ${safeText((e as Error).message, 300)}\n`);
-      said = true;
-      await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(5, n - 1))));
-    }
-  }
-}
 
 /** The gate as the server lists it, when it is decided as `want` says (after a try whose answer was lost). */
 async function gateDecided(client: ServerClient, runId: string, gateId: string, want: (g: JsonObject) => boolean): Promise<JsonObject | undefined> {

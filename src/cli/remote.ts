@@ -5,6 +5,7 @@
  * cancelled, 2 a usage error or a refusal by the server. Ctrl-C stops following; the run goes on there.
  */
 import { relative, resolve } from 'node:path';
+import { newRunId } from '../api/engine.js';
 import type { JsonObject } from '../core/json.js';
 import { BatonError } from '../core/errors.js';
 import { safeText } from '../diagnostics/terminal.js';
@@ -13,6 +14,7 @@ import { ServerAnswerError, ServerClient } from '../server/client.js';
 import { loadWorkflow } from '../workflow/compile.js';
 import { UsageError, exitFor, shellQuote } from './durable.js';
 import { printFailure } from './fail.js';
+import { riding } from './riding.js';
 import { summary } from './foreground.js';
 import type { CliIo } from './io.js';
 import { inputProblem, outputProblem, printJson, saveResult } from './output.js';
@@ -61,17 +63,19 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
       workflow: compiled.text,
       ...(trigger !== undefined ? { trigger } : {}),
       ...(initialState !== undefined ? { initial_state: initialState } : {}),
-      ...(values['run-id'] !== undefined ? { run_id: values['run-id'] } : {}),
+      // an id of the command's own when none is given: a start sent again (its answer lost to a cut) is the same run
+      run_id: values['run-id'] ?? newRunId(Date.now()),
       ...(values['auto-approve'] ? { auto_approve: true } : {}),
       ...(timeout !== undefined ? { timeout_s: timeout } : {}),
     };
-    const started = await client.request('POST', '/runs', body);
+    // a restart or a cut of the server is ridden out (riding.ts), as approve and cancel do
+    const started = await riding(io, () => client.request('POST', '/runs', body));
     const runId = started.body['run_id'] as string;
     if (values.detach) {
       io.stdout(values.json ? JSON.stringify({ runId, status: started.body['status'], server: values.server }) + '\n' : `${runId}\n`);
       return 0;
     }
-    if (!values.quiet) io.stderr(`run ${safeText(runId, 200)} on ${safeText(values.server!, 500)}${started.status === 200 ? ' (already started with this id: following it)' : ''}\n`);
+    if (!values.quiet) io.stderr(`run ${safeText(runId, 200)} on ${safeText(values.server!, 500)}${started.status === 200 && values['run-id'] !== undefined ? ' (already started with this id: following it)' : ''}\n`);
     const view = values.quiet ? undefined : await progressView(r.model.phases.map((p) => p.name), io, values.json === true);
     const ctl = new AbortController();
     let interrupted: 'SIGINT' | 'SIGTERM' | undefined;
@@ -99,7 +103,7 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
       io.stderr(`\n${interrupted}: stopped following run ${runId}; it goes on on the server (GET ${safeText(values.server!, 500)}/runs/${runId})\n`);
       return interrupted === 'SIGINT' ? 130 : 143;
     }
-    const doc = (await client.request('GET', `/runs/${encodeURIComponent(runId)}`)).body;
+    const doc = (await riding(io, () => client.request('GET', `/runs/${encodeURIComponent(runId)}`))).body;
     const result = { ...doc, runId, events } as unknown as RunResult;
     const saved = values.output ? await saveResult(result, resolve(io.cwd, values.output), values.output, io) : true;
     if (values.json) await printJson(result, io);

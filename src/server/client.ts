@@ -11,8 +11,16 @@ export interface ServerClientOptions {
   /** `http://host:port` */
   url: string;
   key?: string | undefined;
-  /** How many reconnects in a row, without an event between, before `events()` gives up (default 5). */
+  /**
+   * `events()` gives up after this many reconnects in a row without an event between (default 5), once
+   * `rideMs` has passed too since the server last answered.
+   */
   reconnects?: number | undefined;
+  /**
+   * How long `events()` rides out a server it cannot reach, or that answers 502, 503 or 504 (its own store
+   * away, a proxy in front of it restarting), before it gives up (default 30 s; the reconnects above too).
+   */
+  rideMs?: number | undefined;
   /**
    * How long `events()` waits for a byte on its stream (the server sends a keep-alive at least every 15 s
    * while nothing happens) before it takes the connection for dead and reconnects (default 45 s): a
@@ -65,7 +73,13 @@ export class ServerClient {
     } catch (e) {
       throw unreachable(this.base, e);
     }
-    const text = await res.text();
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (e) {
+      // the connection dropped while the answer was read: as unreachable as a reset before it
+      throw unreachable(this.base, e);
+    }
     let parsed: unknown;
     try {
       parsed = text === '' ? {} : JSON.parse(text);
@@ -90,6 +104,10 @@ export class ServerClient {
     let failures = 0;
     const limit = this.o.reconnects ?? 5;
     const idleMs = this.o.idleMs ?? DEFAULT_IDLE_MS;
+    const rideMs = this.o.rideMs ?? DEFAULT_RIDE_MS;
+    // when the server last answered (a stream opened, an event came): a restart or a blip is ridden out from then
+    let answered = performance.now();
+    const giveUp = (): boolean => ++failures > limit && performance.now() - answered >= rideMs;
     for (;;) {
       if (opts.signal?.aborted) return;
       // this connection's own end: the caller's signal, or no byte for idleMs (armed again by every chunk)
@@ -102,8 +120,16 @@ export class ServerClient {
       } catch (e) {
         clearTimeout(watchdog);
         if (opts.signal?.aborted) return;
-        if (++failures > limit) throw unreachable(this.base, e);
-        await pause(Math.min(5000, 200 * 2 ** failures));
+        if (giveUp()) throw unreachable(this.base, e);
+        await pause(Math.min(5000, 200 * 2 ** Math.min(failures, 5)));
+        continue;
+      }
+      if (TRANSIENT.has(res.status)) {
+        // the server's store is away (503), or a proxy's server is (502, 504): the stream is asked for again
+        clearTimeout(watchdog);
+        const text = await res.text().catch(() => '');
+        if (giveUp()) throw new ServerAnswerError(res.status, `http-${res.status}`, `the event stream answered ${res.status} for ${Math.round((performance.now() - answered) / 1000)} s: ${text.slice(0, 200)}`, {});
+        await pause(Math.min(5000, 200 * 2 ** Math.min(failures, 5)));
         continue;
       }
       if (!res.ok || !res.body) {
@@ -117,6 +143,7 @@ export class ServerClient {
         throw new ServerAnswerError(res.status, typeof err['code'] === 'string' ? err['code'] : `http-${res.status}`, typeof err['message'] === 'string' ? err['message'] : `the event stream answered ${res.status}`, { error: err });
       }
       let ended = false;
+      answered = performance.now();
       try {
         for await (const m of sseMessages(res.body, () => watchdog.refresh())) {
           if (m.event === 'end') {
@@ -129,11 +156,12 @@ export class ServerClient {
           if (e.seq <= seq) continue;
           seq = e.seq;
           failures = 0;
+          answered = performance.now();
           yield e;
         }
       } catch (e) {
         if (opts.signal?.aborted) return;
-        if (++failures > limit) throw unreachable(this.base, e);
+        if (giveUp()) throw unreachable(this.base, e);
       } finally {
         clearTimeout(watchdog);
         // a connection left (ended, idle, or the caller stopped reading): its body is cancelled
@@ -141,7 +169,7 @@ export class ServerClient {
       }
       if (ended) return;
       // the connection dropped (or the server said `error`): resume after the last seq seen
-      await pause(Math.min(5000, 100 * 2 ** failures));
+      await pause(Math.min(5000, 100 * 2 ** Math.min(failures, 6)));
     }
   }
 }
@@ -151,9 +179,32 @@ function unreachable(base: string, e: unknown): BatonError {
   return new BatonError('store-unreachable', `the server ${base} cannot be reached (${cause?.code ?? cause?.message ?? (e as Error).message})`, { cause: e });
 }
 
+/**
+ * How a request that got no answer failed, for a caller deciding whether to send it again:
+ * `refused` (nothing listens there, or the name does not resolve: a restart for a moment, a typo for
+ * ever), `lost` (the connection broke or timed out: the request may have been acted on), or
+ * `permanent` (a port fetch refuses, a certificate, a malformed URL: sending again cannot help).
+ */
+export function transportFailure(e: unknown): 'refused' | 'lost' | 'permanent' | undefined {
+  if (!(e instanceof BatonError) || e.code !== 'store-unreachable') return undefined;
+  const inner = (e.cause as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
+  const code = typeof inner?.code === 'string' ? inner.code : undefined;
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'refused';
+  if (code !== undefined && LOST.has(code)) return 'lost';
+  const message = typeof inner?.message === 'string' ? inner.message : e.message;
+  return /other side closed|socket hang up|terminated|ECONNRESET|timeout/i.test(message) ? 'lost' : 'permanent';
+}
+
+const LOST = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
 function pause(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** `events()`'s default rideMs: as long as the CLI's commands ride out a server restart (cli/durable.ts START_BLIP_MS). */
+const DEFAULT_RIDE_MS = 30_000;
+/** Answers that say the server (or the store behind it) is away for a moment, not that the request is wrong. */
+const TRANSIENT = new Set([502, 503, 504]);
 
 /** `events()`'s default idleMs: three of the server's keep-alive periods. */
 const DEFAULT_IDLE_MS = 45_000;
