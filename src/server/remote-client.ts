@@ -354,14 +354,19 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     const until = performance.now() + Math.max(leaseMs, SETTLE_RETRY_MIN_MS);
     let wait = 100;
     let doubted = false;
+    let afterAbort = false;
     for (;;) {
       try {
         return { ...(await call(p, body)), doubted };
       } catch (e) {
-        if (closed || abort.aborted || performance.now() + wait > until) throw e;
+        if (closed || afterAbort || performance.now() + wait > until) throw e;
         doubted = true;
         onError(e as Error);
-        await sleep(wait, abort.signal);
+        // a heartbeat that found the attempt ended (by this very outcome, landed, perhaps) ends the wait but
+        // not the tries: one more, at once, says which
+        if (abort.aborted) afterAbort = true;
+        else await sleep(wait, abort.signal);
+        if (abort.aborted) afterAbort = true;
         wait = Math.min(wait * 2, 2_000);
       }
     }

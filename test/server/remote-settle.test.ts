@@ -143,3 +143,51 @@ test('a completion whose answer was lost after it landed: the next task it carri
   }
   expect(agent.completed).toBe(2);
 }, 30_000);
+
+test('a heartbeat that finds the attempt ended while its completion waits to be sent again: the completion goes once more and is found landed', async () => {
+  // a lease of 3 s: beats every second, and the completion's tries (0.1, 0.3, 0.7, 1.5 s, then 3.1 s) are
+  // all refused through a 1.6 s cut, so a beat gets through first and hears that the attempt ended
+  const s = await openStore('memory', { cwd: dir });
+  const remote = new RemoteAgents({ agents: ['q'], leaseMs: 3_000 });
+  const engine = createEngine({ store: s, bindRun: remote.bindRun, onEvent: remote.onEvent });
+  const srv = await startServer({ engine, port: 0, keys: parseKeysEnv(`ops:operator:${OPS},q:agent:q:${AGENT}`), remote, log: () => undefined, graceMs: 100 });
+  const px = await startTcpProxy({ host: '127.0.0.1', port: srv.port });
+  const calls: string[] = [];
+  const agent = createRemoteAgent({
+    url: `http://127.0.0.1:${px.port}`,
+    key: AGENT,
+    agent: 'q',
+    waitS: 2,
+    onError: () => undefined,
+    handler: (ctx) => {
+      calls.push(ctx.phase);
+      if (ctx.phase === 'p0') px.holdReplies();
+      return { i: calls.length };
+    },
+  });
+  try {
+    const r0 = await api(srv.url, 'POST', '/runs', { key: OPS, body: { workflow: TWO } });
+    const id = r0.body['run_id'] as string;
+    for (let i = 0; i < 400 && completions(await s.events(id), 'p0') === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const cut = px.cut(1_600);
+    px.releaseReplies();
+    await cut;
+    let events: RunEvent[] = [];
+    for (let i = 0; i < 400; i++) {
+      if ((await s.run(id))?.status === 'completed') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    events = await s.events(id);
+    expect((await s.run(id))?.status).toBe('completed');
+    expect(calls).toEqual(['p0', 'p1']);
+    // p1 went back to the queue when the lost answer's claim was cancelled, not by its lease running out
+    expect(events.filter((e) => e.type === 'task.lease_expired')).toEqual([]);
+  } finally {
+    px.releaseReplies();
+    await agent.stop(0);
+    await srv.close();
+    await px.close();
+    await s.close();
+  }
+  expect(agent.completed).toBe(2);
+}, 30_000);
