@@ -27,6 +27,12 @@ export interface ServerClientOptions {
    * connection cut without a reset (a partition, a NAT that forgot it) is left, not waited on for ever.
    */
   idleMs?: number | undefined;
+  /**
+   * How long `request()` waits for its whole answer (default 60 s): a server cut off without a reset (a
+   * partition) fails the call, which the CLI then sends again (a lost answer), instead of holding it for
+   * the HTTP client's own five minutes.
+   */
+  timeoutMs?: number | undefined;
 }
 
 /** An answer that is not a success, with the server's error code and message. */
@@ -69,7 +75,12 @@ export class ServerClient {
   async request(method: 'GET' | 'POST', path: string, body?: JsonObject): Promise<{ status: number; body: JsonObject }> {
     let res: Response;
     try {
-      res = await fetch(this.base + path, { method, headers: this.headers(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+      res = await fetch(this.base + path, {
+        method,
+        headers: this.headers(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(this.o.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
+      });
     } catch (e) {
       throw unreachable(this.base, e);
     }
@@ -200,6 +211,9 @@ const LOST = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EHOST
 function pause(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** `request()`'s default timeoutMs. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 
 /** `events()`'s default rideMs: as long as the CLI's commands ride out a server restart (cli/durable.ts START_BLIP_MS). */
 const DEFAULT_RIDE_MS = 30_000;

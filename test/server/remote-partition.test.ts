@@ -4,14 +4,17 @@
  * heartbeats must not wait for ever: after a lease without one getting through, the handler's signal
  * aborts, so it stops before the server hands the task to another agent. An event stream
  * (ServerClient.events, what `baton run --server` follows) must leave a dead connection and resume on a
- * new one, every event once.
+ * new one, every event once; and a request (ServerClient.request) must fail after its timeout, as a lost
+ * answer the CLI sends again.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createEngine, createRemoteAgent, openStore, type RunStore } from '@baton-run/baton';
 import { parseKeysEnv, RemoteAgents, ServerClient, startServer, type BatonServer } from '@baton-run/baton/server';
+import { transportFailure } from '../../src/server/client.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { api } from './harness.js';
 
@@ -129,4 +132,23 @@ workflow:
   expect(new Set(seqs).size).toBe(seqs.length);
   expect(seen.filter((e) => e.type === 'task.completed')).toHaveLength(2);
   expect(seen[seen.length - 1]!.type).toBe('run.completed');
+}, 30_000);
+
+test('a request to a server that accepts and never answers (cut off without a reset) fails after timeoutMs, as a lost answer (which the CLI sends again)', async () => {
+  const silent = createServer(() => undefined);
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+  try {
+    const quiet = new ServerClient({ url: `http://127.0.0.1:${(silent.address() as { port: number }).port}`, timeoutMs: 400 });
+    const t1 = performance.now();
+    const e = await quiet.request('POST', '/runs', { workflow: 'x' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(e, 'the request failed').toBeDefined();
+    expect(transportFailure(e)).toBe('lost');
+    expect(performance.now() - t1).toBeLessThan(2_500);
+  } finally {
+    silent.closeAllConnections();
+    silent.close();
+  }
 }, 30_000);
