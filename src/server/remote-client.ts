@@ -242,12 +242,12 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         await chain;
         // as in process: a checkpoint is a JSON value (undefined is none)
         if (value === undefined) throw new AgentError('InvalidCheckpoint', 'ctx.checkpoint needs a JSON value: it is undefined', {}, false);
-        const r = await call(path('checkpoint'), { value }, abort.signal);
+        const r = await again(() => call(path('checkpoint'), { value }, abort.signal), t.lease_ms, abort);
         if (r.status !== 200) throw new HttpFailure(r.status, r.body);
       },
       getSiblingOutput: async (phase: string): Promise<JsonObject | undefined> => {
         await chain;
-        const r = await call(path('sibling'), { phase: String(phase) }, abort.signal);
+        const r = await again(() => call(path('sibling'), { phase: String(phase) }, abort.signal), t.lease_ms, abort);
         if (r.status !== 200) throw new HttpFailure(r.status, r.body);
         const out = r.body['output'];
         return out !== null && typeof out === 'object' && !Array.isArray(out) ? (out as JsonObject) : undefined;
@@ -255,12 +255,28 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       requestInput: async (req: InputRequest): Promise<Json> => {
         await chain;
         const body = { question: req.question, ...(req.choices !== undefined ? { choices: req.choices } : {}), ...(req.schema !== undefined ? { schema: req.schema } : {}), ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}) };
-        let r = await call(path('input'), body, abort.signal, (INPUT_WAIT_S + POLL_MARGIN_S) * 1000);
         const n = inputs++;
+        const wait = (INPUT_WAIT_S + POLL_MARGIN_S) * 1000;
+        let sent = false;
+        // the question, once: a try whose answer was lost is followed by a poll of its index, and the question
+        // goes again only when the server says it has no such input (the try never reached it)
+        let r = await again(
+          async () => {
+            if (sent) {
+              const p = await call(path('input'), { input: n }, abort.signal, wait);
+              if (!(p.status === 400 && noSuchInput(p.body, n))) return p;
+            }
+            sent = true;
+            return call(path('input'), body, abort.signal, wait);
+          },
+          t.lease_ms,
+          abort,
+        );
         for (;;) {
           if (r.status === 200) return (r.body['value'] ?? null) as Json;
           if (r.status !== 202) throw new HttpFailure(r.status, r.body);
-          r = await call(path('input'), { input: typeof r.body['input'] === 'number' ? r.body['input'] : n }, abort.signal, (INPUT_WAIT_S + POLL_MARGIN_S) * 1000);
+          const k = typeof r.body['input'] === 'number' ? r.body['input'] : n;
+          r = await again(() => call(path('input'), { input: k }, abort.signal, wait), t.lease_ms, abort);
         }
       },
     };
@@ -351,13 +367,22 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
    * was lost: a 409 then may be that try having landed (the token ended as this outcome).
    */
   async function settle(p: string, body: unknown, leaseMs: number, abort: TaskAbort): Promise<{ status: number; body: Record<string, unknown>; doubted: boolean }> {
+    return again(() => call(p, body), leaseMs, abort);
+  }
+
+  /**
+   * `send` (a call of a running task) sent again, as `settle` says, when its answer never came. For the
+   * task's own calls that may go twice: a checkpoint (the same value), a sibling's output (a read), an
+   * input poll (by its index; a question is asked again only once the server says it never got it).
+   */
+  async function again(send: () => Promise<{ status: number; body: Record<string, unknown> }>, leaseMs: number, abort: TaskAbort): Promise<{ status: number; body: Record<string, unknown>; doubted: boolean }> {
     const until = performance.now() + Math.max(leaseMs, SETTLE_RETRY_MIN_MS);
     let wait = 100;
     let doubted = false;
     let afterAbort = false;
     for (;;) {
       try {
-        return { ...(await call(p, body)), doubted };
+        return { ...(await send()), doubted };
       } catch (e) {
         if (closed || afterAbort || performance.now() + wait > until) throw e;
         doubted = true;
@@ -464,6 +489,13 @@ class TaskAbort {
 
 /** The least time an outcome whose answer was lost is sent again for (settle; a lease if longer). */
 const SETTLE_RETRY_MIN_MS = 5_000;
+
+/** Whether a 400 says the attempt has no input `n` (an input poll for a question that never reached the server). */
+function noSuchInput(body: Record<string, unknown>, n: number): boolean {
+  const err = body['error'];
+  const message = err !== null && typeof err === 'object' ? (err as Record<string, unknown>)['message'] : undefined;
+  return typeof message === 'string' && message.endsWith(`there is no input ${n}`);
+}
 
 /** How an attempt ended, from a 409's error (`status`: completed, failed, aborted, lost, released, unknown). */
 function endedAs(body: Record<string, unknown>): unknown {

@@ -6,7 +6,9 @@
  * - a completion that landed but whose answer was lost (held by the proxy, then the connection reset) is
  *   sent again, answered 409 as completed (recorded as a late outcome, never applied), and the next
  *   task that answer carried (claimed under the completion's claim id) goes back to the queue at once
- *   instead of waiting out the lease of an agent that never saw it.
+ *   instead of waiting out the lease of an agent that never saw it;
+ * - `ctx.requestInput` rides out the same two: its question is asked once (a try whose answer was lost is
+ *   followed by a poll of its index), and the answer comes back to the handler.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -190,4 +192,56 @@ test('a heartbeat that finds the attempt ended while its completion waits to be 
     await s.close();
   }
   expect(agent.completed).toBe(2);
+}, 30_000);
+
+test('ctx.requestInput rides out a refused connection and a lost answer: the question is asked once, the answer comes back', async () => {
+  const ONE = `openintent: "1.0"
+info: {name: one}
+workflow:
+  p0: {assign: q, outputs: {i: number, colour: string}}
+`;
+  const answers: unknown[] = [];
+  let round = 0;
+  const agent = createRemoteAgent({
+    url: `http://127.0.0.1:${proxy.port}`,
+    key: AGENT,
+    agent: 'q',
+    waitS: 2,
+    onError: () => undefined,
+    handler: async (ctx) => {
+      round++;
+      // run 1: the connection is refused as the question goes; run 2: the question lands and its answer is lost
+      if (round === 1) void proxy.cut(800);
+      else proxy.holdReplies();
+      const colour = await ctx.requestInput({ question: 'colour?' });
+      answers.push(colour);
+      return { i: round, colour: String(colour) };
+    },
+  });
+  try {
+    for (const lost of [false, true]) {
+      const r0 = await api(server.url, 'POST', '/runs', { key: OPS, body: { workflow: ONE } });
+      const id = r0.body['run_id'] as string;
+      const opened = async (): Promise<RunEvent[]> => (await store.events(id)).filter((e) => e.type === 'gate.opened');
+      for (let i = 0; i < 500 && (await opened()).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(await opened()).toHaveLength(1);
+      if (lost) {
+        // the question reached the server (its gate is open) and the answer to it is lost with its connection
+        const cut = proxy.cut(300);
+        proxy.releaseReplies();
+        await cut;
+      }
+      const gate = (await opened())[0] as RunEvent & { gate_id: string };
+      expect((await api(server.url, 'POST', `/runs/${id}/gates/${gate.gate_id}/respond`, { key: OPS, body: { value: lost ? 'green' : 'blue' } })).status).toBe(200);
+      const r = await ended(id, 10_000);
+      expect(r.status).toBe('completed');
+      // one question: the lost answer's try was followed by a poll of its index, not a second question
+      expect(r.events.filter((e) => e.type === 'gate.opened')).toHaveLength(1);
+    }
+    expect(answers).toEqual(['blue', 'green']);
+  } finally {
+    proxy.releaseReplies();
+    proxy.heal();
+    await agent.stop(0);
+  }
 }, 30_000);
