@@ -215,7 +215,7 @@ workflow:
       else proxy.holdReplies();
       const colour = await ctx.requestInput({ question: 'colour?' });
       answers.push(colour);
-      return { i: round, colour: String(colour) };
+      return { i: round, colour: typeof colour === 'string' ? colour : JSON.stringify(colour) };
     },
   });
   try {
