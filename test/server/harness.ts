@@ -7,8 +7,9 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentError, createEngine, openStore, type AgentHandler, type Engine, type RunStore } from '@baton-run/baton';
-import { parseKeysEnv, scanWorkflows, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
+import { parseKeysEnv, RemoteAgents, scanWorkflows, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
 import { testDatabase } from '../helpers/pg.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 export type StoreKind = 'memory' | 'sqlite' | 'postgres';
 
@@ -194,4 +195,33 @@ export async function api(url: string, method: string, path: string, opts: { key
     body = { text };
   }
   return { status: res.status, body, headers: res.headers };
+}
+
+/** A server of remote agent `q` on a memory store, behind a loopback TCP proxy (to cut, hold or blackhole its connections). */
+export interface ProxiedRemote {
+  store: RunStore;
+  server: BatonServer;
+  proxy: TcpProxy;
+  close(): Promise<void>;
+}
+
+export async function proxiedRemoteServer(dir: string, leaseMs: number, keys: string): Promise<ProxiedRemote> {
+  const store = await openStore('memory', { cwd: dir });
+  const remote = new RemoteAgents({ agents: ['q'], leaseMs });
+  const engine = createEngine({ store, bindRun: remote.bindRun, onEvent: remote.onEvent });
+  const server = await startServer({ engine, port: 0, keys: parseKeysEnv(keys), remote, log: () => undefined, graceMs: 100 });
+  const proxy = await startTcpProxy({ host: '127.0.0.1', port: server.port });
+  return {
+    store,
+    server,
+    proxy,
+    close: async () => {
+      proxy.resume();
+      proxy.releaseReplies();
+      proxy.heal();
+      await proxy.close();
+      await server.close();
+      await store.close();
+    },
+  };
 }

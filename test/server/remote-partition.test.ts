@@ -12,11 +12,11 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createEngine, createRemoteAgent, openStore, type RunStore } from '@baton-run/baton';
-import { parseKeysEnv, RemoteAgents, ServerClient, startServer, type BatonServer } from '@baton-run/baton/server';
+import { createRemoteAgent } from '@baton-run/baton';
+import { ServerClient, type BatonServer } from '@baton-run/baton/server';
 import { transportFailure } from '../../src/server/client.js';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { api } from './harness.js';
+import type { TcpProxy } from '../helpers/tcp-proxy.js';
+import { api, proxiedRemoteServer, type ProxiedRemote } from './harness.js';
 
 const OPS = 'partition-ops-key-0123456789ab';
 const AGENT = 'partition-agent-key-0123456789';
@@ -28,23 +28,17 @@ workflow:
 `;
 
 const dir = mkdtempSync(join(tmpdir(), 'baton-partition-'));
-let store: RunStore;
+let setup: ProxiedRemote;
 let server: BatonServer;
 let proxy: TcpProxy;
 
 beforeAll(async () => {
-  store = await openStore('memory', { cwd: dir });
-  const remote = new RemoteAgents({ agents: ['q'], leaseMs: LEASE_MS });
-  const engine = createEngine({ store, bindRun: remote.bindRun, onEvent: remote.onEvent });
-  server = await startServer({ engine, port: 0, keys: parseKeysEnv(`ops:operator:${OPS},q:agent:q:${AGENT}`), remote, log: () => undefined, graceMs: 100 });
-  proxy = await startTcpProxy({ host: '127.0.0.1', port: server.port });
+  setup = await proxiedRemoteServer(dir, LEASE_MS, `ops:operator:${OPS},q:agent:q:${AGENT}`);
+  ({ server, proxy } = setup);
 });
 
 afterAll(async () => {
-  proxy?.resume();
-  await proxy?.close();
-  await server?.close();
-  await store?.close();
+  await setup?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

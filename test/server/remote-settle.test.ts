@@ -14,10 +14,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createEngine, createRemoteAgent, openStore, type RunEvent, type RunStore } from '@baton-run/baton';
-import { parseKeysEnv, RemoteAgents, startServer, type BatonServer } from '@baton-run/baton/server';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { api } from './harness.js';
+import { createRemoteAgent, type RunEvent, type RunStore } from '@baton-run/baton';
+import type { BatonServer } from '@baton-run/baton/server';
+import type { TcpProxy } from '../helpers/tcp-proxy.js';
+import { api, proxiedRemoteServer, type ProxiedRemote } from './harness.js';
 
 const OPS = 'settle-ops-key-0123456789abcd';
 const AGENT = 'settle-agent-key-0123456789ab';
@@ -30,26 +30,26 @@ workflow:
 `;
 
 const dir = mkdtempSync(join(tmpdir(), 'baton-settle-'));
+const KEYS = `ops:operator:${OPS},q:agent:q:${AGENT}`;
+let setup: ProxiedRemote;
 let store: RunStore;
 let server: BatonServer;
 let proxy: TcpProxy;
 
 beforeAll(async () => {
-  store = await openStore('memory', { cwd: dir });
-  const remote = new RemoteAgents({ agents: ['q'], leaseMs: LEASE_MS });
-  const engine = createEngine({ store, bindRun: remote.bindRun, onEvent: remote.onEvent });
-  server = await startServer({ engine, port: 0, keys: parseKeysEnv(`ops:operator:${OPS},q:agent:q:${AGENT}`), remote, log: () => undefined, graceMs: 100 });
-  proxy = await startTcpProxy({ host: '127.0.0.1', port: server.port });
+  setup = await proxiedRemoteServer(dir, LEASE_MS, KEYS);
+  ({ store, server, proxy } = setup);
 });
 
 afterAll(async () => {
-  proxy?.releaseReplies();
-  proxy?.heal();
-  await proxy?.close();
-  await server?.close();
-  await store?.close();
+  await setup?.close();
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** Remote agent `q` through `port` (the proxy), with a handler; its errors go to `errors`. */
+function agentVia(port: number, handler: Parameters<typeof createRemoteAgent>[0]['handler'], errors: string[] = []): ReturnType<typeof createRemoteAgent> {
+  return createRemoteAgent({ url: `http://127.0.0.1:${port}`, key: AGENT, agent: 'q', waitS: 2, onError: (e) => errors.push(e.message), handler });
+}
 
 async function start(): Promise<string> {
   const r = await api(server.url, 'POST', '/runs', { key: OPS, body: { workflow: TWO } });
@@ -73,19 +73,16 @@ test('a completion sent while the connection is refused goes again when it is ba
   const calls: string[] = [];
   const errors: string[] = [];
   let cut: Promise<void> | undefined;
-  const agent = createRemoteAgent({
-    url: `http://127.0.0.1:${proxy.port}`,
-    key: AGENT,
-    agent: 'q',
-    waitS: 2,
-    onError: (e) => errors.push(e.message),
-    handler: (ctx) => {
+  const agent = agentVia(
+    proxy.port,
+    (ctx) => {
       calls.push(ctx.phase);
       // the network drops every connection and refuses new ones for 800 ms, just as the agent answers
       if (ctx.phase === 'p0') cut = proxy.cut(800);
       return { i: calls.length };
     },
-  });
+    errors,
+  );
   try {
     const id = await start();
     const r = await ended(id, 8_000);
@@ -106,19 +103,16 @@ test('a completion sent while the connection is refused goes again when it is ba
 test('a completion whose answer was lost after it landed: the next task it carried goes back at once, not after the lease', async () => {
   const calls: string[] = [];
   const errors: string[] = [];
-  const agent = createRemoteAgent({
-    url: `http://127.0.0.1:${proxy.port}`,
-    key: AGENT,
-    agent: 'q',
-    waitS: 2,
-    onError: (e) => errors.push(e.message),
-    handler: (ctx) => {
+  const agent = agentVia(
+    proxy.port,
+    (ctx) => {
       calls.push(ctx.phase);
       // the answer to this completion (with p1 in it) will not come back
       if (ctx.phase === 'p0') proxy.holdReplies();
       return { i: calls.length };
     },
-  });
+    errors,
+  );
   try {
     const id = await start();
     // p0's completion reached the server and was committed (p1 was handed to it in the answer)
@@ -139,6 +133,8 @@ test('a completion whose answer was lost after it landed: the next task it carri
     // the second try of p0's completion was refused and recorded, never applied
     const stale = r.events.filter((e) => e.type === 'task.stale_outcome');
     expect(stale.map((e) => e.phase)).toEqual(['p0']);
+    // the lost try was told to onError
+    expect(errors.length).toBeGreaterThan(0);
   } finally {
     proxy.releaseReplies();
     await agent.stop(0);
@@ -149,23 +145,13 @@ test('a completion whose answer was lost after it landed: the next task it carri
 test('a heartbeat that finds the attempt ended while its completion waits to be sent again: the completion goes once more and is found landed', async () => {
   // a lease of 3 s: beats every second, and the completion's tries (0.1, 0.3, 0.7, 1.5 s, then 3.1 s) are
   // all refused through a 1.6 s cut, so a beat gets through first and hears that the attempt ended
-  const s = await openStore('memory', { cwd: dir });
-  const remote = new RemoteAgents({ agents: ['q'], leaseMs: 3_000 });
-  const engine = createEngine({ store: s, bindRun: remote.bindRun, onEvent: remote.onEvent });
-  const srv = await startServer({ engine, port: 0, keys: parseKeysEnv(`ops:operator:${OPS},q:agent:q:${AGENT}`), remote, log: () => undefined, graceMs: 100 });
-  const px = await startTcpProxy({ host: '127.0.0.1', port: srv.port });
+  const own = await proxiedRemoteServer(dir, 3_000, KEYS);
+  const { store: s, server: srv, proxy: px } = own;
   const calls: string[] = [];
-  const agent = createRemoteAgent({
-    url: `http://127.0.0.1:${px.port}`,
-    key: AGENT,
-    agent: 'q',
-    waitS: 2,
-    onError: () => undefined,
-    handler: (ctx) => {
-      calls.push(ctx.phase);
-      if (ctx.phase === 'p0') px.holdReplies();
-      return { i: calls.length };
-    },
+  const agent = agentVia(px.port, (ctx) => {
+    calls.push(ctx.phase);
+    if (ctx.phase === 'p0') px.holdReplies();
+    return { i: calls.length };
   });
   try {
     const r0 = await api(srv.url, 'POST', '/runs', { key: OPS, body: { workflow: TWO } });
@@ -187,9 +173,7 @@ test('a heartbeat that finds the attempt ended while its completion waits to be 
   } finally {
     px.releaseReplies();
     await agent.stop(0);
-    await srv.close();
-    await px.close();
-    await s.close();
+    await own.close();
   }
   expect(agent.completed).toBe(2);
 }, 30_000);
@@ -202,21 +186,14 @@ workflow:
 `;
   const answers: unknown[] = [];
   let round = 0;
-  const agent = createRemoteAgent({
-    url: `http://127.0.0.1:${proxy.port}`,
-    key: AGENT,
-    agent: 'q',
-    waitS: 2,
-    onError: () => undefined,
-    handler: async (ctx) => {
-      round++;
-      // run 1: the connection is refused as the question goes; run 2: the question lands and its answer is lost
-      if (round === 1) void proxy.cut(800);
-      else proxy.holdReplies();
-      const colour = await ctx.requestInput({ question: 'colour?' });
-      answers.push(colour);
-      return { i: round, colour: typeof colour === 'string' ? colour : JSON.stringify(colour) };
-    },
+  const agent = agentVia(proxy.port, async (ctx) => {
+    round++;
+    // run 1: the connection is refused as the question goes; run 2: the question lands and its answer is lost
+    if (round === 1) void proxy.cut(800);
+    else proxy.holdReplies();
+    const colour = await ctx.requestInput({ question: 'colour?' });
+    answers.push(colour);
+    return { i: round, colour: typeof colour === 'string' ? colour : JSON.stringify(colour) };
   });
   try {
     for (const lost of [false, true]) {
