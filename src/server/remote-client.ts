@@ -159,11 +159,20 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
 
   async function slot(): Promise<void> {
     let backoff = 100;
+    // a claim whose answer never came (the connection dropped): a task the server handed to it goes back
+    // to the queue when it is cancelled, before the next claim, instead of waiting out a lease nobody holds
+    const lost: string[] = [];
     while (!stopping.signal.aborted) {
       let claimed: ClaimedTask | undefined;
       // the claim's own id: when the agent stops during the long poll it cancels it, so that a task the
       // server handed to it just as it went away goes back to the queue at once, not after a lease
       const claimId = randomBytes(12).toString('base64url');
+      while (lost.length > 0) {
+        const r = await call(`/agents/${encodeURIComponent(opts.agent)}/claims/${lost[0]!}/cancel`, {}).catch(() => undefined);
+        // not reached (the server still away): tried again before the next claim
+        if (r === undefined) break;
+        lost.shift();
+      }
       try {
         const r = await call(`/agents/${encodeURIComponent(opts.agent)}/claim?wait=${waitS}`, { claim_id: claimId }, stopping.signal, (waitS + POLL_MARGIN_S) * 1000);
         if (r.status === 200) claimed = r.body as unknown as ClaimedTask;
@@ -174,6 +183,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
           await call(`/agents/${encodeURIComponent(opts.agent)}/claims/${claimId}/cancel`, {}).catch(() => undefined);
           return;
         }
+        if (!(e instanceof HttpFailure) && lost.push(claimId) > 8) lost.shift();
         onError(e as Error);
         await sleep(backoff, stopping.signal);
         backoff = Math.min(backoff * 2, 5000);

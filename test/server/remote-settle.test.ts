@@ -7,6 +7,8 @@
  *   sent again, answered 409 as completed (recorded as a late outcome, never applied), and the next
  *   task that answer carried (claimed under the completion's claim id) goes back to the queue at once
  *   instead of waiting out the lease of an agent that never saw it;
+ * - a long-polled claim whose answer (a task) was lost is cancelled before the next claim, and the task
+ *   goes back to the queue at once;
  * - `ctx.requestInput` rides out the same two: its question is asked once (a try whose answer was lost is
  *   followed by a poll of its index), and the answer comes back to the handler.
  */
@@ -219,6 +221,46 @@ workflow:
   } finally {
     proxy.releaseReplies();
     proxy.heal();
+    await agent.stop(0);
+  }
+}, 30_000);
+
+test('a claim whose answer (a task) was lost: the claim is cancelled before the next, and the task goes back at once, not after the lease', async () => {
+  const ONE = `openintent: "1.0"
+info: {name: one}
+workflow:
+  p0: {assign: q, outputs: {i: number}}
+`;
+  const calls: string[] = [];
+  const errors: string[] = [];
+  // the agent's long poll is waiting (no task yet) when its answers start being held
+  const agent = agentVia(
+    proxy.port,
+    (ctx) => {
+      calls.push(ctx.phase);
+      return { i: calls.length };
+    },
+    errors,
+  );
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    proxy.holdReplies();
+    const r0 = await api(server.url, 'POST', '/runs', { key: OPS, body: { workflow: ONE } });
+    const id = r0.body['run_id'] as string;
+    // the server handed p0 to the waiting poll (claimed), and the answer with it is held, then lost
+    for (let i = 0; i < 500 && !(await store.events(id)).some((e) => e.type === 'task.claimed'); i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 100));
+    const cut = proxy.cut(300);
+    proxy.releaseReplies();
+    await cut;
+    const r = await ended(id, 8_000);
+    expect(r.status).toBe('completed');
+    // well under the 10 s lease the handed task would have waited out
+    expect(r.ms).toBeLessThan(6_000);
+    expect(calls).toEqual(['p0']);
+    expect(errors.length).toBeGreaterThan(0);
+  } finally {
+    proxy.releaseReplies();
     await agent.stop(0);
   }
 }, 30_000);
