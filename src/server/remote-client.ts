@@ -377,15 +377,16 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
    * was lost: a 409 then may be that try having landed (the token ended as this outcome).
    */
   async function settle(p: string, body: unknown, leaseMs: number, abort: TaskAbort): Promise<{ status: number; body: Record<string, unknown>; doubted: boolean }> {
-    return again(() => call(p, body), leaseMs, abort);
+    // (an outcome's call has no signal of the task's: the task's end does not abort it)
+    return again(() => call(p, body), leaseMs, abort, false);
   }
 
   /**
-   * `send` (a call of a running task) sent again, as `settle` says, when its answer never came. For the
-   * task's own calls that may go twice: a checkpoint (the same value), a sibling's output (a read), an
+   * `send` (a call of a running task, made with the task's signal unless `ownSignal` is false) sent again,
+   * as `settle` says, when its answer never came. For the task's own calls that may go twice: a checkpoint (the same value), a sibling's output (a read), an
    * input poll (by its index; a question is asked again only once the server says it never got it).
    */
-  async function again(send: () => Promise<{ status: number; body: Record<string, unknown> }>, leaseMs: number, abort: TaskAbort): Promise<{ status: number; body: Record<string, unknown>; doubted: boolean }> {
+  async function again(send: () => Promise<{ status: number; body: Record<string, unknown> }>, leaseMs: number, abort: TaskAbort, ownSignal = true): Promise<{ status: number; body: Record<string, unknown>; doubted: boolean }> {
     const until = performance.now() + Math.max(leaseMs, SETTLE_RETRY_MIN_MS);
     let wait = 100;
     let doubted = false;
@@ -394,7 +395,8 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       try {
         return { ...(await send()), doubted };
       } catch (e) {
-        if (closed || afterAbort || performance.now() + wait > until) throw e;
+        // a task call the task's end aborted (its own signal) is not a lost answer: nothing to tell, nothing to try again
+        if (closed || afterAbort || (ownSignal && abort.aborted) || performance.now() + wait > until) throw e;
         doubted = true;
         onError(e as Error);
         // a heartbeat that found the attempt ended (by this very outcome, landed, perhaps) ends the wait but
