@@ -69,6 +69,13 @@ async function ended(runId: string, withinMs: number): Promise<{ status: string;
   }
 }
 
+/** The answers the proxy holds are lost with their connections (cut for 300 ms, then let through again). */
+async function loseHeldAnswers(px: TcpProxy): Promise<void> {
+  const cut = px.cut(300);
+  px.releaseReplies();
+  await cut;
+}
+
 const completions = (events: RunEvent[], phase: string): number => events.filter((e) => e.type === 'task.completed' && e.phase === phase).length;
 
 test('a completion sent while the connection is refused goes again when it is back: the task runs once', async () => {
@@ -122,9 +129,7 @@ test('a completion whose answer was lost after it landed: the next task it carri
     expect(completions(await store.events(id), 'p0')).toBe(1);
     await new Promise((r) => setTimeout(r, 100));
     // the held answer is lost with its connection
-    const cut = proxy.cut(300);
-    proxy.releaseReplies();
-    await cut;
+    await loseHeldAnswers(proxy);
     const r = await ended(id, 8_000);
     expect(r.status).toBe('completed');
     // well under the 10 s lease that p1 would have waited out, held by an answer nobody read
@@ -206,9 +211,7 @@ workflow:
       expect(await opened()).toHaveLength(1);
       if (lost) {
         // the question reached the server (its gate is open) and the answer to it is lost with its connection
-        const cut = proxy.cut(300);
-        proxy.releaseReplies();
-        await cut;
+        await loseHeldAnswers(proxy);
       }
       const gate = (await opened())[0] as RunEvent & { gate_id: string };
       expect((await api(server.url, 'POST', `/runs/${id}/gates/${gate.gate_id}/respond`, { key: OPS, body: { value: lost ? 'green' : 'blue' } })).status).toBe(200);
@@ -250,9 +253,7 @@ workflow:
     // the server handed p0 to the waiting poll (claimed), and the answer with it is held, then lost
     for (let i = 0; i < 500 && !(await store.events(id)).some((e) => e.type === 'task.claimed'); i++) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 100));
-    const cut = proxy.cut(300);
-    proxy.releaseReplies();
-    await cut;
+    await loseHeldAnswers(proxy);
     const r = await ended(id, 8_000);
     expect(r.status).toBe('completed');
     // well under the 10 s lease the handed task would have waited out
