@@ -97,8 +97,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     if (r.body['claim_next'] !== true) return { status, committed: status !== 'unknown' && status !== 'aborted' };
     // the next claim folded into this completion: a task the same key may take, without waiting. Under the
     // agent's claim id when it sent one: an agent whose answer was lost cancels it, and the task goes back at once
-    const claimId = typeof r.body['claim_id'] === 'string' ? `${t.agent}\u0000${r.body['claim_id']}` : undefined;
-    const next = await remote.claim(t.agent, (x) => mayActAsAgent(r.principal, t.agent, x.delegatedTo), 0, undefined, claimId);
+    const next = await remote.claim(t.agent, (x) => mayActAsAgent(r.principal, t.agent, x.delegatedTo), 0, undefined, claimKey(t.agent, r.body['claim_id']));
     return { status, committed: status !== 'unknown' && status !== 'aborted', next: next ? (remote.view(next) as unknown as JsonObject) : null };
   };
 
@@ -107,9 +106,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
       const agent = r.params['agent']!;
       if (!mayActAsAgent(r.principal, agent, remote.delegatesOf(agent))) throw forbidden(r, agent);
       const waitS = typeof r.query['wait'] === 'number' ? r.query['wait'] : DEFAULT_WAIT_S;
-      // a claim id is the agent's own: kept per agent, so a key of another agent cannot cancel it
-      const claimId = typeof r.body['claim_id'] === 'string' ? `${agent}\u0000${r.body['claim_id']}` : undefined;
-      const t = await remote.claim(agent, (x) => mayActAsAgent(r.principal, agent, x.delegatedTo), waitS * 1000, r.c.req.raw.signal, claimId);
+      const t = await remote.claim(agent, (x) => mayActAsAgent(r.principal, agent, x.delegatedTo), waitS * 1000, r.c.req.raw.signal, claimKey(agent, r.body['claim_id']));
       if (!t) return r.c.body(null, 204);
       return r.c.json(remote.view(t) as unknown as JsonObject);
     },
@@ -117,7 +114,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     cancelClaim: (r) => {
       const agent = r.params['agent']!;
       if (!mayActAsAgent(r.principal, agent, remote.delegatesOf(agent))) throw forbidden(r, agent);
-      return Promise.resolve(r.c.json(remote.cancelClaim(`${agent}\u0000${r.params['claim']!}`)));
+      return Promise.resolve(r.c.json(remote.cancelClaim(claimKey(agent, r.params['claim'])!)));
     },
 
     heartbeatTask: (r) => {
@@ -215,4 +212,9 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
 
 function forbidden(r: PlainRequest, agent: string): HttpError {
   return new HttpError(403, 'forbidden', `key \`${r.principal.name}\` may not act as agent \`${agent}\` (an agent:${agent} key, one its phase delegates to, or admin)`);
+}
+
+/** A claim id as the hub keeps it: the agent's own, so that a key of another agent cannot cancel it. */
+function claimKey(agent: string, id: unknown): string | undefined {
+  return typeof id === 'string' ? `${agent}\u0000${id}` : undefined;
 }

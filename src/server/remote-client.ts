@@ -157,6 +157,11 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     return { status: res.statusCode, body: parsed };
   }
 
+  /** Gives up a claim by its id (a task handed to it and never read goes back to the queue); undefined when the server was not reached. */
+  function cancelClaim(claimId: string): Promise<{ status: number; body: Record<string, unknown> } | undefined> {
+    return call(`/agents/${encodeURIComponent(opts.agent)}/claims/${claimId}/cancel`, {}).catch(() => undefined);
+  }
+
   async function slot(): Promise<void> {
     let backoff = 100;
     // a claim whose answer never came (the connection dropped): a task the server handed to it goes back
@@ -168,7 +173,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       // server handed to it just as it went away goes back to the queue at once, not after a lease
       const claimId = randomBytes(12).toString('base64url');
       while (lost.length > 0) {
-        const r = await call(`/agents/${encodeURIComponent(opts.agent)}/claims/${lost[0]!}/cancel`, {}).catch(() => undefined);
+        const r = await cancelClaim(lost[0]!);
         // not reached (the server still away): tried again before the next claim
         if (r === undefined) break;
         lost.shift();
@@ -180,7 +185,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         backoff = 100;
       } catch (e) {
         if (stopping.signal.aborted) {
-          await call(`/agents/${encodeURIComponent(opts.agent)}/claims/${claimId}/cancel`, {}).catch(() => undefined);
+          await cancelClaim(claimId);
           return;
         }
         if (!(e instanceof HttpFailure) && lost.push(claimId) > 8) lost.shift();
@@ -336,7 +341,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         if (r.doubted && r.status === 409 && endedAs(r.body) === 'completed') {
           // an earlier try landed and its answer was lost, with the next task it claimed: that one goes back to the queue now
           completed++;
-          if (claimId !== undefined) await call(`/agents/${encodeURIComponent(opts.agent)}/claims/${claimId}/cancel`, {}).catch(() => undefined);
+          if (claimId !== undefined) await cancelClaim(claimId);
           return;
         }
         if (r.status !== 422) {
