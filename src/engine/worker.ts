@@ -513,10 +513,18 @@ export class Worker extends WorkerAttempts {
     }
   }
 
-  /** Whether the run has work for this worker in the next moment (kept loaded rather than re-read). */
+  /**
+   * Whether the run has work for this worker in the next moment (kept loaded rather than re-read): a
+   * claim, or a timer (a gate's expiry, an escalation, the run's deadline). A run taken up because its
+   * timer came due must stay held until the commit that fires it: parked again at once, it was taken up
+   * and parked at every look and the timer never fired.
+   */
   private runsAnythingSoon(ctx: RunCtx): boolean {
+    const soon = this.storeNow() + 1000;
     const c = nextClaim(ctx.plan, ctx.state, this.claimant(ctx));
-    return c !== undefined && c <= this.storeNow() + 1000;
+    if (c !== undefined && c <= soon) return true;
+    const t = nextTimer(ctx.state);
+    return t !== null && t <= soon;
   }
 
   /** Expired leases and, when serving, runs with due work (store time; tasks held by gates never come). */

@@ -8,7 +8,7 @@ import type { RunEvent } from '../../../src/engine/events.js';
 import type { RunStore, TxDecision } from '../../../src/engine/ports.js';
 import type { Json } from '../../../src/core/json.js';
 import { deferred, eventsOf, expectReplays, header, settle, until, wf, withClock } from '../helpers.js';
-import { ASK, deaf, overriding, type Invocation, LONG_LEASE, RECOVERY_WORKFLOW, RISKY, type StoreFactory, TAKEOVER, deferredOf, engineOn, recoveryAgents, statusOf, untilStatus } from './common.js';
+import { ASK, deaf, overriding, type Invocation, LONG_LEASE, RECOVERY_WORKFLOW, RISKY, type StoreFactory, TAKEOVER, deferredOf, engineOn, HOUR, recoveryAgents, statusOf, untilEventType, untilStatus } from './common.js';
 import { timersKeepTheirTimeAcrossARestart } from './recovery.js';
 
 /** Two engines drive the same run at once: every attempt runs exactly once, and the result is whole. */
@@ -125,7 +125,7 @@ export async function cancelWhileWaiting(makeStore: StoreFactory): Promise<void>
   await other.close();
 }
 
-export const WORKER_SCENARIOS = { twoDriversOneRun, randomInterleavings, driveAfterServe, stopsAbortAttemptsInFlight, heartbeatsKeepTheLease, lostLeaseStopsTheAttempt, serveWorkersSplitAgents, cancelWhileWaiting, serveWorkerIdlesAtAGate, transientStoreFailure, storeDownForAWhile, unreadableLogFailsLoudly, timersKeepTheirTimeAcrossARestart, runIdIsIdempotent, runInputsMustBeJson };
+export const WORKER_SCENARIOS = { twoDriversOneRun, randomInterleavings, driveAfterServe, stopsAbortAttemptsInFlight, heartbeatsKeepTheLease, lostLeaseStopsTheAttempt, serveWorkersSplitAgents, cancelWhileWaiting, serveWorkerIdlesAtAGate, serveWorkerFiresTimersOfParkedRuns, transientStoreFailure, storeDownForAWhile, unreadableLogFailsLoudly, timersKeepTheirTimeAcrossARestart, runIdIsIdempotent, runInputsMustBeJson };
 
 /** A serving worker facing ready tasks it cannot claim (held by a gate) waits; it does not spin on the store. */
 export async function serveWorkerIdlesAtAGate(makeStore: StoreFactory): Promise<void> {
@@ -154,6 +154,55 @@ export async function serveWorkerIdlesAtAGate(makeStore: StoreFactory): Promise<
   ctl.abort();
   await serving;
   await s.close();
+}
+
+/**
+ * A serving worker fires the timers of runs it does not hold: a gate's expiry (abort, proceed), an
+ * escalation and the run's deadline while a gate waits. Such a run is parked (a gated run costs no
+ * memory); its timer brings it back, and it must stay held until the commit that fires it. It was taken
+ * up and parked again at every look, and the timer never fired under `baton worker` or `baton serve`.
+ */
+export async function serveWorkerFiresTimersOfParkedRuns(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  const gated = (gov: string) =>
+    wf(`${header(`governance:
+  require_approval: {when: "true", approvers: [alice]${gov}}`)}workflow:
+  a: {assign: x}
+  b: {assign: x, depends_on: [a]}`);
+  const creator = engineOn(store, clock, { x: () => ({}) }, { workerId: 'C' });
+  const abort = await creator.create(gated(', timeout_hours: 1, on_timeout: abort'));
+  const proceed = await creator.create(gated(', timeout_hours: 1, on_timeout: proceed'));
+  const deadline = await creator.create(gated(''), { timeoutMs: HOUR / 2 });
+  const escalate = await creator.create(
+    wf(`${header(`governance:
+  require_approval: {when: "true", approvers: [alice]}
+  escalation: {contact: "ops@example.com", after_hours: 0.25}`)}workflow:
+  a: {assign: x}`),
+  );
+  const s = engineOn(store, clock, { x: () => ({}) }, { workerId: 'S', pollMs: 10 });
+  const ctl = new AbortController();
+  const serving = s.serve(ctl.signal);
+  try {
+    for (const id of [abort, proceed, deadline, escalate]) await untilStatus(store, id, 'waiting');
+    // the worker parks every one of them (they wait on their gates); time passes in steps, as a day does
+    for (let t = 0; t < 8; t++) {
+      await settle(20);
+      await clock.advance(HOUR / 4);
+    }
+    await untilStatus(store, abort, 'failed');
+    await untilStatus(store, proceed, 'completed');
+    await untilStatus(store, deadline, 'failed');
+    await untilEventType(store, escalate, 'gate.escalated');
+    expect((await s.inspect(abort)).result.error).toMatchObject({ code: 'ApprovalTimeout' });
+    expect((await s.inspect(deadline)).result.error).toMatchObject({ code: 'RunTimeout' });
+    expect(await statusOf(store, escalate)).toBe('waiting');
+  } finally {
+    ctl.abort();
+    await serving;
+    await s.close();
+    await creator.close();
+  }
 }
 
 /** One commit fails (the store was briefly unreachable): the worker retries what it observed and the run completes, nothing run twice. */
