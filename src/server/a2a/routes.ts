@@ -110,17 +110,29 @@ export function mountA2a(app: Hono, o: A2aMountOptions): void {
     }
     const out = await rpc.handle(body, context);
     if (!(Symbol.asyncIterator in out)) return c.json(out as unknown as Record<string, unknown>);
-    return sse(c, out, idOf(body), left);
+    // The first event is awaited before the stream starts, as the SDK's own transport glue does: a
+    // refusal (an unknown task, one that has ended, a bad message) is then a JSON-RPC error answer
+    // with its A2A code, which clients read as such, not an error event inside a stream.
+    let first: IteratorResult<unknown>;
+    try {
+      first = await out.next();
+    } catch (e) {
+      return c.json({ jsonrpc: '2.0', id: idOf(body), error: server.JsonRpcTransportHandler.mapToJSONRPCError(e) });
+    }
+    return sse(c, first, out, idOf(body), left, (e) => server.JsonRpcTransportHandler.mapToJSONRPCError(e));
   });
 }
 
-function sse(c: Context, out: AsyncGenerator<unknown>, id: string | number | null, left: AbortController): Response {
+function sse(c: Context, first: IteratorResult<unknown>, rest: AsyncGenerator<unknown>, id: string | number | null, left: AbortController, rpcError: (e: unknown) => unknown): Response {
   return streamSSE(c, async (stream) => {
     stream.onAbort(() => left.abort());
     try {
-      for await (const ev of out) await stream.writeSSE({ data: JSON.stringify(ev) });
+      for (let r = first; !r.done; r = await rest.next()) await stream.writeSSE({ data: JSON.stringify(r.value) });
     } catch (e) {
-      await stream.writeSSE({ event: 'error', data: JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: e instanceof Error ? e.message : String(e) } }) });
+      await stream.writeSSE({ event: 'error', data: JSON.stringify({ jsonrpc: '2.0', id, error: rpcError(e) }) });
+    } finally {
+      // a stream the caller left ends its wait on the run (the generator's own cleanup)
+      await rest.return(undefined);
     }
   });
 }

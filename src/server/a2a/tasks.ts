@@ -66,17 +66,20 @@ export class A2aTasks implements A2ARequestHandler {
     yield* this.updates(runId, gone(context));
   }
 
+  /** A stream of a task that has not ended: one that has is UnsupportedOperationError (A2A 1.0 §3.1.6, as the SDK's handler says). */
   async *resubscribe(params: Req<'resubscribe'>, context: ServerCallContext): AsyncGenerator<import('@a2a-js/sdk').StreamResponse, void, undefined> {
-    await this.task(params.id);
+    const t = await this.task(this.taskId(params.id));
+    const state: number = t.status?.state ?? 0;
+    if (isTerminal(state)) throw new this.h.errors.UnsupportedOperationError(`task ${params.id} has ended (${stateName(state)}): SubscribeToTask follows a task that has not; read it with GetTask`);
     yield* this.updates(params.id, gone(context));
   }
 
   async getTask(params: Req<'getTask'>): Promise<A2aTask> {
-    return this.task(params.id);
+    return this.task(this.taskId(params.id));
   }
 
   async cancelTask(params: Req<'cancelTask'>, context: ServerCallContext): Promise<A2aTask> {
-    const t = await this.task(params.id);
+    const t = await this.task(this.taskId(params.id));
     const state: number = t.status?.state ?? 0;
     if (isTerminal(state)) throw new this.h.errors.TaskNotCancelableError(`task ${params.id} has ended (${stateName(state)})`);
     await this.h.engine.cancel(params.id, 'cancelled by an A2A client (CancelTask)');
@@ -99,6 +102,12 @@ export class A2aTasks implements A2ARequestHandler {
   }
   deleteTaskPushNotificationConfig(): Promise<never> {
     return this.createTaskPushNotificationConfig();
+  }
+
+  /** A task id a caller sent: an empty one is malformed (invalid params, as the SDK's handler says), not an unknown task. */
+  private taskId(id: string): string {
+    if (id.trim() === '') throw new this.h.errors.RequestMalformedError('the task id is required');
+    return id;
   }
 
   /** A new message starts a run; one naming a task answers that run's open gate. The run's id. */
