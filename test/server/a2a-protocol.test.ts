@@ -154,4 +154,40 @@ describe('errors of the other methods', () => {
     expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: '' } }))).toBe(A2A_ERROR_CODE.INVALID_PARAMS);
     expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: '' } }))).toBe(A2A_ERROR_CODE.INVALID_PARAMS);
   });
+
+  test('bodies: not JSON is a parse error (-32700), not an object an invalid request (-32600), another content type ContentTypeNotSupportedError (-32005); each answered with id null', async () => {
+    expect((await rpc(undefined, { raw: '{"jsonrpc": "2.0",' })).json).toMatchObject({ id: null, error: { code: A2A_ERROR_CODE.PARSE_ERROR } });
+    expect((await rpc([{ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }])).json).toMatchObject({ id: null, error: { code: A2A_ERROR_CODE.INVALID_REQUEST } });
+    expect((await rpc(undefined, { raw: 'GetTask x', type: 'text/plain' })).json).toMatchObject({ id: null, error: { code: A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED } });
+  });
+});
+
+describe('the endpoint', () => {
+  test('/a2a takes POST only: other methods get 405 with Allow: POST; the card GET only', async () => {
+    for (const method of ['GET', 'PUT', 'DELETE']) {
+      const r = await rpc(undefined, { method });
+      expect(r.status, method).toBe(405);
+      expect(r.allow).toBe('POST');
+      expect(r.json).toMatchObject({ error: { code: 'method-not-allowed' } });
+    }
+    const card = await rpc({}, { path: '/.well-known/agent-card.json' });
+    expect(card.status).toBe(405);
+    expect(card.allow).toBe('GET');
+  });
+
+  test('a notification (no id) is carried out and never answered: 204, no body', async () => {
+    const before = (await store.runs({ limit: 1000 })).length;
+    const r = await rpc({ jsonrpc: '2.0', method: 'SendMessage', params: rawMessage({ skill: 'hello', data: { name: 'note' } }) });
+    expect(r.status).toBe(204);
+    expect(r.text).toBe('');
+    await expect.poll(async () => (await store.runs({ limit: 1000 })).length).toBe(before + 1);
+    // a notification that fails is not answered either
+    for (const body of [{ jsonrpc: '2.0', method: 'GetTask', params: { id: 'run_none' } }, { jsonrpc: '2.0', method: 'NoSuchMethod' }, { jsonrpc: '2.0', method: 'SubscribeToTask', params: { id: 'run_none' } }]) {
+      const n = await rpc(body);
+      expect(n.status, body.method).toBe(204);
+      expect(n.text).toBe('');
+    }
+    // `id: null` is a request (discouraged, but not a notification): it is answered
+    expect((await rpc({ jsonrpc: '2.0', id: null, method: 'GetTask', params: { id: 'run_none' } })).json).toMatchObject({ id: null, error: { code: A2A_ERROR_CODE.TASK_NOT_FOUND } });
+  });
 });
