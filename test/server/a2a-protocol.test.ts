@@ -155,6 +155,52 @@ describe('errors of the other methods', () => {
     expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: '' } }))).toBe(A2A_ERROR_CODE.INVALID_PARAMS);
   });
 
+  test('CancelTask on a task that ends otherwise before the cancel lands: TaskNotCancelableError, not the finished task', async () => {
+    const c = await client();
+    const t = asTask(await c.sendMessage(send(msg([data({})], { skill: 'slow' }), true)));
+    expect(t.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+    // the interleaving, forced: the run completes between the handler's read of the task and its cancel
+    const cancel = engine.cancel.bind(engine);
+    engine.cancel = async (runId, reason) => {
+      latch.release();
+      await engine.handle(runId).result();
+      return cancel(runId, reason);
+    };
+    try {
+      expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: t.id } }))).toBe(A2A_ERROR_CODE.TASK_NOT_CANCELABLE);
+    } finally {
+      engine.cancel = cancel;
+    }
+    expect((await store.run(t.id))?.status).toBe('completed');
+  });
+
+  test('SendMessage: a message without messageId is invalid params; one on a task of another contextId too; one on a finished task is UnsupportedOperationError', async () => {
+    expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: rawMessage({ skill: 'hello', data: { name: 'x' }, messageId: null }) }))).toBe(A2A_ERROR_CODE.INVALID_PARAMS);
+    const c = await client();
+    const asked = asTask(await c.sendMessage(send(msg([data({})], { skill: 'ask', contextId: 'ctx-conversation' }))));
+    expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(asked.contextId).toBe('ctx-conversation');
+    expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { ...rawMessage().message, parts: [{ text: 'red' }], taskId: asked.id, contextId: 'ctx-other' } } }))).toBe(A2A_ERROR_CODE.INVALID_PARAMS);
+    // the gate is still open: the same answer with the task's own context goes through
+    const done = asTask(await c.sendMessage(send(msg([text('red')], { taskId: asked.id, contextId: asked.contextId }))));
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { ...rawMessage().message, parts: [{ text: 'red' }], taskId: asked.id } } }))).toBe(A2A_ERROR_CODE.UNSUPPORTED_OPERATION);
+  });
+
+  test('a task without a contextId of its own gets one (the run id); the capabilities the card declares are those offered', async () => {
+    const c = await client();
+    const t = asTask(await c.sendMessage(send(msg([data({ name: 'cy' })], { skill: 'hello' }))));
+    expect(t.contextId).toBe(t.id);
+    const card = await c.getAgentCard();
+    expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: false, extendedAgentCard: false });
+    // extendedAgentCard: false -> UnsupportedOperationError (spec 3.3.4); pushNotifications: false -> PushNotificationNotSupportedError
+    expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard' }))).toBe(A2A_ERROR_CODE.UNSUPPORTED_OPERATION);
+    for (const method of ['CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig']) {
+      expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method, params: { taskId: t.id, id: 'p1' } })), method).toBe(A2A_ERROR_CODE.PUSH_NOTIFICATION_NOT_SUPPORTED);
+    }
+    expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method: 'message/send', params: {} }))).toBe(A2A_ERROR_CODE.METHOD_NOT_FOUND);
+  });
+
   test('bodies: not JSON is a parse error (-32700), not an object an invalid request (-32600), another content type ContentTypeNotSupportedError (-32005); each answered with id null', async () => {
     expect((await rpc(undefined, { raw: '{"jsonrpc": "2.0",' })).json).toMatchObject({ id: null, error: { code: A2A_ERROR_CODE.PARSE_ERROR } });
     expect((await rpc([{ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }])).json).toMatchObject({ id: null, error: { code: A2A_ERROR_CODE.INVALID_REQUEST } });
