@@ -26,7 +26,7 @@ import { printFailure } from './fail.js';
 import { formatOf, printMachineFormat, type Format } from './formats.js';
 import { usageLine } from './help.js';
 import type { CliIo } from './io.js';
-import { sourceResolver } from './sources.js';
+import { sourceResolver } from '../api/validation.js';
 import { CHECK_OPTIONS, commandSpec } from './spec.js';
 import { renderOptionsFor } from './validate.js';
 

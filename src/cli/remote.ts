@@ -21,7 +21,8 @@ import { inputProblem, outputProblem, printJson, saveResult } from './output.js'
 import { progressView, readJsonObject, toViewEvent } from './run.js';
 import { resolveTarget } from './examples.js';
 import type { RUN_OPTIONS } from './spec.js';
-import { jsonDiagnostics, printDiagnostics, renderOptionsFor } from './validate.js';
+import { jsonDiagnostics } from '../api/validation.js';
+import { printDiagnostics, renderOptionsFor } from './validate.js';
 
 type RunValues = { [K in keyof typeof RUN_OPTIONS]?: (typeof RUN_OPTIONS)[K] extends { type: 'boolean' } ? boolean | undefined : (typeof RUN_OPTIONS)[K] extends { multiple: true } ? string[] | undefined : string | undefined };
 

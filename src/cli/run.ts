@@ -28,7 +28,8 @@ import type { CliIo } from './io.js';
 import { inputProblem, outputProblem } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
 import { boundFromHandlers } from './agents-module.js';
-import { jsonDiagnostics, printDiagnostics, renderOptionsFor } from './validate.js';
+import { jsonDiagnostics } from '../api/validation.js';
+import { printDiagnostics, renderOptionsFor } from './validate.js';
 
 const RUN_USAGE = usageLine(commandSpec('run')!);
 

@@ -9,7 +9,8 @@ import type { CliIo } from './io.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { TYPES_OPTIONS, commandSpec } from './spec.js';
-import { jsonDiagnostics, printDiagnostics, renderOptionsFor } from './validate.js';
+import { jsonDiagnostics } from '../api/validation.js';
+import { printDiagnostics, renderOptionsFor } from './validate.js';
 
 export async function typesCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: TYPES_OPTIONS, allowPositionals: true });

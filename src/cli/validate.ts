@@ -2,7 +2,7 @@
 import type { WorkflowForm } from '../workflow/model.js';
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { diagnosticToJson, renderDiagnostic, summaryLine, type JsonDiagnostic, type RenderOptions } from '../diagnostics/render.js';
+import { renderDiagnostic, summaryLine, type RenderOptions } from '../diagnostics/render.js';
 import { escapeControls } from '../diagnostics/terminal.js';
 import { loadWorkflow, type CompileResult } from '../workflow/compile.js';
 import { colorsFor, columnsFor, useColor } from './color.js';
@@ -10,7 +10,7 @@ import { resolveTarget } from './examples.js';
 import { printFailure } from './fail.js';
 import { formatOf, printMachineFormat, type Format } from './formats.js';
 import type { CliIo } from './io.js';
-import { sourceResolver } from './sources.js';
+import { sourceResolver, validationReport } from '../api/validation.js';
 import { VALIDATE_OPTIONS } from './spec.js';
 
 export async function validateCli(args: string[], io: CliIo): Promise<number> {
@@ -39,8 +39,7 @@ export async function validateCommand(files: string[], opts: { format: Format },
   if (opts.format === 'sarif' || opts.format === 'github') {
     await printMachineFormat(opts.format, results.map((r) => ({ diagnostics: r.diagnostics, source: sourceResolver(r, io.cwd) })), io);
   } else if (opts.format === 'json') {
-    const doc = { files: results.map((r) => ({ file: r.file, valid: r.ok, ...(r.form !== undefined ? { form: r.form } : {}), diagnostics: jsonDiagnostics(r, io.cwd) })) };
-    io.stdout(JSON.stringify(doc, null, 2) + '\n');
+    io.stdout(JSON.stringify(validationReport(results, io.cwd), null, 2) + '\n');
   } else {
     const c = colorsFor(io, 'stdout');
     let errors = 0;
@@ -68,12 +67,6 @@ export function formName(form: WorkflowForm | undefined): string {
 export function printDiagnostics(r: CompileResult, opts: RenderOptions, cwd?: string): string {
   const src = sourceResolver(r, cwd);
   return r.diagnostics.map((d) => renderDiagnostic(d, src(d), opts) + '\n\n').join('');
-}
-
-/** The `--json` form of a result's diagnostics (`file` added for those in another file, a contract). */
-export function jsonDiagnostics(r: CompileResult, cwd: string): JsonDiagnostic[] {
-  const src = sourceResolver(r, cwd);
-  return r.diagnostics.map((d) => ({ ...diagnosticToJson(d, src(d)), ...(d.file !== undefined ? { file: src(d).name } : {}) }));
 }
 
 /** How diagnostics going to `stream` are rendered: its colour and its width. */

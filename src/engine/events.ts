@@ -119,7 +119,11 @@ export type RunEvent =
    * workspace-relative with its tokens replaced; `item` is the fan-out item's index.
    */
   | (TaskBase & { type: 'task.file'; attempt: number; direction: 'staged' | 'synced'; key: string; path: string; sha256: string; size: number; item?: number })
-  /** A structured event from the agent adapter (LLM usage, repairs, tool calls, ...). */
+  /**
+   * A structured event from the agent adapter (LLM usage, repairs, tool calls, ...). Kind
+   * `remote_output_rejected` (OUTPUT_REJECTED_KIND) is the server's: a remote agent's completion that
+   * its contract refused with 422 while the attempt goes on, `data` the RFC-0024 payload.
+   */
   | (TaskBase & { type: 'task.agent_event'; attempt: number; kind: string; data: JsonObject })
   | (Base & {
       type: 'gate.opened';
@@ -158,6 +162,9 @@ export type RunEvent =
   | (Base & { type: 'run.cancelled'; reason: string });
 
 export type RunEventType = RunEvent['type'];
+
+/** The `task.agent_event` kind of a completion its contract refused while the attempt goes on (a remote agent's 422): a contract rejection on the attempt span. */
+export const OUTPUT_REJECTED_KIND = 'remote_output_rejected';
 
 /** Distributes Omit over the union so each event keeps its own fields. */
 export type NewEvent = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, 'seq' | 'at'> : never) : never;

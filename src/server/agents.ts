@@ -8,6 +8,7 @@
 import type { Json, JsonObject } from '../core/json.js';
 import { AgentError } from '../engine/agent.js';
 import { StopSignal, toOutcome } from '../engine/attempt.js';
+import { OUTPUT_REJECTED_KIND } from '../engine/events.js';
 import type { Engine } from '../api/engine.js';
 import { checkTaskOutputs } from '../workflow/runtime.js';
 import { HttpError, type PlainRequest, type Request } from './http.js';
@@ -197,7 +198,10 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
 
     taskEvent: (r) => {
       const t = live(r);
-      t.ctx.record(r.body['kind'] as string, r.body['data'] as JsonObject);
+      const kind = r.body['kind'] as string;
+      // the server's own record of a refused completion (a contract rejection on the attempt span): not the agent's to write
+      if (kind === OUTPUT_REJECTED_KIND) throw new HttpError(400, 'invalid-request', `\`kind\`: \`${kind}\` is recorded by the server when it refuses a completion (422); name your event otherwise`);
+      t.ctx.record(kind, r.body['data'] as JsonObject);
       return Promise.resolve(r.c.json({ recorded: true }));
     },
 

@@ -10,7 +10,7 @@ import type { RunStatus } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import { agentRouteHandlers } from './agents.js';
 import { ChangeHub } from './changes.js';
-import { edge, errorResponse, HttpError, nodeEdge, type EdgeOptions, type Request } from './http.js';
+import { edge, errorResponse, HttpError, methodNotAllowed, nodeEdge, type EdgeOptions, type Request } from './http.js';
 import type { ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
 import { RemoteAgents } from './remote.js';
@@ -131,7 +131,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
   if (opts.a2a) mountA2a(app, { modules: sdkModules(opts.a2a), engine, workflows: opts.workflows ?? new Map(), hub, closing: closing.signal, edge: edgeOpts, ...(opts.version !== undefined ? { version: opts.version } : {}) });
   app.notFound((c) => {
     const other = ROUTES.filter((r) => pathRegex(r.path).test(c.req.path));
-    if (other.length > 0) return c.json({ error: { code: 'method-not-allowed', message: `${c.req.method} is not allowed on ${c.req.path}; use ${other.map((r) => r.method.toUpperCase()).join(' or ')}` } }, 405, { allow: other.map((r) => r.method.toUpperCase()).sort().join(', ') });
+    if (other.length > 0) return methodNotAllowed(c, other.map((r) => r.method.toUpperCase()));
     return c.json({ error: { code: 'not-found', message: `no route ${c.req.method} ${c.req.path.slice(0, 200)} (the routes are in /openapi.json)` } }, 404);
   });
   app.onError((e, c) => {

@@ -304,3 +304,9 @@ const STATUS_OF: Partial<Record<BatonError['code'], number>> = {
   'store-locked': 503,
   'store-unreachable': 503,
 };
+
+/** 405 for a path that exists under other methods: `Allow` lists them, as RFC 9110 asks. */
+export function methodNotAllowed(c: Context, allowed: readonly string[]): Response {
+  const methods = [...allowed].sort();
+  return c.json({ error: { code: 'method-not-allowed', message: `${c.req.method} is not allowed on ${c.req.path.slice(0, 200)}; use ${methods.join(' or ')}` } }, 405, { allow: methods.join(', ') });
+}

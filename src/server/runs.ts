@@ -7,11 +7,10 @@ import { resolve } from 'node:path';
 import type { Engine } from '../api/engine.js';
 import { itemCounts, itemRows } from '../api/items.js';
 import { WorkflowSpec } from '../api/spec.js';
+import { jsonDiagnostics, validationReport } from '../api/validation.js';
 import { BatonError } from '../core/errors.js';
 import { Lru } from '../core/lru.js';
 import type { Json, JsonObject } from '../core/json.js';
-import { diagnosticToJson } from '../diagnostics/render.js';
-import { SourceFile } from '../diagnostics/source.js';
 import type { RunStatus } from '../engine/events.js';
 import type { RunRecord } from '../engine/ports.js';
 import { workflowRecord } from '../engine/start.js';
@@ -78,7 +77,7 @@ export class RunRoutes {
 
   async validate(r: Request): Promise<Response> {
     const { result } = await this.compile(r.body, r.principal);
-    return r.c.json({ files: [{ file: result.file, valid: result.ok, diagnostics: diagnosticsOf(result) }] });
+    return r.c.json(validationReport([result], this.o.cwd));
   }
 
   workflowsList(r: Request): Response {
@@ -93,7 +92,7 @@ export class RunRoutes {
     if (!result.ok) {
       // `{"workflow": "NAME"}` where NAME is registered: the caller meant workflow_name
       const named = typeof body['workflow'] === 'string' && this.o.workflows.has(body['workflow'].trim()) ? `; \`workflow\` is the workflow's text: to start the registered workflow \`${body['workflow'].trim()}\`, send {"workflow_name": "${body['workflow'].trim()}"}` : '';
-      throw new HttpError(422, 'invalid-workflow', `${result.file}: the workflow is invalid; nothing was run${named}`, { diagnostics: diagnosticsOf(result) as unknown as Json });
+      throw new HttpError(422, 'invalid-workflow', `${result.file}: the workflow is invalid; nothing was run${named}`, { diagnostics: jsonDiagnostics(result, this.o.cwd) as unknown as Json });
     }
     const model = result.model;
     const runId = typeof body['run_id'] === 'string' ? body['run_id'] : undefined;
@@ -291,15 +290,6 @@ function actor(p: Principal, as: Json | undefined): string {
   if (p.anonymous) return typeof as === 'string' ? as : 'anonymous';
   if (typeof as === 'string' && as !== p.name) throw new HttpError(400, 'invalid-request', `\`as\`: on a server with keys the key's name decides (${p.name}); leave \`as\` out`);
   return p.name;
-}
-
-/** `baton validate --json`'s diagnostics of a compiled text. */
-function diagnosticsOf(r: CompileResult): JsonObject[] {
-  const main = new SourceFile(r.file, r.text);
-  return r.diagnostics.map((d) => {
-    const src = d.file === undefined ? main : new SourceFile(d.file, r.sources?.get(d.file) ?? '');
-    return { ...diagnosticToJson(d, src), ...(d.file !== undefined ? { file: d.file } : {}) };
-  });
 }
 
 /** JSON with keys sorted: equal values give equal text. */

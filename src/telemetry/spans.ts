@@ -15,7 +15,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attribu
 import type { IdGenerator } from '@opentelemetry/sdk-trace-base';
 import { randomBytes } from 'node:crypto';
 import { BoundedMap } from '../core/lru.js';
-import type { RunEvent } from '../engine/events.js';
+import { OUTPUT_REJECTED_KIND, type RunEvent } from '../engine/events.js';
 import { parseItemKey, taskIdFor, type RunState } from '../engine/state.js';
 import {
   attemptSpanIdOf,
@@ -59,12 +59,12 @@ interface PendingAttempt {
   start: number | undefined;
   name: string | undefined;
   attrs: SpanAttributes;
-  events: { name: string; attrs: SpanAttributes; at: number }[];
+  events: PendingEvent[];
   links: string[];
 }
 
 interface PendingRun {
-  events: { name: string; attrs: SpanAttributes; at: number }[];
+  events: PendingEvent[];
 }
 
 export interface SpanModelOptions {
@@ -106,9 +106,8 @@ export class SpanModel {
         this.endAttempt(run, state, e.phase, e.attempt, e.at, { type: e.failure.code, message: e.failure.message }, { 'baton.outcome': 'failed', 'baton.retryable': e.failure.retryable });
         return;
       case 'task.rejected': {
-        const name = typeof e.error['error'] === 'string' ? e.error['error'] : 'ContractRejection';
-        const p = this.pending(runId, e.phase, e.attempt);
-        p.events.push({ name: 'baton.contract.rejected', attrs: rejectionAttrs(name, e.error), at: e.at });
+        const name = rejectionName(e.error);
+        this.pending(runId, e.phase, e.attempt).events.push(rejectionEvent(e.error, e.at));
         this.endAttempt(run, state, e.phase, e.attempt, e.at, { type: name, message: typeof e.error['message'] === 'string' ? e.error['message'] : name }, { 'baton.outcome': 'rejected' });
         return;
       }
@@ -120,9 +119,14 @@ export class SpanModel {
         if (this.attempts.has(keyOf(runId, e.phase, attempt))) this.endAttempt(run, state, e.phase, attempt, e.at, { type: 'Cancelled', message: e.reason }, { 'baton.outcome': 'cancelled' });
         return;
       }
+      case 'task.agent_event':
+        // a remote agent's completion refused with 422 (server/agents.ts): the same event as an in-process
+        // rejection, but the attempt goes on (the task stays claimed), so it waits for the attempt's end
+        if (e.kind === OUTPUT_REJECTED_KIND) this.pending(runId, e.phase, e.attempt).events.push(rejectionEvent(e.data, e.at));
+        return;
       case 'task.claim_rejected': {
-        const name = typeof e.error['error'] === 'string' ? e.error['error'] : 'ContractRejection';
-        this.runPending(runId).events.push({ name: 'baton.contract.rejected', attrs: { ...rejectionAttrs(name, e.error), 'baton.phase': e.phase }, at: e.at });
+        const ev = rejectionEvent(e.error, e.at);
+        this.runPending(runId).events.push({ ...ev, attrs: { ...ev.attrs, 'baton.phase': e.phase } });
         return;
       }
       case 'run.completed':
@@ -266,6 +270,22 @@ function keyOf(runId: string, key: string, attempt: number): string {
 
 function spanContext(ids: SpanContextIds, isRemote = false): SpanContext {
   return { traceId: ids.traceId, spanId: ids.spanId, traceFlags: ids.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE, isRemote };
+}
+
+interface PendingEvent {
+  name: string;
+  attrs: SpanAttributes;
+  at: number;
+}
+
+/** The RFC-0024 error's name (MissingOutputError, ...). */
+function rejectionName(payload: Record<string, unknown>): string {
+  return typeof payload['error'] === 'string' ? payload['error'] : 'ContractRejection';
+}
+
+/** `baton.contract.rejected`: the payload's name as `error.type`, its scalar fields as `baton.error.*`. */
+function rejectionEvent(payload: Record<string, unknown>, at: number): PendingEvent {
+  return { name: 'baton.contract.rejected', attrs: rejectionAttrs(rejectionName(payload), payload), at };
 }
 
 /** The RFC-0024 payload's scalar fields as event attributes (`baton.error.*`), and its name. */

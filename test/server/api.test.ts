@@ -182,8 +182,8 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
     });
 
     test('a valid text, a registered name, an unknown name, and neither or both', async () => {
-      expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow: CHAIN } })).body).toEqual({ files: [{ file: 'workflow.yaml', valid: true, diagnostics: [] }] });
-      expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow_name: 'chain' } })).body).toEqual({ files: [{ file: 'chain.yaml', valid: true, diagnostics: [] }] });
+      expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow: CHAIN } })).body).toEqual({ files: [{ file: 'workflow.yaml', valid: true, form: 'openintent', diagnostics: [] }] });
+      expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow_name: 'chain' } })).body).toEqual({ files: [{ file: 'chain.yaml', valid: true, form: 'openintent', diagnostics: [] }] });
       expect(await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow_name: 'nope' } })).toMatchObject({ status: 404, body: { error: { code: 'unknown-workflow' } } });
       for (const body of [{}, { workflow: CHAIN, workflow_name: 'chain' }]) {
         const r = await api(h.url, 'POST', '/workflows/validate', { key: reader, body });

@@ -14,7 +14,7 @@ import type { AgentCard } from '@a2a-js/sdk';
 import type { Engine } from '../../api/engine.js';
 import { JSON_MODE } from '../../agents/a2a-sdk.js';
 import type { ChangeHub } from '../changes.js';
-import { authenticate, HttpError, readJsonBody, type EdgeOptions } from '../http.js';
+import { authenticate, HttpError, methodNotAllowed, readJsonBody, type EdgeOptions } from '../http.js';
 import { mayDo, type Principal } from '../keys.js';
 import type { RouteSpec } from '../schemas.js';
 import type { RegisteredWorkflow } from '../workflows.js';
@@ -91,36 +91,91 @@ export function mountA2a(app: Hono, o: A2aMountOptions): void {
   app.post(A2A_PATH, async (c) => {
     origin = new URL(c.req.url).origin;
     const principal = authenticate(c, RPC_SPEC, o.edge);
+    const mapError = (e: unknown): unknown => server.JsonRpcTransportHandler.mapToJSONRPCError(e);
     let body: Record<string, unknown>;
     try {
       body = await readJsonBody(c, o.edge.bodyLimit);
     } catch (e) {
       if (e instanceof HttpError && e.status === 413) throw e;
-      return c.json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: e instanceof Error ? e.message : 'the body is not JSON' } });
+      return c.json({ jsonrpc: '2.0', id: null, error: bodyError(e, errors) });
     }
+    const notification = isNotification(body);
     const denied = refusal(body, principal);
-    if (denied) return c.json({ jsonrpc: '2.0', id: idOf(body), error: { code: -32600, message: denied } }, 403);
-    // the caller going away (its connection closed) ends any wait on the run
+    if (denied) {
+      if (notification) throw new HttpError(403, 'forbidden', denied);
+      return c.json({ jsonrpc: '2.0', id: idOf(body), error: { code: -32600, message: denied } }, 403);
+    }
+    // the caller going away (its connection closed) ends any wait on the run; a notification's caller waits for nothing
     const left = new AbortController();
+    if (notification) left.abort();
     const context = new server.ServerCallContext({ requestedVersion: c.req.header('a2a-version') ?? '1.0', state: new Map<string, unknown>([[PRINCIPAL, principal], [GONE, AbortSignal.any([left.signal, c.req.raw.signal])]]) });
     try {
       server.validateVersion(context.requestedVersion, card(), 'JSONRPC');
     } catch (e) {
-      return c.json({ jsonrpc: '2.0', id: idOf(body), error: server.JsonRpcTransportHandler.mapToJSONRPCError(e) });
+      return notification ? c.body(null, 204) : c.json({ jsonrpc: '2.0', id: idOf(body), error: mapError(e) });
     }
     const out = await rpc.handle(body, context);
+    if (notification) return carriedOut(c, out);
     if (!(Symbol.asyncIterator in out)) return c.json(out as unknown as Record<string, unknown>);
-    return sse(c, out, idOf(body), left);
+    // The first event is awaited before the stream starts, as the SDK's own transport glue does: a
+    // refusal (an unknown task, one that has ended, a bad message) is then a JSON-RPC error answer
+    // with its A2A code, which clients read as such, not an error event inside a stream.
+    let first: IteratorResult<unknown>;
+    try {
+      first = await out.next();
+    } catch (e) {
+      return c.json({ jsonrpc: '2.0', id: idOf(body), error: mapError(e) });
+    }
+    return sse(c, first, out, idOf(body), left, mapError);
   });
+
+  // the endpoint and the card answer other methods as every route does (app.ts's not-found handler)
+  app.all(A2A_PATH, (c) => methodNotAllowed(c, ['POST']));
+  app.all(CARD_PATH, (c) => methodNotAllowed(c, ['GET']));
 }
 
-function sse(c: Context, out: AsyncGenerator<unknown>, id: string | number | null, left: AbortController): Response {
+/**
+ * A JSON-RPC notification (a request without `id`, JSON-RPC 2.0 §4.1): the server must not reply to it,
+ * even with an error. `id: null` is a request (discouraged), answered with `id: null`.
+ */
+function isNotification(body: Record<string, unknown>): boolean {
+  return body['jsonrpc'] === '2.0' && typeof body['method'] === 'string' && !('id' in body);
+}
+
+/**
+ * A notification is carried out and not answered: 204 with no body. Its context's caller has already
+ * gone, so a SendMessage starts its run (or answers its gate) without waiting on it, and a stream
+ * ends after its first event; whatever it failed with is dropped, as the caller asked.
+ */
+async function carriedOut(c: Context, out: unknown): Promise<Response> {
+  if (out !== null && typeof out === 'object' && Symbol.asyncIterator in out) {
+    try {
+      for await (const _ of out as AsyncIterable<unknown>) void _;
+    } catch {
+      // not the caller's concern: it asked for no answer
+    }
+  }
+  return c.body(null, 204);
+}
+
+/** What a body that is no JSON-RPC request gets (id null): the codes of JSON-RPC 2.0 and, for a content type, A2A's. */
+function bodyError(e: unknown, errors: A2aSdkModules['errors']): unknown {
+  const message = e instanceof Error ? e.message : 'the body is not JSON';
+  if (e instanceof HttpError && e.status === 415) return errors.toJsonRpcError(new errors.ContentTypeNotSupportedError(message));
+  if (e instanceof HttpError && e.code === 'invalid-request') return { code: -32600, message: `${message} (a JSON-RPC request; batches are not taken)` };
+  return { code: -32700, message };
+}
+
+function sse(c: Context, first: IteratorResult<unknown>, rest: AsyncGenerator<unknown>, id: string | number | null, left: AbortController, rpcError: (e: unknown) => unknown): Response {
   return streamSSE(c, async (stream) => {
     stream.onAbort(() => left.abort());
     try {
-      for await (const ev of out) await stream.writeSSE({ data: JSON.stringify(ev) });
+      for (let r = first; !r.done; r = await rest.next()) await stream.writeSSE({ data: JSON.stringify(r.value) });
     } catch (e) {
-      await stream.writeSSE({ event: 'error', data: JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: e instanceof Error ? e.message : String(e) } }) });
+      await stream.writeSSE({ event: 'error', data: JSON.stringify({ jsonrpc: '2.0', id, error: rpcError(e) }) });
+    } finally {
+      // a stream the caller left ends its wait on the run (the generator's own cleanup)
+      await rest.return(undefined);
     }
   });
 }

@@ -12,6 +12,7 @@
  */
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { Engine } from '../../api/engine.js';
+import type { RunRecord } from '../../engine/ports.js';
 import { WorkflowSpec } from '../../api/spec.js';
 import { BatonError } from '../../core/errors.js';
 import type { Json, JsonObject } from '../../core/json.js';
@@ -49,8 +50,9 @@ export class A2aTasks implements A2ARequestHandler {
     return Promise.resolve(this.h.card());
   }
 
+  /** The card declares `extendedAgentCard: false`, so UnsupportedOperationError (A2A 1.0 §3.3.4; ExtendedAgentCardNotConfiguredError is for a card that declares one). */
   getAuthenticatedExtendedAgentCard(): Promise<import('@a2a-js/sdk').AgentCard> {
-    return Promise.reject(new this.h.errors.ExtendedAgentCardNotConfiguredError('this agent has no extended card'));
+    return Promise.reject(new this.h.errors.UnsupportedOperationError('this agent has no extended card (capabilities.extendedAgentCard is false)'));
   }
 
   async sendMessage(params: Req<'sendMessage'>, context: ServerCallContext): Promise<A2aTask> {
@@ -66,22 +68,28 @@ export class A2aTasks implements A2ARequestHandler {
     yield* this.updates(runId, gone(context));
   }
 
+  /** A stream of a task that has not ended: one that has is UnsupportedOperationError (A2A 1.0 §3.1.6, as the SDK's handler says). */
   async *resubscribe(params: Req<'resubscribe'>, context: ServerCallContext): AsyncGenerator<import('@a2a-js/sdk').StreamResponse, void, undefined> {
-    await this.task(params.id);
+    const t = await this.task(this.taskId(params.id));
+    const state: number = t.status?.state ?? 0;
+    if (isTerminal(state)) throw new this.h.errors.UnsupportedOperationError(`task ${params.id} has ended (${stateName(state)}): SubscribeToTask follows a task that has not; read it with GetTask`);
     yield* this.updates(params.id, gone(context));
   }
 
   async getTask(params: Req<'getTask'>): Promise<A2aTask> {
-    return this.task(params.id);
+    return this.task(this.taskId(params.id));
   }
 
   async cancelTask(params: Req<'cancelTask'>, context: ServerCallContext): Promise<A2aTask> {
-    const t = await this.task(params.id);
+    const t = await this.task(this.taskId(params.id));
     const state: number = t.status?.state ?? 0;
     if (isTerminal(state)) throw new this.h.errors.TaskNotCancelableError(`task ${params.id} has ended (${stateName(state)})`);
     await this.h.engine.cancel(params.id, 'cancelled by an A2A client (CancelTask)');
     let last = t;
     for await (const x of this.watch(params.id, gone(context), true)) last = x;
+    // the run ended otherwise in the meantime (it completed before the cancel landed): not cancelled, as the SDK's handler says
+    const end: number = last.status?.state ?? 0;
+    if (isTerminal(end) && stateName(end) !== 'canceled') throw new this.h.errors.TaskNotCancelableError(`task ${params.id} ended (${stateName(end)}) before it could be cancelled`);
     return last;
   }
 
@@ -101,16 +109,23 @@ export class A2aTasks implements A2ARequestHandler {
     return this.createTaskPushNotificationConfig();
   }
 
+  /** A task id a caller sent: an empty one is malformed (invalid params, as the SDK's handler says), not an unknown task. */
+  private taskId(id: string): string {
+    if (id.trim() === '') throw new this.h.errors.RequestMalformedError('the task id is required');
+    return id;
+  }
+
   /** A new message starts a run; one naming a task answers that run's open gate. The run's id. */
   private async accept(params: Req<'sendMessage'>, context: ServerCallContext): Promise<string> {
     const msg = params.message;
     if (!msg) throw new this.h.errors.RequestMalformedError('the request has no message');
+    if (msg.messageId.trim() === '') throw new this.h.errors.RequestMalformedError('message.messageId is required');
     const principal = context.state.get(PRINCIPAL) as Principal | undefined;
     // who decides: the key's name; on a server without keys, the message's `as` metadata names the person (as `/approve`'s `as` does)
     const as: unknown = msg.metadata?.['as'];
     const by = !principal ? 'a2a' : principal.anonymous ? (typeof as === 'string' && as !== '' ? as : 'anonymous') : principal.name;
     if (msg.taskId !== '') {
-      await this.answer(msg.taskId, msg.parts, by);
+      await this.answer(this.taskId(msg.taskId), msg.contextId, msg.parts, by);
       return msg.taskId;
     }
     const skill = skillOf(params.metadata) ?? skillOf(msg.metadata) ?? (this.h.workflows.size === 1 ? [...this.h.workflows.keys()][0] : undefined);
@@ -132,11 +147,19 @@ export class A2aTasks implements A2ARequestHandler {
     }
   }
 
-  /** Answers the open gate of a run with a message's parts. */
-  private async answer(runId: string, parts: Parameters<typeof answerOf>[0], by: string): Promise<void> {
+  /**
+   * Answers the open gate of a run with a message's parts. As the SDK's handler checks a message on a
+   * task: one that has ended takes none (UnsupportedOperationError), and a message of another context
+   * is malformed.
+   */
+  private async answer(runId: string, contextId: string, parts: Parameters<typeof answerOf>[0], by: string): Promise<void> {
     const { record, result } = await this.inspect(runId);
+    const over = record.status === 'completed' || record.status === 'failed' || record.status === 'cancelled';
+    if (over) throw new this.h.errors.UnsupportedOperationError(`task ${runId} has ended (${record.status}): it takes no more messages`);
+    const own = contextIdOf(record);
+    if (contextId !== '' && contextId !== own) throw new this.h.errors.RequestMalformedError(`the message's contextId \`${contextId}\` is not task ${runId}'s (\`${own}\`)`);
     const gate = openGate(result.gates);
-    if (!gate) throw new this.h.errors.UnsupportedOperationError(`task ${runId} is ${record.status === 'completed' || record.status === 'failed' || record.status === 'cancelled' ? 'over' : 'working'} and asks for nothing: a message on it answers an open gate only`);
+    if (!gate) throw new this.h.errors.UnsupportedOperationError(`task ${runId} is working and asks for nothing: a message on it answers an open gate only`);
     if (gate.approvers.length > 0 && !gate.approvers.includes(by)) throw new this.h.errors.RequestMalformedError(`${by} is not an approver of gate ${gate.id} (approvers: ${gate.approvers.join(', ')})`);
     const value = answerOf(parts);
     if (value === undefined) throw new this.h.errors.RequestMalformedError('the message holds no answer (a data part or a text part)');
@@ -168,8 +191,7 @@ export class A2aTasks implements A2ARequestHandler {
   async task(runId: string): Promise<A2aTask> {
     const { record, result } = await this.inspect(runId);
     const { TaskState, Role } = this.h.sdk;
-    const bound = record.bindings['a2a'];
-    const ctxId = bound !== null && typeof bound === 'object' && !Array.isArray(bound) && typeof bound['context_id'] === 'string' && bound['context_id'] !== '' ? bound['context_id'] : runId;
+    const ctxId = contextIdOf(record);
     const gate = openGate(result.gates);
     let state: number;
     let said = '';
@@ -263,6 +285,12 @@ export class A2aTasks implements A2ARequestHandler {
       yield { payload: { $case: 'statusUpdate', value: { taskId: t.id, contextId: t.contextId, status: t.status, metadata: t.metadata } } };
     }
   }
+}
+
+/** A task's contextId: the one its first message gave, else the run id (a context of its own). */
+function contextIdOf(record: Pick<RunRecord, 'runId' | 'bindings'>): string {
+  const bound = record.bindings['a2a'];
+  return bound !== null && typeof bound === 'object' && !Array.isArray(bound) && typeof bound['context_id'] === 'string' && bound['context_id'] !== '' ? bound['context_id'] : record.runId;
 }
 
 function gone(context: ServerCallContext): AbortSignal | undefined {
