@@ -554,6 +554,13 @@ export class RemoteAgents {
     return slot;
   }
 
+  /** The tasks parked here that no remote agent has claimed yet, as `runId \u0000 task key` (for /metrics: they are queued, not running). */
+  waitingForClaim(): Set<string> {
+    const out = new Set<string>();
+    for (const q of this.queues.values()) for (const t of q) if (t.state === 'queued') out.add(`${t.ctx.runId}\u0000${t.key}`);
+    return out;
+  }
+
   /** What the hub holds now (tests check it drains: nothing is kept per task once it ended, but the bounded list of ended tokens). */
   stats(): { live: number; queued: number; waitingClaims: number; commitWaits: number; ended: number; handedClaims: number } {
     let queued = 0;

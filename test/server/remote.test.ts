@@ -444,6 +444,23 @@ workflow:
     expect(h.remote.stats()).toMatchObject(drained);
   }, 90_000);
 
+  test('/metrics: tasks parked for a remote agent and not claimed are queue depth, not running; a claimed one is running', async () => {
+    const id = await startRun(h, fan(5));
+    for (let i = 0; i < 200 && h.remote.stats().queued < 5; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(h.remote.stats().queued).toBe(5);
+    const scrape = async (): Promise<string> => (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${KEYS.reader}` } })).text();
+    let text = await scrape();
+    expect(text).toMatch(/^baton_queue_depth\{agent="q"\} 5$/m);
+    expect(text).not.toMatch(/^baton_tasks_running\{agent="q"\}/m);
+    const c = await claim(h, 'q', RKEY.replace('r-', 'q-'));
+    expect(c.status).toBe(200);
+    text = await scrape();
+    expect(text).toMatch(/^baton_queue_depth\{agent="q"\} 4$/m);
+    expect(text).toMatch(/^baton_tasks_running\{agent="q"\} 1$/m);
+    expect((await api(h.url, 'POST', `/runs/${id}/cancel`, { key: KEYS.operator, body: {} })).status).toBe(200);
+    expect((await toEnd(h, id)).status).toBe('cancelled');
+  }, 60_000);
+
   test('a remote agent asks a human (an input gate answered with /respond) and reports cost', async () => {
     const agent = createRemoteAgent({
       url: h.url,
