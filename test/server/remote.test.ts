@@ -461,6 +461,34 @@ workflow:
     expect((await toEnd(h, id)).status).toBe('cancelled');
   }, 60_000);
 
+  test('POST /tasks/T/cost answers what is left after that report, and says when it is exhausted; over the budget the run fails and the heartbeat says stop', async () => {
+    const wf = `openintent: "1.0"
+info: {name: costly}
+governance: {max_cost_usd: 1.0}
+agents:
+  r: {x-remote: true}
+workflow:
+  spend:
+    assign: r
+    outputs: {m: string}
+`;
+    const id = await startRun(h, wf);
+    const c = await claim(h, 'r');
+    expect(c.body).toMatchObject({ run_id: id, remaining_budget_usd: 1 });
+    const token = c.body['token'] as string;
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push((await task(h, token, 'cost', { usd: 0.4 })).body);
+    expect(answers).toEqual([
+      { recorded: true, remaining_budget_usd: 0.6, budget_exhausted: false },
+      { recorded: true, remaining_budget_usd: 0.2, budget_exhausted: false },
+      { recorded: true, remaining_budget_usd: 0, budget_exhausted: true },
+    ]);
+    const { status, events } = await toEnd(h, id);
+    expect(status).toBe('failed');
+    expect(events.find((e) => e.type === 'run.failed')).toMatchObject({ failure: { code: 'BudgetExceededError' } });
+    expect((await task(h, token, 'heartbeat')).body).toMatchObject({ stop: true });
+  }, 60_000);
+
   test('a remote agent asks a human (an input gate answered with /respond) and reports cost', async () => {
     const agent = createRemoteAgent({
       url: h.url,
