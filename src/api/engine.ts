@@ -25,7 +25,7 @@ import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/por
 import { parseTraceparent, type RunInfo } from '../engine/telemetry.js';
 import { toJson } from '../engine/attempt.js';
 import { commandRun, decidedAs, startRun, workflowRecord } from '../engine/start.js';
-import { CreateBatcher, retryingCreates, StoreWaits } from '../engine/create-batch.js';
+import { CreateBatcher, retryingCreates, StoreWaits, type Creates, type CreateWait } from '../engine/create-batch.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
 import { planOf } from '../engine/plan.js';
 import { localFileStager, withFiles, type FileStager } from '../engine/files.js';
@@ -92,6 +92,18 @@ export interface StartRunOptions<W extends WorkflowTypes = AnyWorkflow> {
   signal?: AbortSignal | undefined;
   /** A W3C traceparent the run's trace continues (`baton run` reads `TRACEPARENT`): recorded with the run; a malformed one is ignored. */
   traceparent?: string | undefined;
+  /**
+   * How long the creation waits out a store that is away (ms; default the engine's `storeRetryMs`). 0:
+   * one try, whose failure is the caller's at once (`baton serve` answers 503 rather than hold a request).
+   */
+  storeRetryMs?: number | undefined;
+  /**
+   * Abandons the creation while it has not been sent to the store (queued behind other creations, or
+   * between two tries of a store that is away): it rejects with the signal's reason and nothing is
+   * created. A creation already sent cannot be called back: its answer may be lost while it lands, so a
+   * caller that must know starts with a `runId` of its own and asks again with it.
+   */
+  createSignal?: AbortSignal | undefined;
   /** `start()` only: store the run without driving it here (a `baton worker` elsewhere runs it). */
   detach?: boolean | undefined;
   /**
@@ -120,7 +132,7 @@ export interface RunInspection {
 export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   readonly store: RunStore;
   /** Runs started together are created in batches (one transaction for many). */
-  private readonly creates: Pick<RunStore, 'createRun'>;
+  private readonly creates: Creates;
   /** Creations and commands waiting out a store that is away (one trouble report for all). */
   private readonly waits: StoreWaits;
   readonly clock: Clock;
@@ -378,7 +390,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     }
     const stored: JsonObject = { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(parseTraceparent(opts.traceparent) ? { traceparent: opts.traceparent!.trim().toLowerCase() } : {}), ...runOptions };
     const first = await startRun(
-      this.creates,
+      this.createsFor(opts),
       model,
       {
         runId,
@@ -395,6 +407,12 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     this.work.checkFault('run.created');
     this.report(first.events, first.state, { runId, workflowName: model.info.name, options: stored });
     return { runId, created: first };
+  }
+
+  /** The creations of one start, waiting as it asks (`storeRetryMs`, `createSignal`). */
+  private createsFor(opts: Pick<StartRunOptions, 'storeRetryMs' | 'createSignal'>): Pick<RunStore, 'createRun'> {
+    const wait: CreateWait = { ...(opts.storeRetryMs !== undefined ? { retryMs: Math.max(0, opts.storeRetryMs) } : {}), ...(opts.createSignal !== undefined ? { signal: opts.createSignal } : {}) };
+    return { createRun: (init) => this.creates.createRun(init, wait) };
   }
 
   /** Which agents would be bound for a run not yet stored (placeholders: only the ids matter). */
@@ -445,7 +463,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const { traceparent: _tp, ...kept } = record.options;
     const rerunOptions: JsonObject = { ...kept, rerun_of: runId, from };
     const first = await startRun(
-      this.creates,
+      this.createsFor(opts),
       model,
       {
         runId: newId,

@@ -214,7 +214,7 @@ export function summary(r: RunResult, color: boolean, warnings: readonly RunEven
     if (m.size > 0) items.set(name, m);
   }
   const status = r.status === 'completed' ? c.green(c.bold('completed')) : c.red(c.bold(r.status));
-  const lines = [`\nrun ${r.runId} ${status} in ${(r.duration_ms / 1000).toFixed(2)} s: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}${r.cost_usd > 0 ? `; cost $${r.cost_usd}` : ''}`];
+  const lines = [`\nrun ${r.runId} ${status}${r.duration_ms !== null ? ` in ${(r.duration_ms / 1000).toFixed(2)} s` : ''}: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}${r.cost_usd > 0 ? `; cost $${r.cost_usd}` : ''}`];
   for (const [phase, m] of items) lines.push(`  ${safeText(phase, 200)}: ${[...m].map(([st, n]) => `${n.toLocaleString('en-US')} ${st}`).join(', ')} item${[...m.values()].reduce((a, b) => a + b, 0) === 1 ? '' : 's'}`);
   // names from the file and messages from agents are escaped: a terminal must not interpret them
   const listed = new Map<string, number>();

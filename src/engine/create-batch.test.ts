@@ -39,6 +39,26 @@ async function createMany(b: CreateBatcher, n: number): Promise<PromiseSettledRe
   return Promise.allSettled(Array.from({ length: n }, (_, i) => b.createRun(init(`r${i}`))));
 }
 
+/** A real memory store whose createRun and createRuns wait until `release()` (creations in flight). */
+function heldStore(): { store: RunStore; release: () => void; sent: () => number } {
+  const real = new MemoryStore();
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let sent = 0;
+  const store = Object.create(real) as RunStore;
+  store.createRun = async (x) => {
+    sent++;
+    await gate;
+    return real.createRun(x);
+  };
+  store.createRuns = async (xs) => {
+    sent += xs.length;
+    await gate;
+    return real.createRuns(xs);
+  };
+  return { store, release: () => open(), sent: () => sent };
+}
+
 describe('CreateBatcher', () => {
   test('a sound store: the first creations go alone, the rest together, every run created', async () => {
     const { store, batches } = storeWith('sound');
@@ -63,7 +83,39 @@ describe('CreateBatcher', () => {
   });
 });
 
+describe('CreateBatcher: an abandoned creation', () => {
+  test('queued behind the creations in flight, it leaves the queue when its signal aborts and is never sent; one already sent is created', async () => {
+    const { store, release, sent } = heldStore();
+    const b = new CreateBatcher(store);
+    const inFlight = Array.from({ length: 4 }, (_, i) => b.createRun(init(`f${i}`), new AbortController().signal));
+    const gone = new AbortController();
+    const queued = b.createRun(init('queued'), gone.signal);
+    const kept = b.createRun(init('kept'));
+    expect(sent()).toBe(4);
+    gone.abort(new Error('the client went away'));
+    await expect(queued).rejects.toThrow('the client went away');
+    release();
+    await Promise.all([...inFlight, kept]);
+    expect(sent()).toBe(5);
+    expect(await store.run('queued')).toBeUndefined();
+    expect(await store.run('kept')).toBeDefined();
+    for (let i = 0; i < 4; i++) expect(await store.run(`f${i}`)).toBeDefined();
+  });
+
+  test('a signal aborted before the call: refused at once, nothing sent', async () => {
+    const { store, sent } = heldStore();
+    const gone = new AbortController();
+    gone.abort(new Error('gone'));
+    await expect(new CreateBatcher(store).createRun(init('x'), gone.signal)).rejects.toThrow('gone');
+    expect(sent()).toBe(0);
+  });
+});
+
 /** Resolves `p` while moving the manual clock to each sleeper in turn (the retries' backoffs). */
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !check(); i++) await new Promise<void>((r) => setImmediate(r));
+}
+
 async function ticking<T>(clock: ManualClock, p: Promise<T>): Promise<T> {
   let done = false;
   p.then(
@@ -117,6 +169,32 @@ describe('retryingCreates', () => {
     const other = init('mine');
     other.run.createdAt = 2_000;
     await expect(c.createRun(other)).rejects.toMatchObject({ code: 'run-exists' });
+  });
+
+  test('retryMs 0 for one creation: one try, its failure at once (a server answers 503), and nothing is created when the store is back', async () => {
+    const clock = new ManualClock(0);
+    const { store, creates, calls } = flaky(1, false);
+    const c = retryingCreates(creates, store, new StoreWaits(clock, 60_000));
+    await expect(c.createRun(init('once'), { retryMs: 0 })).rejects.toMatchObject({ code: 'store-unreachable' });
+    expect(calls()).toBe(1);
+    await clock.tick();
+    expect(calls()).toBe(1);
+    expect(await store.run('once')).toBeUndefined();
+  });
+
+  test('a creation waiting out the store is dropped when its signal aborts: no more tries, nothing created', async () => {
+    const clock = new ManualClock(0);
+    const { store, creates, calls } = flaky(2, false);
+    const c = retryingCreates(creates, store, new StoreWaits(clock, 60_000));
+    const gone = new AbortController();
+    const p = c.createRun(init('dropped'), { signal: gone.signal });
+    p.catch(() => undefined);
+    await until(() => calls() === 1);
+    gone.abort(new Error('the client went away'));
+    await expect(p).rejects.toThrow('the client went away');
+    for (let i = 0; i < 5; i++) await clock.tick();
+    expect(calls()).toBe(1);
+    expect(await store.run('dropped')).toBeUndefined();
   });
 
   test('not a store that is away (a taken id, a bad commit), or past retryMs: the error at once', async () => {

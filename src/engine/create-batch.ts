@@ -22,6 +22,24 @@ interface Waiting {
   init: NewRun;
   resolve: () => void;
   reject: (e: unknown) => void;
+  /** Taken into a batch: from then on it goes to the store whatever its signal says. */
+  sent?: () => void;
+}
+
+/**
+ * How one creation waits. `retryMs`: how long it rides out a store that is away (default the engine's;
+ * 0: one try, its failure the caller's at once). `signal`: abandons it while it has not been sent to the
+ * store (queued behind other creations, or between two tries): it rejects with the signal's reason and
+ * nothing is created. A creation already sent cannot be called back: its answer may be lost while it lands.
+ */
+export interface CreateWait {
+  retryMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** What the engine creates runs through: `createRun` with how this one waits. */
+export interface Creates {
+  createRun(init: NewRun, wait?: CreateWait): Promise<void>;
 }
 
 export class CreateBatcher {
@@ -30,10 +48,23 @@ export class CreateBatcher {
 
   constructor(private readonly store: RunStore) {}
 
-  createRun(init: NewRun): Promise<void> {
+  /** `signal`: a creation still queued when it aborts leaves the queue and rejects (nothing is created). */
+  createRun(init: NewRun, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
     if (!this.store.createRuns) return this.store.createRun(init);
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ init, resolve, reject });
+      const w: Waiting = { init, resolve, reject };
+      if (signal) {
+        const drop = (): void => {
+          const i = this.queue.indexOf(w);
+          if (i < 0) return;
+          this.queue.splice(i, 1);
+          reject(signal.reason as Error);
+        };
+        signal.addEventListener('abort', drop, { once: true });
+        w.sent = () => signal.removeEventListener('abort', drop);
+      }
+      this.queue.push(w);
       this.flush();
     });
   }
@@ -51,6 +82,7 @@ export class CreateBatcher {
         } else rest.push(w);
       }
       this.queue = rest;
+      for (const w of batch) w.sent?.();
       this.inFlight++;
       let sent: Promise<readonly (Error | undefined)[]>;
       try {
@@ -108,7 +140,9 @@ export class StoreWaits {
     return this.clock.monotonic ? this.clock.monotonic() : this.clock.now();
   }
 
-  async run<T>(attempt: (again: boolean) => Promise<T>): Promise<T> {
+  /** `o.retryMs` overrides the ride-out for this call (0: one try); `o.signal` ends the waiting between tries (its reason is thrown). */
+  async run<T>(attempt: (again: boolean) => Promise<T>, o: { retryMs?: number | undefined; signal?: AbortSignal | undefined } = {}): Promise<T> {
+    const retryMs = o.retryMs ?? this.retryMs;
     const started = this.mono();
     let failures = 0;
     let ok = false;
@@ -119,12 +153,14 @@ export class StoreWaits {
           ok = true;
           return value;
         } catch (e) {
-          if (!transient(e) || this.mono() - started >= this.retryMs) throw e;
+          if (!transient(e) || this.mono() - started >= retryMs) throw e;
+          if (o.signal?.aborted) throw o.signal.reason as Error;
           if (failures++ === 0 && this.waiting++ === 0) {
             this.since = this.mono();
             this.onTrouble?.({ state: 'down', message: (e as Error).message });
           }
-          await this.clock.sleep(backoff(failures, 100, 5000));
+          await this.clock.sleep(backoff(failures, 100, 5000), o.signal).catch(() => undefined);
+          if (o.signal?.aborted) throw o.signal.reason as Error;
         }
       }
     } finally {
@@ -139,17 +175,17 @@ export class StoreWaits {
  * if it is the one this creation made (the same creation time and workflow) the creation succeeded. A
  * start that finds its id taken by another run is still refused (`run-exists`).
  */
-export function retryingCreates(creates: Pick<RunStore, 'createRun'>, store: Pick<RunStore, 'run'>, waits: StoreWaits): Pick<RunStore, 'createRun'> {
+export function retryingCreates(creates: Pick<RunStore, 'createRun'> | CreateBatcher, store: Pick<RunStore, 'run'>, waits: StoreWaits): Creates {
   return {
-    createRun: (init: NewRun) =>
+    createRun: (init: NewRun, wait: CreateWait = {}) =>
       waits.run(async (again) => {
         try {
-          await creates.createRun(init);
+          await creates.createRun(init, wait.signal);
         } catch (e) {
           if (!again || !(e instanceof BatonError) || e.code !== 'run-exists') throw e;
           const stored = await store.run(init.run.runId);
           if (stored === undefined || stored.createdAt !== init.run.createdAt || stored.workflowHash !== init.run.workflowHash) throw e;
         }
-      }),
+      }, wait),
   };
 }

@@ -117,16 +117,28 @@ function one(ctx: Ctx, f: Fact): FactResult {
   }
 }
 
-/** USD an attempt of `phase` may still spend before a phase or run budget is exceeded. */
-export function remainingBudget(plan: Plan, state: RunState, phase: string): number | undefined {
+/**
+ * USD an attempt of `phase` may still spend before a phase or run budget is exceeded. `pending`: costs
+ * reported and not in `state` yet (waiting for their commit), counted as spent: a report is answered
+ * with what is left after it, not before.
+ */
+export function remainingBudget(plan: Plan, state: RunState, phase: string, pending: Iterable<{ phase: string; usd: number }> = []): number | undefined {
   const pm = phaseModelOf(plan, phase);
   let left: number | undefined;
   const ct = pm?.costTracking;
   const ps = state.phases.get(phase);
   // a fan-out item spends from its phase's budget, shared with its siblings
-  const scope = ps?.item ? state.phases.get(ps.item.parent) : ps;
-  if (ct && ct.enabled && ct.budgetUsd !== undefined) left = ct.budgetUsd - (scope?.costUsd ?? 0);
+  const scopeName = ps?.item ? ps.item.parent : phase;
+  const scope = state.phases.get(scopeName);
+  let scopePending = 0;
+  let runPending = 0;
+  for (const c of pending) {
+    runPending += c.usd;
+    const item = state.phases.get(c.phase)?.item;
+    if ((item ? item.parent : c.phase) === scopeName) scopePending += c.usd;
+  }
+  if (ct && ct.enabled && ct.budgetUsd !== undefined) left = ct.budgetUsd - (scope?.costUsd ?? 0) - scopePending;
   const max = plan.model.governance.maxCostUsd;
-  if (max !== undefined) left = Math.min(left ?? Infinity, max - state.costUsd);
+  if (max !== undefined) left = Math.min(left ?? Infinity, max - state.costUsd - runPending);
   return left === undefined ? undefined : Math.max(0, left);
 }

@@ -787,8 +787,10 @@ export interface RunResult {
   cost_usd: number;
   error?: FailureRecord;
   started_at: number;
-  ended_at: number;
-  duration_ms: number;
+  /** When the run ended (its terminal event); null while it runs or waits. */
+  ended_at: number | null;
+  /** `ended_at - started_at`; null while the run has not ended. */
+  duration_ms: number | null;
 }
 
 export function gateResult(g: GateState): GateResult {
@@ -838,7 +840,8 @@ export function toResult(state: RunState, events: RunEvent[]): RunResult {
       ...(p.fan ? { items: { count: p.fan.count, completed: p.fan.completed, failed: p.fan.failed, skipped: p.fan.skipped, cancelled: p.fan.cancelled } } : {}),
     };
   }
-  const ended = state.endedAt ?? (events.length > 0 ? events[events.length - 1]!.at : state.startedAt);
+  // a run that has not ended has no end: not the time of its last event (GET /runs says null too)
+  const ended = state.endedAt ?? null;
   return {
     runId: state.runId,
     workflow: state.workflow,
@@ -851,7 +854,7 @@ export function toResult(state: RunState, events: RunEvent[]): RunResult {
     ...(state.failure ? { error: state.failure } : {}),
     started_at: state.startedAt,
     ended_at: ended,
-    duration_ms: ended - state.startedAt,
+    duration_ms: ended === null ? null : ended - state.startedAt,
   };
 }
 

@@ -254,7 +254,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
 
   remainingBudget(att: Attempt): number | undefined {
     const ctx = this.runs.get(att.runId);
-    return ctx ? remainingBudget(ctx.plan, ctx.state, att.key) : undefined;
+    return ctx ? remainingBudget(ctx.plan, ctx.state, att.key, pendingCosts(ctx)) : undefined;
   }
 
   async checkpoint(att: Attempt, value: Json): Promise<void> {
@@ -300,4 +300,9 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
       prev.addEventListener('abort', () => reject(prev.reason), { once: true });
     });
   }
+}
+
+/** Costs reported in this run whose commit has not put them in its state yet: queued, or in a commit not decided yet. */
+function* pendingCosts(ctx: RunCtx): Generator<{ phase: string; usd: number }> {
+  for (const list of [ctx.facts, ctx.deciding ?? []]) for (const f of list) if (f.kind === 'cost') yield f;
 }

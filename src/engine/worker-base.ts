@@ -113,6 +113,8 @@ export interface RunCtx {
   /** Every event of the run, kept for the result when the worker drives it. */
   events: RunEvent[] | undefined;
   facts: Fact[];
+  /** The facts of the commit under way until its decisions are in `state` (then they are, or back in `facts`): see pendingCosts. */
+  deciding?: readonly Fact[] | undefined;
   waiters: ((r: FactResult | Error) => void)[];
   attempts: Map<string, Attempt>;
   /** Phases with an attempt of this worker that was aborted and has not settled yet: no second one meanwhile. */

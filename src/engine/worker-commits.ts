@@ -55,6 +55,8 @@ export abstract class WorkerCommits extends WorkerBase {
     }
     const facts = ctx.facts.splice(0);
     const waiters = ctx.waiters.splice(0);
+    // until decide() has put them in the state, the costs among them still count (remainingBudget)
+    ctx.deciding = facts;
     const free = Math.min(claimCap, this.freeSlots());
     const before = this.storeNow();
     if ((nextTimer(ctx.state) ?? Infinity) <= before) {
@@ -89,6 +91,7 @@ export abstract class WorkerCommits extends WorkerBase {
               delta = d;
               for (const e of d) applyEvent(ctx.state, e);
               const out = decide(ctx.plan, ctx.state, facts, { now, initialState: ctx.record.initialState ?? undefined });
+              ctx.deciding = undefined;
               made = out.events;
               results = out.results;
               return { commit: out.events.length > 0 ? buildCommit(ctx.plan, ctx.state, out.events, out.touched, now, fences(facts, out.events, now)) : null, value: null };
@@ -99,7 +102,10 @@ export abstract class WorkerCommits extends WorkerBase {
           },
           onlyClaims ? { skipIfBusy: true } : undefined,
         ),
-      );
+      ).finally(() => {
+        // decided, or not at all (the facts go back to ctx.facts below)
+        ctx.deciding = undefined;
+      });
       if (!r.ok && r.reason === 'busy') {
         // another transaction holds the run: back off a little (its commit's NOTIFY may wake this worker sooner); never spin
         ctx.flushing = false;

@@ -124,7 +124,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
       if (t) {
         if (!mayActAsAgent(r.principal, t.agent, t.delegatedTo)) throw forbidden(r, t.agent);
         const until = remote.beat(t);
-        return Promise.resolve(r.c.json({ status: t.inputs.some((s) => !s.answered) ? 'waiting_input' : 'running', stop: false, cancelled: false, lease_expires_at: until, ...remainingBudgetOf(t.ctx) }));
+        return Promise.resolve(r.c.json({ status: t.inputs.some((s) => !s.answered) ? 'waiting_input' : 'running', stop: false, cancelled: false, lease_expires_at: until, ...remainingBudgetOf(t.ctx, true) }));
       }
       const ended = remote.endedTask(token);
       if (!ended) throw new HttpError(409, 'unknown-token', 'this server knows no task with this token: it ended before a restart, or never was; claim again', { status: 'unknown', stop: true });
@@ -176,7 +176,8 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     taskCost: (r) => {
       const t = live(r);
       t.ctx.reportCost(r.body['usd'] as number);
-      return Promise.resolve(r.c.json({ recorded: true, ...remainingBudgetOf(t.ctx) }));
+      // what is left after this report (it counts from now, though its commit may not have come yet)
+      return Promise.resolve(r.c.json({ recorded: true, ...remainingBudgetOf(t.ctx, true) }));
     },
 
     taskCheckpoint: async (r) => {

@@ -91,7 +91,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
       await engine.store.runs({ limit: 1 });
       return r.c.json({ ok: true, store: engine.store.kind });
     },
-    metrics: async (r) => r.c.body(await metrics.render(engine.store), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }),
+    metrics: async (r) => r.c.body(await metrics.render(engine.store, remote.waitingForClaim()), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }),
     listWorkflows: (r) => runs.workflowsList(r),
     validateWorkflow: (r) => runs.validate(r),
     startRun: (r) => runs.start(r),

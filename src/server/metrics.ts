@@ -101,8 +101,13 @@ export class ServerMetrics {
     h.count++;
   }
 
-  /** The exposition: counters from this process, gauges from the store. */
-  async render(store: RunStore): Promise<string> {
+  /**
+   * The exposition: counters from this process, gauges from the store. `parked`: the tasks this server
+   * holds for remote agents that no remote agent has claimed yet (RemoteAgents.waitingForClaim), as
+   * `runId \u0000 task key`: the store has them running (the server's worker claimed them), but they
+   * wait in a queue for an agent, so they count in the queue depth, not among the running.
+   */
+  async render(store: RunStore, parked?: ReadonlySet<string>): Promise<string> {
     const out: string[] = [];
     const counter = (name: string, help: string, m: ReadonlyMap<string, number>, label: string): void => {
       out.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
@@ -126,10 +131,10 @@ export class ServerMetrics {
       const [route, status] = k.split('\u0000') as [string, string];
       out.push(`baton_http_requests_total{route="${esc(route)}",status="${status}"} ${v}`);
     }
-    const g = await gauges(store);
-    out.push('# HELP baton_queue_depth Ready tasks waiting for a worker (not those held by a gate), by agent (from the store).', '# TYPE baton_queue_depth gauge');
+    const g = await gauges(store, parked ?? new Set());
+    out.push('# HELP baton_queue_depth Tasks waiting for a worker or a remote agent (not those held by a gate), by agent (from the store, and this server’s remote queues).', '# TYPE baton_queue_depth gauge');
     for (const [a, n] of g.ready) out.push(`baton_queue_depth{agent="${esc(a)}"} ${n}`);
-    out.push('# HELP baton_tasks_running Attempts running, by agent (from the store).', '# TYPE baton_tasks_running gauge');
+    out.push('# HELP baton_tasks_running Attempts running, by agent (from the store; a remote agent’s only once one claimed it).', '# TYPE baton_tasks_running gauge');
     for (const [a, n] of g.running) out.push(`baton_tasks_running{agent="${esc(a)}"} ${n}`);
     out.push('# HELP baton_gates_open Open gates, by kind (from the store).', '# TYPE baton_gates_open gauge');
     for (const [k, n] of g.gates) out.push(`baton_gates_open{kind="${esc(k)}"} ${n}`);
@@ -139,7 +144,7 @@ export class ServerMetrics {
   }
 }
 
-async function gauges(store: RunStore): Promise<{ ready: Map<string, number>; running: Map<string, number>; gates: Map<string, number>; runs: Map<string, number> }> {
+async function gauges(store: RunStore, parked: ReadonlySet<string>): Promise<{ ready: Map<string, number>; running: Map<string, number>; gates: Map<string, number>; runs: Map<string, number> }> {
   const ready = new Map<string, number>();
   const running = new Map<string, number>();
   const gates = new Map<string, number>([['run', 0], ['phase', 0], ['access', 0], ['input', 0]]);
@@ -149,7 +154,7 @@ async function gauges(store: RunStore): Promise<{ ready: Map<string, number>; ru
     for (const t of await store.tasks(r.runId)) {
       // a task held by a gate waits for a human, not for a worker: not in the queue
       if (t.status === 'ready' && t.notBefore !== HELD) inc(ready, t.agent);
-      else if (t.status === 'running') inc(running, t.agent);
+      else if (t.status === 'running') inc(parked.size > 0 && parked.has(`${r.runId}\u0000${t.phase}`) ? ready : running, t.agent);
     }
     // gates live in the event log; a run with none open is `running` with no task held (cheap to skip is not safe: read them)
     const state = replay(r.runId, await store.events(r.runId));

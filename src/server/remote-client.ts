@@ -211,11 +211,11 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     const path = (what: string): string => `/tasks/${t.token}/${what}`;
     // cost and log lines go in order, before the outcome
     let chain: Promise<unknown> = Promise.resolve();
-    const send = (what: string, body: unknown): void => {
+    const send = (what: string, body: unknown, answered?: (body: Record<string, unknown>) => void): void => {
       chain = chain.then(() =>
         call(path(what), body).then(
           // a refusal other than the attempt's end (a malformed record, a key that may not) is heard of too
-          (r) => (r.status !== 200 && r.status !== 409 ? onError(new HttpFailure(r.status, r.body)) : undefined),
+          (r) => (r.status === 200 ? answered?.(r.body) : r.status !== 409 ? onError(new HttpFailure(r.status, r.body)) : undefined),
           (e: unknown) => onError(e as Error),
         ),
       );
@@ -247,7 +247,10 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         if (typeof usd !== 'number' || !Number.isFinite(usd) || usd < 0) throw new TypeError(`reportCost expects a finite, non-negative number of USD, got ${String(usd)}`);
         if (usd > 0) {
           if (budget !== undefined) budget = Math.max(0, budget - usd);
-          send('cost', { usd });
+          // the server answers what is left after this report (others' spend too): it may only lower this figure
+          send('cost', { usd }, (b) => {
+            if (typeof b['remaining_budget_usd'] === 'number') budget = budget === undefined ? b['remaining_budget_usd'] : Math.min(budget, b['remaining_budget_usd']);
+          });
         }
       },
       log: (message: string) => send('log', { message: String(message) }),

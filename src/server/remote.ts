@@ -24,7 +24,7 @@ import { Attempt } from '../engine/attempt.js';
 import { BoundedMap } from '../core/lru.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunRecord } from '../engine/ports.js';
-import type { RunState } from '../engine/state.js';
+import { roundUsd, type RunState } from '../engine/state.js';
 import { DEFAULT_LEASE_MS } from '../engine/worker-base.js';
 import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
 
@@ -554,6 +554,13 @@ export class RemoteAgents {
     return slot;
   }
 
+  /** The tasks parked here that no remote agent has claimed yet, as `runId \u0000 task key` (for /metrics: they are queued, not running). */
+  waitingForClaim(): Set<string> {
+    const out = new Set<string>();
+    for (const q of this.queues.values()) for (const t of q) if (t.state === 'queued') out.add(`${t.ctx.runId}\u0000${t.key}`);
+    return out;
+  }
+
   /** What the hub holds now (tests check it drains: nothing is kept per task once it ended, but the bounded list of ended tokens). */
   stats(): { live: number; queued: number; waitingClaims: number; commitWaits: number; ended: number; handedClaims: number } {
     let queued = 0;
@@ -593,10 +600,17 @@ export class RemoteAgents {
   }
 }
 
-/** `remaining_budget_usd` of a claim, heartbeat or cost answer: what the attempt may still spend, when a budget applies. */
-export function remainingBudgetOf(c: AgentContext): { remaining_budget_usd?: number } {
+/**
+ * `remaining_budget_usd` of a claim, heartbeat or cost answer: what the attempt may still spend, when a
+ * budget applies, after every cost reported so far (a report is answered with what is left after it),
+ * to a micro-dollar. `budget_exhausted` (heartbeats and cost answers): nothing more may be spent; a
+ * report that went over the budget fails the run, and the next heartbeat says stop.
+ */
+export function remainingBudgetOf(c: AgentContext, exhausted = false): { remaining_budget_usd?: number; budget_exhausted?: boolean } {
   const left = c.remainingBudgetUsd();
-  return left === undefined ? {} : { remaining_budget_usd: left };
+  if (left === undefined) return {};
+  const usd = roundUsd(left);
+  return exhausted ? { remaining_budget_usd: usd, budget_exhausted: usd <= 0 } : { remaining_budget_usd: usd };
 }
 
 /** The task key of an attempt: an item's is `phase[index]`, which its ctx.phase (the phase's name) is not. */

@@ -4,7 +4,7 @@
  * `baton run` enforces holds here over the same stores.
  */
 import { resolve } from 'node:path';
-import type { Engine } from '../api/engine.js';
+import { newRunId, type Engine } from '../api/engine.js';
 import { itemCounts, itemRows } from '../api/items.js';
 import { WorkflowSpec } from '../api/spec.js';
 import { jsonDiagnostics, validationReport } from '../api/validation.js';
@@ -103,15 +103,21 @@ export class RunRoutes {
       autoApprove: body['auto_approve'] === true,
       timeoutMs: typeof body['timeout_s'] === 'number' ? body['timeout_s'] * 1000 : undefined,
     };
-    if (runId !== undefined) {
-      const existing = await this.store.run(runId);
-      if (existing) return this.same(r, existing, wanted);
-    }
     const spec = WorkflowSpec.fromResult(result);
-    let id: string;
+    // The id is chosen here when the body has none, so that a start the store did not answer can be
+    // named in its 503: the creation may have landed with its answer lost, and a repeat under that id
+    // says which (200 with the run, or 201). The creation gets one try (no ride-out of a store that is
+    // away: the request is answered 503 now, as a read is) and is dropped while it is still queued if
+    // the client goes away: a start answered 503, or abandoned, is never created later by this server.
+    const id = runId ?? newRunId(this.o.engine.clock.now());
+    const gone = r.c.req.raw.signal;
     try {
-      id = await this.o.engine.create(spec, {
-        ...(runId !== undefined ? { runId } : {}),
+      if (runId !== undefined) {
+        const existing = await this.store.run(runId);
+        if (existing) return this.same(r, existing, wanted);
+      }
+      await this.o.engine.create(spec, {
+        runId: id,
         ...(body['trigger'] !== undefined ? { trigger: body['trigger'] } : {}),
         ...(body['initial_state'] !== undefined ? { initialState: body['initial_state'] as JsonObject } : {}),
         ...(wanted.timeoutMs !== undefined ? { timeoutMs: wanted.timeoutMs } : {}),
@@ -119,7 +125,11 @@ export class RunRoutes {
         bindings: { server: true, started_by: principal.name },
         path,
         ...(posted ? { cwd: this.o.cwd } : {}),
+        storeRetryMs: 0,
+        createSignal: gone,
       });
+      const record = await this.store.run(id);
+      return r.c.json(runSummary(record!), 201);
     } catch (e) {
       if (e instanceof BatonError && e.code === 'run-exists' && runId !== undefined) {
         // two starts with one id at once: the loser answers as a repeat
@@ -127,10 +137,12 @@ export class RunRoutes {
         if (existing) return this.same(r, existing, wanted);
       }
       if (e instanceof BatonError && e.code === 'usage') throw new HttpError(422, 'invalid-input', e.message);
+      if (e instanceof BatonError && (e.code === 'store' || e.code === 'store-unreachable' || e.code === 'store-locked')) {
+        throw new HttpError(503, e.code, `${e.message}; the run may or may not have been created: send the same start again with "run_id": "${id}" (a repeat of a run that was created answers 200 with it)`, { run_id: id });
+      }
+      if (gone.aborted) throw new HttpError(503, 'store-unreachable', 'the client went away before the run was sent to the store: nothing was created', { run_id: id });
       throw e;
     }
-    const record = await this.store.run(id);
-    return r.c.json(runSummary(record!), 201);
   }
 
   /** A start with a taken id: the same body is the same run (200), another is a conflict (409). */

@@ -445,6 +445,32 @@ describe('budgets', () => {
     expect(result.cost_usd).toBe(1.2);
   });
 
+  test('remainingBudgetUsd() right after reportCost() counts that report, before its commit; a phase budget and the run budget alike', async () => {
+    const model = wf(`${header('governance: {max_cost_usd: 1}')}workflow:
+  a: {assign: x, cost_tracking: {budget_usd: 0.5}}
+  b: {assign: y, depends_on: [a]}`);
+    const seen: (number | undefined)[] = [];
+    const { result } = await run(model, {
+      x: (ctx) => {
+        seen.push(ctx.remainingBudgetUsd());
+        ctx.reportCost(0.2);
+        seen.push(ctx.remainingBudgetUsd());
+        ctx.reportCost(0.2);
+        seen.push(ctx.remainingBudgetUsd());
+        return {};
+      },
+      y: async (ctx) => {
+        seen.push(ctx.remainingBudgetUsd());
+        ctx.reportCost(0.5);
+        seen.push(ctx.remainingBudgetUsd());
+        await Promise.resolve();
+        return {};
+      },
+    });
+    expect(result.status).toBe('completed');
+    expect(seen.map((x) => Math.round(x! * 1e6) / 1e6)).toEqual([0.5, 0.3, 0.1, 0.6, 0.1]);
+  });
+
   test('_cost is not recorded as an output; the run budget is governance.max_cost_usd', async () => {
     const model = wf(`${header('governance: {max_cost_usd: 1}')}workflow:
   a: {assign: x, outputs: {v: number}}

@@ -377,6 +377,21 @@ workflow:
       expect((await readStream(`${h.url}/runs/no-such-run/events`, { key: reader })).status).toBe(404);
       expect((await api(h.url, 'GET', '/runs/bad%20id', { key: reader })).status).toBe(400);
     });
+    test('a run that has not ended has no ended_at nor duration_ms, as GET /runs says; once it ended, both', async () => {
+      const { id, gate } = await runToGate(h, GATED);
+      const waiting = await api(h.url, 'GET', `/runs/${id}`, { key: reader });
+      expect(waiting.body).toMatchObject({ status: 'waiting', ended_at: null, duration_ms: null });
+      const listed = (await api(h.url, 'GET', '/runs?status=waiting&limit=1000', { key: reader })).body['runs'] as { run_id: string; ended_at: unknown }[];
+      expect(listed.find((r) => r.run_id === id)).toMatchObject({ ended_at: null });
+      expect((await api(h.url, 'POST', `/runs/${id}/gates/${gate}/approve`, { key: alice, body: {} })).status).toBe(200);
+      await readStream(`${h.url}/runs/${id}/events`, { key: reader });
+      const ended = (await api(h.url, 'GET', `/runs/${id}`, { key: reader })).body as { status: string; started_at: number; ended_at: number; duration_ms: number };
+      expect(ended.status).toBe('completed');
+      expect(typeof ended.ended_at).toBe('number');
+      expect(ended.duration_ms).toBe(ended.ended_at - ended.started_at);
+      const row = (await api(h.url, 'GET', '/runs?status=completed&limit=1000', { key: reader })).body['runs'] as { run_id: string; ended_at: unknown }[];
+      expect(row.find((r) => r.run_id === id)?.ended_at).toBe(ended.ended_at);
+    });
   });
 
   describe('gates, cancel and rerun', () => {

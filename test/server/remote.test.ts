@@ -444,6 +444,51 @@ workflow:
     expect(h.remote.stats()).toMatchObject(drained);
   }, 90_000);
 
+  test('/metrics: tasks parked for a remote agent and not claimed are queue depth, not running; a claimed one is running', async () => {
+    const id = await startRun(h, fan(5));
+    for (let i = 0; i < 200 && h.remote.stats().queued < 5; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(h.remote.stats().queued).toBe(5);
+    const scrape = async (): Promise<string> => (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${KEYS.reader}` } })).text();
+    let text = await scrape();
+    expect(text).toMatch(/^baton_queue_depth\{agent="q"\} 5$/m);
+    expect(text).not.toMatch(/^baton_tasks_running\{agent="q"\}/m);
+    const c = await claim(h, 'q', RKEY.replace('r-', 'q-'));
+    expect(c.status).toBe(200);
+    text = await scrape();
+    expect(text).toMatch(/^baton_queue_depth\{agent="q"\} 4$/m);
+    expect(text).toMatch(/^baton_tasks_running\{agent="q"\} 1$/m);
+    expect((await api(h.url, 'POST', `/runs/${id}/cancel`, { key: KEYS.operator, body: {} })).status).toBe(200);
+    expect((await toEnd(h, id)).status).toBe('cancelled');
+  }, 60_000);
+
+  test('POST /tasks/T/cost answers what is left after that report, and says when it is exhausted; over the budget the run fails and the heartbeat says stop', async () => {
+    const wf = `openintent: "1.0"
+info: {name: costly}
+governance: {max_cost_usd: 1.0}
+agents:
+  r: {x-remote: true}
+workflow:
+  spend:
+    assign: r
+    outputs: {m: string}
+`;
+    const id = await startRun(h, wf);
+    const c = await claim(h, 'r');
+    expect(c.body).toMatchObject({ run_id: id, remaining_budget_usd: 1 });
+    const token = c.body['token'] as string;
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push((await task(h, token, 'cost', { usd: 0.4 })).body);
+    expect(answers).toEqual([
+      { recorded: true, remaining_budget_usd: 0.6, budget_exhausted: false },
+      { recorded: true, remaining_budget_usd: 0.2, budget_exhausted: false },
+      { recorded: true, remaining_budget_usd: 0, budget_exhausted: true },
+    ]);
+    const { status, events } = await toEnd(h, id);
+    expect(status).toBe('failed');
+    expect(events.find((e) => e.type === 'run.failed')).toMatchObject({ failure: { code: 'BudgetExceededError' } });
+    expect((await task(h, token, 'heartbeat')).body).toMatchObject({ stop: true });
+  }, 60_000);
+
   test('a remote agent asks a human (an input gate answered with /respond) and reports cost', async () => {
     const agent = createRemoteAgent({
       url: h.url,

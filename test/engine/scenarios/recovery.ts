@@ -52,7 +52,7 @@ export async function crashAndResume(makeStore: StoreFactory, at: FaultPoint, hi
 
   expect(r.status, `${at} #${hit}`).toBe('completed');
   // the dead owner is known: B took its tasks over at once, not when A's (day-long) leases expired
-  expect(r.ended_at - restartAt).toBeLessThan(60_000);
+  expect(r.ended_at! - restartAt).toBeLessThan(60_000);
   for (const [name, p] of preCompleted) {
     // byte for byte, and never run again
     expect(JSON.stringify(r.phases[name]!.output), name).toBe(JSON.stringify(p.output));

@@ -110,7 +110,7 @@ export async function gateExpiryAndDeadlineDuringCommits(makeStore: StoreFactory
   const d = await withClock(clock, engine.drive(await engine.create(deadline, { runId: 'deadline', timeoutMs: 5 }), undefined), 2000);
   expect(d.status).toBe('failed');
   expect(d.error).toMatchObject({ code: 'RunTimeout' });
-  expect(d.ended_at - d.started_at).toBeGreaterThanOrEqual(5);
+  expect(d.ended_at! - d.started_at).toBeGreaterThanOrEqual(5);
   await engine.close();
   void HOUR;
 }
