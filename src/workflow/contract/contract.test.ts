@@ -20,6 +20,8 @@ describe('agent contracts: the model', () => {
     expect(c.workflowStep).toBe('write-section');
     expect(c.input?.schema['required']).toEqual(['sectionName', 'outline', 'research']);
     expect(c.output?.at).toEqual({ file: r.file, path: ['output', 'schema'] });
+    // the spec writes `required` beside `schema`: it is the schema's `required`
+    expect(c.output?.schema['required']).toEqual(['draftContent', 'completionStatus']);
     expect(c.sideEffects.filesWritten.map((f) => f.path)).toEqual(['output-drafts/sections/{sectionName}.tex', 'memory/section-status.yaml']);
     expect(c.sideEffects.filesRead).toHaveLength(2);
     expect(c.resources).toEqual({ estimatedTime: '5-15 minutes', estimatedMs: { min: 300_000, max: 900_000 }, tokenBudget: 8000, memoryRequired: 'standard' });
@@ -80,6 +82,26 @@ workflow:
   p: {assign: w}
 `),
     ).toEqual(['error input-schema-missing workflow.p.assign']);
+  });
+
+  test('`input.required` / `output.required` beside `schema` are checked as the schema\'s own `required`', () => {
+    const wf = (input: string, output: string): string => `
+openintent: "1.0"
+info: {name: x}
+agents:
+  w:
+    x-contract:
+      input: {schema: {type: object, properties: {code: {type: string}}}${input}}
+      output: {schema: {type: object, properties: {draft: {type: string}}}${output}}
+workflow:
+  p: {assign: w, outputs: {draft: string}}
+`;
+    expect(codes(wf(', required: [code]', ''))).toEqual(['error input-schema-missing workflow.p.assign']);
+    expect(codes(wf(', required: [code, kode]', ''))).toEqual(['warning unknown-key agents.w.x-contract.input.required.1', 'error input-schema-missing workflow.p.assign', 'error input-schema-missing workflow.p.assign']);
+    // merged with the schema's own: both are required
+    expect(parseWorkflow(wf('', ', required: [draft]')).contracts!.bindings[0]!.output).toBe('compatible');
+    expect(parseWorkflow(wf('', '')).contracts!.bindings[0]!.output).toBe('may-fail');
+    expect(codes(wf('', ', required: draft'))).toEqual(['error wrong-type agents.w.x-contract.output.required']);
   });
 
   test('a contract and a blueprint schema on one agent: the contract wins, with a warning', () => {
