@@ -57,6 +57,7 @@ export const DIAGNOSTIC_CODES = [
   'for-each-not-array',
   'for-each-untyped',
   'item-outside-for-each',
+  'fan-out-shared-write',
   // AIP-16 file contracts (`inputsFiles` / `outputsFiles`)
   'path-escape',
   'unknown-token',

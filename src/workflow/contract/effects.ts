@@ -5,7 +5,7 @@
  * assumed to write different files (a forEach over sections); against a literal path or a glob it
  * may match, it conflicts.
  */
-import { error, type Diagnostic } from '../../diagnostics/diagnostic.js';
+import { error, warning, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import type { FileContract, FileEntry, PhaseModel } from '../model.js';
 import type { AgentContract, FileEffect } from './model.js';
 
@@ -30,10 +30,10 @@ export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (age
   for (const p of phases) {
     const c = contractOf(p.assign);
     const files = filesOf?.(p);
-    const own = (list: FileEntry[], side: string): FileEffect[] => list.map((e) => ({ path: filePattern(e.path, p.name), at: { path: ['workflow', p.name, side, e.key] } }));
+    const own = (list: FileEntry[], side: string): FileEffect[] => list.map((e) => ({ path: filePattern(e.path, p.name), at: { path: ['workflow', p.name, side, e.key] }, synced: true }));
     const written = [...(c?.sideEffects.filesWritten ?? []), ...own(files?.outputs ?? [], 'outputsFiles')];
     const read = [...(c?.sideEffects.filesRead ?? []), ...own(files?.inputs ?? [], 'inputsFiles')];
-    if (p.forEach && p.forEach.maxParallel !== 1) itemConflicts(p, written, read, out);
+    if (p.forEach && p.forEach.maxParallel !== 1) itemConflicts(p, p.assign, written, read, out);
     for (const [mode, list] of [['write', written], ['read', read]] as const) {
       for (const effect of list) {
         const k = `${mode}\u0000${effect.path}`;
@@ -103,18 +103,32 @@ function conflict(a: Use, b: Use): Diagnostic {
 /**
  * The items of a `for_each` phase run at the same time (unless `max_parallel: 1`): a file the phase writes
  * under one literal path (no `<index>` / `<item...>`, no input placeholder, no wildcard) is written by
- * every item, each over the last; one it also reads is read by one item while another writes it.
+ * every item, each over the last; one it also reads is read by one item while another writes it. When
+ * Baton writes the file (an AIP-16 output it syncs) that is an error: the items' results overwrite each
+ * other. When the agent writes it itself (its contract's `sideEffects.filesWritten`: a status file every
+ * item updates, say), Baton cannot tell whether the agent shares it safely: a warning.
  */
-function itemConflicts(p: PhaseModel, written: readonly FileEffect[], read: readonly FileEffect[], out: Diagnostic[]): void {
+function itemConflicts(p: PhaseModel, agent: string, written: readonly FileEffect[], read: readonly FileEffect[], out: Diagnostic[]): void {
   const literal = (e: FileEffect): boolean => !PLACEHOLDER.test(e.path) && !/[*?]/.test(e.path);
-  const where = (e: FileEffect): readonly (string | number)[] => (e.at.file === undefined ? e.at.path : p.forEach!.at);
+  // at the phase's own path; an agent's file (one place for every phase it serves) at the phase's `for_each`
+  const where = (e: FileEffect): readonly (string | number)[] => (e.at.file === undefined && e.at.path[0] === 'workflow' && e.at.path[1] === p.name ? e.at.path : p.forEach!.at);
   for (const w of written) {
     if (!literal(w)) continue;
     const readToo = read.find((r) => r.path === w.path);
+    const what = readToo ? 'one item reads it while another writes it' : 'each item overwrites the last';
+    if (w.synced) {
+      out.push(
+        error('side-effect-conflict', where(w), `the items of \`${p.name}\` (for_each) may run at the same time, and each ${readToo ? 'reads and writes' : 'writes'} \`${w.path}\`: ${what}`, {
+          hint: 'put `<index>` or `<item.…>` in the path: one file per item (or run the items one at a time: `max_parallel: 1`)',
+          data: { phases: [p.name], paths: [w.path] },
+        }),
+      );
+      continue;
+    }
     out.push(
-      error('side-effect-conflict', where(w), `the items of \`${p.name}\` (for_each) may run at the same time, and each ${readToo ? 'reads and writes' : 'writes'} \`${w.path}\`: ${readToo ? 'one item reads it while another writes it' : 'each item overwrites the last'}`, {
-        hint: "put `<index>` or `<item.…>` in the path: one file per item",
-        data: { phases: [p.name], paths: [w.path] },
+      warning('fan-out-shared-write', where(w), `the items of \`${p.name}\` (for_each) may run at the same time, and agent \`${agent}\` ${readToo ? 'reads and writes' : 'writes'} \`${w.path}\` in each (its contract's \`sideEffects\`${w.at.file !== undefined ? ` in ${w.at.file}` : ''}): Baton does not write that file, so it cannot keep the items apart`, {
+        hint: 'unless the agent updates it safely from items running at once, put an input that differs per item in the path (`{sectionName}`), or run the items one at a time: `max_parallel: 1`',
+        ...(w.at.file !== undefined ? { data: { phases: [p.name], paths: [w.path], contract: w.at.file, at: w.at.path.join('.') } } : { data: { phases: [p.name], paths: [w.path] }, related: [{ message: `agent \`${agent}\` declares it here`, path: w.at.path }] }),
       }),
     );
   }
