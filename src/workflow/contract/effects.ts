@@ -126,7 +126,7 @@ function itemConflicts(p: PhaseModel, agent: string, written: readonly FileEffec
       continue;
     }
     out.push(
-      warning('fan-out-shared-write', where(w), `the items of \`${p.name}\` (for_each) may run at the same time, and agent \`${agent}\` ${readToo ? 'reads and writes' : 'writes'} \`${w.path}\` in each (its contract's \`sideEffects\`${w.at.file !== undefined ? ` in ${w.at.file}` : ''}): Baton does not write that file, so it cannot keep the items apart`, {
+      warning('fan-out-shared-write', where(w), `the items of \`${p.name}\` (for_each) may run at the same time, and agent \`${agent}\` ${readToo ? 'reads and writes' : 'writes'} \`${w.path}\` in each (its contract's \`sideEffects.filesWritten\`): Baton does not write that file, so it cannot keep the items apart`, {
         hint: 'unless the agent updates it safely from items running at once, put an input that differs per item in the path (`{sectionName}`), or run the items one at a time: `max_parallel: 1`',
         ...(w.at.file !== undefined ? { data: { phases: [p.name], paths: [w.path], contract: w.at.file, at: w.at.path.join('.') } } : { data: { phases: [p.name], paths: [w.path] }, related: [{ message: `agent \`${agent}\` declares it here`, path: w.at.path }] }),
       }),
