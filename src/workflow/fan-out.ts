@@ -7,7 +7,8 @@
  */
 import type { Path } from '../core/path.js';
 import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
-import type { TypeNode } from '../types/api.js';
+import type { CompiledType, TypeNode, TypeRegistry } from '../types/api.js';
+import type { Expression } from './expr.js';
 import type { ForEachModel, OutputDecl, ToleratedFailures } from './model.js';
 import type { Field } from './shape.js';
 import { resolveRef, type WiringContext } from './wiring.js';
@@ -86,6 +87,33 @@ export function gatheredOutputs(outputs: OutputDecl[] | undefined, slotsMayBeNul
 
 function nullable(n: TypeNode): TypeNode {
   return n.kind === 'nullable' || (n.kind === 'primitive' && (n.name === 'any' || n.name === 'null')) ? n : { kind: 'nullable', inner: n };
+}
+
+/**
+ * `$item.a.b` (and `$index`) read by `skip_when`, against the item type, as an input's `$item.a.b` is
+ * (input-path-invalid): a field the item type does not have cannot be read, and every item would fail
+ * (`SkipConditionError`). Under `has($item.a.b)` (there, or guarding another read) only the fields
+ * before the last must exist.
+ */
+export function checkItemPaths(expr: Expression, path: Path, item: CompiledType, types: TypeRegistry, out: Diagnostic[]): void {
+  const tested = expr.paths.filter((r) => r.tested);
+  for (const read of expr.paths) {
+    if (read.name !== ITEM_NAME && read.name !== INDEX_NAME) continue;
+    // `has($item.a) && $item.a.b > 0`: the read is guarded by the test
+    const guard = tested.find((t) => t.name === read.name && t.path.length <= read.path.length && t.path.every((x, i) => read.path[i] === x));
+    const segments = guard ? guard.path.slice(0, -1) : read.path;
+    if (segments.length === 0) continue;
+    const type = read.name === ITEM_NAME ? item : (types.compile('integer', []).type ?? item);
+    const found = types.lookup(type, segments);
+    if (found.ok) continue;
+    const written = `${read.name === ITEM_NAME ? '$item' : '$index'}.${read.path.join('.')}`;
+    out.push(
+      error('input-path-invalid', path, `\`skip_when\` reads \`${written}\`: ${found.message}; the condition cannot be evaluated and every item fails`, {
+        hint: found.hint ?? 'read a field the item type declares',
+        data: { ref: written, offset: read.offset, length: read.length },
+      }),
+    );
+  }
 }
 
 /** `$item` / `$index` in a CEL condition: CEL names cannot start with `$`, so they are read as `_item` / `_index` (same length: offsets hold). */
