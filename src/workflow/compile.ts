@@ -17,7 +17,7 @@ import { parseYamlSource, type ParsedSource } from './source.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
 import { checkInputs, type WiringContext } from './wiring.js';
-import { checkForEach, checkItemPaths, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, toleratesAny } from './fan-out.js';
+import { checkFanOutSettings, checkForEach, checkItemPaths, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, toleratesAny } from './fan-out.js';
 import { fileContractOf, tokenKind, tokensOf } from './files.js';
 import type { Expression } from './expr.js';
 import { checkReservedNames } from './reserved.js';
@@ -240,6 +240,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     // a fan-out item's task is keyed `phase[index]` (engine/state.ts): a phase name must not look like one
     if (/\[\d+\]$/.test(name)) out.push(error('reserved-name', ['workflow', name], `phase name \`${name}\` ends in \`[N]\`, which Baton keeps for fan-out items (\`phase[index]\`)`, { target: 'key', hint: 'rename the phase' }));
     checkObject(raw, phaseFields, ['workflow', name], out);
+    checkFanOutSettings(raw, ['workflow', name], out);
     phaseRaw.set(name, raw);
   }
 

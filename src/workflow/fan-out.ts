@@ -34,6 +34,23 @@ export const forEachFields: Record<string, Field> = {
   },
 };
 
+/**
+ * Fan-out settings that would do nothing: `for_each` left empty (`for_each:` is null, which elsewhere reads
+ * as absent, but here it would run the phase once instead of per item: an error), and `max_parallel` /
+ * `tolerated_failures` on a phase without `for_each` (a warning each).
+ */
+export function checkFanOutSettings(raw: Record<string, unknown>, at: Path, out: Diagnostic[]): void {
+  if (raw['for_each'] === null) {
+    out.push(error('wrong-type', [...at, 'for_each'], '`for_each` is empty: the phase would run once, not once per item', { hint: 'give it an array to fan out over (`for_each: outline.sections`), or remove the key' }));
+    return;
+  }
+  if (raw['for_each'] !== undefined) return;
+  for (const k of ['max_parallel', 'tolerated_failures']) {
+    if (raw[k] === undefined || raw[k] === null) continue;
+    out.push(warning('fan-out-setting-unused', [...at, k], `\`${k}\` has no effect: the phase has no \`for_each\`, so it runs once, not per item`, { target: 'key', hint: `fan the phase out with \`for_each: phase.key\`, or remove \`${k}\`` }));
+  }
+}
+
 /** `tolerated_failures` as written (already checked): a count or a percentage; none by default. */
 export function toleratedOf(v: unknown): ToleratedFailures {
   if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return { count: v };
