@@ -18,7 +18,9 @@ function contract(k: number): string {
     agentId: `agent-${k}`,
     input: { schema: { type: 'object', required: ['topic'], properties: { topic: {}, in0: { type: 'array', items: FINDING }, in1: { type: 'array', items: FINDING } } } },
     output: { schema: { type: 'object', required: ['findings', 'level'], properties: { findings: { type: 'array', items: FINDING }, level: { enum: ['low', 'medium', 'high'] }, note: { type: 'string' } } } },
-    sideEffects: { filesWritten: [{ path: `out/agent-${k}/{topic}.md` }], filesRead: [{ path: `in/agent-${k}/*.md` }] },
+    // reads only: an agent serves ~10 phases of each layer, which run at once, so any file it wrote would be
+    // written by all of them (`out/{topic}.md` with every phase's `topic` from `$trigger.topic`: one file)
+    sideEffects: { filesRead: [{ path: `in/agent-${k}/*.md` }, { path: `out/agent-${(k + 1) % 10}/*.md` }] },
     resources: { estimatedTime: '1-2 minutes', tokenBudget: 4000 },
     compatibility: { minAgentVersion: '1.0.0', requiresContext: ['topic'], providesContext: ['findings'] },
   }, null, 2);

@@ -41,6 +41,25 @@ describe('contract guard', () => {
     expect(r.phases['draft']?.error).toMatchObject({ code: 'OutputValidationError' });
   });
 
+  test('`output.required` beside the schema (as the spec writes it) is enforced at run time', async () => {
+    const beside = WorkflowSpec.fromString(`
+openintent: "1.0"
+info: {name: guard}
+agents:
+  drafter:
+    x-contract:
+      output:
+        schema: {type: object, properties: {draftContent: {type: string}, completionStatus: {enum: [complete, partial, blocked]}}}
+        required: [draftContent, completionStatus]
+workflow:
+  draft: {assign: drafter}
+`);
+    const bad = await runWorkflow(beside, { agents: { drafter: () => ({ draftContent: 'x' }) } });
+    expect(bad.phases['draft']?.error).toMatchObject({ code: 'OutputValidationError' });
+    const ok = await runWorkflow(beside, { agents: { drafter: () => ({ draftContent: 'x', completionStatus: 'complete' }) } });
+    expect(ok.phases['draft']?.status).toBe('completed');
+  });
+
   test('a partial result must carry its required flags', async () => {
     const bad = await runWorkflow(spec, { agents: { drafter: () => ({ draft: 'half', completionStatus: 'partial' }) }, trigger: { topic: 'tides' } });
     expect(bad.phases['draft']?.error).toMatchObject({ code: 'PartialCompletionError' });

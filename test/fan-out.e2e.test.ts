@@ -12,6 +12,7 @@ import type { CliIo } from '../src/cli/io.js';
 import { run } from '../src/cli/main.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { loadWorkflow, parseWorkflow } from '../src/workflow/compile.js';
+import { SchemaCompiler } from '../src/workflow/json-schema.js';
 
 const writePaper = join(import.meta.dirname, 'fixtures', 'steps', 'write-paper');
 
@@ -45,10 +46,14 @@ describe('a workflow with for_each', () => {
   test('the step form runs its items with the spec\'s write-paper agents', async () => {
     const r = await loadWorkflow(join(writePaper, 'workflow.yaml'));
     const store = new MemoryStore();
+    // each fits its contract (the run-time guard checks them): section-drafter's is the spec's, verbatim
     const agents = {
-      'research-consolidator': () => ({ researchDoc: 'doc' }),
+      'research-consolidator': () => ({ researchDoc: [{ source: 'doc', citations: [] }] }),
       'paper-architect': () => ({ outline: { sections: [{ name: 'intro', outline: { why: 1 } }, { name: 'method', outline: { how: 2 } }] } }),
-      'section-drafter': (ctx: { input: Record<string, unknown> }) => ({ draft: `${ctx.input['sectionName'] as string}: ${JSON.stringify(ctx.input['outline'])} (${ctx.input['research'] as string})` }),
+      'section-drafter': (ctx: { input: Record<string, unknown> }) => {
+        const draft = `${ctx.input['sectionName'] as string}: ${JSON.stringify(ctx.input['outline'])} (${(ctx.input['research'] as { source: string }[])[0]!.source})`;
+        return { draft, draftContent: draft, completionStatus: 'complete' };
+      },
     };
     const engine = createEngine({ store, agents });
     const res = await engine.run(r.model!, { trigger: { topic: 't', sources: [] } });
@@ -58,7 +63,7 @@ describe('a workflow with for_each', () => {
     const { state } = await engine.inspect(res.runId);
     const doc = workflowState(state, r.model!, res.events);
     expect(doc.workflowState.context.artifacts['drafts']).toEqual({ intro: 'intro: {"why":1} (doc)', method: 'method: {"how":2} (doc)' });
-    expect(doc.workflowState.context.artifacts['researchDoc']).toBe('doc');
+    expect(doc.workflowState.context.artifacts['researchDoc']).toEqual([{ source: 'doc', citations: [] }]);
     await engine.close();
   });
 
@@ -93,7 +98,7 @@ describe('a workflow with for_each', () => {
     expect(out).toMatch(/for-each\.yaml: invalid \(OpenIntent Workflow YAML 1\.0\)/);
   });
 
-  test('the write-paper example (step form) runs end to end with stub agents, drafts stored under artifacts.drafts.<section>', async () => {
+  test("the spec's write-paper example, its contract verbatim, validates and runs end to end with stub agents (exit 0)", async () => {
     // its outputs are `any` ($store targets): the stubs sample them from the agents' contracts, so the
     // outline has sections to fan out over, each with its own name
     const dir = mkdtempSync(join(tmpdir(), 'baton-paper-'));
@@ -102,16 +107,35 @@ describe('a workflow with for_each', () => {
     let out = '';
     let err = '';
     const io: CliIo = { stdout: (s) => void (out += s), stderr: (s) => void (err += s), isTTY: false, cwd: dir, env: { USER: 't' } };
+    expect(await run(['validate', join(writePaper, 'workflow.yaml')], io)).toBe(0);
+    out = '';
     expect(await run(['run', join(writePaper, 'workflow.yaml'), '--stub-agents', '--store', db, '--trigger', `@${join(dir, 'trigger.json')}`, '--json'], io)).toBe(0);
     expect(err).not.toMatch(/\n\s+at /);
-    const result = JSON.parse(out) as { runId: string; status: string; phases: Record<string, { output: Record<string, unknown> }> };
+    const result = JSON.parse(out) as { runId: string; status: string; phases: Record<string, { status: string; output: Record<string, unknown> }> };
     expect(result.status).toBe('completed');
-    expect(result.phases['draft-sections']!.output).toEqual({ draft: ['draft-1', 'draft-1'] });
+    expect(result.phases['draft-sections']).toMatchObject({ status: 'completed', output: { draft: ['any', 'any'] } });
     out = '';
     expect(await run(['show', result.runId, '--state', '--store', db], io)).toBe(0);
     const doc = JSON.parse(out) as { workflowState: { context: { artifacts: Record<string, unknown> } } };
-    expect(doc.workflowState.context.artifacts['drafts']).toEqual({ 'name-1': 'draft-1', 'name-2': 'draft-1' });
+    expect(doc.workflowState.context.artifacts['drafts']).toEqual({ 'name-1': 'any', 'name-2': 'any' });
     expect(doc.workflowState.context.artifacts['outline']).toEqual({ sections: [{ name: 'name-1', outline: {} }, { name: 'name-2', outline: {} }] });
-    expect(doc.workflowState.context.artifacts['researchDoc']).toBe('researchDoc-1');
+    expect(doc.workflowState.context.artifacts['researchDoc']).toEqual([{ source: 'source-1', citations: [{}, {}] }, { source: 'source-2', citations: [{}, {}] }]);
+  });
+
+  test("stub agents honour the contract's output schema: each item's output passes section-drafter's (required: [draftContent, completionStatus] beside the schema)", async () => {
+    const r = await loadWorkflow(join(writePaper, 'workflow.yaml'));
+    const store = new MemoryStore();
+    const engine = createEngine({ store, stubAgents: true });
+    const res = await engine.run(r.model!, { trigger: { topic: 't', sources: [] } });
+    expect(res.status).toBe('completed');
+    const compiled = new SchemaCompiler().compile(r.model!.agents!['section-drafter']!.contract!.output!.schema);
+    if (!compiled.ok) throw new Error('the contract schema compiles');
+    const items = (await store.tasks(res.runId)).filter((t) => t.phase.startsWith('draft-sections['));
+    expect(items).toHaveLength(2);
+    for (const t of items) {
+      expect(t.output).toMatchObject({ completionStatus: 'complete', draftContent: expect.any(String) as unknown });
+      expect(compiled.validator.validate(t.output)).toEqual([]);
+    }
+    await engine.close();
   });
 });

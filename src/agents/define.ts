@@ -384,7 +384,7 @@ function contractFor<In, Out, R>(def: AgentDefinition<In, Out, R>, io: IOHandle<
   const effects = (list: FileDecl[] | undefined, key: string, files: Record<string, FileContractEntry>): FileEffect[] => [
     ...(list ?? []).map((f, i) => ({ ...(typeof f === 'string' ? { path: f } : f), at: { path: ['sideEffects', key, i] } })),
     // AIP-16's file contract: staged inputs are reads, synced outputs are writes
-    ...Object.entries(files).map(([k, e]) => ({ path: e.path, at: { path: ['io', key === 'filesRead' ? 'inputsFiles' : 'outputsFiles', k] } })),
+    ...Object.entries(files).map(([k, e]) => ({ path: e.path, at: { path: ['io', key === 'filesRead' ? 'inputsFiles' : 'outputsFiles', k] }, synced: true as const })),
   ];
   // AIP-16 files: the engine stages and syncs them as it does a phase's (engine/files.ts)
   const list = (files: Record<string, FileContractEntry>): FileEntry[] => Object.entries(files).map(([key, e]) => ({ key, path: e.path, ...(e.mode !== undefined ? { mode: e.mode } : {}), ...(e.contentType !== undefined ? { contentType: e.contentType } : {}) }));

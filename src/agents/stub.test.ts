@@ -53,4 +53,25 @@ workflow:
     expect(out).toMatchObject({ outline: { sections: [{ name: 'name-1' }, { name: 'name-2' }] } });
     expect(typeof (out as { title: unknown }).title).toBe('string');
   });
+
+  test("a stub's output has every key the contract requires, besides the declared outputs (an enum's first value)", () => {
+    const r = parseWorkflow(`openintent: "1.0"
+info: {name: t}
+agents:
+  drafter:
+    x-contract:
+      output:
+        schema: {type: object, properties: {draftContent: {type: string}, completionStatus: {enum: [complete, partial]}, notes: {type: array}}}
+        required: [draftContent, completionStatus]
+workflow:
+  draft:
+    assign: drafter
+    outputs: {draft: string}
+`);
+    expect(r.ok, r.diagnostics.map((d) => d.message).join('\n')).toBe(true);
+    expect(stubAgent(r.model!)({ phase: 'draft' } as never)).toEqual({ draft: 'example', draftContent: 'draftContent-1', completionStatus: 'complete' });
+    // a required key `properties` does not list: from `additionalProperties`, else anything
+    expect(sampleSchema({ type: 'object', required: ['a', 'b'], properties: { a: { type: 'boolean' } } }, '', 0, 0)).toEqual({ a: true, b: {} });
+    expect(sampleSchema({ type: 'object', required: ['n'], additionalProperties: { type: 'integer' } }, '', 0, 0)).toEqual({ n: 1 });
+  });
 });

@@ -6,7 +6,8 @@
  * the assigned agent's contract instead, when it has an output schema: a workflow whose shapes live in
  * its contracts (`forEach` over `outline.sections`, `$item.name`) then fans out under stubs as it will
  * with real agents. Arrays sampled from a schema hold two elements whose strings differ
- * (`name-1`, `name-2`), so per-item `$store` targets and file paths stay distinct.
+ * (`name-1`, `name-2`), so per-item `$store` targets and file paths stay distinct. Keys the contract's output
+ * schema requires are sampled too (an enum's first value): the stub's output is one the contract accepts.
  */
 import type { Json, JsonObject } from '../core/json.js';
 import type { AgentHandler } from '../engine/agent.js';
@@ -51,7 +52,19 @@ function stubOutput(model: WorkflowModel, p: PhaseModel): JsonObject {
     const at = props[o.key];
     if (o.type.text === 'any' && at !== undefined) out[o.key] = sampleSchema(at, o.key, 0, 0);
   }
+  // what the contract requires besides (the spec's section-drafter: `draftContent`, `completionStatus`
+  // from its enum), so that the stub's output is one the contract accepts
+  const required = Array.isArray(schema['required']) ? schema['required'].filter((k): k is string => typeof k === 'string') : [];
+  for (const k of required) if (!Object.prototype.hasOwnProperty.call(out, k)) setKey(out, k, sampleSchema(props[k] ?? extraSchema(schema), k, 0, 0));
   return out;
+}
+
+/** The schema of a key `properties` does not list (`additionalProperties`, else anything). */
+const extraSchema = (schema: Record<string, Json>): Json => (isObject(schema['additionalProperties']) ? schema['additionalProperties'] : {});
+
+function setKey(out: Record<string, Json>, k: string, value: Json): void {
+  if (k === '__proto__') Object.defineProperty(out, k, { value, enumerable: true, writable: true, configurable: true });
+  else out[k] = value;
 }
 
 const isObject = (v: unknown): v is Record<string, Json> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -87,11 +100,9 @@ export function sampleSchema(schema: Json, label: string, index: number, depth: 
     case 'object': {
       const out: Record<string, Json> = {};
       const props = isObject(schema['properties']) ? schema['properties'] : {};
-      for (const [k, v] of Object.entries(props)) {
-        const value = sampleSchema(v, k, index, depth + 1);
-        if (k === '__proto__') Object.defineProperty(out, k, { value, enumerable: true, writable: true, configurable: true });
-        else out[k] = value;
-      }
+      for (const [k, v] of Object.entries(props)) setKey(out, k, sampleSchema(v, k, index, depth + 1));
+      const required = Array.isArray(schema['required']) ? schema['required'].filter((k): k is string => typeof k === 'string') : [];
+      for (const k of required) if (!Object.prototype.hasOwnProperty.call(out, k)) setKey(out, k, sampleSchema(extraSchema(schema), k, index, depth + 1));
       return out;
     }
     case 'array': {

@@ -46,6 +46,7 @@ describe('baton check', () => {
     expect(doc.contracts.map((c) => [c.file, c.valid])).toEqual([
       ['contracts/contracts/broken.yaml', false],
       ['contracts/contracts/empty.yaml', false],
+      ['contracts/contracts/required.yaml', false],
       ['contracts/contracts/section-drafter.yaml', true],
     ]);
     expect(doc.contracts[1]!.diagnostics.map((d) => `${d.code} ${d.line}:${d.column}`)).toEqual(['wrong-type 1:1']);

@@ -57,6 +57,8 @@ export const DIAGNOSTIC_CODES = [
   'for-each-not-array',
   'for-each-untyped',
   'item-outside-for-each',
+  'fan-out-shared-write',
+  'fan-out-setting-unused',
   // AIP-16 file contracts (`inputsFiles` / `outputsFiles`)
   'path-escape',
   'unknown-token',

@@ -57,6 +57,8 @@ export const RULES: Readonly<Record<DiagnosticCode, RuleInfo>> = {
   'for-each-not-array': { summary: '`for_each` reads a value whose type is not an array', severity: 'error' },
   'for-each-untyped': { summary: '`for_each` reads an `array` without an element type: `$item` is `any`', severity: 'warning' },
   'item-outside-for-each': { summary: '`$item`, `$index` or an item token used in a phase without `for_each`', severity: 'error' },
+  'fan-out-setting-unused': { summary: '`max_parallel` or `tolerated_failures` on a phase without `for_each`: no effect', severity: 'warning' },
+  'fan-out-shared-write': { summary: 'The items of a `for_each` phase all write one file their agent writes itself (contract `sideEffects`)', severity: 'warning' },
   'path-escape': { summary: 'A file contract path leaves the workspace (absolute, or `..`)', severity: 'error' },
   'unknown-token': { summary: 'A file contract path uses a `<token>` Baton does not know', severity: 'error' },
   'unknown-artifact': { summary: 'A `$ref` reads an artifact no step stores with `$store`', severity: 'error' },

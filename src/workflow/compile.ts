@@ -17,7 +17,7 @@ import { parseYamlSource, type ParsedSource } from './source.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
 import { checkInputs, type WiringContext } from './wiring.js';
-import { checkForEach, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, toleratesAny } from './fan-out.js';
+import { checkFanOutSettings, checkForEach, checkItemPaths, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, toleratesAny } from './fan-out.js';
 import { fileContractOf, tokenKind, tokensOf } from './files.js';
 import type { Expression } from './expr.js';
 import { checkReservedNames } from './reserved.js';
@@ -240,6 +240,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     // a fan-out item's task is keyed `phase[index]` (engine/state.ts): a phase name must not look like one
     if (/\[\d+\]$/.test(name)) out.push(error('reserved-name', ['workflow', name], `phase name \`${name}\` ends in \`[N]\`, which Baton keeps for fan-out items (\`phase[index]\`)`, { target: 'key', hint: 'rename the phase' }));
     checkObject(raw, phaseFields, ['workflow', name], out);
+    checkFanOutSettings(raw, ['workflow', name], out);
     phaseRaw.set(name, raw);
   }
 
@@ -314,6 +315,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     const inputs = isPlainObject(raw['inputs']) ? checkInputs(raw['inputs'], ctx, out) : undefined;
     const skipWhen = typeof raw['skip_when'] === 'string' ? compileSkipWhen(raw['skip_when'], name, item !== undefined, out) : undefined;
     if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name), outputsOf: ctx.outputsOf, ...(item ? { extra: [ITEM_NAME, INDEX_NAME] } : {}) }, out);
+    if (skipWhen && item) checkItemPaths(skipWhen, ['workflow', name, 'skip_when'], item, registry, out);
     const files = fileContractOf(raw, ['workflow', name], { fanOut: item !== undefined }, out);
     const phase = buildPhase(name, raw, deps, inputs, outputs.get(name), skipWhen, registry);
     if (fanOut) phase.forEach = fanOut;

@@ -6,6 +6,18 @@ describe('parseExpression', () => {
     const r = parseExpression("a.b.c == 'x' && has(d.e) && [1,2].exists(v, v > f) && g[0] == 1");
     expect(r.ok && [...r.expression.names].sort()).toEqual(['a', 'd', 'f', 'g']);
   });
+  test('collects each whole chain of fields read from a top-level name, with its span and whether has() tests it', () => {
+    const src = "a.b.c == 'x' && has(d.e.f) && [1].exists(v, v.w > g.h) && a.b.size() > 1";
+    const r = parseExpression(src);
+    if (!r.ok) throw new Error('parse failed');
+    const paths = r.expression.paths.map((p) => ({ ...p, text: src.slice(p.offset, p.offset + p.length) }));
+    expect(paths.map((p) => [p.name, p.path.join('.'), p.text, p.tested])).toEqual([
+      ['a', 'b.c', 'a.b.c', false],
+      ['d', 'e.f', 'd.e.f', true],
+      ['g', 'h', 'g.h', false],
+      ['a', 'b', 'a.b', false],
+    ]);
+  });
   test('evaluates against JSON data, ints and doubles compare numerically', () => {
     const r = parseExpression("risk.category == 'HIGH' && score > 3");
     if (!r.ok) throw new Error('parse failed');

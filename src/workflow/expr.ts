@@ -47,6 +47,8 @@ export interface Expression {
   readonly fields: readonly FieldRead[];
   /** The `name.field`s it tests with `has(name.field)`. */
   readonly tested: ReadonlySet<string>;
+  /** Each whole `name.a.b` it reads from a top-level name (the longest chain of fields), where, and whether `has(...)` tests it. */
+  readonly paths: readonly PathRead[];
   /** Evaluates against a context of JSON values. Throws ExpressionError on a runtime error. */
   evaluate(context: Record<string, unknown>): unknown;
 }
@@ -56,6 +58,15 @@ export interface FieldRead {
   field: string;
   offset: number;
   length: number;
+}
+
+export interface PathRead {
+  name: string;
+  path: readonly string[];
+  offset: number;
+  length: number;
+  /** `has(name.a.b)`: the last field may be absent. */
+  tested: boolean;
 }
 
 export class ExpressionError extends Error {
@@ -81,6 +92,26 @@ interface Collected {
   names: Set<string>;
   fields: FieldRead[];
   tested: Set<string>;
+  /** By the offset of the chain's name: its longest chain. */
+  paths: Map<number, PathRead>;
+  testedNodes: Set<unknown>;
+}
+
+/** `name.a.b` read from a top-level (unbound) name, with its span. */
+function pathOf(node: CelNode, bound: ReadonlySet<string>, tested: boolean): PathRead | undefined {
+  const path: string[] = [];
+  let n: unknown = node;
+  while (isNode(n) && n.op === '.' && Array.isArray(n.args)) {
+    const [target, field] = n.args as unknown[];
+    if (typeof field !== 'string') return undefined;
+    path.unshift(field);
+    n = target;
+  }
+  if (!isNode(n) || n.op !== 'id' || typeof n.args !== 'string' || bound.has(n.args)) return undefined;
+  const start = (n as { start?: number }).start;
+  const end = (node as { end?: number }).end;
+  if (typeof start !== 'number' || typeof end !== 'number') return undefined;
+  return { name: n.args, path, offset: start, length: end - start, tested };
 }
 
 /** `name.field` of a select on a top-level (unbound) name, with the select's span. */
@@ -106,11 +137,14 @@ function collectNames(node: unknown, bound: ReadonlySet<string>, out: Collected)
   }
   const read = fieldOf(node, bound);
   if (read) out.fields.push(read);
+  const chain = node.op === '.' ? pathOf(node, bound, out.testedNodes.has(node)) : undefined;
+  if (chain && chain.path.length > (out.paths.get(chain.offset)?.path.length ?? 0)) out.paths.set(chain.offset, chain);
   const args = Array.isArray(node.args) ? (node.args as unknown[]) : [node.args];
   // has(name.field): the field is tested before it is read
   if (node.op === 'call' && args[0] === 'has' && Array.isArray(args[1]) && isNode(args[1][0])) {
     const tested = fieldOf(args[1][0], bound);
     if (tested) out.tested.add(`${tested.name}.${tested.field}`);
+    out.testedNodes.add(args[1][0]);
   }
   if (node.op === 'rcall' && typeof args[0] === 'string' && MACROS_BINDING_VAR.has(args[0])) {
     // rcall [name, receiver, [var, body...]]: the receiver reads outer names, the body binds `var`.
@@ -140,7 +174,7 @@ export function parseExpression(source: string): ExpressionParse {
     const first = String(err.message ?? 'syntax error').split('\n')[0] ?? 'syntax error';
     return { ok: false, message: first, offset: err.node?.start ?? err.node?.pos ?? 0 };
   }
-  const collected: Collected = { names: new Set(), fields: [], tested: new Set() };
+  const collected: Collected = { names: new Set(), fields: [], tested: new Set(), paths: new Map(), testedNodes: new Set() };
   try {
     collectNames(fn.ast, new Set(), collected);
   } catch (e) {
@@ -152,6 +186,7 @@ export function parseExpression(source: string): ExpressionParse {
     names: [...collected.names],
     fields: collected.fields,
     tested: collected.tested,
+    paths: [...collected.paths.values()],
     evaluate(context) {
       try {
         return fn(context);

@@ -7,7 +7,8 @@
  */
 import type { Path } from '../core/path.js';
 import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
-import type { TypeNode } from '../types/api.js';
+import type { CompiledType, TypeNode, TypeRegistry } from '../types/api.js';
+import type { Expression } from './expr.js';
 import type { ForEachModel, OutputDecl, ToleratedFailures } from './model.js';
 import type { Field } from './shape.js';
 import { resolveRef, type WiringContext } from './wiring.js';
@@ -32,6 +33,23 @@ export const forEachFields: Record<string, Field> = {
     },
   },
 };
+
+/**
+ * Fan-out settings that would do nothing: `for_each` left empty (`for_each:` is null, which elsewhere reads
+ * as absent, but here it would run the phase once instead of per item: an error), and `max_parallel` /
+ * `tolerated_failures` on a phase without `for_each` (a warning each).
+ */
+export function checkFanOutSettings(raw: Record<string, unknown>, at: Path, out: Diagnostic[]): void {
+  if (raw['for_each'] === null) {
+    out.push(error('wrong-type', [...at, 'for_each'], '`for_each` is empty: the phase would run once, not once per item', { hint: 'give it an array to fan out over (`for_each: outline.sections`), or remove the key' }));
+    return;
+  }
+  if (raw['for_each'] !== undefined) return;
+  for (const k of ['max_parallel', 'tolerated_failures']) {
+    if (raw[k] === undefined || raw[k] === null) continue;
+    out.push(warning('fan-out-setting-unused', [...at, k], `\`${k}\` has no effect: the phase has no \`for_each\`, so it runs once, not per item`, { target: 'key', hint: `fan the phase out with \`for_each: phase.key\`, or remove \`${k}\`` }));
+  }
+}
 
 /** `tolerated_failures` as written (already checked): a count or a percentage; none by default. */
 export function toleratedOf(v: unknown): ToleratedFailures {
@@ -86,6 +104,33 @@ export function gatheredOutputs(outputs: OutputDecl[] | undefined, slotsMayBeNul
 
 function nullable(n: TypeNode): TypeNode {
   return n.kind === 'nullable' || (n.kind === 'primitive' && (n.name === 'any' || n.name === 'null')) ? n : { kind: 'nullable', inner: n };
+}
+
+/**
+ * `$item.a.b` (and `$index`) read by `skip_when`, against the item type, as an input's `$item.a.b` is
+ * (input-path-invalid): a field the item type does not have cannot be read, and every item would fail
+ * (`SkipConditionError`). Under `has($item.a.b)` (there, or guarding another read) only the fields
+ * before the last must exist.
+ */
+export function checkItemPaths(expr: Expression, path: Path, item: CompiledType, types: TypeRegistry, out: Diagnostic[]): void {
+  const tested = expr.paths.filter((r) => r.tested);
+  for (const read of expr.paths) {
+    if (read.name !== ITEM_NAME && read.name !== INDEX_NAME) continue;
+    // `has($item.a) && $item.a.b > 0`: the read is guarded by the test
+    const guard = tested.find((t) => t.name === read.name && t.path.length <= read.path.length && t.path.every((x, i) => read.path[i] === x));
+    const segments = guard ? guard.path.slice(0, -1) : read.path;
+    if (segments.length === 0) continue;
+    const type = read.name === ITEM_NAME ? item : (types.compile('integer', []).type ?? item);
+    const found = types.lookup(type, segments);
+    if (found.ok) continue;
+    const written = `${read.name === ITEM_NAME ? '$item' : '$index'}.${read.path.join('.')}`;
+    out.push(
+      error('input-path-invalid', path, `\`skip_when\` reads \`${written}\`: ${found.message}; the condition cannot be evaluated and every item fails`, {
+        hint: found.hint ?? 'read a field the item type declares',
+        data: { ref: written, offset: read.offset, length: read.length },
+      }),
+    );
+  }
 }
 
 /** `$item` / `$index` in a CEL condition: CEL names cannot start with `$`, so they are read as `_item` / `_index` (same length: offsets hold). */

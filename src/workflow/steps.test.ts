@@ -29,8 +29,11 @@ describe('the step form', () => {
   test('the spec\u2019s write-paper example compiles to the same model as its 1.0 form', async () => {
     const steps = await loadWorkflow(join(dir, 'workflow.yaml'));
     const yaml = await loadWorkflow(join(dir, 'openintent.yaml'));
-    expect(steps.diagnostics).toEqual([]);
-    expect(yaml.diagnostics).toEqual([]);
+    // the spec's own contract (verbatim) is for step `write-section`, does not describe the step's `draft`, and
+    // lets every item update memory/section-status.yaml: warnings, never errors
+    const warned = ['warning contract-mismatch', 'warning fan-out-shared-write', 'warning output-schema-mismatch'];
+    expect(steps.diagnostics.map((d) => `${d.severity} ${d.code}`).sort()).toEqual(warned);
+    expect(yaml.diagnostics.map((d) => `${d.severity} ${d.code}`).sort()).toEqual(warned);
     expect(steps.form).toBe('steps');
     expect(yaml.form).toBe('openintent');
     expect(shape(steps.model!)).toEqual(shape(yaml.model!));

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { loadWorkflow, parseWorkflow } from '../compile.js';
 import { SchemaCompiler } from '../json-schema.js';
-import { patternsOverlap } from './effects.js';
+import { patternsOverlap } from './patterns.js';
 import { loadContractFile } from './load.js';
 import { parseDuration } from './shape.js';
 import { compareVersions } from './version.js';
@@ -20,6 +20,8 @@ describe('agent contracts: the model', () => {
     expect(c.workflowStep).toBe('write-section');
     expect(c.input?.schema['required']).toEqual(['sectionName', 'outline', 'research']);
     expect(c.output?.at).toEqual({ file: r.file, path: ['output', 'schema'] });
+    // the spec writes `required` beside `schema`: it is the schema's `required`
+    expect(c.output?.schema['required']).toEqual(['draftContent', 'completionStatus']);
     expect(c.sideEffects.filesWritten.map((f) => f.path)).toEqual(['output-drafts/sections/{sectionName}.tex', 'memory/section-status.yaml']);
     expect(c.sideEffects.filesRead).toHaveLength(2);
     expect(c.resources).toEqual({ estimatedTime: '5-15 minutes', estimatedMs: { min: 300_000, max: 900_000 }, tokenBudget: 8000, memoryRequired: 'standard' });
@@ -82,6 +84,26 @@ workflow:
     ).toEqual(['error input-schema-missing workflow.p.assign']);
   });
 
+  test('`input.required` / `output.required` beside `schema` are checked as the schema\'s own `required`', () => {
+    const wf = (input: string, output: string): string => `
+openintent: "1.0"
+info: {name: x}
+agents:
+  w:
+    x-contract:
+      input: {schema: {type: object, properties: {code: {type: string}}}${input}}
+      output: {schema: {type: object, properties: {draft: {type: string}}}${output}}
+workflow:
+  p: {assign: w, outputs: {draft: string}}
+`;
+    expect(codes(wf(', required: [code]', ''))).toEqual(['error input-schema-missing workflow.p.assign']);
+    expect(codes(wf(', required: [code, kode]', ''))).toEqual(['warning unknown-key agents.w.x-contract.input.required.1', 'error input-schema-missing workflow.p.assign', 'error input-schema-missing workflow.p.assign']);
+    // merged with the schema's own: both are required
+    expect(parseWorkflow(wf('', ', required: [draft]')).contracts!.bindings[0]!.output).toBe('compatible');
+    expect(parseWorkflow(wf('', '')).contracts!.bindings[0]!.output).toBe('may-fail');
+    expect(codes(wf('', ', required: draft'))).toEqual(['error wrong-type agents.w.x-contract.output.required']);
+  });
+
   test('a contract and a blueprint schema on one agent: the contract wins, with a warning', () => {
     expect(
       codes(`
@@ -97,7 +119,7 @@ workflow:
     ).toEqual(['warning contract-mismatch agents.w.output_schema']);
   });
 
-  test('phases ordered by an edge never conflict; a templated path is one file per phase', () => {
+  test('phases ordered by an edge never conflict, whatever they write', () => {
     expect(
       codes(`
 openintent: "1.0"
@@ -110,11 +132,73 @@ workflow:
   c: {assign: w, depends_on: [b]}
 `),
     ).toEqual([]);
-    expect(patternsOverlap('drafts/{s}.tex', 'drafts/{s}.tex', true)).toBe(false);
+  });
+
+  test('path patterns: placeholders and globs are wildcards; two patterns overlap when some path matches both', () => {
+    expect(patternsOverlap('drafts/{s}.tex', 'drafts/{s}.tex')).toBe(true); // two phases' values may be equal
     expect(patternsOverlap('drafts/{s}.tex', 'drafts/*.tex')).toBe(true);
+    expect(patternsOverlap('out/{index}.txt', 'out/0.txt')).toBe(true);
+    expect(patternsOverlap('out/{index}.txt', 'out/{index}.md')).toBe(false);
+    expect(patternsOverlap('a/{x}.md', 'b/{x}.md')).toBe(false);
+    expect(patternsOverlap('out/{x}.md', 'out/.md')).toBe(false); // a value is never empty
+    expect(patternsOverlap('out/{x}.md', 'out/a/b.md')).toBe(false); // nor spans folders
+    expect(patternsOverlap('a/*.md', '*/b.md')).toBe(true); // a/b.md: no sample of either side shows it
     expect(patternsOverlap('out/**', 'out/a/b.md')).toBe(true);
+    expect(patternsOverlap('out/**/x.md', 'out/x.md')).toBe(true);
     expect(patternsOverlap('out/*.md', 'out/a/b.md')).toBe(false);
+    expect(patternsOverlap('out/<runId>/a.md', 'out/*/a.md')).toBe(true);
+    expect(patternsOverlap('out/<runId>/a.md', 'out/x/a.md')).toBe(false);
     expect(patternsOverlap('a.md', 'b.md')).toBe(false);
+    expect(patternsOverlap('out/f.md', 'out/g.md')).toBe(false); // `<phase>`, expanded
+    expect(patternsOverlap('x?z', 'x/z')).toBe(false);
+  });
+
+  test('two phases that may run at once and write one templated path conflict; `<phase>`, or paths that cannot meet, keep them apart', () => {
+    const fanOut = (files: string): string => `
+openintent: "1.0"
+info: {name: x}
+workflow:
+  outline: {assign: a, outputs: {sections: "string[]"}}
+  f: {assign: w, depends_on: [outline], for_each: outline.sections, ${files.replace(/@/g, 'f')}}
+  g: {assign: w, depends_on: [outline], for_each: outline.sections, ${files.replace(/@/g, 'g')}}
+`;
+    expect(codes(fanOut('outputsFiles: {o: {path: "out/<index>.txt"}}'))).toEqual(['error side-effect-conflict workflow.g.assign']);
+    expect(codes(fanOut('outputsFiles: {o: {path: "out/<phase>/<index>.txt"}}'))).toEqual([]);
+    expect(codes(fanOut('outputsFiles: {o: {path: "@/<index>.txt"}}'))).toEqual([]);
+    expect(codes(fanOut('outputsFiles: {o: {path: "out/<index>.@"}}'))).toEqual([]);
+    // one reads what the other writes
+    expect(codes(fanOut('inputsFiles: {i: {path: "@/<index>.txt"}}, outputsFiles: {o: {path: "@/<index>.txt"}}'))).toEqual([]);
+    expect(codes(`
+openintent: "1.0"
+info: {name: x}
+agents:
+  w: {x-contract: {sideEffects: {filesWritten: ["drafts/{section}.tex"]}}}
+  r: {x-contract: {sideEffects: {filesRead: ["drafts/intro.tex"]}}}
+workflow:
+  a: {assign: w, inputs: {section: $trigger.a}}
+  b: {assign: w, inputs: {section: $trigger.b}}
+  c: {assign: r}
+  d: {assign: r, depends_on: [a, b]}
+`)).toEqual(['error side-effect-conflict workflow.b.assign', 'error side-effect-conflict workflow.c.assign', 'error side-effect-conflict workflow.c.assign']);
+  });
+
+  test("a fan-out's read of a file its own items write: an error for an AIP-16 output, a warning for the agent's own file; each item's own template is no conflict", () => {
+    const wf = (phase: string, agent = ''): string => `
+openintent: "1.0"
+info: {name: x}
+agents:
+  a: {}
+  w: {${agent}}
+workflow:
+  outline: {assign: a, outputs: {sections: "string[]"}}
+  f: {assign: w, depends_on: [outline], for_each: outline.sections, ${phase}}
+`;
+    expect(codes(wf('inputsFiles: {first: {path: "out/0.txt"}}, outputsFiles: {o: {path: "out/<index>.txt"}}'))).toEqual(['error side-effect-conflict workflow.f.inputsFiles.first']);
+    expect(codes(wf('inputsFiles: {all: {path: "out/*.txt"}}, outputsFiles: {o: {path: "out/<item>.txt"}}'))).toEqual(['error side-effect-conflict workflow.f.inputsFiles.all']);
+    expect(codes(wf('max_parallel: 1, inputsFiles: {first: {path: "out/0.txt"}}, outputsFiles: {o: {path: "out/<index>.txt"}}'))).toEqual([]);
+    expect(codes(wf('inputsFiles: {mine: {path: "out/<index>.txt"}}, outputsFiles: {o: {path: "out/<index>.txt"}}'))).toEqual([]);
+    expect(codes(wf('inputs: {s: $item}', 'x-contract: {sideEffects: {filesRead: ["drafts/*.tex"], filesWritten: ["drafts/{s}.tex"]}}'))).toEqual(['warning fan-out-shared-write workflow.f.for_each']);
+    expect(codes(wf('inputs: {s: $item}', 'x-contract: {sideEffects: {filesRead: ["drafts/{s}.tex"], filesWritten: ["drafts/{s}.tex"]}}'))).toEqual([]);
   });
 
   test('context is provided by an upstream contract, an upstream output, or an input of that name', () => {

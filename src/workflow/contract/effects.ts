@@ -1,19 +1,24 @@
 /**
  * `sideEffects` conflicts between phases that may run at the same time (neither is an ancestor of
- * the other): both writing the same path or glob, or one reading what the other writes. A path with
- * `{name}` placeholders is one file per phase input: two phases writing the same templated path are
- * assumed to write different files (a forEach over sections); against a literal path or a glob it
- * may match, it conflicts.
+ * the other): both writing paths that may name one file, or one reading what the other writes. Paths
+ * are patterns (./patterns.ts): globs, `{name}` placeholders and item tokens are wildcards, since
+ * nothing before the run says which value a placeholder takes, or that two phases' values differ.
+ * Only `<phase>` keeps two phases apart: it is each phase's own name. The items of one `for_each`
+ * phase run at the same time too (itemConflicts).
  */
-import { error, type Diagnostic } from '../../diagnostics/diagnostic.js';
+import { error, warning, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import type { FileContract, FileEntry, PhaseModel } from '../model.js';
 import type { AgentContract, FileEffect } from './model.js';
+import { isLiteral, patternsOverlap } from './patterns.js';
+
+/** A side effect of one phase: `path` its pattern (tokens read for that phase), `text` as written. */
+type Effect = FileEffect & { text: string };
 
 interface Use {
   phase: PhaseModel;
   agent: string;
   mode: 'write' | 'read';
-  effect: FileEffect;
+  effect: Effect;
 }
 
 /** How many conflicts are reported at most (each pair of patterns reports its first few pairs of phases). */
@@ -22,7 +27,7 @@ const MAX_REPORTED = 50;
 /**
  * `filesOf`: a phase's AIP-16 files (its own, its agent's, its contract's), as reads (`inputsFiles`) and
  * writes (`outputsFiles`). In their paths `<phase>` is the phase's name (phases never share such a file),
- * item tokens are templates (one file per item), and the run's tokens are the same for every phase.
+ * item tokens are placeholders, and the run's tokens are the same for every phase.
  */
 export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (agent: string) => AgentContract | undefined, out: Diagnostic[], filesOf?: (p: PhaseModel) => FileContract | undefined): void {
   // group by (pattern, mode): phases of one agent share its patterns, so there are few groups
@@ -30,10 +35,12 @@ export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (age
   for (const p of phases) {
     const c = contractOf(p.assign);
     const files = filesOf?.(p);
-    const own = (list: FileEntry[], side: string): FileEffect[] => list.map((e) => ({ path: filePattern(e.path, p.name), at: { path: ['workflow', p.name, side, e.key] } }));
-    const written = [...(c?.sideEffects.filesWritten ?? []), ...own(files?.outputs ?? [], 'outputsFiles')];
-    const read = [...(c?.sideEffects.filesRead ?? []), ...own(files?.inputs ?? [], 'inputsFiles')];
-    if (p.forEach && p.forEach.maxParallel !== 1) itemConflicts(p, written, read, out);
+    const own = (list: FileEntry[], side: string): Effect[] => list.map((e) => ({ path: filePattern(e.path, p.name), text: e.path, at: { path: ['workflow', p.name, side, e.key] }, synced: true }));
+    // a defineAgent's AIP-16 files are in its sideEffects (synced): their tokens read as the phase's own
+    const tokens = (list: FileEffect[]): Effect[] => list.map((e) => ({ ...e, text: e.path, path: e.synced ? filePattern(e.path, p.name) : e.path }));
+    const written = [...tokens(c?.sideEffects.filesWritten ?? []), ...own(files?.outputs ?? [], 'outputsFiles')];
+    const read = [...tokens(c?.sideEffects.filesRead ?? []), ...own(files?.inputs ?? [], 'inputsFiles')];
+    if (p.forEach && p.forEach.maxParallel !== 1) itemConflicts(p, p.assign, written, read, out);
     for (const [mode, list] of [['write', written], ['read', read]] as const) {
       for (const effect of list) {
         const k = `${mode}\u0000${effect.path}`;
@@ -74,7 +81,7 @@ export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (age
       const a0 = A[0]!;
       const b0 = B[0]!;
       if (a0.mode === 'read' && b0.mode === 'read') continue;
-      if (!patternsOverlap(a0.effect.path, b0.effect.path, i === j)) continue;
+      if (i !== j && !patternsOverlap(a0.effect.path, b0.effect.path)) continue;
       for (const x of A) {
         for (const y of B) {
           if (reported >= MAX_REPORTED) break;
@@ -92,29 +99,52 @@ export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (age
 }
 
 function conflict(a: Use, b: Use): Diagnostic {
-  const desc = (u: Use): string => `\`${u.phase.name}\` (agent \`${u.agent}\`) ${u.mode === 'write' ? 'writes' : 'reads'} \`${u.effect.path}\``;
+  const desc = (u: Use): string => `\`${u.phase.name}\` (agent \`${u.agent}\`) ${u.mode === 'write' ? 'writes' : 'reads'} \`${u.effect.text}\``;
   return error('side-effect-conflict', ['workflow', b.phase.name, 'assign'], `phases \`${a.phase.name}\` and \`${b.phase.name}\` may run at the same time (neither depends on the other): ${desc(b)} while ${desc(a)}`, {
     hint: `add \`depends_on: [${a.phase.name}]\` to \`${b.phase.name}\` (or the reverse) so they run in order, or write to different paths`,
     related: [{ message: `${desc(a)}`, path: ['workflow', a.phase.name, 'assign'] }],
-    data: { phases: [a.phase.name, b.phase.name], paths: [a.effect.path, b.effect.path] },
+    data: { phases: [a.phase.name, b.phase.name], paths: [a.effect.text, b.effect.text] },
   });
 }
 
 /**
  * The items of a `for_each` phase run at the same time (unless `max_parallel: 1`): a file the phase writes
  * under one literal path (no `<index>` / `<item...>`, no input placeholder, no wildcard) is written by
- * every item, each over the last; one it also reads is read by one item while another writes it.
+ * every item, each over the last; a path it reads that may name a file another item writes is read by
+ * one item while another writes it (a path read and written exactly as one template, `out/<index>.txt`,
+ * is each item's own file). When Baton writes the file (an AIP-16 output it syncs) that is an error:
+ * the items' results overwrite each other. When the agent writes it itself (its contract's
+ * `sideEffects.filesWritten`: a status file every item updates, say), Baton cannot tell whether the agent
+ * shares it safely: a warning.
  */
-function itemConflicts(p: PhaseModel, written: readonly FileEffect[], read: readonly FileEffect[], out: Diagnostic[]): void {
-  const literal = (e: FileEffect): boolean => !PLACEHOLDER.test(e.path) && !/[*?]/.test(e.path);
-  const where = (e: FileEffect): readonly (string | number)[] => (e.at.file === undefined ? e.at.path : p.forEach!.at);
+function itemConflicts(p: PhaseModel, agent: string, written: readonly Effect[], read: readonly Effect[], out: Diagnostic[]): void {
+  // at the phase's own path; an agent's file (one place for every phase it serves) at the phase's `for_each`
+  const own = (e: FileEffect): boolean => e.at.file === undefined && e.at.path[0] === 'workflow' && e.at.path[1] === p.name;
+  const where = (e: FileEffect): readonly (string | number)[] => (own(e) ? e.at.path : p.forEach!.at);
   for (const w of written) {
-    if (!literal(w)) continue;
-    const readToo = read.find((r) => r.path === w.path);
+    const literal = isLiteral(w.path);
+    const readers = read.filter((r) => (literal || r.path !== w.path) && patternsOverlap(r.path, w.path));
+    if (!literal && readers.length === 0) continue;
+    const r = readers[0];
+    // a literal write: at the write; a read of another item's file: at the read
+    const at = literal || !r ? where(w) : where(r);
+    const what = literal ? `each ${r ? 'reads and writes' : 'writes'} \`${w.text}\`: ${r ? 'one item reads it while another writes it' : 'each item overwrites the last'}` : `one item may read \`${r!.text}\` while another writes it (\`${w.text}\`)`;
+    const placed: Partial<Diagnostic> = literal || !r || !own(w) ? {} : { related: [{ message: `written here as \`${w.text}\``, path: w.at.path }] };
+    const paths = r ? [w.text, r.text] : [w.text];
+    if (w.synced) {
+      out.push(
+        error('side-effect-conflict', at, `the items of \`${p.name}\` (for_each) may run at the same time, and ${what}`, {
+          hint: literal ? 'put `<index>` or `<item.…>` in the path: one file per item (or run the items one at a time: `max_parallel: 1`)' : 'read a file no item writes, or run the items one at a time: `max_parallel: 1`',
+          ...placed,
+          data: { phases: [p.name], paths },
+        }),
+      );
+      continue;
+    }
     out.push(
-      error('side-effect-conflict', where(w), `the items of \`${p.name}\` (for_each) may run at the same time, and each ${readToo ? 'reads and writes' : 'writes'} \`${w.path}\`: ${readToo ? 'one item reads it while another writes it' : 'each item overwrites the last'}`, {
-        hint: "put `<index>` or `<item.…>` in the path: one file per item",
-        data: { phases: [p.name], paths: [w.path] },
+      warning('fan-out-shared-write', at, `the items of \`${p.name}\` (for_each) may run at the same time, and ${what}; agent \`${agent}\` writes it itself (its contract's \`sideEffects.filesWritten\`): Baton does not write that file, so it cannot keep the items apart`, {
+        hint: 'unless the agent updates it safely from items running at once, put an input that differs per item in the path (`{sectionName}`), or run the items one at a time: `max_parallel: 1`',
+        ...(w.at.file !== undefined ? { data: { phases: [p.name], paths, contract: w.at.file, at: w.at.path.join('.') } } : { data: { phases: [p.name], paths }, related: [{ message: `agent \`${agent}\` declares it here`, path: w.at.path }] }),
       }),
     );
   }
@@ -123,44 +153,4 @@ function itemConflicts(p: PhaseModel, written: readonly FileEffect[], read: read
 /** A file contract path as a side-effect pattern of phase `phase` (see checkSideEffects). */
 function filePattern(path: string, phase: string): string {
   return path.replace(/<([^<>]*)>/g, (m, name: string) => (name === 'phase' ? phase : name === 'index' || name === 'item' || name.startsWith('item.') ? `{${name}}` : m));
-}
-
-const PLACEHOLDER = /\{[^{}]*\}/;
-
-/** May two path patterns name the same file? `same`: the pattern is compared with itself (one group). */
-export function patternsOverlap(a: string, b: string, same = false): boolean {
-  const pa = PLACEHOLDER.test(a);
-  const pb = PLACEHOLDER.test(b);
-  if (same || a === b) return !pa; // a templated path: one file per phase input
-  if (pa && pb) return false; // two templates: assumed distinct, as above
-  const ra = globRegex(a);
-  const rb = globRegex(b);
-  // one side matches a sample of the other (wildcards filled with a letter), or both are literals and equal
-  return ra.test(sample(b)) || rb.test(sample(a));
-}
-
-function sample(p: string): string {
-  return p.replace(/\{[^{}]*\}/g, 'x').replace(/\*\*/g, 'x').replace(/\*/g, 'x').replace(/\?/g, 'x');
-}
-
-function globRegex(p: string): RegExp {
-  let re = '';
-  for (let i = 0; i < p.length; i++) {
-    const ch = p[i]!;
-    if (ch === '*' && p[i + 1] === '*') {
-      re += '.*';
-      i++;
-      if (p[i + 1] === '/') i++;
-    } else if (ch === '*') re += '[^/]*';
-    else if (ch === '?') re += '[^/]';
-    else if (ch === '{') {
-      const end = p.indexOf('}', i);
-      if (end < 0) re += '\\{';
-      else {
-        re += '[^/]+';
-        i = end;
-      }
-    } else re += ch.replace(/[.+^$()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(`^${re}$`);
 }

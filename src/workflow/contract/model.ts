@@ -27,6 +27,11 @@ export interface FileEffect {
   path: string;
   description?: string;
   at: Loc;
+  /**
+   * An AIP-16 file (`inputsFiles` / `outputsFiles`, here through `defineIO`): Baton stages and syncs it. Absent:
+   * a `sideEffects` entry, a file the agent reads or writes itself.
+   */
+  synced?: true;
 }
 
 export interface ExternalCall {

@@ -5,7 +5,8 @@
  */
 import { isPlainObject, type JsonObject } from '../../core/json.js';
 import type { Path } from '../../core/path.js';
-import { error, hasErrors, type Diagnostic } from '../../diagnostics/diagnostic.js';
+import { didYouMean } from '../../core/suggest.js';
+import { error, hasErrors, warning, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import type { SchemaCompiler } from '../json-schema.js';
 import { checkShape } from '../shape.js';
 import { fileContractOf } from '../files.js';
@@ -33,7 +34,7 @@ export function parseContract(raw: unknown, opts: ParseContractOptions, out: Dia
   for (const side of ['input', 'output'] as const) {
     const block = raw[side];
     if (!isPlainObject(block) || block['schema'] === undefined || block['schema'] === null) continue;
-    const schema = block['schema'];
+    const schema = withRequired(block['schema'], block['required'], [...base, side], out);
     const compiled = compiler.compile(schema);
     if (!compiled.ok) {
       for (const p of compiled.problems.slice(0, 5)) out.push(error('invalid-schema', [...base, side, 'schema', ...p.path], `\`${side}.schema\` is not a valid JSON Schema: ${p.message}`, { hint: 'draft-07 unless `$schema` names 2020-12; see https://json-schema.org' }));
@@ -76,6 +77,29 @@ export function parseContract(raw: unknown, opts: ParseContractOptions, out: Dia
   if (files) c.files = files;
   if (c.contractVersion !== CONTRACT_VERSION || hasErrors(out.slice(before))) return undefined;
   return c;
+}
+
+/**
+ * `input.required` / `output.required` written beside `schema` (the contract spec's example does so for
+ * its output): merged into the schema's own `required`, so every place that enforces the schema (the
+ * static checks, the run-time guard, stubs, generated types) enforces it. A name the schema's
+ * `properties` do not list is most likely a typo: a warning at the name. Its shape was checked already.
+ */
+function withRequired(schema: unknown, required: unknown, at: Path, out: Diagnostic[]): unknown {
+  if (!Array.isArray(required) || !isPlainObject(schema)) return schema;
+  const props = schema['properties'];
+  if (isPlainObject(props)) {
+    const names = Object.keys(props);
+    required.forEach((name: unknown, i) => {
+      if (typeof name !== 'string' || name.trim() === '' || Object.prototype.hasOwnProperty.call(props, name)) return;
+      const near = didYouMean(name, names);
+      out.push(warning('unknown-key', [...at, 'required', i], `\`${name}\` in \`${at.at(-1) as string}.required\` is not a property of \`${at.at(-1) as string}.schema\``, { hint: near ?? `properties: ${names.map((n) => `\`${n}\``).join(', ') || '(none)'}` }));
+    });
+  }
+  if (!required.every((x): x is string => typeof x === 'string' && x.trim() !== '')) return schema; // reported by the shape check
+  const own: unknown = schema['required'] ?? [];
+  if (!Array.isArray(own)) return schema; // not a JSON Schema: compiling it says so
+  return { ...schema, required: [...new Set<unknown>([...(own as unknown[]), ...required])] };
 }
 
 function strings(v: unknown): string[] {

@@ -64,7 +64,8 @@ const duration: Shape = {
   },
 };
 
-const schemaBlock: Shape = { t: 'object', fields: { schema: { t: 'any', required: true }, description: str } };
+// `required` beside `schema` (as the contract spec's own example writes it for `output`) is the schema's `required`
+const schemaBlock: Shape = { t: 'object', fields: { schema: { t: 'any', required: true }, required: strList, description: str } };
 
 export const contractFields: Record<string, Field> = {
   contractVersion,
