@@ -153,7 +153,7 @@ workflow:
     expect(patternsOverlap('x?z', 'x/z')).toBe(false);
   });
 
-  test('two phases that may run at once and write one templated path conflict; `<phase>`, or paths that cannot meet, keep them apart', () => {
+  test('two phases that may run at once and write one `<index>` path conflict; paths templated by each phase\'s own values (`{section}`, `<item>`) are one file per value; `<phase>`, or paths that cannot meet, keep them apart', () => {
     const fanOut = (files: string): string => `
 openintent: "1.0"
 info: {name: x}
@@ -179,7 +179,19 @@ workflow:
   b: {assign: w, inputs: {section: $trigger.b}}
   c: {assign: r}
   d: {assign: r, depends_on: [a, b]}
-`)).toEqual(['error side-effect-conflict workflow.b.assign', 'error side-effect-conflict workflow.c.assign', 'error side-effect-conflict workflow.c.assign']);
+`)).toEqual(['error side-effect-conflict workflow.c.assign', 'error side-effect-conflict workflow.c.assign']);
+    // two fan-outs over one array write the same file per item; over different arrays, a file per item's own value
+    expect(codes(fanOut('outputsFiles: {o: {path: "out/<item>.txt"}}'))).toEqual(['error side-effect-conflict workflow.g.assign']);
+    expect(
+      codes(`
+openintent: "1.0"
+info: {name: x}
+workflow:
+  outline: {assign: a, outputs: {sections: "string[]", notes: "string[]"}}
+  f: {assign: w, depends_on: [outline], for_each: outline.sections, outputsFiles: {o: {path: "out/<item>.txt"}}}
+  g: {assign: w, depends_on: [outline], for_each: outline.notes, outputsFiles: {o: {path: "out/<item>.txt"}}}
+`),
+    ).toEqual([]);
   });
 
   test("a fan-out's read of a file its own items write: an error for an AIP-16 output, a warning for the agent's own file; each item's own template is no conflict", () => {

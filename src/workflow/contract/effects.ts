@@ -2,8 +2,9 @@
  * `sideEffects` conflicts between phases that may run at the same time (neither is an ancestor of
  * the other): both writing paths that may name one file, or one reading what the other writes. Paths
  * are patterns (./patterns.ts): globs, `{name}` placeholders and item tokens are wildcards, since
- * nothing before the run says which value a placeholder takes, or that two phases' values differ.
- * Only `<phase>` keeps two phases apart: it is each phase's own name. The items of one `for_each`
+ * nothing before the run says which value a placeholder takes; two paths that are both templated by
+ * the phases' own values (inputs, items) are taken to name different files (phasesMayShare), and
+ * `<phase>` keeps two phases apart: it is each phase's own name. The items of one `for_each`
  * phase run at the same time too (itemConflicts).
  */
 import { error, warning, type Diagnostic } from '../../diagnostics/diagnostic.js';
@@ -81,11 +82,11 @@ export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (age
       const a0 = A[0]!;
       const b0 = B[0]!;
       if (a0.mode === 'read' && b0.mode === 'read') continue;
-      if (i !== j && !patternsOverlap(a0.effect.path, b0.effect.path)) continue;
+      if (!patternsOverlap(a0.effect.path, b0.effect.path)) continue;
       for (const x of A) {
         for (const y of B) {
           if (reported >= MAX_REPORTED) break;
-          if (x.phase === y.phase || !concurrent(x.phase.name, y.phase.name)) continue;
+          if (x.phase === y.phase || !concurrent(x.phase.name, y.phase.name) || !phasesMayShare(x, y)) continue;
           const [first, second] = x.phase.name < y.phase.name || (x.phase.name === y.phase.name && x.mode === 'write') ? [x, y] : [y, x];
           const pairKey = `${first.phase.name}\u0000${second.phase.name}\u0000${first.effect.path}\u0000${second.effect.path}`;
           if (seenPairs.has(pairKey)) continue;
@@ -96,6 +97,27 @@ export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (age
       }
     }
   }
+}
+
+/** A placeholder that a phase fills with its own values: an input (`{sectionName}`) or an item (`<item.name>`). */
+const VALUE_PLACEHOLDER = /\{(?!index\})[^{}]*\}/;
+const ITEM_PLACEHOLDER = /\{item(\.[^{}]*)?\}/;
+
+/**
+ * May two phases' paths (which overlap as patterns) name one file? A path templated by a value of the
+ * phase's own (an input, an item) is one file per value: two such paths are taken to name different
+ * files, as one agent serving several phases writes `drafts/{section}.tex` for each (nothing before the
+ * run says their values differ, and refusing every such pair would refuse the common case). Two
+ * fan-outs over the same array writing `out/<item>.txt` do name the same files, as do two `<index>`
+ * paths (every fan-out counts from 0); against a literal path or a glob a template may match.
+ */
+function phasesMayShare(x: Use, y: Use): boolean {
+  const a = x.effect.path;
+  const b = y.effect.path;
+  if (!VALUE_PLACEHOLDER.test(a) || !VALUE_PLACEHOLDER.test(b)) return true;
+  const fa = x.phase.forEach;
+  const fb = y.phase.forEach;
+  return fa !== undefined && fb !== undefined && fa.ref === fb.ref && ITEM_PLACEHOLDER.test(a) && ITEM_PLACEHOLDER.test(b);
 }
 
 function conflict(a: Use, b: Use): Diagnostic {
