@@ -91,6 +91,19 @@ describe('dependencies', () => {
     expect(pkg.dependencies['ai']).toBeUndefined();
   });
 
+  it('docs/package.md names every dependency of the core, and counts them right', () => {
+    const doc = readFileSync(join(root, 'docs', 'package.md'), 'utf8').replace(/\s+/g, ' ');
+    const m = /installs with (\w+) dependencies: (.*?)\. Each other capability/.exec(doc);
+    expect(m).not.toBeNull();
+    const named = [...m![2]!.matchAll(/`([^`]+)`/g)].map((x) => x[1]!).sort();
+    const deps = Object.keys(pkg.dependencies).sort();
+    expect(named).toEqual(deps);
+    const words = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'];
+    expect(m![1]).toBe(words[deps.length]);
+    // and docs/server.md, which repeats the count
+    expect(readFileSync(join(root, 'docs', 'server.md'), 'utf8').replace(/\s+/g, ' ')).toContain(`the core stays at its ${words[deps.length]!} dependencies`);
+  });
+
   it('every installed dependency and peer allows Node 20.19, 22.13 and 24', () => {
     for (const name of [...Object.keys(pkg.dependencies), ...optional]) {
       const range = (JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { engines?: { node?: string } }).engines?.node;
