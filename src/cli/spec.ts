@@ -63,7 +63,7 @@ export const CHECK_OPTIONS = {
 
 export const TYPES_OPTIONS = {
   output: { type: 'string', short: 'o', arg: 'OUT.ts', desc: 'write the types to OUT.ts', shown: 'stdout' },
-  'baton-module': { type: 'string', arg: 'NAME', desc: 'the module the generated file imports Baton from', shown: 'baton' },
+  'baton-module': { type: 'string', arg: 'NAME', desc: 'the module the generated file imports Baton from', shown: '@baton-run/baton' },
   json: { ...JSON_OPTION, desc: 'print {"file", "phases", "types"} (or {"wrote"} with -o) as JSON' },
 } as const satisfies OptionTable;
 
