@@ -4,8 +4,8 @@
  * dependency allows Node 20, 22 and 24. The tarball is built into a scratch folder (the worktree's
  * dist/ is left alone) and listed with `npm pack --dry-run --json`.
  */
-import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -163,6 +163,129 @@ describe('the tarball', () => {
     expect([...everywhere].filter((p) => pkg.dependencies[p] === undefined && pkg.peerDependencies[p] === undefined)).toEqual([]);
   });
 
+  it('every subpath imports without its optional peers: none is reached without a dynamic import()', () => {
+    for (const sub of Object.keys(pkg.exports)) {
+      if (sub === '.' || sub === './package.json') continue;
+      const { packages } = staticallyReached(join(work, 'dist', 'exports', `${sub.slice(2)}.js`));
+      expect([sub, [...packages].filter((p) => pkg.dependencies[p] === undefined)]).toEqual([sub, []]);
+    }
+  });
+
+  describe('installed without any optional peer', () => {
+    // the built package with its dependencies only (as npm installs it: optional peers are not installed);
+    // a program inside `work` imports it by name (Node's and tsc's self-reference through `exports`)
+    beforeAll(() => {
+      for (const dep of [...Object.keys(pkg.dependencies), '@types/node']) {
+        mkdirSync(dirname(join(work, 'node_modules', dep)), { recursive: true });
+        symlinkSync(join(root, 'node_modules', dep), join(work, 'node_modules', dep), 'dir');
+      }
+      for (const peer of Object.keys(pkg.peerDependencies)) expect(existsSync(join(work, 'node_modules', peer))).toBe(false);
+    });
+
+    it('each subpath imports, and its first use is a missing-package error naming the install command', async () => {
+      const program = `
+        const { createEngine, MemoryStore, openStore, telemetryFromEnv } = await import('@baton-run/baton');
+        const engine = () => createEngine({ store: new MemoryStore() });
+        const uses = {
+          postgres: async () => (await import('@baton-run/baton/postgres')).openPostgresStore('postgres://127.0.0.1:1/x'),
+          openStore: () => openStore('postgres://127.0.0.1:1/x'),
+          createOtelTelemetry: async () => (await import('@baton-run/baton/otel')).createOtelTelemetry({}),
+          otelTelemetryFromEnv: async () => (await import('@baton-run/baton/otel')).otelTelemetryFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' }),
+          telemetryFromEnv: () => telemetryFromEnv({ OTEL_TRACES_EXPORTER: 'console' }),
+          createServerApp: async () => (await import('@baton-run/baton/server')).createServerApp({ engine: engine() }),
+          startServer: async () => (await import('@baton-run/baton/server')).startServer({ engine: engine(), port: 0 }),
+          loadA2aServer: async () => (await import('@baton-run/baton/a2a')).loadA2aServer(),
+        };
+        const out = {};
+        for (const [name, use] of Object.entries(uses)) {
+          try { await use(); out[name] = 'no error'; } catch (e) { out[name] = { name: e.name, code: e.code, message: e.message }; }
+        }
+        console.log(JSON.stringify(out));`;
+      const ran = await spawned(process.execPath, ['--input-type=module', '-e', program], { cwd: work });
+      expect(ran.stderr).toBe('');
+      const out = JSON.parse(ran.stdout) as Record<string, { name: string; code: string; message: string }>;
+      const otel = '@opentelemetry/api @opentelemetry/sdk-trace-base @opentelemetry/resources';
+      const installs: Record<string, string> = {
+        postgres: 'pg',
+        openStore: 'pg',
+        createOtelTelemetry: otel,
+        otelTelemetryFromEnv: `${otel} @opentelemetry/exporter-trace-otlp-proto`,
+        telemetryFromEnv: otel,
+        createServerApp: 'hono',
+        startServer: 'hono @hono/node-server',
+        loadA2aServer: '@a2a-js/sdk',
+      };
+      for (const [use, install] of Object.entries(installs)) {
+        expect([use, out[use]?.name, out[use]?.code]).toEqual([use, 'BatonError', 'missing-package']);
+        expect(out[use]!.message).toMatch(new RegExp(`: npm install ${install.replace(/[.*+?^$()|[\]\\/]/g, '\\$&')}$`));
+      }
+    });
+
+    it('OTEL_* variables without the OpenTelemetry packages: `baton run` says so in one line (exit 2), or a JSON error', async () => {
+      const cwd = mkdtempSync(join(tmpdir(), 'baton-otel-missing-'));
+      try {
+        const baton = (args: string[]): ReturnType<typeof spawned> =>
+          spawned(process.execPath, [join(work, 'bin', 'baton.js'), 'run', 'research-pipeline', '--store', 'memory', ...args], { cwd, env: { ...process.env, OTEL_TRACES_EXPORTER: 'console', NO_COLOR: '1' } });
+        const text = await baton(['--quiet']);
+        expect(text.status).toBe(2);
+        expect(text.stdout).toBe('');
+        expect(text.stderr).toBe(
+          'baton run: tracing (OTEL_* variables) needs the `@opentelemetry/api`, `@opentelemetry/sdk-trace-base` and `@opentelemetry/resources` packages: npm install @opentelemetry/api @opentelemetry/sdk-trace-base @opentelemetry/resources\n',
+        );
+        const json = await baton(['--json']);
+        expect(json.status).toBe(2);
+        expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'missing-package', command: 'run', message: expect.stringContaining('npm install @opentelemetry/api') as unknown } });
+      } finally {
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    });
+
+    it('the declarations type-check in a strict program (skipLibCheck: false) without the peers; /a2a needs only @a2a-js/sdk', async () => {
+      const app = join(work, 'consumer');
+      mkdirSync(app, { recursive: true });
+      const options = { strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2022', noEmit: true, types: ['node'] };
+      writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['program.ts'] }));
+      writeFileSync(join(app, 'tsconfig.a2a.json'), JSON.stringify({ compilerOptions: options, files: ['a2a.ts'] }));
+      writeFileSync(
+        join(app, 'program.ts'),
+        `import { createEngine, MemoryStore, type RunStore } from '@baton-run/baton';
+import { openPostgresStore, type PostgresStore } from '@baton-run/baton/postgres';
+import { createOtelTelemetry, otelTelemetryFromEnv, type OtelSpanProcessor, type Telemetry } from '@baton-run/baton/otel';
+import { createServerApp, startServer, type BatonServer, type ServerApp } from '@baton-run/baton/server';
+import * as llm from '@baton-run/baton/llm';
+import * as mcp from '@baton-run/baton/mcp';
+import * as typescript from '@baton-run/baton/typescript';
+const engine = createEngine({ store: new MemoryStore() });
+const processors: OtelSpanProcessor[] = [];
+const telemetry: Promise<Telemetry> = createOtelTelemetry({ spanProcessors: processors, serviceName: 'x' });
+const fromEnv: Promise<Telemetry> = otelTelemetryFromEnv({});
+const app: Promise<ServerApp> = createServerApp({ engine });
+const server: Promise<BatonServer> = startServer({ engine, port: 0 });
+const store: Promise<RunStore> = openPostgresStore('postgres://x').then((s: PostgresStore) => s);
+export const all = [telemetry, fromEnv, app, server, store, llm, mcp, typescript];
+`,
+      );
+      writeFileSync(join(app, 'a2a.ts'), `import { agentCard, A2aTasks } from '@baton-run/baton/a2a';
+export const all = [agentCard, A2aTasks];
+`);
+      const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+      const check = async (project: string): Promise<string> => {
+        const r = await spawned(process.execPath, [tsc, '-p', join(app, project), '--pretty', 'false']);
+        return r.stdout + r.stderr;
+      };
+      expect(await check('tsconfig.json')).toBe('');
+      // /a2a names the SDK's types (what it is for), and nothing of hono
+      const sdk = join(work, 'node_modules', '@a2a-js', 'sdk');
+      mkdirSync(dirname(sdk), { recursive: true });
+      symlinkSync(join(root, 'node_modules', '@a2a-js', 'sdk'), sdk, 'dir');
+      try {
+        expect(await check('tsconfig.a2a.json')).toBe('');
+      } finally {
+        rmSync(sdk);
+      }
+    }, 120_000);
+  });
+
   it('the command starts light: `baton --version` loads no command, no compiler and no package; the live table loads on a terminal only', () => {
     const main = staticallyReached(join(work, 'dist', 'cli', 'main.js'));
     expect([...main.packages]).toEqual([]);
@@ -175,6 +298,15 @@ describe('the tarball', () => {
 });
 
 const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+
+/** A child process's outcome, without blocking this worker (a synchronous tsc of 30 s starves vitest's RPC). */
+function spawned(file: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    execFile(file, args, { ...opts, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      done({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
+    });
+  });
+}
 
 function pkgOf(spec: string): string {
   return spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
