@@ -5,7 +5,7 @@
  * dist/ is left alone) and listed with `npm pack --dry-run --json`.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -115,11 +115,15 @@ describe('dependencies', () => {
 });
 
 describe('the tarball', () => {
+  /** A user's project, and the package installed in it (`work`, its node_modules/@baton-run/baton). */
+  let project: string;
   let work: string;
   let files: string[];
 
   beforeAll(() => {
-    work = mkdtempSync(join(tmpdir(), 'baton-pack-'));
+    project = mkdtempSync(join(tmpdir(), 'baton-pack-'));
+    work = join(project, 'node_modules', '@baton-run', 'baton');
+    mkdirSync(work, { recursive: true });
     // the package's own files, with dist/ built here (not in the worktree)
     for (const f of ['package.json', 'README.md', 'LICENSE', ...pkg.files.filter((f) => f !== 'dist')]) cpSync(join(root, f), join(work, f), { recursive: true });
     const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
@@ -129,7 +133,7 @@ describe('the tarball', () => {
     expect(listing.name).toBe('@baton-run/baton');
     files = listing.files.map((f) => f.path).sort();
   }, 240_000);
-  afterAll(() => rmSync(work, { recursive: true, force: true }));
+  afterAll(() => rmSync(project, { recursive: true, force: true }));
 
   it('has a LICENSE, the README, the command and the entry points', () => {
     expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'bin/baton.js', 'dist/index.js', 'dist/index.d.ts']));
@@ -172,14 +176,16 @@ describe('the tarball', () => {
   });
 
   describe('installed without any optional peer', () => {
-    // the built package with its dependencies only (as npm installs it: optional peers are not installed);
-    // a program inside `work` imports it by name (Node's and tsc's self-reference through `exports`)
+    // the built package with its dependencies only, beside it in the project's node_modules (as npm installs
+    // it: optional peers are not installed); a program imports it by name
+    const installed = (dep: string): string => join(project, 'node_modules', dep);
+    const link = (dep: string): void => {
+      mkdirSync(dirname(installed(dep)), { recursive: true });
+      symlinkSync(join(root, 'node_modules', dep), installed(dep), 'dir');
+    };
     beforeAll(() => {
-      for (const dep of [...Object.keys(pkg.dependencies), '@types/node']) {
-        mkdirSync(dirname(join(work, 'node_modules', dep)), { recursive: true });
-        symlinkSync(join(root, 'node_modules', dep), join(work, 'node_modules', dep), 'dir');
-      }
-      for (const peer of Object.keys(pkg.peerDependencies)) expect(existsSync(join(work, 'node_modules', peer))).toBe(false);
+      for (const dep of [...Object.keys(pkg.dependencies), '@types/node']) link(dep);
+      for (const peer of Object.keys(pkg.peerDependencies)) expect(existsSync(installed(peer))).toBe(false);
     });
 
     it('each subpath imports, and its first use is a missing-package error naming the install command', async () => {
@@ -275,15 +281,28 @@ export const all = [agentCard, A2aTasks];
       };
       expect(await check('tsconfig.json')).toBe('');
       // /a2a names the SDK's types (what it is for), and nothing of hono
-      const sdk = join(work, 'node_modules', '@a2a-js', 'sdk');
-      mkdirSync(dirname(sdk), { recursive: true });
-      symlinkSync(join(root, 'node_modules', '@a2a-js', 'sdk'), sdk, 'dir');
+      link('@a2a-js/sdk');
       try {
         expect(await check('tsconfig.a2a.json')).toBe('');
       } finally {
-        rmSync(sdk);
+        rmSync(installed('@a2a-js/sdk'));
       }
     }, 120_000);
+
+    it('a bundled example whose contract declares files it writes (paper-contracts) runs from a copy in the project, never inside node_modules', async () => {
+      // its agents are TypeScript: tsx, the one peer it needs
+      link('tsx');
+      try {
+        const r = await spawned(process.execPath, [join(work, 'bin', 'baton.js'), 'run', 'paper-contracts', '--store', 'memory', '--quiet'], { cwd: project, env: { ...process.env, NO_COLOR: '1' } });
+        expect(r.status, r.stderr).toBe(0);
+        expect(r.stderr).toContain('copied it to ./paper-contracts');
+        expect(readdirSync(join(project, 'paper-contracts', 'output-drafts', 'sections'))).toEqual(['introduction.tex']);
+        expect(existsSync(join(work, 'examples', 'paper-contracts', 'output-drafts'))).toBe(false);
+      } finally {
+        rmSync(installed('tsx'));
+        rmSync(join(project, 'paper-contracts'), { recursive: true, force: true });
+      }
+    }, 60_000);
   });
 
   it('the command starts light: `baton --version` loads no command, no compiler and no package; the live table loads on a terminal only', () => {

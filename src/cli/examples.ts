@@ -2,6 +2,7 @@
 import { cpSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { WorkflowModel } from '../workflow/model.js';
 
 /** The package's examples/ folder (works from src/ under vitest and from dist/ when installed). */
 export function examplesDir(): string {
@@ -51,6 +52,18 @@ export function resolveTarget(arg: string, cwd: string): ResolvedTarget | undefi
   const agents = dir === path || WORKFLOW_FILES.includes(basename(wf)) ? AGENT_FILES.map((f) => join(dir, f)).find((f) => existsSync(f)) : undefined;
   const trigger = join(dir, 'trigger.json');
   return { workflow: wf, agents, trigger: existsSync(trigger) ? trigger : undefined, ...(example !== undefined ? { example } : {}) };
+}
+
+/**
+ * Whether running the workflow reads and writes files of its own, as the workflow declares it: AIP-16
+ * `inputsFiles` / `outputsFiles` of a phase or an agent (the engine stages and syncs them), or files an
+ * agent's contract says it writes (`sideEffects.filesWritten`, written by the agent's own code). A bundled
+ * example that does is run from a copy (copyExample); `src/cli/examples.test.ts` holds every bundled
+ * example whose code writes files to declaring it.
+ */
+export function declaresFiles(model: WorkflowModel): boolean {
+  if (model.phases.some((p) => p.files !== undefined)) return true;
+  return Object.values(model.agents ?? {}).some((a) => a.files !== undefined || a.contract?.files !== undefined || (a.contract?.sideEffects.filesWritten.length ?? 0) > 0);
 }
 
 /** Whether the bundled examples lie in an installed package (under node_modules), not in a checkout of Baton. */

@@ -14,14 +14,13 @@ import { WorkflowSpec } from '../api/spec.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { RunState } from '../engine/state.js';
-import type { WorkflowModel } from '../workflow/model.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
 import { UsageError, bindFromFlags, cliEngine, cliTelemetry, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
 import { useColor } from './color.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RUN_OPTIONS, commandSpec } from './spec.js';
-import { copyExample, examplesInstalled, resolveTarget } from './examples.js';
+import { copyExample, declaresFiles, examplesInstalled, resolveTarget } from './examples.js';
 import { StateOut } from './state-out.js';
 import { Foreground } from './foreground.js';
 import type { CliIo } from './io.js';
@@ -177,11 +176,6 @@ export function gateNotice(e: RunEvent, state: RunState, io: CliIo, values: { st
   // a detached run is not followed here: it waits in the store, and a worker (or baton resume) continues it once decided
   const waiting = detached ? 'the run waits in the store until it is decided' : `waiting; the run continues when it is decided (Ctrl-C leaves it waiting in the store: baton resume ${state.runId}${storeFlag(values)})`;
   io.stderr(`\n⏸ ${g.escalation ? 'decision' : g.kind === 'input' ? 'input' : 'approval'} needed: ${safeText(g.reason)}${who}\n  ${cmd}\n  ${waiting}\n`);
-}
-
-/** Whether a phase or an agent of the workflow declares AIP-16 files (the run then reads and writes its workspace). */
-function declaresFiles(model: WorkflowModel): boolean {
-  return model.phases.some((p) => p.files !== undefined) || Object.values(model.agents ?? {}).some((a) => a.files !== undefined);
 }
 
 function positiveInt(s: string, flag: string): number {
