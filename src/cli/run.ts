@@ -56,8 +56,11 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const r = { ...compiled, file: shown.startsWith('..') ? target.workflow : shown };
     if (r.diagnostics.length > 0) io.stderr(printDiagnostics(r, renderOptionsFor(io, 'stderr')));
     if (!r.ok) {
-      if (io.json) printFailure(io, 'run', 'invalid-workflow', `${shown}: the workflow is invalid; nothing was run`, { diagnostics: jsonDiagnostics(r, io.cwd) });
-      else io.stderr(`${safeText(shown)}: the workflow is invalid; nothing was run\n`);
+      // as validate says it: a workflow that cannot be read (a file, or a directory without read access) is not an invalid one
+      const unreadable = r.diagnostics.some((d) => d.code === 'file-unreadable' && d.file === undefined);
+      const message = `${shown}: ${unreadable ? 'the workflow cannot be read' : 'the workflow is invalid'}; nothing was run`;
+      if (io.json) printFailure(io, 'run', unreadable ? 'file-unreadable' : 'invalid-workflow', message, { diagnostics: jsonDiagnostics(r, io.cwd) });
+      else io.stderr(`${safeText(message)}\n`);
       return 2;
     }
     const spec = WorkflowSpec.fromResult(compiled);

@@ -174,6 +174,28 @@ describe.runIf(canTest)('without write access', () => {
     chmodSync(dir, 0o755);
   }, 60_000);
 
+  it('a workflow directory the user cannot read: run says what validate, check and types say (file-unreadable, permission denied, exit 2)', async () => {
+    const dir = project();
+    chmodSync(dir, 0o755);
+    mkdirSync(join(dir, 'locked'));
+    writeFileSync(join(dir, 'locked', 'workflow.yaml'), readFileSync(join(dir, 'wf.yaml')));
+    chmodSync(join(dir, 'locked'), 0o000);
+    try {
+      for (const args of [['validate', 'locked'], ['check', 'locked'], ['types', 'locked'], ['run', 'locked', '--store', 'memory']]) {
+        const r = await asUnprivileged(args, dir);
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+        expect(`${r.stdout}${r.stderr}`).toMatch(/locked: error\[file-unreadable\]: cannot read .*locked: permission denied/);
+        expect(r.stderr).not.toMatch(STACK);
+      }
+      const json = await asUnprivileged(['run', 'locked', '--store', 'memory', '--json'], dir);
+      expect(json.code).toBe(2);
+      expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'file-unreadable', diagnostics: [{ code: 'file-unreadable' }] } });
+    } finally {
+      chmodSync(join(dir, 'locked'), 0o755);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('a read-only store can be read by runs and show, and refused by commands that write', async () => {
     const dir = project();
     expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--run-id', 'ro1', '-q'], capture(dir))).toBe(0);
