@@ -2,7 +2,7 @@
  * `baton run FILE`: compile, bind agents, run with live progress, report. Exit 0 when the run
  * completed, 1 when it failed or was cancelled, 2 on usage errors or an invalid workflow.
  */
-import { relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isPlainObject, jsonSyntaxError, type Json, type JsonObject } from '../core/json.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
@@ -44,9 +44,9 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     if (!target) throw new UsageError(`no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`);
     const shown = relative(io.cwd, target.workflow) || target.workflow;
     // every path the run will write is checked before anything runs
-    for (const [flag, given] of [['--output', values.output], ['--state-out', values['state-out']]] as const) {
+    for (const [flag, given, example] of [['--output', values.output, 'result.json'], ['--state-out', values['state-out'], 'state.json']] as const) {
       if (given === undefined) continue;
-      const why = await outputProblem(resolve(io.cwd, given));
+      const why = await outputProblem(resolve(io.cwd, given), join(given, example));
       if (why) throw new UsageError(`${flag} ${given}: ${why}; nothing was run`);
     }
     const repliesWhy = values.replies === undefined ? undefined : await inputProblem(resolve(io.cwd, values.replies));

@@ -1,7 +1,7 @@
 /** `baton types FILE|DIR|EXAMPLE [-o OUT] [--baton-module NAME] [--json]`: TypeScript types for a workflow's phases and a typed `defineHandlers`. */
 import { writeFile } from 'node:fs/promises';
 import { outputProblem } from './output.js';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadWorkflow } from '../workflow/compile.js';
 import { generateTypes } from '../workflow/contract/typegen.js';
@@ -24,9 +24,9 @@ export async function typesCommand(args: string[], io: CliIo): Promise<number> {
     return 2;
   }
   const file = named.shown;
-  const why = values.output === undefined ? undefined : await outputProblem(resolve(io.cwd, values.output));
+  const why = values.output === undefined ? undefined : await outputProblem(resolve(io.cwd, values.output), join(values.output, 'workflow.types.ts'));
   if (why) {
-    io.stderr(`baton types: -o ${values.output}: ${why}\n`);
+    printFailure(io, 'types', 'usage', `-o ${values.output}: ${why}`);
     return 2;
   }
   const r = await loadWorkflow(named.path);

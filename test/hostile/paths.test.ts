@@ -56,6 +56,22 @@ describe.each(BAD_FILE_PATHS)('a path in a %s', (_, path, why) => {
   });
 });
 
+describe('a directory given as the file to write', () => {
+  it.each([
+    ['types -o', ['types', 'wf.yaml', '-o', 'adir'], 'adir/workflow.types.ts'],
+    ['run --output', ['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', 'memory', '--output', 'adir'], 'adir/result.json'],
+    ['run --state-out', ['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', 'memory', '--state-out', 'adir'], 'adir/state.json'],
+  ])('%s: the hint names a file of the kind it writes; --json gives the error object', async (_, args, example) => {
+    const dir = project();
+    const io = capture(dir);
+    expect(await run(args, io)).toBe(2);
+    expect(io.err()).toContain(`adir: is a directory; name a file, e.g. ${example}`);
+    const json = capture(dir);
+    expect(await run([...args, '--json'], json)).toBe(2);
+    expect(JSON.parse(json.out())).toMatchObject({ error: { code: 'usage', message: expect.stringContaining(example) as unknown } });
+  });
+});
+
 describe('files the run reads', () => {
   it.each([
     ['--replies', ['--replies', 'nope.yaml', '--llm', 'a']],
