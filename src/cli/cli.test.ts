@@ -58,6 +58,17 @@ describe('baton validate', () => {
     expect(await run(['frobnicate'], capture())).toBe(2);
   });
 
+  test('a file that does not parse (YAML syntax, a duplicate key) or cannot be read still gets its ✗ line', async () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'syntax.yaml'), 'openintent: "1.0"\ninfo: {name: [unclosed\nworkflow:\n  a: {assign: x}\n');
+    writeFileSync(join(dir, 'dup.yaml'), 'openintent: "1.0"\ninfo: {name: x}\nworkflow:\n  a: {assign: x}\n  a: {assign: y}\n');
+    const io = capture(dir);
+    expect(await run(['validate', 'syntax.yaml', 'dup.yaml', 'nope.yaml'], io)).toBe(2);
+    const lines = io.out().split('\n');
+    expect(lines.filter((l) => l.startsWith('✗ '))).toEqual(['✗ syntax.yaml: invalid', '✗ dup.yaml: invalid', '✗ nope.yaml: cannot be read']);
+    expect(io.out()).toMatch(/3 files checked: \d+ errors/);
+  });
+
   test('a folder without workflow.yaml (CI: `baton validate workflows/`): every workflow file in it, each reported; 1 if one is invalid', async () => {
     const dir = tmp();
     const good = readFileSync(join(corpus, 'hello_world.yaml'), 'utf8');

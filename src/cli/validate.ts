@@ -68,6 +68,8 @@ export async function validateCommand(files: string[], opts: { format: Format },
       }
       if (r.ok) io.stdout(`${c.green('✓')} ${escapeControls(r.file)}: valid (${formName(r.form)})\n`);
       else if (r.form !== undefined) io.stdout(`${c.red('✗')} ${escapeControls(r.file)}: invalid (${formName(r.form)})\n`);
+      // not parsed as a workflow at all (a YAML syntax error, a duplicate key) or not read: a line all the same
+      else io.stdout(`${c.red('✗')} ${escapeControls(r.file)}: ${r.diagnostics.some((d) => d.code === 'file-unreadable' && d.file === undefined) ? 'cannot be read' : 'invalid'}\n`);
     }
     io.stdout(summaryLine(results.length, errors, warnings, c) + '\n');
   }
