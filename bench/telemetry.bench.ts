@@ -28,7 +28,7 @@ async function measure(shape: Shape): Promise<{ off: number; on: number; spans: 
   for (let r = 0; r < 16; r++) {
     for (const traced of [false, true]) {
       const exporter = new InMemorySpanExporter();
-      const telemetry = traced ? createOtelTelemetry({ spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 10_000, maxExportBatchSize: 512 })], env: {} }) : undefined;
+      const telemetry = traced ? await createOtelTelemetry({ spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 10_000, maxExportBatchSize: 512 })], env: {} }) : undefined;
       gc();
       const t0 = performance.now();
       // runWorkflow closes its engine, which flushes the telemetry: the export is inside the time

@@ -4,8 +4,8 @@
  * dependency allows Node 20, 22 and 24. The tarball is built into a scratch folder (the worktree's
  * dist/ is left alone) and listed with `npm pack --dry-run --json`.
  */
-import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -91,6 +91,19 @@ describe('dependencies', () => {
     expect(pkg.dependencies['ai']).toBeUndefined();
   });
 
+  it('docs/package.md names every dependency of the core, and counts them right', () => {
+    const doc = readFileSync(join(root, 'docs', 'package.md'), 'utf8').replace(/\s+/g, ' ');
+    const m = /installs with (\w+) dependencies: (.*?)\. Each other capability/.exec(doc);
+    expect(m).not.toBeNull();
+    const named = [...m![2]!.matchAll(/`([^`]+)`/g)].map((x) => x[1]!).sort();
+    const deps = Object.keys(pkg.dependencies).sort();
+    expect(named).toEqual(deps);
+    const words = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'];
+    expect(m![1]).toBe(words[deps.length]);
+    // and docs/server.md, which repeats the count
+    expect(readFileSync(join(root, 'docs', 'server.md'), 'utf8').replace(/\s+/g, ' ')).toContain(`the core stays at its ${words[deps.length]!} dependencies`);
+  });
+
   it('every installed dependency and peer allows Node 20.19, 22.13 and 24', () => {
     for (const name of [...Object.keys(pkg.dependencies), ...optional]) {
       const range = (JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { engines?: { node?: string } }).engines?.node;
@@ -102,11 +115,15 @@ describe('dependencies', () => {
 });
 
 describe('the tarball', () => {
+  /** A user's project, and the package installed in it (`work`, its node_modules/@baton-run/baton). */
+  let project: string;
   let work: string;
   let files: string[];
 
   beforeAll(() => {
-    work = mkdtempSync(join(tmpdir(), 'baton-pack-'));
+    project = mkdtempSync(join(tmpdir(), 'baton-pack-'));
+    work = join(project, 'node_modules', '@baton-run', 'baton');
+    mkdirSync(work, { recursive: true });
     // the package's own files, with dist/ built here (not in the worktree)
     for (const f of ['package.json', 'README.md', 'LICENSE', ...pkg.files.filter((f) => f !== 'dist')]) cpSync(join(root, f), join(work, f), { recursive: true });
     const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
@@ -116,7 +133,7 @@ describe('the tarball', () => {
     expect(listing.name).toBe('@baton-run/baton');
     files = listing.files.map((f) => f.path).sort();
   }, 240_000);
-  afterAll(() => rmSync(work, { recursive: true, force: true }));
+  afterAll(() => rmSync(project, { recursive: true, force: true }));
 
   it('has a LICENSE, the README, the command and the entry points', () => {
     expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'bin/baton.js', 'dist/index.js', 'dist/index.d.ts']));
@@ -150,6 +167,144 @@ describe('the tarball', () => {
     expect([...everywhere].filter((p) => pkg.dependencies[p] === undefined && pkg.peerDependencies[p] === undefined)).toEqual([]);
   });
 
+  it('every subpath imports without its optional peers: none is reached without a dynamic import()', () => {
+    for (const sub of Object.keys(pkg.exports)) {
+      if (sub === '.' || sub === './package.json') continue;
+      const { packages } = staticallyReached(join(work, 'dist', 'exports', `${sub.slice(2)}.js`));
+      expect([sub, [...packages].filter((p) => pkg.dependencies[p] === undefined)]).toEqual([sub, []]);
+    }
+  });
+
+  describe('installed without any optional peer', () => {
+    // the built package with its dependencies only, beside it in the project's node_modules (as npm installs
+    // it: optional peers are not installed); a program imports it by name
+    const installed = (dep: string): string => join(project, 'node_modules', dep);
+    const link = (dep: string): void => {
+      mkdirSync(dirname(installed(dep)), { recursive: true });
+      symlinkSync(join(root, 'node_modules', dep), installed(dep), 'dir');
+    };
+    beforeAll(() => {
+      for (const dep of [...Object.keys(pkg.dependencies), '@types/node']) link(dep);
+      for (const peer of Object.keys(pkg.peerDependencies)) expect(existsSync(installed(peer))).toBe(false);
+    });
+
+    it('each subpath imports, and its first use is a missing-package error naming the install command', async () => {
+      const program = `
+        const { createEngine, MemoryStore, openStore, telemetryFromEnv } = await import('@baton-run/baton');
+        const engine = () => createEngine({ store: new MemoryStore() });
+        const uses = {
+          postgres: async () => (await import('@baton-run/baton/postgres')).openPostgresStore('postgres://127.0.0.1:1/x'),
+          openStore: () => openStore('postgres://127.0.0.1:1/x'),
+          createOtelTelemetry: async () => (await import('@baton-run/baton/otel')).createOtelTelemetry({}),
+          otelTelemetryFromEnv: async () => (await import('@baton-run/baton/otel')).otelTelemetryFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' }),
+          telemetryFromEnv: () => telemetryFromEnv({ OTEL_TRACES_EXPORTER: 'console' }),
+          createServerApp: async () => (await import('@baton-run/baton/server')).createServerApp({ engine: engine() }),
+          startServer: async () => (await import('@baton-run/baton/server')).startServer({ engine: engine(), port: 0 }),
+          loadA2aServer: async () => (await import('@baton-run/baton/a2a')).loadA2aServer(),
+        };
+        const out = {};
+        for (const [name, use] of Object.entries(uses)) {
+          try { await use(); out[name] = 'no error'; } catch (e) { out[name] = { name: e.name, code: e.code, message: e.message }; }
+        }
+        console.log(JSON.stringify(out));`;
+      const ran = await spawned(process.execPath, ['--input-type=module', '-e', program], { cwd: work });
+      expect(ran.stderr).toBe('');
+      const out = JSON.parse(ran.stdout) as Record<string, { name: string; code: string; message: string }>;
+      const otel = '@opentelemetry/api @opentelemetry/sdk-trace-base @opentelemetry/resources';
+      const installs: Record<string, string> = {
+        postgres: 'pg',
+        openStore: 'pg',
+        createOtelTelemetry: otel,
+        otelTelemetryFromEnv: `${otel} @opentelemetry/exporter-trace-otlp-proto`,
+        telemetryFromEnv: otel,
+        createServerApp: 'hono',
+        startServer: 'hono @hono/node-server',
+        loadA2aServer: '@a2a-js/sdk',
+      };
+      for (const [use, install] of Object.entries(installs)) {
+        expect([use, out[use]?.name, out[use]?.code]).toEqual([use, 'BatonError', 'missing-package']);
+        expect(out[use]!.message).toMatch(new RegExp(`: npm install ${install.replace(/[.*+?^$()|[\]\\/]/g, '\\$&')}$`));
+      }
+    });
+
+    it('OTEL_* variables without the OpenTelemetry packages: `baton run` says so in one line (exit 2), or a JSON error', async () => {
+      const cwd = mkdtempSync(join(tmpdir(), 'baton-otel-missing-'));
+      try {
+        const baton = (args: string[]): ReturnType<typeof spawned> =>
+          spawned(process.execPath, [join(work, 'bin', 'baton.js'), 'run', 'research-pipeline', '--store', 'memory', ...args], { cwd, env: { ...process.env, OTEL_TRACES_EXPORTER: 'console', NO_COLOR: '1' } });
+        const text = await baton(['--quiet']);
+        expect(text.status).toBe(2);
+        expect(text.stdout).toBe('');
+        expect(text.stderr).toBe(
+          'baton run: tracing (OTEL_* variables) needs the `@opentelemetry/api`, `@opentelemetry/sdk-trace-base` and `@opentelemetry/resources` packages: npm install @opentelemetry/api @opentelemetry/sdk-trace-base @opentelemetry/resources\n',
+        );
+        const json = await baton(['--json']);
+        expect(json.status).toBe(2);
+        expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'missing-package', command: 'run', message: expect.stringContaining('npm install @opentelemetry/api') as unknown } });
+      } finally {
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    });
+
+    it('the declarations type-check in a strict program (skipLibCheck: false) without the peers; /a2a needs only @a2a-js/sdk', async () => {
+      const app = join(work, 'consumer');
+      mkdirSync(app, { recursive: true });
+      const options = { strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2022', noEmit: true, types: ['node'] };
+      writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['program.ts'] }));
+      writeFileSync(join(app, 'tsconfig.a2a.json'), JSON.stringify({ compilerOptions: options, files: ['a2a.ts'] }));
+      writeFileSync(
+        join(app, 'program.ts'),
+        `import { createEngine, MemoryStore, type RunStore } from '@baton-run/baton';
+import { openPostgresStore, type PostgresStore } from '@baton-run/baton/postgres';
+import { createOtelTelemetry, otelTelemetryFromEnv, type OtelSpanProcessor, type Telemetry } from '@baton-run/baton/otel';
+import { createServerApp, startServer, type BatonServer, type ServerApp } from '@baton-run/baton/server';
+import * as llm from '@baton-run/baton/llm';
+import * as mcp from '@baton-run/baton/mcp';
+import * as typescript from '@baton-run/baton/typescript';
+const engine = createEngine({ store: new MemoryStore() });
+const processors: OtelSpanProcessor[] = [];
+const telemetry: Promise<Telemetry> = createOtelTelemetry({ spanProcessors: processors, serviceName: 'x' });
+const fromEnv: Promise<Telemetry> = otelTelemetryFromEnv({});
+const app: Promise<ServerApp> = createServerApp({ engine });
+const server: Promise<BatonServer> = startServer({ engine, port: 0 });
+const store: Promise<RunStore> = openPostgresStore('postgres://x').then((s: PostgresStore) => s);
+export const all = [telemetry, fromEnv, app, server, store, llm, mcp, typescript];
+`,
+      );
+      writeFileSync(join(app, 'a2a.ts'), `import { agentCard, A2aTasks } from '@baton-run/baton/a2a';
+export const all = [agentCard, A2aTasks];
+`);
+      const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+      const check = async (project: string): Promise<string> => {
+        const r = await spawned(process.execPath, [tsc, '-p', join(app, project), '--pretty', 'false']);
+        return r.stdout + r.stderr;
+      };
+      expect(await check('tsconfig.json')).toBe('');
+      // /a2a names the SDK's types (what it is for), and nothing of hono
+      link('@a2a-js/sdk');
+      try {
+        expect(await check('tsconfig.a2a.json')).toBe('');
+      } finally {
+        rmSync(installed('@a2a-js/sdk'));
+      }
+    }, 120_000);
+
+    it('a bundled example whose contract declares files it writes (paper-contracts) runs from a copy in the project, never inside node_modules', async () => {
+      // its agents are TypeScript: tsx, the one peer it needs
+      link('tsx');
+      try {
+        const r = await spawned(process.execPath, [join(work, 'bin', 'baton.js'), 'run', 'paper-contracts', '--store', 'memory', '--quiet'], { cwd: project, env: { ...process.env, NO_COLOR: '1' } });
+        expect(r.status, r.stderr).toBe(0);
+        expect(r.stderr).toContain('copied it to ./paper-contracts');
+        expect(readdirSync(join(project, 'paper-contracts', 'output-drafts', 'sections'))).toEqual(['introduction.tex']);
+        expect(existsSync(join(work, 'examples', 'paper-contracts', 'output-drafts'))).toBe(false);
+      } finally {
+        rmSync(installed('tsx'));
+        rmSync(join(project, 'paper-contracts'), { recursive: true, force: true });
+      }
+    }, 60_000);
+  });
+
   it('the command starts light: `baton --version` loads no command, no compiler and no package; the live table loads on a terminal only', () => {
     const main = staticallyReached(join(work, 'dist', 'cli', 'main.js'));
     expect([...main.packages]).toEqual([]);
@@ -162,6 +317,15 @@ describe('the tarball', () => {
 });
 
 const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+
+/** A child process's outcome, without blocking this worker (a synchronous tsc of 30 s starves vitest's RPC). */
+function spawned(file: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    execFile(file, args, { ...opts, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      done({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
+    });
+  });
+}
 
 function pkgOf(spec: string): string {
   return spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;

@@ -8,7 +8,6 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { BatonError } from '../core/errors.js';
-import { loadOptional } from '../core/optional.js';
 import type { RunStore } from '../engine/ports.js';
 import { MemoryStore } from '../store/memory.js';
 import { openSqliteStore } from '../store/sqlite.js';
@@ -60,8 +59,9 @@ export async function openStore(spec: string | undefined, opts: OpenStoreOptions
     case 'memory':
       return new MemoryStore();
     case 'postgres': {
-      // loaded only when asked for: a SQLite user never pays for pg (an optional peer dependency) at startup
-      const { openPostgresStore } = await loadOptional('pg', 'PostgreSQL support', () => import('../store/postgres.js'));
+      // loaded only when asked for: a SQLite user never pays for the store's code at startup; it loads pg
+      // (an optional peer dependency) itself, and names it when it is missing
+      const { openPostgresStore } = await import('../store/postgres.js');
       return openPostgresStore(p.url, { ...(opts.listen ? { listen: opts.listen } : {}), ...(opts.databaseClock !== undefined ? { databaseClock: opts.databaseClock } : {}) });
     }
     case 'sqlite': {

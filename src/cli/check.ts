@@ -1,5 +1,5 @@
 /**
- * `baton check FILE [--json]`: the compatibility verdict of every agent binding (a phase's wired
+ * `baton check FILE|DIR|EXAMPLE [--json]`: the compatibility verdict of every agent binding (a phase's wired
  * input against its agent's input schema, the agent's output schema against the phase's declared
  * outputs) and of every edge, then the diagnostics `baton validate` gives.
  * `baton check --contracts DIR [--json]`: every contract file under DIR checked on its own (the
@@ -28,7 +28,7 @@ import { usageLine } from './help.js';
 import type { CliIo } from './io.js';
 import { sourceResolver } from '../api/validation.js';
 import { CHECK_OPTIONS, commandSpec } from './spec.js';
-import { renderOptionsFor } from './validate.js';
+import { folderRefusal, oneWorkflow, renderOptionsFor } from './validate.js';
 
 export async function checkCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: CHECK_OPTIONS, allowPositionals: true });
@@ -39,11 +39,16 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
   }
   if (values.contracts !== undefined) return checkContractsDir(values.contracts, format, io);
   if (positionals.length !== 1) {
-    printFailure(io, 'check', 'usage', 'name one workflow file (or --contracts DIR)');
+    printFailure(io, 'check', 'usage', 'name one workflow: a file, a directory holding workflow.yaml or a bundled example (or --contracts DIR)');
     io.stderr(usageLine(commandSpec('check')!));
     return 2;
   }
-  const file = positionals[0]!;
+  const named = oneWorkflow(positionals[0]!, io.cwd);
+  if (!named) {
+    printFailure(io, 'check', 'usage', folderRefusal(positionals[0]!));
+    return 2;
+  }
+  const file = named.shown;
   let bound: BoundAgents | undefined;
   if (values.agents !== undefined) {
     // defineAgent handlers carry their contracts and versions: checked like contract files
@@ -56,7 +61,7 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
       return 2;
     }
   }
-  const loaded = await loadWorkflow(resolve(io.cwd, file), bound ? { bound } : {});
+  const loaded = await loadWorkflow(named.path, bound ? { bound } : {});
   // x-a2a agents: their cards are fetched and checked (agents/a2a-card.ts); nothing is fetched for other workflows
   const cards = loaded.model ? await checkA2aAgents(loaded.model, { env: io.env }) : [];
   if (cards.length > 0) {
@@ -87,14 +92,17 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
     );
   } else {
     const c = colorsFor(io, 'stdout');
-    const lines: string[] = [];
-    const contracted = report.bindings.filter((b) => b.contract !== 'none');
-    lines.push(`${c.bold(safeText(file, 500))}: ${report.bindings.length} binding(s), ${contracted.length} with a contract; ${report.edges.length} edge(s)`);
-    lines.push(c.bold('bindings'));
-    for (const b of report.bindings) lines.push(bindingLine(b, c));
-    lines.push(c.bold('edges'));
-    for (const e of report.edges) lines.push(edgeLine(e, c));
-    io.stdout(lines.join('\n') + '\n\n');
+    // no report of a workflow that could not be read or parsed: only its diagnostics
+    if (r.contracts) {
+      const lines: string[] = [];
+      const contracted = report.bindings.filter((b) => b.contract !== 'none');
+      lines.push(`${c.bold(safeText(file, 500))}: ${report.bindings.length} binding(s), ${contracted.length} with a contract; ${report.edges.length} edge(s)`);
+      lines.push(c.bold('bindings'));
+      for (const b of report.bindings) lines.push(bindingLine(b, c));
+      lines.push(c.bold('edges'));
+      for (const e of report.edges) lines.push(edgeLine(e, c));
+      io.stdout(lines.join('\n') + '\n\n');
+    }
     io.stdout(r.diagnostics.map((d) => renderDiagnostic(d, src(d), renderOptionsFor(io, 'stdout')) + '\n\n').join(''));
     io.stdout(summaryLine(1, count(r.diagnostics, 'error'), count(r.diagnostics, 'warning'), c) + '\n');
   }

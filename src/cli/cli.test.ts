@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -56,6 +56,56 @@ describe('baton validate', () => {
     expect(await run(['validate', 'nope.yaml'], capture())).toBe(2);
     expect(await run(['validate'], capture())).toBe(2);
     expect(await run(['frobnicate'], capture())).toBe(2);
+  });
+
+  test('a file that does not parse (YAML syntax, a duplicate key) or cannot be read still gets its ✗ line', async () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'syntax.yaml'), 'openintent: "1.0"\ninfo: {name: [unclosed\nworkflow:\n  a: {assign: x}\n');
+    writeFileSync(join(dir, 'dup.yaml'), 'openintent: "1.0"\ninfo: {name: x}\nworkflow:\n  a: {assign: x}\n  a: {assign: y}\n');
+    const io = capture(dir);
+    expect(await run(['validate', 'syntax.yaml', 'dup.yaml', 'nope.yaml'], io)).toBe(2);
+    const lines = io.out().split('\n');
+    expect(lines.filter((l) => l.startsWith('✗ '))).toEqual(['✗ syntax.yaml: invalid', '✗ dup.yaml: invalid', '✗ nope.yaml: cannot be read']);
+    expect(io.out()).toMatch(/3 files checked: \d+ errors/);
+  });
+
+  test('a folder without workflow.yaml (CI: `baton validate workflows/`): every workflow file in it, each reported; 1 if one is invalid', async () => {
+    const dir = tmp();
+    const good = readFileSync(join(corpus, 'hello_world.yaml'), 'utf8');
+    mkdirSync(join(dir, 'workflows', 'team', 'contracts'), { recursive: true });
+    mkdirSync(join(dir, 'workflows', '.hidden'));
+    writeFileSync(join(dir, 'workflows', 'a.yaml'), good);
+    writeFileSync(join(dir, 'workflows', 'team', 'b.yml'), good);
+    // not workflows: a contract, a replies file, a hidden folder's file, a note
+    writeFileSync(join(dir, 'workflows', 'team', 'contracts', 'c.yaml'), 'contractVersion: "1.0.0"\nagentId: x\n');
+    writeFileSync(join(dir, 'workflows', 'replies.yaml'), 'replies: []\n');
+    writeFileSync(join(dir, 'workflows', '.hidden', 'd.yaml'), 'openintent: [\n');
+    writeFileSync(join(dir, 'workflows', 'notes.txt'), 'openintent: x\n');
+    const ok = capture(dir);
+    expect(await run(['validate', 'workflows/'], ok)).toBe(0);
+    expect(ok.out()).toMatch(/^✓ workflows\/a\.yaml: valid .*\n✓ workflows\/team\/b\.yml: valid .*\n2 files checked: 0 errors, 0 warnings\n$/);
+
+    writeFileSync(join(dir, 'workflows', 'team', 'broken.yaml'), readFileSync(join(fixtures, 'diagnostics', 'input-wiring.yaml'), 'utf8'));
+    const github = capture(dir);
+    expect(await run(['validate', 'workflows', '--format', 'github'], github)).toBe(1);
+    expect(github.out()).toMatch(/^::error file=workflows\/team\/broken\.yaml,line=\d+/m);
+    const json = capture(dir);
+    expect(await run(['validate', 'workflows', '--json'], json)).toBe(1);
+    expect((JSON.parse(json.out()) as { files: { file: string; valid: boolean }[] }).files.map((f) => [f.file, f.valid])).toEqual([
+      ['workflows/a.yaml', true],
+      ['workflows/team/b.yml', true],
+      ['workflows/team/broken.yaml', false],
+    ]);
+    // a folder with workflow.yaml is that one workflow, as before
+    writeFileSync(join(dir, 'workflows', 'team', 'workflow.yaml'), good);
+    const one = capture(dir);
+    expect(await run(['validate', 'workflows/team'], one)).toBe(0);
+    expect(one.out()).toMatch(/^✓ workflows\/team\/workflow\.yaml: valid .*\n1 file checked/);
+    // a folder with no workflow file at all is a mistake: exit 2, and no report
+    mkdirSync(join(dir, 'empty'));
+    const empty = capture(dir);
+    expect(await run(['validate', 'empty', '--json'], empty)).toBe(2);
+    expect(JSON.parse(empty.out())).toMatchObject({ error: { code: 'usage', command: 'validate' } });
   });
 });
 

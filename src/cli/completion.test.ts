@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { CliIo } from './io.js';
 import { run } from './main.js';
+import { COMMANDS } from './spec.js';
 
 async function script(shell: string): Promise<string> {
   let out = '';
@@ -49,6 +50,17 @@ describe('baton completion bash', () => {
     expect(complete(file, ['baton', 'completion', ''])).toEqual(['bash', 'zsh', 'fish']);
     // --json is not a flag of completion: each command lists its own
     expect(complete(file, ['baton', 'completion', '--j'])).toEqual([]);
+  });
+
+  test('the commands offered bundled examples are those whose usage takes one, and each accepts one', async () => {
+    const file = saved(await script('bash'), 'baton.bash');
+    const offered = COMMANDS.filter((c) => complete(file, ['baton', c.name, 'research-']).includes('research-pipeline')).map((c) => c.name);
+    expect(offered).toEqual(COMMANDS.filter((c) => c.args.includes('EXAMPLE')).map((c) => c.name));
+    expect(offered).toEqual(expect.arrayContaining(['validate', 'check', 'types', 'run']));
+    for (const cmd of offered.filter((c) => c !== 'run')) {
+      const io: CliIo = { stdout: () => undefined, stderr: () => undefined, isTTY: false, cwd: process.cwd(), env: {} };
+      expect([cmd, await run([cmd, 'research-pipeline'], io)]).toEqual([cmd, 0]);
+    }
   });
 
   test('a flag that takes a file completes file names', async () => {

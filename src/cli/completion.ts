@@ -11,8 +11,8 @@ import { COMMANDS, GLOBAL_OPTIONS, type CommandSpec, type OptionSpec } from './s
 const SHELLS = ['bash', 'zsh', 'fish'] as const;
 type Shell = (typeof SHELLS)[number];
 
-/** Commands whose positional arguments are workflows (a file, a directory or a bundled example). */
-const TAKES_WORKFLOW = new Set(['validate', 'check', 'types', 'run']);
+/** Commands whose positional arguments are workflows (a file, a directory or a bundled example): those whose usage says so. */
+const TAKES_WORKFLOW = new Set(COMMANDS.filter((c) => c.args.includes('EXAMPLE')).map((c) => c.name));
 
 function optionsOf(c: CommandSpec): [string, OptionSpec][] {
   return Object.entries({ ...c.options, ...GLOBAL_OPTIONS });

@@ -1,7 +1,8 @@
 /** Where the bundled examples live, and how a workflow argument (file or example directory) is resolved. */
-import { cpSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { accessSync, constants, cpSync, existsSync, openSync, closeSync, readSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { WorkflowModel } from '../workflow/model.js';
 
 /** The package's examples/ folder (works from src/ under vitest and from dist/ when installed). */
 export function examplesDir(): string {
@@ -26,7 +27,9 @@ const WORKFLOW_FILES = ['workflow.yaml', 'workflow.yml'];
  * A FILE argument may be a workflow file, a directory holding workflow.yaml, or the name of a
  * bundled example. trigger.json beside the workflow is the default trigger for all three; agents.*
  * beside it are bound for a directory, or its workflow.yaml named directly (`dir` and
- * `dir/workflow.yaml` mean the same run).
+ * `dir/workflow.yaml` mean the same run). A directory that cannot be read is its own target: reading
+ * it gives the `file-unreadable` diagnostic (permission denied) every command then reports alike.
+ * Used by run, validate, check and types.
  */
 export function resolveTarget(arg: string, cwd: string): ResolvedTarget | undefined {
   let path = resolve(cwd, arg);
@@ -43,6 +46,7 @@ export function resolveTarget(arg: string, cwd: string): ResolvedTarget | undefi
   if (statSync(path).isDirectory()) {
     dir = path;
     wf = WORKFLOW_FILES.map((f) => join(path, f)).find((f) => existsSync(f));
+    if (!wf && !readable(path)) return { workflow: path, agents: undefined, trigger: undefined, ...(example !== undefined ? { example } : {}) };
     if (!wf) return undefined;
   } else {
     dir = dirname(path);
@@ -51,6 +55,87 @@ export function resolveTarget(arg: string, cwd: string): ResolvedTarget | undefi
   const agents = dir === path || WORKFLOW_FILES.includes(basename(wf)) ? AGENT_FILES.map((f) => join(dir, f)).find((f) => existsSync(f)) : undefined;
   const trigger = join(dir, 'trigger.json');
   return { workflow: wf, agents, trigger: existsSync(trigger) ? trigger : undefined, ...(example !== undefined ? { example } : {}) };
+}
+
+/**
+ * Whether running the workflow reads and writes files of its own, as the workflow declares it: AIP-16
+ * `inputsFiles` / `outputsFiles` of a phase or an agent (the engine stages and syncs them), or files an
+ * agent's contract says it writes (`sideEffects.filesWritten`, written by the agent's own code). A bundled
+ * example that does is run from a copy (copyExample); `src/cli/examples.test.ts` holds every bundled
+ * example whose code writes files to declaring it.
+ */
+export function declaresFiles(model: WorkflowModel): boolean {
+  if (model.phases.some((p) => p.files !== undefined)) return true;
+  return Object.values(model.agents ?? {}).some((a) => a.files !== undefined || a.contract?.files !== undefined || (a.contract?.sideEffects.filesWritten.length ?? 0) > 0);
+}
+
+function readable(dir: string): boolean {
+  try {
+    accessSync(dir, constants.R_OK | constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A readable directory that holds no workflow.yaml: `baton validate DIR` validates the workflow files in it. */
+export function isWorkflowFolder(arg: string, cwd: string): boolean {
+  const path = resolve(cwd, arg);
+  try {
+    return statSync(path).isDirectory() && readable(path) && resolveTarget(arg, cwd) === undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** A top-level `openintent:` or `workflow:` key: what a workflow file has and a contract, blueprint or replies file has not. */
+const WORKFLOW_KEY = /^(?:openintent|workflow)[ \t]*:/m;
+const SNIFF_BYTES = 256 * 1024;
+
+/**
+ * The workflow files under `dir` (`baton validate workflows/`): every *.yaml / *.yml, in sub-folders too
+ * (not hidden ones nor node_modules), with a top-level `openintent:` or `workflow:` key in its first 256 KB,
+ * sorted. A file or folder that cannot be read is listed too, so that its read error is reported.
+ */
+export function workflowFilesIn(dir: string): string[] {
+  const out: string[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync(dir).sort();
+  } catch {
+    return [dir];
+  }
+  for (const name of entries) {
+    if (name.startsWith('.') || name === 'node_modules') continue;
+    const p = join(dir, name);
+    let isDir: boolean;
+    try {
+      isDir = statSync(p).isDirectory();
+    } catch {
+      continue; // a dangling link: nothing to read
+    }
+    if (isDir) out.push(...workflowFilesIn(p));
+    else if (/\.ya?ml$/i.test(name) && looksLikeWorkflow(p)) out.push(p);
+  }
+  return out;
+}
+
+function looksLikeWorkflow(file: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return true; // unreadable: listed, and its error reported
+  }
+  try {
+    const buf = Buffer.alloc(SNIFF_BYTES);
+    const n = readSync(fd, buf, 0, SNIFF_BYTES, 0);
+    return WORKFLOW_KEY.test(buf.subarray(0, n).toString('utf8'));
+  } catch {
+    return true;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Whether the bundled examples lie in an installed package (under node_modules), not in a checkout of Baton. */

@@ -142,3 +142,14 @@ describe('docs/cli.md', () => {
     expect(doc).toContain((await cli(['help', 'environment'])).out);
   });
 });
+
+describe('baton types --help', () => {
+  test('gives as the default of --baton-module the module the generated file imports', async () => {
+    const help = (await cli(['types', '--help'])).out;
+    const shown = /--baton-module NAME .*\(default: ([^)]+)\)/.exec(help)?.[1];
+    const generated = await cli(['types', join(import.meta.dirname, '..', '..', 'examples', 'research-pipeline', 'workflow.yaml')]);
+    expect(generated.code).toBe(0);
+    expect(shown).toBeDefined();
+    expect(generated.out).toContain(`import type { AgentContext } from ${JSON.stringify(shown)};`);
+  });
+});

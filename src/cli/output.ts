@@ -14,11 +14,11 @@ function errno(e: unknown): string | undefined {
   return (e as NodeJS.ErrnoException).code;
 }
 
-/** Why `abs` cannot take the result, or undefined when it can (nothing is created). */
-export async function outputProblem(abs: string): Promise<string | undefined> {
+/** Why `abs` cannot take the output, or undefined when it can (nothing is created). `example`: a file of the kind wanted, for the hint. */
+export async function outputProblem(abs: string, example = 'result.json'): Promise<string | undefined> {
   try {
     const st = await stat(abs);
-    if (st.isDirectory()) return 'is a directory; name a file, e.g. result.json';
+    if (st.isDirectory()) return `is a directory; name a file, e.g. ${example}`;
     await access(abs, constants.W_OK);
     return undefined;
   } catch (e) {

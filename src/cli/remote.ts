@@ -4,7 +4,7 @@
  * the same progress view as a local run. The exit code is the run's: 0 completed, 1 failed or
  * cancelled, 2 a usage error or a refusal by the server. Ctrl-C stops following; the run goes on there.
  */
-import { relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { newRunId } from '../api/engine.js';
 import type { JsonObject } from '../core/json.js';
 import { BatonError } from '../core/errors.js';
@@ -41,7 +41,7 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
     if (!target) throw new UsageError(`no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`);
     const shown = relative(io.cwd, target.workflow) || target.workflow;
     if (values.output !== undefined) {
-      const why = await outputProblem(resolve(io.cwd, values.output));
+      const why = await outputProblem(resolve(io.cwd, values.output), join(values.output, 'result.json'));
       if (why) throw new UsageError(`--output ${values.output}: ${why}; nothing was run`);
     }
     const compiled = await loadWorkflow(target.workflow);

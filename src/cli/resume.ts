@@ -1,5 +1,5 @@
 /** `baton resume RUN`, `baton rerun RUN --from PHASE` and `baton worker`: continue stored runs. */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { outputProblem } from './output.js';
 import { safeText } from '../diagnostics/terminal.js';
@@ -91,7 +91,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
 /** `--output` is checked before anything runs, as `baton run` does. */
 async function checkOutput(output: string | undefined, io: CliIo): Promise<void> {
   if (output === undefined) return;
-  const why = await outputProblem(resolve(io.cwd, output));
+  const why = await outputProblem(resolve(io.cwd, output), join(output, 'result.json'));
   if (why) throw new UsageError(`--output ${output}: ${why}; nothing was run`);
 }
 

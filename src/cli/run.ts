@@ -2,7 +2,7 @@
  * `baton run FILE`: compile, bind agents, run with live progress, report. Exit 0 when the run
  * completed, 1 when it failed or was cancelled, 2 on usage errors or an invalid workflow.
  */
-import { relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isPlainObject, jsonSyntaxError, type Json, type JsonObject } from '../core/json.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
@@ -14,14 +14,13 @@ import { WorkflowSpec } from '../api/spec.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { RunState } from '../engine/state.js';
-import type { WorkflowModel } from '../workflow/model.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
 import { UsageError, bindFromFlags, cliEngine, cliTelemetry, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
 import { useColor } from './color.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RUN_OPTIONS, commandSpec } from './spec.js';
-import { copyExample, examplesInstalled, resolveTarget } from './examples.js';
+import { copyExample, declaresFiles, examplesInstalled, resolveTarget } from './examples.js';
 import { StateOut } from './state-out.js';
 import { Foreground } from './foreground.js';
 import type { CliIo } from './io.js';
@@ -46,9 +45,9 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     if (!target) throw new UsageError(`no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`);
     const shown = relative(io.cwd, target.workflow) || target.workflow;
     // every path the run will write is checked before anything runs
-    for (const [flag, given] of [['--output', values.output], ['--state-out', values['state-out']]] as const) {
+    for (const [flag, given, example] of [['--output', values.output, 'result.json'], ['--state-out', values['state-out'], 'state.json']] as const) {
       if (given === undefined) continue;
-      const why = await outputProblem(resolve(io.cwd, given));
+      const why = await outputProblem(resolve(io.cwd, given), join(given, example));
       if (why) throw new UsageError(`${flag} ${given}: ${why}; nothing was run`);
     }
     const repliesWhy = values.replies === undefined ? undefined : await inputProblem(resolve(io.cwd, values.replies));
@@ -58,8 +57,11 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const r = { ...compiled, file: shown.startsWith('..') ? target.workflow : shown };
     if (r.diagnostics.length > 0) io.stderr(printDiagnostics(r, renderOptionsFor(io, 'stderr')));
     if (!r.ok) {
-      if (io.json) printFailure(io, 'run', 'invalid-workflow', `${shown}: the workflow is invalid; nothing was run`, { diagnostics: jsonDiagnostics(r, io.cwd) });
-      else io.stderr(`${safeText(shown)}: the workflow is invalid; nothing was run\n`);
+      // as validate says it: a workflow that cannot be read (a file, or a directory without read access) is not an invalid one
+      const unreadable = r.diagnostics.some((d) => d.code === 'file-unreadable' && d.file === undefined);
+      const message = `${shown}: ${unreadable ? 'the workflow cannot be read' : 'the workflow is invalid'}; nothing was run`;
+      if (io.json) printFailure(io, 'run', unreadable ? 'file-unreadable' : 'invalid-workflow', message, { diagnostics: jsonDiagnostics(r, io.cwd) });
+      else io.stderr(`${safeText(message)}\n`);
       return 2;
     }
     const spec = WorkflowSpec.fromResult(compiled);
@@ -178,11 +180,6 @@ export function gateNotice(e: RunEvent, state: RunState, io: CliIo, values: { st
   // a detached run is not followed here: it waits in the store, and a worker (or baton resume) continues it once decided
   const waiting = detached ? 'the run waits in the store until it is decided' : `waiting; the run continues when it is decided (Ctrl-C leaves it waiting in the store: baton resume ${state.runId}${storeFlag(values)})`;
   io.stderr(`\n⏸ ${g.escalation ? 'decision' : g.kind === 'input' ? 'input' : 'approval'} needed: ${safeText(g.reason)}${who}\n  ${cmd}\n  ${waiting}\n`);
-}
-
-/** Whether a phase or an agent of the workflow declares AIP-16 files (the run then reads and writes its workspace). */
-function declaresFiles(model: WorkflowModel): boolean {
-  return model.phases.some((p) => p.files !== undefined) || Object.values(model.agents ?? {}).some((a) => a.files !== undefined);
 }
 
 function positiveInt(s: string, flag: string): number {

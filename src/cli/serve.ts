@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createEngine, type Engine } from '../api/engine.js';
 import { safeText } from '../diagnostics/terminal.js';
-import { loadOptional } from '../core/optional.js';
+import { requirePackages } from '../core/optional.js';
 import type { RunStore } from '../engine/ports.js';
 import { UsageError, bindFromFlags, cliClock, cliTelemetry, exitFor, openCliStore, storeTroubleLine } from './durable.js';
 import type { CliIo } from './io.js';
@@ -17,7 +17,9 @@ import { SERVE_OPTIONS } from './spec.js';
 import { packageVersion } from './version.js';
 
 async function loadServer(): Promise<typeof import('../exports/server.js')> {
-  return loadOptional('hono', '`baton serve`', () => loadOptional('@hono/node-server', '`baton serve`', () => import('../exports/server.js')));
+  // its peers are imported on first use; asked for here first, so the message names the command
+  await requirePackages(['hono', '@hono/node-server'], '`baton serve`');
+  return import('../exports/server.js');
 }
 
 export async function serveCommand(args: string[], io: CliIo): Promise<number> {

@@ -63,7 +63,7 @@ export const CHECK_OPTIONS = {
 
 export const TYPES_OPTIONS = {
   output: { type: 'string', short: 'o', arg: 'OUT.ts', desc: 'write the types to OUT.ts', shown: 'stdout' },
-  'baton-module': { type: 'string', arg: 'NAME', desc: 'the module the generated file imports Baton from', shown: 'baton' },
+  'baton-module': { type: 'string', arg: 'NAME', desc: 'the module the generated file imports Baton from', shown: '@baton-run/baton' },
   json: { ...JSON_OPTION, desc: 'print {"file", "phases", "types"} (or {"wrote"} with -o) as JSON' },
 } as const satisfies OptionTable;
 
@@ -197,8 +197,8 @@ export const GLOBAL_OPTIONS = {
 
 export const COMMANDS: readonly CommandSpec[] = [
   { name: 'validate', args: 'FILE|DIR|EXAMPLE...', summary: 'check workflows: every problem, with file:line:col and a hint', options: VALIDATE_OPTIONS },
-  { name: 'check', args: 'FILE', summary: 'agent contracts: the verdict of every binding and edge', options: CHECK_OPTIONS, alsoUsage: ['--contracts DIR'] },
-  { name: 'types', args: 'FILE', summary: 'TypeScript types of every phase’s input and output, and a typed defineHandlers', options: TYPES_OPTIONS },
+  { name: 'check', args: 'FILE|DIR|EXAMPLE', summary: 'agent contracts: the verdict of every binding and edge', options: CHECK_OPTIONS, alsoUsage: ['--contracts DIR'] },
+  { name: 'types', args: 'FILE|DIR|EXAMPLE', summary: 'TypeScript types of every phase’s input and output, and a typed defineHandlers', options: TYPES_OPTIONS },
   { name: 'run', args: 'FILE|DIR|EXAMPLE', summary: 'run a workflow end to end', options: RUN_OPTIONS },
   { name: 'runs', args: '', summary: 'list the runs in the store', options: RUNS_OPTIONS },
   { name: 'show', args: 'RUN', summary: 'a run: status, phases (input, output, failure), gates, events', options: SHOW_OPTIONS },

@@ -1,4 +1,8 @@
-/** `baton validate FILE... [--format F]`: every problem of every file, compiler-style. Exit 0 valid, 1 invalid, 2 unreadable. */
+/**
+ * `baton validate FILE|DIR|EXAMPLE... [--format F]`: every problem of every file, compiler-style. A folder
+ * holding workflow.yaml is that workflow (as for run); a folder without one stands for every workflow file
+ * in it (`baton validate workflows/` in CI). Exit 0 valid, 1 invalid, 2 unreadable.
+ */
 import type { WorkflowForm } from '../workflow/model.js';
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -6,7 +10,7 @@ import { renderDiagnostic, summaryLine, type RenderOptions } from '../diagnostic
 import { escapeControls } from '../diagnostics/terminal.js';
 import { loadWorkflow, type CompileResult } from '../workflow/compile.js';
 import { colorsFor, columnsFor, useColor } from './color.js';
-import { resolveTarget } from './examples.js';
+import { isWorkflowFolder, resolveTarget, workflowFilesIn } from './examples.js';
 import { printFailure } from './fail.js';
 import { formatOf, printMachineFormat, type Format } from './formats.js';
 import type { CliIo } from './io.js';
@@ -28,13 +32,24 @@ export async function validateCli(args: string[], io: CliIo): Promise<number> {
 }
 
 export async function validateCommand(files: string[], opts: { format: Format }, io: CliIo): Promise<number> {
-  const results: CompileResult[] = [];
+  // each argument's files, as the user would name them: what `run` accepts (a file, a directory holding
+  // workflow.yaml, a bundled example), or a folder of workflow files
+  const named: { path: string; file: string }[] = [];
   for (const f of files) {
-    // what `run` accepts: a file, a directory holding workflow.yaml, a bundled example
-    const target = resolveTarget(f, io.cwd);
-    const path = target?.workflow ?? resolve(io.cwd, f);
-    results.push(await loadWorkflow(path).then((r) => ({ ...r, file: path === resolve(io.cwd, f) ? f : displayPath(path, io.cwd) })));
+    if (isWorkflowFolder(f, io.cwd)) {
+      const found = workflowFilesIn(resolve(io.cwd, f));
+      if (found.length === 0) {
+        printFailure(io, 'validate', 'usage', `${f} holds no workflow.yaml and no workflow file (a *.yaml or *.yml with a top-level \`openintent:\` or \`workflow:\` key)`);
+        return 2;
+      }
+      for (const path of found) named.push({ path, file: displayPath(path, io.cwd) });
+      continue;
+    }
+    const path = resolveTarget(f, io.cwd)?.workflow ?? resolve(io.cwd, f);
+    named.push({ path, file: path === resolve(io.cwd, f) ? f : displayPath(path, io.cwd) });
   }
+  const results: CompileResult[] = [];
+  for (const { path, file } of named) results.push({ ...(await loadWorkflow(path)), file });
   const unreadable = results.some((r) => r.diagnostics.some((d) => d.code === 'file-unreadable'));
   if (opts.format === 'sarif' || opts.format === 'github') {
     await printMachineFormat(opts.format, results.map((r) => ({ diagnostics: r.diagnostics, source: sourceResolver(r, io.cwd) })), io);
@@ -52,6 +67,8 @@ export async function validateCommand(files: string[], opts: { format: Format },
       }
       if (r.ok) io.stdout(`${c.green('✓')} ${escapeControls(r.file)}: valid (${formName(r.form)})\n`);
       else if (r.form !== undefined) io.stdout(`${c.red('✗')} ${escapeControls(r.file)}: invalid (${formName(r.form)})\n`);
+      // not parsed as a workflow at all (a YAML syntax error, a duplicate key) or not read: a line all the same
+      else io.stdout(`${c.red('✗')} ${escapeControls(r.file)}: ${r.diagnostics.some((d) => d.code === 'file-unreadable' && d.file === undefined) ? 'cannot be read' : 'invalid'}\n`);
     }
     io.stdout(summaryLine(results.length, errors, warnings, c) + '\n');
   }
@@ -73,6 +90,22 @@ export function printDiagnostics(r: CompileResult, opts: RenderOptions, cwd?: st
 export function renderOptionsFor(io: CliIo, stream: 'stdout' | 'stderr'): RenderOptions {
   const width = columnsFor(io, stream);
   return { color: useColor(io, stream), ...(width !== undefined ? { width } : {}) };
+}
+
+/**
+ * The one workflow `check` and `types` read for FILE|DIR|EXAMPLE, as `run` resolves it (else the path
+ * itself: its read error is the diagnostic), and its name as the user would type it; undefined for a folder
+ * that holds no workflow.yaml (one of several workflow files: the caller says to name one).
+ */
+export function oneWorkflow(arg: string, cwd: string): { path: string; shown: string } | undefined {
+  if (isWorkflowFolder(arg, cwd)) return undefined;
+  const path = resolveTarget(arg, cwd)?.workflow ?? resolve(cwd, arg);
+  return { path, shown: path === resolve(cwd, arg) ? arg : displayPath(path, cwd) };
+}
+
+/** What `check` and `types` say of a folder of workflow files. */
+export function folderRefusal(arg: string): string {
+  return `${arg} holds no workflow.yaml: name one workflow (\`baton validate ${arg}\` validates every workflow file in it)`;
 }
 
 /** A path as the user would type it from `cwd`, or absolute when it lies elsewhere (a bundled example). */

@@ -1,11 +1,12 @@
 /**
  * `@baton-run/baton/server`: the HTTP API of `baton serve` (docs/server.md). Needs the optional peer
- * dependencies `hono` and `@hono/node-server` (`npm install hono @hono/node-server`); `baton serve`
- * loads this on demand and names them if they are missing.
+ * dependencies `hono` and `@hono/node-server` (`npm install hono @hono/node-server`), imported when
+ * `createServerApp` or `startServer` is first called (a missing one is a `missing-package` error):
+ * importing this subpath, its keys, metrics, routes and client, and its declarations, need neither.
  */
 
 /** The API as a Hono app (answers `app.fetch(request)` in memory). */
-export { createServerApp, DEFAULT_BODY_LIMIT, type ServerApp, type ServerAppOptions } from '../server/app.js';
+export { createServerApp, DEFAULT_BODY_LIMIT, type ServerApp, type ServerAppOptions, type FetchApp } from '../server/app.js';
 /** The app on a port, with the engine's worker running what it starts. */
 export { startServer, isLoopback, type BatonServer, type ListenOptions } from '../server/listen.js';
 /** API keys and roles: parsing, hashing, and the authorization checks. */

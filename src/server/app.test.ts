@@ -11,7 +11,7 @@ describe('createServerApp in memory', () => {
   test('routes, keys and bad bodies without a socket', async () => {
     const store = new MemoryStore();
     const engine = createEngine({ store, stubAgents: true });
-    const server = createServerApp({ engine, keys: parseKeysEnv(`ops:operator:${KEY}`), bodyLimit: 1024, log: () => undefined });
+    const server = await createServerApp({ engine, keys: parseKeysEnv(`ops:operator:${KEY}`), bodyLimit: 1024, log: () => undefined });
     const { app } = server;
     try {
       expect((await app.request('/openapi.json')).status).toBe(200);

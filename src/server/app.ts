@@ -1,25 +1,29 @@
 /**
- * The HTTP API of `baton serve` as a plain Hono app: `createServerApp(...).app.fetch(request)` answers
- * in memory, and listen.ts puts it on a port. Every route is in the table of schemas.ts; this file
- * binds each to its handler through the edge (http.ts: key, schemas, body limit).
+ * The HTTP API of `baton serve` as a plain Hono app: `(await createServerApp(...)).app.fetch(request)`
+ * answers in memory, and listen.ts puts it on a port. Every route is in the table of schemas.ts; this
+ * file binds each to its handler through the edge (http.ts: key, schemas, body limit). `hono` (an
+ * optional peer) and the modules that use it (streams.ts, a2a/routes.ts) are imported by
+ * createServerApp, so that importing this module, and its declarations, need no Hono.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Hono, type Context } from 'hono';
+import type { Context } from 'hono';
 import type { Engine } from '../api/engine.js';
+import { loadOptional } from '../core/optional.js';
 import type { RunStatus } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import { agentRouteHandlers } from './agents.js';
 import { ChangeHub } from './changes.js';
-import { edge, errorResponse, HttpError, methodNotAllowed, nodeEdge, type EdgeOptions, type Request } from './http.js';
+import { edge, errorResponse, methodNotAllowed, nodeEdge, type Request } from './http.js';
+// from the module that names no Hono type: app.d.ts re-exports it
+import { HttpError, type EdgeOptions } from './http-types.js';
 import type { ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
 import { RemoteAgents } from './remote.js';
 import type { A2aServerModules } from './a2a/modules.js';
-import { mountA2a, sdkModules } from './a2a/routes.js';
+import { sdkModules } from './a2a/card.js';
 import { openApiDocument } from './openapi.js';
 import { RunRoutes } from './runs.js';
 import { ROUTES, routeSpec } from './schemas.js';
-import { allRunsStream, resumeSeq, runEventStream } from './streams.js';
 import type { RegisteredWorkflow } from './workflows.js';
 
 export interface ServerAppOptions {
@@ -58,8 +62,20 @@ export interface ServerAppOptions {
   a2a?: A2aServerModules | undefined;
 }
 
+/**
+ * The Hono app, by the methods the server and its users call (typed by their shape, so that these
+ * declarations need no `hono`): `app.fetch(request)` answers a web-standard Request, `app.request(path,
+ * init)` builds one first (Hono's own helper); to put it under a Hono app of your own,
+ * `yours.mount('/baton', app.fetch)`.
+ */
+export interface FetchApp {
+  // properties, as Hono's are: each may be passed on unbound
+  fetch: (request: globalThis.Request) => Response | Promise<Response>;
+  request: (input: string | URL | globalThis.Request, init?: RequestInit) => Response | Promise<Response>;
+}
+
 export interface ServerApp {
-  app: Hono;
+  app: FetchApp;
   /**
    * Serves a request Hono need not see (a remote agent's completion) and says true, or says false: the
    * Node server of listen.ts asks it first. `app.fetch` alone answers every route the same way.
@@ -72,7 +88,11 @@ export interface ServerApp {
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
-export function createServerApp(opts: ServerAppOptions): ServerApp {
+/** The app over `opts.engine`. Imports `hono` on its first call: a missing one is a `missing-package` error. */
+export async function createServerApp(opts: ServerAppOptions): Promise<ServerApp> {
+  const [{ Hono }, { allRunsStream, resumeSeq, runEventStream }, a2aRoutes] = await loadOptional('hono', 'the HTTP API (createServerApp)', () =>
+    Promise.all([import('hono'), import('./streams.js'), opts.a2a ? import('./a2a/routes.js') : undefined]),
+  );
   const { engine } = opts;
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const metrics = opts.metrics ?? new ServerMetrics();
@@ -128,7 +148,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     if (!h) throw new Error(`route ${spec.operationId} has no handler`);
     app.on(spec.method.toUpperCase(), honoPath(spec.path), edge(spec, edgeOpts, async (r) => h(r)));
   }
-  if (opts.a2a) mountA2a(app, { modules: sdkModules(opts.a2a), engine, workflows: opts.workflows ?? new Map(), hub, closing: closing.signal, edge: edgeOpts, ...(opts.version !== undefined ? { version: opts.version } : {}) });
+  if (opts.a2a && a2aRoutes) a2aRoutes.mountA2a(app, { modules: sdkModules(opts.a2a), engine, workflows: opts.workflows ?? new Map(), hub, closing: closing.signal, edge: edgeOpts, ...(opts.version !== undefined ? { version: opts.version } : {}) });
   app.notFound((c) => {
     const other = ROUTES.filter((r) => pathRegex(r.path).test(c.req.path));
     if (other.length > 0) return methodNotAllowed(c, other.map((r) => r.method.toUpperCase()));

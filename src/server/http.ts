@@ -11,20 +11,11 @@ import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { jsonSyntaxError, type Json } from '../core/json.js';
 import { ANONYMOUS, findKey, mayDo, roleText, type ApiKey, type Principal } from './keys.js';
 import type { RouteSpec } from './schemas.js';
+import { HttpError, type EdgeOptions } from './http-types.js';
 import { compileRoute, issuesOf, type Issue } from './validate.js';
 
-/** An answer that is not a success: a status and a JSON error. Thrown by handlers, rendered once. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly extra: Record<string, Json> = {},
-  ) {
-    super(message);
-    this.name = 'HttpError';
-  }
-}
+export { HttpError, type EdgeOptions };
+
 
 export interface Request<B = Record<string, Json>> {
   principal: Principal;
@@ -34,12 +25,6 @@ export interface Request<B = Record<string, Json>> {
   c: Context;
 }
 
-export interface EdgeOptions {
-  /** Hashed keys; empty: no keys (every caller is `anonymous`, and the server listens on loopback only). */
-  keys: readonly ApiKey[];
-  /** Largest request body, bytes. */
-  bodyLimit: number;
-}
 
 /** A request's header by lower-case name (Hono's `c.req.header`, or a Node request's own). */
 type HeaderOf = (name: string) => string | undefined;

@@ -1,12 +1,13 @@
 /**
  * `baton serve` as a library call: the app on a port, and the engine's worker running the runs the
  * server starts. Without keys the server listens on loopback only (anyone who can reach it could
- * start runs), whatever host is asked for.
+ * start runs), whatever host is asked for. `hono` and `@hono/node-server` (optional peers) are imported
+ * by startServer: a missing one is a `missing-package` error naming both.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { getRequestListener } from '@hono/node-server';
 import { BatonError } from '../core/errors.js';
+import { loadOptional } from '../core/optional.js';
 import { createServerApp, type ServerAppOptions } from './app.js';
 import type { ServerMetrics } from './metrics.js';
 
@@ -40,7 +41,9 @@ export function isLoopback(host: string): boolean {
 export async function startServer(opts: ListenOptions): Promise<BatonServer> {
   const host = opts.host ?? '127.0.0.1';
   if ((opts.keys ?? []).length === 0 && !isLoopback(host)) throw new BatonError('usage', `without API keys the server listens on loopback only (127.0.0.1), not ${host}: give keys (BATON_API_KEYS or --keys FILE) to listen on ${host}`);
-  const built = createServerApp(opts);
+  // both peers at once, so that a missing one is named with the other if it is missing too
+  const [{ getRequestListener }] = await loadOptional(['hono', '@hono/node-server'], 'the HTTP API (startServer)', () => Promise.all([import('@hono/node-server'), import('hono')]));
+  const built = await createServerApp(opts);
   const worker = new AbortController();
   const serving = opts.worker === false ? Promise.resolve() : opts.engine.serve(worker.signal);
   // a worker that fails ends nothing here: its store errors are retried inside, a fault is logged

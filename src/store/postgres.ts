@@ -20,10 +20,14 @@
  *
  * Statements are parameterised and prepared once per connection (named). Tables live in their own
  * PostgreSQL schema (`baton` by default), so Baton can share a database with an application.
+ *
+ * `pg` is an optional peer dependency, loaded when the first store opens (`pgModule()`): importing this
+ * module (`@baton-run/baton/postgres`) never needs it.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
+import { requireOptional } from '../core/optional.js';
 import type { RunEvent } from '../engine/events.js';
 import type { StoredSnapshot } from '../engine/snapshot.js';
 import type { BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
@@ -66,12 +70,18 @@ export interface PostgresStoreOptions {
   listen?: 'work' | 'commits' | undefined;
 }
 
+let loaded: typeof pg | undefined;
+/** The `pg` package, required on first use (a CommonJS package: its ESM entry wraps this same object). */
+function pgModule(): typeof pg {
+  return (loaded ??= requireOptional<typeof pg>('pg', 'PostgreSQL support'));
+}
+
 /** int8 as a number (times in ms fit), json as its text (parsed by rows.ts, exactly as stored). */
 const TYPES: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown => {
     if (oid === 20) return (v: string) => Number(v);
     if (oid === 114) return (v: string) => v;
-    return pg.types.getTypeParser(oid, format) as unknown;
+    return pgModule().types.getTypeParser(oid, format) as unknown;
   }) as pg.CustomTypesConfig['getTypeParser'],
 };
 
@@ -93,7 +103,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
     // frozen process holding a run's lock, and the server ends it so that other workers go on.
     idle_in_transaction_session_timeout: 30_000,
   };
-  const client = new pg.Client(config);
+  const client = new (pgModule().Client)(config);
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -173,7 +183,7 @@ export class PostgresStore implements RunStore {
     this.sql = sqlFor(`"${schema}"`, `${schema}_runs`, `${schema}_commits`);
     // the pool's statements only: the migrations (which may take long on a big schema) and the LISTEN
     // connection (idle by design) go without
-    this.pool = new pg.Pool({ ...(config as pg.ClientConfig), max: poolSize, pipeline: true, ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}) });
+    this.pool = new (pgModule().Pool)({ ...(config as pg.ClientConfig), max: poolSize, pipeline: true, ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}) });
     // an idle connection that breaks is dropped by the pool; the next query reports the cause
     this.pool.on('error', () => undefined);
     // Every statement is key-driven and prepared once per connection: plan it once too. (With the
@@ -485,7 +495,7 @@ export class PostgresStore implements RunStore {
 
   private listen(): void {
     if (this.listening || this.closed) return;
-    const c = new pg.Client(this.config);
+    const c = new (pgModule().Client)(this.config);
     let check: NodeJS.Timeout | undefined;
     let dropped = false;
     const drop = (): void => {

@@ -153,6 +153,21 @@ describe('choosing and loading a binding', () => {
     expect((err as Error).message).not.toContain('\n');
   });
 
+  it('better-sqlite3 not installed on a Node that has node:sqlite (BATON_SQLITE=better-sqlite3): the hint is the built-in one, not a newer Node', () => {
+    const empty = mkdtempSync(join(dir, 'empty-'));
+    const message = (builtIn: boolean): string => {
+      try {
+        loadBetterSqlite3(pathToFileURL(join(empty, 'x.js')).href, builtIn);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      throw new Error('loaded');
+    };
+    expect(message(true)).toMatch(/npm install better-sqlite3 \(or leave BATON_SQLITE unset: this Node has node:sqlite built in; or --store memory\)$/);
+    expect(message(true)).not.toContain('22.13');
+    expect(message(false)).toContain('or use Node >= 22.13');
+  });
+
   it('better-sqlite3 installed without its native build (--ignore-scripts): one line with `npm rebuild`', () => {
     // the real package without its build/ folder, as `npm install --ignore-scripts` leaves it
     const root = mkdtempSync(join(dir, 'unbuilt-'));

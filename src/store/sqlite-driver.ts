@@ -381,14 +381,19 @@ function fromNode(err: unknown): unknown {
 
 type BetterCtor = new (file: string, opts: { timeout: number }) => Database;
 
-/** Loads better-sqlite3 (`from`: where to resolve it, for tests). */
-export function loadBetterSqlite3(from: string = import.meta.url): BetterCtor {
+/**
+ * Loads better-sqlite3 (`from`: where to resolve it, and `builtIn`: whether this Node has node:sqlite, for
+ * tests). On a Node with node:sqlite it is loaded only when BATON_SQLITE asks for it: the hint says so.
+ */
+export function loadBetterSqlite3(from: string = import.meta.url, builtIn: boolean = nodeSqliteAvailable()): BetterCtor {
   try {
     return createRequire(from)('better-sqlite3') as BetterCtor;
   } catch (err) {
     if (isMissingPackage(err, 'better-sqlite3')) {
       const m = missingPackage('better-sqlite3', `The SQLite store on Node ${process.versions.node}`, err);
-      m.message = `${m.message} (or use Node >= 22.13, which has node:sqlite built in, or --store memory)`;
+      m.message = builtIn
+        ? `${m.message} (or leave BATON_SQLITE unset: this Node has node:sqlite built in; or --store memory)`
+        : `${m.message} (or use Node >= 22.13, which has node:sqlite built in, or --store memory)`;
       throw m;
     }
     throw nativeLoadFault(err) ?? err;

@@ -1,9 +1,9 @@
 /**
  * Whether the environment asks for telemetry, and loading it only then: without `OTEL_*` settings
  * nothing of OpenTelemetry is imported (the `otel.js` module, and with it every `@opentelemetry/*`
- * package, is a dynamic import behind `telemetryConfigured`).
+ * package, is a dynamic import behind `telemetryConfigured`). With them, each `@opentelemetry/*`
+ * package they need that is not installed is named in one `missing-package` error (otel.ts).
  */
-import { loadOptional } from '../core/optional.js';
 import type { Telemetry } from '../engine/telemetry.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -23,7 +23,7 @@ export function telemetryConfigured(env: Env): boolean {
 /** The OpenTelemetry module, imported on demand (tests pass their own to see whether it is called). */
 export type OtelLoader = () => Promise<{ otelTelemetryFromEnv(env: Env): Promise<Telemetry> }>;
 
-const loadOtel: OtelLoader = () => loadOptional('@opentelemetry/api', 'tracing (OTEL_* variables)', () => import('./otel.js'));
+const loadOtel: OtelLoader = () => import('./otel.js');
 
 /** The telemetry the environment configures, or undefined (and nothing loaded) when it configures none. */
 export async function telemetryFromEnv(env: Env = process.env, load: OtelLoader = loadOtel): Promise<Telemetry | undefined> {

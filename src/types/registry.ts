@@ -9,6 +9,7 @@ import { isPlainObject, jsonTypeOf, type Json } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { closest } from '../core/suggest.js';
 import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
+import { wrongTypeHint } from '../diagnostics/hints.js';
 import type { CompileTypes, CompiledType, ElementLookup, PathLookup, RecordField, TypeNode, TypeRegistry } from './api.js';
 import { CompiledTypeImpl, resolveNode, typeText, type TypeEnv } from './compiled.js';
 import { MAX_TYPE_DEPTH, typeDepths } from './depth.js';
@@ -216,7 +217,7 @@ export function buildTypeRef(raw: unknown, path: Path, reg: Registry, out: Diagn
     if (isWrapper(raw)) {
       let required = true;
       if ('required' in raw) {
-        if (typeof raw['required'] !== 'boolean') out.push(error('wrong-type', [...path, 'required'], '`required` must be true or false'));
+        if (typeof raw['required'] !== 'boolean') out.push(error('wrong-type', [...path, 'required'], '`required` must be true or false', { hint: wrongTypeHint(raw['required'], 'boolean') ?? 'write `required: false` for an optional value' }));
         else required = raw['required'];
       }
       let node = fromString(raw['type'] as string, [...path, 'type'], reg, out);
@@ -228,7 +229,7 @@ export function buildTypeRef(raw: unknown, path: Path, reg: Registry, out: Diagn
         }
       }
       if ('nullable' in raw) {
-        if (typeof raw['nullable'] !== 'boolean') out.push(error('wrong-type', [...path, 'nullable'], '`nullable` must be true or false'));
+        if (typeof raw['nullable'] !== 'boolean') out.push(error('wrong-type', [...path, 'nullable'], '`nullable` must be true or false', { hint: wrongTypeHint(raw['nullable'], 'boolean') ?? 'write `nullable: true` to allow null' }));
         else if (raw['nullable'] && node && node.kind !== 'nullable') node = { kind: 'nullable', inner: node };
       }
       return { node, required };

@@ -27,7 +27,8 @@ export function tsKey(k: string): string {
   return IDENT.test(k) ? k : JSON.stringify(k);
 }
 
-export function createTsEmitter(): TsEmitter {
+/** `naming`: the TypeScript name of a named schema, from `typeOf`'s prefix and its `$defs` key (default: tsName of both). */
+export function createTsEmitter(naming: (prefix: string, key: string) => string = (prefix, key) => tsName(prefix + key)): TsEmitter {
   const named = new Map<string, string>();
   const typeOf = (schema: unknown, prefix = ''): string => convert(schema, schema, prefix, 0);
 
@@ -38,7 +39,7 @@ export function createTsEmitter(): TsEmitter {
     const key = decodeURIComponent(m[2]!).replace(/~1/g, '/').replace(/~0/g, '~');
     const target = isPlainObject(defs) ? defs[key] : undefined;
     if (target === undefined) return 'unknown';
-    const name = tsName(prefix + key);
+    const name = naming(prefix, key);
     if (!named.has(name)) {
       named.set(name, 'unknown'); // placeholder first: recursive types refer to themselves
       named.set(name, convert(target, root, prefix, depth + 1));

@@ -7,6 +7,7 @@ import { isPlainObject, jsonTypeOf } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { didYouMean } from '../core/suggest.js';
 import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
+import { wrongTypeHint } from '../diagnostics/hints.js';
 
 export type Shape =
   | { t: 'string'; nonEmpty?: boolean }
@@ -66,6 +67,35 @@ function jsonKind(s: Shape): string | undefined {
   }
 }
 
+function hintFor(value: unknown, shape: Shape): string | undefined {
+  switch (shape.t) {
+    case 'string':
+      return wrongTypeHint(value, 'string');
+    case 'enum':
+      return value === null ? wrongTypeHint(value, 'string') : `use ${describeShape(shape)}`;
+    case 'number':
+      return wrongTypeHint(value, shape.integer ? 'integer' : 'number');
+    case 'boolean':
+      return wrongTypeHint(value, 'boolean');
+    case 'list':
+      return wrongTypeHint(value, 'list');
+    case 'object':
+    case 'map':
+      return wrongTypeHint(value, 'mapping');
+    case 'union': {
+      // the hint of the first alternative that has one (`retry: {max_attempts: "3"}` in a number-or-mapping field)
+      for (const o of shape.options) {
+        const h = hintFor(value, o);
+        if (h) return h;
+      }
+      return undefined;
+    }
+    case 'any':
+    case 'custom':
+      return value === null ? wrongTypeHint(value, 'string') : undefined;
+  }
+}
+
 function actualName(value: unknown): string {
   const t = jsonTypeOf(value);
   return t === 'object' ? 'a mapping' : t === 'array' ? 'a list' : t === 'null' ? 'empty (null)' : `a ${t}`;
@@ -73,14 +103,15 @@ function actualName(value: unknown): string {
 
 export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagnostic[]): void {
   const wrong = (expected: string): void => {
-    out.push(error('wrong-type', path, `expected ${expected}, got ${actualName(value)}`));
+    const hint = hintFor(value, shape);
+    out.push(error('wrong-type', path, `expected ${expected}, got ${actualName(value)}`, hint ? { hint } : {}));
   };
   switch (shape.t) {
     case 'any':
       return;
     case 'string':
       if (typeof value !== 'string') return wrong('a string');
-      if (shape.nonEmpty && value.trim() === '') out.push(error('invalid-value', path, 'must not be empty'));
+      if (shape.nonEmpty && value.trim() === '') out.push(error('invalid-value', path, 'must not be empty', { hint: 'give it a value, or remove the key' }));
       return;
     case 'boolean':
       if (typeof value !== 'boolean') wrong('a boolean (true or false)');

@@ -145,7 +145,8 @@ function explain(e: unknown, text: string, positions: () => PositionIndex): Diag
     const second = [...text.matchAll(/^---(?=[ \t]|\r?$)/gm)].find((m) => m.index > first)?.index ?? at;
     return [error('yaml-syntax', [], 'the file must hold a single YAML document: this `---` starts a second one', { range: [second, Math.min(text.length, second + 3)], hint: 'remove the `---` line and what follows it, or put each workflow in its own file' })];
   }
-  return [error('yaml-syntax', [], e.reason, { range: [at, Math.min(text.length, at + 1)] })];
+  const hint = syntaxHint(e.reason);
+  return [error('yaml-syntax', [], e.reason, { range: [at, Math.min(text.length, at + 1)], ...(hint ? { hint } : {}) })];
 }
 
 /** Every syntax error the `yaml` library finds, one per place. Empty when it finds none (or gives up). */
@@ -172,7 +173,30 @@ function syntaxErrors(text: string): Diagnostic[] {
 /** The `yaml` library's messages in a user's words where they address a programmer ("please use YAML.parseAllDocuments()"). */
 function syntaxMessage(message: string): [string, { hint?: string }] {
   if (/multiple documents/i.test(message)) return ['the file must hold a single YAML document: this `---` starts a second one', { hint: 'remove the `---` line and what follows it, or put each workflow in its own file' }];
-  return [message, {}];
+  const hint = syntaxHint(message);
+  return [message, hint ? { hint } : {}];
+}
+
+/**
+ * What usually causes a syntax error, by the message of either parser (the `yaml` library's, js-yaml's for
+ * files past 64 KB): the slips people make in workflow files. Undefined where no one cause is likely.
+ */
+const SYNTAX_HINTS: readonly [RegExp, string][] = [
+  [/Tabs are not allowed|tab characters? must not be used/i, 'indent with spaces: YAML does not allow tabs'],
+  [/Flow (sequence|map) in block collection must be sufficiently indented and end with|unexpected end of the stream within a flow collection/i, 'close the `[` with `]` (or the `{` with `}`); a value that starts with `[` or `{` as text must be quoted: `"[draft] notes"`'],
+  [/missed comma between flow collection entries/i, 'separate the entries of a `[...]` or `{...}` with commas'],
+  [/All mapping items must start at the same column|bad indentation of a mapping entry|end of the stream or a document separator is expected/i, 'indent each key of a mapping by as many spaces as the keys beside it'],
+  [/Nested mappings are not allowed in compact mappings|Block collections are not allowed within flow collections|a multiline key may not be an implicit key/i, 'a value holding `: ` must be quoted: `description: "step 1: draft"`'],
+  [/Missing closing "?quote|within a (double|single) quoted scalar/i, 'close the quote that opens this value'],
+  [/Unexpected scalar at node end/i, 'a quoted value ends at its closing quote: to keep quotes inside, quote the whole value with the other kind, e.g. `skip_when: \'x == "y"\'`'],
+  [/Plain value cannot start with reserved character|cannot start any token/i, 'a value that starts with `@` or a backtick must be quoted: `"@team"`'],
+  [/A block sequence may not be used as an implicit map key/i, 'a list (`- item` lines) goes under a key of its own: the key, then the items indented below it'],
+  [/Implicit map keys need to be followed by map values|can not read an implicit mapping pair|incomplete explicit mapping pair/i, 'each line of a mapping is `key: value` (a space after the colon)'],
+  [/Unresolved alias|unidentified alias/i, 'an alias `*name` needs an anchor `&name` earlier in the file'],
+];
+
+export function syntaxHint(message: string): string | undefined {
+  return SYNTAX_HINTS.find(([re]) => re.test(message))?.[1];
 }
 
 function firstLine(s: string): string {

@@ -56,6 +56,22 @@ describe.each(BAD_FILE_PATHS)('a path in a %s', (_, path, why) => {
   });
 });
 
+describe('a directory given as the file to write', () => {
+  it.each([
+    ['types -o', ['types', 'wf.yaml', '-o', 'adir'], 'adir/workflow.types.ts'],
+    ['run --output', ['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', 'memory', '--output', 'adir'], 'adir/result.json'],
+    ['run --state-out', ['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', 'memory', '--state-out', 'adir'], 'adir/state.json'],
+  ])('%s: the hint names a file of the kind it writes; --json gives the error object', async (_, args, example) => {
+    const dir = project();
+    const io = capture(dir);
+    expect(await run(args, io)).toBe(2);
+    expect(io.err()).toContain(`adir: is a directory; name a file, e.g. ${example}`);
+    const json = capture(dir);
+    expect(await run([...args, '--json'], json)).toBe(2);
+    expect(JSON.parse(json.out())).toMatchObject({ error: { code: 'usage', message: expect.stringContaining(example) as unknown } });
+  });
+});
+
 describe('files the run reads', () => {
   it.each([
     ['--replies', ['--replies', 'nope.yaml', '--llm', 'a']],
@@ -172,6 +188,28 @@ describe.runIf(canTest)('without write access', () => {
     }
     expect(existsSync(join(dir, 'ran'))).toBe(false);
     chmodSync(dir, 0o755);
+  }, 60_000);
+
+  it('a workflow directory the user cannot read: run says what validate, check and types say (file-unreadable, permission denied, exit 2)', async () => {
+    const dir = project();
+    chmodSync(dir, 0o755);
+    mkdirSync(join(dir, 'locked'));
+    writeFileSync(join(dir, 'locked', 'workflow.yaml'), readFileSync(join(dir, 'wf.yaml')));
+    chmodSync(join(dir, 'locked'), 0o000);
+    try {
+      for (const args of [['validate', 'locked'], ['check', 'locked'], ['types', 'locked'], ['run', 'locked', '--store', 'memory']]) {
+        const r = await asUnprivileged(args, dir);
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+        expect(`${r.stdout}${r.stderr}`).toMatch(/locked: error\[file-unreadable\]: cannot read .*locked: permission denied/);
+        expect(r.stderr).not.toMatch(STACK);
+      }
+      const json = await asUnprivileged(['run', 'locked', '--store', 'memory', '--json'], dir);
+      expect(json.code).toBe(2);
+      expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'file-unreadable', diagnostics: [{ code: 'file-unreadable' }] } });
+    } finally {
+      chmodSync(join(dir, 'locked'), 0o755);
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it('a read-only store can be read by runs and show, and refused by commands that write', async () => {

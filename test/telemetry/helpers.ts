@@ -1,7 +1,9 @@
 /** Telemetry to an in-memory exporter, and reading its spans back as plain records. */
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Telemetry } from '../../src/engine/telemetry.js';
-import { createOtelTelemetry } from '../../src/telemetry/otel.js';
+import { captureContentOf } from '../../src/telemetry/otel.js';
+// the SDK's side directly (createOtelTelemetry is this after loading it): `traced()` stays synchronous
+import { sdkTelemetry } from '../../src/telemetry/otel-sdk.js';
 
 export interface Traced {
   telemetry: Telemetry;
@@ -11,7 +13,8 @@ export interface Traced {
 
 export function traced(opts: { captureContent?: boolean; env?: Record<string, string | undefined> } = {}): Traced {
   const exporter = new InMemorySpanExporter();
-  const telemetry = createOtelTelemetry({ spanProcessors: [new SimpleSpanProcessor(exporter)], env: opts.env ?? {}, ...(opts.captureContent !== undefined ? { captureContent: opts.captureContent } : {}) });
+  const env = opts.env ?? {};
+  const telemetry = sdkTelemetry({ spanProcessors: [new SimpleSpanProcessor(exporter)], env }, env, opts.captureContent ?? captureContentOf(env));
   return {
     telemetry,
     exporter,

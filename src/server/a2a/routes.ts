@@ -11,69 +11,14 @@
 import type { Context, Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { AgentCard } from '@a2a-js/sdk';
-import type { Engine } from '../../api/engine.js';
-import { JSON_MODE } from '../../agents/a2a-sdk.js';
-import type { ChangeHub } from '../changes.js';
-import { authenticate, HttpError, methodNotAllowed, readJsonBody, type EdgeOptions } from '../http.js';
+import { authenticate, HttpError, methodNotAllowed, readJsonBody } from '../http.js';
 import { mayDo, type Principal } from '../keys.js';
 import type { RouteSpec } from '../schemas.js';
-import type { RegisteredWorkflow } from '../workflows.js';
-import { A2A_PATH, CARD_PATH, type A2aServerModules } from './modules.js';
+import { agentCard, type A2aMountOptions, type A2aSdkModules } from './card.js';
+import { A2A_PATH, CARD_PATH } from './modules.js';
 import { A2aTasks, GONE, PRINCIPAL } from './tasks.js';
 
-/** The SDK's modules an A2A server needs, loaded once (`loadA2aServer`, modules.ts, gives them opaque). */
-export interface A2aSdkModules {
-  sdk: typeof import('@a2a-js/sdk');
-  server: typeof import('@a2a-js/sdk/server');
-  errors: typeof import('@a2a-js/sdk/errors');
-}
-
-/** The SDK's modules behind the opaque value `loadA2aServer()` returned. */
-export function sdkModules(m: A2aServerModules): A2aSdkModules {
-  return m as unknown as A2aSdkModules;
-}
-
-export interface A2aMountOptions {
-  modules: A2aSdkModules;
-  engine: Engine;
-  workflows: ReadonlyMap<string, RegisteredWorkflow>;
-  hub: ChangeHub;
-  closing: AbortSignal;
-  edge: EdgeOptions;
-  /** The card's name (default `baton`) and version. */
-  name?: string;
-  version?: string;
-}
-
 const RPC_SPEC: RouteSpec = { method: 'post', path: A2A_PATH, operationId: 'a2a', action: 'read', summary: 'A2A JSON-RPC', responses: {} };
-
-/** The agent card: one skill per registered workflow; its interface URL is under `origin`. */
-export function agentCard(o: Pick<A2aMountOptions, 'workflows' | 'edge' | 'name' | 'version'>, origin: string): AgentCard {
-  const keyed = o.edge.keys.length > 0;
-  return {
-    name: o.name ?? 'baton',
-    description: `Baton workflows served over A2A: each skill runs one workflow (its id is the workflow's name); send the trigger as a data part and name the skill in the message's metadata (\`skill\`).`,
-    supportedInterfaces: [{ url: `${origin}${A2A_PATH}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-    provider: undefined,
-    version: o.version ?? '0.0.0',
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: keyed ? { bearer: { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'a Baton API key (docs/server.md#keys)', scheme: 'Bearer', bearerFormat: '' } } } } : {},
-    securityRequirements: keyed ? [{ schemes: { bearer: { list: [] } } }] : [],
-    defaultInputModes: [JSON_MODE, 'text/plain'],
-    defaultOutputModes: [JSON_MODE],
-    skills: [...o.workflows.keys()].map((name) => ({
-      id: name,
-      name,
-      description: `runs the Baton workflow \`${name}\`: the data part is its trigger; the outputs of its last phases come back as a data-part artifact`,
-      tags: ['baton', 'workflow'],
-      examples: [],
-      inputModes: [JSON_MODE],
-      outputModes: [JSON_MODE],
-      securityRequirements: [],
-    })),
-    signatures: [],
-  };
-}
 
 /** Adds the A2A routes to `app` (before its not-found handler). */
 export function mountA2a(app: Hono, o: A2aMountOptions): void {

@@ -97,6 +97,57 @@ describe('baton types', () => {
   }, 30_000);
 });
 
+describe('baton types: a workflow type named like a generated one', () => {
+  // one workflow per name; its handler returns the workflow's type, and the file's API (Workflow,
+  // Handlers, Trigger, ...) is the generated one whatever the workflow names its types
+  const collides = (name: string): string => `
+openintent: "1.0"
+info: {name: collide}
+types:
+  ${name}: {title: string}
+workflow:
+  research:
+    assign: researcher
+    inputs: {topic: $trigger.topic}
+    outputs: {findings: ${name}}
+`;
+  const program = `import type { AgentsOption, WorkflowTypes } from ${JSON.stringify(typedModule)};
+import { defineHandlers, type Handler, type Handlers, type Phases, type PhaseContext, type AgentPhases, type Trigger, type Workflow } from './workflow.types.js';
+const handlers = defineHandlers({ researcher: (ctx) => ({ findings: { title: String(ctx.input.topic) } }) });
+const typed: Handlers = handlers;
+const one: Handler<'researcher'> = handlers.researcher;
+const trigger: Trigger = { topic: 1 };
+const phase: keyof Phases = 'research';
+const agent: keyof AgentPhases = 'researcher';
+type Ctx = PhaseContext<'research'>['input']['topic'];
+const workflow: Workflow['trigger'] = trigger;
+export const agents: AgentsOption<Workflow> = handlers;
+export type Ok = Workflow extends WorkflowTypes ? Ctx : never;
+export const all = [typed, one, phase, agent, workflow];
+`;
+  const names = ['Trigger', 'Workflow', 'Phases', 'Handlers', 'Handler', 'AgentPhases', 'PhaseContext', 'AgentContext'];
+
+  test.each(names)('%s: the file compiles, the generated names keep their meaning, the workflow type is renamed (or the import is)', (name) => {
+    const text = generateTypes(parseWorkflow(collides(name)).model!, { batonModule: agentModule });
+    const renamed = name === 'AgentContext' ? name : `${name}Type`;
+    expect(text).toContain(`export type ${renamed} = { title: string };`);
+    expect(text).toContain(`export type ResearchOutput = { findings: ${renamed} };`);
+    if (name === 'AgentContext') expect(text).toContain('import type { AgentContext as BatonAgentContext } from');
+    const dir = mkdtempSync(join(tmpdir(), 'baton-types-'));
+    writeFileSync(join(dir, 'workflow.types.ts'), text);
+    writeFileSync(join(dir, 'agents.ts'), program);
+    expect(checkProgram([join(dir, 'workflow.types.ts'), join(dir, 'agents.ts')]).map((d) => `TS${d.code} ${d.file?.fileName.split('/').pop() ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`)).toEqual([]);
+  }, 60_000);
+
+  test('a workflow type named like the renamed one is numbered; no two declarations share a name', () => {
+    const text = generateTypes(parseWorkflow(collides('Workflow').replace('types:', 'types:\n  WorkflowType: {n: number}').replace('outputs: {findings: Workflow}', 'outputs: {findings: Workflow, n: WorkflowType}')).model!);
+    expect(text).toContain('export type WorkflowType = { n: number };');
+    expect(text).toContain('export type WorkflowType2 = { title: string };');
+    const declared = [...text.matchAll(/^export (?:type|interface|function) (\w+)/gm)].map((m) => m[1]);
+    expect(new Set(declared).size).toBe(declared.length);
+  });
+});
+
 describe('createEngine<Workflow>: the agents option and the trigger checked at compile time', () => {
   // createEngine's and start()'s signatures over api/typed.ts (the engine's sources take half a minute to check;
   // the packed package is checked whole by test/consumer.test.ts)

@@ -1,0 +1,47 @@
+/** Hints of yaml-syntax, wrong-type and invalid-value diagnostics where one fix is likely (asserted by the fix they name, not their prose). */
+import { describe, expect, test } from 'vitest';
+import type { Diagnostic } from '../diagnostics/diagnostic.js';
+import { parseWorkflow } from './compile.js';
+import { parseYamlSource } from './source.js';
+
+const HEAD = 'openintent: "1.0"\ninfo: {name: x}\n';
+
+function hints(text: string): Record<string, string | undefined> {
+  const r = parseWorkflow(text);
+  return Object.fromEntries(r.diagnostics.map((d: Diagnostic) => [`${d.code} ${d.path.join('.')}`, d.hint]));
+}
+
+describe('wrong-type and invalid-value hints', () => {
+  test('a number or a boolean in quotes, a fraction for an integer, one name for a list, a version read as a number', () => {
+    const h = hints(
+      `${HEAD}agents:\n  a: {version: 1.0}\nworkflow:\n  first:\n    assign: a\n    retry: {max_attempts: "3", initial_delay_ms: 2.5}\n  second:\n    assign: a\n    depends_on: first\n    outputs: {n: {type: number, required: "false"}}\n`,
+    );
+    expect(h['wrong-type workflow.first.retry.max_attempts']).toContain('`3`');
+    expect(h['wrong-type workflow.first.retry.initial_delay_ms']).toContain('`3`');
+    expect(h['wrong-type workflow.second.depends_on']).toContain('`[first]`');
+    expect(h['wrong-type workflow.second.outputs.n.required']).toContain('`false`');
+    expect(h['wrong-type agents.a.version']).toMatch(/quote/);
+  });
+
+  test('an enum given a number names the values; an empty string says what to do', () => {
+    const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    retry: {backoff: 3}\n  b:\n    assign: ""\n`);
+    expect(h['wrong-type workflow.a.retry.backoff']).toContain('`exponential`');
+    expect(h['invalid-value workflow.b.assign']).toBeDefined();
+  });
+});
+
+describe('yaml-syntax hints', () => {
+  test.each([
+    ['a tab as indentation', `${HEAD}workflow:\n\ta: {assign: x}\n`, /spaces/],
+    ['an unclosed [', 'openintent: "1.0"\ninfo: {name: [draft\nworkflow:\n  a: {assign: x}\n', /`\]`/],
+    ['a value holding `: `', 'openintent: "1.0"\ninfo:\n  name: x\n  description: step 1: draft\n', /quoted/],
+    ['misaligned keys', `${HEAD}workflow:\n  a:\n    assign: x\n   bad: indent\n`, /indent/],
+    ['an unclosed quote', 'openintent: "1.0"\ninfo:\n  name: "draft\nworkflow:\n  a: {assign: x}\n', /quote/],
+    ['text after a quoted value', `${HEAD}workflow:\n  a: {assign: x, skip_when: "a" == "b"}\n`, /quote the whole value/],
+    ['a value starting with @', `${HEAD}workflow:\n  a: {assign: @team}\n`, /`"@team"`/],
+  ])('%s', (_, text, hint) => {
+    const r = parseYamlSource(text);
+    expect(r.diagnostics.map((d) => d.code)).toContain('yaml-syntax');
+    expect(r.diagnostics.find((d) => d.code === 'yaml-syntax')?.hint).toMatch(hint);
+  });
+});
