@@ -11,7 +11,7 @@ import type { RunStore } from '../engine/ports.js';
 import { agentRouteHandlers } from './agents.js';
 import { ChangeHub } from './changes.js';
 import { edge, errorResponse, HttpError, nodeEdge, type EdgeOptions, type Request } from './http.js';
-import type { ApiKey } from './keys.js';
+import { checkDistinctKeys, type ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
 import { RemoteAgents } from './remote.js';
 import type { A2aServerModules } from './a2a/modules.js';
@@ -76,6 +76,8 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
   const { engine } = opts;
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const metrics = opts.metrics ?? new ServerMetrics();
+  // one key under two names would act as the first: refused here too, for keys a library caller built
+  checkDistinctKeys(opts.keys ?? [], 'the server\'s keys');
   const edgeOpts: EdgeOptions = { keys: opts.keys ?? [], bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT };
   const hub = opts.changes ? new ChangeHub(opts.changes, true) : new ChangeHub(engine.store);
   const closing = new AbortController();
