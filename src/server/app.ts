@@ -6,12 +6,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context } from 'hono';
 import type { Engine } from '../api/engine.js';
+import { BatonError } from '../core/errors.js';
 import type { RunStatus } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import { agentRouteHandlers } from './agents.js';
 import { ChangeHub } from './changes.js';
 import { edge, errorResponse, HttpError, nodeEdge, type EdgeOptions, type Request } from './http.js';
-import { checkDistinctKeys, type ApiKey } from './keys.js';
+import { checkDistinctKeys, mayDo, type ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
 import { RemoteAgents } from './remote.js';
 import type { A2aServerModules } from './a2a/modules.js';
@@ -90,7 +91,13 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
   const handlers: Record<string, (r: Request) => Promise<Response> | Response> = {
     openapi: (r) => r.c.json(openapi),
     health: async (r) => {
-      await engine.store.runs({ limit: 1 });
+      try {
+        await engine.store.runs({ limit: 1 });
+      } catch (e) {
+        // a store's error names its location (a database URL: user, host, port, name): not for anyone who can reach the port
+        if (e instanceof BatonError && !mayDo(r.principal, 'read')) throw new HttpError(errorResponse(e, log).status, e.code, 'the store does not answer (a reader key sees why)');
+        throw e;
+      }
       return r.c.json({ ok: true, store: engine.store.kind });
     },
     metrics: async (r) => r.c.body(await metrics.render(engine.store, remote.waitingForClaim()), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }),
