@@ -18,7 +18,7 @@ export { openApiDocument } from '../server/openapi.js';
 /** Remote agents, server side: pass `bindRun` and `onEvent` to createEngine and the object to startServer's `remote`. */
 export { RemoteAgents, type RemoteAgentsOptions, type RemoteTaskView } from '../server/remote.js';
 /** Workflows offered by name (`--workflows DIR`). */
-export { scanWorkflows, type RegisteredWorkflow } from '../server/workflows.js';
+export { scanWorkflows, WorkflowFolder, type RegisteredWorkflow } from '../server/workflows.js';
 /** The client `baton run --server` uses: start a run and follow its events. */
 export { ServerClient, type ServerClientOptions } from '../server/client.js';
 /**
