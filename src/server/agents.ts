@@ -94,11 +94,11 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     linkRemoteSpan(t.ctx, r.body['traceparent']);
     remote.end(t, 'completed', 'the remote agent completed it', true, output);
     const status = await remote.committed(runId, phase, attempt);
-    if (r.body['claim_next'] !== true) return { status, committed: status !== 'unknown' && status !== 'aborted' };
+    if (r.body['claim_next'] !== true) return { status, committed: applied(status) };
     // the next claim folded into this completion: a task the same key may take, without waiting. Under the
     // agent's claim id when it sent one: an agent whose answer was lost cancels it, and the task goes back at once
     const next = await remote.claim(t.agent, (x) => mayActAsAgent(r.principal, t.agent, x.delegatedTo), 0, undefined, claimKey(t.agent, r.body['claim_id']));
-    return { status, committed: status !== 'unknown' && status !== 'aborted', next: next ? (remote.view(next) as unknown as JsonObject) : null };
+    return { status, committed: applied(status), next: next ? (remote.view(next) as unknown as JsonObject) : null };
   };
 
   const handlers: Record<string, Handler> = {
@@ -141,7 +141,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
       linkRemoteSpan(t.ctx, r.body['traceparent']);
       remote.end(t, 'failed', `the remote agent failed it: ${b.code}`, false, new AgentError(b.code, b.message, b.details ?? {}, b.retryable !== false));
       const status = await remote.committed(runId, phase, attempt);
-      return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted' });
+      return r.c.json({ status, committed: applied(status) });
     },
 
     releaseTask: async (r) => {
@@ -209,6 +209,16 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     },
   };
   return { handlers, complete };
+}
+
+/**
+ * Whether the engine applied the outcome, from what its commit became: `completed`, `failed`,
+ * `rejected` (a contract refused the output after), `released`. Not `stale` (the attempt had lost its
+ * task in the same instant: recorded as task.stale_outcome, never applied), `aborted` (a cancel or a
+ * timeout ended the attempt first) nor `unknown` (no commit seen).
+ */
+function applied(status: string): boolean {
+  return status !== 'unknown' && status !== 'aborted' && status !== 'stale';
 }
 
 function forbidden(r: PlainRequest, agent: string): HttpError {

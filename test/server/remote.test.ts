@@ -489,6 +489,29 @@ workflow:
     expect((await task(h, token, 'heartbeat')).body).toMatchObject({ stop: true });
   }, 60_000);
 
+  test('a remote agent that completes or fails while its own question is open: the outcome is applied (200, committed) and the question withdrawn; an answer after is refused', async () => {
+    for (const how of ['complete', 'fail'] as const) {
+      const id = await startRun(h, ASKING);
+      const c = await claim(h, 'r');
+      expect(c.body).toMatchObject({ run_id: id, phase: 'q', attempt: 1 });
+      const token = c.body['token'] as string;
+      const asked = await api(h.url, 'POST', `/tasks/${token}/input?wait=0`, { key: RKEY, body: { question: 'ok?' } });
+      expect(asked).toMatchObject({ status: 202, body: { input: 0, answered: false } });
+      const out = how === 'complete' ? await task(h, token, 'complete', { output: { answer: 'without you' } }) : await task(h, token, 'fail', { code: 'Fatal', message: 'giving up', retryable: false });
+      expect(out.status).toBe(200);
+      expect(out.body).toEqual({ status: how === 'complete' ? 'completed' : 'failed', committed: true });
+      const { status, events } = await toEnd(h, id);
+      expect(status).toBe(how === 'complete' ? 'completed' : 'failed');
+      const types = events.map((e) => e.type);
+      expect(types).toContain('gate.withdrawn');
+      expect(types).not.toContain('task.stale_outcome');
+      expect(events.filter((e) => e.type === 'task.claimed')).toHaveLength(1);
+      const gates = (await api(h.url, 'GET', `/runs/${id}/gates`, { key: KEYS.reader })).body['gates'] as { id: string; status: string }[];
+      expect(gates).toEqual([expect.objectContaining({ status: 'withdrawn' })]);
+      expect((await api(h.url, 'POST', `/runs/${id}/gates/${gates[0]!.id}/respond`, { key: KEYS.operator, body: { value: 'yes' } })).status).toBe(409);
+    }
+  }, 60_000);
+
   test('a remote agent asks a human (an input gate answered with /respond) and reports cost', async () => {
     const agent = createRemoteAgent({
       url: h.url,
