@@ -110,10 +110,15 @@ export class ClaimRejections {
     }
   }
 
-  /** How many wait for a claim (tests). */
+  /** How many wait for a claim (tests): those older than a lease are dropped first. */
   count(): number {
+    const old = performance.now() - this.keepMs;
     let n = 0;
-    for (const list of this.waiting.values()) n += list.length;
+    for (const [agent, list] of this.waiting) {
+      while (list.length > 0 && list[0]!.at < old) list.shift();
+      if (list.length === 0) this.waiting.delete(agent);
+      n += list.length;
+    }
     return n;
   }
 }

@@ -607,6 +607,7 @@ workflow:
     const id = await startRun(h, SUSPENDED);
     const s = await readStream(`${h.url}/runs/${id}/events`, { key: KEYS.reader, until: (m) => m.event === 'task.claim_rejected' });
     expect(eventsOf(s.messages).some((e) => e.type === 'task.claim_rejected')).toBe(true);
+    for (let i = 0; i < 100 && h.remote.stats().rejections === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(h.remote.stats().rejections).toBe(1);
     const gates = (await api(h.url, 'GET', `/runs/${id}/gates?status=open`, { key: KEYS.reader })).body['gates'] as { id: string }[];
     expect((await api(h.url, 'POST', `/runs/${id}/gates/${gates[0]!.id}/respond`, { key: KEYS.operator, body: { value: 'red' } })).status).toBe(200);
