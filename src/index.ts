@@ -73,7 +73,7 @@ export { stubAgent, stubAgents } from './agents/stub.js';
 export { parseAgentReply, type ParsedReply, type ReplySchema, type RepairKind, type SchemaError } from './agents/llm/reply.js';
 export { SchemaCompiler, type SchemaValidator } from './workflow/json-schema.js';
 /** A remote agent of `baton serve` (docs/server.md): pulls its agent's tasks over HTTP, with the global fetch only. */
-export { createRemoteAgent, type RemoteAgent, type RemoteAgentOptions, type RemoteAgentContext, type OutputRejection } from './server/remote-client.js';
+export { createRemoteAgent, type RemoteAgent, type RemoteAgentOptions, type RemoteAgentContext, type OutputRejection, type ClaimRejection } from './server/remote-client.js';
 /** Traces (docs/telemetry.md): the port createEngine's `telemetry` takes, W3C traceparent helpers, and the telemetry the OTEL_* variables configure (OpenTelemetry loaded only then; `@baton-run/baton/otel` for more). */
 export { parseTraceparent, formatTraceparent, type Telemetry, type AttemptTrace, type SpanHandle, type SpanAttributes } from './engine/telemetry.js';
 export { telemetryFromEnv, telemetryConfigured } from './telemetry/env.js';

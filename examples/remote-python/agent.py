@@ -6,6 +6,11 @@ heartbeats while it works (and stops when the server says the attempt was cancel
 completes the task with its outputs, or fails it. A 422 means the output did not fit the phase's
 declared outputs: the task stays claimed, so the agent may fix the output and complete again.
 
+A claim may also answer 422 (UnresolvableInputError) or 409 (UpstreamIntentSuspendedError): a task of
+this agent that the engine refused at claim time, before handing it out (its input cannot be resolved,
+or an upstream phase waits for a human's answer). There is nothing to run: the agent says so and claims
+again.
+
     BATON_URL=http://127.0.0.1:8080 BATON_API_KEY=... BATON_AGENT=summarize python3 agent.py [--once]
 """
 import json
@@ -95,6 +100,18 @@ def run_one(task):
         done.set()
 
 
+CLAIM_REJECTIONS = {422: "UnresolvableInputError", 409: "UpstreamIntentSuspendedError"}
+
+
+def claim_rejected(status, body):
+    """A claim's 422 or 409 naming a task the engine refused at claim time: reported, nothing to run."""
+    err = (body or {}).get("error") or {}
+    if status not in CLAIM_REJECTIONS or err.get("code") != CLAIM_REJECTIONS[status]:
+        return False
+    print("claim: task %s of run %s was refused at claim time (%s %s): %s" % (err.get("task_id"), err.get("run_id"), status, err.get("code"), err.get("message")), file=sys.stderr)
+    return True
+
+
 def main():
     once = "--once" in sys.argv[1:]
     while True:
@@ -104,7 +121,7 @@ def main():
             print("claim: %s" % e, file=sys.stderr)
             threading.Event().wait(1)
             continue
-        if status == 204:
+        if status == 204 or claim_rejected(status, task):
             continue
         if status != 200:
             print("claim refused: %s %s" % (status, task), file=sys.stderr)

@@ -291,6 +291,8 @@ export function describeEvent(e: RunEvent): string {
       return `${e.gate_id}: ${e.reason}`;
     case 'gate.expired':
       return `${e.gate_id} expired (${e.action})`;
+    case 'gate.withdrawn':
+      return `${e.gate_id} withdrawn: ${e.reason}`;
     case 'gate.escalated':
       return `${e.gate_id} escalated${e.contact ? ` to ${e.contact}` : ''}`;
     case 'task.lease_expired':

@@ -139,6 +139,7 @@ function readKeys(server: Awaited<ReturnType<typeof loadServer>>, file: string |
       if (keys.some((x) => x.name === k.name)) throw new UsageError(`--keys ${file}: the name \`${k.name}\` is also in BATON_API_KEYS`);
       keys.push(k);
     }
+    server.checkDistinctKeys(keys, `--keys ${file} and BATON_API_KEYS`);
   }
   return keys;
 }

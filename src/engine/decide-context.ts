@@ -29,7 +29,7 @@ export function emit(ctx: Ctx, e: NewEvent): RunEvent {
   applyEvent(ctx.state, ev);
   ctx.out.push(ev);
   if (ROW_EVENTS.has(ev.type) && 'phase' in ev && ev.phase !== undefined) ctx.touched.add(ev.phase);
-  else if (ev.type === 'gate.opened' || ev.type === 'gate.decided' || ev.type === 'gate.answered' || ev.type === 'gate.expired') {
+  else if (ev.type === 'gate.opened' || ev.type === 'gate.decided' || ev.type === 'gate.answered' || ev.type === 'gate.expired' || ev.type === 'gate.withdrawn') {
     const g = ctx.state.gates.get(ev.gate_id);
     if (g?.phase !== undefined) ctx.touched.add(g.phase);
     // the run gate and access gates hold ready tasks: their rows' due times change with the gate

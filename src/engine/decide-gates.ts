@@ -66,6 +66,7 @@ export function respond(ctx: Ctx, f: Extract<Fact, { kind: 'respond' }>): FactRe
   const g = ctx.state.gates.get(f.gateId);
   if (!g) return { kind: 'gate', ok: false, code: 'unknown-gate', message: `run ${ctx.state.runId} has no gate \`${f.gateId}\`${gateList(ctx)}` };
   if (g.kind !== 'input') return { kind: 'gate', ok: false, code: 'gate-refused', message: `gate \`${g.id}\` is an approval: decide it with \`baton approve\` or \`baton deny\`` };
+  if (g.status === 'withdrawn') return { kind: 'gate', ok: false, code: 'gate-refused', message: `gate \`${g.id}\` was withdrawn: the attempt that asked ended before it was answered` };
   if (g.status !== 'open') return { kind: 'gate', ok: false, code: 'gate-refused', message: `gate \`${g.id}\` was already answered${g.decidedBy ? ` by ${g.decidedBy}` : ''}` };
   if (g.expired) return { kind: 'gate', ok: false, code: 'gate-refused', message: `gate \`${g.id}\` timed out: its question is no longer asked` };
   if (g.approvers.length > 0 && !g.approvers.includes(f.by)) {

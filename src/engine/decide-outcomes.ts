@@ -24,6 +24,7 @@ export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): void {
     if (folded) emit(ctx, { type: 'task.stale_outcome', phase: f.phase, task_id: taskIdFor(ctx.state.runId, f.phase), attempt: f.attempt, worker: f.worker, reason: `the task is ${folded.fan.done![folded.index] === null ? 'skipped' : 'completed'}`, outcome: f.outcome.ok ? 'completed' : 'failed' });
     return;
   }
+  ownOutcome(ctx, f, p);
   const stale = p.status !== 'running' ? `the task is ${p.status}` : p.attempts !== f.attempt ? `attempt ${p.attempts} replaced it` : p.leaseOwner !== undefined && p.leaseOwner !== f.worker ? `its lease passed to ${p.leaseOwner}` : undefined;
   if (stale !== undefined) {
     emit(ctx, { type: 'task.stale_outcome', phase: f.phase, task_id: p.taskId, attempt: f.attempt, worker: f.worker, reason: stale, outcome: f.outcome.ok ? 'completed' : 'failed' });
@@ -66,6 +67,29 @@ export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): void {
   const declared = pm.outputs;
   const extra = declared ? Object.keys(recorded).filter((k) => !declared.some((d) => d.key === k)) : [];
   terminal(ctx, { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd), ...(partial ? { partial: true } : {}) });
+}
+
+/**
+ * An attempt that ends while its own question is open (an agent that returned without awaiting its
+ * `requestInput`, a remote agent that completes or fails before the answer came) or answered but not
+ * yet resumed: its outcome is the attempt's last word, so it is applied, not recorded as stale while
+ * the task waits for an answer nobody needs and then runs again as a new attempt. An open question is
+ * withdrawn first (`gate.withdrawn`: answers are refused from then on); an answered one was resumed
+ * by this very outcome (`task.resumed`). Either puts the task back in the attempt's hands, as when it
+ * asked, and the outcome then goes the ordinary way.
+ */
+function ownOutcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>, p: PhaseState): void {
+  if (p.attempts !== f.attempt) return;
+  if (p.status === 'suspended_awaiting_input') {
+    if (p.leaseOwner !== undefined && p.leaseOwner !== f.worker) return;
+    const g = p.gate !== undefined ? ctx.state.gates.get(p.gate) : undefined;
+    if (!g || g.kind !== 'input' || g.status !== 'open' || g.escalation !== undefined || g.attempt !== f.attempt) return;
+    emit(ctx, { type: 'gate.withdrawn', gate_id: g.id, phase: f.phase, attempt: f.attempt, reason: `attempt ${f.attempt} ${f.outcome.ok ? 'completed' : 'failed'} before its question was answered` });
+    return;
+  }
+  if (p.status === 'ready' && p.resumable?.attempt === f.attempt && p.resumable.owner === f.worker) {
+    emit(ctx, { type: 'task.resumed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, worker: f.worker, lease_expires_at: ctx.env.now });
+  }
 }
 
 function isEmpty(v: unknown): boolean {

@@ -311,6 +311,37 @@ ${CHAIN}`;
     h.expectReplays();
   });
 
+  test('an attempt that completes or fails while its own question is open: the question is withdrawn and the outcome applied; answers are refused after', () => {
+    for (const o of [ok({ v: 1 }), fail('Fatal', false)]) {
+      const h = harness(CHAIN);
+      h.feed(0, { kind: 'start' }, claim('A', 1));
+      h.feed(1, { kind: 'request_input', phase: 'a', attempt: 1, worker: 'A', index: 0, question: 'n?' });
+      // another worker's outcome for the attempt is still stale: the attempt is A's
+      expect(typesOf(h.feed(2, outcome('a', 1, o, 'Z')).events)).toEqual(['task.stale_outcome a']);
+      const d = h.feed(3, outcome('a', 1, o, 'A'));
+      expect(typesOf(d.events).slice(0, 2)).toEqual(['gate.withdrawn input-a-1', o.ok ? 'task.completed a' : 'task.attempt_failed a']);
+      expect(d.events[0]).toMatchObject({ phase: 'a', attempt: 1, reason: `attempt 1 ${o.ok ? 'completed' : 'failed'} before its question was answered` });
+      expect(statusOf(h.state, 'a')).toBe(o.ok ? 'completed' : 'failed');
+      expect(h.state.gates.get('input-a-1')!.status).toBe('withdrawn');
+      expect(toResult(h.state, h.log).suspended_phases).toEqual([]);
+      expect(h.feed(4, { kind: 'respond', gateId: 'input-a-1', value: 1, by: 'u' }).results[0]).toMatchObject({ kind: 'gate', ok: false, code: 'gate-refused', message: expect.stringMatching(/withdrawn/) as unknown });
+      h.expectReplays();
+    }
+  });
+
+  test('an attempt that ends after its question was answered and before it resumed: resumed by its outcome, which is applied (no new attempt)', () => {
+    const h = harness(CHAIN);
+    h.feed(0, { kind: 'start' }, claim('A', 1));
+    h.feed(1, { kind: 'request_input', phase: 'a', attempt: 1, worker: 'A', index: 0, question: 'n?' });
+    h.feed(2, { kind: 'respond', gateId: 'input-a-1', value: 2, by: 'u' });
+    expect(statusOf(h.state, 'a')).toBe('ready');
+    const d = h.feed(3, outcome('a', 1, ok({ v: 2 }), 'A'));
+    expect(typesOf(d.events).slice(0, 2)).toEqual(['task.resumed a', 'task.completed a']);
+    expect(h.state.phases.get('a')).toMatchObject({ status: 'completed', attempts: 1, output: { v: 2 } });
+    expect(h.state.gates.get('input-a-1')!.status).toBe('answered');
+    h.expectReplays();
+  });
+
   test('input gate: after the asker is gone, a new attempt gets the answer back, at once and for the same index', () => {
     const h = harness(CHAIN);
     h.feed(0, { kind: 'start' }, claim('A', 1));

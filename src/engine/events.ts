@@ -155,6 +155,11 @@ export type RunEvent =
   | (Base & { type: 'gate.answered'; gate_id: string; value: Json; by: string })
   | (Base & { type: 'gate.refused'; gate_id: string; by: string; reason: string })
   | (Base & { type: 'gate.expired'; gate_id: string; action: OnTimeout })
+  /**
+   * The attempt that asked ended (completed or failed) while its question was open: the question is
+   * withdrawn (no answer is taken any more) and the attempt's outcome, which follows, is applied.
+   */
+  | (Base & { type: 'gate.withdrawn'; gate_id: string; phase: string; attempt: number; reason: string })
   | (Base & { type: 'gate.escalated'; gate_id: string; contact: string | null; waited_ms: number })
   | (Base & { type: 'budget.alert'; scope: 'phase' | 'run'; phase?: string; budget_usd: number; spent_usd: number; percent: number })
   | (Base & { type: 'run.completed' })

@@ -119,7 +119,8 @@ function itemBracket(name: string): number {
 }
 
 /** `closed`: the run ended (stopped, failed, cancelled) while the gate was still open; nobody can decide it now. */
-export type GateStatus = 'open' | 'approved' | 'denied' | 'answered' | 'closed';
+/** `withdrawn`: an input gate whose attempt ended before it was answered; `closed`: open when its run ended. */
+export type GateStatus = 'open' | 'approved' | 'denied' | 'answered' | 'withdrawn' | 'closed';
 
 export interface GateState {
   id: string;
@@ -655,6 +656,17 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     case 'gate.escalated': {
       const g = state.gates.get(e.gate_id);
       if (g) g.escalated = true;
+      return;
+    }
+    case 'gate.withdrawn': {
+      const g = state.gates.get(e.gate_id);
+      if (g) {
+        g.status = 'withdrawn';
+        g.decidedAt = e.at;
+      }
+      // the attempt that asked holds its task again, for the outcome that ends it (the next event)
+      const p = state.phases.get(e.phase);
+      if (p && p.status === 'suspended_awaiting_input' && p.gate === e.gate_id) setStatus(state, e.phase, p, 'running');
       return;
     }
     case 'budget.alert':

@@ -10,7 +10,7 @@ export { createServerApp, DEFAULT_BODY_LIMIT, type ServerApp, type ServerAppOpti
 /** The app on a port, with the engine's worker running what it starts. */
 export { startServer, isLoopback, type BatonServer, type ListenOptions } from '../server/listen.js';
 /** API keys and roles: parsing, hashing, and the authorization checks. */
-export { parseKeysEnv, parseKeysFile, parseRole, mayDo, mayActAsAgent, hashKey, findKey, KeysError, type ApiKey, type Role, type Principal, type Action } from '../server/keys.js';
+export { parseKeysEnv, parseKeysFile, parseRole, mayDo, mayActAsAgent, hashKey, findKey, checkDistinctKeys, KeysError, type ApiKey, type Role, type Principal, type Action } from '../server/keys.js';
 /** Prometheus metrics: pass `metrics.onEvent` to createEngine's `onEvent`. */
 export { ServerMetrics } from '../server/metrics.js';
 /** The route table (schemas) and the OpenAPI document built from it. */
@@ -19,7 +19,7 @@ export { openApiDocument } from '../server/openapi.js';
 /** Remote agents, server side: pass `bindRun` and `onEvent` to createEngine and the object to startServer's `remote`. */
 export { RemoteAgents, type RemoteAgentsOptions, type RemoteTaskView } from '../server/remote.js';
 /** Workflows offered by name (`--workflows DIR`). */
-export { scanWorkflows, type RegisteredWorkflow } from '../server/workflows.js';
+export { scanWorkflows, WorkflowFolder, type RegisteredWorkflow } from '../server/workflows.js';
 /** The client `baton run --server` uses: start a run and follow its events. */
 export { ServerClient, type ServerClientOptions } from '../server/client.js';
 /**

@@ -13,7 +13,8 @@ import type { Engine } from '../api/engine.js';
 import { checkTaskOutputs } from '../workflow/runtime.js';
 import { HttpError, type PlainRequest, type Request } from './http.js';
 import { mayActAsAgent } from './keys.js';
-import { remainingBudgetOf, type RemoteAgents, type RemoteTask } from './remote.js';
+import { isRejection, remainingBudgetOf, type RemoteAgents, type RemoteTask } from './remote.js';
+import type { ClaimRejection } from './remote-rejections.js';
 import { linkRemoteSpan } from './trace.js';
 
 export interface AgentRoutesHost {
@@ -95,11 +96,13 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     linkRemoteSpan(t.ctx, r.body['traceparent']);
     remote.end(t, 'completed', 'the remote agent completed it', true, output);
     const status = await remote.committed(runId, phase, attempt);
-    if (r.body['claim_next'] !== true) return { status, committed: status !== 'unknown' && status !== 'aborted' };
+    if (r.body['claim_next'] !== true) return { status, committed: applied(status) };
     // the next claim folded into this completion: a task the same key may take, without waiting. Under the
     // agent's claim id when it sent one: an agent whose answer was lost cancels it, and the task goes back at once
     const next = await remote.claim(t.agent, (x) => mayActAsAgent(r.principal, t.agent, x.delegatedTo), 0, undefined, claimKey(t.agent, r.body['claim_id']));
-    return { status, committed: status !== 'unknown' && status !== 'aborted', next: next ? (remote.view(next) as unknown as JsonObject) : null };
+    // a task of the agent refused at claim time is told here as a claim would be: what its 422 or 409 would carry
+    if (next && isRejection(next)) return { status, committed: applied(status), next: null, next_rejection: { status: next.status, error: rejectionError(next) } };
+    return { status, committed: applied(status), next: next ? (remote.view(next) as unknown as JsonObject) : null };
   };
 
   const handlers: Record<string, Handler> = {
@@ -109,6 +112,11 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
       const waitS = typeof r.query['wait'] === 'number' ? r.query['wait'] : DEFAULT_WAIT_S;
       const t = await remote.claim(agent, (x) => mayActAsAgent(r.principal, agent, x.delegatedTo), waitS * 1000, r.c.req.raw.signal, claimKey(agent, r.body['claim_id']));
       if (!t) return r.c.body(null, 204);
+      // the engine refused a task of this agent at claim time: 422 UnresolvableInputError, 409 UpstreamIntentSuspendedError
+      if (isRejection(t)) {
+        const { code, message, ...payload } = rejectionError(t);
+        throw new HttpError(t.status, code as string, message as string, payload);
+      }
       return r.c.json(remote.view(t) as unknown as JsonObject);
     },
 
@@ -142,7 +150,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
       linkRemoteSpan(t.ctx, r.body['traceparent']);
       remote.end(t, 'failed', `the remote agent failed it: ${b.code}`, false, new AgentError(b.code, b.message, b.details ?? {}, b.retryable !== false));
       const status = await remote.committed(runId, phase, attempt);
-      return r.c.json({ status, committed: status !== 'unknown' && status !== 'aborted' });
+      return r.c.json({ status, committed: applied(status) });
     },
 
     releaseTask: async (r) => {
@@ -213,6 +221,27 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     },
   };
   return { handlers, complete };
+}
+
+/**
+ * Whether the engine applied the outcome, from what its commit became: `completed`, `failed`,
+ * `rejected` (a contract refused the output after), `released`. Not `stale` (the attempt had lost its
+ * task in the same instant: recorded as task.stale_outcome, never applied), `aborted` (a cancel or a
+ * timeout ended the attempt first) nor `unknown` (no commit seen).
+ */
+function applied(status: string): boolean {
+  return status !== 'unknown' && status !== 'aborted' && status !== 'stale';
+}
+
+/**
+ * A claim-time rejection as an error body: `code` is the error's name, then the RFC-0024 payload as
+ * `task.claim_rejected` records it (`error`, `task_id`, `phase_name`, `unresolvable_refs` or
+ * `suspended_intent_id` and `expected_resume_at`, `message`), and the run and task key it concerns.
+ */
+function rejectionError(x: ClaimRejection): JsonObject {
+  const name = typeof x.error['error'] === 'string' ? x.error['error'] : x.status === 409 ? 'UpstreamIntentSuspendedError' : 'UnresolvableInputError';
+  const message = typeof x.error['message'] === 'string' ? x.error['message'] : `the task ${x.phase} of run ${x.runId} was refused at claim time`;
+  return { code: name, message, ...x.error, run_id: x.runId, phase: x.phase };
 }
 
 function forbidden(r: PlainRequest, agent: string): HttpError {

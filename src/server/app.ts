@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context } from 'hono';
 import type { Engine } from '../api/engine.js';
 import { loadOptional } from '../core/optional.js';
+import { BatonError } from '../core/errors.js';
 import type { RunStatus } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import { agentRouteHandlers } from './agents.js';
@@ -16,7 +17,7 @@ import { ChangeHub } from './changes.js';
 import { edge, errorResponse, methodNotAllowed, nodeEdge, type Request } from './http.js';
 // from the module that names no Hono type: app.d.ts re-exports it
 import { HttpError, type EdgeOptions } from './http-types.js';
-import type { ApiKey } from './keys.js';
+import { checkDistinctKeys, mayDo, type ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
 import { RemoteAgents } from './remote.js';
 import type { A2aServerModules } from './a2a/modules.js';
@@ -96,6 +97,8 @@ export async function createServerApp(opts: ServerAppOptions): Promise<ServerApp
   const { engine } = opts;
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const metrics = opts.metrics ?? new ServerMetrics();
+  // one key under two names would act as the first: refused here too, for keys a library caller built
+  checkDistinctKeys(opts.keys ?? [], 'the server\'s keys');
   const edgeOpts: EdgeOptions = { keys: opts.keys ?? [], bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT };
   const hub = opts.changes ? new ChangeHub(opts.changes, true) : new ChangeHub(engine.store);
   const closing = new AbortController();
@@ -108,7 +111,13 @@ export async function createServerApp(opts: ServerAppOptions): Promise<ServerApp
   const handlers: Record<string, (r: Request) => Promise<Response> | Response> = {
     openapi: (r) => r.c.json(openapi),
     health: async (r) => {
-      await engine.store.runs({ limit: 1 });
+      try {
+        await engine.store.runs({ limit: 1 });
+      } catch (e) {
+        // a store's error names its location (a database URL: user, host, port, name): not for anyone who can reach the port
+        if (e instanceof BatonError && !mayDo(r.principal, 'read')) throw new HttpError(errorResponse(e, log).status, e.code, 'the store does not answer (a reader key sees why)');
+        throw e;
+      }
       return r.c.json({ ok: true, store: engine.store.kind });
     },
     metrics: async (r) => r.c.body(await metrics.render(engine.store, remote.waitingForClaim()), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }),

@@ -45,7 +45,12 @@ export function authenticate(c: Context, spec: RouteSpec, opts: EdgeOptions): Pr
 
 function authenticateWith(header: HeaderOf, socket: object | undefined, spec: RouteSpec, opts: EdgeOptions): Principal {
   if (opts.keys.length === 0) return ANONYMOUS;
-  if (spec.action === 'public') return { name: 'public', roles: [], anonymous: false };
+  if (spec.action === 'public') {
+    // no key needed; one that is known says who reads (/health shows a store's failure to readers only)
+    const presented = presentedKey(header);
+    const known = presented ? knownKey(socket, opts.keys, presented) : undefined;
+    return known ? { name: known.name, roles: known.roles, anonymous: false } : { name: 'public', roles: [], anonymous: false };
+  }
   const key = presentedKey(header);
   if (key === undefined) throw new HttpError(401, 'unauthorized', 'an API key is required: Authorization: Bearer KEY (or X-API-Key: KEY)');
   const found = key === '' ? undefined : knownKey(socket, opts.keys, key);

@@ -55,6 +55,7 @@ describe('keys', () => {
       [`alice:operator:short`, /shorter than 16/],
       [`alice:god:${K}`, /unknown role `god`/],
       [`a:reader:${K},a:admin:${K}`, /`a` is given twice/],
+      [`alice:operator:${K},mallory:reader:${K}`, /`mallory` has the same key as `alice`/],
       [`a b:reader:${K}`, /the name `a b`/],
     ] as const) expect(() => parseKeysEnv(text)).toThrow(re);
     expect(() => parseKeysEnv('x')).toThrow(KeysError);
@@ -74,6 +75,9 @@ describe('keys', () => {
       [{ keys: [{ name: 'a', roles: [], key: K }] }, /non-empty list/],
       [{ keys: [{ name: 'a', roles: ['reader'], sha256: 'abc' }] }, /64 hex digits/],
       [{ keys: [{ name: 'a', roles: ['reader'], key: K, extra: 1 }] }, /unknown field `extra`/],
+      // one key under two names, as a key or as its hash: which name would a request act as?
+      [{ keys: [{ name: 'alice', roles: ['operator'], key: K }, { name: 'mallory', roles: ['reader'], key: K }] }, /`mallory` has the same key as `alice`/],
+      [{ keys: [{ name: 'alice', roles: ['operator'], key: K }, { name: 'mallory', roles: ['reader'], sha256: hex }] }, /`mallory` has the same key as `alice`/],
     ] as const) expect(() => parseKeysFile(typeof doc === 'string' ? doc : JSON.stringify(doc), 'k.json')).toThrow(re);
   });
 

@@ -174,7 +174,23 @@ function checkUnique(keys: ApiKey[], where: string): ApiKey[] {
     if (names.has(k.name)) throw new KeysError(`${where}: the name \`${k.name}\` is given twice`);
     names.add(k.name);
   }
+  checkDistinctKeys(keys, where);
   return keys;
+}
+
+/**
+ * One key under two names would act as whichever is found first: its requests would be attributed
+ * (approvers, `started_by`) and allowed (roles) as one name while the file says another. Refused, by
+ * hash (a key given as `sha256` too), naming the names and never the key.
+ */
+export function checkDistinctKeys(keys: readonly ApiKey[], where: string): void {
+  const byHash = new Map<string, string>();
+  for (const k of keys) {
+    const h = k.hash.toString('hex');
+    const other = byHash.get(h);
+    if (other !== undefined) throw new KeysError(`${where}: \`${k.name}\` has the same key as \`${other}\`: each name needs a key of its own (requests would act as one of them)`);
+    byHash.set(h, k.name);
+  }
 }
 
 /** The principal of a server without keys: loopback callers only, all rights. */

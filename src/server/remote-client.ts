@@ -37,6 +37,23 @@ export interface OutputRejection {
   payload: Record<string, unknown>;
 }
 
+/**
+ * A task of this agent the engine refused at claim time, before it was handed to any agent: a claim's
+ * 422 (`UnresolvableInputError`: its input cannot be resolved, and the task failed) or 409
+ * (`UpstreamIntentSuspendedError`: an upstream phase waits for a human's answer; the task runs once it
+ * is given). `payload` is the RFC-0024 payload the run records as `task.claim_rejected`.
+ */
+export interface ClaimRejection {
+  status: 409 | 422;
+  code: string;
+  message: string;
+  runId: string;
+  /** The task's key: its phase, or `phase[index]` for a fan-out item. */
+  phase: string;
+  taskId: string;
+  payload: Record<string, unknown>;
+}
+
 export interface RemoteAgentOptions {
   /** The server, e.g. `http://127.0.0.1:8080`. */
   url: string;
@@ -52,6 +69,11 @@ export interface RemoteAgentOptions {
    * the attempt with the rejection's code (retryable: the engine may try again). Called at most 3 times per task.
    */
   onRejected?: ((rejection: OutputRejection, ctx: RemoteAgentContext) => unknown) | undefined;
+  /**
+   * A claim answered with a task the engine refused at claim time (ClaimRejection): nothing to run, the
+   * slot claims again at once. Default: told to `onError`.
+   */
+  onClaimRejected?: ((rejection: ClaimRejection) => void) | undefined;
   /** Seconds a claim waits on the server (default 20). */
   waitS?: number | undefined;
   /**
@@ -111,6 +133,12 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       process.stderr.write(`remote agent ${opts.agent}: ${e.message}\n`);
     });
   const waitS = opts.waitS ?? 20;
+  const claimRejected = (status: number, body: Record<string, unknown>): void => {
+    const r = claimRejectionOf(status, body);
+    if (!r) return;
+    if (opts.onClaimRejected) opts.onClaimRejected(r);
+    else onError(new Error(`task ${r.taskId} (run ${r.runId}) was refused at claim time, ${r.status} ${r.code}: ${r.message}`));
+  };
   // claim ids of the completions' next claims: this process's own prefix and a count (one random draw, not one per task)
   const claimPrefix = randomBytes(9).toString('base64url');
   let claims = 0;
@@ -181,6 +209,8 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       try {
         const r = await call(`/agents/${encodeURIComponent(opts.agent)}/claim?wait=${waitS}`, { claim_id: claimId }, stopping.signal, (waitS + POLL_MARGIN_S) * 1000);
         if (r.status === 200) claimed = r.body as unknown as ClaimedTask;
+        // a task the engine refused at claim time: heard of, and the slot claims again at once
+        else if (claimRejectionOf(r.status, r.body)) claimRejected(r.status, r.body);
         else if (r.status !== 204) throw new HttpFailure(r.status, r.body);
         backoff = 100;
       } catch (e) {
@@ -338,6 +368,11 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         }
         if (r.status === 200) {
           completed++;
+          const refused = r.body['next_rejection'];
+          if (refused !== null && typeof refused === 'object') {
+            const x = refused as { status?: unknown; error?: unknown };
+            claimRejected(typeof x.status === 'number' ? x.status : 0, { error: x.error });
+          }
           const next = r.body['next'];
           return next !== null && typeof next === 'object' ? (next as unknown as ClaimedTask) : undefined;
         }
@@ -505,6 +540,18 @@ class TaskAbort {
     this.why = { reason };
     this.ctl?.abort(reason);
   }
+}
+
+/** A claim's 422 or 409 that names a claim-time rejection (`UnresolvableInputError`, `UpstreamIntentSuspendedError`). */
+function claimRejectionOf(status: number, body: Record<string, unknown>): ClaimRejection | undefined {
+  if (status !== 422 && status !== 409) return undefined;
+  const err = body['error'];
+  if (err === null || typeof err !== 'object') return undefined;
+  const e = err as Record<string, unknown>;
+  const code = e['code'];
+  if (typeof code !== 'string' || (status === 422 && code !== 'UnresolvableInputError') || (status === 409 && code !== 'UpstreamIntentSuspendedError')) return undefined;
+  const text = (k: string): string => (typeof e[k] === 'string' ? e[k] : '');
+  return { status, code, message: text('message'), runId: text('run_id'), phase: text('phase'), taskId: text('task_id'), payload: e };
 }
 
 /** The least time an outcome whose answer was lost is sent again for (settle; a lease if longer). */

@@ -27,6 +27,7 @@ import type { RunRecord } from '../engine/ports.js';
 import { roundUsd, type RunState } from '../engine/state.js';
 import { DEFAULT_LEASE_MS } from '../engine/worker-base.js';
 import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
+import { ClaimRejections, type ClaimRejection } from './remote-rejections.js';
 
 export interface RemoteAgentsOptions {
   /** Agents served remotely whatever the workflow declares (`baton serve --remote ID`). */
@@ -111,9 +112,15 @@ export interface EndedTask {
   reason: string;
 }
 
+/** What a claim gets: a task, or a task of its agent the engine refused at claim time (remote-rejections.ts). */
+export type ClaimAnswer = RemoteTask | ClaimRejection;
+
+/** Who a claim may take: checked against a task's or a rejection's delegates. */
+export type ClaimMay = (t: { readonly delegatedTo: readonly string[] }) => boolean;
+
 interface Waiter {
-  may: (t: RemoteTask) => boolean;
-  take: (t: RemoteTask | undefined) => void;
+  may: ClaimMay;
+  take: (t: ClaimAnswer | undefined) => void;
 }
 
 /** What the hub needs from the engine it serves (set by the server app: `attach`). */
@@ -158,6 +165,8 @@ export class RemoteAgents {
   private readonly handed: BoundedMap<string, RemoteTask>;
   private readonly cancelled: BoundedMap<string, true>;
   private engine: RemoteEngineSide | undefined;
+  /** Claim-time rejections of remote agents' tasks, waiting for a claim of their agent. */
+  private readonly rejections: ClaimRejections;
   private observed = false;
   private closed = false;
 
@@ -169,6 +178,7 @@ export class RemoteAgents {
     this.handed = new BoundedMap(remember);
     this.cancelled = new BoundedMap(remember);
     this.settleMs = Math.max(0, opts.settleMs ?? 2);
+    this.rejections = new ClaimRejections(this.leaseMs);
   }
 
   /** The agents served remotely for a workflow: `--remote` ones it uses, and those it declares `x-remote: true`. */
@@ -182,9 +192,11 @@ export class RemoteAgents {
   }
 
   /** Pass as createEngine's `bindRun`: binds each remote agent of a run's workflow to a parking handler. */
-  readonly bindRun = (_record: RunRecord, model: WorkflowModel): Promise<Record<string, AgentHandler>> => {
+  readonly bindRun = (record: RunRecord, model: WorkflowModel): Promise<Record<string, AgentHandler>> => {
     const out: Record<string, AgentHandler> = {};
-    for (const id of this.remoteAgentsOf(model)) {
+    const remote = this.remoteAgentsOf(model);
+    this.rejections.learn(record.workflowHash, model, remote);
+    for (const id of remote) {
       out[id] = this.handler(id, model);
       for (const p of model.phases) {
         if (p.assign !== id) continue;
@@ -199,6 +211,8 @@ export class RemoteAgents {
   /** Pass to createEngine's `onEvent` (with any other observer): a completion then answers once the engine committed it. */
   readonly onEvent = (e: RunEvent, state: RunState): void => {
     this.observed = true;
+    const rejected = this.rejections.heard(e, state);
+    if (rejected) this.offerRejection(rejected);
     if (e.type !== 'task.completed' && e.type !== 'task.rejected' && e.type !== 'task.attempt_failed' && e.type !== 'task.stale_outcome' && e.type !== 'task.lease_expired') return;
     this.told(`${state.runId}\u0000${e.phase}\u0000${e.attempt}`, e.type === 'task.completed' ? 'completed' : e.type === 'task.rejected' ? 'rejected' : e.type === 'task.attempt_failed' ? 'failed' : e.type === 'task.lease_expired' ? 'released' : 'stale');
   };
@@ -273,12 +287,27 @@ export class RemoteAgents {
     this.queues.set(task.agent, q);
   }
 
+  /** A claim-time rejection goes to the first waiting claim that may hear of it, else waits for the next (for a lease). */
+  private offerRejection(r: ClaimRejection): void {
+    const ws = this.waiters.get(r.agent) ?? [];
+    const i = ws.findIndex((w) => w.may(r));
+    if (i >= 0) {
+      const [w] = ws.splice(i, 1);
+      w!.take(r);
+      return;
+    }
+    this.rejections.keep(r);
+  }
+
   /**
-   * A claim: a queued task of `agent` that `may` allows, at once or within `waitMs` (undefined: none
-   * came). `signal` ends the wait (the client went away).
+   * A claim: a task of `agent` the engine refused at claim time (remote-rejections.ts), else a queued
+   * task of `agent` that `may` allows, at once or within `waitMs` (undefined: none came). `signal` ends
+   * the wait (the client went away).
    */
-  claim(agent: string, may: (t: RemoteTask) => boolean, waitMs: number, signal?: AbortSignal, claimId?: string): Promise<RemoteTask | undefined> {
+  claim(agent: string, may: ClaimMay, waitMs: number, signal?: AbortSignal, claimId?: string): Promise<ClaimAnswer | undefined> {
     if (claimId !== undefined && this.cancelled.has(claimId)) return Promise.resolve(undefined);
+    const rejected = this.rejections.take(agent, may);
+    if (rejected) return Promise.resolve(rejected);
     const q = this.queues.get(agent) ?? [];
     const i = q.findIndex((t) => t.state === 'queued' && may(t));
     if (i >= 0) {
@@ -291,11 +320,11 @@ export class RemoteAgents {
     return new Promise((resolve) => {
       const ws = this.waiters.get(agent) ?? [];
       this.waiters.set(agent, ws);
-      const done = (t: RemoteTask | undefined): void => {
+      const done = (t: ClaimAnswer | undefined): void => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', gone);
         if (claimId !== undefined) this.polls.delete(claimId);
-        if (t) this.handedTo(claimId, t);
+        if (t && !isRejection(t)) this.handedTo(claimId, t);
         resolve(t);
       };
       const waiter: Waiter = { may, take: done };
@@ -562,12 +591,12 @@ export class RemoteAgents {
   }
 
   /** What the hub holds now (tests check it drains: nothing is kept per task once it ended, but the bounded list of ended tokens). */
-  stats(): { live: number; queued: number; waitingClaims: number; commitWaits: number; ended: number; handedClaims: number } {
+  stats(): { live: number; queued: number; waitingClaims: number; commitWaits: number; ended: number; handedClaims: number; rejections: number } {
     let queued = 0;
     for (const q of this.queues.values()) queued += q.length;
     let waitingClaims = 0;
     for (const w of this.waiters.values()) waitingClaims += w.length;
-    return { live: this.live.size, queued, waitingClaims, commitWaits: this.commits.size, ended: this.ended.size, handedClaims: this.handed.size };
+    return { live: this.live.size, queued, waitingClaims, commitWaits: this.commits.size, ended: this.ended.size, handedClaims: this.handed.size, rejections: this.rejections.count() };
   }
 
   /** Ends the waiting claims (the server closes). Parked attempts stay: the worker's stop hands them back. */
@@ -598,6 +627,11 @@ export class RemoteAgents {
       ...(c.trace ? { traceparent: c.trace.traceparent } : {}),
     };
   }
+}
+
+/** Whether a claim got a claim-time rejection rather than a task. */
+export function isRejection(x: ClaimAnswer): x is ClaimRejection {
+  return (x as { kind?: unknown }).kind === 'rejection';
 }
 
 /**

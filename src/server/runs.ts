@@ -20,7 +20,7 @@ import { HttpError, type Request } from './http.js';
 import type { Principal } from './keys.js';
 import { pageOf, decodeCursor, encodeCursor } from './pages.js';
 import { hostReach } from './posted.js';
-import type { RegisteredWorkflow } from './workflows.js';
+import { WorkflowFolder, type RegisteredWorkflow } from './workflows.js';
 
 export interface RunRoutesOptions {
   engine: Engine;
@@ -81,6 +81,8 @@ export class RunRoutes {
   }
 
   workflowsList(r: Request): Response {
+    // the folder as it is now: files added or removed since the last look
+    if (this.o.workflows instanceof WorkflowFolder) this.o.workflows.refresh();
     return r.c.json({ workflows: [...this.o.workflows.values()].map((w) => ({ name: w.name })) });
   }
 

@@ -180,7 +180,13 @@ const CLAIM_BODY = { type: 'object', additionalProperties: false, properties: { 
 export const AGENT_ROUTES: readonly RouteSpec[] = [
   {
     method: 'post', path: '/agents/{agent}/claim', operationId: 'claimTask', summary: 'a remote agent takes a task of its agent: waits up to `wait` seconds for one (204: none)', action: 'agent', params: AGENT_PARAM, query: WAIT_QUERY, body: CLAIM_BODY,
-    responses: { '200': { description: 'a claimed task', schema: REMOTE_TASK }, '204': { description: 'no task came within `wait` (or the claim was cancelled)' }, ...ERRORS },
+    responses: {
+      '200': { description: 'a claimed task', schema: REMOTE_TASK },
+      '204': { description: 'no task came within `wait` (or the claim was cancelled)' },
+      ...ERRORS,
+      '409': { description: 'UpstreamIntentSuspendedError: a task of this agent the engine refused at claim time, its upstream waiting for a human (the RFC payload in `error`, with `run_id` and `phase`); claim again', schema: ERROR },
+      '422': { description: 'UnresolvableInputError: a task of this agent the engine refused at claim time, its input unresolvable, and failed (the RFC payload in `error`, with `run_id` and `phase`); claim again', schema: ERROR },
+    },
   },
   {
     method: 'post', path: '/agents/{agent}/claims/{claim}/cancel', operationId: 'cancelClaim', summary: 'an agent that stops gives up a claim it sent with `claim_id`: a poll still waiting ends, a task handed to it but never used goes back to the queue at once', action: 'agent', params: { ...AGENT_PARAM, claim: CLAIM_ID }, body: EMPTY_BODY,
@@ -189,7 +195,7 @@ export const AGENT_ROUTES: readonly RouteSpec[] = [
   { method: 'post', path: '/tasks/{token}/heartbeat', operationId: 'heartbeatTask', summary: 'the remote agent is alive: renews its hold; says whether the attempt was cancelled or lost', action: 'agent', params: TOKEN_PARAM, body: EMPTY_BODY, responses: { '200': { description: '{"status", "stop", "cancelled", "reason"?, "lease_expires_at"?, "remaining_budget_usd"?, "budget_exhausted"?}', schema: OBJ }, ...TASK_ERRORS } },
   {
     method: 'post', path: '/tasks/{token}/complete', operationId: 'completeTask', summary: 'the outputs: checked against the phase’s declared outputs first (422 keeps the task claimed)', action: 'agent', params: TOKEN_PARAM, body: COMPLETE_BODY,
-    responses: { '200': { description: '{"status": "completed" | "rejected" | "failed", "committed", "next"?}', schema: OBJ }, ...TASK_ERRORS, '422': { description: 'MissingOutputError / OutputTypeMismatchError (the RFC payload in `error`): fix and complete again', schema: ERROR } },
+    responses: { '200': { description: '{"status": "completed" | "rejected" | "failed" | "aborted" | "stale" | "unknown", "committed", "next"?, "next_rejection"?}', schema: OBJ }, ...TASK_ERRORS, '422': { description: 'MissingOutputError / OutputTypeMismatchError (the RFC payload in `error`): fix and complete again', schema: ERROR } },
   },
   { method: 'post', path: '/tasks/{token}/fail', operationId: 'failTask', summary: 'the attempt failed: a code (matched by retry.retryable_errors) and whether it is retryable', action: 'agent', params: TOKEN_PARAM, body: FAIL_BODY, responses: { '200': { description: '{"status", "committed"}', schema: OBJ }, ...TASK_ERRORS } },
   { method: 'post', path: '/tasks/{token}/release', operationId: 'releaseTask', summary: 'hand the task back (not a failure): another claim takes it at once', action: 'agent', params: TOKEN_PARAM, body: EMPTY_BODY, responses: { '200': { description: 'released', schema: OBJ }, ...TASK_ERRORS } },

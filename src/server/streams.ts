@@ -51,7 +51,7 @@ export function resumeSeq(c: Context, after: number | undefined): number {
 export async function runEventStream(c: Context, host: StreamHost, runId: string, after: number, types: ReadonlySet<string> | undefined): Promise<Response> {
   const first = await host.store.run(runId);
   if (!first) throw new BatonError('unknown-run', `no run ${runId} in ${host.store.location}`);
-  return streamSSE(c, async (stream) => {
+  return streamSSE(c, guarded(async (stream) => {
     const stop = linked(stream, host.closing);
     const unsubscribe = host.hub.subscribe();
     try {
@@ -60,7 +60,7 @@ export async function runEventStream(c: Context, host: StreamHost, runId: string
       unsubscribe();
       stop.abort();
     }
-  }, onStreamError);
+  }));
 }
 
 async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: string, after: number, types: ReadonlySet<string> | undefined, signal: AbortSignal): Promise<void> {
@@ -100,7 +100,7 @@ async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: strin
 
 /** The all-runs stream: every run row (newest DASHBOARD_RUNS) on connect, then each run whose seq moved. */
 export function allRunsStream(c: Context, host: StreamHost, status: ReadonlySet<RunStatus> | undefined): Response {
-  return streamSSE(c, async (stream) => {
+  return streamSSE(c, guarded(async (stream) => {
     const stop = linked(stream, host.closing);
     const unsubscribe = host.hub.subscribe();
     try {
@@ -109,7 +109,7 @@ export function allRunsStream(c: Context, host: StreamHost, status: ReadonlySet<
       unsubscribe();
       stop.abort();
     }
-  }, onStreamError);
+  }));
 }
 
 async function followAll(stream: SSEStreamingApi, host: StreamHost, status: ReadonlySet<RunStatus> | undefined, signal: AbortSignal): Promise<void> {
@@ -160,8 +160,18 @@ function linked(stream: SSEStreamingApi, closing: AbortSignal): AbortController 
   return ctl;
 }
 
-/** A store error in the middle of a stream: one `error` event, then the stream ends (the client resumes with Last-Event-ID). */
-async function onStreamError(e: Error, stream: SSEStreamingApi): Promise<void> {
-  const code = e instanceof BatonError ? e.code : 'internal';
-  await stream.writeSSE({ event: 'error', data: JSON.stringify({ error: { code, message: e instanceof BatonError ? e.message : 'the stream failed; reconnect with Last-Event-ID' } }) }).catch(() => undefined);
+/**
+ * A store error in the middle of a stream: one `error` event with a JSON error, then the stream ends
+ * (the client resumes with Last-Event-ID). Caught here rather than by Hono's `streamSSE` onError, after
+ * which Hono writes a second `error` event of its own whose data is the bare message, not JSON.
+ */
+function guarded(follow: (stream: SSEStreamingApi) => Promise<void>): (stream: SSEStreamingApi) => Promise<void> {
+  return async (stream) => {
+    try {
+      await follow(stream);
+    } catch (e) {
+      const code = e instanceof BatonError ? e.code : 'internal';
+      await stream.writeSSE({ event: 'error', data: JSON.stringify({ error: { code, message: e instanceof BatonError ? e.message : 'the stream failed; reconnect with Last-Event-ID' } }) }).catch(() => undefined);
+    }
+  };
 }

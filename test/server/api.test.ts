@@ -3,6 +3,7 @@
  * in a temp dir, PostgreSQL in a database of its own): every route's success and failure, every role,
  * bad bodies that change nothing, gates decided by the right person, and SSE resumed after a drop.
  */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -216,6 +217,25 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
       expect(asText).toMatchObject({ status: 422, body: { error: { code: 'invalid-workflow' } } });
       expect((asText.body as { error: { message: string } }).error.message).toContain('{"workflow_name": "triggered"}');
       expect((await h.store.runs({ limit: 1000 })).length).toBe(before);
+    });
+
+    test('--workflows DIR: a workflow added after the server started is served by its name and listed; one removed is gone', async () => {
+      const late = join(h.dir, 'flows', 'late.yaml');
+      const folder = join(h.dir, 'flows', 'later');
+      try {
+        writeFileSync(late, CHAIN.replace('name: chain', 'name: late'));
+        const { status } = await runToEnd(h, { workflow_name: 'late' });
+        expect(status).toBe('completed');
+        mkdirSync(folder);
+        writeFileSync(join(folder, 'workflow.yaml'), CHAIN.replace('name: chain', 'name: later'));
+        expect((await api(h.url, 'GET', '/workflows', { key: reader })).body).toEqual({ workflows: [{ name: 'chain' }, { name: 'late' }, { name: 'later' }, { name: 'triggered' }] });
+        expect((await runToEnd(h, { workflow_name: 'later' })).status).toBe('completed');
+      } finally {
+        rmSync(late, { force: true });
+        rmSync(folder, { recursive: true, force: true });
+      }
+      expect(await api(h.url, 'POST', '/runs', { key: operator, body: { workflow_name: 'late' } })).toMatchObject({ status: 404, body: { error: { code: 'unknown-workflow' } } });
+      expect((await api(h.url, 'GET', '/workflows', { key: reader })).body).toEqual({ workflows: [{ name: 'chain' }, { name: 'triggered' }] });
     });
 
     test('initial state reaches the run', async () => {

@@ -298,6 +298,8 @@ describe('baton serve as a process', () => {
 
   test('bad keys and flags are usage errors, never a stack trace', async () => {
     writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys: [{ name: 'x', roles: ['root'], key: 'k'.repeat(20) }] }));
+    writeFileSync(join(dir, 'dupkey.json'), JSON.stringify({ keys: [{ name: 'alice', roles: ['operator'], key: 's'.repeat(20) }, { name: 'mallory', roles: ['reader'], key: 's'.repeat(20) }] }));
+    writeFileSync(join(dir, 'one.json'), JSON.stringify({ keys: [{ name: 'mallory', roles: ['reader'], key: 's'.repeat(20) }] }));
     for (const [args, env, re] of [
       [['--keys', 'keys.json'], {}, /unknown role `root`/],
       [[], { BATON_API_KEYS: 'alice:operator:short' }, /shorter than 16/],
@@ -306,6 +308,9 @@ describe('baton serve as a process', () => {
       [['--keys', 'missing.json'], {}, /no such file/],
       [['--body-limit', '0'], {}, /--body-limit expects a number of bytes/],
       [['--workflows', 'nowhere'], {}, /--workflows nowhere: no such directory/],
+      // one key under two names: in one file, or across the file and BATON_API_KEYS
+      [['--keys', 'dupkey.json'], {}, /`mallory` has the same key as `alice`/],
+      [['--keys', 'one.json'], { BATON_API_KEYS: `alice:operator:${'s'.repeat(20)}` }, /`mallory` has the same key as `alice`/],
     ] as const) {
       const r = await batonRun(['serve', '--store', 'memory', ...args], { cwd: dir, env: { BATON_API_KEYS: '', ...env } });
       expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(re) as unknown]);

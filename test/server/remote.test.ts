@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createEngine, createRemoteAgent, type Engine, type RunStore } from '@baton-run/baton';
+import { createEngine, createRemoteAgent, type ClaimRejection, type Engine, type RunStore } from '@baton-run/baton';
 import { parseKeysEnv, RemoteAgents, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
 import { baton } from '../helpers/spawn.js';
 import { CHAIN, KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind } from './harness.js';
@@ -57,6 +57,38 @@ workflow:
   q:
     assign: r
     outputs: {answer: string}
+`;
+
+/** Phase `b` of the remote agent `r` reads `a.opt`, an output `a` may leave out (it does): its claim is rejected, UnresolvableInputError. */
+const UNRESOLVABLE = `openintent: "1.0"
+info: {name: unresolvable}
+agents:
+  r: {x-remote: true}
+workflow:
+  a:
+    assign: x
+    outputs: {n: number, opt: {type: string, required: false}}
+  b:
+    assign: r
+    depends_on: [a]
+    inputs: {o: a.opt}
+    outputs: {m: string}
+`;
+
+/** Phase `after` of the remote agent `r` waits on `q`, whose agent asks a human: its claim is rejected while the question is open, UpstreamIntentSuspendedError. */
+const SUSPENDED = `openintent: "1.0"
+info: {name: suspended}
+agents:
+  r: {x-remote: true}
+workflow:
+  q:
+    assign: asker
+    outputs: {answer: string}
+  after:
+    assign: r
+    depends_on: [q]
+    inputs: {a: q.answer}
+    outputs: {m: string}
 `;
 
 /** A for_each phase of the remote agent `r` over `$trigger.list` (`$item` as input `v`), with `outputs`. */
@@ -489,6 +521,132 @@ workflow:
     expect((await task(h, token, 'heartbeat')).body).toMatchObject({ stop: true });
   }, 60_000);
 
+  test('a remote agent that completes or fails while its own question is open: the outcome is applied (200, committed) and the question withdrawn; an answer after is refused', async () => {
+    for (const how of ['complete', 'fail'] as const) {
+      const id = await startRun(h, ASKING);
+      const c = await claim(h, 'r');
+      expect(c.body).toMatchObject({ run_id: id, phase: 'q', attempt: 1 });
+      const token = c.body['token'] as string;
+      const asked = await api(h.url, 'POST', `/tasks/${token}/input?wait=0`, { key: RKEY, body: { question: 'ok?' } });
+      expect(asked).toMatchObject({ status: 202, body: { input: 0, answered: false } });
+      const out = how === 'complete' ? await task(h, token, 'complete', { output: { answer: 'without you' } }) : await task(h, token, 'fail', { code: 'Fatal', message: 'giving up', retryable: false });
+      expect(out.status).toBe(200);
+      expect(out.body).toEqual({ status: how === 'complete' ? 'completed' : 'failed', committed: true });
+      const { status, events } = await toEnd(h, id);
+      expect(status).toBe(how === 'complete' ? 'completed' : 'failed');
+      const types = events.map((e) => e.type);
+      expect(types).toContain('gate.withdrawn');
+      expect(types).not.toContain('task.stale_outcome');
+      expect(events.filter((e) => e.type === 'task.claimed')).toHaveLength(1);
+      const gates = (await api(h.url, 'GET', `/runs/${id}/gates`, { key: KEYS.reader })).body['gates'] as { id: string; status: string }[];
+      expect(gates).toEqual([expect.objectContaining({ status: 'withdrawn' })]);
+      expect((await api(h.url, 'POST', `/runs/${id}/gates/${gates[0]!.id}/respond`, { key: KEYS.operator, body: { value: 'yes' } })).status).toBe(409);
+    }
+  }, 60_000);
+
+  test('claim-time rejections reach the claim: 422 with the UnresolvableInputError payload (a waiting long poll, or the next claim), each once; the run records them as before', async () => {
+    // a long poll waiting when the engine rejects the task
+    const waiting = claim(h, 'r', RKEY, 10);
+    const id = await startRun(h, UNRESOLVABLE);
+    const c = await waiting;
+    expect(c.status).toBe(422);
+    expect(c.body['error']).toEqual({
+      code: 'UnresolvableInputError',
+      message: expect.stringMatching(/could not be resolved|did not record/) as unknown,
+      error: 'UnresolvableInputError',
+      task_id: `${id}:b`,
+      phase_name: 'b',
+      unresolvable_refs: ['a.opt'],
+      run_id: id,
+      phase: 'b',
+    });
+    const { status, events } = await toEnd(h, id);
+    expect(status).toBe('failed');
+    const rejected = events.filter((e) => e.type === 'task.claim_rejected');
+    expect(rejected).toEqual([expect.objectContaining({ phase: 'b', error: expect.objectContaining({ error: 'UnresolvableInputError', unresolvable_refs: ['a.opt'] }) as unknown })]);
+    // the payload the claim answered is the one the run recorded
+    const { code: _code, run_id: _run, phase: _phase, ...payload } = c.body['error'] as Record<string, unknown>;
+    expect(payload).toEqual(rejected[0]!['error']);
+    expect(events.find((e) => e.type === 'task.failed')).toMatchObject({ phase: 'b', failure: { code: 'UnresolvableInputError' } });
+    // told once
+    expect((await claim(h, 'r', RKEY, 0)).status).toBe(204);
+    // no claim waiting: the next claim hears of it
+    const later = await startRun(h, UNRESOLVABLE);
+    expect((await toEnd(h, later)).status).toBe('failed');
+    const next = await claim(h, 'r', RKEY, 0);
+    expect(next).toMatchObject({ status: 422, body: { error: { code: 'UnresolvableInputError', run_id: later, phase: 'b' } } });
+    expect((await claim(h, 'r', RKEY, 0)).status).toBe(204);
+    // a key that may not act as the agent hears of nothing (403, or 204 once a phase delegates to it: not this one)
+    const third = await startRun(h, UNRESOLVABLE);
+    expect((await toEnd(h, third)).status).toBe('failed');
+    expect([403, 204]).toContain((await claim(h, 'r', OTHER, 0)).status);
+    expect((await claim(h, 'r', KEYS.admin, 0)).status).toBe(422);
+    expect(h.remote.stats().rejections).toBe(0);
+  }, 60_000);
+
+  test('claim-time rejections reach the claim: 409 with the UpstreamIntentSuspendedError payload while the upstream question is open; the task is claimed once it is answered', async () => {
+    const waiting = claim(h, 'r', RKEY, 10);
+    const id = await startRun(h, SUSPENDED);
+    const c = await waiting;
+    expect(c.status).toBe(409);
+    expect(c.body['error']).toMatchObject({ code: 'UpstreamIntentSuspendedError', error: 'UpstreamIntentSuspendedError', task_id: `${id}:after`, phase_name: 'after', suspended_intent_id: `${id}:q`, run_id: id, phase: 'after' });
+    expect(Object.keys(c.body['error'] as object)).toContain('expected_resume_at');
+    expect((await claim(h, 'r', RKEY, 0)).status).toBe(204);
+    const gates = (await api(h.url, 'GET', `/runs/${id}/gates?status=open`, { key: KEYS.reader })).body['gates'] as { id: string }[];
+    expect((await api(h.url, 'POST', `/runs/${id}/gates/${gates[0]!.id}/respond`, { key: KEYS.operator, body: { value: 'blue' } })).status).toBe(200);
+    const t = await claim(h, 'r', RKEY, 10);
+    expect(t).toMatchObject({ status: 200, body: { run_id: id, phase: 'after', input: { a: 'blue' } } });
+    expect((await task(h, t.body['token'] as string, 'complete', { output: { m: 'done' } })).status).toBe(200);
+    const { status, events } = await toEnd(h, id);
+    expect(status).toBe('completed');
+    expect(events.filter((e) => e.type === 'task.claim_rejected')).toEqual([expect.objectContaining({ phase: 'after', error: expect.objectContaining({ error: 'UpstreamIntentSuspendedError' }) as unknown })]);
+    expect(h.remote.stats().rejections).toBe(0);
+  }, 60_000);
+
+  test('a 409 nobody claimed is dropped once the upstream question is answered: a claim after it gets the task, not an old 409', async () => {
+    const id = await startRun(h, SUSPENDED);
+    const s = await readStream(`${h.url}/runs/${id}/events`, { key: KEYS.reader, until: (m) => m.event === 'task.claim_rejected' });
+    expect(eventsOf(s.messages).some((e) => e.type === 'task.claim_rejected')).toBe(true);
+    for (let i = 0; i < 100 && h.remote.stats().rejections === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(h.remote.stats().rejections).toBe(1);
+    const gates = (await api(h.url, 'GET', `/runs/${id}/gates?status=open`, { key: KEYS.reader })).body['gates'] as { id: string }[];
+    expect((await api(h.url, 'POST', `/runs/${id}/gates/${gates[0]!.id}/respond`, { key: KEYS.operator, body: { value: 'red' } })).status).toBe(200);
+    const t = await claim(h, 'r', RKEY, 10);
+    expect(t).toMatchObject({ status: 200, body: { run_id: id, phase: 'after' } });
+    expect((await task(h, t.body['token'] as string, 'complete', { output: { m: 'done' } })).status).toBe(200);
+    expect((await toEnd(h, id)).status).toBe('completed');
+    expect(h.remote.stats().rejections).toBe(0);
+  }, 60_000);
+
+  test('a completion with claim_next hears of a claim-time rejection as next_rejection (next: null)', async () => {
+    const first = await startRun(h, MIXED);
+    const c = await claim(h, 'r');
+    expect(c.body).toMatchObject({ run_id: first, phase: 'b' });
+    const refused = await startRun(h, UNRESOLVABLE);
+    expect((await toEnd(h, refused)).status).toBe('failed');
+    const done = await task(h, c.body['token'] as string, 'complete', { output: { m: 'ok' }, claim_next: true });
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ status: 'completed', committed: true, next: null, next_rejection: { status: 422, error: { code: 'UnresolvableInputError', run_id: refused, phase: 'b', unresolvable_refs: ['a.opt'] } } });
+    expect((await toEnd(h, first)).status).toBe('completed');
+    expect(h.remote.stats().rejections).toBe(0);
+  }, 60_000);
+
+  test('createRemoteAgent: a claim-time rejection goes to onClaimRejected and the agent goes on claiming', async () => {
+    const heard: ClaimRejection[] = [];
+    const agent = createRemoteAgent({ url: h.url, key: RKEY, agent: 'r', waitS: 2, onClaimRejected: (r) => heard.push(r), handler: () => ({ m: 'after the rejection' }) });
+    try {
+      const refused = await startRun(h, UNRESOLVABLE);
+      expect((await toEnd(h, refused)).status).toBe('failed');
+      for (let i = 0; i < 200 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+      expect(heard).toEqual([{ status: 422, code: 'UnresolvableInputError', message: expect.any(String) as unknown, runId: refused, phase: 'b', taskId: `${refused}:b`, payload: expect.objectContaining({ unresolvable_refs: ['a.opt'] }) as unknown }]);
+      const id = await startRun(h, MIXED);
+      expect((await toEnd(h, id)).status).toBe('completed');
+    } finally {
+      await agent.stop(0);
+    }
+    expect(agent.completed).toBe(1);
+  }, 60_000);
+
   test('a remote agent asks a human (an input gate answered with /respond) and reports cost', async () => {
     const agent = createRemoteAgent({
       url: h.url,
@@ -667,6 +825,35 @@ describe.skipIf(!python)('the Python example (standard library only)', () => {
       expect(status, err).toBe('completed');
       expect(events.find((e) => e.type === 'task.completed' && e['phase'] === 'b')!['output']).toEqual({ m: 'python saw n=1' });
       expect(await exited).toBe(0);
+    } finally {
+      child.kill();
+    }
+  }, 60_000);
+});
+
+describe.skipIf(!python)('the Python example and claim-time rejections', () => {
+  let h: Remote;
+  beforeAll(async () => {
+    h = await startRemote('postgres');
+  }, 60_000);
+  afterAll(async () => {
+    await h?.close();
+  }, 60_000);
+
+  test('agent.py hears of a claim refused at claim time (422), says so, and goes on to do the next task', async () => {
+    const script = resolve(__dirname, '../../examples/remote-python/agent.py');
+    const refused = await startRun(h, UNRESOLVABLE);
+    expect((await toEnd(h, refused)).status).toBe('failed');
+    const child = spawn('python3', [script, '--once'], { env: { ...process.env, BATON_URL: h.url, BATON_API_KEY: RKEY, BATON_AGENT: 'r' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      const id = await startRun(h, MIXED);
+      const { status } = await toEnd(h, id);
+      expect(status, err).toBe('completed');
+      expect(await exited).toBe(0);
+      expect(err).toContain(`task ${refused}:b of run ${refused} was refused at claim time (422 UnresolvableInputError)`);
     } finally {
       child.kill();
     }

@@ -591,7 +591,7 @@ governance:
   }
 }
 
-export const MORE_GATE_SCENARIOS = { commandsAfterClose, inputTimeoutThenRetryAndRestart, twoQuestionsAcrossARestart, phaseAndAccessGateTimeouts, phaseTimeoutPausedWhileWaiting, commandBesideADueTimer, commandFromAnotherEngineBesideADueTimer, answersAreCopies, initialStateIsACopy, answersMustBeJson };
+export const MORE_GATE_SCENARIOS = { returnWithoutAwaitingTheAnswer, commandsAfterClose, inputTimeoutThenRetryAndRestart, twoQuestionsAcrossARestart, phaseAndAccessGateTimeouts, phaseTimeoutPausedWhileWaiting, commandBesideADueTimer, commandFromAnotherEngineBesideADueTimer, answersAreCopies, initialStateIsACopy, answersMustBeJson };
 
 /** The phase timeout counts the agent's time, not the time a human takes to answer; it still applies after the answer. */
 export async function phaseTimeoutPausedWhileWaiting(makeStore: StoreFactory): Promise<void> {
@@ -817,4 +817,45 @@ export async function inputTimeoutThenRetryAndRestart(makeStore: StoreFactory): 
   expect(r.gates.map((g) => g.id)).toEqual(['input-ask-1', 'input-ask-2']);
   await expectReplays(store, r);
   await b.close();
+}
+
+/**
+ * An agent that asks and returns (or throws) without awaiting the answer: its outcome is applied at
+ * once, the question withdrawn (answers refused after), and the task is not run again. Before, the
+ * outcome was recorded as stale, the run waited on the question, and once it was answered the task ran
+ * again as a new attempt.
+ */
+export async function returnWithoutAwaitingTheAnswer(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  let calls = 0;
+  let throwIt = false;
+  const e = engineOn(store, clock, {
+    asker: (ctx) => {
+      calls++;
+      void ctx.requestInput({ question: 'ship it?' }).catch(() => undefined);
+      if (throwIt) throw new AgentError('Fatal', 'gave up without the answer', {}, false);
+      return { answer: 'decided alone' };
+    },
+    plain: () => ({}),
+  });
+  const done = await e.run(ASK);
+  expect(done.status).toBe('completed');
+  expect(calls).toBe(1);
+  expect(done.phases['ask']).toMatchObject({ status: 'completed', attempts: 1, output: { answer: 'decided alone' } });
+  expect(done.gates).toEqual([expect.objectContaining({ id: 'input-ask-1', kind: 'input', status: 'withdrawn' })]);
+  expect(eventsOf(done.events, 'task.stale_outcome')).toEqual([]);
+  const types = done.events.map((x) => x.type);
+  expect(types.indexOf('gate.withdrawn')).toBeLessThan(types.indexOf('task.completed'));
+  await expect(e.respond(done.runId, 'input-ask-1', 'yes', 'carol')).rejects.toMatchObject({ code: 'gate-refused' });
+  await expectReplays(store, done);
+
+  throwIt = true;
+  const failed = await e.run(ASK);
+  expect(failed.status).toBe('failed');
+  expect(calls).toBe(2);
+  expect(failed.phases['ask']).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'Fatal' } });
+  expect(failed.gates).toEqual([expect.objectContaining({ status: 'withdrawn' })]);
+  await expectReplays(store, failed);
+  await e.close();
 }

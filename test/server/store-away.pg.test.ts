@@ -1,11 +1,14 @@
 /**
- * `POST /runs` while the server's PostgreSQL is away (a real server on a loopback port, its database
- * behind a TCP proxy that refuses connections). A start is answered 503 within the bound of any other
- * route, with or without a `run_id`, and the 503 names the id the start was tried under: sent again with
- * it once the store is back, the start creates its run then (201), so nothing was created behind the
- * caller's back. Before, a start without a `run_id` rode out the outage inside the request (no answer
- * for minutes) and every such start created its run when the store came back, after its client had
- * given up.
+ * The server while its PostgreSQL is away (a real server on a loopback port, its database behind a TCP
+ * proxy that refuses connections).
+ * - `POST /runs` is answered 503 within the bound of any other route, with or without a `run_id`, and the
+ *   503 names the id the start was tried under: sent again with it once the store is back, the start
+ *   creates its run then (201), so nothing was created behind the caller's back. Before, a start without
+ *   a `run_id` rode out the outage inside the request (no answer for minutes) and every such start
+ *   created its run when the store came back, after its client had given up.
+ * - The event streams end with one `error` event whose data is JSON (before: a second one, plain text).
+ * - `/health` without a key says the store does not answer, not where it is (its URL: user, host, port,
+ *   database); a reader key sees the store's own message.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,10 +19,12 @@ import { parseKeysEnv, scanWorkflows, startServer, type BatonServer } from '@bat
 import { testDatabase } from '../helpers/pg.js';
 import { until } from '../helpers/spawn.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { agents, api, CHAIN, KEYS, KEYS_ENV, Latch } from './harness.js';
+import { agents, api, CHAIN, KEYS, KEYS_ENV, Latch, SLOW } from './harness.js';
+import { sseMessages, type SseMessage } from '../../src/server/client.js';
+import { readStream } from './sse.js';
 
-const db = testDatabase('baton_start_outage');
-const dir = mkdtempSync(join(tmpdir(), 'baton-start-outage-'));
+const db = testDatabase('baton_store_away');
+const dir = mkdtempSync(join(tmpdir(), 'baton-store-away-'));
 const latch = new Latch();
 let proxy: TcpProxy;
 let store: RunStore;
@@ -86,3 +91,53 @@ test('a start while the store is away is answered 503 at once, names its run id,
     await cut;
   }
 }, 90_000);
+
+test('the event streams end with one error event, its data JSON (the run stream mid-way, the all-runs stream at its start)', async () => {
+  // a run stream open before the cut: the stream's next read fails
+  const started = await start({ workflow: SLOW });
+  expect(started.status).toBe(201);
+  const id = started.body['run_id'] as string;
+  await until(() => latch.running === 3, 15_000);
+  const res = await fetch(`${server.url}/runs/${id}/events`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${KEYS.reader}` }, signal: AbortSignal.timeout(30_000) });
+  const messages = sseMessages(res.body!);
+  // the stream is under way (its first event read) when the store goes
+  expect((await messages.next()).value).toMatchObject({ event: 'run.started' });
+  const cut = proxy.cut(60_000);
+  try {
+    const all = await readStream(`${server.url}/events`, { key: KEYS.reader, timeoutMs: 15_000 });
+    expect(all.status).toBe(200);
+    const errors = all.messages.filter((m) => m.event === 'error');
+    expect(errors).toHaveLength(1);
+    expect(JSON.parse(errors[0]!.data)).toMatchObject({ error: { code: 'store-unreachable' } });
+    const rest: SseMessage[] = [];
+    for await (const m of messages) rest.push(m);
+    const runErrors = rest.filter((m) => m.event === 'error');
+    expect(runErrors).toHaveLength(1);
+    expect(JSON.parse(runErrors[0]!.data)).toMatchObject({ error: { code: 'store-unreachable' } });
+  } finally {
+    proxy.heal();
+    await cut;
+    latch.release();
+  }
+}, 90_000);
+
+test('/health while the store is away: without a reader key, 503 and no more (not the store\'s URL); a reader key sees the store\'s message', async () => {
+  const cut = proxy.cut(60_000);
+  try {
+    const name = new URL(db.url).pathname.slice(1);
+    for (const key of [undefined, KEYS.agent, 'not-a-key-0123456789']) {
+      const open = await api(server.url, 'GET', '/health', key !== undefined ? { key } : {});
+      expect(open.status).toBe(503);
+      expect(open.body['error']).toMatchObject({ code: 'store-unreachable' });
+      const text = JSON.stringify(open.body);
+      for (const secret of [name, String(proxy.port), 'postgres://', '127.0.0.1']) expect(text).not.toContain(secret);
+    }
+    const reader = await api(server.url, 'GET', '/health', { key: KEYS.reader });
+    expect(reader.status).toBe(503);
+    expect(JSON.stringify(reader.body)).toContain(name);
+  } finally {
+    proxy.heal();
+    await cut;
+  }
+  expect(await api(server.url, 'GET', '/health')).toMatchObject({ status: 200, body: { ok: true, store: 'postgres' } });
+}, 60_000);
