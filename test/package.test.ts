@@ -292,12 +292,15 @@ export const all = [agentCard, A2aTasks];
     it('a bundled example whose contract declares files it writes (paper-contracts) runs from a copy in the project, never inside node_modules', async () => {
       // its agents are TypeScript: tsx, the one peer it needs
       link('tsx');
+      // a run from this checkout leaves its drafts there (git-ignored), and the copy above took them along
+      const inside = join(work, 'examples', 'paper-contracts', 'output-drafts');
+      rmSync(inside, { recursive: true, force: true });
       try {
         const r = await spawned(process.execPath, [join(work, 'bin', 'baton.js'), 'run', 'paper-contracts', '--store', 'memory', '--quiet'], { cwd: project, env: { ...process.env, NO_COLOR: '1' } });
         expect(r.status, r.stderr).toBe(0);
         expect(r.stderr).toContain('copied it to ./paper-contracts');
         expect(readdirSync(join(project, 'paper-contracts', 'output-drafts', 'sections'))).toEqual(['introduction.tex']);
-        expect(existsSync(join(work, 'examples', 'paper-contracts', 'output-drafts'))).toBe(false);
+        expect(existsSync(inside)).toBe(false);
       } finally {
         rmSync(installed('tsx'));
         rmSync(join(project, 'paper-contracts'), { recursive: true, force: true });
