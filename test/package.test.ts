@@ -125,7 +125,10 @@ describe('the tarball', () => {
     work = join(project, 'node_modules', '@baton-run', 'baton');
     mkdirSync(work, { recursive: true });
     // the package's own files, with dist/ built here (not in the worktree)
-    for (const f of ['package.json', 'README.md', 'LICENSE', ...pkg.files.filter((f) => f !== 'dist')]) cpSync(join(root, f), join(work, f), { recursive: true });
+    for (const f of ['package.json', 'README.md', 'LICENSE', ...pkg.files.filter((f) => f !== 'dist' && !f.startsWith('!'))]) cpSync(join(root, f), join(work, f), { recursive: true });
+    // what `baton run paper-contracts` leaves in a checkout (git-ignored): never packed
+    mkdirSync(join(work, 'examples', 'paper-contracts', 'output-drafts', 'sections'), { recursive: true });
+    writeFileSync(join(work, 'examples', 'paper-contracts', 'output-drafts', 'sections', 'introduction.tex'), 'a draft\n');
     const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
     execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', join(work, 'dist')], { stdio: 'pipe' });
     const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: work, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -141,6 +144,11 @@ describe('the tarball', () => {
     for (const target of Object.values(pkg.exports)) {
       for (const f of typeof target === 'string' ? [target] : [target.types, target.default]) expect(files).toContain(f.replace(/^\.\//, ''));
     }
+  });
+
+  it('holds no output of a run of an example (paper-contracts writes its drafts beside it in a checkout)', () => {
+    expect(files.filter((f) => f.includes('output-drafts'))).toEqual([]);
+    expect(files).toContain('examples/paper-contracts/workflow.yaml');
   });
 
   it('holds no tests and no test support', () => {
@@ -292,12 +300,15 @@ export const all = [agentCard, A2aTasks];
     it('a bundled example whose contract declares files it writes (paper-contracts) runs from a copy in the project, never inside node_modules', async () => {
       // its agents are TypeScript: tsx, the one peer it needs
       link('tsx');
+      // a run from a checkout leaves its drafts there (git-ignored, not packed), as the copy above has them
+      const inside = join(work, 'examples', 'paper-contracts', 'output-drafts');
+      rmSync(inside, { recursive: true, force: true });
       try {
         const r = await spawned(process.execPath, [join(work, 'bin', 'baton.js'), 'run', 'paper-contracts', '--store', 'memory', '--quiet'], { cwd: project, env: { ...process.env, NO_COLOR: '1' } });
         expect(r.status, r.stderr).toBe(0);
         expect(r.stderr).toContain('copied it to ./paper-contracts');
         expect(readdirSync(join(project, 'paper-contracts', 'output-drafts', 'sections'))).toEqual(['introduction.tex']);
-        expect(existsSync(join(work, 'examples', 'paper-contracts', 'output-drafts'))).toBe(false);
+        expect(existsSync(inside)).toBe(false);
       } finally {
         rmSync(installed('tsx'));
         rmSync(join(project, 'paper-contracts'), { recursive: true, force: true });
