@@ -4,7 +4,7 @@
  * the run ends when nothing is open, or is stopped.
  */
 import { cloneJson, isPlainObject, type Json, type JsonObject } from '../core/json.js';
-import { resolveBinding } from '../workflow/runtime.js';
+import { resolveBinding, unresolvable } from '../workflow/runtime.js';
 import type { ForEachModel, PhaseModel, ToleratedFailures } from '../workflow/model.js';
 import type { FailureRecord, NewEvent } from './events.js';
 import { itemKey, isTerminal, parseItemKey, taskIdFor, type FanState, type RunState } from './state.js';
@@ -228,14 +228,18 @@ export function checkRunGate(ctx: Ctx, settled: string | undefined): void {
 /** Items unsettled at once when a phase sets no `max_parallel`: workers' free slots bound what runs. */
 export const FAN_WINDOW = 1024;
 
-/** The array a fan-out phase runs over, or why it cannot be had. */
-export function fanArray(ctx: Ctx, pm: PhaseModel, fe: ForEachModel): { ok: true; items: readonly Json[] } | { ok: false; message: string } {
+/**
+ * The array a fan-out phase runs over, or why it cannot be had: a reference that does not resolve (a
+ * trigger or upstream key that is absent) is `unresolved`, as it is for an input (UnresolvableInputError);
+ * a value that is not an array is not.
+ */
+export function fanArray(ctx: Ctx, pm: PhaseModel, fe: ForEachModel): { ok: true; items: readonly Json[] } | { ok: false; message: string; unresolved?: string } {
   const run = ctx.env.initialState;
   const initial = run ? { ...run, ...pm.initialState } : pm.initialState;
   const src = fe.source;
   // the array itself: the `for_each` reference read as an input binding (`$item` sources cannot occur here)
   const r = resolveBinding({ name: 'for_each', ref: fe.ref, source: src } as Parameters<typeof resolveBinding>[0], outputsView(ctx.state), ctx.state.trigger, initial);
-  if (!r.ok) return { ok: false, message: `for_each \`${fe.ref}\`: ${r.reason}` };
+  if (!r.ok) return { ok: false, message: `for_each \`${fe.ref}\`: ${r.reason}`, unresolved: r.reason };
   if (!Array.isArray(r.value)) return { ok: false, message: `for_each \`${fe.ref}\` is ${r.value === null ? 'null' : typeof r.value}, not an array` };
   return { ok: true, items: r.value };
 }
@@ -246,6 +250,14 @@ export function fanOut(ctx: Ctx, name: string): void {
   const p = ctx.state.phases.get(name)!;
   const arr = fanArray(ctx, pm, pm.forEach!);
   if (!arr.ok) {
+    if (arr.unresolved !== undefined) {
+      // the same reference as an input would be rejected at its claim: the same error, the same events
+      const err = unresolvable(pm, p.taskId, [{ ref: pm.forEach!.ref, reason: `for_each \`${pm.forEach!.ref}\`: ${arr.unresolved}` }]);
+      const payload = err.toJSON();
+      emit(ctx, { type: 'task.claim_rejected', phase: name, task_id: p.taskId, error: payload });
+      terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: 0, failure: { code: err.error, error: err.error, message: err.message, retryable: false, details: payload } });
+      return;
+    }
     terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: 0, failure: { code: 'ForEachNotArray', message: arr.message, retryable: false, details: { for_each: pm.forEach!.ref } } });
     return;
   }
