@@ -5,6 +5,7 @@
  */
 import { cloneJson, isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { resolveBinding, unresolvable } from '../workflow/runtime.js';
+import { itemStorePath } from '../workflow/steps.js';
 import type { ForEachModel, PhaseModel, ToleratedFailures } from '../workflow/model.js';
 import type { FailureRecord, NewEvent } from './events.js';
 import { itemKey, isTerminal, parseItemKey, taskIdFor, type FanState, type RunState } from './state.js';
@@ -262,7 +263,43 @@ export function fanOut(ctx: Ctx, name: string): void {
     return;
   }
   emit(ctx, { type: 'task.fanned_out', phase: name, task_id: p.taskId, items: arr.items.length });
+  storeCollisions(ctx, name, p.taskId, arr.items);
   fill(ctx, name, arr.items);
+}
+
+/**
+ * Step form: items whose `{$item...}` values name one place of the `artifacts` tree (two sections both
+ * called `intro`) would each overwrite the other there. Known as the phase fans out, before any item
+ * runs: a warning per place names the items; the tree keeps the last of them (by index) that
+ * completes, and every item's output stays in the phase's gathered arrays.
+ */
+function storeCollisions(ctx: Ctx, name: string, taskId: string, items: readonly Json[]): void {
+  for (const t of ctx.plan.model.artifacts) {
+    if (t.phase !== name || t.path.every((s) => typeof s === 'string')) continue;
+    const at = new Map<string, number[]>();
+    items.forEach((el, i) => {
+      const segs = itemStorePath(t, el);
+      if (!segs) return;
+      const k = JSON.stringify(segs);
+      const list = at.get(k);
+      if (list) list.push(i);
+      else at.set(k, [i]);
+    });
+    for (const [k, indexes] of at) {
+      if (indexes.length < 2) continue;
+      const path = `artifacts.${(JSON.parse(k) as string[]).join('.')}`;
+      const shown = indexes.length > 10 ? `${indexes.slice(0, 10).join(', ')} and ${indexes.length - 10} more` : indexes.join(', ');
+      emit(ctx, {
+        type: 'task.warning',
+        phase: name,
+        task_id: taskId,
+        attempt: 0,
+        code: 'StoreCollision',
+        message: `items ${shown} ${indexes.length === 2 ? 'both' : 'all'} store \`${t.key}\` at ${path} (\`$store: ${t.text}\`): the artifacts tree keeps only the last of them that completes; every item's output stays in the phase's gathered \`${t.key}\``,
+        details: { target: t.text, key: t.key, path, items: indexes.slice(0, 100) },
+      });
+    }
+  }
 }
 
 /** Opens items while the window allows: a ready task each, or a skipped one when `skip_when` says so. */
