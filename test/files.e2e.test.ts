@@ -179,7 +179,8 @@ workflow:
       expect(res.status).toBe('completed');
       const cwd = res.phases['one']?.output?.['cwd'] as string;
       expect(cwd).not.toBe(ws);
-      expect(cwd).toContain('baton-files-one-1-');
+      // named after its run, phase and attempt: baton-files-<run>_<h>-one.1_<h>-XXXXXX
+      expect(cwd).toMatch(new RegExp(`baton-files-${res.runId}_[0-9a-f]{8}-one\\.1_[0-9a-f]{8}-[A-Za-z0-9]{6}$`));
       expect(existsSync(cwd)).toBe(false);
       expect(readFileSync(join(ws, 'out', 'one.txt'), 'utf8')).toBe('tides!');
     } finally {

@@ -28,7 +28,8 @@ import { commandRun, decidedAs, startRun, workflowRecord } from '../engine/start
 import { CreateBatcher, retryingCreates, StoreWaits } from '../engine/create-batch.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
 import { planOf } from '../engine/plan.js';
-import { localFileStager, withFiles, type FileStager } from '../engine/files.js';
+import { withFiles, type FileStager } from '../engine/files.js';
+import { localFileStager } from '../engine/files-local.js';
 import { Worker, type WorkerOptions, type WorkerTuning } from '../engine/worker.js';
 import { DEFAULT_STORE_RETRY_MS } from '../engine/worker-base.js';
 import { parseWorkflow } from '../workflow/compile.js';
