@@ -3,8 +3,10 @@
  * each declared input file is staged byte-exact from the workspace into a fresh scratch root (one
  * per attempt, never shared, named after its run, task and attempt), the root is injected as
  * `_workflowFsRoot` into `ctx.input` (over any value already there), and after the agent returns each
- * declared output present under the root is synced back to its workspace path, tokens replaced in
- * one pass. The root is removed afterwards.
+ * declared output present under the root is hashed; the engine syncs them back to their workspace
+ * paths (tokens replaced in one pass) only once the attempt's completion is committed with their
+ * `task.file` events (worker-commits.ts). The root is removed afterwards; roots a dead process left
+ * are found by their run's name and finished or removed (files-leftovers.ts).
  *
  * Staging goes through a port (`FileStager`): the local-disk one is here; a remote agent's host can
  * hand files over an API instead. Every staged read and synced write is recorded as provenance
@@ -22,6 +24,7 @@ import type { AgentContract } from '../workflow/contract/model.js';
 import { mergeFiles } from '../workflow/files.js';
 import { AgentError, type AgentContext, type AgentHandler } from './agent.js';
 import { Attempt } from './attempt.js';
+import { itemKey } from './state.js';
 
 /** sha256 (hex) and size in bytes of a file's content. */
 export interface FileDigest {
@@ -176,8 +179,22 @@ export interface FileHostOptions {
 }
 
 /**
- * Wraps an agent's handler with the file contract of the phase it runs: stage, inject, run, sync,
- * remove. A phase without files runs the handler as it is.
+ * An attempt's output files, checked and hashed after its agent returned, held until the engine knows
+ * whether its outcome is accepted: they go to the workspace only then (`publish`, after the completion
+ * that records them is committed), else nowhere (`discard`). Either removes the root.
+ */
+export interface HeldFiles {
+  /** What will be synced, as recorded (`task.file`, `direction: synced`) with the completion. */
+  readonly files: readonly FileProvenance[];
+  /** Copies them to the workspace; resolves to those that could not be (written nowhere, or not whole). */
+  publish(): Promise<{ key: string; path: string; message: string }[]>;
+  discard(): Promise<void>;
+}
+
+/**
+ * Wraps an agent's handler with the file contract of the phase it runs: stage, inject, run, check
+ * the outputs and hand them to the engine (an engine attempt), or sync them at once (any other
+ * context), remove. A phase without files runs the handler as it is.
  */
 export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHandler {
   return async (ctx: AgentContext) => {
@@ -188,7 +205,11 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
     // every input path is expanded before anything is created: a refused one fails the attempt at once
     const inputs = files.inputs.map((e) => ({ e, path: expandOrFail(e, values, scope.item) }));
     const stager = files.workspace !== undefined && opts.stagerFor ? opts.stagerFor(files.workspace) : opts.stager;
+    // the roots of this task's earlier attempts, left by a process that died or lost the task (its
+    // process group was ended before this attempt started), go before this attempt's is made
+    if (scope.attempt > 1) await removeEarlier(stager, scope);
     const root = await stager.open(scope);
+    let held = false;
     try {
       for (const { e, path } of inputs) {
         // a timeout or a cancel during staging stops it: the attempt has ended (the root is removed below)
@@ -207,11 +228,70 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
       const inner = inject(ctx, root.path);
       staged.set(inner, root.path);
       const out = await handler(inner);
-      if (!ctx.signal.aborted) await syncAll(ctx, root, files.outputs, values, scope);
+      // an aborted attempt (timed out, cancelled, its task or run moved on) has no outcome: nothing is synced
+      if (ctx.signal.aborted) return out;
+      if (ctx instanceof Attempt) {
+        // the engine syncs them once the completion that records them is committed, or not at all
+        const h = await checkAll(ctx, root, files.outputs, values, scope);
+        held = h !== undefined && ctx.holdFiles(h);
+        return out;
+      }
+      await syncAll(ctx, root, files.outputs, values, scope);
       return out;
     } finally {
-      await root.remove();
+      if (!held) await root.remove();
     }
+  };
+}
+
+/** Removes the roots that attempts before `scope.attempt` of the same task left (best effort). */
+async function removeEarlier(stager: FileStager, scope: StageScope): Promise<void> {
+  const key = scope.item ? itemKey(scope.phase, scope.item.index) : scope.phase;
+  const left = await stager.leftovers?.(scope.runId).catch(() => []);
+  for (const r of left ?? []) if (r.attempt < scope.attempt && r.isOf(key, r.attempt)) await r.remove();
+}
+
+/**
+ * After the agent returned: each declared output is expanded, its target checked and its bytes hashed
+ * (nothing is written); one not produced is a warning, one refused a log line, as a failed sync is.
+ * Undefined when nothing is to be synced (the root can go at once).
+ */
+async function checkAll(ctx: Attempt, root: ScratchRoot, outputs: FileEntry[], values: Readonly<Record<string, string>>, scope: StageScope): Promise<HeldFiles | undefined> {
+  const planned: FileProvenance[] = [];
+  for (const e of outputs) {
+    let path = e.path;
+    try {
+      path = expandPath(e.path, values, scope.item);
+      const d = await root.check(e.key, path);
+      if (d === 'missing') {
+        ctx.record('declared_file_missing', { key: e.key, path, declared: e.path });
+        continue;
+      }
+      planned.push({ direction: 'synced', key: e.key, path, ...d, ...(scope.item ? { item: scope.item.index } : {}) });
+    } catch (err) {
+      ctx.log(`warning: output file \`${e.key}\` could not be synced to ${path}: ${(err as Error).message}`);
+    }
+  }
+  if (planned.length === 0) return undefined;
+  return {
+    files: planned,
+    async publish() {
+      const failed: { key: string; path: string; message: string }[] = [];
+      try {
+        for (const f of planned) {
+          try {
+            const d = await root.sync(f.key, f.path, f);
+            if (d === 'missing') failed.push({ key: f.key, path: f.path, message: 'it is gone from the scratch root' });
+          } catch (err) {
+            failed.push({ key: f.key, path: f.path, message: (err as Error).message });
+          }
+        }
+      } finally {
+        await root.remove();
+      }
+      return failed;
+    },
+    discard: () => root.remove(),
   };
 }
 
