@@ -10,7 +10,8 @@ import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentContext } from '../src/engine/agent.js';
-import { localFileStager, withFiles } from '../src/engine/files.js';
+import { withFiles } from '../src/engine/files.js';
+import { localFileStager } from '../src/engine/files-local.js';
 import { parseWorkflow } from '../src/workflow/compile.js';
 
 const FILES = Number(process.env['BATON_BENCH_FILES'] ?? 1000);
@@ -46,12 +47,18 @@ const plainCopy = async (): Promise<void> => {
   await rm(tmp, { recursive: true, force: true });
 };
 
-// the stager alone: checked paths, sha256 of every byte, atomic writes
+// the stager alone, as the engine drives it: checked paths, sha256 of every byte, each output checked
+// (hashed) when the agent returns and copied once its completion is committed (its hash verified), atomic writes
 const stager = localFileStager({ workspace: ws, tmpDir: base });
 const stagerOnly = async (): Promise<void> => {
   const root = await stager.open({ runId: 'bench', workflowId: 'bench', phase: 'p', attempt: 1 });
   for (const i of keys) await root.stage(`k${i}`, `in/f${i}.dat`);
-  for (const i of keys) await root.sync(`k${i}`, `out/f${i}.dat`);
+  const checked: Awaited<ReturnType<typeof root.check>>[] = [];
+  for (const i of keys) checked.push(await root.check(`k${i}`, `out/f${i}.dat`));
+  for (const i of keys) {
+    const d = checked[i]!;
+    await root.sync(`k${i}`, `out/f${i}.dat`, d === 'missing' ? undefined : d);
+  }
   await root.remove();
 };
 
@@ -94,7 +101,7 @@ const whole = best['whole']!;
 
 const mb = (FILES * SIZE * 2) / 1024 / 1024;
 const row = (name: string, ms: number): string[] => [name, `${ms.toFixed(0)} ms`, `${((ms * 1000) / (FILES * 2)).toFixed(0)} µs`, `${(mb / (ms / 1000)).toFixed(0)} MB/s`, `${(ms / plain).toFixed(2)}x`];
-const rows = [['', 'total (best of 3)', 'per file copy', 'throughput', 'vs plain copy'], row('plain copyFile, in and out', plain), row('stager: stage + sync, sha256', staged), row('withFiles: the attempt path', whole)];
+const rows = [['', 'total (best of 3)', 'per file copy', 'throughput', 'vs plain copy'], row('plain copyFile, in and out', plain), row('stager: stage + check + sync, sha256', staged), row('withFiles: the attempt path', whole)];
 const w = rows[0]!.map((_, c) => Math.max(...rows.map((x) => x[c]!.length)));
 console.log(`${FILES} files of ${SIZE / 1024} KB staged into a root and synced back (${(mb / 2).toFixed(0)} MB each way), node ${process.versions.node}`);
 for (const x of rows) console.log(x.map((c, i) => c.padEnd(w[i]!)).join('  '));

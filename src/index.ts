@@ -38,7 +38,8 @@ export { Worker, DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type Fault
 export { decide, type Fact, type FactResult, type Claimed, type Outcome, type Decisions } from './engine/decide.js';
 export { planOf, type Plan } from './engine/plan.js';
 /** AIP-16 file contracts at run time: the staging port, its local-disk implementation, the tokens of file paths. */
-export { localFileStager, expandPath, FileRefused, type FileStager, type ScratchRoot, type StageScope, type FileDigest, type FileProvenance } from './engine/files.js';
+export { expandPath, FileRefused, type FileStager, type ScratchRoot, type LeftoverRoot, type StageScope, type FileDigest, type FileProvenance } from './engine/files.js';
+export { localFileStager } from './engine/files-local.js';
 /** The agent port. */
 export { AgentError, type AgentContext, type AgentHandler, type ClosableAgent, type InputRequest } from './engine/agent.js';
 /** Converts an agent's return value to JSON (cycles, depth, getters): the output rules of every attempt. */

@@ -67,6 +67,31 @@ describe('a workflow with for_each', () => {
     await engine.close();
   });
 
+  test('items whose `$store` targets name one place: a StoreCollision warning as the phase fans out, naming them; the tree keeps the last; completedSteps name the fan-out\'s agent', async () => {
+    const r = await loadWorkflow(join(writePaper, 'workflow.yaml'));
+    const store = new MemoryStore();
+    const agents = {
+      'research-consolidator': () => ({ researchDoc: 'doc' }),
+      'paper-architect': () => ({ outline: { sections: [{ name: 'intro', outline: {} }, { name: 'intro', outline: {} }, { name: 'body', outline: {} }] } }),
+      'section-drafter': (ctx: { input: Record<string, unknown>; item?: { index: number } | undefined }) => ({ draft: `${ctx.input['sectionName'] as string} #${ctx.item!.index}` }),
+    };
+    const engine = createEngine({ store, agents });
+    const res = await engine.run(r.model!, { trigger: { topic: 't', sources: [] } });
+    expect(res.status).toBe('completed');
+    const warnings = res.events.filter((e) => e.type === 'task.warning' && e.code === 'StoreCollision');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ phase: 'draft-sections', code: 'StoreCollision', details: { path: 'artifacts.drafts.intro', items: [0, 1], key: 'draft' } });
+    // before any item ran
+    expect(res.events.indexOf(warnings[0]!)).toBeLessThan(res.events.findIndex((e) => e.type === 'task.claimed' && e.phase.startsWith('draft-sections[')));
+    const { state } = await engine.inspect(res.runId);
+    const doc = workflowState(state, r.model!, res.events);
+    expect(doc.workflowState.context.artifacts['drafts']).toEqual({ intro: 'intro #1', body: 'body #2' });
+    // every item's output stays in the gathered array
+    expect(res.phases['draft-sections']!.output).toEqual({ draft: ['intro #0', 'intro #1', 'body #2'] });
+    expect(doc.workflowState.context.completedSteps.map((s) => `${s.stepId} ${s.agentId}`)).toEqual(['consolidate research-consolidator', 'outline paper-architect', 'draft-sections section-drafter']);
+    await engine.close();
+  });
+
   test('`baton run` runs a fan-out with stub agents and exits 0', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'baton-fan-'));
     writeFileSync(join(dir, 'fan.yaml'), FAN_OUT);
@@ -116,8 +141,10 @@ describe('a workflow with for_each', () => {
     expect(result.phases['draft-sections']).toMatchObject({ status: 'completed', output: { draft: ['any', 'any'] } });
     out = '';
     expect(await run(['show', result.runId, '--state', '--store', db], io)).toBe(0);
-    const doc = JSON.parse(out) as { workflowState: { context: { artifacts: Record<string, unknown> } } };
+    const doc = JSON.parse(out) as { workflowState: { context: { artifacts: Record<string, unknown>; completedSteps: { stepId: string; agentId: string | null }[] } } };
     expect(doc.workflowState.context.artifacts['drafts']).toEqual({ 'name-1': 'any', 'name-2': 'any' });
+    // the fan-out phase names its agent, as the spec's completedSteps entries do (it is never claimed itself)
+    expect(doc.workflowState.context.completedSteps.find((x) => x.stepId === 'draft-sections')?.agentId).toBe('section-drafter');
     expect(doc.workflowState.context.artifacts['outline']).toEqual({ sections: [{ name: 'name-1', outline: {} }, { name: 'name-2', outline: {} }] });
     expect(doc.workflowState.context.artifacts['researchDoc']).toEqual([{ source: 'source-1', citations: [{}, {}] }, { source: 'source-2', citations: [{}, {}] }]);
   });

@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createEngine } from '../src/api/engine.js';
+import type { FileStager } from '../src/engine/files.js';
+import { localFileStager } from '../src/engine/files-local.js';
 import type { AgentContext } from '../src/engine/agent.js';
 import type { RunEvent } from '../src/engine/events.js';
 import type { RunStore } from '../src/engine/ports.js';
@@ -179,7 +181,8 @@ workflow:
       expect(res.status).toBe('completed');
       const cwd = res.phases['one']?.output?.['cwd'] as string;
       expect(cwd).not.toBe(ws);
-      expect(cwd).toContain('baton-files-one-1-');
+      // named after its run, phase and attempt: baton-files-<run>_<h>-one.1_<h>-XXXXXX
+      expect(cwd).toMatch(new RegExp(`baton-files-${res.runId}_[0-9a-f]{8}-one\\.1_[0-9a-f]{8}-[A-Za-z0-9]{6}$`));
       expect(existsSync(cwd)).toBe(false);
       expect(readFileSync(join(ws, 'out', 'one.txt'), 'utf8')).toBe('tides!');
     } finally {
@@ -251,6 +254,53 @@ ${['a', 'b', 'c', 'd'].map((p) => `  ${p}:\n    assign: w\n    inputsFiles: {n: 
     expect(await run(['show', 'r1', '--state', '--store', file], io)).toBe(0);
     const state = JSON.parse(out) as { workflowState: { context: { artifacts: Record<string, { phase: string; access: string; key?: string }> } } };
     expect(state.workflowState.context.artifacts['drafts/r1/draft-1.md']).toMatchObject({ phase: 'edit', access: 'read', key: 'draft' });
+  });
+});
+
+describe('output files and the outcome they belong to', () => {
+  const wfOf = (outputs: string): string => `openintent: "1.0"\ninfo: {name: out}\nworkflow:\n  p:\n    assign: w\n    retry: {max_attempts: 2, initial_delay_ms: 1}\n    outputsFiles: {o: {path: "out/<attempt>.txt"}}\n    outputs: ${outputs}\n`;
+
+  test('an attempt whose output is rejected syncs nothing; the one accepted syncs its file, with its event', async () => {
+    writeFileSync(join(ws, 'workflow.yaml'), wfOf('{n: integer}'));
+    const r = await loadWorkflow(join(ws, 'workflow.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = createEngine({
+      store: new MemoryStore(),
+      agents: {
+        w: (ctx: AgentContext) => {
+          writeFileSync(join(ctx.input['_workflowFsRoot'] as string, 'o'), `attempt ${ctx.attempt}`);
+          return { n: ctx.attempt === 1 ? 'not a number' : 2 };
+        },
+      },
+    });
+    const res = await engine.run(r.model, { path: join(ws, 'workflow.yaml') });
+    await engine.close();
+    expect(res.status).toBe('completed');
+    expect(res.events.some((e) => e.type === 'task.rejected' && e.attempt === 1)).toBe(true);
+    expect(existsSync(join(ws, 'out', '1.txt'))).toBe(false);
+    expect(readFileSync(join(ws, 'out', '2.txt'), 'utf8')).toBe('attempt 2');
+    expect(res.events.flatMap((e) => (e.type === 'task.file' ? [`${e.attempt} ${e.direction} ${e.path}`] : []))).toEqual(['2 synced out/2.txt']);
+  });
+
+  test('a file its completion recorded that cannot then be written is a task.warning FileNotSynced; the run goes on', async () => {
+    writeFileSync(join(ws, 'workflow.yaml'), wfOf('{n: integer}'));
+    const r = await loadWorkflow(join(ws, 'workflow.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    // the disk fills between the completion and the copy
+    const full = (w: string): FileStager => {
+      const st = localFileStager({ workspace: w });
+      return { ...st, open: async (scope) => ({ ...(await st.open(scope)), sync: () => Promise.reject(new Error('ENOSPC: no space left on device')) }) };
+    };
+    const engine = createEngine({ store: new MemoryStore(), fileStager: full, agents: { w: (ctx: AgentContext) => (writeFileSync(join(ctx.input['_workflowFsRoot'] as string, 'o'), 'x'), { n: 1 }) } });
+    const res = await engine.run(r.model, { path: join(ws, 'workflow.yaml') });
+    await engine.close();
+    expect(res.status).toBe('completed');
+    const warning = res.events.find((e) => e.type === 'task.warning' && e.code === 'FileNotSynced');
+    expect(warning).toMatchObject({ phase: 'p', attempt: 1, details: { key: 'o', path: 'out/1.txt' } });
+    expect(warning && 'message' in warning ? warning.message : '').toContain('ENOSPC');
+    // recorded with the completion (before the copy was tried), and said not to be there
+    expect(res.events.filter((e) => e.type === 'task.file').map((e) => e.seq)[0]).toBeLessThan(res.events.find((e) => e.type === 'task.completed')!.seq);
+    expect(existsSync(join(ws, 'out', '1.txt'))).toBe(false);
   });
 });
 

@@ -9,6 +9,7 @@ import type { RunEvent } from '../engine/events.js';
 import type { RunState } from '../engine/state.js';
 import type { ArtifactTarget, WorkflowModel } from '../workflow/model.js';
 import { resolveBinding } from '../workflow/runtime.js';
+import { itemStorePath } from '../workflow/steps.js';
 
 /** One file a run read or wrote, as `baton show RUN --artifacts` lists it. */
 export interface FileRow {
@@ -92,18 +93,10 @@ function storeItems(model: WorkflowModel, state: RunState, t: ArtifactTarget, tr
     const p = state.phases.get(`${t.phase}[${i}]`);
     const out = p?.status === 'completed' ? p.output : undefined;
     if (!out || !Object.prototype.hasOwnProperty.call(out, t.key)) continue;
-    const segs: string[] = [];
-    for (const s of t.path) {
-      if (typeof s === 'string') {
-        segs.push(s);
-        continue;
-      }
-      let v: unknown = arr.value[i];
-      for (const k of s.item) v = isPlainObject(v) && Object.prototype.hasOwnProperty.call(v, k) ? v[k] : undefined;
-      // an element without a name for its slot is left out of the tree (its output is still the item's)
-      if (typeof v !== 'string' && typeof v !== 'number') break;
-      segs.push(String(v));
-    }
-    if (segs.length === t.path.length) place(tree, segs, out[t.key]!);
+    // an element without a name for its slot is left out of the tree (its output is still the item's);
+    // two items that name the same place: the later one (by index) is kept, as the fan-out's
+    // `task.warning StoreCollision` said when the phase fanned out
+    const segs = itemStorePath(t, arr.value[i]);
+    if (segs) place(tree, segs, out[t.key]!);
   }
 }

@@ -28,7 +28,9 @@ import { commandRun, decidedAs, startRun, workflowRecord } from '../engine/start
 import { CreateBatcher, retryingCreates, StoreWaits, type Creates, type CreateWait } from '../engine/create-batch.js';
 import { attachGraph, replay, toResult, type RunResult, type RunState } from '../engine/state.js';
 import { planOf } from '../engine/plan.js';
-import { localFileStager, withFiles, type FileStager } from '../engine/files.js';
+import { withFiles, type FileStager } from '../engine/files.js';
+import { localFileStager } from '../engine/files-local.js';
+import { runFiles, type RunFiles } from '../engine/files-leftovers.js';
 import { Worker, type WorkerOptions, type WorkerTuning } from '../engine/worker.js';
 import { DEFAULT_STORE_RETRY_MS } from '../engine/worker-base.js';
 import { parseWorkflow } from '../workflow/compile.js';
@@ -284,19 +286,19 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       const stub = stubAgent(model);
       for (const [id] of unboundAgents(model, handlers)) handlers[id] = stub;
     }
-    this.withFileContracts(model, record, handlers, contracts, cwd);
-    return { model, handlers, contracts };
+    const files = this.withFileContracts(model, record, handlers, contracts, cwd);
+    return { model, handlers, contracts, ...(files ? { files } : {}) };
   }
 
   /**
    * AIP-16 files, outermost around every handler (so `_workflowFsRoot` is in the input before any
    * validation): staged into a fresh root per attempt, synced back, recorded (engine/files.ts).
    */
-  private withFileContracts(model: WorkflowModel, record: RunRecord, handlers: Record<string, AgentHandler>, carried: ReadonlyMap<string, AgentContract>, cwd: string): void {
+  private withFileContracts(model: WorkflowModel, record: RunRecord, handlers: Record<string, AgentHandler>, carried: ReadonlyMap<string, AgentContract>, cwd: string): RunFiles | undefined {
     const contracts = new Map(planOf(model).contracts);
     for (const [id, c] of carried) if (!contracts.has(id)) contracts.set(id, c);
     const declares = model.phases.some((p) => p.files) || Object.values(model.agents ?? {}).some((a) => a.files) || [...contracts.values()].some((c) => c.files);
-    if (!declares) return;
+    if (!declares) return undefined;
     const recorded = typeof record.options['workspace'] === 'string' ? record.options['workspace'] : undefined;
     const workspace = resolvePath(this.opts.workspace ?? recorded ?? cwd);
     const stagerFor = (ws: string): FileStager => (this.opts.fileStager ? this.opts.fileStager(ws) : localFileStager({ workspace: ws }));
@@ -307,6 +309,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       const c = (h as { contract?: unknown }).contract;
       handlers[id] = c !== undefined ? Object.assign(wrapped, { contract: c }) : wrapped;
     }
+    // the roots of the run's attempts a process that died left behind: finished or removed (files-leftovers.ts)
+    return runFiles({ stager, stagerFor, model, contracts });
   }
 
   /** The engine's LLM options, or those a run recorded (`--llm`, `--llm-agents`, `--replies`) when the engine has none. */

@@ -45,7 +45,8 @@ export function workflowState(state: RunState, model: WorkflowModel, events: rea
   for (const pm of model.phases) {
     const p = state.phases.get(pm.name);
     if (!p) continue;
-    if (p.status === 'completed') completedSteps.push({ stepId: pm.name, agentId: p.agent ?? null, completedAt: iso(p.endedAt), outputs: p.output ?? {}, ...(p.partial ? { status: 'partial' as const } : {}) });
+    // a fan-out phase is never claimed itself (its items are) and a rerun's reused phase was claimed in another run: its agent is the one assigned
+    if (p.status === 'completed') completedSteps.push({ stepId: pm.name, agentId: p.agent ?? pm.assign, completedAt: iso(p.endedAt), outputs: p.output ?? {}, ...(p.partial ? { status: 'partial' as const } : {}) });
     else if (currentStep === null && (p.status === 'running' || p.status === 'suspended_awaiting_input' || p.status === 'awaiting_approval')) currentStep = pm.name;
     if (p.status === 'ready' || p.status === 'awaiting_approval' || (p.status === 'pending' && pm.dependsOn.every((d) => state.phases.get(d)?.status === 'completed'))) {
       const initial = initialState ? { ...initialState, ...pm.initialState } : pm.initialState;

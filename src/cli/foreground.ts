@@ -230,7 +230,7 @@ export function summary(r: RunResult, color: boolean, warnings: readonly RunEven
     else if (p.status === 'partial') lines.push(`  ${c.yellow('◐')} ${safeText(name, 200)}: partial result, accepted by its agent's contract`);
   }
   for (const [phase, k] of listed) if (k > FAILED_ITEMS_LISTED) lines.push(`  … ${(k - FAILED_ITEMS_LISTED).toLocaleString('en-US')} more failed items of ${safeText(phase, 200)}: baton show ${r.runId} --items ${safeText(phase, 200)}`);
-  for (const e of r.events.length > 0 ? r.events : warnings) if (e.type === 'task.warning') lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)} (attempt ${e.attempt}): ${safeText(e.code, 200)}: ${safeText(e.message)}`);
+  for (const e of r.events.length > 0 ? r.events : warnings) if (e.type === 'task.warning') lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)}${e.attempt > 0 ? ` (attempt ${e.attempt})` : ''}: ${safeText(e.code, 200)}: ${safeText(e.message)}`);
   if (r.error && r.status !== 'completed') lines.push(`  ${safeText(r.error.code, 200)}: ${safeText(r.error.message)}`);
   return lines.join('\n') + '\n';
 }

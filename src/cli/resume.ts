@@ -110,7 +110,7 @@ async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: st
     ...(concurrency !== undefined ? { concurrency } : {}),
     ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
     onEvent: (e, state) => {
-      holder.view?.onEvent({ type: e.type, at: e.at, ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}), ...('attempt' in e ? { attempt: e.attempt } : {}), data: { reason: describeEvent(e) } });
+      holder.view?.onEvent({ type: e.type, at: e.at, ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}), ...('attempt' in e && e.attempt !== 0 ? { attempt: e.attempt } : {}), data: { reason: describeEvent(e) } });
       if (!holder.fg.inMemory) gateNotice(e, state, io, values);
       holder.fg.onEvent(e, state);
     },

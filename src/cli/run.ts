@@ -314,7 +314,8 @@ export function toViewEvent(e: RunEvent): ViewEvent {
     type: e.type,
     at: e.at,
     ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}),
-    ...('attempt' in e && !(e.type === 'task.completed' && e.attempt === 0) ? { attempt: e.attempt } : {}),
+    // attempt 0: the for_each phase itself (its items gathered, a warning about its items), no attempt of its own
+    ...('attempt' in e && e.attempt !== 0 ? { attempt: e.attempt } : {}),
     data: { reason: note, ...(e.type === 'task.completed' && e.partial ? { state: 'partial' } : {}), ...(e.type === 'task.fanned_out' ? { items: e.items, state: 'running' } : {}) },
   };
 }

@@ -8,7 +8,7 @@ import { parseItemKey } from './state.js';
 import { AgentError, type AgentContext, type AgentHandler, type InputRequest } from './agent.js';
 import type { Outcome } from './decide.js';
 import type { FailureRecord } from './events.js';
-import type { FileProvenance } from './files.js';
+import type { FileProvenance, HeldFiles } from './files.js';
 import type { AttemptTrace } from './telemetry.js';
 
 /** Deepest nesting accepted in an agent's output (objects and arrays), documented in docs/executor.md. */
@@ -213,6 +213,16 @@ export class Attempt implements AgentContext {
   /** Provenance of a file the engine staged or synced for this attempt (not an agent's own record). */
   recordFile(p: FileProvenance): void {
     if (!this.settled) this.host.file(this, p);
+  }
+
+  /** Output files checked after the agent returned, synced only if its outcome is accepted (files.ts, worker-commits.ts). */
+  heldFiles: HeldFiles | undefined;
+
+  /** Holds them for the outcome; false when the attempt has ended or was aborted (then nothing is to be synced). */
+  holdFiles(h: HeldFiles): boolean {
+    if (this.settled || this.abortReason !== undefined) return false;
+    this.heldFiles = h;
+    return true;
   }
 
   remainingBudgetUsd(): number | undefined {

@@ -7,7 +7,7 @@ import type { Json, JsonObject } from '../core/json.js';
 import type { PhaseModel } from '../workflow/model.js';
 import type { FailureRecord, GateKind, NewEvent, OnTimeout, RunEvent } from './events.js';
 import { phaseModelOf, type GateSpec, type Plan } from './plan.js';
-import { applyEvent, type GateState, type RunState } from './state.js';
+import { applyEvent, foldedItem, taskIdFor, type GateState, type RunState } from './state.js';
 import type { DecideEnv } from './decide-types.js';
 
 export interface Ctx {
@@ -68,6 +68,16 @@ export function isCurrent(ctx: Ctx, phase: string, attempt: number): boolean {
 export function lastAttemptOf(ctx: Ctx, phase: string, attempt: number): boolean {
   const p = ctx.state.phases.get(phase);
   return p !== undefined && p.attempts === attempt;
+}
+
+/**
+ * The task id when `attempt` is the task's latest (running or ended), or the task is a fan-out item
+ * already folded out of the state (it completed or was skipped; its attempt number is not kept).
+ */
+export function latestAttemptTask(ctx: Ctx, phase: string, attempt: number): string | undefined {
+  const p = ctx.state.phases.get(phase);
+  if (p) return p.attempts === attempt ? p.taskId : undefined;
+  return foldedItem(ctx.state, phase) ? taskIdFor(ctx.state.runId, phase) : undefined;
 }
 
 export function model(ctx: Ctx, phase: string): PhaseModel {

@@ -16,37 +16,38 @@ import { stop, terminal } from './decide-settle.js';
 
 // ---- outcomes -----------------------------------------------------------------------------------
 
-export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): void {
+/** Decides an attempt's outcome; true when it completed the task (accepted: its output files are recorded, then synced). */
+export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): boolean {
   const p = ctx.state.phases.get(f.phase);
   if (!p) {
     // an item folded out of the state has settled: a late outcome is recorded, as for any settled task
     const folded = foldedItem(ctx.state, f.phase);
     if (folded) emit(ctx, { type: 'task.stale_outcome', phase: f.phase, task_id: taskIdFor(ctx.state.runId, f.phase), attempt: f.attempt, worker: f.worker, reason: `the task is ${folded.fan.done![folded.index] === null ? 'skipped' : 'completed'}`, outcome: f.outcome.ok ? 'completed' : 'failed' });
-    return;
+    return false;
   }
   ownOutcome(ctx, f, p);
   const stale = p.status !== 'running' ? `the task is ${p.status}` : p.attempts !== f.attempt ? `attempt ${p.attempts} replaced it` : p.leaseOwner !== undefined && p.leaseOwner !== f.worker ? `its lease passed to ${p.leaseOwner}` : undefined;
   if (stale !== undefined) {
     emit(ctx, { type: 'task.stale_outcome', phase: f.phase, task_id: p.taskId, attempt: f.attempt, worker: f.worker, reason: stale, outcome: f.outcome.ok ? 'completed' : 'failed' });
-    return;
+    return false;
   }
   const pm = model(ctx, f.phase);
   const agent = p.agent ?? pm.assign;
   if (!f.outcome.ok) {
     emit(ctx, { type: 'task.attempt_failed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, failure: f.outcome.failure });
     retryOrFail(ctx, f.phase, f.attempt, agent, f.outcome.failure);
-    return;
+    return false;
   }
   if (f.outcome.costUsd > 0) {
     addCost(ctx, f.phase, f.attempt, f.outcome.costUsd);
-    if (ctx.state.status !== 'running') return;
+    if (ctx.state.status !== 'running') return false;
   }
   const checked = checkTaskOutputs(pm, f.outcome.output, { taskId: p.taskId });
   if (!checked.ok) {
     const payload = checked.error.toJSON();
     emit(ctx, { type: 'task.rejected', phase: f.phase, task_id: p.taskId, attempt: f.attempt, error: payload });
     retryOrFail(ctx, f.phase, f.attempt, agent, { code: checked.error.error, error: checked.error.error, message: checked.error.message, retryable: true, details: payload });
-    return;
+    return false;
   }
   const recorded = checked.output;
   let partial = false;
@@ -60,13 +61,16 @@ export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): void {
           : { code: 'PartialCompletionError', message: `agent \`${agent}\` returned a partial result without ${missing.map((k) => `\`${k}\``).join(', ')}, which its contract requires to flag what is missing`, retryable: true, details: { agent, missing } };
       emit(ctx, { type: 'task.attempt_failed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, failure });
       retryOrFail(ctx, f.phase, f.attempt, agent, failure);
-      return;
+      return false;
     }
     partial = true;
   }
   const declared = pm.outputs;
   const extra = declared ? Object.keys(recorded).filter((k) => !declared.some((d) => d.key === k)) : [];
+  // the output files go with the completion, in its commit: a file is synced only once this is recorded
+  for (const file of f.files ?? []) emit(ctx, { type: 'task.file', phase: f.phase, task_id: p.taskId, attempt: f.attempt, ...file });
   terminal(ctx, { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd), ...(partial ? { partial: true } : {}) });
+  return true;
 }
 
 /**

@@ -4,7 +4,8 @@
  * the run ends when nothing is open, or is stopped.
  */
 import { cloneJson, isPlainObject, type Json, type JsonObject } from '../core/json.js';
-import { resolveBinding } from '../workflow/runtime.js';
+import { resolveBinding, unresolvable } from '../workflow/runtime.js';
+import { itemStorePath } from '../workflow/steps.js';
 import type { ForEachModel, PhaseModel, ToleratedFailures } from '../workflow/model.js';
 import type { FailureRecord, NewEvent } from './events.js';
 import { itemKey, isTerminal, parseItemKey, taskIdFor, type FanState, type RunState } from './state.js';
@@ -228,14 +229,18 @@ export function checkRunGate(ctx: Ctx, settled: string | undefined): void {
 /** Items unsettled at once when a phase sets no `max_parallel`: workers' free slots bound what runs. */
 export const FAN_WINDOW = 1024;
 
-/** The array a fan-out phase runs over, or why it cannot be had. */
-export function fanArray(ctx: Ctx, pm: PhaseModel, fe: ForEachModel): { ok: true; items: readonly Json[] } | { ok: false; message: string } {
+/**
+ * The array a fan-out phase runs over, or why it cannot be had: a reference that does not resolve (a
+ * trigger or upstream key that is absent) is `unresolved`, as it is for an input (UnresolvableInputError);
+ * a value that is not an array is not.
+ */
+export function fanArray(ctx: Ctx, pm: PhaseModel, fe: ForEachModel): { ok: true; items: readonly Json[] } | { ok: false; message: string; unresolved?: string } {
   const run = ctx.env.initialState;
   const initial = run ? { ...run, ...pm.initialState } : pm.initialState;
   const src = fe.source;
   // the array itself: the `for_each` reference read as an input binding (`$item` sources cannot occur here)
   const r = resolveBinding({ name: 'for_each', ref: fe.ref, source: src } as Parameters<typeof resolveBinding>[0], outputsView(ctx.state), ctx.state.trigger, initial);
-  if (!r.ok) return { ok: false, message: `for_each \`${fe.ref}\`: ${r.reason}` };
+  if (!r.ok) return { ok: false, message: `for_each \`${fe.ref}\`: ${r.reason}`, unresolved: r.reason };
   if (!Array.isArray(r.value)) return { ok: false, message: `for_each \`${fe.ref}\` is ${r.value === null ? 'null' : typeof r.value}, not an array` };
   return { ok: true, items: r.value };
 }
@@ -246,11 +251,55 @@ export function fanOut(ctx: Ctx, name: string): void {
   const p = ctx.state.phases.get(name)!;
   const arr = fanArray(ctx, pm, pm.forEach!);
   if (!arr.ok) {
+    if (arr.unresolved !== undefined) {
+      // the same reference as an input would be rejected at its claim: the same error, the same events
+      const err = unresolvable(pm, p.taskId, [{ ref: pm.forEach!.ref, reason: `for_each \`${pm.forEach!.ref}\`: ${arr.unresolved}` }]);
+      const payload = err.toJSON();
+      emit(ctx, { type: 'task.claim_rejected', phase: name, task_id: p.taskId, error: payload });
+      terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: 0, failure: { code: err.error, error: err.error, message: err.message, retryable: false, details: payload } });
+      return;
+    }
     terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: 0, failure: { code: 'ForEachNotArray', message: arr.message, retryable: false, details: { for_each: pm.forEach!.ref } } });
     return;
   }
   emit(ctx, { type: 'task.fanned_out', phase: name, task_id: p.taskId, items: arr.items.length });
+  storeCollisions(ctx, name, p.taskId, arr.items);
   fill(ctx, name, arr.items);
+}
+
+/**
+ * Step form: items whose `{$item...}` values name one place of the `artifacts` tree (two sections both
+ * called `intro`) would each overwrite the other there. Known as the phase fans out, before any item
+ * runs: a warning per place names the items; the tree keeps the last of them (by index) that
+ * completes, and every item's output stays in the phase's gathered arrays.
+ */
+function storeCollisions(ctx: Ctx, name: string, taskId: string, items: readonly Json[]): void {
+  for (const t of ctx.plan.model.artifacts) {
+    if (t.phase !== name || t.path.every((s) => typeof s === 'string')) continue;
+    const at = new Map<string, number[]>();
+    items.forEach((el, i) => {
+      const segs = itemStorePath(t, el);
+      if (!segs) return;
+      const k = JSON.stringify(segs);
+      const list = at.get(k);
+      if (list) list.push(i);
+      else at.set(k, [i]);
+    });
+    for (const [k, indexes] of at) {
+      if (indexes.length < 2) continue;
+      const path = `artifacts.${(JSON.parse(k) as string[]).join('.')}`;
+      const shown = indexes.length > 10 ? `${indexes.slice(0, 10).join(', ')} and ${indexes.length - 10} more` : indexes.join(', ');
+      emit(ctx, {
+        type: 'task.warning',
+        phase: name,
+        task_id: taskId,
+        attempt: 0,
+        code: 'StoreCollision',
+        message: `items ${shown} ${indexes.length === 2 ? 'both' : 'all'} store \`${t.key}\` at ${path} (\`$store: ${t.text}\`): the artifacts tree keeps only the last of them that completes; every item's output stays in the phase's gathered \`${t.key}\``,
+        details: { target: t.text, key: t.key, path, items: indexes.slice(0, 100) },
+      });
+    }
+  }
 }
 
 /** Opens items while the window allows: a ready task each, or a skipped one when `skip_when` says so. */

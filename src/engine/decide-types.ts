@@ -29,7 +29,8 @@ export type Fact =
   | { kind: 'start'; workflowHash?: string; deadlineAt?: number; autoApprove?: boolean; rerunOf?: { run_id: string; from: string; outputs: ReadonlyMap<string, { output: JsonObject; attempt: number }> } }
   /** Claim up to `max` ready tasks for a worker that binds `agents` (null: every agent). */
   | ({ kind: 'claim'; max: number; leaseMs: number } & Claimant)
-  | { kind: 'outcome'; phase: string; attempt: number; worker: string; outcome: Outcome }
+  /** `files`: output files checked after the agent returned, recorded (`task.file`) only with the completion they belong to. */
+  | { kind: 'outcome'; phase: string; attempt: number; worker: string; outcome: Outcome; files?: readonly FileProvenance[] }
   | { kind: 'cost'; phase: string; attempt: number; usd: number }
   | { kind: 'log'; phase: string; attempt: number; message: string }
   | { kind: 'record'; phase: string; attempt: number; event: string; data: JsonObject }
@@ -59,6 +60,8 @@ export type FactResult =
   | { kind: 'input-refused'; message: string }
   | { kind: 'resumed'; ok: boolean }
   | { kind: 'checkpoint'; ok: boolean }
+  /** An outcome: `accepted` when it completed its task (its files are then to be synced), else it was stale, failed or rejected. */
+  | { kind: 'outcome'; accepted: boolean }
   | { kind: 'done' };
 
 export interface DecideEnv {

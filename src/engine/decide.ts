@@ -9,7 +9,7 @@
 import { phaseModelOf, type Plan } from './plan.js';
 import type { RunState } from './state.js';
 import type { DecideEnv, Decisions, Fact, FactResult } from './decide-types.js';
-import { emit, isCurrent, lastAttemptOf, taskId, type Ctx } from './decide-context.js';
+import { emit, isCurrent, lastAttemptOf, latestAttemptTask, taskId, type Ctx } from './decide-context.js';
 import { claim } from './decide-claims.js';
 import { decideGate, requestInput, respond } from './decide-gates.js';
 import { addCost, outcome } from './decide-outcomes.js';
@@ -48,6 +48,11 @@ function one(ctx: Ctx, f: Fact): FactResult {
     if (f.kind === 'outcome') {
       const p = state.phases.get(f.phase);
       if (p) emit(ctx, { type: 'task.stale_outcome', phase: f.phase, task_id: p.taskId, attempt: f.attempt, worker: f.worker, reason: `the run is ${state.status}`, outcome: f.outcome.ok ? 'completed' : 'failed' });
+      return { kind: 'outcome', accepted: false };
+    }
+    // a warning about an attempt that ended with the run (an output file of its completion that could not be synced)
+    if (f.kind === 'warn') {
+      warn(ctx, f);
       return { kind: 'done' };
     }
     if (f.kind === 'request_input') return { kind: 'input-refused', message: `the run is ${state.status}` };
@@ -58,8 +63,7 @@ function one(ctx: Ctx, f: Fact): FactResult {
     case 'claim':
       return { kind: 'claimed', tasks: claim(ctx, f) };
     case 'outcome':
-      outcome(ctx, f);
-      return { kind: 'done' };
+      return { kind: 'outcome', accepted: outcome(ctx, f) };
     case 'cost':
       if (isCurrent(ctx, f.phase, f.attempt)) addCost(ctx, f.phase, f.attempt, f.usd);
       return { kind: 'done' };
@@ -78,9 +82,7 @@ function one(ctx: Ctx, f: Fact): FactResult {
       return { kind: 'checkpoint', ok: true };
     }
     case 'warn':
-      if (isCurrent(ctx, f.phase, f.attempt) || lastAttemptOf(ctx, f.phase, f.attempt)) {
-        emit(ctx, { type: 'task.warning', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, code: f.code, message: f.message, ...(f.details !== undefined ? { details: f.details } : {}) });
-      }
+      warn(ctx, f);
       return { kind: 'done' };
     case 'file':
       if (isCurrent(ctx, f.phase, f.attempt) || lastAttemptOf(ctx, f.phase, f.attempt)) emit(ctx, { type: 'task.file', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, ...f.file });
@@ -115,6 +117,12 @@ function one(ctx: Ctx, f: Fact): FactResult {
       throw new Error(`unknown fact ${(never as { kind: string }).kind}`);
     }
   }
+}
+
+/** A warning about a running attempt or the task's latest one (a fan-out item folded out of the state included). */
+function warn(ctx: Ctx, f: Extract<Fact, { kind: 'warn' }>): void {
+  const task = latestAttemptTask(ctx, f.phase, f.attempt);
+  if (task !== undefined) emit(ctx, { type: 'task.warning', phase: f.phase, task_id: task, attempt: f.attempt, code: f.code, message: f.message, ...(f.details !== undefined ? { details: f.details } : {}) });
 }
 
 /**

@@ -81,7 +81,9 @@ export type RunEvent =
   | (TaskBase & { type: 'task.checkpoint'; attempt: number; value: Json })
   /**
    * Something a user should see that changes nothing: an attempt running past twice its contract's
-   * estimated time (`EstimateExceeded`), a declared file the attempt did not produce (`DeclaredFileMissing`).
+   * estimated time (`EstimateExceeded`), a declared file the attempt did not produce (`DeclaredFileMissing`),
+   * an output file its completion recorded that could not be synced (`FileNotSynced`), fan-out items whose
+   * `$store` targets name one place (`StoreCollision`, attempt 0: the phase's own).
    */
   | (TaskBase & { type: 'task.warning'; attempt: number; code: string; message: string; details?: JsonObject })
   | (TaskBase & { type: 'task.retrying'; attempt: number; next_attempt: number; delay_ms: number; agent: string; reason: string; not_before?: number })
@@ -115,8 +117,9 @@ export type RunEvent =
   | (TaskBase & { type: 'task.log'; attempt: number; message: string })
   /**
    * AIP-16 provenance, recorded by the engine (not the agent): a declared input file `staged` from the
-   * workspace into the attempt's scratch root, or a declared output `synced` back to it. `path` is
-   * workspace-relative with its tokens replaced; `item` is the fan-out item's index.
+   * workspace into the attempt's scratch root, or a declared output `synced` back to it (committed with
+   * the attempt's `task.completed`, before the copy: files.ts). `path` is workspace-relative with its
+   * tokens replaced; `item` is the fan-out item's index.
    */
   | (TaskBase & { type: 'task.file'; attempt: number; direction: 'staged' | 'synced'; key: string; path: string; sha256: string; size: number; item?: number })
   /**

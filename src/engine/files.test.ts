@@ -1,23 +1,31 @@
 /** The local-disk stager and the token rules: byte-exact copies, digests, every way out of the workspace refused. */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { describe, expect, test } from 'vitest';
-import { expandPath, FileRefused, localFileStager, tokenValues, withFiles } from './files.js';
+import { basename, dirname, join, resolve } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { expandPath, FileRefused, tokenValues, withFiles } from './files.js';
+import { localFileStager } from './files-local.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { AgentError, type AgentContext } from './agent.js';
 
 const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
 
-function workspace(): { ws: string; outside: string } {
+// each test's folders, roots included (every stager here makes them there), removed at the end
+const bases: string[] = [];
+afterAll(() => {
+  for (const b of bases.splice(0)) rmSync(b, { recursive: true, force: true });
+});
+
+function workspace(): { ws: string; outside: string; base: string } {
   const base = mkdtempSync(join(tmpdir(), 'baton-files-test-'));
+  bases.push(base);
   const ws = join(base, 'ws');
   const outside = join(base, 'outside');
   mkdirSync(ws);
   mkdirSync(outside);
   writeFileSync(join(outside, 'secret.txt'), 'do not read');
-  return { ws, outside };
+  return { ws, outside, base };
 }
 
 const scope = { runId: 'run-1', workflowId: 'wf', phase: 'draft', attempt: 1 };
@@ -31,7 +39,7 @@ describe('localFileStager', () => {
     writeFileSync(join(ws, 'in', 'bin.dat'), binary);
     writeFileSync(join(ws, 'empty.txt'), '');
     writeFileSync(join(ws, 'large.dat'), large);
-    const root = await localFileStager({ workspace: ws }).open(scope);
+    const root = await localFileStager({ workspace: ws, tmpDir: dirname(ws) }).open(scope);
     expect(await root.stage('bin', 'in/bin.dat')).toEqual({ sha256: sha(binary), size: binary.length });
     expect(await root.stage('empty', 'empty.txt')).toEqual({ sha256: sha(''), size: 0 });
     expect(await root.stage('large', 'large.dat')).toEqual({ sha256: sha(large), size: large.length });
@@ -46,14 +54,14 @@ describe('localFileStager', () => {
 
   test('two attempts never share a root', async () => {
     const { ws } = workspace();
-    const stager = localFileStager({ workspace: ws });
+    const stager = localFileStager({ workspace: ws, tmpDir: dirname(ws) });
     const [a, b] = await Promise.all([stager.open(scope), stager.open(scope)]);
     expect(a.path).not.toBe(b.path);
   });
 
   test('a missing input is the I/O error (ENOENT), not a refusal', async () => {
     const { ws } = workspace();
-    const root = await localFileStager({ workspace: ws }).open(scope);
+    const root = await localFileStager({ workspace: ws, tmpDir: dirname(ws) }).open(scope);
     await expect(root.stage('x', 'nope.md')).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
@@ -65,7 +73,7 @@ describe('localFileStager', () => {
     ['a backslash root', '\\\\server\\share'],
   ])('refuses to stage %s', async (_, path) => {
     const { ws } = workspace();
-    const root = await localFileStager({ workspace: ws }).open(scope);
+    const root = await localFileStager({ workspace: ws, tmpDir: dirname(ws) }).open(scope);
     await expect(root.stage('x', path)).rejects.toBeInstanceOf(FileRefused);
     await expect(root.sync('x', path)).rejects.toBeInstanceOf(FileRefused);
   });
@@ -76,7 +84,7 @@ describe('localFileStager', () => {
     symlinkSync(outside, join(ws, 'out-dir'));
     writeFileSync(join(ws, 'real.txt'), 'mine');
     symlinkSync(join(ws, 'real.txt'), join(ws, 'inner-link.txt'));
-    const root = await localFileStager({ workspace: ws }).open(scope);
+    const root = await localFileStager({ workspace: ws, tmpDir: dirname(ws) }).open(scope);
     await expect(root.stage('a', 'link.txt')).rejects.toBeInstanceOf(FileRefused);
     await expect(root.stage('b', 'out-dir/secret.txt')).rejects.toBeInstanceOf(FileRefused);
     // a link that stays inside is followed
@@ -91,7 +99,7 @@ describe('localFileStager', () => {
 
   test('an agent\u2019s symbolic link under the root is never synced (it would copy what it points at)', async () => {
     const { ws, outside } = workspace();
-    const root = await localFileStager({ workspace: ws }).open(scope);
+    const root = await localFileStager({ workspace: ws, tmpDir: dirname(ws) }).open(scope);
     symlinkSync(join(outside, 'secret.txt'), join(root.path, 'draft'));
     await expect(root.sync('draft', 'draft.md')).rejects.toBeInstanceOf(FileRefused);
     expect(existsSync(join(ws, 'draft.md'))).toBe(false);
@@ -100,8 +108,83 @@ describe('localFileStager', () => {
   test.each(['a/b', '..', '.', '', 'a\\b'])('refuses the key %j', async (key) => {
     const { ws } = workspace();
     writeFileSync(join(ws, 'f.txt'), 'x');
-    const root = await localFileStager({ workspace: ws }).open(scope);
+    const root = await localFileStager({ workspace: ws, tmpDir: dirname(ws) }).open(scope);
     await expect(root.stage(key, 'f.txt')).rejects.toBeInstanceOf(FileRefused);
+  });
+});
+
+describe('localFileStager: checking before a sync, and roots left behind', () => {
+  test('check hashes what sync would copy and writes nothing; sync with what check said refuses other bytes', async () => {
+    const { ws, base } = workspace();
+    const stager = localFileStager({ workspace: ws, tmpDir: base });
+    const root = await stager.open(scope);
+    writeFileSync(join(root.path, 'o'), 'first');
+    const d = await root.check('o', 'out/o.txt');
+    expect(d).toEqual({ sha256: sha('first'), size: 5 });
+    expect(existsSync(join(ws, 'out'))).toBe(false);
+    expect(await root.check('none', 'out/none.txt')).toBe('missing');
+    // the agent's file changed after it was checked: not synced, the target untouched
+    writeFileSync(join(root.path, 'o'), 'second');
+    await expect(root.sync('o', 'out/o.txt', d as { sha256: string; size: number })).rejects.toBeInstanceOf(FileRefused);
+    expect(existsSync(join(ws, 'out', 'o.txt'))).toBe(false);
+    expect(readdirSync(join(ws, 'out'))).toEqual([]);
+    writeFileSync(join(root.path, 'o'), 'first');
+    expect(await root.sync('o', 'out/o.txt', d as { sha256: string; size: number })).toEqual(d);
+    expect(readFileSync(join(ws, 'out', 'o.txt'), 'utf8')).toBe('first');
+    await root.remove();
+  });
+
+  test('check refuses a target that is a folder, or under a file, before anything is recorded', async () => {
+    const { ws, base } = workspace();
+    writeFileSync(join(ws, 'blocker'), 'a file where a folder should be');
+    mkdirSync(join(ws, 'dir'));
+    const root = await localFileStager({ workspace: ws, tmpDir: base }).open(scope);
+    writeFileSync(join(root.path, 'o'), 'x');
+    await expect(root.check('o', 'blocker/deeper/o.md')).rejects.toBeInstanceOf(FileRefused);
+    await expect(root.check('o', 'dir')).rejects.toBeInstanceOf(FileRefused);
+    await root.remove();
+  });
+
+  test('a root is named after its run, task and attempt; leftovers lists the run\u2019s own, exactly', async () => {
+    const { ws, base } = workspace();
+    const stager = localFileStager({ workspace: ws, tmpDir: base });
+    const item = { ...scope, runId: 'r.1', phase: 'draft-sections', attempt: 2, item: { index: 7, value: 'x' } };
+    const mine = await stager.open(item);
+    const plain = await stager.open({ ...scope, runId: 'r.1', attempt: 1 });
+    // the same name cut to [A-Za-z0-9_] (`r_1`), another run: never listed with r.1's
+    const twin = await stager.open({ ...scope, runId: 'r_1' });
+    expect(mine.path).toMatch(/\/baton-files-r_1_[0-9a-f]{8}-draft_sections\.7\.2_[0-9a-f]{8}-[A-Za-z0-9]{6}$/);
+    const left = await stager.leftovers!('r.1');
+    expect(left.map((r) => r.path).sort()).toEqual([mine.path, plain.path].sort());
+    const m = left.find((r) => r.path === mine.path)!;
+    expect([m.attempt, m.item]).toEqual([2, 7]);
+    expect(m.isOf('draft-sections[7]', 2)).toBe(true);
+    expect(m.isOf('draft-sections[7]', 1)).toBe(false);
+    expect(m.isOf('draft_sections[7]', 2)).toBe(false);
+    expect(left.find((r) => r.path === plain.path)!.isOf('draft', 1)).toBe(true);
+    expect((await stager.leftovers!('r_1')).map((r) => r.path)).toEqual([twin.path]);
+    // long ids stay within a file name's length
+    const long = await stager.open({ ...scope, runId: 'r'.repeat(300), phase: 'p'.repeat(300) });
+    expect(basename(long.path).length).toBeLessThan(160);
+    expect((await stager.leftovers!('r'.repeat(300)))[0]!.isOf('p'.repeat(300), 1)).toBe(true);
+    expect(await stager.leftovers!('r'.repeat(299))).toEqual([]);
+  });
+
+  test('leftovers never lists a symbolic link, a file, or a name it did not make', async () => {
+    const { ws, base, outside } = workspace();
+    const stager = localFileStager({ workspace: ws, tmpDir: base });
+    const real = await stager.open(scope);
+    const name = basename(real.path);
+    const prefix = name.slice(0, -6);
+    // a link named like a root of the run, to a folder that must survive
+    symlinkSync(outside, join(base, `${prefix}Linked`));
+    writeFileSync(join(base, `${prefix}AFile1`), 'a file');
+    mkdirSync(join(base, `${prefix}toolongX`));
+    const left = await stager.leftovers!(scope.runId);
+    expect(left.map((r) => basename(r.path))).toEqual([name]);
+    for (const r of left) await r.remove();
+    expect(existsSync(join(outside, 'secret.txt'))).toBe(true);
+    expect(existsSync(join(base, `${prefix}Linked`))).toBe(true);
   });
 });
 
@@ -178,7 +261,7 @@ describe('withFiles', () => {
         writeFileSync(join(seen, 'draft'), readFileSync(join(seen, 'notes'), 'utf8').toUpperCase());
         return { ok: true };
       },
-      { stager: localFileStager({ workspace: ws }), model: r.model, contracts: new Map(), now: () => 0 },
+      { stager: localFileStager({ workspace: ws, tmpDir: dirname(ws) }), model: r.model, contracts: new Map(), now: () => 0 },
     );
     const ctx = context({ input: { _workflowFsRoot: '/evil' } });
     expect(await h(ctx)).toEqual({ ok: true });
@@ -193,7 +276,7 @@ describe('withFiles', () => {
     const r = model('    inputsFiles: {notes: {path: missing/notes.md}}\n');
     if (!r.ok) throw new Error('compile');
     let ran = false;
-    const h = withFiles(() => ((ran = true), {}), { stager: localFileStager({ workspace: ws }), model: r.model, contracts: new Map(), now: () => 0 });
+    const h = withFiles(() => ((ran = true), {}), { stager: localFileStager({ workspace: ws, tmpDir: dirname(ws) }), model: r.model, contracts: new Map(), now: () => 0 });
     const err = await Promise.resolve(h(context())).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AgentError);
     expect(err).toMatchObject({ code: 'MissingInputFile', retryable: false, details: { key: 'notes', path: 'missing/notes.md', workspace: resolve(ws) } });
@@ -204,7 +287,7 @@ describe('withFiles', () => {
     writeFileSync(join(ws, 'blocker'), 'a file where a folder should be');
     const r2 = model('    outputsFiles: {draft: {path: blocker/draft.md}}\n');
     if (!r2.ok) throw new Error('compile');
-    const h2 = withFiles((ctx) => (writeFileSync(join((ctx.input['_workflowFsRoot'] as string), 'draft'), 'x'), { done: 1 }), { stager: localFileStager({ workspace: ws }), model: r2.model, contracts: new Map(), now: () => 0 });
+    const h2 = withFiles((ctx) => (writeFileSync(join((ctx.input['_workflowFsRoot'] as string), 'draft'), 'x'), { done: 1 }), { stager: localFileStager({ workspace: ws, tmpDir: dirname(ws) }), model: r2.model, contracts: new Map(), now: () => 0 });
     const ctx = context();
     expect(await h2(ctx)).toEqual({ done: 1 });
     expect(ctx.logs.join('\n')).toMatch(/could not be synced to blocker\/draft\.md/);
@@ -214,11 +297,11 @@ describe('withFiles', () => {
     const { ws } = workspace();
     const r = model('    inputsFiles: {i: {path: "in/<runId>/x.md"}}\n');
     if (!r.ok) throw new Error('compile');
-    const h = withFiles(() => ({}), { stager: localFileStager({ workspace: ws }), model: r.model, contracts: new Map(), now: () => 0 });
+    const h = withFiles(() => ({}), { stager: localFileStager({ workspace: ws, tmpDir: dirname(ws) }), model: r.model, contracts: new Map(), now: () => 0 });
     await expect(Promise.resolve(h(context({ runId: '..' })))).rejects.toMatchObject({ code: 'PathEscape' });
     const r2 = model('    outputsFiles: {o: {path: "<runId>/x.md"}}\n');
     if (!r2.ok) throw new Error('compile');
-    const h2 = withFiles((ctx) => (writeFileSync(join((ctx.input['_workflowFsRoot'] as string), 'o'), 'x'), {}), { stager: localFileStager({ workspace: ws }), model: r2.model, contracts: new Map(), now: () => 0 });
+    const h2 = withFiles((ctx) => (writeFileSync(join((ctx.input['_workflowFsRoot'] as string), 'o'), 'x'), {}), { stager: localFileStager({ workspace: ws, tmpDir: dirname(ws) }), model: r2.model, contracts: new Map(), now: () => 0 });
     const ctx = context({ runId: '..' });
     await h2(ctx);
     expect(ctx.logs.join('\n')).toMatch(/could not be synced/);
@@ -233,7 +316,7 @@ describe('withFiles', () => {
     const ctl = new AbortController();
     ctl.abort(new Error('timed out'));
     let ran = false;
-    const h = withFiles(() => ((ran = true), {}), { stager: localFileStager({ workspace: ws }), model: r.model, contracts: new Map(), now: () => 0 });
+    const h = withFiles(() => ((ran = true), {}), { stager: localFileStager({ workspace: ws, tmpDir: dirname(ws) }), model: r.model, contracts: new Map(), now: () => 0 });
     const ctx = context({ signal: ctl.signal });
     await expect(Promise.resolve(h(ctx))).rejects.toThrow('timed out');
     expect(ran).toBe(false);
@@ -244,7 +327,7 @@ describe('withFiles', () => {
     const r = model('');
     if (!r.ok) throw new Error('compile');
     const ctx = context({ input: { a: 1 } });
-    const h = withFiles((c) => c.input, { stager: localFileStager({ workspace: tmpdir() }), model: r.model, contracts: new Map(), now: () => 0 });
+    const h = withFiles((c) => c.input, { stager: localFileStager({ workspace: tmpdir(), tmpDir: workspace().base }), model: r.model, contracts: new Map(), now: () => 0 });
     expect(await h(ctx)).toEqual({ a: 1 });
   });
 });

@@ -1,9 +1,12 @@
 /**
  * AIP-16 file contracts at run time: Baton as a conforming host. Before an attempt's agent runs,
  * each declared input file is staged byte-exact from the workspace into a fresh scratch root (one
- * per attempt, never shared), the root is injected as `_workflowFsRoot` into `ctx.input` (over any
- * value already there), and after the agent returns each declared output present under the root is
- * synced back to its workspace path, tokens replaced in one pass. The root is removed afterwards.
+ * per attempt, never shared, named after its run, task and attempt), the root is injected as
+ * `_workflowFsRoot` into `ctx.input` (over any value already there), and after the agent returns each
+ * declared output present under the root is hashed; the engine syncs them back to their workspace
+ * paths (tokens replaced in one pass) only once the attempt's completion is committed with their
+ * `task.file` events (worker-commits.ts). The root is removed afterwards; roots a dead process left
+ * are found by their run's name and finished or removed (files-leftovers.ts).
  *
  * Staging goes through a port (`FileStager`): the local-disk one is here; a remote agent's host can
  * hand files over an API instead. Every staged read and synced write is recorded as provenance
@@ -13,18 +16,15 @@
  * is refused (statically by the compiler, again here after the tokens are replaced), and a symbolic
  * link that points out of the workspace is refused at the time of the copy.
  */
-import { createHash } from 'node:crypto';
-import { lstat, mkdir, mkdtemp, open, realpath, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { isPlainObject, type JsonObject } from '../core/json.js';
-import { escapeProblem, keyProblem, tokenKind } from '../workflow/files.js';
+import { escapeProblem, tokenKind } from '../workflow/files.js';
 import { FS_ROOT_KEY } from '../workflow/wiring.js';
 import type { FileContract, FileEntry, WorkflowModel } from '../workflow/model.js';
 import type { AgentContract } from '../workflow/contract/model.js';
 import { mergeFiles } from '../workflow/files.js';
 import { AgentError, type AgentContext, type AgentHandler } from './agent.js';
 import { Attempt } from './attempt.js';
+import { itemKey } from './state.js';
 
 /** sha256 (hex) and size in bytes of a file's content. */
 export interface FileDigest {
@@ -47,10 +47,30 @@ export interface ScratchRoot {
   readonly path: string;
   /** Copies the workspace file at `workspacePath` to `<root>/<key>`, byte-exact. Rejects with a FileRefused or the I/O error. */
   stage(key: string, workspacePath: string): Promise<FileDigest>;
-  /** Copies `<root>/<key>` to the workspace at `workspacePath`; `missing` when the agent did not produce it. */
-  sync(key: string, workspacePath: string): Promise<FileDigest | 'missing'>;
+  /**
+   * What `sync` would copy, without writing anything: the digest of `<root>/<key>`, `missing` when the
+   * agent did not produce it. Rejects with a FileRefused when the target leaves the workspace or the
+   * file is not a regular one.
+   */
+  check(key: string, workspacePath: string): Promise<FileDigest | 'missing'>;
+  /**
+   * Copies `<root>/<key>` to the workspace at `workspacePath`; `missing` when the agent did not produce
+   * it. With `expected` (what `check` said), bytes that differ are refused (FileRefused) and nothing is
+   * written; a file gone from the root whose target already holds those bytes (another process of
+   * this host finished the sync) is that digest.
+   */
+  sync(key: string, workspacePath: string, expected?: FileDigest): Promise<FileDigest | 'missing'>;
   /** Removes the root and what is in it (best effort: never rejects). */
   remove(): Promise<void>;
+}
+
+/** A scratch root still there from an attempt whose process did not remove it (it died, or its outcome waits). */
+export interface LeftoverRoot extends Omit<ScratchRoot, 'stage' | 'check'> {
+  /** The attempt number, and the fan-out item's index, the root was made for (as its name says). */
+  readonly attempt: number;
+  readonly item?: number;
+  /** Whether the root is that of attempt `attempt` of task `key` (`phase`, or `phase[index]`). */
+  isOf(key: string, attempt: number): boolean;
 }
 
 /** The staging port: a fresh root per attempt, never shared between attempts. */
@@ -58,148 +78,16 @@ export interface FileStager {
   open(scope: StageScope): Promise<ScratchRoot>;
   /** Where the workspace is (an absolute path, a URL), for messages: a missing input file names it. */
   readonly workspace?: string;
+  /**
+   * The roots of `runId`'s attempts still there: directories this stager made, found by the run's
+   * name. Without it, roots that a process which died left behind are not looked for.
+   */
+  leftovers?(runId: string): Promise<LeftoverRoot[]>;
 }
 
 /** A path refused because it would leave the workspace (or is not a file Baton may copy). */
 export class FileRefused extends Error {
   override readonly name = 'FileRefused';
-}
-
-/** Files up to this size are read whole (one read, one write); larger ones are streamed. */
-const WHOLE_FILE_BYTES = 16 * 1024 * 1024;
-
-/**
- * The local-disk stager: roots under `tmpDir` (the OS temporary directory by default), files
- * from and to `workspace`.
- */
-export function localFileStager(opts: { workspace: string; tmpDir?: string }): FileStager {
-  const workspace = resolve(opts.workspace);
-  let realWs: Promise<string> | undefined;
-  const ws = (): Promise<string> => (realWs ??= realpath(workspace).catch(() => workspace));
-  return {
-    workspace,
-    async open(scope) {
-      const safe = `${scope.phase}${scope.item ? `-${scope.item.index}` : ''}-${scope.attempt}`.replace(/[^\w.-]/g, '_').slice(0, 60);
-      const root = await mkdtemp(join(opts.tmpDir ?? tmpdir(), `baton-files-${safe}-`));
-      // during this root's syncs: folders resolved (path -> real path) and folders made, once each, not once per file
-      const dirs = new Map<string, string>();
-      const made = new Set<string>();
-      return {
-        path: root,
-        async stage(key, rel) {
-          const from = await inside(await ws(), workspace, rel, 'read');
-          return copyHashed(from, join(root, checkedKey(key)), 'wx');
-        },
-        async sync(key, rel) {
-          const from = join(root, checkedKey(key));
-          // the target is checked first: a path out of the workspace is refused whether or not the file exists
-          const to = await inside(await ws(), workspace, rel, 'write', dirs);
-          const st = await lstat(from).catch((e: NodeJS.ErrnoException) => {
-            if (e.code === 'ENOENT') return undefined;
-            throw e;
-          });
-          if (!st) return 'missing';
-          // an agent's symbolic link would copy whatever it points at into the workspace
-          if (!st.isFile()) throw new FileRefused(`\`${key}\` under the scratch root is not a regular file`);
-          if (!made.has(dirname(to))) {
-            await mkdir(dirname(to), { recursive: true });
-            made.add(dirname(to));
-          }
-          // written beside the target and renamed over it: a reader never sees half a file
-          const tmp = `${to}.baton-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-          try {
-            const d = await copyHashed(from, tmp, 'wx');
-            await rename(tmp, to);
-            return d;
-          } catch (e) {
-            await rm(tmp, { force: true }).catch(() => undefined);
-            throw e;
-          }
-        },
-        async remove() {
-          await rm(root, { recursive: true, force: true }).catch(() => undefined);
-        },
-      };
-    },
-  };
-}
-
-function checkedKey(key: string): string {
-  const bad = keyProblem(key);
-  if (bad !== undefined) throw new FileRefused(`file key ${bad}`);
-  return key;
-}
-
-/**
- * The absolute path of `rel` in the workspace, refused when it leaves it: `..`, an absolute path,
- * or (resolving symbolic links) a file or folder outside. For a write, the deepest folder that
- * exists is resolved, and the target itself when it exists.
- */
-async function inside(realWs: string, workspace: string, rel: string, use: 'read' | 'write', dirs?: Map<string, string>): Promise<string> {
-  const escape = escapeProblem(rel);
-  if (escape !== undefined || rel.includes('\0') || isAbsolute(rel)) throw new FileRefused(escape ?? `\`${rel}\` is not a workspace path`);
-  const abs = resolve(workspace, rel);
-  if (!within(workspace, abs)) throw new FileRefused(`\`${rel}\` leaves the workspace`);
-  if (use === 'read') {
-    const real = await realpath(abs); // ENOENT: the missing input file
-    if (!within(realWs, real)) throw new FileRefused(`\`${rel}\` is a symbolic link that leads out of the workspace`);
-    return real;
-  }
-  const target = await realpath(abs).catch(() => undefined);
-  if (target !== undefined) {
-    if (!within(realWs, target)) throw new FileRefused(`\`${rel}\` is a symbolic link that leads out of the workspace`);
-    return target;
-  }
-  let dir = dirname(abs);
-  for (;;) {
-    const real = dirs?.get(dir) ?? (await realpath(dir).catch(() => undefined));
-    if (real !== undefined) {
-      if (!within(realWs, real)) throw new FileRefused(`\`${rel}\` goes through a symbolic link that leads out of the workspace`);
-      dirs?.set(dir, real);
-      return join(real, relative(dir, abs));
-    }
-    const up = dirname(dir);
-    if (up === dir) throw new FileRefused(`\`${rel}\` has no folder in the workspace`);
-    dir = up;
-  }
-}
-
-function within(root: string, p: string): boolean {
-  return p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
-}
-
-/** Copies `from` to `to` (created: `wx`) and hashes the bytes on the way. */
-async function copyHashed(from: string, to: string, flag: 'wx'): Promise<FileDigest> {
-  const src = await open(from, 'r');
-  try {
-    const st = await src.stat();
-    if (!st.isFile()) throw new FileRefused(`\`${from}\` is not a regular file`);
-    const hash = createHash('sha256');
-    if (st.size <= WHOLE_FILE_BYTES) {
-      const bytes = await src.readFile();
-      hash.update(bytes);
-      await writeFile(to, bytes, { flag });
-      return { sha256: hash.digest('hex'), size: bytes.length };
-    }
-    const dst = await open(to, flag);
-    let size = 0;
-    try {
-      const buf = Buffer.allocUnsafe(1024 * 1024);
-      for (;;) {
-        const { bytesRead } = await src.read(buf, 0, buf.length, null);
-        if (bytesRead === 0) break;
-        const chunk = buf.subarray(0, bytesRead);
-        hash.update(chunk);
-        await dst.write(chunk);
-        size += bytesRead;
-      }
-    } finally {
-      await dst.close();
-    }
-    return { sha256: hash.digest('hex'), size };
-  } finally {
-    await src.close();
-  }
 }
 
 // ---- tokens ---------------------------------------------------------------------------------------
@@ -291,8 +179,22 @@ export interface FileHostOptions {
 }
 
 /**
- * Wraps an agent's handler with the file contract of the phase it runs: stage, inject, run, sync,
- * remove. A phase without files runs the handler as it is.
+ * An attempt's output files, checked and hashed after its agent returned, held until the engine knows
+ * whether its outcome is accepted: they go to the workspace only then (`publish`, after the completion
+ * that records them is committed), else nowhere (`discard`). Either removes the root.
+ */
+export interface HeldFiles {
+  /** What will be synced, as recorded (`task.file`, `direction: synced`) with the completion. */
+  readonly files: readonly FileProvenance[];
+  /** Copies them to the workspace; resolves to those that could not be (written nowhere, or not whole). */
+  publish(): Promise<{ key: string; path: string; message: string }[]>;
+  discard(): Promise<void>;
+}
+
+/**
+ * Wraps an agent's handler with the file contract of the phase it runs: stage, inject, run, check
+ * the outputs and hand them to the engine (an engine attempt), or sync them at once (any other
+ * context), remove. A phase without files runs the handler as it is.
  */
 export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHandler {
   return async (ctx: AgentContext) => {
@@ -303,7 +205,11 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
     // every input path is expanded before anything is created: a refused one fails the attempt at once
     const inputs = files.inputs.map((e) => ({ e, path: expandOrFail(e, values, scope.item) }));
     const stager = files.workspace !== undefined && opts.stagerFor ? opts.stagerFor(files.workspace) : opts.stager;
+    // the roots of this task's earlier attempts, left by a process that died or lost the task (its
+    // process group was ended before this attempt started), go before this attempt's is made
+    if (scope.attempt > 1) await removeEarlier(stager, scope);
     const root = await stager.open(scope);
+    let held = false;
     try {
       for (const { e, path } of inputs) {
         // a timeout or a cancel during staging stops it: the attempt has ended (the root is removed below)
@@ -322,11 +228,70 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
       const inner = inject(ctx, root.path);
       staged.set(inner, root.path);
       const out = await handler(inner);
-      if (!ctx.signal.aborted) await syncAll(ctx, root, files.outputs, values, scope);
+      // an aborted attempt (timed out, cancelled, its task or run moved on) has no outcome: nothing is synced
+      if (ctx.signal.aborted) return out;
+      if (ctx instanceof Attempt) {
+        // the engine syncs them once the completion that records them is committed, or not at all
+        const h = await checkAll(ctx, root, files.outputs, values, scope);
+        held = h !== undefined && ctx.holdFiles(h);
+        return out;
+      }
+      await syncAll(ctx, root, files.outputs, values, scope);
       return out;
     } finally {
-      await root.remove();
+      if (!held) await root.remove();
     }
+  };
+}
+
+/** Removes the roots that attempts before `scope.attempt` of the same task left (best effort). */
+async function removeEarlier(stager: FileStager, scope: StageScope): Promise<void> {
+  const key = scope.item ? itemKey(scope.phase, scope.item.index) : scope.phase;
+  const left = await stager.leftovers?.(scope.runId).catch(() => []);
+  for (const r of left ?? []) if (r.attempt < scope.attempt && r.isOf(key, r.attempt)) await r.remove();
+}
+
+/**
+ * After the agent returned: each declared output is expanded, its target checked and its bytes hashed
+ * (nothing is written); one not produced is a warning, one refused a log line, as a failed sync is.
+ * Undefined when nothing is to be synced (the root can go at once).
+ */
+async function checkAll(ctx: Attempt, root: ScratchRoot, outputs: FileEntry[], values: Readonly<Record<string, string>>, scope: StageScope): Promise<HeldFiles | undefined> {
+  const planned: FileProvenance[] = [];
+  for (const e of outputs) {
+    let path = e.path;
+    try {
+      path = expandPath(e.path, values, scope.item);
+      const d = await root.check(e.key, path);
+      if (d === 'missing') {
+        ctx.record('declared_file_missing', { key: e.key, path, declared: e.path });
+        continue;
+      }
+      planned.push({ direction: 'synced', key: e.key, path, ...d, ...(scope.item ? { item: scope.item.index } : {}) });
+    } catch (err) {
+      ctx.log(`warning: output file \`${e.key}\` could not be synced to ${path}: ${(err as Error).message}`);
+    }
+  }
+  if (planned.length === 0) return undefined;
+  return {
+    files: planned,
+    async publish() {
+      const failed: { key: string; path: string; message: string }[] = [];
+      try {
+        for (const f of planned) {
+          try {
+            const d = await root.sync(f.key, f.path, f);
+            if (d === 'missing') failed.push({ key: f.key, path: f.path, message: 'it is gone from the scratch root' });
+          } catch (err) {
+            failed.push({ key: f.key, path: f.path, message: (err as Error).message });
+          }
+        }
+      } finally {
+        await root.remove();
+      }
+      return failed;
+    },
+    discard: () => root.remove(),
   };
 }
 

@@ -8,7 +8,7 @@ import { cloneJson, type Json, type JsonObject } from '../core/json.js';
 import type { AgentHandler, InputRequest } from './agent.js';
 import { AgentError } from './agent.js';
 import { Attempt, StopSignal, TimeoutError, toOutcome, type AttemptHost } from './attempt.js';
-import { remainingBudget, type Claimed } from './decide.js';
+import { remainingBudget, type Claimed, type Fact } from './decide.js';
 import type { FileProvenance } from './files.js';
 import type { AttemptTrace } from './telemetry.js';
 import { contractOfPhase, estimatedMsOf, phaseModelOf } from './plan.js';
@@ -53,6 +53,9 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
   private async execute(ctx: RunCtx, att: Attempt, handler: AgentHandler | undefined, timeoutMs: number | undefined, estimateMs: number | undefined): Promise<void> {
     this.fault('attempt.before-invoke');
     if (this.crashed !== undefined) return;
+    // files of the run's committed completions still being synced (or leftover roots tidied): this agent may read them
+    while (ctx.filesWork.size > 0) await Promise.all([...ctx.filesWork]);
+    if (this.crashed !== undefined) return;
     if (timeoutMs !== undefined) {
       att.timeoutMs = timeoutMs;
       att.timeoutLeft = timeoutMs;
@@ -82,14 +85,24 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     slow?.abort();
     if (ctx.attempts.get(att.key) === att) ctx.attempts.delete(att.key);
     if (att.suspendedOn === undefined) this.releaseSlot(ctx, att);
+    // output files held for the outcome (files.ts): synced once it is committed and accepted, else dropped
+    const held = att.heldFiles;
+    att.heldFiles = undefined;
+    // a crashed worker is a process that died: its roots stay, as a dead process leaves them
     if (this.crashed !== undefined) return;
     if (att.abortReason instanceof StopSignal) {
+      if (held) this.filesJob(ctx, held.discard());
       this.kick();
       return; // the task moved on: this attempt's outcome is not wanted
     }
     const outcome = toOutcome(ok, value);
     this.fault('attempt.after-return');
-    this.note(ctx, { kind: 'outcome', phase: att.key, attempt: att.attempt, worker: this.id, outcome });
+    const fact: Fact = { kind: 'outcome', phase: att.key, attempt: att.attempt, worker: this.id, outcome, ...(held && outcome.ok ? { files: held.files } : {}) };
+    if (held) {
+      if (outcome.ok && !ctx.ended) ctx.held.set(fact, held);
+      else this.filesJob(ctx, held.discard());
+    }
+    this.note(ctx, fact);
   }
 
   /**

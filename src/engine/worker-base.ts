@@ -1,8 +1,9 @@
 /**
  * The worker's foundation: its options and per-run context, its fields, the store-trouble
  * handling, faults and crashes, how facts reach a run, and loading a run from the store. The layers
- * above add the commits (worker-commits.ts), the attempts (worker-attempts.ts) and the loop with
- * the public API (worker.ts, which keeps the durability invariants).
+ * above add output files and a run's end (worker-files.ts), the commits (worker-commits.ts), the
+ * attempts (worker-attempts.ts) and the loop with the public API (worker.ts, which keeps the
+ * durability invariants).
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
@@ -12,6 +13,8 @@ import type { WorkflowModel } from '../workflow/model.js';
 import type { AgentHandler } from './agent.js';
 import { StopSignal, type Attempt } from './attempt.js';
 import type { Fact, FactResult } from './decide.js';
+import type { HeldFiles } from './files.js';
+import type { RunFiles } from './files-leftovers.js';
 import type { RunEvent } from './events.js';
 import { nextAgentOf } from './due.js';
 import { planOf, withContracts, type Plan } from './plan.js';
@@ -28,8 +31,12 @@ export const PARKED_RUNS = 64;
 /** Runs created here and not yet taken up, kept as stored (WorkerBase.prime). */
 const PRIMED_RUNS = 1024;
 
-/** Named points at the commit boundaries where tests crash the worker. */
-export type FaultPoint = 'run.created' | 'flush.before-commit' | 'flush.after-commit' | 'attempt.before-invoke' | 'attempt.after-return';
+/**
+ * Named points at the commit boundaries where tests crash the worker. `files.before-sync` (a
+ * completion with output files committed, its files not synced yet) is reached only by phases that
+ * declare output files, so it is not among the FAULT_POINTS every run reaches.
+ */
+export type FaultPoint = 'run.created' | 'flush.before-commit' | 'flush.after-commit' | 'attempt.before-invoke' | 'attempt.after-return' | 'files.before-sync';
 export const FAULT_POINTS: readonly FaultPoint[] = ['run.created', 'flush.before-commit', 'flush.after-commit', 'attempt.before-invoke', 'attempt.after-return'];
 
 /** Crash at the `hit`-th time (1-based, default 1) the worker reaches `at`. */
@@ -44,6 +51,8 @@ export interface BoundRun {
   handlers: Readonly<Record<string, AgentHandler>>;
   /** Contracts the handlers carry (`defineAgent`), for agents the workflow gives none. */
   contracts?: ReadonlyMap<string, AgentContract>;
+  /** The run's scratch roots left by processes that died (a workflow with AIP-16 files): files-leftovers.ts. */
+  files?: RunFiles;
 }
 
 /** What an engine and a bare worker are tuned with alike (EngineOptions takes these too). */
@@ -152,6 +161,18 @@ export interface RunCtx {
   doubt?: { events: readonly RunEvent[]; facts: readonly Fact[]; decided: ReadonlyMap<Fact, FactResult> } | undefined;
   /** What the loop's looks need from the ready set, kept while the state stays at one seq (readyFacts). */
   scan?: ReadyScan | undefined;
+  /** The run's leftover scratch roots, when its workflow declares files. */
+  files: RunFiles | undefined;
+  /** Outcome facts whose attempt's output files wait for the decision on it (worker-commits.ts, settleFiles). */
+  held: Map<Fact, HeldFiles>;
+  /**
+   * Files being synced (accepted completions), discarded or tidied: the run's attempts start, and its
+   * result is given, only once they are done, so a phase never reads a file an upstream completion
+   * recorded before it is in the workspace.
+   */
+  filesWork: Set<Promise<void>>;
+  /** The run ended and waits for its files before it is put down (end()). */
+  ending: boolean;
 }
 
 /**
@@ -496,10 +517,21 @@ export abstract class WorkerBase {
       driven: false,
       snapshotSeq,
       toldSeq: state.seq,
+      files: bound.files,
+      held: new Map(),
+      filesWork: new Set(),
+      ending: false,
     };
     this.runs.set(runId, ctx);
-    if (ctx.ended) resolve(toResult(state, ctx.events ?? []));
-    else {
+    if (ctx.ended) {
+      // a run that ended elsewhere: its roots still on this host go (end() tidies them) before it is given
+      if (ctx.files && !primed) {
+        ctx.ended = false;
+        this.end(ctx);
+      } else resolve(toResult(state, ctx.events ?? []));
+    } else {
+      // roots a process that died left (a run just created here has none)
+      if (!primed) this.tidyFiles(ctx);
       this.takeOverDead(ctx);
       this.handBackUnstarted(ctx);
     }
@@ -572,4 +604,10 @@ export abstract class WorkerBase {
 
   /** Starts the loop, or wakes it if it runs. */
   protected abstract ensureLoop(): void;
+
+  /** The run ended: its attempts stop, its files are finished, its result is given (worker-commits.ts). */
+  protected abstract end(ctx: RunCtx): void;
+
+  /** Finishes or removes the run's scratch roots a process that died left on this host (worker-files.ts). */
+  protected abstract tidyFiles(ctx: RunCtx): void;
 }

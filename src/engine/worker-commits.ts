@@ -13,10 +13,11 @@ import type { RunEvent } from './events.js';
 import type { BatchCommit, BatchResult, LeaseExpectation } from './ports.js';
 import { buildCommit } from './projection.js';
 import { backoff, DecisionError, isFault } from './worker-support.js';
-import { applyEvent, attachGraph, compactItems, startCompacting, toResult } from './state.js';
-import { WorkerBase, type RunCtx } from './worker-base.js';
+import { applyEvent, attachGraph, compactItems, startCompacting } from './state.js';
+import type { RunCtx } from './worker-base.js';
+import { WorkerFiles } from './worker-files.js';
 
-export abstract class WorkerCommits extends WorkerBase {
+export abstract class WorkerCommits extends WorkerFiles {
   // ---- kept by the layers above ----------------------------------------------------------------
 
   /** What this worker asks for when it claims (worker.ts). */
@@ -150,7 +151,7 @@ export abstract class WorkerCommits extends WorkerBase {
       return;
     }
     ctx.flushing = false;
-    this.committed(ctx, delta.length > 0 ? delta.concat(made) : made, results, waiters, claimIndex);
+    this.committed(ctx, delta.length > 0 ? delta.concat(made) : made, facts, results, waiters, claimIndex);
   }
 
   /**
@@ -189,7 +190,7 @@ export abstract class WorkerCommits extends WorkerBase {
       const claimed = claimIndex >= 0 ? out.results[claimIndex] : undefined;
       if (claimed?.kind === 'claimed') free -= claimed.tasks.length;
       if (!item) {
-        this.committed(ctx, [], out.results, waiters, claimIndex);
+        this.committed(ctx, [], facts, out.results, waiters, claimIndex);
         continue;
       }
       ctx.flushing = true;
@@ -226,7 +227,7 @@ export abstract class WorkerCommits extends WorkerBase {
       const ctx = b.ctx;
       ctx.flushing = false;
       if (results[i] === 'ok') {
-        this.committed(ctx, b.made, b.results, b.waiters, b.claimIndex);
+        this.committed(ctx, b.made, b.facts, b.results, b.waiters, b.claimIndex);
         return;
       }
       // another process committed to the run (or holds it): the decisions made here were on an old state
@@ -249,10 +250,14 @@ export abstract class WorkerCommits extends WorkerBase {
     });
   }
 
-  /** After a commit: the events are told, the callers answered, local attempts reconciled, the claimed tasks started. */
-  private committed(ctx: RunCtx, all: RunEvent[], results: FactResult[], waiters: ((r: FactResult | Error) => void)[], claimIndex: number): void {
+  /**
+   * After a commit: the events are told, the callers answered, the files of the outcomes it decided
+   * synced or dropped, local attempts reconciled, the claimed tasks started (after those files).
+   */
+  private committed(ctx: RunCtx, all: RunEvent[], facts: readonly Fact[], results: FactResult[], waiters: ((r: FactResult | Error) => void)[], claimIndex: number): void {
     ctx.failedCommits = 0;
     ctx.retryAt = 0;
+    this.settleFiles(ctx, facts, (_, i) => results[i]);
     if (ctx.events) for (const e of all) ctx.events.push(e);
     if (this.opts.onEvent) for (const e of all) this.opts.onEvent(e, ctx.state);
     if (this.opts.telemetry) for (const e of all) this.opts.telemetry.event(e, ctx.state, ctx.record);
@@ -368,6 +373,7 @@ export abstract class WorkerCommits extends WorkerBase {
       // costs, logs); deciding them again would record them twice (a cost counted twice against a budget)
       // the waiters of what an attempt asked for (an input request, a checkpoint) get what was decided
       const done = new Set(doubt.facts);
+      this.settleFiles(ctx, doubt.facts, (f) => doubt.decided.get(f));
       const answer: (() => void)[] = [];
       for (let i = ctx.facts.length - 1; i >= 0; i--) {
         const f = ctx.facts[i]!;
@@ -429,13 +435,6 @@ export abstract class WorkerCommits extends WorkerBase {
     if (att.timeoutLeft !== undefined && !att.settled) this.armTimeout(att);
     // a copy: the agent may mutate what it is given, the recorded answer must not change
     att.answer?.(cloneJson(gate?.value ?? null));
-  }
-
-  private end(ctx: RunCtx): void {
-    if (ctx.ended) return;
-    ctx.ended = true;
-    for (const a of ctx.attempts.values()) a.abort(new StopSignal(`the run ${ctx.state.status}`));
-    ctx.resolve(toResult(ctx.state, ctx.events ?? []));
   }
 }
 

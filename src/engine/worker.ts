@@ -13,6 +13,8 @@
  * - Completions are batched: facts that arrive while a transaction is in flight go in the next
  *   one, and every transaction also claims new tasks for the free slots (one commit per phase on a
  *   chain, far fewer on a fan).
+ * - An attempt's output files (AIP-16) reach the workspace only after the completion that records
+ *   them is committed and accepted; the run's next attempts here start after the copy (worker-files.ts).
  */
 import { BatonError } from '../core/errors.js';
 import { StopSignal } from './attempt.js';
@@ -25,7 +27,7 @@ import { replay, toResult, type RunResult } from './state.js';
 import type { FaultPoint, RunCtx } from './worker-base.js';
 import { WorkerAttempts } from './worker-attempts.js';
 
-// the layers of the worker, bottom up: worker-base.ts (options, fields, loading), worker-commits.ts, worker-attempts.ts, this file (the loop)
+// the layers of the worker, bottom up: worker-base.ts (options, fields, loading), worker-files.ts, worker-commits.ts, worker-attempts.ts, this file (the loop)
 export { DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type BoundRun, type WorkerOptions, type WorkerTuning, type StoreTrouble } from './worker-base.js';
 
 /** How long the ready tasks a serving worker is offered stay reserved for it (findWork): it takes their runs up well within it. */
@@ -145,7 +147,7 @@ export class Worker extends WorkerAttempts {
     this.kick();
     // the hand-backs and every outcome already in memory are committed before the loop stops
     const flushEnd = monotonicNow() + 10_000;
-    while (this.crashed === undefined && !this.closed && [...this.runs.values()].some((c) => !c.ended && (c.facts.length > 0 || c.flushing)) && monotonicNow() < flushEnd) {
+    while (this.crashed === undefined && !this.closed && [...this.runs.values()].some((c) => !c.ended && (c.facts.length > 0 || c.flushing || c.filesWork.size > 0)) && monotonicNow() < flushEnd) {
       this.ensureLoop();
       await new Promise<void>((r) => setTimeout(r, 10));
     }
@@ -508,7 +510,7 @@ export class Worker extends WorkerAttempts {
   /** Runs this worker holds for nothing: a serving worker keeps only the runs it is executing (a gated run costs no memory). */
   private evict(): void {
     for (const ctx of [...this.runs.values()]) {
-      if (ctx.driven || ctx.flushing || ctx.stale || ctx.attempts.size > 0 || ctx.busy.size > 0 || ctx.facts.length > 0 || ctx.waiters.length > 0) continue;
+      if (ctx.driven || ctx.flushing || ctx.stale || ctx.attempts.size > 0 || ctx.busy.size > 0 || ctx.facts.length > 0 || ctx.waiters.length > 0 || ctx.filesWork.size > 0 || ctx.ending) continue;
       if (ctx.ended || (this.serving && !this.runsAnythingSoon(ctx))) this.park(ctx);
     }
   }

@@ -85,7 +85,8 @@ export function resolveBinding(b: InputBinding, upstream: UpstreamOutputs, trigg
   return { ok: true, value: r.value as Json };
 }
 
-function unresolvable(phase: PhaseModel, taskId: string, failures: { ref: string; reason: string }[]): UnresolvableInputError {
+/** RFC-0024 §3.1 for references that cannot be resolved (an input's, a `for_each`'s): one error naming each. */
+export function unresolvable(phase: PhaseModel, taskId: string, failures: { ref: string; reason: string }[]): UnresolvableInputError {
   const refs = failures.map((f) => f.ref);
   const message = failures.length === 1 ? `Task claim rejected: ${failures[0]!.reason}` : `Task claim rejected: ${failures.length} inputs could not be resolved: ${failures.map((f) => f.reason).join('; ')}`;
   return new UnresolvableInputError(taskId, phase.name, refs, message);

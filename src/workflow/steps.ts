@@ -216,6 +216,25 @@ export function artifactPath(text: string): ArtifactSegment[] | undefined {
 }
 
 /** Two targets overlap when one is a prefix of the other (a templated segment matches anything). */
+/**
+ * Where a fan-out item's output sits in the `artifacts` tree: `t.path` with each `{$item...}` segment
+ * replaced by the item's value there. Undefined when the element has no string or number at a slot.
+ */
+export function itemStorePath(t: ArtifactTarget, element: unknown): string[] | undefined {
+  const segs: string[] = [];
+  for (const s of t.path) {
+    if (typeof s === 'string') {
+      segs.push(s);
+      continue;
+    }
+    let v: unknown = element;
+    for (const k of s.item) v = isPlainObject(v) && Object.prototype.hasOwnProperty.call(v, k) ? v[k] : undefined;
+    if (typeof v !== 'string' && typeof v !== 'number') return undefined;
+    segs.push(String(v));
+  }
+  return segs;
+}
+
 function overlaps(a: ArtifactSegment[], b: ArtifactSegment[]): boolean {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {

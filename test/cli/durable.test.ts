@@ -3,7 +3,7 @@
  * real `kill -9` in the middle of a run followed by `baton resume`, gates decided from a second
  * terminal while the first waits, and the run/show/cancel/rerun/worker commands.
  */
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -86,6 +86,61 @@ describe('crash safety: kill -9, then baton resume', () => {
     }
     expect(log.length).toBeLessThanOrEqual(6);
   }, 30_000);
+});
+
+describe('scratch roots after kill -9', () => {
+  test('the killed attempts\u2019 roots are removed by the resume that takes them over; every file in the workspace is recorded', async () => {
+    const cwd = dir();
+    const tmp = join(cwd, 'tmp');
+    mkdirSync(tmp);
+    mkdirSync(join(cwd, 'ws', 'in'), { recursive: true });
+    writeFileSync(join(cwd, 'ws', 'in', 'd.txt'), 'data');
+    writeFileSync(
+      join(cwd, 'workflow.yaml'),
+      `openintent: "1.0"
+info: {name: roots}
+workflow:
+  fan:
+    assign: w
+    for_each: $trigger.items
+    max_parallel: 3
+    inputs: {v: $item}
+    inputsFiles: {d: {path: in/d.txt}}
+    outputsFiles: {o: {path: "out/<runId>/<index>.txt"}}
+    outputs: {v: integer}
+`,
+    );
+    writeFileSync(
+      join(cwd, 'agents.mjs'),
+      `import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+export default {
+  w: async (ctx) => {
+    appendFileSync(new URL('./calls.log', import.meta.url), JSON.stringify({ phase: ctx.phase, attempt: ctx.attempt, key: ctx.idempotencyKey }) + '\\n');
+    await new Promise((r) => setTimeout(r, Number(process.env.SLOW_MS ?? 250)));
+    writeFileSync(ctx.input._workflowFsRoot + '/o', readFileSync(ctx.input._workflowFsRoot + '/d', 'utf8') + ' ' + ctx.input.v);
+    return { v: ctx.input.v };
+  },
+};
+`,
+    );
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--workspace', 'ws', '--run-id', 'k9f', '--trigger', '{"items":[0,1,2,3,4]}', '-q'], { cwd, env: { TMPDIR: tmp, SLOW_MS: '60000' } });
+    await until(() => calls(cwd).length >= 3);
+    child.kill('SIGKILL');
+    expect((await child.done).signal).toBe('SIGKILL');
+    const left = readdirSync(tmp).filter((n) => n.startsWith('baton-files-'));
+    expect(left).toHaveLength(3);
+    // each names its run
+    for (const n of left) expect(n.startsWith('baton-files-k9f_')).toBe(true);
+
+    const resumed = await batonRun(['resume', 'k9f', '-q'], { cwd, env: { TMPDIR: tmp, SLOW_MS: '1' } });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readdirSync(tmp).filter((n) => n.startsWith('baton-files-'))).toEqual([]);
+    const io = capture(cwd);
+    expect(await run(['show', 'k9f', '--artifacts', '--json'], io)).toBe(0);
+    const synced = (JSON.parse(io.out()) as { direction: string; path: string }[]).filter((r) => r.direction === 'synced').map((r) => r.path).sort();
+    expect(synced).toEqual([0, 1, 2, 3, 4].map((i) => `out/k9f/${i}.txt`));
+    expect(readdirSync(join(cwd, 'ws', 'out', 'k9f')).sort()).toEqual([0, 1, 2, 3, 4].map((i) => `${i}.txt`));
+  }, 60_000);
 });
 
 const GATED = `openintent: "1.0"

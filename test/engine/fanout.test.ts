@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { withClock } from './helpers.js';
+import { eventsOf, header, wf, withClock } from './helpers.js';
 import { FANOUT_SCENARIOS, engineOn, fanWorkflow } from './scenarios.js';
 
 const memory = () => new MemoryStore();
@@ -60,5 +60,46 @@ describe('for_each and skip_when arithmetic', () => {
     expect(r.phases['draft[1]']).toMatchObject({ status: 'failed', error: { code: 'SkipConditionError' } });
     expect(r.phases['draft[1]']!.error!.message).toContain('skip_when `$item.words % 0 == 1`');
     expect(r.phases['draft[1]']!.error!.message).toContain('modulus by zero');
+  });
+});
+
+describe('for_each over a reference that does not resolve', () => {
+  // one workflow, each phase beside its plain-input twin: the same reference must fail the same way (RFC-0024 §3.1)
+  const model = wf(`${header()}workflow:
+  up:
+    assign: u
+    outputs:
+      opt: {type: "string[]", required: false}
+      nul: {type: "string[]", nullable: true}
+      word: any
+  fanTrigger: {assign: w, for_each: $trigger.items, inputs: {x: $item}}
+  plainTrigger: {assign: w, inputs: {x: $trigger.items}}
+  fanUpstream: {assign: w, depends_on: [up], for_each: up.opt, inputs: {x: $item}}
+  plainUpstream: {assign: w, depends_on: [up], inputs: {x: up.opt}}
+  fanString: {assign: w, depends_on: [up], for_each: up.word, inputs: {x: $item}}
+  fanNull: {assign: w, depends_on: [up], for_each: up.nul, inputs: {x: $item}}
+`);
+  const agents = { u: () => ({ nul: null, word: 'w' }), w: () => ({}) };
+
+  test('an absent trigger or upstream key is UnresolvableInputError, as for an input; a value that is no array is ForEachNotArray', async () => {
+    const clock = new ManualClock(0);
+    const e = engineOn(memory(), clock, agents);
+    const r = await withClock(clock, e.run(model, { runId: 'fe', trigger: {} }));
+    await e.close();
+    for (const [fan, plain] of [['fanTrigger', 'plainTrigger'], ['fanUpstream', 'plainUpstream']] as const) {
+      const f = r.phases[fan]!.error!;
+      const p = r.phases[plain]!.error!;
+      expect(f.code, fan).toBe('UnresolvableInputError');
+      expect(p.code, plain).toBe('UnresolvableInputError');
+      // the same payload: the same keys, the reference named
+      expect(Object.keys(f.details!).sort(), fan).toEqual(Object.keys(p.details!).sort());
+      expect(f.details!['unresolvable_refs'], fan).toEqual(p.details!['unresolvable_refs']);
+      expect(f.retryable).toBe(false);
+      // recorded as a rejected claim too, like the input's
+      expect(eventsOf(r.events, 'task.claim_rejected').map((x) => x.phase)).toContain(fan);
+    }
+    expect(r.phases['fanString']!.error).toMatchObject({ code: 'ForEachNotArray', details: { for_each: 'up.word' } });
+    expect(r.phases['fanNull']!.error).toMatchObject({ code: 'ForEachNotArray', details: { for_each: 'up.nul' } });
+    expect(eventsOf(r.events, 'task.claim_rejected').map((x) => x.phase)).not.toContain('fanString');
   });
 });

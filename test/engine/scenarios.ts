@@ -10,6 +10,7 @@
 export * from './scenarios/common.js';
 export * from './scenarios/contracts.js';
 export * from './scenarios/fanout.js';
+export * from './scenarios/files.js';
 export * from './scenarios/gates.js';
 export * from './scenarios/in-doubt.js';
 export * from './scenarios/recovery.js';
@@ -20,6 +21,7 @@ import { FAULT_POINTS } from '../../src/engine/worker.js';
 import { type StoreFactory } from './scenarios/common.js';
 import { CONTRACT_SCENARIOS } from './scenarios/contracts.js';
 import { FANOUT_SCENARIOS } from './scenarios/fanout.js';
+import { FILE_SCENARIOS } from './scenarios/files.js';
 import { GATE_SCENARIOS, MORE_GATE_SCENARIOS } from './scenarios/gates.js';
 import { IN_DOUBT_SCENARIOS } from './scenarios/in-doubt.js';
 import { ENDINGS, crashEverywhere, crashEverywhereGated, crashMatchesReference, lateCompletionAfterTakeover, leaseExpiryTakeover } from './scenarios/recovery.js';
@@ -39,6 +41,7 @@ export const STORE_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promis
   ...CONTRACT_SCENARIOS,
   ...TIMING_SCENARIOS,
   ...FANOUT_SCENARIOS,
+  ...FILE_SCENARIOS,
   ...IN_DOUBT_SCENARIOS,
   leaseExpiryTakeover,
   lateCompletionAfterTakeover,
