@@ -71,9 +71,13 @@ describe('a workflow with for_each', () => {
     const r = await loadWorkflow(join(writePaper, 'workflow.yaml'));
     const store = new MemoryStore();
     const agents = {
-      'research-consolidator': () => ({ researchDoc: 'doc' }),
+      'research-consolidator': () => ({ researchDoc: [{ source: 'doc', citations: [] }] }),
       'paper-architect': () => ({ outline: { sections: [{ name: 'intro', outline: {} }, { name: 'intro', outline: {} }, { name: 'body', outline: {} }] } }),
-      'section-drafter': (ctx: { input: Record<string, unknown>; item?: { index: number } | undefined }) => ({ draft: `${ctx.input['sectionName'] as string} #${ctx.item!.index}` }),
+      // fits section-drafter's contract (the spec's, verbatim: draftContent and completionStatus required)
+      'section-drafter': (ctx: { input: Record<string, unknown>; item?: { index: number } | undefined }) => {
+        const draft = `${ctx.input['sectionName'] as string} #${ctx.item!.index}`;
+        return { draft, draftContent: draft, completionStatus: 'complete' };
+      },
     };
     const engine = createEngine({ store, agents });
     const res = await engine.run(r.model!, { trigger: { topic: 't', sources: [] } });
