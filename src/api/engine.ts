@@ -109,7 +109,7 @@ export interface StartRunOptions<W extends WorkflowTypes = AnyWorkflow> {
   /** `start()` only: store the run without driving it here (a `baton worker` elsewhere runs it). */
   detach?: boolean | undefined;
   /**
-   * `run()`: keep the run's events in memory for `RunResult.events` (default true). With false the
+   * `run()`, and `start()`'s drive: keep the run's events in memory for `RunResult.events` (default true). With false the
    * result's `events` is empty (read them from `engine.store.events(runId)`, or watch `onEvent`): a run of
    * 100,000 fan-out items then holds no log of some 300,000 events in memory. `baton run` passes false
    * unless it prints or saves the whole result (`--json`, `--output`).
@@ -354,8 +354,10 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    */
   async start(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions<W> = {}): Promise<RunHandle> {
     const { runId: id, created } = await this.createRun(spec, opts);
-    const run = this.handle(id, opts.signal);
+    const run = this.handle(id, opts.signal, { keepEvents: opts.keepEvents ?? true });
     if (!opts.detach) {
+      // taken up as created: nothing is read back before the worker's loop, whose every store call rides
+      // out a store that is away (a read here would fail at the first blip after the creation)
       this.work.prime(id, created);
       void run.result();
     }
@@ -363,8 +365,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   }
 
   /** A handle on a stored run: its `result()` drives the run here (a resume), its `events()` observe it wherever it runs. */
-  handle(runId: string, signal?: AbortSignal): RunHandle {
-    return runHandle(this, runId, signal);
+  handle(runId: string, signal?: AbortSignal, opts: DriveOptions = {}): RunHandle {
+    return runHandle(this, runId, signal, opts);
   }
 
   /** Creates a run in the store (nothing runs yet) and returns its id; refuses it when an agent has no handler. */

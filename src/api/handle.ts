@@ -31,18 +31,18 @@ export interface RunHandle {
 /** What a handle needs from the engine: its store and three of its public methods. */
 export interface HandleHost {
   readonly store: RunStore;
-  drive(runId: string, signal?: AbortSignal): Promise<RunResult>;
+  drive(runId: string, signal?: AbortSignal, opts?: { keepEvents?: boolean | undefined }): Promise<RunResult>;
   cancel(runId: string, reason?: string): Promise<void>;
 }
 
 /** How long one wait for a change lasts before the store is read again (a safety net; commits wake it sooner). */
 const WAIT_MS = 1000;
 
-export function runHandle(host: HandleHost, id: string, signal?: AbortSignal): RunHandle {
+export function runHandle(host: HandleHost, id: string, signal?: AbortSignal, opts: { keepEvents?: boolean | undefined } = {}): RunHandle {
   let driven: Promise<RunResult> | undefined;
   return {
     id,
-    result: () => (driven ??= host.drive(id, signal)),
+    result: () => (driven ??= host.drive(id, signal, opts)),
     cancel: (reason) => host.cancel(id, reason),
     async status() {
       const r = await host.store.run(id);

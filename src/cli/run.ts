@@ -8,7 +8,8 @@ import { isPlainObject, jsonSyntaxError, type Json, type JsonObject } from '../c
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { decodeUtf8 } from '../diagnostics/text.js';
-import type { Engine } from '../api/engine.js';
+import { newRunId, type Engine } from '../api/engine.js';
+import { BatonError } from '../core/errors.js';
 import { describeAgentEvent } from '../agents/llm/describe.js';
 import { WorkflowSpec } from '../api/spec.js';
 import type { RunEvent } from '../engine/events.js';
@@ -100,7 +101,11 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       }
     }
 
-    store = await openCliStore(values, io, 'write', 'blip');
+    try {
+      store = await openCliStore(values, io, 'write', 'blip');
+    } catch (e) {
+      throw e instanceof BatonError && (e.code === 'store-unreachable' || e.code === 'store-locked') ? new BatonError(e.code, `${e.message}; no run was created`, { cause: e }) : e;
+    }
     if (values.detach && store.kind === 'memory') throw new UsageError('--detach stores the run for a worker or `baton resume`, but --store memory keeps nothing after this process: use a durable store (the default .baton/baton.db, a file, or postgres://...)');
     const view = values.quiet || values.detach ? undefined : await progressView(spec.phases.map((p) => p.name), io, values.json === true);
     // LLM agents (docs/llm-agents.md); recorded with the run so a resume binds them the same way
@@ -121,20 +126,33 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
         fg.onEvent(e, state);
       },
     });
-    const { id } = await engine.start(spec, {
-      ...(runId !== undefined ? { runId } : {}),
-      ...(trigger !== undefined ? { trigger } : {}),
-      ...(initialState !== undefined ? { initialState: initialState as JsonObject } : {}),
-      ...(timeoutS !== undefined ? { timeoutMs: timeoutS * 1000 } : {}),
-      autoApprove: values['auto-approve'] === true,
-      bindings: bound.record,
-      path: target.workflow,
-      // a caller's trace (W3C TRACEPARENT, as CI systems and other tracers pass it): the run joins it
-      ...(io.env['TRACEPARENT'] !== undefined ? { traceparent: io.env['TRACEPARENT'] } : {}),
-      ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
-      // driven below by finish() (with Ctrl-C handling), or by a worker after --detach
-      detach: true,
-    });
+    // chosen here, so that a creation the store never answered can be named (it may have landed)
+    const id = runId ?? newRunId(engine.clock.now());
+    const keepEvents = values.json === true || values.output !== undefined;
+    try {
+      await engine.start(spec, {
+        runId: id,
+        ...(trigger !== undefined ? { trigger } : {}),
+        ...(initialState !== undefined ? { initialState: initialState as JsonObject } : {}),
+        ...(timeoutS !== undefined ? { timeoutMs: timeoutS * 1000 } : {}),
+        autoApprove: values['auto-approve'] === true,
+        bindings: bound.record,
+        path: target.workflow,
+        // a caller's trace (W3C TRACEPARENT, as CI systems and other tracers pass it): the run joins it
+        ...(io.env['TRACEPARENT'] !== undefined ? { traceparent: io.env['TRACEPARENT'] } : {}),
+        ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
+        // driven here from the state it was created with (no read back: every store call from now on rides
+        // out a store that is away, as a worker's do), followed by finish() below with Ctrl-C handling; or,
+        // with --detach, by a worker
+        keepEvents,
+        ...(values.detach ? { detach: true } : {}),
+      });
+    } catch (e) {
+      // the store went away for longer than the creation waits for it (storeRetryMs): whether the last try landed is not known
+      if (e instanceof BatonError && (e.code === 'store-unreachable' || e.code === 'store-locked'))
+        throw new BatonError(e.code, `${e.message}; run ${id} was perhaps created (a try may have landed without its answer): see baton show ${id}${storeFlag(values)}, and if it is there continue it with baton resume ${id}${storeFlag(values)}`, { cause: e });
+      throw e;
+    }
     if (values.detach) {
       view?.close();
       if (values.json) io.stdout(JSON.stringify({ runId: id, status: 'running', store: store.location }) + '\n');

@@ -110,6 +110,29 @@ describe('baton run rides out a database blip', () => {
     expect(callsOf(id, calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
   }, 60_000);
 
+  test('cut as the run is created (3 s, as run.started is printed): the command waits as a worker does, every phase once', async () => {
+    // the first reads after the creation (the drive taking the run up) were outside the store-retry
+    // policy: `cannot reach the PostgreSQL store ...: ECONNRESET`, exit 2, the run left running
+    const calls = join(dir, 'calls-created');
+    writeFileSync(calls, '');
+    const id = fresh('blip-created');
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', storeUrl(), '--run-id', id, '--json'], { cwd: dir, env: { CALLS: calls } });
+    let err = '';
+    let cut: Promise<void> | undefined;
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      // at once, in the same turn as the line arrives: not at the next poll of a condition
+      if (cut === undefined && /run\.started/.test(err)) cut = proxy.cut(3_000);
+    });
+    const r = await child.done;
+    await cut;
+    expect(cut).toBeDefined();
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { status: string }).status).toBe('completed');
+    expect(callsOf(id, calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('store unavailable'))).toHaveLength(1);
+  }, 60_000);
+
   test('cut while commits are in flight (a chain of instant phases): a commit that landed without its answer is found, every phase once', async () => {
     // the cut lands as a commit goes through, nearly always: its claim landed, its answer was lost. The
     // engine took that claim for failed and left the task running under its own live lease: the run hung
