@@ -6,29 +6,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { CliIo, Interruption } from '../../src/cli/io.js';
 import { run } from '../../src/cli/main.js';
+import { captureIo, type CapturedIo } from '../helpers/cli-io.js';
 import { until } from '../helpers/spawn.js';
 
-function capture(cwd: string): CliIo & { out: () => string; err: () => string; interrupt: (why: Interruption) => void } {
-  let out = '';
-  let err = '';
-  let handler: ((why: Interruption) => void) | undefined;
-  return {
-    stdout: (s) => void (out += s),
-    stderr: (s) => void (err += s),
-    isTTY: false,
-    cwd,
-    env: { USER: 'tester' },
-    out: () => out,
-    err: () => err,
-    onInterrupt: (h) => {
-      handler = h;
-      return () => (handler = undefined);
-    },
-    interrupt: (why) => handler?.(why),
-  };
-}
+const capture = (cwd: string): CapturedIo => captureIo(cwd);
 
 function project(): string {
   const cwd = mkdtempSync(join(tmpdir(), 'baton-worker-'));
