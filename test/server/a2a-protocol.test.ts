@@ -15,6 +15,7 @@ import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk
 import { createEngine, openStore, type Engine, type RunStore } from '@baton-run/baton';
 import { loadA2aServer, parseKeysEnv, scanWorkflows, startServer, type BatonServer } from '@baton-run/baton/server';
 import { agents, KEYS, KEYS_ENV, Latch } from './harness.js';
+import { until } from '../helpers/spawn.js';
 
 const HELLO = `openintent: "1.0"
 info: {name: hello}
@@ -159,6 +160,8 @@ describe('errors of the other methods', () => {
     const c = await client();
     const t = asTask(await c.sendMessage(send(msg([data({})], { skill: 'slow' }), true)));
     expect(t.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+    // the agent is waiting on the latch (a release before it waits would release nothing: on a loaded machine the task is WORKING before its agent runs)
+    await until(() => latch.running > 0);
     // the interleaving, forced: the run completes between the handler's read of the task and its cancel
     const cancel = engine.cancel.bind(engine);
     engine.cancel = async (runId, reason) => {
