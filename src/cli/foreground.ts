@@ -22,7 +22,7 @@ import { safeText } from '../diagnostics/terminal.js';
 import type { RunEvent } from '../engine/events.js';
 import { parseItemKey, runStatusOf, type RunResult, type RunState } from '../engine/state.js';
 import { storeFlag } from './durable.js';
-import type { CliIo, Interruption } from './io.js';
+import { SIGNAL_EXIT, type CliIo, type Interruption } from './io.js';
 import { printJson, saveResult } from './output.js';
 import type { ProgressView } from './progress.js';
 import { startWatchdog } from './watchdog.js';
@@ -38,8 +38,6 @@ export interface ForegroundValues {
 
 type Stop = { kind: 'signal'; signal: 'SIGINT' | 'SIGTERM' } | { kind: 'reader' } | { kind: 'unanswerable'; gate: string; gateKind: string };
 
-/** Exit status of a process ended by a signal, as a shell reports it. */
-const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
 export class Foreground {
   private state: RunState | undefined;

@@ -15,6 +15,7 @@ import { createEngine } from '../../src/api/engine.js';
 import { WorkflowSpec } from '../../src/api/spec.js';
 import { CLOSE_WAIT_MS, openPostgresStore, type PostgresStore } from '../../src/store/postgres.js';
 import { PG_SERVER, testDatabase } from '../helpers/pg.js';
+import { WORKER_STOP_BOUND_MS } from '../../src/cli/resume.js';
 import { baton, until } from '../helpers/spawn.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -149,12 +150,12 @@ describe('processes across a partition', () => {
     expect(lines(calls).map((l) => l.split(' ')[0])).toEqual(['a', 'b', 'c', 'd']);
   }, 60_000);
 
-  /** An idle `baton worker` on `storeUrl` whose connections then go dead; resolves once they are. */
-  async function deadWorker(storeUrl: string): Promise<ReturnType<typeof baton>> {
-    const w = baton(['worker', '--store', storeUrl, '--agents', 'agents.mjs'], { cwd: dir, env: { CALLS: join(dir, 'calls-worker') } });
+  /** An idle `baton worker` (or `baton serve`) on `storeUrl` whose connections then go dead; resolves once they are. */
+  async function deadWorker(storeUrl: string, command: 'worker' | 'serve' = 'worker'): Promise<ReturnType<typeof baton>> {
+    const w = baton([command, '--store', storeUrl, '--agents', 'agents.mjs', ...(command === 'serve' ? ['--port', '0'] : [])], { cwd: dir, env: { CALLS: join(dir, 'calls-worker') } });
     let err = '';
     w.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    await until(() => /serving/.test(err), 30_000);
+    await until(() => (command === 'serve' ? /listening on/ : /serving/).test(err), 30_000);
     // it looks at the store and listens on it: connections live, some with a statement in flight once dead
     await new Promise((r) => setTimeout(r, 1_500));
     proxy.blackhole();
@@ -174,5 +175,29 @@ describe('processes across a partition', () => {
     const r = await exitWithin(w, 10_000);
     expect(r, 'still running 10 s after SIGTERM').toBeDefined();
     expect(r!.code, r!.stderr).toBe(0);
+  }, 60_000);
+
+  test('a stopping worker whose store does not answer has exited within 15 s of SIGTERM (a statement on a dead connection waits 60 s)', async () => {
+    const w = await deadWorker(url());
+    const t0 = performance.now();
+    w.kill('SIGTERM');
+    const r = await exitWithin(w, 20_000);
+    expect(r, 'still running 20 s after SIGTERM').toBeDefined();
+    expect(performance.now() - t0).toBeLessThan(WORKER_STOP_BOUND_MS + 1_500);
+    expect(r!.code).toBe(143);
+    expect(r!.stderr).toMatch(/the stop unfinished/);
+  }, 60_000);
+
+  test.each(['worker', 'serve'] as const)('a second SIGTERM ends a stopping baton %s at once, whatever it waits for (a statement on a dead connection: 60 s)', async (command) => {
+    const w = await deadWorker(url(), command);
+    w.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 1_000));
+    const t0 = performance.now();
+    w.kill('SIGTERM');
+    const r = await exitWithin(w, 5_000);
+    expect(r, 'still running 5 s after the second SIGTERM').toBeDefined();
+    expect(performance.now() - t0).toBeLessThan(2_000);
+    expect(r!.code).toBe(143);
+    expect(r!.stderr).toMatch(command === 'serve' ? /baton serve: stopping now/ : /worker stopping now/);
   }, 60_000);
 });
