@@ -11,7 +11,7 @@ import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RERUN_OPTIONS, RESUME_OPTIONS, WORKER_OPTIONS, commandSpec } from './spec.js';
 import { SIGNAL_EXIT, type CliIo } from './io.js';
-import { Foreground } from './foreground.js';
+import { endAfterSignal, Foreground } from './foreground.js';
 import { describeEvent, gateNotice, progressView } from './run.js';
 import type { ProgressView } from './progress.js';
 
@@ -19,6 +19,12 @@ const RESUME_USAGE = usageLine(commandSpec('resume')!);
 const RERUN_USAGE = usageLine(commandSpec('rerun')!);
 
 export async function resumeCommand(args: string[], io: CliIo): Promise<number> {
+  const held: { fg?: Foreground } = {};
+  const code = await resumeHere(args, io, held);
+  return endAfterSignal(held.fg, io, code);
+}
+
+async function resumeHere(args: string[], io: CliIo, held: { fg?: Foreground }): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: RESUME_OPTIONS });
   let store: RunStore | undefined;
   let engine: Engine | undefined;
@@ -36,7 +42,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
       else io.stderr(`${safeText(message)}\n`);
       return record.status === 'completed' ? 0 : 1;
     }
-    const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
+    const holder: ViewHolder = { fg: (held.fg = new Foreground(io, values, store.kind === 'memory')) };
     engine = await makeEngine(store, io, values, holder);
     const missing = await missingAgents(engine, runId);
     if (missing) throw new UsageError(missing);
@@ -54,6 +60,12 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
 }
 
 export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
+  const held: { fg?: Foreground } = {};
+  const code = await rerunHere(args, io, held);
+  return endAfterSignal(held.fg, io, code);
+}
+
+async function rerunHere(args: string[], io: CliIo, held: { fg?: Foreground }): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: RERUN_OPTIONS });
   let store: RunStore | undefined;
   let engine: Engine | undefined;
@@ -62,7 +74,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
     if (values.from === undefined) throw new UsageError('rerun needs --from PHASE: that phase and everything after it run again');
     await checkOutput(values.output, io);
     store = await openCliStore(values, io, 'write', 'blip');
-    const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
+    const holder: ViewHolder = { fg: (held.fg = new Foreground(io, values, store.kind === 'memory')) };
     engine = await makeEngine(store, io, values, holder);
     const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}), ...(values['failed-items'] ? { failedItems: true } : {}) });
     const record = (await store.run(id))!;
