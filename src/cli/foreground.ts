@@ -7,8 +7,8 @@
  * - SIGINT or SIGTERM (Ctrl-C, `kill PID`, a supervisor, `timeout`): this process stops working on the
  *   run and leaves it in the store as it is (running or waiting); `baton resume RUN` or any worker
  *   continues it. Running attempts may finish for a few seconds (their outputs are kept); the rest are
- *   handed back (engine.stop) and run again there. The process ends within GRACE_S seconds; a second
- *   signal ends it at once.
+ *   handed back (engine.stop) and run again there. The process ends within GRACE_S seconds, at once
+ *   when the stop is done (endAfterSignal); a second signal ends it at once.
  * - A reader that went away (`| head`): output is dropped; the run goes on to its end, unless it has
  *   to wait for a human, in which case it is left waiting in the store.
  * - With `--store memory` nothing outside this process can reach the run: a gate nobody here can
@@ -18,17 +18,26 @@
 import { resolve } from 'node:path';
 import pc from 'picocolors';
 import type { Engine } from '../api/engine.js';
+import { BatonError } from '../core/errors.js';
 import { safeText } from '../diagnostics/terminal.js';
 import type { RunEvent } from '../engine/events.js';
 import { parseItemKey, runStatusOf, type RunResult, type RunState } from '../engine/state.js';
 import { storeFlag } from './durable.js';
-import type { CliIo, Interruption } from './io.js';
+import { SIGNAL_EXIT, type CliIo, type Interruption } from './io.js';
 import { printJson, saveResult } from './output.js';
 import type { ProgressView } from './progress.js';
 import { startWatchdog } from './watchdog.js';
 
-/** Seconds an in-process agent gets to return after Ctrl-C before Baton exits anyway. */
+/**
+ * Seconds within which Baton has exited after Ctrl-C or SIGTERM, whatever its agents do (docs/durability.md).
+ * Of these, running attempts may finish for STOP_GRACE_MS; the rest is for handing back the others,
+ * closing the store and exiting. Past EXIT_AT_MS the process exits from JavaScript; the watchdog kills
+ * it at KILL_AT_MS (an event loop that never turns: an agent in a synchronous loop).
+ */
 export const GRACE_S = 5;
+export const STOP_GRACE_MS = 3_500;
+export const EXIT_AT_MS = 4_500;
+const KILL_AT_MS = 4_700;
 
 export interface ForegroundValues {
   json?: boolean | undefined;
@@ -38,14 +47,14 @@ export interface ForegroundValues {
 
 type Stop = { kind: 'signal'; signal: 'SIGINT' | 'SIGTERM' } | { kind: 'reader' } | { kind: 'unanswerable'; gate: string; gateKind: string };
 
-/** Exit status of a process ended by a signal, as a shell reports it. */
-const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
 export class Foreground {
   private state: RunState | undefined;
   private stop: Stop | undefined;
   private onStop: (() => void) | undefined;
   private readerGone = false;
+  /** The stop was a signal: the process ends as soon as the command has closed its store (endAfterSignal). */
+  signalled = false;
   /** The run's warnings, for the summary: the drive keeps no event log unless the whole result is printed or saved. */
   private readonly warnings: Extract<RunEvent, { type: 'task.warning' }>[] = [];
 
@@ -94,7 +103,7 @@ export class Foreground {
     const flag = storeFlag(values);
     const hint = this.inMemory ? 'The run was in memory (--store memory) and is lost.' : `The run stays in the store: baton resume ${runId}${flag}`;
     // only in a real process (tests inject io without exit)
-    const watchdog = io.onInterrupt && io.exit ? startWatchdog(GRACE_S, hint) : undefined;
+    const watchdog = io.onInterrupt && io.exit ? startWatchdog(KILL_AT_MS, hint) : undefined;
     const ctl = new AbortController();
     let signals = 0;
     this.onStop = () => {
@@ -104,7 +113,7 @@ export class Foreground {
         ctl.abort(new Error(s.kind === 'unanswerable' ? `gate ${s.gate} needs a decision that nothing outside this process can give (--store memory)` : s.kind === 'signal' ? `interrupted (${s.signal})` : 'the reader went away'));
       } else {
         // running attempts may finish (their outputs are kept) until shortly before the process must end; the rest are handed back
-        void engine.stop(Math.max(0, GRACE_S - 1.5) * 1000).catch(() => engine.close());
+        void engine.stop(STOP_GRACE_MS).catch(() => engine.close());
       }
     };
     const off = io.onInterrupt?.((why: Interruption) => {
@@ -121,11 +130,15 @@ export class Foreground {
       io.stderr(
         this.inMemory
           ? `\n${why}: cancelling run ${runId} (--store memory keeps it in this process only; agents get ${GRACE_S} s to stop; a second ${why === 'SIGINT' ? 'Ctrl-C' : 'signal'} exits at once)\n`
-          : `\n${why}: stopping; run ${runId} stays in ${safeText(engine.store.location, 500)} as it is (running attempts may finish for ${GRACE_S - 1.5} s, the rest are handed back; a second ${why === 'SIGINT' ? 'Ctrl-C' : 'signal'} exits at once). Continue it with: baton resume ${runId}${flag}\n`,
+          : `\n${why}: stopping; run ${runId} stays in ${safeText(engine.store.location, 500)} as it is (running attempts may finish for ${STOP_GRACE_MS / 1000} s, the rest are handed back; a second ${why === 'SIGINT' ? 'Ctrl-C' : 'signal'} exits at once). Continue it with: baton resume ${runId}${flag}\n`,
       );
+      this.signalled = true;
       this.request({ kind: 'signal', signal: why });
-      // an agent that ignores its signal does not hold the process past the grace period
-      setTimeout(() => io.exit?.(SIGNAL_EXIT[why]), GRACE_S * 1000).unref();
+      // nothing holds the process past the bound: not an agent that ignores its signal, nor a store that does not answer
+      setTimeout(() => {
+        io.stderr(`baton: stopped ${EXIT_AT_MS / 1000} s after the signal with the stop unfinished. ${hint}\n`);
+        io.exit?.(SIGNAL_EXIT[why]);
+      }, EXIT_AT_MS).unref();
     });
     if (this.stop) this.onStop(); // a gate opened as the run started
     let result: RunResult | undefined;
@@ -146,10 +159,18 @@ export class Foreground {
     }
     if (result === undefined) {
       // left in the store, resumable: say so, and give --json readers the run as it stands
-      const now = (await engine.inspect(runId)).result;
+      let now: RunResult | undefined;
+      let unread = '';
+      try {
+        now = (await engine.inspect(runId)).result;
+      } catch (e) {
+        // a store away as the process stops: the run is still there, only its state cannot be shown now
+        if (!(e instanceof BatonError && (e.code === 'store-unreachable' || e.code === 'store-locked'))) throw e;
+        unread = safeText(e.message, 300);
+      }
       if (stop?.kind !== 'reader') {
-        if (values.json) await printJson(now, io);
-        io.stderr(`run ${runId} left ${now.status} in ${safeText(engine.store.location, 500)}: ${describeCounts(now)}; continue it with: baton resume ${runId}${flag}\n`);
+        if (now && values.json) await printJson(now, io);
+        io.stderr(`run ${runId} left ${now ? `${now.status} in ${safeText(engine.store.location, 500)}: ${describeCounts(now)}` : `in ${safeText(engine.store.location, 500)} (its state cannot be read now: ${unread})`}; continue it with: baton resume ${runId}${flag}\n`);
       }
       return stop?.kind === 'signal' ? SIGNAL_EXIT[stop.signal] : 1;
     }
@@ -163,6 +184,15 @@ export class Foreground {
     if (stop?.kind === 'signal') return SIGNAL_EXIT[stop.signal];
     return result.status === 'completed' ? 0 : 1;
   }
+}
+
+/**
+ * A command stopped by a signal ends as soon as it has closed its store, with its status: what an agent
+ * that ignored its abort left behind (a timer, a socket) must not hold the process up to the bound.
+ */
+export function endAfterSignal(fg: Foreground | undefined, io: CliIo, code: number): number {
+  if (fg?.signalled) io.exit?.(code);
+  return code;
 }
 
 function describeCounts(r: RunResult): string {

@@ -24,6 +24,9 @@ export interface CliIo {
 /** What interrupts a command: a signal (however it arrives: a terminal, `kill PID`, a supervisor) or a closed pipe. */
 export type Interruption = 'SIGINT' | 'SIGTERM' | 'reader-gone';
 
+/** Exit status of a process ended by a signal, as a shell reports it. */
+export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+
 export function processIo(): CliIo {
   const interrupts = new Set<(why: Interruption) => void>();
   let readerGone = false;

@@ -10,8 +10,8 @@ import { UsageError, bindFromFlags, cliClock, cliEngine, cliTelemetry, exitFor, 
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RERUN_OPTIONS, RESUME_OPTIONS, WORKER_OPTIONS, commandSpec } from './spec.js';
-import type { CliIo } from './io.js';
-import { Foreground } from './foreground.js';
+import { SIGNAL_EXIT, type CliIo } from './io.js';
+import { endAfterSignal, Foreground } from './foreground.js';
 import { describeEvent, gateNotice, progressView } from './run.js';
 import type { ProgressView } from './progress.js';
 
@@ -19,6 +19,12 @@ const RESUME_USAGE = usageLine(commandSpec('resume')!);
 const RERUN_USAGE = usageLine(commandSpec('rerun')!);
 
 export async function resumeCommand(args: string[], io: CliIo): Promise<number> {
+  const held: { fg?: Foreground } = {};
+  const code = await resumeHere(args, io, held);
+  return endAfterSignal(held.fg, io, code);
+}
+
+async function resumeHere(args: string[], io: CliIo, held: { fg?: Foreground }): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: RESUME_OPTIONS });
   let store: RunStore | undefined;
   let engine: Engine | undefined;
@@ -36,7 +42,7 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
       else io.stderr(`${safeText(message)}\n`);
       return record.status === 'completed' ? 0 : 1;
     }
-    const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
+    const holder: ViewHolder = { fg: (held.fg = new Foreground(io, values, store.kind === 'memory')) };
     engine = await makeEngine(store, io, values, holder);
     const missing = await missingAgents(engine, runId);
     if (missing) throw new UsageError(missing);
@@ -54,6 +60,12 @@ export async function resumeCommand(args: string[], io: CliIo): Promise<number> 
 }
 
 export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
+  const held: { fg?: Foreground } = {};
+  const code = await rerunHere(args, io, held);
+  return endAfterSignal(held.fg, io, code);
+}
+
+async function rerunHere(args: string[], io: CliIo, held: { fg?: Foreground }): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: RERUN_OPTIONS });
   let store: RunStore | undefined;
   let engine: Engine | undefined;
@@ -62,7 +74,7 @@ export async function rerunCommand(args: string[], io: CliIo): Promise<number> {
     if (values.from === undefined) throw new UsageError('rerun needs --from PHASE: that phase and everything after it run again');
     await checkOutput(values.output, io);
     store = await openCliStore(values, io, 'write', 'blip');
-    const holder: ViewHolder = { fg: new Foreground(io, values, store.kind === 'memory') };
+    const holder: ViewHolder = { fg: (held.fg = new Foreground(io, values, store.kind === 'memory')) };
     engine = await makeEngine(store, io, values, holder);
     const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}), ...(values['failed-items'] ? { failedItems: true } : {}) });
     const record = (await store.run(id))!;
@@ -118,6 +130,11 @@ async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: st
   return engine;
 }
 
+/** How long a stopping worker's running attempts may finish; the rest are handed back. */
+const WORKER_GRACE_MS = 10_000;
+/** A stopping worker has exited within this, whatever it waits for (the hand-backs' commits, the store's close). */
+export const WORKER_STOP_BOUND_MS = 15_000;
+
 export async function workerCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({ args, options: WORKER_OPTIONS });
   let store: RunStore | undefined;
@@ -148,14 +165,22 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     let stopping = false;
     const off = io.onInterrupt?.((why) => {
       if (why === 'reader-gone') return; // a log reader that went away does not stop the work
+      const left = 'attempts not handed back are left to other workers (their leases expire)';
       if (stopping) {
-        io.stderr('worker stopping now; attempts not handed back are left to other workers (their leases expire)\n');
-        ctl.abort();
+        // whatever the stop waits for (a store that does not answer, an agent): nothing is lost, the store has it all
+        io.stderr(`worker stopping now; ${left}\n`);
+        if (io.exit) io.exit(SIGNAL_EXIT[why]);
+        else ctl.abort();
         return;
       }
       stopping = true;
-      io.stderr('worker stopping: running attempts may finish for 10 s, the rest are handed back to other workers (again to stop now)\n');
-      void engine!.stop(10_000).finally(() => ctl.abort());
+      io.stderr(`worker stopping: running attempts may finish for ${WORKER_GRACE_MS / 1000} s, the rest are handed back to other workers (again to stop now)\n`);
+      void engine!.stop(WORKER_GRACE_MS).finally(() => ctl.abort());
+      // a store that does not answer the hand-backs (a partition) does not hold the worker past the bound
+      setTimeout(() => {
+        io.stderr(`worker stopped ${WORKER_STOP_BOUND_MS / 1000} s after the signal with the stop unfinished; ${left}\n`);
+        io.exit?.(SIGNAL_EXIT[why]);
+      }, WORKER_STOP_BOUND_MS).unref();
     });
     const agents = Object.keys(bound.agents);
     if (values.json) io.stdout(JSON.stringify({ type: 'worker.started', worker: engine.work.id, store: store.location, agents, stub_agents: values['stub-agents'] === true }) + '\n');

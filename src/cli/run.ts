@@ -23,7 +23,7 @@ import { usageLine } from './help.js';
 import { RUN_OPTIONS, commandSpec } from './spec.js';
 import { copyExample, declaresFiles, examplesInstalled, resolveTarget } from './examples.js';
 import { StateOut } from './state-out.js';
-import { Foreground } from './foreground.js';
+import { endAfterSignal, Foreground } from './foreground.js';
 import type { CliIo } from './io.js';
 import { inputProblem, outputProblem } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
@@ -34,6 +34,12 @@ import { printDiagnostics, renderOptionsFor } from './validate.js';
 const RUN_USAGE = usageLine(commandSpec('run')!);
 
 export async function runCommand(args: string[], io: CliIo): Promise<number> {
+  const held: { fg?: Foreground } = {};
+  const code = await runHere(args, io, held);
+  return endAfterSignal(held.fg, io, code);
+}
+
+async function runHere(args: string[], io: CliIo, held: { fg?: Foreground }): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: RUN_OPTIONS });
   let store: RunStore | undefined;
   let engine: Engine | undefined;
@@ -112,7 +118,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     const replies = values.replies !== undefined ? resolve(io.cwd, values.replies) : undefined;
     const llm = { ...(values.llm ? { agents: values.llm } : {}), allUnbound: values['llm-agents'] === true, env: io.env, ...(replies !== undefined ? { replies } : {}), onNote: (m: string) => io.stderr(`note: ${m}\n`) };
     if (values.llm || values['llm-agents'] || replies !== undefined) bound.record['llm'] = { ...(values.llm ? { agents: values.llm } : {}), ...(values['llm-agents'] ? { all_unbound: true } : {}), ...(replies !== undefined ? { replies } : {}) };
-    const fg = new Foreground(io, values, store.kind === 'memory');
+    const fg = (held.fg = new Foreground(io, values, store.kind === 'memory'));
     const stateOut = values['state-out'] !== undefined ? new StateOut(resolve(io.cwd, values['state-out']), spec.model, initialState as JsonObject | undefined, (m) => io.stderr(`${m}\n`), values['state-out']) : undefined;
     engine = cliEngine(store, io, bound.agents, {
       ...(await cliTelemetry(io)),

@@ -11,7 +11,7 @@ import { safeText } from '../diagnostics/terminal.js';
 import { requirePackages } from '../core/optional.js';
 import type { RunStore } from '../engine/ports.js';
 import { UsageError, bindFromFlags, cliClock, cliTelemetry, exitFor, openCliStore, storeTroubleLine } from './durable.js';
-import type { CliIo } from './io.js';
+import { SIGNAL_EXIT, type CliIo } from './io.js';
 import { describeEvent } from './run.js';
 import { SERVE_OPTIONS } from './spec.js';
 import { packageVersion } from './version.js';
@@ -99,6 +99,8 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
         if (why === 'reader-gone') return;
         if (stopping) {
           io.stderr('baton serve: stopping now\n');
+          // whatever the stop waits for (a store that does not answer, an agent): the store has the runs
+          if (io.exit) io.exit(SIGNAL_EXIT[why]);
           off?.();
           done();
           return;

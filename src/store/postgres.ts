@@ -24,6 +24,7 @@
  * `pg` is an optional peer dependency, loaded when the first store opens (`pgModule()`): importing this
  * module (`@baton-run/baton/postgres`) never needs it.
  */
+import { Socket } from 'node:net';
 import type pg from 'pg';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
@@ -87,6 +88,18 @@ const TYPES: pg.CustomTypesConfig = {
 
 /** queryTimeoutMs's default. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 60_000;
+/**
+ * How long close() waits for the connections' goodbyes, and a dropped connection for its own, before
+ * their sockets are destroyed: one cut without a reset answers none, and an open socket keeps the
+ * process alive for ever (a `baton run` that printed its result would never exit).
+ */
+export const CLOSE_WAIT_MS = 1_000;
+/**
+ * TCP keepalive probes an idle connection after this long (pg's default, 0, leaves it to the system:
+ * two hours on Linux): a pooled or LISTEN connection across a partition is then found dead by the
+ * kernel too, besides the statement bound and the LISTEN check.
+ */
+const KEEPALIVE_DELAY_MS = 10_000;
 
 /** Opens a PostgreSQL store, creating or migrating its schema. Throws store-unreachable, store-version. */
 export async function openPostgresStore(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
@@ -99,6 +112,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
     types: TYPES,
     application_name: 'baton',
     keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
     // A transact never idles inside its transaction (decide is synchronous): a session that does is a
     // frozen process holding a run's lock, and the server ends it so that other workers go on.
     idle_in_transaction_session_timeout: 30_000,
@@ -167,10 +181,14 @@ export class PostgresStore implements RunStore {
    */
   private readonly consumers = new Map<object, { runs: Map<string, number>; unknown: boolean }>();
   private closed = false;
+  /** Every socket of the store's connections (pool and LISTEN) until it closes: close() destroys those left. */
+  private readonly sockets = new Set<Socket>();
+  /** pg's ClientConfig with the socket factory that records them (typed structurally, as `config`). */
+  private readonly clientConfig: object;
 
   /** `config`: pg's ClientConfig (typed structurally so the published types do not need @types/pg). */
   constructor(
-    private readonly config: object,
+    config: object,
     readonly location: string,
     readonly schema: string,
     poolSize: number,
@@ -181,9 +199,24 @@ export class PostgresStore implements RunStore {
   ) {
     this.channel = listen === 'commits' ? `${schema}_commits` : `${schema}_runs`;
     this.sql = sqlFor(`"${schema}"`, `${schema}_runs`, `${schema}_commits`);
+    const stream = (): Socket => {
+      const s = new Socket();
+      this.sockets.add(s);
+      s.once('close', () => this.sockets.delete(s));
+      // a connection ended (dropped by the pool, broken, timed out, idle; the LISTEN one replaced) says
+      // goodbye; one dead without a reset never answers it, and its socket would stay open, and the process
+      // alive, for ever
+      s.once('finish', () => {
+        const t = setTimeout(() => s.destroy(), CLOSE_WAIT_MS);
+        t.unref();
+        s.once('close', () => clearTimeout(t));
+      });
+      return s;
+    };
+    this.clientConfig = { ...(config as pg.ClientConfig), stream };
     // the pool's statements only: the migrations (which may take long on a big schema) and the LISTEN
     // connection (idle by design) go without
-    this.pool = new (pgModule().Pool)({ ...(config as pg.ClientConfig), max: poolSize, pipeline: true, ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}) });
+    this.pool = new (pgModule().Pool)({ ...(this.clientConfig as pg.ClientConfig), max: poolSize, pipeline: true, ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}) });
     // an idle connection that breaks is dropped by the pool; the next query reports the cause
     this.pool.on('error', () => undefined);
     // Every statement is key-driven and prepared once per connection: plan it once too. (With the
@@ -495,7 +528,7 @@ export class PostgresStore implements RunStore {
 
   private listen(): void {
     if (this.listening || this.closed) return;
-    const c = new (pgModule().Client)(this.config);
+    const c = new (pgModule().Client)(this.clientConfig);
     let check: NodeJS.Timeout | undefined;
     let dropped = false;
     const drop = (): void => {
@@ -518,7 +551,8 @@ export class PostgresStore implements RunStore {
     });
     this.listening = c
       .connect()
-      .then(() => c.query(`LISTEN "${this.channel}"`))
+      // (answered at once when the connection lives: one that dies as it listens is dropped, not waited on for ever)
+      .then(() => c.query({ text: `LISTEN "${this.channel}"`, query_timeout: 10_000 } as pg.QueryConfig))
       .then(() => {
         if (this.closed) return drop();
         this.listener = c;
@@ -547,17 +581,38 @@ export class PostgresStore implements RunStore {
     return this.close();
   }
 
+  /**
+   * Ends the connections, waiting at most CLOSE_WAIT_MS for their goodbyes: a connection across a
+   * partition answers none, and then its socket is destroyed. Bounded, so that a process that is done
+   * (a `baton run` that printed its result, a stopping worker) can exit.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.waiters.wakeAll();
-    const l = this.listening;
-    await l?.catch(() => undefined);
-    // (its liveness check stops with it: an 'end' drops it)
-    await this.listener?.end().catch(() => undefined);
-    this.listener = undefined;
-    await this.pool.end().catch(() => undefined);
+    const ended = (async () => {
+      await this.listening?.catch(() => undefined);
+      // (its liveness check stops with it: an 'end' drops it)
+      await this.listener?.end().catch(() => undefined);
+      this.listener = undefined;
+      await this.pool.end().catch(() => undefined);
+    })();
+    // the pool's end does not wait for the server's answers: the sockets' closes do
+    const closed = (): Promise<unknown> => Promise.all([...this.sockets].map((s) => new Promise((r) => s.once('close', r))));
+    if (await within(ended.then(closed), CLOSE_WAIT_MS)) return;
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+    // with their sockets gone the clients end at once; a client checked out and never released would not
+    await within(ended, CLOSE_WAIT_MS);
   }
+}
+
+/** Whether `p` settled within `ms`. */
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([p.then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)))]);
+  clearTimeout(timer);
+  return settled;
 }
 
 /** Waits for every pipelined query (never leaves one unobserved); throws the first error. */

@@ -44,7 +44,8 @@ describe('Ctrl-C', () => {
     process.kill(-child.pid!, 'SIGINT');
     const done = await child.done;
     expect(done.signal).toBe('SIGKILL');
-    expect(Date.now() - t0).toBeLessThan(9_000);
+    // the documented bound, kept by the watchdog: the event loop never turns again
+    expect(Date.now() - t0).toBeLessThan(5_000);
     expect(done.stderr).toMatch(/baton resume sync1/);
     const shown = await batonRun(['show', 'sync1', '--json'], { cwd });
     expect((JSON.parse(shown.stdout) as { status: string }).status).toBe('running');

@@ -163,3 +163,23 @@ describe('a reader that goes away (| head -n 1)', () => {
     expect((await show(cwd, 'q1')).status).toBe('completed');
   }, 60_000);
 });
+
+describe('the bound on a stop', () => {
+  test('an agent that ignores its abort (a timer of its own) does not hold the process: it exits when the stop is done, within 5 s of the signal', async () => {
+    // the process used to end only when the 5 s timer fired (5.01-5.04 s): the agent's own timer kept it alive
+    const cwd = project(CHAIN('deaf'), AGENTS.replace('flaky:', `deaf: async (ctx) => { mark(ctx.phase + ' ' + ctx.attempt); await new Promise((r) => setTimeout(r, 20_000)); return { n: ctx.input.n + 1 }; },\n  flaky:`));
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'deaf1'], { cwd });
+    await until(() => marks(cwd).includes('b 1'));
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = performance.now();
+    child.kill('SIGTERM');
+    const done = await child.done;
+    const ms = performance.now() - t0;
+    expect(done.code).toBe(143);
+    expect(ms).toBeLessThan(5_000);
+    // the attempt was handed back after the grace its agent ignored (3.5 s)
+    expect(ms).toBeGreaterThan(3_000);
+    expect(done.stderr).toMatch(/run deaf1 left running in .*baton resume deaf1/);
+    expect((await show(cwd, 'deaf1')).status).toBe('running');
+  }, 30_000);
+});

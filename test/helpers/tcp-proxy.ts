@@ -152,6 +152,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     blackhole: () => {
       for (const pair of pairs) {
         for (const sock of pair) {
+          // a FIN from the client is not answered either (a socket that may not half-close ends its side when
+          // the other's end is read): its goodbye waits for ever, as across a partition
+          sock.allowHalfOpen = true;
           sock.removeAllListeners('data');
           sock.removeAllListeners('end');
           sock.removeAllListeners('close');
