@@ -139,6 +139,9 @@ workflow:
     expect(patternsOverlap('drafts/{s}.tex', 'drafts/*.tex')).toBe(true);
     expect(patternsOverlap('out/{index}.txt', 'out/0.txt')).toBe(true);
     expect(patternsOverlap('out/{index}.txt', 'out/{index}.md')).toBe(false);
+    expect(patternsOverlap('out/{index}.txt', 'out/toc.txt')).toBe(false); // an index is digits
+    expect(patternsOverlap('out/{index}.txt', 'out/12.txt')).toBe(true);
+    expect(patternsOverlap('out/{index}.txt', 'out/{x}.txt')).toBe(true);
     expect(patternsOverlap('a/{x}.md', 'b/{x}.md')).toBe(false);
     expect(patternsOverlap('out/{x}.md', 'out/.md')).toBe(false); // a value is never empty
     expect(patternsOverlap('out/{x}.md', 'out/a/b.md')).toBe(false); // nor spans folders

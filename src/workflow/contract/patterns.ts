@@ -7,7 +7,7 @@
  * for every phase of a run, so they compare as text).
  */
 
-type Token = { k: 'lit'; c: string } | { k: 'one' } | { k: 'star' } | { k: 'any' };
+type Token = { k: 'lit'; c: string } | { k: 'one' } | { k: 'star' } | { k: 'any' } | { k: 'dig' } | { k: 'digs' };
 
 /** A placeholder: `{name}`. */
 export const PLACEHOLDER = /\{[^{}]*\}/;
@@ -28,8 +28,11 @@ function tokens(p: string): Token[] {
     } else if (ch === '*') out.push({ k: 'star' });
     else if (ch === '?') out.push({ k: 'one' });
     else if (ch === '{' && p.indexOf('}', i) > i) {
-      out.push({ k: 'one' }, { k: 'star' }); // a value: at least one character
-      i = p.indexOf('}', i);
+      const end = p.indexOf('}', i);
+      // an item's index is digits; any other value: at least one character
+      if (p.slice(i + 1, end) === 'index') out.push({ k: 'dig' }, { k: 'digs' });
+      else out.push({ k: 'one' }, { k: 'star' });
+      i = end;
     } else out.push({ k: 'lit', c: ch });
   }
   return out;
@@ -38,12 +41,18 @@ function tokens(p: string): Token[] {
 /** Whether one character can match both tokens (`any` takes `/`, `one` and `star` do not). */
 function meet(a: Token, b: Token): boolean {
   if (a.k === 'lit' && b.k === 'lit') return a.c === b.c;
-  if (a.k === 'lit') return b.k === 'any' || a.c !== '/';
-  if (b.k === 'lit') return a.k === 'any' || b.c !== '/';
-  return true;
+  if (a.k === 'lit') return litMeets(a.c, b);
+  if (b.k === 'lit') return litMeets(b.c, a);
+  return true; // every wildcard takes a digit
 }
 
-const repeats = (t: Token): boolean => t.k === 'star' || t.k === 'any';
+/** Whether the character `c` matches the wildcard `w` (`any` takes `/`, `one` and `star` do not; digits only digits). */
+function litMeets(c: string, w: Token): boolean {
+  if (w.k === 'dig' || w.k === 'digs') return c >= '0' && c <= '9';
+  return w.k === 'any' || c !== '/';
+}
+
+const repeats = (t: Token): boolean => t.k === 'star' || t.k === 'any' || t.k === 'digs';
 
 /**
  * May the two patterns name the same file: is there a path both match? Placeholders and globs are
