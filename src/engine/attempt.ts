@@ -124,15 +124,25 @@ export class Attempt implements AgentContext {
       this.handlerDone = true;
       this.doneFn?.();
     };
+    const started = performance.now();
     return new Promise<unknown>((outerResolve, outerReject) => {
       this.rejectFn = outerReject;
+      // An agent that held the thread (a synchronous loop, a long parse) kept this process from reading a
+      // signal or a timer that came meanwhile: its outcome waits until the event loop has polled once more,
+      // so a Ctrl-C or a timeout that came first also lands first (the abort settles this promise before
+      // the outcome does). Two turns of setImmediate hold a poll phase between them. Quick attempts (the
+      // common case, and every benchmark) settle at once.
+      const settle = (f: () => void): void => {
+        if (performance.now() - started < HELD_THREAD_MS) f();
+        else setImmediate(() => setImmediate(f));
+      };
       const resolve = (v: unknown): void => {
         done();
-        outerResolve(v);
+        settle(() => outerResolve(v));
       };
       const reject = (e: unknown): void => {
         done();
-        outerReject(e);
+        settle(() => outerReject(e));
       };
       let r: unknown;
       try {
@@ -368,6 +378,9 @@ export function toJson(value: unknown): JsonConversion {
     return { ok: false, message: `could not be read (${e instanceof Error ? e.message : 'a getter or proxy threw'})` };
   }
 }
+
+/** An attempt that settles this long (ms) after it was invoked may have held the thread: its outcome waits one poll. */
+const HELD_THREAD_MS = 2;
 
 const NOT_PLAIN: unique symbol = Symbol('not plain JSON');
 /** How deep the fast copy goes before it hands over (a cycle always reaches it). */

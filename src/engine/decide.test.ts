@@ -167,6 +167,15 @@ describe('outcomes', () => {
     h.expectReplays();
   });
 
+  test('a hand-back by the holder itself is marked handed_back: a reader tells it from a dead worker', () => {
+    const h = harness(CHAIN);
+    h.feed(0, { kind: 'start' }, claim('A'));
+    const d = h.feed(10, { kind: 'lease_expired', phase: 'a', attempt: 1, owner: 'A', handBack: true });
+    expect(d.events).toEqual([expect.objectContaining({ type: 'task.lease_expired', phase: 'a', attempt: 1, owner: 'A', handed_back: true })]);
+    expect(h.state.phases.get('a')!.status).toBe('ready');
+    h.expectReplays();
+  });
+
   test('lease_expired only for the holder it names; the task is ready again and the next attempt is numbered on', () => {
     const h = harness(CHAIN);
     h.feed(0, { kind: 'start' }, claim('A'));
@@ -175,6 +184,7 @@ describe('outcomes', () => {
     const d = h.feed(5000, { kind: 'lease_expired', phase: 'a', attempt: 1, owner: 'A' }, claim('B', 1));
     expect(typesOf(d.events)).toEqual(['task.lease_expired a', 'task.claimed a']);
     expect(d.events[1]).toMatchObject({ attempt: 2, worker: 'B' });
+    expect(d.events[0]).not.toHaveProperty('handed_back');
     // a lost lease is not a failure: the retry policy is untouched
     expect(h.state.phases.get('a')!.failures).toBe(0);
     h.expectReplays();

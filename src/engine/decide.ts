@@ -90,7 +90,7 @@ function one(ctx: Ctx, f: Fact): FactResult {
     case 'lease_expired': {
       const p = state.phases.get(f.phase);
       if (p && p.status === 'running' && p.attempts === f.attempt && p.leaseOwner === f.owner) {
-        emit(ctx, { type: 'task.lease_expired', phase: f.phase, task_id: p.taskId, attempt: f.attempt, owner: f.owner });
+        emit(ctx, { type: 'task.lease_expired', phase: f.phase, task_id: p.taskId, attempt: f.attempt, owner: f.owner, ...(f.handBack ? { handed_back: true } : {}) });
       }
       return { kind: 'done' };
     }

@@ -106,8 +106,11 @@ export type RunEvent =
    */
   | (TaskBase & { type: 'task.fanned_out'; items: number })
   | (TaskBase & { type: 'task.cancelled'; reason: string })
-  /** The worker holding the attempt stopped renewing its lease (it died): the task is ready for a new attempt. */
-  | (TaskBase & { type: 'task.lease_expired'; attempt: number; owner: string })
+  /**
+   * The worker holding the attempt stopped renewing its lease (it died), or handed the attempt back itself
+   * (`handed_back`: a stopping worker, a remote agent's release): the task is ready for a new attempt.
+   */
+  | (TaskBase & { type: 'task.lease_expired'; attempt: number; owner: string; handed_back?: boolean })
   /** An outcome that arrived after its attempt was taken over or the task settled: recorded, never applied. */
   | (TaskBase & { type: 'task.stale_outcome'; attempt: number; worker: string; reason: string; outcome: 'completed' | 'failed' })
   /** The attempt suspended on an input gate continues in the same process with the answer. */

@@ -201,7 +201,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     if (held.length === 0) return;
     try {
       // in the store's clock (the database's on PostgreSQL), like every lease comparison
-      const lost = await this.track(this.store.renewLeases(this.id, this.storeNow() + this.leaseMs, held));
+      const lost = await this.track(this.store.renewLeases(this.id, this.storeNow() + this.leaseMs, held), true);
       for (const l of lost) {
         const a = byKey.get(`${l.runId}\u0000${l.phase}`);
         // a task claimed in this very transaction may not show as running in the store yet: only stop attempts that started before

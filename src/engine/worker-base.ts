@@ -219,6 +219,12 @@ export abstract class WorkerBase {
   /** When the store started failing (monotonic ms), if it is failing now. */
   private troubleSince: number | undefined;
   /**
+   * The trouble is lock contention (SQLite's `store-locked`: another process holds the write lock): reads
+   * go on succeeding through it, so only a write that lands ends it. Else one line pair became many, a
+   * "available again" after every successful look between two refused commits.
+   */
+  private troubleLocked = false;
+  /**
    * Set when a look at the store (scanWork) failed for another reason than lock contention: the store is
    * away, not only refusing some writes. Cleared by the first store call that succeeds.
    */
@@ -243,12 +249,12 @@ export abstract class WorkerBase {
     this.unregister = this.clock.register?.(() => this.crashed !== undefined || this.closed || (this.io === 0 && (!this.looping || this.idling)));
   }
 
-  /** Counts a store call as I/O in flight. */
-  protected async track<T>(p: Promise<T>): Promise<T> {
+  /** Counts a store call as I/O in flight; `write`: the call writes (a commit, a lease renewal). */
+  protected async track<T>(p: Promise<T>, write = false): Promise<T> {
     this.io++;
     try {
       const v = await p;
-      this.storeOk();
+      this.storeOk(write);
       return v;
     } finally {
       this.io--;
@@ -290,6 +296,7 @@ export abstract class WorkerBase {
   protected storeTrouble(e: unknown): void {
     if (this.crashed !== undefined || isFault(e) || e instanceof DecisionError) return;
     const t = monotonicNow();
+    if (e instanceof BatonError && e.code === 'store-locked') this.troubleLocked = true;
     if (this.troubleSince === undefined) {
       this.troubleSince = t;
       this.opts.onStoreTrouble?.({ state: 'down', message: e instanceof Error ? e.message : String(e) });
@@ -299,10 +306,11 @@ export abstract class WorkerBase {
     }
   }
 
-  private storeOk(): void {
-    if (this.troubleSince !== undefined) {
+  private storeOk(write: boolean): void {
+    if (this.troubleSince !== undefined && (write || !this.troubleLocked)) {
       const downMs = Math.round(monotonicNow() - this.troubleSince);
       this.troubleSince = undefined;
+      this.troubleLocked = false;
       this.opts.onStoreTrouble?.({ state: 'up', downMs });
     }
     // the store answers again after it was away (its looks failed too): commits waiting out a backoff for
@@ -560,7 +568,7 @@ export abstract class WorkerBase {
     if (!snapshotDue(ctx.state, ctx.snapshotSeq, this.snapshotEvery)) return;
     const snap = snapshotOf(ctx.state);
     ctx.snapshotSeq = snap.seq;
-    void this.track(this.store.saveSnapshot(ctx.runId, snap)).catch(() => undefined);
+    void this.track(this.store.saveSnapshot(ctx.runId, snap), true).catch(() => undefined);
   }
 
   /**

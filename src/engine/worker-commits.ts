@@ -103,6 +103,7 @@ export abstract class WorkerCommits extends WorkerFiles {
           },
           onlyClaims ? { skipIfBusy: true } : undefined,
         ),
+        true,
       ).finally(() => {
         // decided, or not at all (the facts go back to ctx.facts below)
         ctx.deciding = undefined;
@@ -200,7 +201,7 @@ export abstract class WorkerCommits extends WorkerFiles {
     let results: BatchResult[];
     try {
       this.fault('flush.before-commit');
-      const r = await this.track(this.store.commitMany!(batch.map((b) => b.item)));
+      const r = await this.track(this.store.commitMany!(batch.map((b) => b.item)), true);
       if (r.now !== undefined) this.storeClockAt(r.now);
       results = r.results;
       this.fault('flush.after-commit');

@@ -112,7 +112,7 @@ export class SpanModel {
         return;
       }
       case 'task.lease_expired':
-        this.endAttempt(run, state, e.phase, e.attempt, e.at, { type: 'LeaseExpired', message: `the lease of ${e.owner} expired` }, { 'baton.outcome': 'lease_expired' });
+        this.endAttempt(run, state, e.phase, e.attempt, e.at, { type: 'LeaseExpired', message: e.handed_back ? `${e.owner} handed the attempt back` : `the lease of ${e.owner} expired` }, { 'baton.outcome': 'lease_expired' });
         return;
       case 'task.cancelled': {
         const attempt = state.phases.get(e.phase)?.attempts ?? 0;

@@ -147,6 +147,45 @@ export default { w: async (ctx) => {
   }, 40_000);
 });
 
+describe('SQLite: the lock is taken in the middle of a run and held past the busy timeout', () => {
+  test('the trouble is said once and its end once, when a write lands (the looks that succeed meanwhile do not end it)', async () => {
+    // `a` returns once another process holds the lock (12 s): its commit waits 5 s, fails store-locked,
+    // and is tried again while the run's looks at the store (reads, which WAL lets through) succeed.
+    // Each of those used to say "available again" and the next refused commit "unavailable" again.
+    const agents = `import { existsSync, writeFileSync } from 'node:fs';
+const at = (f) => new URL('./' + f, import.meta.url);
+export default { w: async (ctx) => {
+  if (ctx.phase === 'a') {
+    writeFileSync(at('holding'), '');
+    for (let i = 0; i < 1000 && !existsSync(at('locked')); i++) await new Promise((r) => setTimeout(r, 10));
+  }
+  return { n: (ctx.input.n ?? 0) + 1 };
+} };
+`;
+    const { cwd, db } = setup(agents, 0);
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', db, '--json', '-q'], { cwd });
+    const lock = { kill: () => undefined } as { kill: () => void };
+    try {
+      await until(() => existsSync(join(cwd, 'holding')), 15_000);
+      const l = holdLock(db, 12_000);
+      lock.kill = l.kill;
+      await l.locked;
+      writeFileSync(join(cwd, 'locked'), '');
+      await l.released;
+      const done = await finish(child, 20_000);
+      expect({ code: done.code, signal: done.signal }).toEqual({ code: 0, signal: null });
+      expect((JSON.parse(done.stdout) as { status: string }).status).toBe('completed');
+      const lines = done.stderr.trim().split('\n').filter((l) => l !== '');
+      expect(lines).toEqual([expect.stringMatching(/^store unavailable, retrying: .*locked/), expect.stringMatching(/^store available again after \d+\.\d s$/)]);
+      // the end is said when the lock is gone, not at the first look that succeeded under it
+      expect(Number(/after (\d+\.\d) s/.exec(lines[1]!)![1])).toBeGreaterThan(3);
+    } finally {
+      child.kill('SIGKILL');
+      lock.kill();
+    }
+  }, 60_000);
+});
+
 describe('the CPU probe', () => {
   // against what processes say of themselves (getrusage), so a loaded machine changes nothing
   test('reads the CPU time a busy process reports of itself, and almost none for a waiting one', async () => {

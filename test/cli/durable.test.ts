@@ -269,6 +269,19 @@ describe('the durable commands', () => {
     expect(pg.err()).not.toMatch(/\n\s+at /);
   });
 
+  test('run against a database that refuses: waits a few seconds, then says no run was created (exit 2)', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), CHAIN);
+    writeFileSync(join(cwd, 'agents.mjs'), SLOW_AGENTS);
+    const io = capture(cwd);
+    const t0 = performance.now();
+    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', 'postgres://postgres@127.0.0.1:1/nope', '-q'], io)).toBe(2);
+    expect(performance.now() - t0).toBeLessThan(15_000);
+    expect(io.err()).toMatch(/^store unavailable, retrying for up to 5 s: .*ECONNREFUSED/);
+    expect(io.err()).toMatch(/ECONNREFUSED 127\.0\.0\.1:1; no run was created\n$/);
+    expect(io.err()).not.toMatch(/\n\s+at /);
+  }, 30_000);
+
   test('rerun --from reuses upstream outputs and runs the phase and its descendants again', async () => {
     const cwd = dir();
     writeFileSync(join(cwd, 'workflow.yaml'), CHAIN);

@@ -51,6 +51,30 @@ describe('Ctrl-C', () => {
     expect((JSON.parse(shown.stdout) as { status: string }).status).toBe('running');
   }, 20_000);
 
+  test('a signal that comes while an agent holds the thread lands before the outcome of that agent: nothing new is claimed after it', async () => {
+    // the agent loops synchronously until the test says go (after the signal), then returns: its outcome
+    // used to be committed before the process read the signal, and that commit claimed and started `b`
+    const cwd = mkdtempSync(join(tmpdir(), 'baton-int-'));
+    writeFileSync(join(cwd, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: "Held"}\nworkflow:\n  a: {assign: held, outputs: {n: integer}}\n  b: {assign: held, depends_on: [a], outputs: {n: integer}}\n');
+    writeFileSync(
+      join(cwd, 'agents.mjs'),
+      `import { existsSync, writeFileSync } from 'node:fs';\nconst at = (f) => new URL('./' + f, import.meta.url);\nexport default { held: (ctx) => { writeFileSync(at('started-' + ctx.phase), '1'); if (ctx.phase === 'a') while (!existsSync(at('go'))) {} return { n: 1 }; } };\n`,
+    );
+    const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'held1', '-q'], { cwd, detached: true });
+    await until(() => existsSync(join(cwd, 'started-a')));
+    process.kill(-child.pid!, 'SIGINT');
+    await new Promise((r) => setTimeout(r, 200));
+    writeFileSync(join(cwd, 'go'), '');
+    const done = await child.done;
+    expect(done.code).toBe(130);
+    expect(existsSync(join(cwd, 'started-b'))).toBe(false);
+    const shown = JSON.parse((await batonRun(['show', 'held1', '--json'], { cwd })).stdout) as { status: string; phases: Record<string, { status: string; attempts: number }> };
+    // the attempt that was running finished within the stop's grace and kept its output; b waits for the resume
+    expect(shown.status).toBe('running');
+    expect(shown.phases['a']).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(shown.phases['b']!.attempts).toBe(0);
+  }, 20_000);
+
   test('a second Ctrl-C stops at once', async () => {
     const cwd = project(`() => { ${mark}; for (;;) {} }`);
     const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '-q'], { cwd, detached: true });

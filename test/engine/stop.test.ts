@@ -37,7 +37,7 @@ describe('engine.stop(graceMs)', () => {
     const events = await store.events(id);
     // the quick attempt finished within the grace time and kept its output; the slow one was handed back
     expect(eventsOf(events, 'task.completed').map((e) => e.phase)).toEqual(['quick']);
-    expect(eventsOf(events, 'task.lease_expired')).toMatchObject([{ phase: 'slow', owner: 'A' }]);
+    expect(eventsOf(events, 'task.lease_expired')).toMatchObject([{ phase: 'slow', owner: 'A', handed_back: true }]);
     const b = createEngine({ store, workerId: 'B', leaseMs: 86_400_000, agents: { x: () => ({ by: 'B' }), y: () => ({ by: 'B' }) } });
     const t0 = Date.now();
     const r = await b.drive(id, undefined);
