@@ -133,7 +133,7 @@ export class Attempt implements AgentContext {
       // the outcome does). Two turns of setImmediate hold a poll phase between them. Quick attempts (the
       // common case, and every benchmark) settle at once.
       const settle = (f: () => void): void => {
-        if (performance.now() - started < HELD_THREAD_MS) f();
+        if (performance.now() - started < HELD_THREAD_MS || NEVER_HOLDS.has(handler)) f();
         else setImmediate(() => setImmediate(f));
       };
       const resolve = (v: unknown): void => {
@@ -381,6 +381,16 @@ export function toJson(value: unknown): JsonConversion {
 
 /** An attempt that settles this long (ms) after it was invoked may have held the thread: its outcome waits one poll. */
 const HELD_THREAD_MS = 2;
+const NEVER_HOLDS = new WeakSet<AgentHandler>();
+
+/**
+ * Marks a handler of the engine's own that never runs an agent's code on this thread (the server's
+ * parking of remote attempts): its outcomes settle at once, whatever time the attempt took.
+ */
+export function neverHoldsThread<H extends AgentHandler>(handler: H): H {
+  NEVER_HOLDS.add(handler);
+  return handler;
+}
 
 const NOT_PLAIN: unique symbol = Symbol('not plain JSON');
 /** How deep the fast copy goes before it hands over (a cycle always reaches it). */

@@ -20,7 +20,7 @@
 import { randomFillSync } from 'node:crypto';
 import type { Json, JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
-import { Attempt } from '../engine/attempt.js';
+import { Attempt, neverHoldsThread } from '../engine/attempt.js';
 import { BoundedMap } from '../core/lru.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunRecord } from '../engine/ports.js';
@@ -235,7 +235,8 @@ export class RemoteAgents {
   }
 
   private handler(agent: string, model: WorkflowModel): AgentHandler {
-    return (ctx) =>
+    // the outcome comes from an HTTP request, never from code that held this thread: no wait for a poll (attempt.ts)
+    return neverHoldsThread((ctx) =>
       new Promise<unknown>((resolve, reject) => {
         const pm = model.byName.get(ctx.phase);
         if (!pm) {
@@ -269,7 +270,8 @@ export class RemoteAgents {
         }
         this.live.set(task.token, task);
         this.offer(task);
-      });
+      }),
+    );
   }
 
   /** A parked task goes to the first waiting claim that may take it, else to its agent's queue. */
