@@ -214,6 +214,21 @@ describe('subprocess agent, serve mode', () => {
     expect(next.pid).not.toBe(first.pid);
   });
 
+  it('a process that closes its stdout and keeps running fails what it held (it could never answer) and is stopped; the next request gets a new process', async () => {
+    const a = serve({ killGraceMs: 50 });
+    const first = (await run(a, ctx({}))) as { pid: number };
+    const waiting = run(a, ctx({ delay: 10_000 }));
+    const e = await failure(run(a, ctx({ closeStdout: true })));
+    expect(e.code).toBe('SubprocessExit');
+    expect(e.retryable).toBe(true);
+    expect(e.details).toMatchObject({ stdout_closed: true, stderr: 'closing stdout\n' });
+    expect((await failure(waiting)).code).toBe('SubprocessExit');
+    await vi.waitFor(() => expect(isRunning(first.pid)).toBe(false), { timeout: 5_000 });
+    const next = (await run(a, ctx({}))) as { pid: number };
+    expect(next.pid).not.toBe(first.pid);
+    await a.close();
+  });
+
   it('an aborted request fails alone; the process keeps serving', async () => {
     const a = serve({ killGraceMs: 50 }); // the aborted request's timer keeps the server up after stdin closes
     const ctl = new AbortController();

@@ -452,6 +452,28 @@ class ServeProcess {
     child.stdin!.on('error', () => undefined); // EPIPE after the process died: its exit rejects what is pending
     child.stdout!.setEncoding('utf8');
     child.stdout!.on('data', (chunk: string) => this.onStdout(chunk));
+    // A process that closes its stdout and lives on can never answer: what is in flight would wait for
+    // good. Its exit normally follows the end of its stdout at once (then the exit says why); one that
+    // has not exited within EXIT_DRAIN_MS is ended, and what it held fails as if it had exited.
+    child.stdout!.once('end', () => {
+      if (!this.alive || this.finished) return;
+      const t = setTimeout(() => {
+        if (!this.alive || this.finished) return;
+        this.alive = false;
+        const err = this.stderr.toString();
+        this.finish(
+          new AgentError('SubprocessExit', `${name} (serve process ${child.pid ?? '?'}) closed its stdout and kept running: no answer could come, so it was stopped${lastLine(err)}`, {
+            exit_code: null,
+            signal: null,
+            stdout_closed: true,
+            stderr: err,
+            ...(this.noise.length > 0 ? { stdout_noise: this.noise.join('\n') } : {}),
+          }),
+        );
+      }, EXIT_DRAIN_MS);
+      t.unref();
+      this.timers.push(t);
+    });
     child.stderr!.on('data', (chunk: Buffer) => this.stderr.push(chunk));
     child.on('error', (err) => {
       if (child.pid === undefined) {
