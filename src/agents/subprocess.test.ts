@@ -229,6 +229,12 @@ describe('subprocess agent, serve mode', () => {
     await a.close();
   });
 
+  it('an answer without its newline, the last thing the process printed before it exited, still counts', async () => {
+    const a = serve();
+    expect(await run(a, ctx({ lastWithoutNewline: true }))).toEqual({ last: true });
+    await a.close();
+  });
+
   it('an aborted request fails alone; the process keeps serving', async () => {
     const a = serve({ killGraceMs: 50 }); // the aborted request's timer keeps the server up after stdin closes
     const ctl = new AbortController();

@@ -456,6 +456,10 @@ class ServeProcess {
     // good. Its exit normally follows the end of its stdout at once (then the exit says why); one that
     // has not exited within EXIT_DRAIN_MS is ended, and what it held fails as if it had exited.
     child.stdout!.once('end', () => {
+      // a last answer without its newline still counts
+      const last = this.partial;
+      this.partial = '';
+      if (last.trim() !== '' && !this.finished) this.onLine(last);
       if (!this.alive || this.finished) return;
       const t = setTimeout(() => {
         if (!this.alive || this.finished) return;
