@@ -195,7 +195,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   // openintent
   const version = doc['openintent'];
   if (version === undefined || version === null) {
-    out.push(error('missing-field', [], "missing 'openintent' version field", { hint: 'add `openintent: "1.0"` at the top of your file', data: { field: 'openintent' } }));
+    out.push(error('missing-field', [], "Missing 'openintent' version field", { hint: 'Add \'openintent: "1.0"\' at the top of your file', data: { field: 'openintent' } })); // the spec's words (Example Validation Errors)
   } else if (version === 1) {
     out.push(warning('wrong-type', ['openintent'], 'the version should be the string "1.0"', { hint: 'quote it: `openintent: "1.0"`' }));
   } else if (typeof version !== 'string') {
