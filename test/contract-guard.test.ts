@@ -81,6 +81,7 @@ agents:
         summary: {type: string}
         approval: {type: string, enum: [approve, request_changes, comment]}
         count: {type: integer, minimum: 0}
+      additionalProperties: false
 workflow:
   review:
     assign: reviewer
@@ -94,7 +95,7 @@ workflow:
     const badInput = await runWorkflow(reviewed, { agents: { reviewer: () => ((calls += 1), { summary: 's', approval: 'approve' }) }, trigger: { pr: 7 } });
     expect(calls).toBe(0);
     expect(badInput.phases['review']?.error).toMatchObject({ code: 'parameters_schema_validation_failed', retryable: false });
-    const ok = await runWorkflow(reviewed, { agents: { reviewer: () => ({ summary: 's', approval: 'approve' }) }, trigger: { pr: 'u' } });
+    const ok = await runWorkflow(reviewed, { agents: { reviewer: () => ({ summary: 's', approval: 'approve', _cost: 0.01 }) }, trigger: { pr: 'u' } });
     expect(ok.phases['review']?.status).toBe('completed');
   });
 });

@@ -54,10 +54,17 @@ function guarded(id: string, h: AgentHandler, c: AgentContract, output: SchemaVa
     }
     const out: unknown = await h(ctx);
     if (output) {
-      const errors = output.validate(out);
+      const errors = output.validate(withoutCost(out));
       if (errors.length > 0 && blueprint) throw new AgentError('output_schema_validation_failed', `agent \`${id}\`: output did not match output_schema: ${lines(errors).join('; ')}`, { validation_errors: lines(errors), errors: errors.map((e) => ({ ...e })), agent: id });
       if (errors.length > 0) throw new AgentError('OutputValidationError', `agent \`${id}\` returned an output its contract rules out: ${lines(errors).join('; ')}`, { validationErrors: errors, agent: id });
     }
     return out;
   };
+}
+
+/** `_cost` is spend, not an output (engine/attempt.ts removes it before recording): a closed schema need not list it. */
+function withoutCost(out: unknown): unknown {
+  if (out === null || typeof out !== 'object' || Array.isArray(out) || !Object.prototype.hasOwnProperty.call(out, '_cost')) return out;
+  const { _cost: _spend, ...rest } = out as Record<string, unknown>;
+  return rest;
 }
