@@ -66,4 +66,36 @@ workflow:
     const ok = await runWorkflow(spec, { agents: { drafter: () => ({ draft: 'half', completionStatus: 'partial', uncertainAreas: ['method'] }) }, trigger: { topic: 'tides' } });
     expect(ok.phases['draft']?.status).toBe('partial');
   });
+
+  test('an agent whose blueprint has an output_schema, bound to a function, is held to it (agent output schema spec: validated on every run)', async () => {
+    const reviewed = WorkflowSpec.fromString(`
+openintent: "1.0"
+info: {name: guard}
+agents:
+  reviewer:
+    parameters_schema: {type: object, required: [pr_url], properties: {pr_url: {type: string}}}
+    output_schema:
+      type: object
+      required: [summary, approval]
+      properties:
+        summary: {type: string}
+        approval: {type: string, enum: [approve, request_changes, comment]}
+        count: {type: integer, minimum: 0}
+      additionalProperties: false
+workflow:
+  review:
+    assign: reviewer
+    inputs: {pr_url: $trigger.pr}
+    outputs: {summary: string, approval: string}
+`);
+    const bad = await runWorkflow(reviewed, { agents: { reviewer: () => ({ summary: 's', approval: 'critical', count: -5 }) }, trigger: { pr: 'u' } });
+    expect(bad.status).toBe('failed');
+    expect(bad.phases['review']?.error).toMatchObject({ code: 'output_schema_validation_failed', details: { validation_errors: [expect.stringMatching(/^\$\.approval: /) as unknown, expect.stringMatching(/^\$\.count: /) as unknown] } });
+    let calls = 0;
+    const badInput = await runWorkflow(reviewed, { agents: { reviewer: () => ((calls += 1), { summary: 's', approval: 'approve' }) }, trigger: { pr: 7 } });
+    expect(calls).toBe(0);
+    expect(badInput.phases['review']?.error).toMatchObject({ code: 'parameters_schema_validation_failed', retryable: false });
+    const ok = await runWorkflow(reviewed, { agents: { reviewer: () => ({ summary: 's', approval: 'approve', _cost: 0.01 }) }, trigger: { pr: 'u' } });
+    expect(ok.phases['review']?.status).toBe('completed');
+  });
 });

@@ -62,6 +62,16 @@ workflow:
     expect(r.phases['draft']?.output).toEqual({ draft: '<tides>' });
   });
 
+  test('a returned `_cost` is spend, not an output: a closed or stripping output schema neither refuses nor drops it', async () => {
+    const stripping = defineAgent({ id: 'drafter', version: '1.0.0', io: defineIO({ outputs: z.object({ draft: z.string() }) }), handler: () => ({ draft: 'x', _cost: 0.25 }) });
+    const closed = { type: 'object', required: ['draft'], properties: { draft: { type: 'string' } }, additionalProperties: false };
+    const closedAgent = defineAgent({ id: 'drafter', version: '1.0.0', io: defineIO({ outputs: closed }), handler: () => ({ draft: 'x', _cost: 0.25 }) });
+    for (const drafter of [stripping, closedAgent]) {
+      const r = await runWorkflow(spec, { agents: { drafter }, trigger: { topic: 'tides' } });
+      expect(r.phases['draft']).toMatchObject({ status: 'completed', output: { draft: 'x' }, cost_usd: 0.25 });
+    }
+  });
+
   test('invalid input: rejected with the contract message template, not retried', async () => {
     const drafter = defineAgent({
       id: 'drafter',

@@ -320,9 +320,12 @@ export function defineAgent<In = unknown, Out = unknown, R = Out>(def: AgentDefi
     if (hasFiles && isPlainObject(value) && isPlainObject(raw) && value[FS_ROOT] === undefined) value = { ...value, [FS_ROOT]: raw[FS_ROOT] };
     const typed = Object.create(ctx, { input: { value, enumerable: true } }) as TypedContext<In>;
     const out = await def.handler(typed);
-    const checked = (await checks.output(out)) as ValidationResult<Out>;
+    // `_cost` is spend, not an output: checked without it (a closed schema need not list it, a stripping one
+    // would lose it) and handed back beside the parsed value for the engine to count
+    const cost = isPlainObject(out) && Object.prototype.hasOwnProperty.call(out, '_cost') ? { _cost: out['_cost'] } : undefined;
+    const checked = (await checks.output(cost ? withoutCost(out as Record<string, unknown>) : out)) as ValidationResult<Out>;
     if (!checked.ok) throw new AgentError('OutputValidationError', `agent \`${def.id}\` returned an output its contract rules out: ${checked.error}`, { validationErrors: checked.error, agent: def.id });
-    return checked.value;
+    return cost && isPlainObject(checked.value) ? { ...checked.value, ...cost } : checked.value;
   };
   Object.defineProperties(run, {
     agentId: { value: def.id, enumerable: true },
@@ -407,3 +410,8 @@ function contractFor<In, Out, R>(def: AgentDefinition<In, Out, R>, io: IOHandle<
 }
 
 export type { Json };
+
+function withoutCost(out: Record<string, unknown>): Record<string, unknown> {
+  const { _cost: _spend, ...rest } = out;
+  return rest;
+}

@@ -252,10 +252,12 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     }
     const llm = this.llmOptions(record);
     const ids = llmAgentIds(model, (id) => handlers[id] !== undefined, llm);
+    const llmHandlers = new Set<AgentHandler>();
     if (ids.length > 0) {
       const bound = bindLlmAgents(model, ids, { cwd, clock: this.clock, ...llm });
       this.owned.push(bound);
       Object.assign(handlers, bound.handlers);
+      for (const h of Object.values(bound.handlers)) llmHandlers.add(h);
     }
     // contracts `defineAgent` handlers carry steer the decisions as contract files do (partial, onTimeout, onAgentFailure)
     const contracts = new Map<string, AgentContract>();
@@ -263,7 +265,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       const c = contractOfHandler(h);
       if (c && !model.agents?.[id]?.contract) contracts.set(id, c);
     }
-    guardContracts(model, handlers, this.compiler); // agent contracts at run time (agents/contract-guard.ts)
+    guardContracts(model, handlers, this.compiler, llmHandlers); // agent contracts at run time (agents/contract-guard.ts)
     // provenance of declared files for agents that record none (defineAgent handlers record their own)
     for (const [id, decl] of Object.entries(model.agents ?? {})) {
       const h = handlers[id];

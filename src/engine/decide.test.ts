@@ -302,7 +302,8 @@ ${CHAIN}`;
     expect(typesOf(ask.events)).toEqual(['gate.opened input-a-1', 'task.claim_rejected b']);
     expect(ask.events[1]).toMatchObject({ error: { error: 'UpstreamIntentSuspendedError', suspended_intent_id: 'r:a', expected_resume_at: new Date(60_010).toISOString() } });
     expect(statusOf(h.state, 'a')).toBe('suspended_awaiting_input');
-    expect(toResult(h.state, h.log).suspended_phases).toEqual(['a']);
+    // RFC-0024 (RFC-0026 patch): workflow progress lists each suspended phase with its intent and times
+    expect(toResult(h.state, h.log).suspended_phases).toEqual([{ phase_name: 'a', intent_id: 'r:a', suspended_since: new Date(10).toISOString(), expires_at: new Date(60_010).toISOString() }]);
     // a stranger's request for the same attempt is refused
     expect(h.feed(11, { kind: 'request_input', phase: 'a', attempt: 1, worker: 'Z', index: 0, question: 'n?' }).results[0]).toMatchObject({ kind: 'input-refused' });
     const wrong = h.feed(20, { kind: 'respond', gateId: 'input-a-1', value: 3, by: 'u' });

@@ -793,8 +793,8 @@ export interface RunResult {
   status: RunStatus;
   phases: Record<string, PhaseResult>;
   gates: GateResult[];
-  /** Phases waiting for input (RFC-0025 suspension). */
-  suspended_phases: string[];
+  /** Phases waiting for input (RFC-0025 suspension), in the shape of RFC-0024's RFC-0026 patch ("workflow progress"). */
+  suspended_phases: SuspendedPhase[];
   events: RunEvent[];
   cost_usd: number;
   error?: FailureRecord;
@@ -803,6 +803,15 @@ export interface RunResult {
   ended_at: number | null;
   /** `ended_at - started_at`; null while the run has not ended. */
   duration_ms: number | null;
+}
+
+/** One entry of `suspended_phases` (RFC-0024, RFC-0026 patch): times are ISO-8601, `expires_at` null without a deadline. */
+export interface SuspendedPhase {
+  phase_name: string;
+  /** The suspended task's id (what `UpstreamIntentSuspendedError.suspended_intent_id` names). */
+  intent_id: string;
+  suspended_since: string;
+  expires_at: string | null;
 }
 
 export function gateResult(g: GateState): GateResult {
@@ -832,9 +841,17 @@ export function gateResult(g: GateState): GateResult {
 
 export function toResult(state: RunState, events: RunEvent[]): RunResult {
   const phases: Record<string, PhaseResult> = {};
-  const suspended: string[] = [];
+  const suspended: SuspendedPhase[] = [];
   for (const [name, p] of state.phases) {
-    if (p.status === 'suspended_awaiting_input') suspended.push(name);
+    if (p.status === 'suspended_awaiting_input') {
+      const g = p.gate !== undefined ? state.gates.get(p.gate) : undefined;
+      suspended.push({
+        phase_name: name,
+        intent_id: p.taskId,
+        suspended_since: new Date(g?.openedAt ?? p.startedAt ?? state.startedAt).toISOString(),
+        expires_at: g?.expiresAt !== undefined && !g.expired ? new Date(g.expiresAt).toISOString() : null,
+      });
+    }
     phases[name] = {
       status: p.status === 'completed' && p.partial ? 'partial' : p.status,
       task_id: p.taskId,

@@ -3,6 +3,7 @@
  * wiring and edge types -> expressions -> model. Every pass runs and every problem is collected;
  * nothing is thrown for a user's mistake. The model exists only when there are no errors.
  */
+import type { Path } from '../core/path.js';
 import { open } from 'node:fs/promises';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { error, hasErrors, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
@@ -194,7 +195,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   // openintent
   const version = doc['openintent'];
   if (version === undefined || version === null) {
-    out.push(error('missing-field', [], "missing 'openintent' version field", { hint: 'add `openintent: "1.0"` at the top of your file', data: { field: 'openintent' } }));
+    out.push(error('missing-field', [], "Missing 'openintent' version field", { hint: 'Add \'openintent: "1.0"\' at the top of your file', data: { field: 'openintent' } })); // the spec's words (Example Validation Errors)
   } else if (version === 1) {
     out.push(warning('wrong-type', ['openintent'], 'the version should be the string "1.0"', { hint: 'quote it: `openintent: "1.0"`' }));
   } else if (typeof version !== 'string') {
@@ -479,7 +480,7 @@ function buildGovernance(raw: unknown, out: Diagnostic[]): Governance {
   const strs = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
   const ra = raw['require_approval'];
   if (isPlainObject(ra)) {
-    const when = typeof ra['when'] === 'string' ? compileExpression(ra['when'], ['governance', 'require_approval', 'when'], out) : undefined;
+    const when = typeof ra['when'] === 'string' ? compileCondition(ra['when'], ['governance', 'require_approval', 'when'], out) : undefined;
     const onTimeout = ra['on_timeout'];
     const th = num(ra['timeout_hours']);
     g.requireApproval = {
@@ -505,6 +506,13 @@ function buildGovernance(raw: unknown, out: Diagnostic[]): Governance {
     g.accessReview = { onRequest: o === 'approve' || o === 'deny' ? o : 'defer', approvers: strs(ar['approvers']), ...(t !== undefined ? { timeoutHours: t } : {}) };
   }
   return g;
+}
+
+/** A workflow-level condition: `$trigger.x` / `$initial_state.x` read as in `skip_when`; `$item` is not rewritten (there is no item). */
+function compileCondition(source: string, path: Path, out: Diagnostic[]): Expression | undefined {
+  const { text } = itemAwareCondition(source, false);
+  const expr = compileExpression(text, path, out);
+  return expr && text !== source ? { ...expr, source } : expr;
 }
 
 /** `skip_when`, where `$item` / `$index` read the current item of a fan-out phase (and are an error elsewhere). */

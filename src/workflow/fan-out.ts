@@ -137,8 +137,12 @@ export function checkItemPaths(expr: Expression, path: Path, item: CompiledType,
 export const ITEM_NAME = '_item';
 export const INDEX_NAME = '_index';
 
-/** Rewrites `$item` and `$index` outside string literals; lists where they were. */
-export function itemAwareCondition(source: string): { text: string; uses: { name: '$item' | '$index'; offset: number }[] } {
+/**
+ * Rewrites `$item` and `$index` outside string literals; lists where they were. `$trigger` and
+ * `$initial_state`, as an input mapping writes them, read the names `trigger` and `initial_state`: the `$`
+ * becomes a space (same length: offsets hold).
+ */
+export function itemAwareCondition(source: string, items = true): { text: string; uses: { name: '$item' | '$index'; offset: number }[] } {
   const uses: { name: '$item' | '$index'; offset: number }[] = [];
   let text = '';
   let quote: string | undefined;
@@ -157,7 +161,11 @@ export function itemAwareCondition(source: string): { text: string; uses: { name
       text += ch;
       continue;
     }
-    const m = ch === '$' ? /^\$(item|index)(?![\w])/.exec(source.slice(i, i + 7)) : null;
+    if (ch === '$' && /^\$(trigger|initial_state)(?![\w])/.test(source.slice(i, i + 15)) && !/[\w.]$/.test(text)) {
+      text += ' ';
+      continue;
+    }
+    const m = ch === '$' && items ? /^\$(item|index)(?![\w])/.exec(source.slice(i, i + 7)) : null;
     if (m) {
       uses.push({ name: `$${m[1]}` as '$item' | '$index', offset: i });
       text += `_${m[1]}`;

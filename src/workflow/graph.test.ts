@@ -5,6 +5,13 @@ import { checkGraph, topologicalOrder, type GraphPhase } from './graph.js';
 const phase = (name: string, deps: string[] = [], title?: string): GraphPhase => ({ name, title, dependsOn: deps.map((d, index) => ({ name: d, index })) });
 
 describe('checkGraph', () => {
+  test("the spec's Example Validation Errors, in its words", () => {
+    const out: Diagnostic[] = [];
+    checkGraph([phase('research'), phase('synthesis', ['resarch']), phase('a', ['b']), phase('b', ['c']), phase('c', ['a'])], out);
+    expect(out.map((d) => d.message)).toEqual(["Phase 'synthesis' depends on unknown phase 'resarch'", 'Circular dependency detected: a -> b -> c -> a']);
+    expect(out[1]?.hint).toBe('Remove one of the dependencies to break the cycle');
+  });
+
   test('prints the whole cycle once, at the closing entry', () => {
     const out: Diagnostic[] = [];
     checkGraph([phase('a', ['c']), phase('b', ['a']), phase('c', ['b'])], out);

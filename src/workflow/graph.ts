@@ -26,8 +26,9 @@ export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Ma
         const titled = byTitle.get(dep.toLowerCase());
         const hint = titled
           ? `\`${dep}\` is the title of phase \`${titled}\`; depends_on takes phase names: use \`${titled}\``
-          : (didYouMean(dep, names) ?? `available phases: ${firstOf(names, 12).join(', ')}${names.size > 12 ? ', ...' : ''}`);
-        out.push(error('unknown-dependency', path, `phase \`${p.name}\` depends on unknown phase \`${dep}\``, { hint, data: { phase_name: p.name, dependency: dep } }));
+          : (didYouMean(dep, names) ?? `Available phases: ${firstOf(names, 12).join(', ')}${names.size > 12 ? ', ...' : ''}`);
+        // the spec's words (Example Validation Errors)
+        out.push(error('unknown-dependency', path, `Phase '${p.name}' depends on unknown phase '${dep}'`, { hint, data: { phase_name: p.name, dependency: dep } }));
         continue;
       }
       if (seen.has(dep)) {
@@ -72,8 +73,8 @@ function findCycles(phases: readonly GraphPhase[], edges: Map<string, string[]>,
         const cycle = [...onPath.slice(start), dep];
         const entry = indexOf.get(top.name)?.dependsOn.find((d) => d.name === dep);
         out.push(
-          error('dependency-cycle', ['workflow', top.name, 'depends_on', entry?.index ?? 0], `circular dependency: ${cycle.join(' -> ')}`, {
-            hint: 'remove one of the dependencies to break the cycle',
+          error('dependency-cycle', ['workflow', top.name, 'depends_on', entry?.index ?? 0], `Circular dependency detected: ${cycle.join(' -> ')}`, {
+            hint: 'Remove one of the dependencies to break the cycle',
             data: { cycle },
           }),
         );

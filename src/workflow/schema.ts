@@ -27,7 +27,7 @@ export const permissionsShape: Shape = {
           t: 'list',
           of: {
             t: 'object',
-            fields: { agent: { t: 'string', nonEmpty: true, required: true }, level: { ...level, required: true }, expires: str },
+            fields: { agent: { t: 'string', nonEmpty: true, required: true }, level: { ...level, required: true }, expires: { t: 'string', timestamp: true } },
           },
         },
         delegate: { t: 'object', fields: { to: strList, level } },

@@ -10,7 +10,7 @@ import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import { wrongTypeHint } from '../diagnostics/hints.js';
 
 export type Shape =
-  | { t: 'string'; nonEmpty?: boolean }
+  | { t: 'string'; nonEmpty?: boolean; timestamp?: boolean }
   | { t: 'number'; min?: number; exclusiveMin?: boolean; max?: number; integer?: boolean }
   | { t: 'boolean' }
   | { t: 'enum'; values: readonly string[] }
@@ -112,6 +112,7 @@ export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagno
     case 'string':
       if (typeof value !== 'string') return wrong('a string');
       if (shape.nonEmpty && value.trim() === '') out.push(error('invalid-value', path, 'must not be empty', { hint: 'give it a value, or remove the key' }));
+      if (shape.timestamp && !isIsoTimestamp(value)) out.push(error('invalid-value', path, `\`${value}\` is not an ISO 8601 timestamp`, { hint: 'write it as `2026-12-31T00:00:00Z` (or a date: `2026-12-31`)' }));
       return;
     case 'boolean':
       if (typeof value !== 'boolean') wrong('a boolean (true or false)');
@@ -189,4 +190,14 @@ export function reportUnknownKeys(value: Record<string, unknown>, known: readonl
       }),
     );
   }
+}
+
+/** An ISO 8601 date or date-time (`2026-12-31`, `2026-12-31T00:00:00Z`, `...T10:00:00.5+02:00`) that names a real instant. */
+function isIsoTimestamp(v: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/.exec(v);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) return false;
+  return (m[4] === undefined || Number(m[4]) < 24) && (m[5] === undefined || Number(m[5]) < 60) && (m[6] === undefined || Number(m[6]) < 61);
 }

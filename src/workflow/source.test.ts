@@ -9,6 +9,12 @@ describe('parseYamlSource', () => {
     expect(r.value).toEqual({ a: '0b11', b: '1_000', c: 12, d: 31, e: 'yes', f: '2026-01-01', g: null, h: 1500, i: Infinity });
   });
 
+  test('merge keys (`<<: *defaults`, as YAML 1.1 loaders read them): local keys win, a quoted `"<<"` is a plain key', () => {
+    const r = parseYamlSource('d: &d {assign: w, retry: {max_attempts: 2}}\ne: &e {title: T}\na: {<<: *d, assign: x}\nb:\n  <<: [*d, *e]\nc: {"<<": 1}\n');
+    expect(r.diagnostics).toEqual([]);
+    expect(r.value).toMatchObject({ a: { assign: 'x', retry: { max_attempts: 2 } }, b: { assign: 'w', retry: { max_attempts: 2 }, title: 'T' }, c: { '<<': 1 } });
+  });
+
   test('locates keys and values lazily', () => {
     const text = 'workflow:\n  a:\n    depends_on: [x, y]\n';
     const r = parseYamlSource(text);

@@ -43,7 +43,10 @@ const coreFloat = new jsyaml.Type('tag:yaml.org,2002:float', {
   predicate: (v: unknown) => typeof v === 'number',
   represent: (v: unknown) => String(v),
 });
-const CORE12 = jsyaml.CORE_SCHEMA.extend({ implicit: [coreInt, coreFloat] });
+// plus merge keys (`<<: *defaults`): not YAML 1.2 core, but read by YAML 1.1 loaders, the reference SDK's among
+// them, so workflow files written for it use them
+const mergeKey = new jsyaml.Type('tag:yaml.org,2002:merge', { kind: 'scalar', resolve: (data: string | null) => data === '<<' });
+const CORE12 = jsyaml.CORE_SCHEMA.extend({ implicit: [coreInt, coreFloat, mergeKey] });
 
 /**
  * A plain YAML or JSON file's value (a blueprint, a replies file) with the same YAML 1.2 core schema

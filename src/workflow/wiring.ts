@@ -123,9 +123,10 @@ export function resolveRef(raw: string, label: string, path: Path, ctx: WiringCo
       out.push(wiringError(ctx, path, 'input-not-dependency', raw, `${label} references the phase's own output`, 'a phase can only read outputs of phases it depends on'));
       return undefined;
     }
-    if (!ctx.dependsOn.has(src.phase)) {
+    // §8.2 and §8.3 are separate checks: a reference that fails both gets both (every problem at once)
+    const notDependency = !ctx.dependsOn.has(src.phase);
+    if (notDependency) {
       out.push(wiringError(ctx, path, 'input-not-dependency', raw, `${label} references phase \`${src.phase}\`, which is not in depends_on`, `add \`${src.phase}\` to \`depends_on\` of \`${ctx.phaseName}\``));
-      return undefined;
     }
     const outputs = ctx.outputsOf(src.phase);
     if (outputs) {
@@ -139,6 +140,7 @@ export function resolveRef(raw: string, label: string, path: Path, ctx: WiringCo
       type = decl.type;
       upstreamOptional = !decl.required;
     }
+    if (notDependency) return undefined;
   }
   // a declared trigger types `$trigger.key.path` as a declared output types `phase.key.path`
   const typedTrigger = src.kind === 'trigger' && ctx.trigger !== undefined;

@@ -358,7 +358,7 @@ export async function inputGateChoices(makeStore: StoreFactory): Promise<void> {
   const p = e.drive(id, undefined);
   await untilStatus(store, id, 'waiting');
   const ins = await e.inspect(id);
-  expect(ins.result.suspended_phases).toEqual(['ask']);
+  expect(ins.result.suspended_phases).toEqual([{ phase_name: 'ask', intent_id: ins.result.phases['ask']!.task_id, suspended_since: new Date(0).toISOString(), expires_at: null }]);
   expect(ins.result.phases['ask']!.status).toBe('suspended_awaiting_input');
   expect(ins.result.phases['side']!.status).toBe('completed');
   expect(ins.result.gates).toEqual([expect.objectContaining({ id: 'input-ask-1', kind: 'input', status: 'open', question: 'ship it?', choices: ['yes', 'no'] })]);

@@ -1,0 +1,37 @@
+/** Conditions (`skip_when`, `governance.require_approval.when`) read the run's data as input mappings name it. */
+import { describe, expect, test } from 'vitest';
+import { runWorkflow } from '../src/api/run.js';
+import { parseWorkflow } from '../src/workflow/compile.js';
+import { WorkflowSpec } from '../src/api/spec.js';
+import { SourceFile } from '../src/diagnostics/source.js';
+
+describe('conditions', () => {
+  test('`$trigger.x` and `$initial_state.x`, as an input mapping writes them, read the trigger and the initial state', async () => {
+    const spec = WorkflowSpec.fromString(`
+openintent: "1.0"
+info: {name: conditions}
+workflow:
+  a: {assign: x, skip_when: "$trigger.skip == true"}
+  b: {assign: x, initial_state: {mode: fast}, skip_when: "$initial_state.mode == 'fast' && !has($trigger.keep)"}
+  c: {assign: x, skip_when: "trigger.skip == false || '$trigger.skip' == 'x'"}
+`);
+    const r = await runWorkflow(spec, { agents: { x: () => ({}) }, trigger: { skip: true } });
+    expect(Object.fromEntries(Object.entries(r.phases).map(([k, p]) => [k, p.status]))).toEqual({ a: 'skipped', b: 'skipped', c: 'completed' });
+    expect(r.phases['a']!.skipped_detail).toContain('$trigger.skip == true'); // shown as written
+    const kept = await runWorkflow(spec, { agents: { x: () => ({}) }, trigger: { skip: false, keep: 1 } });
+    expect(Object.fromEntries(Object.entries(kept.phases).map(([k, p]) => [k, p.status]))).toEqual({ a: 'completed', b: 'completed', c: 'skipped' });
+  });
+
+  test('positions inside a condition that reads `$trigger` stay where the text is', () => {
+    const text = `openintent: "1.0"
+info: {name: conditions}
+governance:
+  require_approval: {when: "$trigger.risk == 'HIGH'"}
+workflow:
+  a: {assign: x, skip_when: "$trigger.n > 1 && nope.x"}
+`;
+    const r = parseWorkflow(text);
+    const src = new SourceFile('w.yaml', text);
+    expect(r.diagnostics.map((d) => [d.code, d.range ? src.position(d.range[0]) : undefined])).toEqual([['expression-unknown-name', { line: 6, column: 48 }]]);
+  });
+});
