@@ -216,6 +216,8 @@ export abstract class WorkerBase {
   protected offset = 0;
   /** The store's clock minus the monotonic clock, once measured (stores with a clock of their own). */
   protected monoOffset: number | undefined;
+  /** The store's clock asked (storeTime), until it answers. */
+  private clockAsk: Promise<void> | undefined;
   /** When the store started failing (monotonic ms), if it is failing now. */
   private troubleSince: number | undefined;
   /**
@@ -278,6 +280,30 @@ export abstract class WorkerBase {
   protected storeClockAt(storeNow: number): void {
     this.offset = storeNow - this.clock.now();
     this.monoOffset = storeNow - monotonicNow();
+  }
+
+  /**
+   * Now in the store's clock, asked of the store while no commit has told it (one question however many
+   * callers wait; a store that does not answer leaves this worker's clock, and the caller's own store
+   * call then rides out the trouble). A run is stamped in it when it is created here (its start, its
+   * deadline, a gate's expiry), and an idle worker looks for due timers in it: with its own clock a
+   * minute behind, it found a stored deadline or gate expiry only a minute late, and one a minute ahead
+   * stamped its runs' deadlines a minute late (or, behind, already passed: `--timeout 30` failed at once).
+   */
+  async storeTime(): Promise<number> {
+    if (this.store.hasClock === true && this.monoOffset === undefined && this.store.clockNow) {
+      this.clockAsk ??= this.store
+        .clockNow()
+        .then(
+          (n) => {
+            if (this.monoOffset === undefined) this.storeClockAt(n);
+          },
+          () => undefined,
+        )
+        .finally(() => (this.clockAsk = undefined));
+      await this.clockAsk;
+    }
+    return this.fastNow();
   }
 
   /**
