@@ -207,6 +207,9 @@ export abstract class WorkerBase {
   protected closed = false;
   protected looping = false;
   protected readonly idleCtl = new AbortController();
+  /** The grace timers of aborted attempts still running (releaseSlot), ended when the worker stops. */
+  protected readonly graces = new Set<AbortController>();
+  private gracesHeard = false;
   private faultHits = 0;
   /** Store calls in flight, and whether the loop waits in idle(): a test clock moves only when both say quiet. */
   protected io = 0;
@@ -261,6 +264,19 @@ export abstract class WorkerBase {
     } finally {
       this.io--;
     }
+  }
+
+  /** Keeps an aborted attempt's grace timer until it settles; a worker that stopped (or stops) ends it at once. */
+  protected graceOf(grace: AbortController): void {
+    if (this.idleCtl.signal.aborted) return grace.abort();
+    if (!this.gracesHeard) {
+      this.gracesHeard = true;
+      this.idleCtl.signal.addEventListener('abort', () => {
+        for (const g of this.graces) g.abort();
+        this.graces.clear();
+      }, { once: true });
+    }
+    this.graces.add(grace);
   }
 
   /** The clock's monotonic time (durations: backoffs), in the time of its sleeps. */
