@@ -410,7 +410,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         options: stored,
         ...(opts.path !== undefined ? { path: opts.path } : {}),
       },
-      this.clock,
+      await this.work.storeTime(),
     );
     this.work.checkFault('run.created');
     this.report(first.events, first.state, { runId, workflowName: model.info.name, options: stored });
@@ -484,7 +484,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         ...(w ? { path: w.path } : {}),
         rerunOf: { run_id: runId, from, outputs },
       },
-      this.clock,
+      await this.work.storeTime(),
     );
     this.report(first.events, first.state, { runId: newId, workflowName: record.workflowName, options: rerunOptions });
     return newId;

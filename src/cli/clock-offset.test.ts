@@ -3,6 +3,8 @@
  * worker ahead of the others): `baton run` and `baton worker` read it, the recorded times move by it,
  * and a value that is not an integer is a usage error (exit 2).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { offsetClock, systemClock } from '../core/clock.js';
@@ -41,6 +43,17 @@ describe('BATON_CLOCK_OFFSET_MS', () => {
     const r = JSON.parse(io.out()) as { phases: Record<string, { started_at: number }> };
     const started = Object.values(r.phases)[0]!.started_at;
     expect(started - Date.now()).toBeGreaterThan(DAY - 60_000);
+  });
+
+  test('a minute behind on a SQLite file, baton run --timeout 30 completes: the deadline is in the store’s clock', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-offset-'));
+    const io = capture({ BATON_CLOCK_OFFSET_MS: '-60000' });
+    // the deadline used to be stamped in this process's clock, already past in the file's: RunTimeout at once, exit 1
+    expect(await run(['run', HELLO, '--stub-agents', '--store', join(dir, 'b.db'), '--timeout', '30', '--json', '-q'], io)).toBe(0);
+    const r = JSON.parse(io.out()) as { status: string; phases: Record<string, { started_at: number }> };
+    expect(r.status).toBe('completed');
+    expect(Math.abs(Object.values(r.phases)[0]!.started_at - Date.now())).toBeLessThan(30_000);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test.each([['run', HELLO, '--stub-agents'], ['worker', '--stub-agents']])('baton %s with a value that is not an integer exits 2', async (...args) => {

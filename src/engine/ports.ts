@@ -196,6 +196,13 @@ export interface RunStore {
    */
   readonly hasClock?: boolean;
 
+  /**
+   * The store's clock now, for a store that has one (`hasClock`): PostgreSQL's `clock_timestamp()`, the
+   * clock of the machine that holds a SQLite file. A worker that has not committed yet asks it before it
+   * stamps a new run or looks for due timers.
+   */
+  clockNow?(): Promise<number>;
+
   /** Creates the run row, stores the workflow (if new) and the first commit, in one transaction. Throws StoreError `run-exists` for a taken id. */
   createRun(init: NewRun): Promise<void>;
   /**

@@ -44,8 +44,8 @@ export function workflowRecord(model: WorkflowModel, path: string | undefined): 
  * roots, gates that open at once), in one transaction. Returns the state after them and the events,
  * which the caller reports as a worker reports the events of its commits.
  */
-export async function startRun(store: Pick<RunStore, 'createRun'>, model: WorkflowModel, opts: StartOptions, clock: Clock): Promise<{ state: RunState; events: RunEvent[]; record: RunRecord }> {
-  const now = clock.now();
+/** `now`: the store's clock (Worker.storeTime), so that the run's deadline and gate expiries are in the time they are compared in. */
+export async function startRun(store: Pick<RunStore, 'createRun'>, model: WorkflowModel, opts: StartOptions, now: number): Promise<{ state: RunState; events: RunEvent[]; record: RunRecord }> {
   const plan = planOf(model);
   const workflow = workflowRecord(model, opts.path);
   const state = initialState(opts.runId);

@@ -118,10 +118,11 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     }
     ctx.busy.add(att.key);
     const grace = new AbortController();
-    // a stopped worker waits for nobody: the grace timer must not keep the process alive
-    const stopGrace = (): void => grace.abort();
-    this.idleCtl.signal.addEventListener('abort', stopGrace, { once: true });
-    void att.finished.then(() => this.idleCtl.signal.removeEventListener('abort', stopGrace));
+    // a stopped worker waits for nobody: the grace timer must not keep the process alive. The graces are
+    // kept in a set that one listener ends (graceOf), not a listener each: a run timeout or a cancel of
+    // dozens of attempts that do not stop at once printed Node's MaxListenersExceededWarning
+    this.graceOf(grace);
+    void att.finished.then(() => this.graces.delete(grace));
     const free = (): void => {
       if (ctx.busy.has(att.key) && ![...ctx.attempts.values()].some((a) => a.key === att.key && a !== att)) ctx.busy.delete(att.key);
     };

@@ -207,6 +207,9 @@ export abstract class WorkerBase {
   protected closed = false;
   protected looping = false;
   protected readonly idleCtl = new AbortController();
+  /** The grace timers of aborted attempts still running (releaseSlot), ended when the worker stops. */
+  protected readonly graces = new Set<AbortController>();
+  private gracesHeard = false;
   private faultHits = 0;
   /** Store calls in flight, and whether the loop waits in idle(): a test clock moves only when both say quiet. */
   protected io = 0;
@@ -216,6 +219,8 @@ export abstract class WorkerBase {
   protected offset = 0;
   /** The store's clock minus the monotonic clock, once measured (stores with a clock of their own). */
   protected monoOffset: number | undefined;
+  /** The store's clock asked (storeTime), until it answers. */
+  private clockAsk: Promise<void> | undefined;
   /** When the store started failing (monotonic ms), if it is failing now. */
   private troubleSince: number | undefined;
   /**
@@ -261,6 +266,19 @@ export abstract class WorkerBase {
     }
   }
 
+  /** Keeps an aborted attempt's grace timer until it settles; a worker that stopped (or stops) ends it at once. */
+  protected graceOf(grace: AbortController): void {
+    if (this.idleCtl.signal.aborted) return grace.abort();
+    if (!this.gracesHeard) {
+      this.gracesHeard = true;
+      this.idleCtl.signal.addEventListener('abort', () => {
+        for (const g of this.graces) g.abort();
+        this.graces.clear();
+      }, { once: true });
+    }
+    this.graces.add(grace);
+  }
+
   /** The clock's monotonic time (durations: backoffs), in the time of its sleeps. */
   mono(): number {
     return this.clock.monotonic ? this.clock.monotonic() : this.clock.now();
@@ -278,6 +296,30 @@ export abstract class WorkerBase {
   protected storeClockAt(storeNow: number): void {
     this.offset = storeNow - this.clock.now();
     this.monoOffset = storeNow - monotonicNow();
+  }
+
+  /**
+   * Now in the store's clock, asked of the store while no commit has told it (one question however many
+   * callers wait; a store that does not answer leaves this worker's clock, and the caller's own store
+   * call then rides out the trouble). A run is stamped in it when it is created here (its start, its
+   * deadline, a gate's expiry), and an idle worker looks for due timers in it: with its own clock a
+   * minute behind, it found a stored deadline or gate expiry only a minute late, and one a minute ahead
+   * stamped its runs' deadlines a minute late (or, behind, already passed: `--timeout 30` failed at once).
+   */
+  async storeTime(): Promise<number> {
+    if (this.store.hasClock === true && this.monoOffset === undefined && this.store.clockNow) {
+      this.clockAsk ??= this.store
+        .clockNow()
+        .then(
+          (n) => {
+            if (this.monoOffset === undefined) this.storeClockAt(n);
+          },
+          () => undefined,
+        )
+        .finally(() => (this.clockAsk = undefined));
+      await this.clockAsk;
+    }
+    return this.fastNow();
   }
 
   /**

@@ -531,6 +531,8 @@ export class Worker extends WorkerAttempts {
 
   /** Expired leases and, when serving, runs with due work (store time; tasks held by gates never come). */
   private async scanWork(): Promise<boolean> {
+    // a worker that has not committed yet learns the store's clock first: due times are in it
+    if (this.monoOffset === undefined) await this.storeTime();
     const now = this.storeNow();
     const every = Math.min(this.leaseMs / 3, Math.max(this.pollMs, 1000));
     this.nextScanAt = now + every;

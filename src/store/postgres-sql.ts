@@ -10,7 +10,7 @@ import { RUN_COLUMNS, TASK_COLUMNS } from './rows.js';
 /** HELD (ports.ts) as SQL: the partial index tasks_due leaves such tasks out, and findWork says so to use it. */
 export const HELD_SQL = '9007199254740991';
 
-export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'createMany' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many' | 'readState' | 'saveSnapshot';
+export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'createMany' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many' | 'readState' | 'saveSnapshot' | 'clockNow';
 
 /**
  * JSON columns travel as one JSON array per column (`JSON.stringify` of the whole batch, sent as one
@@ -146,6 +146,7 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
         (SELECT count(*) FROM (SELECT pg_notify('${channel}', ru.run_id || ' ' || ru.seq::text) FROM ru WHERE ru.notify) n) AS notified,
         (SELECT count(*) FROM (SELECT pg_notify('${commits}', ru.run_id || ' ' || ru.seq::text) FROM ru) n) AS told,
         (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS db_now`,
+    clockNow: `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS db_now`,
     run: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE run_id = $1`,
     runs: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE $1::text[] IS NULL OR status = ANY($1::text[]) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
     workflow: `SELECT hash, name, source, path FROM ${s}.workflows WHERE hash = $1`,

@@ -155,7 +155,7 @@ describe('postgres store', () => {
       if (name === 'findWork') continue;
       await c.query(`PREPARE s_${name} AS ${text}`);
       const n = (text.match(/\$(\d+)/g) ?? []).reduce((m, p) => Math.max(m, Number(p.slice(1))), 0);
-      const p = (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE s_${name}(${Array(n).fill('NULL').join(', ')})`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      const p = (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE s_${name}${n > 0 ? `(${Array(n).fill('NULL').join(', ')})` : ''}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
       expect(p, `${name}:\n${p}`).not.toMatch(/Seq Scan on (tasks|runs|events)/);
     }
     await c.end();

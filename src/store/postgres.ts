@@ -244,6 +244,11 @@ export class PostgresStore implements RunStore {
     return pgFault(err, this.location);
   }
 
+  async clockNow(): Promise<number> {
+    const rows = await this.query<{ db_now: string }>('clockNow', []);
+    return Number(rows[0]!.db_now);
+  }
+
   async createRun(init: NewRun): Promise<void> {
     const id = init.run.runId;
     const seq = checkSeq(id, 0, init.commit.events);

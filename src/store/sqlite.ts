@@ -212,6 +212,11 @@ export class SqliteStore implements RunStore {
     };
   }
 
+  /** The clock of the machine that holds the file, which every process on it shares (see `databaseClock`). */
+  clockNow(): Promise<number> {
+    return Promise.resolve(Date.now());
+  }
+
   createRun(init: NewRun): Promise<void> {
     try {
       this.txCreate.immediate(init);

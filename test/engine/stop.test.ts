@@ -69,3 +69,40 @@ describe('engine.serve(signal)', () => {
     await e.close().catch(() => undefined);
   });
 });
+
+describe('attempts that ignore their abort', () => {
+  test('a cancel of many of them at once raises no process warning (their grace timers share one listener)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    const fan = wf(`${header()}workflow:
+  a: {assign: w, outputs: {list: "integer[]"}}
+  f: {assign: v, depends_on: [a], for_each: a.list, outputs: {n: integer}}`);
+    let started = 0;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const store = new MemoryStore();
+    const e = createEngine({
+      store,
+      agents: {
+        w: () => ({ list: Array.from({ length: 16 }, (_, i) => i) }),
+        v: async () => {
+          started++;
+          await held;
+          return { n: 1 };
+        },
+      },
+    });
+    const id = await e.create(fan, { runId: 'many-aborted' });
+    const driving = e.drive(id, undefined);
+    await until(() => started === 16, 'every item runs');
+    await e.cancel(id);
+    expect((await driving).status).toBe('cancelled');
+    // a warning is emitted on a later tick
+    await new Promise((r) => setTimeout(r, 10));
+    release();
+    await e.close();
+    process.off('warning', onWarning);
+    expect(warnings).toEqual([]);
+  });
+});

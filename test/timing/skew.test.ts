@@ -81,6 +81,56 @@ for (const [kind, open] of Object.entries(STORES)) describe(`a worker whose cloc
     await store.close();
   }, 30_000);
 
+  test('stamps a run it creates in the store’s clock: its start, its deadline, a gate’s expiry', async () => {
+    const model = wf(`${header()}workflow:
+  a: {assign: x, outputs: {n: number}}
+  b:
+    assign: x
+    depends_on: [a]
+    outputs: {n: number}
+    x-require_approval: {approvers: [me], timeout_hours: 1, on_timeout: proceed}`);
+    const gateOnly = wf(`${header()}workflow:
+  g: {assign: x, outputs: {n: number}, x-require_approval: {approvers: [me], timeout_hours: 1, on_timeout: abort}}`);
+    for (const skew of [60_000, -60_000]) {
+      const store = await open('skew_start');
+      const engine = createEngine({ store, clock: ahead(skew), agents: { x: () => ({ n: 1 }) } });
+      const id = await engine.create(gateOnly, { runId: fresh('start'), timeoutMs: 30_000 });
+      const [started, opened] = await store.events(id);
+      const before = Date.now();
+      expect(Math.abs(started!.at - before)).toBeLessThan(10_000);
+      expect(started).toMatchObject({ type: 'run.started', deadline_at: started!.at + 30_000 });
+      expect(opened).toMatchObject({ type: 'gate.opened', expires_at: started!.at + 3_600_000 });
+      // a minute behind, a 30 s deadline stamped in its own clock had passed in the store's: the run failed at once
+      const r = await engine.run(model, { runId: fresh('run'), timeoutMs: 30_000, autoApprove: true });
+      expect(r.status).toBe('completed');
+      await engine.close();
+      await store.close();
+    }
+  }, 30_000);
+
+  test('a worker a minute behind that has not committed yet fires a stored deadline when it passes in the store’s clock', async () => {
+    const store = await open('skew_idle');
+    const model = wf(`${header()}workflow:
+  g: {assign: x, outputs: {n: number}, x-require_approval: {approvers: [me], timeout_hours: 1, on_timeout: abort}}`);
+    const creator = createEngine({ store, agents: { x: () => ({ n: 1 }) } });
+    const id = await creator.create(model, { runId: fresh('idle'), timeoutMs: 300 });
+    const worker = createEngine({ store: await open('skew_idle'), clock: ahead(-60_000), agents: { x: () => ({ n: 1 }) } });
+    const stop = new AbortController();
+    const serving = worker.serve(stop.signal);
+    const t0 = Date.now();
+    let last: string | undefined;
+    for await (const e of creator.handle(id).events()) last = e.type;
+    // in its own clock the deadline is a minute away: it found it a minute late
+    expect(last).toBe('run.failed');
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    stop.abort();
+    await serving;
+    await worker.close();
+    await worker.store.close();
+    await creator.close();
+    await store.close();
+  }, 30_000);
+
   test('decides fast commits (no read of the run) in the store’s clock too, from the monotonic clock', async () => {
     const store = await open('skew_fast');
     const model = wf(`${header()}workflow:
