@@ -184,10 +184,14 @@ export function cliEngine(store: RunStore, io: CliIo, agents: Record<string, Age
 
 /**
  * Traces when the `OTEL_*` variables configure them (docs/telemetry.md), else undefined with nothing
- * of OpenTelemetry loaded. The engine flushes it when it closes.
+ * of OpenTelemetry loaded. The engine flushes it when it closes. The `console` exporter prints on
+ * stderr: stdout is the command's own (`--json` results, `worker --json` lines).
  */
 export async function cliTelemetry(io: CliIo): Promise<{ telemetry?: Telemetry }> {
-  const t = await telemetryFromEnv(io.env);
+  const t = await telemetryFromEnv(io.env, async () => {
+    const otel = await import('../telemetry/otel.js');
+    return { otelTelemetryFromEnv: (env) => otel.otelTelemetryFromEnv(env, { consoleWrite: (text) => io.stderr(text) }) };
+  });
   return t ? { telemetry: t } : {};
 }
 

@@ -184,7 +184,7 @@ export const LIST_OPTIONS = { json: JSON_OPTION } as const satisfies OptionTable
 
 export const NEW_OPTIONS = {
   dir: { type: 'string', arg: 'DIR', desc: 'where to write the files', shown: 'the name as a folder, e.g. weekly-digest' },
-  json: { ...JSON_OPTION, desc: 'print {"dir", "files"} as JSON' },
+  json: { ...JSON_OPTION, desc: 'print {"name", "dir", "files"} as JSON' },
 } as const satisfies OptionTable;
 
 export const NO_OPTIONS = {} as const satisfies OptionTable;

@@ -6,7 +6,7 @@
  */
 
 /** A telemetry with the span processors given (tests: an InMemorySpanExporter), or from the `OTEL_*` variables. */
-export { createOtelTelemetry, otelTelemetryFromEnv, processorsFromEnv, captureContentOf, type OtelTelemetryOptions } from '../telemetry/otel.js';
+export { createOtelTelemetry, otelTelemetryFromEnv, processorsFromEnv, captureContentOf, type OtelTelemetryOptions, type EnvTelemetryOptions } from '../telemetry/otel.js';
 /** The SDK's objects the options take, typed by their shape (the SDK's own satisfy them). */
 export type { OtelSpanProcessor, OtelSampler, OtelResource } from '../telemetry/otel.js';
 /** Whether the environment configures traces, and the telemetry it configures (undefined, nothing loaded, when none). */

@@ -4,7 +4,8 @@
  * so it is reached only through otel.ts's dynamic import, which names a missing one.
  */
 import { detectResources, envDetector, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, type Sampler, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, type ReadableSpan, type Sampler, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { inspect } from 'node:util';
 import type { Telemetry } from '../engine/telemetry.js';
 import type { OtelTelemetryOptions } from './otel.js';
 import { PresetIds, SpanModel } from './spans.js';
@@ -28,9 +29,49 @@ export function sdkTelemetry(opts: OtelTelemetryOptions, env: Readonly<Record<st
   };
 }
 
-/** `console`: each span printed as it ends. */
-export function consoleProcessor(): SpanProcessor {
-  return new SimpleSpanProcessor(new ConsoleSpanExporter());
+/**
+ * `console`: each span printed as it ends, by the SDK's ConsoleSpanExporter (on stdout), or through
+ * `write` in the same shape. The CLI passes its stderr: its stdout carries the `--json` result and
+ * `worker --json` lines, which spans printed among them would corrupt.
+ */
+export function consoleProcessor(write?: (text: string) => void): SpanProcessor {
+  return new SimpleSpanProcessor(write ? new WriteSpanExporter(write) : new ConsoleSpanExporter());
+}
+
+const micros = (t: readonly [number, number]): number => Math.round(t[0] * 1e6 + t[1] / 1e3);
+
+/** ConsoleSpanExporter's output (`console.dir(info, {depth: 3})`), written where the caller says. */
+class WriteSpanExporter implements SpanExporter {
+  constructor(private readonly write: (text: string) => void) {}
+  export(spans: ReadableSpan[], done: Parameters<SpanExporter['export']>[1]): void {
+    for (const span of spans) {
+      const ctx = span.spanContext();
+      const info = {
+        resource: { attributes: span.resource.attributes },
+        instrumentationScope: span.instrumentationScope,
+        traceId: ctx.traceId,
+        parentSpanContext: span.parentSpanContext,
+        traceState: ctx.traceState?.serialize(),
+        name: span.name,
+        id: ctx.spanId,
+        kind: span.kind,
+        timestamp: micros(span.startTime),
+        duration: micros(span.duration),
+        attributes: span.attributes,
+        status: span.status,
+        events: span.events,
+        links: span.links,
+      };
+      this.write(inspect(info, { depth: 3 }) + '\n');
+    }
+    done({ code: 0 });
+  }
+  shutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+  forceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
 }
 
 /** An exporter behind a batch processor (OTLP). */

@@ -98,14 +98,14 @@ const FROM_ENV = 'tracing (OTEL_* variables)';
  * `none`), each behind a batch processor (`console`: a simple one). Every package they need that is
  * missing is named in one error.
  */
-export async function processorsFromEnv(env: Env): Promise<OtelSpanProcessor[]> {
+export async function processorsFromEnv(env: Env, opts: EnvTelemetryOptions = {}): Promise<OtelSpanProcessor[]> {
   const exporters = exportersOf(env);
   if (exporters.size === 0) return [];
   const otlp = exporters.has('otlp');
   const sdk = await loadSdk(FROM_ENV, otlp ? [OTLP_EXPORTER_PACKAGE] : []);
   const out: OtelSpanProcessor[] = [];
   for (const name of exporters) {
-    if (name === 'console') out.push(sdk.consoleProcessor());
+    if (name === 'console') out.push(sdk.consoleProcessor(opts.consoleWrite));
     else {
       const { OTLPTraceExporter } = await loadOptional([OTLP_EXPORTER_PACKAGE, ...OTEL_PACKAGES], FROM_ENV, () => import('@opentelemetry/exporter-trace-otlp-proto'));
       out.push(sdk.batchProcessor(new OTLPTraceExporter()));
@@ -114,9 +114,15 @@ export async function processorsFromEnv(env: Env): Promise<OtelSpanProcessor[]> 
   return out;
 }
 
+/** Options of the telemetry the `OTEL_*` variables configure. */
+export interface EnvTelemetryOptions {
+  /** Where the `console` exporter prints each span. Default: stdout (the SDK's ConsoleSpanExporter). */
+  consoleWrite?: ((text: string) => void) | undefined;
+}
+
 /** The telemetry the environment configures (env.ts decides whether it does). */
-export async function otelTelemetryFromEnv(env: Env = process.env): Promise<Telemetry> {
-  const spanProcessors = await processorsFromEnv(env);
+export async function otelTelemetryFromEnv(env: Env = process.env, opts: EnvTelemetryOptions = {}): Promise<Telemetry> {
+  const spanProcessors = await processorsFromEnv(env, opts);
   const sdk = await loadSdk(FROM_ENV);
   return sdk.sdkTelemetry({ env, spanProcessors }, env, captureContentOf(env));
 }

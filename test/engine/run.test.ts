@@ -492,6 +492,16 @@ describe('agents and context', () => {
     expect(await store.runs()).toEqual([]);
   });
 
+  test('an unbound x-remote agent is named as one that `baton serve` serves', async () => {
+    const model = wf(`${header()}agents:
+  local: {}
+  far: {x-remote: true}
+workflow:
+  a: {assign: local, outputs: {n: number}}
+  b: {assign: far, depends_on: [a], inputs: {n: a.n}, outputs: {m: string}}`);
+    await expect(runWorkflow(model, { agents: { local: () => ({ n: 1 }) }, store: new MemoryStore() })).rejects.toMatchObject({ code: 'unbound-agent', message: expect.stringMatching(/`far` is `x-remote: true`.*baton serve/) as unknown });
+  });
+
   test('getSiblingOutput is recorded; log lines are events; ctx carries ids and attempt', async () => {
     const model = wf(`${header()}workflow:
   a: {assign: x, outputs: {v: number}}

@@ -78,4 +78,12 @@ describe('baton run with OTEL_* variables', () => {
     expect(r2.code, r2.stderr).toBe(0);
     expect(readFileSync(on, 'utf8')).toContain('@opentelemetry/sdk-trace-base');
   }, 60_000);
+
+  test('the console exporter prints spans on stderr: `--json` keeps stdout the run result alone', async () => {
+    const r = await batonRun(['run', 'flow.yaml', '--stub-agents', '--store', 'memory', '--json'], { cwd: dir, env: { OTEL_TRACES_EXPORTER: 'console' } });
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.stdout) as { status: string };
+    expect(result.status).toBe('completed');
+    for (const s of ["name: 'invoke_workflow traced chain'", "name: 'baton.attempt a'", "name: 'baton.attempt b'"]) expect(r.stderr).toContain(s);
+  }, 60_000);
 });
