@@ -20,7 +20,7 @@ import { AgentError, type AgentContext, type AgentHandler } from '../engine/agen
 import type { SchemaCompiler, SchemaError, SchemaValidator } from '../workflow/json-schema.js';
 import type { AgentContract } from '../workflow/contract/model.js';
 import type { WorkflowModel } from '../workflow/model.js';
-import { contractOfHandler } from './define.js';
+import { contractOfHandler, withoutCost } from './define.js';
 
 export function guardContracts(model: WorkflowModel, handlers: Record<string, AgentHandler>, compiler: SchemaCompiler, selfEnforcing: ReadonlySet<AgentHandler> = new Set()): void {
   for (const [id, decl] of Object.entries(model.agents ?? {})) {
@@ -60,11 +60,4 @@ function guarded(id: string, h: AgentHandler, c: AgentContract, output: SchemaVa
     }
     return out;
   };
-}
-
-/** `_cost` is spend, not an output (engine/attempt.ts removes it before recording): a closed schema need not list it. */
-function withoutCost(out: unknown): unknown {
-  if (out === null || typeof out !== 'object' || Array.isArray(out) || !Object.prototype.hasOwnProperty.call(out, '_cost')) return out;
-  const { _cost: _spend, ...rest } = out as Record<string, unknown>;
-  return rest;
 }

@@ -323,7 +323,7 @@ export function defineAgent<In = unknown, Out = unknown, R = Out>(def: AgentDefi
     // `_cost` is spend, not an output: checked without it (a closed schema need not list it, a stripping one
     // would lose it) and handed back beside the parsed value for the engine to count
     const cost = isPlainObject(out) && Object.prototype.hasOwnProperty.call(out, '_cost') ? { _cost: out['_cost'] } : undefined;
-    const checked = (await checks.output(cost ? withoutCost(out as Record<string, unknown>) : out)) as ValidationResult<Out>;
+    const checked = (await checks.output(withoutCost(out))) as ValidationResult<Out>;
     if (!checked.ok) throw new AgentError('OutputValidationError', `agent \`${def.id}\` returned an output its contract rules out: ${checked.error}`, { validationErrors: checked.error, agent: def.id });
     return cost && isPlainObject(checked.value) ? { ...checked.value, ...cost } : checked.value;
   };
@@ -411,7 +411,9 @@ function contractFor<In, Out, R>(def: AgentDefinition<In, Out, R>, io: IOHandle<
 
 export type { Json };
 
-function withoutCost(out: Record<string, unknown>): Record<string, unknown> {
+/** `_cost` is spend, not an output (engine/attempt.ts removes it before recording): a schema checks the rest. */
+export function withoutCost(out: unknown): unknown {
+  if (!isPlainObject(out) || !Object.prototype.hasOwnProperty.call(out, '_cost')) return out;
   const { _cost: _spend, ...rest } = out;
   return rest;
 }
