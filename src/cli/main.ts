@@ -121,3 +121,23 @@ export function parseArgsMessage(message: string, args: readonly string[]): stri
 export async function main(argv: string[]): Promise<number> {
   return run(argv, processIo());
 }
+
+/**
+ * Ends the process with `code` once the command has returned. Nothing of Baton's own is left running
+ * then, but an `--agents` module's code may be (a `setInterval` at its top level, a connection it
+ * opened, a top-level await that never settled): the command is over, so the process ends anyway,
+ * after what it wrote has reached stdout and stderr. With nothing left, Node exits on its own first.
+ */
+export function exitWhenDone(code: number, graceMs = EXIT_GRACE_MS): void {
+  process.exitCode = code;
+  const deadline = Date.now() + FLUSH_LIMIT_MS;
+  const exit = (): void => {
+    const pending = process.stdout.writableLength + process.stderr.writableLength;
+    if (pending > 0 && Date.now() < deadline) setTimeout(exit, 10).unref();
+    else process.exit(code);
+  };
+  setTimeout(exit, graceMs).unref();
+}
+
+const EXIT_GRACE_MS = 200;
+const FLUSH_LIMIT_MS = 5_000;

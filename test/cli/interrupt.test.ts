@@ -99,4 +99,26 @@ describe('an agents module whose top-level await never settles', () => {
     expect(done.code).toBe(2);
     expect(done.stderr).toMatch(/did not finish loading/);
   }, 20_000);
+
+  test('that also keeps a timer alive is reported and the command exits', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'baton-int-'));
+    writeFileSync(join(cwd, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: "T"}\nworkflow:\n  a: {assign: x}\n');
+    writeFileSync(join(cwd, 'agents.mjs'), 'setInterval(() => {}, 1000);\nawait new Promise(() => {});\nexport default { x: () => ({}) };\n');
+    for (const cmd of [['run', 'workflow.yaml', '--store', 'memory'], ['check', 'workflow.yaml']]) {
+      const done = await batonRun([...cmd, '--agents', 'agents.mjs'], { cwd, env: { BATON_MODULE_LOAD_TIMEOUT_MS: '500' }, timeoutMs: 8_000 });
+      expect(done.code).toBe(2);
+      expect(done.stderr).toMatch(/did not finish loading/);
+    }
+  }, 30_000);
+});
+
+describe('an agents module that keeps a timer alive', () => {
+  test('does not keep the command alive once the run has ended', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'baton-int-'));
+    writeFileSync(join(cwd, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: "T"}\nworkflow:\n  a: {assign: x}\n');
+    writeFileSync(join(cwd, 'agents.mjs'), 'setInterval(() => {}, 1000);\nexport default { x: () => ({}) };\n');
+    const done = await batonRun(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--json'], { cwd, timeoutMs: 8_000 });
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.stdout)).toMatchObject({ status: 'completed' });
+  }, 30_000);
 });

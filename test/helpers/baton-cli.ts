@@ -1,4 +1,4 @@
 /** The CLI from source, for tests that need a real process (kill -9, a second terminal): `node --import tsx test/helpers/baton-cli.ts ARGS`. */
-import { main } from '../../src/cli/main.js';
+import { exitWhenDone, main } from '../../src/cli/main.js';
 
-process.exitCode = await main(process.argv.slice(2));
+exitWhenDone(await main(process.argv.slice(2)));

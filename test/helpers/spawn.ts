@@ -30,9 +30,12 @@ export function baton(args: string[], opts: { cwd: string; env?: Record<string, 
   return Object.assign(child, { done });
 }
 
-/** Runs to the end. */
-export function batonRun(args: string[], opts: { cwd: string; env?: Record<string, string> }): Promise<Done> {
-  return baton(args, opts).done;
+/** Runs to the end; with `timeoutMs`, a process still alive then is killed (the test sees `signal: 'SIGKILL'`, not a hang). */
+export function batonRun(args: string[], opts: { cwd: string; env?: Record<string, string>; timeoutMs?: number }): Promise<Done> {
+  const child = baton(args, opts);
+  if (opts.timeoutMs === undefined) return child.done;
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
+  return child.done.finally(() => clearTimeout(timer));
 }
 
 /** Resolves when `check` is true, polling every 25 ms (a child process's progress cannot be awaited otherwise). */
