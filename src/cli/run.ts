@@ -273,7 +273,7 @@ export function describeEvent(e: RunEvent): string {
     case 'task.failed':
       return `${e.failure.code}: ${e.failure.message}`;
     case 'task.retrying':
-      return `${e.reason}; attempt ${e.next_attempt}${e.agent ? ` (${e.agent})` : ''} in ${e.delay_ms} ms`;
+      return `${e.reason}; attempt ${e.next_attempt}${e.agent ? ` (${e.agent})` : ''} in ${e.delay_ms} ms${e.held_by !== undefined ? ` (kept for ${e.held_by} while attempt ${e.attempt}'s code still runs)` : ''}`;
     case 'task.skipped':
       return `${e.reason}: ${e.detail}`;
     case 'task.completed':

@@ -35,7 +35,7 @@ export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): boolea
   const agent = p.agent ?? pm.assign;
   if (!f.outcome.ok) {
     emit(ctx, { type: 'task.attempt_failed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, failure: f.outcome.failure });
-    retryOrFail(ctx, f.phase, f.attempt, agent, f.outcome.failure);
+    retryOrFail(ctx, f.phase, f.attempt, agent, f.outcome.failure, f.settlingMs !== undefined && f.settlingMs > 0 ? { by: f.worker, until: ctx.env.now + f.settlingMs } : undefined);
     return false;
   }
   if (f.outcome.costUsd > 0) {
@@ -107,9 +107,10 @@ function roundCost(x: number): number {
 /**
  * After a failed attempt: retry (the phase's retry policy, or the contract's `onTimeout` for a
  * timeout), hand over to the fallback agent, ask a human (`onAgentFailure: escalate_to_user`), or
- * fail the phase.
+ * fail the phase. `hold`: the failed attempt's code still runs in worker `by`; the next attempt is
+ * that worker's until `until`.
  */
-export function retryOrFail(ctx: Ctx, name: string, attempt: number, agent: string, failure: FailureRecord): void {
+export function retryOrFail(ctx: Ctx, name: string, attempt: number, agent: string, failure: FailureRecord, hold?: Hold): void {
   const pm = model(ctx, name);
   const p = ctx.state.phases.get(name)!;
   const policy = pm.retry;
@@ -121,7 +122,7 @@ export function retryOrFail(ctx: Ctx, name: string, attempt: number, agent: stri
   if (failure.code === 'Timeout' && ot !== undefined) {
     // the contract's `onTimeout` governs timeouts (counted apart from the retry policy's failures)
     if (!onFallback && !escalated && ot.action !== 'fail' && p.timeouts <= ot.maxRetries) {
-      retry(ctx, name, attempt, agent, failure, backoffDelay(policy, p.timeouts));
+      retry(ctx, name, attempt, agent, failure, backoffDelay(policy, p.timeouts), hold);
       return;
     }
   } else {
@@ -129,13 +130,13 @@ export function retryOrFail(ctx: Ctx, name: string, attempt: number, agent: stri
     if (!onFallback && !escalated && eh?.onAgentFailure?.action !== 'fail' && counted < policy.maxAttempts && isRetryable(policy, failure)) {
       // a provider's retry-after (a rate limit) is honoured when it asks for longer than the backoff
       const after = failure.details?.['retry_after_ms'];
-      retry(ctx, name, attempt, agent, failure, Math.max(backoffDelay(policy, counted), typeof after === 'number' && Number.isFinite(after) && after > 0 ? Math.min(after, 86_400_000) : 0));
+      retry(ctx, name, attempt, agent, failure, Math.max(backoffDelay(policy, counted), typeof after === 'number' && Number.isFinite(after) && after > 0 ? Math.min(after, 86_400_000) : 0), hold);
       return;
     }
   }
   const fb = eh?.onAgentFailure?.fallbackAgent ?? policy.fallbackAgent;
   if (!onFallback && !escalated && fb !== undefined && fb !== pm.assign && eh?.onAgentFailure?.action !== 'fail') {
-    emit(ctx, { type: 'task.retrying', phase: name, task_id: p.taskId, attempt, next_attempt: attempt + 1, delay_ms: 0, agent: fb, reason: failure.code });
+    emit(ctx, { type: 'task.retrying', phase: name, task_id: p.taskId, attempt, next_attempt: attempt + 1, delay_ms: 0, agent: fb, reason: failure.code, ...held(hold) });
     return;
   }
   if (eh?.onAgentFailure?.action === 'escalate_to_user' && failure.code !== 'InputValidationError') {
@@ -145,7 +146,11 @@ export function retryOrFail(ctx: Ctx, name: string, attempt: number, agent: stri
   terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: attempt, failure });
 }
 
-function retry(ctx: Ctx, name: string, attempt: number, agent: string, failure: FailureRecord, delay: number): void {
+type Hold = { by: string; until: number };
+
+const held = (hold: Hold | undefined): { held_by?: string; held_until?: number } => (hold ? { held_by: hold.by, held_until: hold.until } : {});
+
+function retry(ctx: Ctx, name: string, attempt: number, agent: string, failure: FailureRecord, delay: number, hold?: Hold): void {
   const p = ctx.state.phases.get(name)!;
   emit(ctx, {
     type: 'task.retrying',
@@ -157,6 +162,7 @@ function retry(ctx: Ctx, name: string, attempt: number, agent: string, failure: 
     agent,
     reason: failure.code,
     ...(delay > 0 ? { not_before: ctx.env.now + Math.ceil(delay) } : {}),
+    ...held(hold),
   });
 }
 

@@ -30,7 +30,12 @@ export type Fact =
   /** Claim up to `max` ready tasks for a worker that binds `agents` (null: every agent). */
   | ({ kind: 'claim'; max: number; leaseMs: number } & Claimant)
   /** `files`: output files checked after the agent returned, recorded (`task.file`) only with the completion they belong to. */
-  | { kind: 'outcome'; phase: string; attempt: number; worker: string; outcome: Outcome; files?: readonly FileProvenance[] }
+  /**
+   * `settlingMs`: the attempt was aborted (its timeout) while its agent's code still runs: a retry of
+   * the task is kept for this worker that long (it starts it once that code settles), so that no other
+   * worker runs the task beside it.
+   */
+  | { kind: 'outcome'; phase: string; attempt: number; worker: string; outcome: Outcome; files?: readonly FileProvenance[]; settlingMs?: number }
   | { kind: 'cost'; phase: string; attempt: number; usd: number }
   | { kind: 'log'; phase: string; attempt: number; message: string }
   | { kind: 'record'; phase: string; attempt: number; event: string; data: JsonObject }

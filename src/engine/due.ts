@@ -14,7 +14,7 @@ export interface Claimant {
   worker: string;
   /** The agents it binds (null: every agent). */
   agents: ReadonlySet<string> | null;
-  /** Owners known to be dead (their answered attempts need no grace period). */
+  /** Owners known to be dead (their answered or still-settling attempts need no grace period). */
   deadOwners?: ReadonlySet<string> | undefined;
   /** Phases whose answered attempt this worker continues itself (never claimed anew). */
   resuming?: ReadonlySet<string> | undefined;
@@ -63,13 +63,16 @@ export function claimableAt(plan: Plan, state: RunState, name: string, who: Clai
   }
   if (who.agents && !who.agents.has(agent)) return undefined;
   if (who.busy?.has(name)) return undefined;
+  // the last attempt's code still runs in another worker: its own process starts the next one once it settles
+  const s = p.settling;
+  const after = s !== undefined && s.owner !== who.worker && !who.deadOwners?.has(s.owner) ? Math.max(nb, s.until) : nb;
   const r = p.resumable;
   if (r) {
-    if (r.owner === who.worker) return who.resuming?.has(name) ? undefined : nb;
-    if (r.owner !== undefined && who.deadOwners?.has(r.owner)) return nb;
-    return Math.max(nb, r.until);
+    if (r.owner === who.worker) return who.resuming?.has(name) ? undefined : after;
+    if (r.owner !== undefined && who.deadOwners?.has(r.owner)) return after;
+    return Math.max(after, r.until);
   }
-  return nb;
+  return after;
 }
 
 /** The earliest time the claimant may claim any ready task of the run, or undefined. */
@@ -120,6 +123,7 @@ export function storedNotBefore(plan: Plan, state: RunState, name: string, held:
   const nb = p.notBefore;
   // another process's answered attempt keeps its task for a grace period: not due before it ends
   const until = p.resumable?.until;
-  const t = Math.max(nb ?? -Infinity, until ?? -Infinity);
+  // likewise a task whose last attempt's code still runs (its own worker claims it from memory, not by this row)
+  const t = Math.max(nb ?? -Infinity, until ?? -Infinity, p.settling?.until ?? -Infinity);
   return t === -Infinity ? null : t;
 }

@@ -86,7 +86,11 @@ export type RunEvent =
    * `$store` targets name one place (`StoreCollision`, attempt 0: the phase's own).
    */
   | (TaskBase & { type: 'task.warning'; attempt: number; code: string; message: string; details?: JsonObject })
-  | (TaskBase & { type: 'task.retrying'; attempt: number; next_attempt: number; delay_ms: number; agent: string; reason: string; not_before?: number })
+  /**
+   * `held_by` / `held_until`: the failed attempt's code was still running (an agent that did not stop at
+   * its abort signal): until then only that worker may start the next attempt, once the code settled.
+   */
+  | (TaskBase & { type: 'task.retrying'; attempt: number; next_attempt: number; delay_ms: number; agent: string; reason: string; not_before?: number; held_by?: string; held_until?: number })
   | (TaskBase & {
       type: 'task.completed';
       attempt: number;

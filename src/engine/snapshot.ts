@@ -16,7 +16,7 @@ import type { RunStore } from './ports.js';
 import { applyEvent, replay, type RunState } from './state.js';
 
 /** The shape of the state a snapshot holds; a snapshot of another format is ignored. */
-export const SNAPSHOT_FORMAT = 2;
+export const SNAPSHOT_FORMAT = 3;
 
 /** A run's state as stored: `replay(events with seq <= seq)`, encoded. */
 export interface StoredSnapshot {

@@ -36,6 +36,8 @@ export interface PhaseState {
   gate: string | undefined;
   /** After an answered input gate: the attempt that may continue in the same process, until when. */
   resumable: { attempt: number; owner: string | undefined; until: number } | undefined;
+  /** A ready task whose last attempt's code still runs in `owner` (it ignored its abort): nobody else claims it before `until`. */
+  settling: { owner: string; until: number } | undefined;
   /** `baton rerun`: the run this output was copied from. */
   reusedFrom: string | undefined;
   /** Completed with a partial result its agent's contract accepts (`onPartialCompletion: return_partial`). */
@@ -226,6 +228,7 @@ export function newPhaseState(taskId: string): PhaseState {
     inputGates: [],
     gate: undefined,
     resumable: undefined,
+    settling: undefined,
     reusedFrom: undefined,
     partial: false,
     checkpoint: undefined,
@@ -401,12 +404,13 @@ function setStatus(state: RunState, name: string, p: PhaseState, s: TaskStatus):
   if (s !== 'ready') p.notBefore = undefined;
   if (s !== 'awaiting_approval' && s !== 'suspended_awaiting_input') p.gate = undefined;
   if (s !== 'ready') p.resumable = undefined;
+  if (s !== 'ready') p.settling = undefined;
   if (was === 'ready') state.readyWaits.delete(name);
 }
 
-/** Keeps `readyWaits` in line after a ready task's `notBefore` or `resumable` changed. */
+/** Keeps `readyWaits` in line after a ready task's `notBefore`, `resumable` or `settling` changed. */
 function markWait(state: RunState, name: string, p: PhaseState): void {
-  if (p.status === 'ready' && (p.notBefore !== undefined || p.resumable !== undefined)) state.readyWaits.add(name);
+  if (p.status === 'ready' && (p.notBefore !== undefined || p.resumable !== undefined || p.settling !== undefined)) state.readyWaits.add(name);
   else state.readyWaits.delete(name);
 }
 
@@ -485,6 +489,7 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       p.nextAgent = e.agent;
       setStatus(state, e.phase, p, 'ready');
       p.notBefore = e.not_before;
+      p.settling = e.held_by !== undefined && e.held_until !== undefined ? { owner: e.held_by, until: e.held_until } : undefined;
       markWait(state, e.phase, p);
       return;
     }

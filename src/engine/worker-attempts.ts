@@ -95,9 +95,17 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
       this.kick();
       return; // the task moved on: this attempt's outcome is not wanted
     }
+    // an aborted attempt (its timeout) settles before its agent's code: code that honours its signal
+    // settles within a turn or two of the event loop; code still running then holds its task's retry
+    // for this worker (`settlingMs`), so that no other worker starts it while this code runs on
+    if (!att.handlerDone) {
+      await Promise.race([att.finished, new Promise<void>((r) => setImmediate(() => setImmediate(r)))]);
+      if (this.crashed !== undefined) return;
+    }
     const outcome = toOutcome(ok, value);
     this.fault('attempt.after-return');
-    const fact: Fact = { kind: 'outcome', phase: att.key, attempt: att.attempt, worker: this.id, outcome, ...(held && outcome.ok ? { files: held.files } : {}) };
+    const settling = !att.handlerDone && !outcome.ok && this.abortGraceMs > 0 ? { settlingMs: this.abortGraceMs } : {};
+    const fact: Fact = { kind: 'outcome', phase: att.key, attempt: att.attempt, worker: this.id, outcome, ...(held && outcome.ok ? { files: held.files } : {}), ...settling };
     if (held) {
       if (outcome.ok && !ctx.ended) ctx.held.set(fact, held);
       else this.filesJob(ctx, held.discard());

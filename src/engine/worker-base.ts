@@ -189,7 +189,7 @@ export interface ReadyScan {
   anyResumable: boolean;
   /** A ready task's next agent is behind an access gate. */
   anyAccess: boolean;
-  /** Owners of answered attempts of ready tasks, other than this worker. */
+  /** Owners of answered (or still settling) attempts of ready tasks, other than this worker. */
   resumableOwners: ReadonlySet<string> | undefined;
 }
 
@@ -434,6 +434,12 @@ export abstract class WorkerBase {
       if (r !== undefined) {
         anyResumable = true;
         if (r.owner !== undefined && r.owner !== this.id) (owners ??= new Set()).add(r.owner);
+      }
+      // a task held for the worker whose aborted attempt still runs: a due time like a retry's, and an owner to check
+      const s = p.settling;
+      if (s !== undefined && s.owner !== this.id) {
+        if (s.until > maxNotBefore) maxNotBefore = s.until;
+        (owners ??= new Set()).add(s.owner);
       }
       if (access.size > 0 && !anyAccess && access.has(nextAgentOf(ctx.plan, state, name))) anyAccess = true;
     }

@@ -229,12 +229,20 @@ export class Worker extends WorkerAttempts {
         // no slot free, draining, or work done this turn: no look is owed (idle() must not wake for one, or it would spin)
         this.scanOwed = false;
       }
-      if (look || now >= this.nextScanAt || now >= this.leaseLookAt()) {
+      const leaseLook = now >= this.leaseLookAt();
+      if (look || now >= this.nextScanAt || leaseLook) {
         this.scanOwed = false;
         if (await this.scanWork()) {
           did = true;
           this.lastEmptyScan = -Infinity;
         } else this.lastEmptyScan = monotonicNow();
+        // another worker's lease looks expired to a run held here: the store has the truth (the attempt may
+        // have ended, and the change that said so have come while this worker was busy): the held runs are
+        // read again, level-triggered, as at a full look
+        if (leaseLook && this.crashed === undefined && !this.closed) {
+          this.lastFullLook = -Infinity;
+          await this.refresh();
+        }
       }
       this.evict();
       const live = [...this.runs.values()].some((c) => !c.ended);

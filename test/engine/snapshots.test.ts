@@ -130,12 +130,12 @@ describe('snapshots', () => {
   test('the state has the fields the snapshot format was made for (a change of shape must change SNAPSHOT_FORMAT)', () => {
     // If this fails, RunState or PhaseState changed: bump SNAPSHOT_FORMAT in snapshot.ts (old snapshots are
     // then ignored and runs replay their logs), and update the lists here.
-    expect(SNAPSHOT_FORMAT).toBe(2);
+    expect(SNAPSHOT_FORMAT).toBe(3);
     expect(Object.keys(initialState('r')).sort()).toEqual(
       ['alerted', 'autoApprove', 'cancelReason', 'compactItems', 'compacted', 'costUsd', 'deadlineAt', 'endedAt', 'failure', 'firstFailure', 'gates', 'graph', 'open', 'phases', 'ready', 'readyWaits', 'rerunOf', 'runId', 'running', 'seq', 'settledItems', 'startedAt', 'status', 'trigger', 'workflow', 'workflowHash'].sort(),
     );
     expect(Object.keys(newPhaseState('t')).sort()).toEqual(
-      ['agent', 'attempts', 'checkpoint', 'costUsd', 'endedAt', 'error', 'escalations', 'failures', 'fan', 'gate', 'input', 'inputGates', 'item', 'lastFailure', 'leaseExpiresAt', 'leaseOwner', 'nextAgent', 'notBefore', 'output', 'partial', 'process', 'resumable', 'reusedFrom', 'skippedDetail', 'skippedReason', 'startedAt', 'status', 'taskId', 'timeouts'].sort(),
+      ['agent', 'attempts', 'checkpoint', 'costUsd', 'endedAt', 'error', 'escalations', 'failures', 'fan', 'gate', 'input', 'inputGates', 'item', 'lastFailure', 'leaseExpiresAt', 'leaseOwner', 'nextAgent', 'notBefore', 'output', 'partial', 'process', 'resumable', 'reusedFrom', 'settling', 'skippedDetail', 'skippedReason', 'startedAt', 'status', 'taskId', 'timeouts'].sort(),
     );
   });
 

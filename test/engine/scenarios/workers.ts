@@ -125,7 +125,7 @@ export async function cancelWhileWaiting(makeStore: StoreFactory): Promise<void>
   await other.close();
 }
 
-export const WORKER_SCENARIOS = { twoDriversOneRun, randomInterleavings, driveAfterServe, stopsAbortAttemptsInFlight, heartbeatsKeepTheLease, lostLeaseStopsTheAttempt, serveWorkersSplitAgents, cancelWhileWaiting, serveWorkerIdlesAtAGate, serveWorkerFiresTimersOfParkedRuns, transientStoreFailure, storeDownForAWhile, unreadableLogFailsLoudly, timersKeepTheirTimeAcrossARestart, runIdIsIdempotent, runInputsMustBeJson };
+export const WORKER_SCENARIOS = { twoDriversOneRun, randomInterleavings, driveAfterServe, stopsAbortAttemptsInFlight, heartbeatsKeepTheLease, abortedCodeHoldsItsRetry, abortedCodeHoldsUntilItsGrace, lostLeaseStopsTheAttempt, serveWorkersSplitAgents, cancelWhileWaiting, serveWorkerIdlesAtAGate, serveWorkerFiresTimersOfParkedRuns, transientStoreFailure, storeDownForAWhile, unreadableLogFailsLoudly, timersKeepTheirTimeAcrossARestart, runIdIsIdempotent, runInputsMustBeJson };
 
 /** A serving worker facing ready tasks it cannot claim (held by a gate) waits; it does not spin on the store. */
 export async function serveWorkerIdlesAtAGate(makeStore: StoreFactory): Promise<void> {
@@ -486,4 +486,84 @@ export async function stopsAbortAttemptsInFlight(makeStore: StoreFactory): Promi
     await expectReplays(store, r);
     await e.close();
   }
+}
+
+/**
+ * A phase timeout aborts an attempt whose agent ignores its signal: its code runs on in worker A. The
+ * retry is A's until that code settles (A starts it then) or its abort grace ends: worker B, looking at
+ * the same run, never starts attempt 2 beside it. B used to take the retry at once (two executions).
+ */
+export async function abortedCodeHoldsItsRetry(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  const model = wf(`${header()}workflow:
+  a: {assign: x, x-timeout_ms: 300, retry: {max_attempts: 3, backoff: constant, initial_delay_ms: 1}, outputs: {by: string}}`);
+  const started: string[] = [];
+  const running = new Set<string>();
+  const overlaps: string[] = [];
+  const release = deferredOf<void>();
+  const deafFirst = (who: string) => async (ctx: AgentContext) => {
+    started.push(`${who}${ctx.attempt}`);
+    if (running.size > 0) overlaps.push(`${who}${ctx.attempt} beside ${[...running].join(',')}`);
+    running.add(`${who}${ctx.attempt}`);
+    try {
+      if (ctx.attempt === 1) await release.promise; // ignores ctx.signal
+      return { by: who };
+    } finally {
+      running.delete(`${who}${ctx.attempt}`);
+    }
+  };
+  const a = engineOn(store, clock, { x: deafFirst('A') }, { workerId: 'A', isOwnerDead: () => false, abortGraceMs: 5000 });
+  const id = await a.create(model, { runId: 'deaf' });
+  const pa = a.drive(id, undefined);
+  await until(() => started.length === 1, 'A starts attempt 1');
+  const b = engineOn(store, clock, { x: deafFirst('B') }, { workerId: 'B', isOwnerDead: () => false, abortGraceMs: 5000 });
+  const pb = b.drive(id, undefined);
+  await clock.advance(300); // the timeout: attempt 1 fails, its code runs on
+  await until(async () => eventsOf(await store.events(id), 'task.retrying').length === 1, 'the retry');
+  const retrying = eventsOf(await store.events(id), 'task.retrying')[0] as { held_by?: string; held_until?: number };
+  expect(retrying).toMatchObject({ held_by: 'A' });
+  for (let t = 0; t < 8; t++) {
+    await clock.advance(250);
+    await settle(10);
+  }
+  expect(started).toEqual(['A1']); // 2 s later: nobody started attempt 2 beside A's running code
+  release.resolve();
+  // the holder starts it as soon as its code settles, without waiting for the rest of the grace
+  await until(() => started.length === 2, 'attempt 2');
+  expect(clock.now()).toBe(2300);
+  const [ra, rb] = await withClock(clock, Promise.all([pa, pb]));
+  expect(ra.status).toBe('completed');
+  expect(rb.status).toBe('completed');
+  expect(started).toEqual(['A1', 'A2']);
+  expect(overlaps).toEqual([]);
+  await a.close();
+  await b.close();
+}
+
+/** The same, with code that never settles: the retry waits the abort grace (5 s), then goes on, with an `AbortIgnored` warning. */
+export async function abortedCodeHoldsUntilItsGrace(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  const model = wf(`${header()}workflow:
+  a: {assign: x, x-timeout_ms: 300, retry: {max_attempts: 3, backoff: constant, initial_delay_ms: 1}, outputs: {by: string}}`);
+  const started: { who: string; at: number }[] = [];
+  const deaf = (who: string) => (ctx: AgentContext) => {
+    started.push({ who: `${who}${ctx.attempt}`, at: clock.now() });
+    return ctx.attempt === 1 ? new Promise<never>(() => undefined) : { by: who };
+  };
+  const a = engineOn(store, clock, { x: deaf('A') }, { workerId: 'A', isOwnerDead: () => false, abortGraceMs: 5000 });
+  const id = await a.create(model, { runId: 'deaf2' });
+  const pa = a.drive(id, undefined);
+  await until(() => started.length === 1, 'A starts attempt 1');
+  const b = engineOn(store, clock, { x: deaf('B') }, { workerId: 'B', isOwnerDead: () => false, abortGraceMs: 5000 });
+  const pb = b.drive(id, undefined);
+  const [ra, rb] = await withClock(clock, Promise.all([pa, pb]));
+  expect(ra.status).toBe('completed');
+  expect(rb.status).toBe('completed');
+  expect(started).toHaveLength(2);
+  expect(started[1]!.at).toBeGreaterThanOrEqual(300 + 5000);
+  expect(eventsOf(ra.events, 'task.warning').map((e) => (e as { code?: string }).code)).toContain('AbortIgnored');
+  await a.close();
+  await b.close();
 }
