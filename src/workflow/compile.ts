@@ -18,7 +18,7 @@ import { parseYamlSource, type ParsedSource } from './source.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
 import { checkInputs, type WiringContext } from './wiring.js';
-import { checkFanOutSettings, checkForEach, checkItemPaths, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, toleratesAny } from './fan-out.js';
+import { checkFanOutSettings, checkForEach, checkItemPaths, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, toleratesAny } from './fan-out.js';
 import { fileContractOf, tokenKind, tokensOf } from './files.js';
 import type { Expression } from './expr.js';
 import { checkReservedNames } from './reserved.js';
@@ -318,12 +318,20 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name), outputsOf: ctx.outputsOf, ...(item ? { extra: [ITEM_NAME, INDEX_NAME] } : {}) }, out);
     if (skipWhen && item) checkItemPaths(skipWhen, ['workflow', name, 'skip_when'], item, registry, out);
     const files = fileContractOf(raw, ['workflow', name], { fanOut: item !== undefined }, out);
+    if (files && item) checkItemTokens(files, ['workflow', name], item, registry, out);
     const phase = buildPhase(name, raw, deps, inputs, outputs.get(name), skipWhen, registry);
     if (fanOut) phase.forEach = fanOut;
     if (files) phase.files = files;
     phases.push(phase);
   }
   checkAgentItemTokens(phases, agents, out);
+  // an agent's files in the fan-out phases it runs: `<item.x>` against each phase's item type
+  for (const p of phases) {
+    const files = p.forEach ? agents?.[p.assign]?.files : undefined;
+    if (!files || !p.forEach) continue;
+    const own = new Set([...(p.files?.inputs ?? []), ...(p.files?.outputs ?? [])].map((e) => e.key));
+    checkItemTokens(files, ['agents', p.assign], p.forEach.itemType, registry, out, ` (in phase \`${p.name}\`)`, own);
+  }
   const llmPass = checkBlueprints(doc, agents, phases, file, out); // LLM agents: blueprints, mcp (blueprint.ts)
   const contractPass = checkContracts(doc, agents, phases, file, out, extras.bound); // agent contracts (contract/check.ts)
   if (contractPass.sources.size > 0) extras.sources = contractPass.sources;
