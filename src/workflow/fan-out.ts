@@ -74,6 +74,11 @@ export function checkForEach(raw: Record<string, unknown>, at: Path, ctx: Wiring
   const ref = raw['for_each'];
   if (typeof ref !== 'string' || ref === '') return undefined;
   const path = [...at, 'for_each'];
+  if (/^\$(item|index)(?![\w])/.test(ref)) {
+    // the items come from the array `for_each` names: it cannot read one of them itself
+    out.push(error('item-outside-for-each', path, `\`for_each\` reads \`${ref}\`, an item of the fan-out it defines`, { hint: 'fan out over an upstream array: `for_each: outline.sections`, `$trigger.items` or `$initial_state.x`', data: { phase_name: ctx.phaseName, ref } }));
+    return undefined;
+  }
   const b = resolveRef(ref, '`for_each`', path, ctx, out);
   if (!b) return undefined;
   const el = ctx.types.elementOf(b.type);
