@@ -171,7 +171,7 @@ export function checkItemTokens(files: FileContract | undefined, base: Path, ite
 }
 
 /** Whether a value of this type may be a string or a number (what a file path token can hold). */
-function namesFile(t: CompiledType): boolean {
+export function namesFile(t: CompiledType): boolean {
   if (t.check('a') || t.check(0) || t.check(0.5) || t.check(null)) return true;
   // an enum of some strings or numbers (or a type such as one) accepts what it samples
   const v = t.sample();
