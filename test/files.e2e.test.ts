@@ -358,6 +358,14 @@ describe('baton run --workspace', () => {
     expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--workspace', other, '--store', 'memory', '--run-id', 'cli1', '-q'], io), err).toBe(0);
     expect(readFileSync(join(other, 'out', 'cli1.md'), 'utf8')).toBe('from the flag');
     rmSync(other, { recursive: true, force: true });
+    // a file named as the workspace is a usage error before anything runs (every file would be refused)
+    writeFileSync(join(ws, 'afile'), 'x');
+    err = '';
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--workspace', 'afile', '--store', 'memory', '-q'], io)).toBe(2);
+    expect(err).toMatch(/--workspace afile: is a file, not a directory; nothing was run/);
+    err = '';
+    expect(await run(['worker', '--workspace', 'afile', '--store', 'memory'], io)).toBe(2);
+    expect(err).toMatch(/--workspace afile: is a file, not a directory/);
   });
 });
 
