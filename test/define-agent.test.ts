@@ -132,6 +132,8 @@ workflow:
       await expect(reading(path)(ctx('run-1'))).rejects.toMatchObject({ code: 'PathEscape' });
     }
     await expect(reading('ok.md')(ctx('run-1'))).resolves.toEqual({ done: true });
+    // a caller's own context may lack the run's fields (JavaScript): still staged
+    await expect(reading('ok.md')({ input: {}, log: () => undefined, record: () => undefined } as unknown as AgentContext)).resolves.toEqual({ done: true });
     expect(records).toEqual([['file_read', expect.objectContaining({ key: 'src', path: 'ok.md', size: 2 })]]);
     // outputs: refused ones are logged and never written; the call keeps its result (AIP-16)
     const writing = defineAgent({

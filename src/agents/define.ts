@@ -304,7 +304,9 @@ export function defineAgent<In = unknown, Out = unknown, R = Out>(def: AgentDefi
     // under a private folder of this call: no engine's leftover sweep can take it for one of a run's roots
     const dir = await mkdtemp(join(tmpdir(), `baton-${def.id.replace(/[^\w-]/g, '_')}-`));
     try {
-      const scope: StageScope = { runId: ctx.runId, workflowId: def.id, phase: ctx.phase, attempt: ctx.attempt, ...(ctx.item ? { item: ctx.item } : {}) };
+      // a caller's own context (JavaScript) may leave out the run's fields: the root's name and the tokens then use these
+      const loose = ctx as Partial<Pick<AgentContext, 'runId' | 'phase' | 'attempt'>>;
+      const scope: StageScope = { runId: String(loose.runId ?? 'run'), workflowId: def.id, phase: String(loose.phase ?? def.id), attempt: Number(loose.attempt ?? 1), ...(ctx.item ? { item: ctx.item } : {}) };
       const values = tokenValues(scope, Date.now());
       const root = await localFileStager({ workspace, tmpDir: dir }).open(scope);
       await stageIn(io.inputsFiles, root, values, scope, ctx);
