@@ -1,5 +1,5 @@
 /** defineAgent end to end: run by the engine, files staged (AIP-16), loaded from an --agents module. */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { contractOfHandler, defineAgent, defineIO } from '../src/agents/define.js';
 import { runWorkflow } from '../src/api/run.js';
+import type { AgentContext } from '../src/engine/agent.js';
 import { WorkflowSpec } from '../src/api/spec.js';
 import { loadAgentsModule } from '../src/cli/agents-module.js';
 
@@ -113,6 +114,48 @@ workflow:
     const missing = defineAgent({ id: 'm', version: '1.0.0', workspace: ws, io: defineIO({ inputsFiles: { x: { path: 'nope.md' } } }), handler: () => ({ draft: 'x' }) });
     const r2 = await runWorkflow(spec, { agents: { drafter: missing }, trigger: { topic: 'sea' } });
     expect(r2.phases['draft']?.error).toMatchObject({ code: 'MissingInputFile' });
+  });
+
+  test('called outside an engine, its files stay in the workspace: `..`, absolute paths, symbolic links out and a `<runId>` of `..` are refused', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'baton-define-escape-'));
+    const ws = join(base, 'ws');
+    mkdirSync(ws);
+    writeFileSync(join(base, 'secret.txt'), 'secret');
+    writeFileSync(join(ws, 'ok.md'), 'ok');
+    symlinkSync(join(base, 'secret.txt'), join(ws, 'link.md'));
+    const logs: string[] = [];
+    const records: [string, unknown][] = [];
+    const ctx = (runId: string) =>
+      ({ runId, phase: 'p', attempt: 1, agent: 'x', input: {}, signal: new AbortController().signal, log: (m: string) => void logs.push(m), record: (k: string, d: unknown) => void records.push([k, d]) }) as unknown as AgentContext;
+    const reading = (path: string) => defineAgent({ id: 'r', version: '1.0.0', workspace: ws, io: defineIO({ inputsFiles: { src: { path } } }), handler: () => ({ done: true }) });
+    for (const path of ['../secret.txt', join(base, 'secret.txt'), 'link.md']) {
+      await expect(reading(path)(ctx('run-1'))).rejects.toMatchObject({ code: 'PathEscape' });
+    }
+    await expect(reading('ok.md')(ctx('run-1'))).resolves.toEqual({ done: true });
+    // a caller's own context may lack the run's fields (JavaScript): still staged
+    await expect(reading('ok.md')({ input: {}, log: () => undefined, record: () => undefined } as unknown as AgentContext)).resolves.toEqual({ done: true });
+    expect(records).toEqual([['file_read', expect.objectContaining({ key: 'src', path: 'ok.md', size: 2 })]]);
+    // outputs: refused ones are logged and never written; the call keeps its result (AIP-16)
+    const writing = defineAgent({
+      id: 'w',
+      version: '1.0.0',
+      workspace: ws,
+      io: defineIO({ outputsFiles: { up: { path: '../pwned.txt' }, abs: { path: join(base, 'abs.txt') }, run: { path: '<runId>/x.txt' }, good: { path: 'out/<runId>.txt' } } }),
+      handler: async (c) => {
+        const root = (c.input as { _workflowFsRoot: string })._workflowFsRoot;
+        for (const k of ['up', 'abs', 'run', 'good']) await writeFile(join(root, k), k);
+        return { done: true };
+      },
+    });
+    await expect(writing(ctx('..'))).resolves.toEqual({ done: true });
+    expect(existsSync(join(base, 'pwned.txt'))).toBe(false);
+    expect(existsSync(join(base, 'abs.txt'))).toBe(false);
+    expect(existsSync(join(base, 'x.txt'))).toBe(false);
+    // `out/<runId>.txt` with a run id of `..` is `out/...txt`, a plain file name: written
+    expect(logs.filter((l) => /could not be synced/.test(l)).map((l) => /`(\w+)`/.exec(l)![1])).toEqual(['up', 'abs', 'run']);
+    await expect(writing(ctx('run-2'))).resolves.toEqual({ done: true });
+    expect(readFileSync(join(ws, 'out', 'run-2.txt'), 'utf8')).toBe('good');
+    expect(existsSync(join(base, 'pwned.txt'))).toBe(false);
   });
 
   test('an --agents module exporting {drafter: defineAgent(...)} is still a handler map', async () => {

@@ -2,7 +2,7 @@
  * Fan-out at run time, end to end: `for_each` phases run one stored task per item, through the
  * library and through `baton run`, in the 1.0 form and in the contract spec's step form.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -151,6 +151,18 @@ describe('a workflow with for_each', () => {
     expect(doc.workflowState.context.completedSteps.find((x) => x.stepId === 'draft-sections')?.agentId).toBe('section-drafter');
     expect(doc.workflowState.context.artifacts['outline']).toEqual({ sections: [{ name: 'name-1', outline: {} }, { name: 'name-2', outline: {} }] });
     expect(doc.workflowState.context.artifacts['researchDoc']).toEqual([{ source: 'source-1', citations: [{}, {}] }, { source: 'source-2', citations: [{}, {}] }]);
+  });
+
+  test('`baton run --state-out` (a run that folds its settled items) keeps the templated `$store` targets of the items in context.artifacts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-paper-'));
+    writeFileSync(join(dir, 'trigger.json'), JSON.stringify({ topic: 'tides', sources: ['a', 'b'] }));
+    let err = '';
+    const io: CliIo = { stdout: () => undefined, stderr: (s) => void (err += s), isTTY: false, cwd: dir, env: { USER: 't' } };
+    // no --json, no --output: the run keeps no event log, so its completed items are folded out of the state
+    expect(await run(['run', join(writePaper, 'workflow.yaml'), '--stub-agents', '--store', 'memory', '--trigger', `@${join(dir, 'trigger.json')}`, '-q', '--state-out', 'state.json'], io)).toBe(0);
+    expect(err).not.toMatch(/\n\s+at /);
+    const doc = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { workflowState: { context: { artifacts: Record<string, unknown> } } };
+    expect(doc.workflowState.context.artifacts['drafts']).toEqual({ 'name-1': 'any', 'name-2': 'any' });
   });
 
   test("stub agents honour the contract's output schema: each item's output passes section-drafter's (required: [draftContent, completionStatus] beside the schema)", async () => {

@@ -282,6 +282,48 @@ describe('output files and the outcome they belong to', () => {
     expect(res.events.flatMap((e) => (e.type === 'task.file' ? [`${e.attempt} ${e.direction} ${e.path}`] : []))).toEqual(['2 synced out/2.txt']);
   });
 
+  test('fan-out items whose `<item.x>` values repeat would write one file: a task.warning FileCollision names them before any item runs', async () => {
+    writeFileSync(
+      join(ws, 'workflow.yaml'),
+      `openintent: "1.0"
+info: {name: collide}
+types: {S: {name: string}}
+x-trigger: {sections: "S[]"}
+workflow:
+  draft:
+    assign: w
+    for_each: $trigger.sections
+    max_parallel: 1
+    inputs: {name: $item.name}
+    outputsFiles:
+      text: {path: "out/<item.name>.md"}
+      own: {path: "out/<index>-<item.name>.md"}
+`,
+    );
+    const r = await loadWorkflow(join(ws, 'workflow.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = createEngine({
+      store: new MemoryStore(),
+      agents: {
+        w: (ctx: AgentContext) => {
+          const root = ctx.input['_workflowFsRoot'] as string;
+          writeFileSync(join(root, 'text'), `item ${ctx.item!.index}`);
+          writeFileSync(join(root, 'own'), `item ${ctx.item!.index}`);
+          return {};
+        },
+      },
+    });
+    const res = await engine.run(r.model, { path: join(ws, 'workflow.yaml'), trigger: { sections: [{ name: 'intro' }, { name: 'body' }, { name: 'intro' }, { name: 'intro' }] } });
+    await engine.close();
+    expect(res.status).toBe('completed');
+    const warnings = res.events.filter((e) => e.type === 'task.warning' && e.code === 'FileCollision');
+    expect(warnings.map((e) => (e.type === 'task.warning' ? e.details : undefined))).toEqual([{ key: 'text', path: 'out/intro.md', declared: 'out/<item.name>.md', items: [0, 2, 3] }]);
+    // before any item ran
+    expect(res.events.indexOf(warnings[0]!)).toBeLessThan(res.events.findIndex((e) => e.type === 'task.claimed'));
+    expect(readFileSync(join(ws, 'out', 'intro.md'), 'utf8')).toBe('item 3');
+    expect(readFileSync(join(ws, 'out', '0-intro.md'), 'utf8')).toBe('item 0');
+  });
+
   test('a file its completion recorded that cannot then be written is a task.warning FileNotSynced; the run goes on', async () => {
     writeFileSync(join(ws, 'workflow.yaml'), wfOf('{n: integer}'));
     const r = await loadWorkflow(join(ws, 'workflow.yaml'));
@@ -316,6 +358,14 @@ describe('baton run --workspace', () => {
     expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--workspace', other, '--store', 'memory', '--run-id', 'cli1', '-q'], io), err).toBe(0);
     expect(readFileSync(join(other, 'out', 'cli1.md'), 'utf8')).toBe('from the flag');
     rmSync(other, { recursive: true, force: true });
+    // a file named as the workspace is a usage error before anything runs (every file would be refused)
+    writeFileSync(join(ws, 'afile'), 'x');
+    err = '';
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--workspace', 'afile', '--store', 'memory', '-q'], io)).toBe(2);
+    expect(err).toMatch(/--workspace afile: is a file, not a directory; nothing was run/);
+    err = '';
+    expect(await run(['worker', '--workspace', 'afile', '--store', 'memory'], io)).toBe(2);
+    expect(err).toMatch(/--workspace afile: is a file, not a directory/);
   });
 });
 

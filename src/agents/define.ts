@@ -14,15 +14,15 @@
  * schema is checked at run time only, and `warnings` says the static checks are skipped. Nothing is
  * compiled or read at module load: validators are built on first use.
  */
-import { createHash } from 'node:crypto';
-import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { isStandardSchema, type StandardJsonSchemaConverter, type StandardOutput, type StandardResult, type StandardSchemaV1 } from '../core/standard-schema.js';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext } from '../engine/agent.js';
-import { scratchRootOf } from '../engine/files.js';
+import { expandPath, FileRefused, scratchRootOf, tokenValues, type ScratchRoot, type StageScope } from '../engine/files.js';
+import { localFileStager } from '../engine/files-local.js';
 import { SchemaCompiler, type SchemaValidator } from '../workflow/json-schema.js';
 import { emptyContract, type AgentContract, type FileEffect } from '../workflow/contract/model.js';
 import type { FileEntry } from '../workflow/model.js';
@@ -300,15 +300,22 @@ export function defineAgent<In = unknown, Out = unknown, R = Out>(def: AgentDefi
     // run by the engine, the files were staged by the host already (engine/files.ts): `_workflowFsRoot` is in the input
     if (!hasFiles || scratchRootOf(ctx) !== undefined) return body(ctx, ctx.input);
     const workspace = def.workspace ?? process.cwd();
-    const root = await mkdtemp(join(tmpdir(), `baton-${def.id.replace(/[^\w-]/g, '_')}-`));
+    // the local stager's roots and checks (keys, `..`, absolute paths, symbolic links out of the workspace),
+    // under a private folder of this call: no engine's leftover sweep can take it for one of a run's roots
+    const dir = await mkdtemp(join(tmpdir(), `baton-${def.id.replace(/[^\w-]/g, '_')}-`));
     try {
-      await stageIn(io.inputsFiles, workspace, root, ctx);
+      // a caller's own context (JavaScript) may leave out the run's fields: the root's name and the tokens then use these
+      const loose = ctx as Partial<Pick<AgentContext, 'runId' | 'phase' | 'attempt'>>;
+      const scope: StageScope = { runId: String(loose.runId ?? 'run'), workflowId: def.id, phase: String(loose.phase ?? def.id), attempt: Number(loose.attempt ?? 1), ...(ctx.item ? { item: ctx.item } : {}) };
+      const values = tokenValues(scope, Date.now());
+      const root = await localFileStager({ workspace, tmpDir: dir }).open(scope);
+      await stageIn(io.inputsFiles, root, values, scope, ctx);
       // the host injects the scratch root, overwriting whatever the caller put there (AIP-16)
-      const out = await body(ctx, { ...ctx.input, [FS_ROOT]: root });
-      await syncOut(io.outputsFiles, workspace, root, { runId: ctx.runId, workflowId: def.id }, ctx);
+      const out = await body(ctx, { ...ctx.input, [FS_ROOT]: root.path });
+      await syncOut(io.outputsFiles, root, values, scope, ctx);
       return out;
     } finally {
-      await rm(root, { recursive: true, force: true }).catch(() => undefined);
+      await rm(dir, { recursive: true, force: true }).catch(() => undefined);
     }
   };
   const body = async (ctx: AgentContext, raw: unknown): Promise<Out> => {
@@ -337,44 +344,37 @@ export function defineAgent<In = unknown, Out = unknown, R = Out>(def: AgentDefi
 }
 
 /** AIP-16 steps 3: each declared input file, from the workspace to `<root>/<key>`; a missing one fails before the body runs. */
-async function stageIn(files: Record<string, FileContractEntry>, workspace: string, root: string, ctx: AgentContext): Promise<void> {
+async function stageIn(files: Record<string, FileContractEntry>, root: ScratchRoot, values: Readonly<Record<string, string>>, scope: StageScope, ctx: AgentContext): Promise<void> {
   for (const [key, e] of Object.entries(files)) {
-    const from = resolve(workspace, e.path);
+    let path = e.path;
     try {
-      await copyFile(from, join(root, key));
-      ctx.record('file_read', { key, path: e.path, ...(await digest(from)) });
+      path = expandPath(e.path, values, scope.item);
+      ctx.record('file_read', { key, path, ...(await root.stage(key, path)) });
     } catch (err) {
-      throw new AgentError('MissingInputFile', `input file \`${key}\` (${e.path}) cannot be staged: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { key, path: e.path }, false);
+      // a path that leaves the workspace (`..`, absolute, a symbolic link out) is refused, as the engine refuses it
+      if (err instanceof FileRefused) throw new AgentError('PathEscape', `input file \`${key}\` (${e.path}) is refused: ${err.message}`, { key, path }, false);
+      throw new AgentError('MissingInputFile', `input file \`${key}\` (${path}) cannot be staged: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { key, path }, false);
     }
   }
 }
 
 /** AIP-16 step 6: each declared output file that exists, back to the workspace (tokens replaced once); missing ones are a warning. */
-async function syncOut(files: Record<string, FileContractEntry>, workspace: string, root: string, ids: { runId: string; workflowId: string }, ctx: AgentContext): Promise<void> {
-  const isoDate = new Date().toISOString().slice(0, 10);
+async function syncOut(files: Record<string, FileContractEntry>, root: ScratchRoot, values: Readonly<Record<string, string>>, scope: StageScope, ctx: AgentContext): Promise<void> {
   for (const [key, e] of Object.entries(files)) {
-    const from = join(root, key);
-    const exists = await stat(from).then(() => true, () => false);
-    if (!exists) {
-      ctx.log(`warning: declared output file \`${key}\` (${e.path}) was not produced`);
-      continue;
-    }
-    const rel = e.path.replace(/<(runId|workflowId|toolId|isoDate)>/g, (_, t: string) => (t === 'runId' ? ids.runId : t === 'isoDate' ? isoDate : ids.workflowId));
-    const to = resolve(workspace, rel);
+    let path = e.path;
     try {
-      await mkdir(dirname(to), { recursive: true });
-      await copyFile(from, to);
-      ctx.record('file_written', { key, path: rel, ...(await digest(to)) });
+      path = expandPath(e.path, values, scope.item);
+      const d = await root.sync(key, path);
+      if (d === 'missing') {
+        ctx.log(`warning: declared output file \`${key}\` (${path}) was not produced`);
+        continue;
+      }
+      ctx.record('file_written', { key, path, ...d });
     } catch (err) {
-      ctx.log(`warning: output file \`${key}\` could not be synced to ${rel}: ${(err as Error).message}`);
+      // refused (out of the workspace) or not written: logged, never the end of the call (AIP-16)
+      ctx.log(`warning: output file \`${key}\` could not be synced to ${path}: ${(err as Error).message}`);
     }
   }
-}
-
-/** Provenance of a staged or synced file (the event log keeps it with the run, phase and attempt). */
-async function digest(path: string): Promise<{ sha256: string; size: number }> {
-  const bytes = await readFile(path);
-  return { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length };
 }
 
 function contractFor<In, Out, R>(def: AgentDefinition<In, Out, R>, io: IOHandle<In, Out>): AgentContract {

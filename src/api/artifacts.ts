@@ -90,8 +90,10 @@ function storeItems(model: WorkflowModel, state: RunState, t: ArtifactTarget, tr
   const arr = resolveBinding({ name: 'for_each', ref: pm.forEach.ref, source: pm.forEach.source } as Parameters<typeof resolveBinding>[0], outputs, state.trigger, pm.initialState);
   if (!arr.ok || !Array.isArray(arr.value)) return;
   for (let i = 0; i < fan.count; i++) {
-    const p = state.phases.get(`${t.phase}[${i}]`);
-    const out = p?.status === 'completed' ? p.output : undefined;
+    // a settled item may be folded out of `phases` (a worker that keeps no event log): its output is in `fan.done`
+    const folded = fan.done?.[i];
+    const p = folded === undefined ? state.phases.get(`${t.phase}[${i}]`) : undefined;
+    const out = folded !== undefined ? (folded ?? undefined) : p?.status === 'completed' ? p.output : undefined;
     if (!out || !Object.prototype.hasOwnProperty.call(out, t.key)) continue;
     // an element without a name for its slot is left out of the tree (its output is still the item's);
     // two items that name the same place: the later one (by index) is kept, as the fan-out's

@@ -53,6 +53,15 @@ export async function inputProblem(abs: string): Promise<string | undefined> {
 }
 
 /**
+ * Why `--workspace DIR` cannot be a workspace: it names a file (every input would be refused and every
+ * output left unsynced). A missing folder is allowed: outputs make it.
+ */
+export async function workspaceProblem(abs: string): Promise<string | undefined> {
+  const st = await stat(abs).catch(() => undefined);
+  return st && !st.isDirectory() ? 'is a file, not a directory' : undefined;
+}
+
+/**
  * Writes the result to `abs`; when that fails, to the temporary directory. Returns false when the
  * result did not reach `abs` (the caller exits non-zero), having said where it went.
  */

@@ -6,6 +6,7 @@
 import { cloneJson, isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { resolveBinding, unresolvable } from '../workflow/runtime.js';
 import { itemStorePath } from '../workflow/steps.js';
+import { itemFileCollisions, mergeFiles } from '../workflow/files.js';
 import type { ForEachModel, PhaseModel, ToleratedFailures } from '../workflow/model.js';
 import type { FailureRecord, NewEvent } from './events.js';
 import { itemKey, isTerminal, parseItemKey, taskIdFor, type FanState, type RunState } from './state.js';
@@ -264,6 +265,7 @@ export function fanOut(ctx: Ctx, name: string): void {
   }
   emit(ctx, { type: 'task.fanned_out', phase: name, task_id: p.taskId, items: arr.items.length });
   storeCollisions(ctx, name, p.taskId, arr.items);
+  fileCollisions(ctx, pm, p.taskId, arr.items);
   fill(ctx, name, arr.items);
 }
 
@@ -299,6 +301,29 @@ function storeCollisions(ctx: Ctx, name: string, taskId: string, items: readonly
         details: { target: t.text, key: t.key, path, items: indexes.slice(0, 100) },
       });
     }
+  }
+}
+
+/**
+ * Output files that two items would write at one workspace path (`out/<item.name>.md` with two items
+ * named `intro`): one would overwrite the other's (at once or one after the other). Known as the phase fans out, before any item runs: a
+ * `task.warning FileCollision` per path names the items; the run goes on (the path keeps the last copy).
+ */
+function fileCollisions(ctx: Ctx, pm: PhaseModel, taskId: string, items: readonly Json[]): void {
+  const decl = ctx.plan.model.agents?.[pm.assign];
+  const files = mergeFiles(mergeFiles(ctx.plan.contracts.get(pm.assign)?.files ?? decl?.contract?.files, decl?.files), pm.files);
+  if (!files || files.outputs.length === 0) return;
+  for (const c of itemFileCollisions(files.outputs, items)) {
+    const shown = c.items.length > 10 ? `${c.items.slice(0, 10).join(', ')} and ${c.items.length - 10} more` : c.items.join(', ');
+    emit(ctx, {
+      type: 'task.warning',
+      phase: pm.name,
+      task_id: taskId,
+      attempt: 0,
+      code: 'FileCollision',
+      message: `items ${shown} ${c.items.length === 2 ? 'both' : 'all'} write output file \`${c.key}\` to ${c.path} (\`${c.declared}\`): the path keeps only the last one written; add \`<index>\` to the path to keep them apart`,
+      details: { key: c.key, path: c.path, declared: c.declared, items: c.items.slice(0, 100) },
+    });
   }
 }
 

@@ -83,7 +83,8 @@ export type RunEvent =
    * Something a user should see that changes nothing: an attempt running past twice its contract's
    * estimated time (`EstimateExceeded`), a declared file the attempt did not produce (`DeclaredFileMissing`),
    * an output file its completion recorded that could not be synced (`FileNotSynced`), fan-out items whose
-   * `$store` targets name one place (`StoreCollision`, attempt 0: the phase's own).
+   * `$store` targets name one place (`StoreCollision`, attempt 0: the phase's own), fan-out items whose output
+   * file paths name one file (`FileCollision`, attempt 0).
    */
   | (TaskBase & { type: 'task.warning'; attempt: number; code: string; message: string; details?: JsonObject })
   /**

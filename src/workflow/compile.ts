@@ -18,7 +18,7 @@ import { parseYamlSource, type ParsedSource } from './source.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
 import { checkInputs, type WiringContext } from './wiring.js';
-import { checkFanOutSettings, checkForEach, checkItemPaths, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, toleratesAny } from './fan-out.js';
+import { checkFanOutSettings, checkForEach, checkItemPaths, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, namesFile, toleratesAny } from './fan-out.js';
 import { fileContractOf, tokenKind, tokensOf } from './files.js';
 import type { Expression } from './expr.js';
 import { checkReservedNames } from './reserved.js';
@@ -143,6 +143,8 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
       if (model) {
         model.form = 'steps';
         model.artifacts = t.artifacts;
+        // positioned with the rest below
+        checkStoreItems(model, source.value as Record<string, unknown>, diagnostics);
         for (const p of model.phases) if (p.forEach) p.forEach.at = t.mapPath(p.forEach.at);
       }
       if (hasErrors(own)) model = undefined;
@@ -318,12 +320,20 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name), outputsOf: ctx.outputsOf, ...(item ? { extra: [ITEM_NAME, INDEX_NAME] } : {}) }, out);
     if (skipWhen && item) checkItemPaths(skipWhen, ['workflow', name, 'skip_when'], item, registry, out);
     const files = fileContractOf(raw, ['workflow', name], { fanOut: item !== undefined }, out);
+    if (files && item) checkItemTokens(files, ['workflow', name], item, registry, out);
     const phase = buildPhase(name, raw, deps, inputs, outputs.get(name), skipWhen, registry);
     if (fanOut) phase.forEach = fanOut;
     if (files) phase.files = files;
     phases.push(phase);
   }
   checkAgentItemTokens(phases, agents, out);
+  // an agent's files in the fan-out phases it runs: `<item.x>` against each phase's item type
+  for (const p of phases) {
+    const files = p.forEach ? agents?.[p.assign]?.files : undefined;
+    if (!files || !p.forEach) continue;
+    const own = new Set([...(p.files?.inputs ?? []), ...(p.files?.outputs ?? [])].map((e) => e.key));
+    checkItemTokens(files, ['agents', p.assign], p.forEach.itemType, registry, out, ` (in phase \`${p.name}\`)`, own);
+  }
   const llmPass = checkBlueprints(doc, agents, phases, file, out); // LLM agents: blueprints, mcp (blueprint.ts)
   const contractPass = checkContracts(doc, agents, phases, file, out, extras.bound); // agent contracts (contract/check.ts)
   if (contractPass.sources.size > 0) extras.sources = contractPass.sources;
@@ -541,6 +551,38 @@ function checkAgentItemTokens(phases: PhaseModel[], agents: Record<string, Agent
         if (!t) continue;
         out.push(error('item-outside-for-each', ['agents', p.assign, side, e.key, 'path'], `\`<${t.name}>\` names a fan-out item, but phase \`${p.name}\` (agent \`${p.assign}\`) has no \`for_each\``, { hint: 'declare the file on the fan-out phase instead, or drop the item token', data: { offset: t.offset, length: t.name.length + 2 } }));
       }
+    }
+  }
+}
+
+/**
+ * Step form: `{$item.a.b}` segments of a fan-out step's `$store` target, against its item type. A field
+ * the type does not have, or a value that is never a string or a number, places no item in the
+ * `artifacts` tree (input-path-invalid, on the segment inside the `$store` string).
+ */
+function checkStoreItems(model: WorkflowModel, doc: Record<string, unknown>, out: Diagnostic[]): void {
+  const steps = isPlainObject(doc['workflow']) && Array.isArray(doc['workflow']['steps']) ? (doc['workflow']['steps'] as unknown[]) : [];
+  const registry = model.types;
+  for (const t of model.artifacts) {
+    const fe = model.byName.get(t.phase)?.forEach;
+    if (!fe) continue;
+    const index = steps.findIndex((s) => isPlainObject(s) && s['id'] === t.phase);
+    if (index < 0) continue;
+    let from = 0;
+    for (const seg of t.path) {
+      if (typeof seg === 'string') continue;
+      const written = `{$item${seg.item.map((k) => `.${k}`).join('')}}`;
+      const offset = t.text.indexOf(written, from);
+      from = offset + written.length;
+      const found = registry.lookup(fe.itemType, seg.item);
+      const message = !found.ok ? found.message : namesFile(found.type) ? undefined : `it is \`${found.type.text}\`, never a string or a number`;
+      if (message === undefined) continue;
+      out.push(
+        error('input-path-invalid', ['workflow', 'steps', index, 'outputs', t.key, '$store'], `\`${written}\`: ${message}; no item can be stored at \`${t.text}\``, {
+          hint: !found.ok ? (found.hint ?? 'read a field the item type declares') : 'store under a string or number field of the item (`{$item.name}`)',
+          data: offset >= 0 ? { offset, length: written.length } : {},
+        }),
+      );
     }
   }
 }

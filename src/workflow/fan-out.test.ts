@@ -91,6 +91,9 @@ workflow:
     expect(codes('outlin.sections')).toEqual(['input-unknown-phase']);
     expect(codes('assemble.texts')).toEqual(['input-not-dependency']);
     expect(codes('$item.x')).toEqual(['item-outside-for-each']);
+    // the phase has a `for_each` (this one): the message says what is wrong, not that it has none
+    const self = parseWorkflow(doc('    for_each: $index')).diagnostics.find((d) => d.path.includes('for_each'));
+    expect(self?.message).toBe('`for_each` reads `$index`, an item of the fan-out it defines');
     expect(codes('outline.count')).toEqual(['for-each-not-array']);
     expect(codes('outline.sections.0')).toEqual(['for-each-not-array']);
   });

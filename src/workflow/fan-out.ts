@@ -9,7 +9,8 @@ import type { Path } from '../core/path.js';
 import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import type { CompiledType, TypeNode, TypeRegistry } from '../types/api.js';
 import type { Expression } from './expr.js';
-import type { ForEachModel, OutputDecl, ToleratedFailures } from './model.js';
+import { tokenKind, tokensOf } from './files.js';
+import type { FileContract, ForEachModel, OutputDecl, ToleratedFailures } from './model.js';
 import type { Field } from './shape.js';
 import { resolveRef, type WiringContext } from './wiring.js';
 
@@ -73,6 +74,11 @@ export function checkForEach(raw: Record<string, unknown>, at: Path, ctx: Wiring
   const ref = raw['for_each'];
   if (typeof ref !== 'string' || ref === '') return undefined;
   const path = [...at, 'for_each'];
+  if (/^\$(item|index)(?![\w])/.test(ref)) {
+    // the items come from the array `for_each` names: it cannot read one of them itself
+    out.push(error('item-outside-for-each', path, `\`for_each\` reads \`${ref}\`, an item of the fan-out it defines`, { hint: 'fan out over an upstream array: `for_each: outline.sections`, `$trigger.items` or `$initial_state.x`', data: { phase_name: ctx.phaseName, ref } }));
+    return undefined;
+  }
   const b = resolveRef(ref, '`for_each`', path, ctx, out);
   if (!b) return undefined;
   const el = ctx.types.elementOf(b.type);
@@ -131,6 +137,45 @@ export function checkItemPaths(expr: Expression, path: Path, item: CompiledType,
       }),
     );
   }
+}
+
+/**
+ * `<item>` / `<item.a.b>` in a fan-out phase's file paths, against the item type: a field the type does
+ * not have, or a value that is never a string or a number (a record, an array, a boolean), cannot name a
+ * file, and every item's file would be refused when it runs (input-path-invalid, on the token). `skip`
+ * lists keys whose entry another declaration overrides (an agent's file the phase redeclares).
+ */
+export function checkItemTokens(files: FileContract | undefined, base: Path, item: CompiledType, types: TypeRegistry, out: Diagnostic[], where = '', skip?: ReadonlySet<string>): void {
+  if (!files) return;
+  for (const [side, list] of [['inputsFiles', files.inputs], ['outputsFiles', files.outputs]] as const) {
+    for (const e of list) {
+      if (skip?.has(e.key)) continue;
+      for (const t of tokensOf(e.path)) {
+        if (t.name === 'index' || tokenKind(t.name) !== 'item') continue;
+        const segments = t.name === 'item' ? [] : t.name.slice('item.'.length).split('.');
+        const found = types.lookup(item, segments);
+        let message: string | undefined;
+        let hint = '';
+        if (!found.ok) {
+          message = found.message;
+          hint = found.hint ?? 'read a field the item type declares';
+        } else if (!namesFile(found.type)) {
+          message = `it is \`${found.type.text}\`, never a string or a number`;
+          hint = 'name the file with a string or number field of the item (`<item.slug>`), or with `<index>`';
+        }
+        if (message === undefined) continue;
+        out.push(error('input-path-invalid', [...base, side, e.key, 'path'], `\`<${t.name}>\`${where}: ${message}; no item can name its file with it, and every item's file would be refused`, { hint, data: { offset: t.offset, length: t.name.length + 2 } }));
+      }
+    }
+  }
+}
+
+/** Whether a value of this type may be a string or a number (what a file path token can hold). */
+export function namesFile(t: CompiledType): boolean {
+  if (t.check('a') || t.check(0) || t.check(0.5) || t.check(null)) return true;
+  // an enum of some strings or numbers (or a type such as one) accepts what it samples
+  const v = t.sample();
+  return typeof v === 'string' || typeof v === 'number';
 }
 
 /** `$item` / `$index` in a CEL condition: CEL names cannot start with `$`, so they are read as `_item` / `_index` (same length: offsets hold). */

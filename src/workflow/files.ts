@@ -130,3 +130,34 @@ export function mergeFiles(agent: FileContract | undefined, phase: FileContract 
   const workspace = phase.workspace ?? agent.workspace;
   return { inputs: merge(agent.inputs, phase.inputs), outputs: merge(agent.outputs, phase.outputs), ...(workspace !== undefined ? { workspace } : {}) };
 }
+
+/**
+ * Output files of a fan-out phase that two items would write at one workspace path: `<item.x>` values
+ * that repeat (two sections both called `intro` under `out/<item.name>.md`). Only item tokens are
+ * replaced (run tokens are the same for every item); a path with `<index>` is each item's own, and an
+ * item whose value cannot name a file is left out (its file is refused when it runs).
+ */
+export function itemFileCollisions(outputs: readonly FileEntry[], items: readonly unknown[]): { key: string; path: string; declared: string; items: number[] }[] {
+  const found: { key: string; path: string; declared: string; items: number[] }[] = [];
+  for (const e of outputs) {
+    const tokens = tokensOf(e.path).filter((t) => tokenKind(t.name) === 'item');
+    if (tokens.length === 0 || tokens.some((t) => t.name === 'index')) continue;
+    const at = new Map<string, number[]>();
+    items.forEach((el, i) => {
+      let ok = true;
+      const path = e.path.replace(TOKEN, (whole, name: string) => {
+        if (tokenKind(name) !== 'item') return whole;
+        let v: unknown = el;
+        for (const k of name === 'item' ? [] : name.slice('item.'.length).split('.')) v = isPlainObject(v) && Object.prototype.hasOwnProperty.call(v, k) ? v[k] : undefined;
+        if (typeof v !== 'string' && typeof v !== 'number') ok = false;
+        return String(v);
+      });
+      if (!ok) return;
+      const list = at.get(path);
+      if (list) list.push(i);
+      else at.set(path, [i]);
+    });
+    for (const [path, indexes] of at) if (indexes.length > 1) found.push({ key: e.key, path, declared: e.path, items: indexes });
+  }
+  return found;
+}

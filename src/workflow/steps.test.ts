@@ -69,6 +69,15 @@ describe('the step form', () => {
     expect(r.diagnostics.map((d) => `${d.code} ${d.path.join('.')}`)).toEqual(['input-not-dependency workflow.steps.1.inputs.v.$ref']);
   });
 
+  test('fan-out hints name the step form\'s own `forEach: {$ref: ...}`, not the 1.0 form\'s `phase.key`', () => {
+    const r = parseWorkflow('workflow:\n  name: x\n  steps:\n    - id: a\n      agent: x\n      inputs: {v: {$item: name}}\n      max_parallel: 2\n    - id: b\n      agent: x\n      forEach: null\n');
+    expect(r.diagnostics.map((d) => `${d.code} ${d.hint ?? ''}`)).toEqual([
+      'item-outside-for-each add `forEach: {$ref: "artifacts.outline.sections"}` to the step, or read an upstream output instead',
+      'fan-out-setting-unused fan the step out with `forEach: {$ref: "artifacts.outline.sections"}`, or remove `max_parallel`',
+      'wrong-type give it an array to fan out over (`forEach: {$ref: "artifacts.outline.sections"}`), or remove the key',
+    ]);
+  });
+
   test('formOf and artifactPath', () => {
     expect(formOf({ workflow: { steps: [] } })).toBe('steps');
     expect(formOf({ openintent: '1.0', workflow: { steps: {} } })).toBe('openintent');

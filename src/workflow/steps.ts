@@ -168,6 +168,8 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
 /** A compiler message in the step form's words (`agent`, not `assign`). */
 export function stepWords(message: string): string {
   return message
+    // a step fans out over an artifact, written `{$ref: ...}`, not over `phase.key`
+    .replace(/`for_each: (?:phase\.key|outline\.sections)`/g, '`forEach: {$ref: "artifacts.outline.sections"}`')
     .replace(/`assign`/g, '`agent`')
     .replace(/\bdepends_on\b/g, 'dependsOn')
     .replace(/\bfor_each\b/g, 'forEach')

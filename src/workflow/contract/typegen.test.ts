@@ -97,6 +97,42 @@ describe('baton types', () => {
   }, 30_000);
 });
 
+describe('baton types: AIP-16 files', () => {
+  const FILES = `
+openintent: "1.0"
+info: {name: files}
+x-trigger: {names: "string[]"}
+agents:
+  reader:
+    inputsFiles: {notes: {path: notes.md}}
+workflow:
+  read:
+    assign: reader
+  draft:
+    assign: writer
+    depends_on: [read]
+    for_each: $trigger.names
+    inputs: {name: $item}
+    outputsFiles: {text: {path: "out/<index>.md"}}
+    outputs: {ok: boolean}
+  plain:
+    assign: other
+    inputs: {name: $trigger.names}
+`;
+  test('a phase with files (its own or its agent\'s) has `_workflowFsRoot: string` in its input: a handler may read it', () => {
+    const text = generateTypes(parseWorkflow(FILES).model!);
+    expect(text).toContain('export type ReadInput = { _workflowFsRoot: string };');
+    expect(text).toContain('export type DraftInput = { name: string; _workflowFsRoot: string };');
+    expect(text).toContain('export type PlainInput = { name: string[] };');
+    const handlers = `{
+  reader: (ctx) => (void ctx.input._workflowFsRoot.length, {}),
+  writer: (ctx) => ({ ok: ctx.input._workflowFsRoot.length > 0 && ctx.input.name !== '' }),
+  other: (ctx) => ({ n: ctx.input.name.length }),
+}`;
+    expect(compile(`import { defineHandlers } from './workflow.types.js';\nexport default defineHandlers(${handlers});\n`, FILES)).toEqual([]);
+  }, 30_000);
+});
+
 describe('baton types: a workflow type named like a generated one', () => {
   // one workflow per name; its handler returns the workflow's type, and the file's API (Workflow,
   // Handlers, Trigger, ...) is the generated one whatever the workflow names its types

@@ -17,6 +17,16 @@
 import { readFileSync } from 'node:fs';
 import { createTsEmitter, tsKey, tsName } from '../../types/typescript.js';
 import type { PhaseModel, WorkflowModel } from '../model.js';
+import { mergeFiles } from '../files.js';
+import { FS_ROOT_KEY } from '../wiring.js';
+
+/** A phase's input schema with the host-injected `_workflowFsRoot` (a string) when it has files. */
+function withFsRoot(schema: Record<string, unknown>, files: boolean): Record<string, unknown> {
+  if (!files) return schema;
+  const properties = { ...((schema['properties'] as Record<string, unknown> | undefined) ?? {}), [FS_ROOT_KEY]: { type: 'string' } };
+  const required = [...((schema['required'] as string[] | undefined) ?? []), FS_ROOT_KEY];
+  return { ...schema, type: 'object', properties, required };
+}
 
 export interface TypegenOptions {
   /** The module `AgentContext` is imported from (default: this package's name, from its package.json). */
@@ -62,8 +72,12 @@ export function generateTypes(model: WorkflowModel, opts: TypegenOptions = {}): 
   }
   for (const p of model.phases) {
     const base = names.get(p.name)!;
-    const input = ts.typeOf({ ...p.inputType.jsonSchema(), additionalProperties: false });
-    const contract = model.agents?.[p.assign]?.contract;
+    const decl = model.agents?.[p.assign];
+    // AIP-16: with files declared (the phase's, its agent's or the agent's contract's), the host injects the
+    // scratch root as `_workflowFsRoot` into ctx.input
+    const files = mergeFiles(mergeFiles(decl?.contract?.files, decl?.files), p.files);
+    const input = ts.typeOf(withFsRoot({ ...p.inputType.jsonSchema(), additionalProperties: false }, files !== undefined && files.inputs.length + files.outputs.length > 0));
+    const contract = decl?.contract;
     const output = p.outputType ? ts.typeOf(p.outputType.jsonSchema()) : contract?.output ? ts.typeOf(contract.output.schema, tsName(p.assign)) : 'Record<string, unknown>';
     phaseLines.push(`/** Phase \`${p.name}\` (agent \`${p.assign}\`): what ctx.input holds. */`);
     phaseLines.push(`export type ${base}Input = ${input === 'Record<string, unknown>' ? 'Record<string, never>' : input};`);
