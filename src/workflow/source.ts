@@ -164,14 +164,30 @@ function syntaxErrors(text: string): Diagnostic[] {
   if (errors.some((e) => /call stack/i.test(e.message))) return [];
   const out: Diagnostic[] = [];
   const seen = new Set<number>();
+  let followOn = 0;
+  let lostAfter = 0;
   for (const e of errors) {
     if (seen.has(e.pos[0])) continue; // one report per place: the parser often explains one slip twice
     seen.add(e.pos[0]);
+    // once the parser has lost its place (an unclosed `{` or `[`, a broken indent), every token after is
+    // "Unexpected ... token in YAML stream": one slip gave 30 errors down to the end of the file. Those
+    // after the first error follow from it and are counted, not listed; other kinds are still reported
+    if (out.length > 0 && FOLLOW_ON.test(e.message)) {
+      if (followOn++ === 0) lostAfter = out.length - 1;
+      continue;
+    }
     const [message, extra] = syntaxMessage(firstLine(e.message));
     out.push(error('yaml-syntax', [], message, { ...extra, range: [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)] }));
   }
+  if (followOn > 0) {
+    const last = out[lostAfter]!;
+    const more = `the parser lost its place after this: the ${followOn} unexpected token${followOn === 1 ? '' : 's'} it reported further on ${followOn === 1 ? 'is' : 'are'} not shown; fix this and validate again`;
+    last.hint = last.hint ? `${last.hint}. Then: ${more}` : more;
+  }
   return out;
 }
+
+const FOLLOW_ON = /^Unexpected [\w-]+ token in YAML stream/;
 
 /** The `yaml` library's messages in a user's words where they address a programmer ("please use YAML.parseAllDocuments()"). */
 function syntaxMessage(message: string): [string, { hint?: string }] {
@@ -191,6 +207,7 @@ const SYNTAX_HINTS: readonly [RegExp, string][] = [
   [/All mapping items must start at the same column|bad indentation of a mapping entry|end of the stream or a document separator is expected/i, 'indent each key of a mapping by as many spaces as the keys beside it'],
   [/Nested mappings are not allowed in compact mappings|Block collections are not allowed within flow collections|a multiline key may not be an implicit key/i, 'a value holding `: ` must be quoted: `description: "step 1: draft"`'],
   [/Missing closing "?quote|within a (double|single) quoted scalar/i, 'close the quote that opens this value'],
+  [/Unexpected flow-(seq|map)-start at node end/i, 'a value with `[` or `{` after other text must be quoted: `items: "It[]"`'],
   [/Unexpected scalar at node end/i, 'a quoted value ends at its closing quote: to keep quotes inside, quote the whole value with the other kind, e.g. `skip_when: \'x == "y"\'`'],
   [/Plain value cannot start with reserved character|cannot start any token/i, 'a value that starts with `@` or a backtick must be quoted: `"@team"`'],
   [/A block sequence may not be used as an implicit map key/i, 'a list (`- item` lines) goes under a key of its own: the key, then the items indented below it'],
