@@ -218,8 +218,10 @@ export class Worker extends WorkerAttempts {
       if (this.crashed !== undefined || this.closed) break;
       this.checkDeadOwners();
       const now = this.storeNow();
-      // new work is looked for on a turn that committed nothing, while a slot is free (not again at once after a look that found none)
-      const wanted = this.serving && !did && !this.draining && this.active < this.concurrency && !this.heldRunsFillSlots(now);
+      // new work is looked for on a turn that committed nothing, while a slot is free (not again at once after a look that found none);
+      // while the store is away, only at the trouble scan's pace (nextScanAt): every turn of a worker whose held runs' commits
+      // back off would otherwise ask a store that is refusing connections
+      const wanted = this.serving && !did && !this.draining && !this.storeAway && this.active < this.concurrency && !this.heldRunsFillSlots(now);
       let look = wanted;
       // only a worker with attempts running puts a look off: an idle one looks at once (a run just started here is taken up without delay)
       if (wanted && this.active > 0 && monotonicNow() - this.lastEmptyScan < IDLE_SCAN_GAP_MS) {

@@ -94,6 +94,9 @@ export const DEFAULT_QUERY_TIMEOUT_MS = 60_000;
  * process alive for ever (a `baton run` that printed its result would never exit).
  */
 export const CLOSE_WAIT_MS = 1_000;
+/** The backoff before a LISTEN connection that failed to open is tried again: this, doubling, up to LISTEN_RETRY_MAX_MS. */
+const LISTEN_RETRY_MS = 100;
+const LISTEN_RETRY_MAX_MS = 1_000;
 /**
  * TCP keepalive probes an idle connection after this long (pg's default, 0, leaves it to the system:
  * two hours on Linux): a pooled or LISTEN connection across a partition is then found dead by the
@@ -172,6 +175,9 @@ export class PostgresStore implements RunStore {
   private readonly waiters = new Waiters();
   private listener: pg.Client | undefined;
   private listening: Promise<void> | undefined;
+  /** LISTEN connections that failed to open in a row, and when (monotonic ms) the next may be tried. */
+  private listenFailures = 0;
+  private listenRetryAt = 0;
   /** A notification arrived while nobody waited: the next wait returns at once. */
   private changed = false;
   /** NOTIFY payloads (`run_id seq`) since the last takeChanged, or unknown (a reconnect, an overflow). */
@@ -531,8 +537,15 @@ export class PostgresStore implements RunStore {
     this.consumers.delete(consumer);
   }
 
+  /**
+   * Opens the LISTEN connection, unless one is open or opening. One that failed to open (the database
+   * is away) is tried again only after a backoff (100 ms doubling to 1 s), not at every wait: a busy
+   * worker waits many times a second while its commits back off, and each wait used to open a new
+   * connection against a database that was refusing them (35-40 a second, beside the commits' own).
+   * Meanwhile the waits last their maxMs, and takeChanged says `unknown` (nothing is missed).
+   */
   private listen(): void {
-    if (this.listening || this.closed) return;
+    if (this.listening || this.closed || performance.now() < this.listenRetryAt) return;
     const c = new (pgModule().Client)(this.clientConfig);
     let check: NodeJS.Timeout | undefined;
     let dropped = false;
@@ -542,6 +555,11 @@ export class PostgresStore implements RunStore {
       clearInterval(check);
       this.markUnknown();
       if (this.listener === c) this.listener = undefined;
+      else {
+        // it never listened: the next try waits (a live listener that drops is replaced at the next wait)
+        this.listenFailures++;
+        this.listenRetryAt = performance.now() + Math.min(LISTEN_RETRY_MAX_MS, LISTEN_RETRY_MS * 2 ** (this.listenFailures - 1));
+      }
       this.listening = undefined;
       c.end().catch(() => undefined);
     };
@@ -561,6 +579,7 @@ export class PostgresStore implements RunStore {
       .then(() => {
         if (this.closed) return drop();
         this.listener = c;
+        this.listenFailures = 0;
         // what changed before we listened is unknown: whoever waits looks again
         this.markUnknown();
         this.waiters.wakeAll();
