@@ -565,7 +565,7 @@ export class RemoteAgents {
   /** Waits up to `waitMs` for the answer of input `n`. */
   async answer(t: RemoteTask, n: number, waitMs: number, signal?: AbortSignal): Promise<InputSlot> {
     const slot = t.inputs[n]!;
-    if (slot.answered || waitMs <= 0) return slot;
+    if (slot.answered || waitMs <= 0 || this.closed) return slot;
     t.polls++;
     try {
       await new Promise<void>((resolve) => {
@@ -601,10 +601,15 @@ export class RemoteAgents {
     return { live: this.live.size, queued, waitingClaims, commitWaits: this.commits.size, ended: this.ended.size, handedClaims: this.handed.size, rejections: this.rejections.count() };
   }
 
-  /** Ends the waiting claims (the server closes). Parked attempts stay: the worker's stop hands them back. */
+  /**
+   * Ends the waiting claims and input polls (the server closes): a claim answers 204, an input poll 202
+   * (not answered), instead of a connection cut a second later with no answer at all. Parked attempts
+   * stay: the worker's stop hands them back.
+   */
   close(): void {
     this.closed = true;
     for (const ws of this.waiters.values()) for (const w of ws.splice(0)) w.take(undefined);
+    for (const t of this.live.values()) for (const s of t.inputs) for (const w of s.waiters.splice(0)) w();
   }
 
   /** What the claim answers. */

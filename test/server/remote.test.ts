@@ -968,3 +968,25 @@ describe('baton serve --remote as a process', () => {
     }
   }, 90_000);
 });
+
+describe('the server stops with remote agents waiting', () => {
+  test('a long-polled claim and an input poll both get an answer (204, and 202 not answered) when the server closes, not a connection cut with no answer', async () => {
+    const h = await startRemote('memory');
+    try {
+      const id = await startRun(h, ASKING);
+      const c = await claim(h, 'r');
+      expect(c.body).toMatchObject({ run_id: id, phase: 'q' });
+      const token = c.body['token'] as string;
+      const input = api(h.url, 'POST', `/tasks/${token}/input?wait=60`, { key: RKEY, body: { question: 'still there?' } });
+      const poll = claim(h, 'r', RKEY, 60);
+      await until(() => h.remote.stats().waitingClaims === 1);
+      await until(async () => ((await api(h.url, 'GET', `/runs/${id}/gates`, { key: KEYS.reader })).body['gates'] as unknown[]).length === 1);
+      const closed = h.server.close();
+      expect(await poll).toMatchObject({ status: 204 });
+      expect(await input).toMatchObject({ status: 202, body: { input: 0, answered: false } });
+      await closed;
+    } finally {
+      await h.close();
+    }
+  }, 60_000);
+});
