@@ -434,13 +434,23 @@ export class RemoteAgents {
     else setTimeout(fail, 1000).unref?.(); // a no-op once the hand-back aborted the attempt
   }
 
-  /** Looks up a live token. */
+  /** Looks up a live token (its use: the claim's answer was read). */
   task(token: string): RemoteTask | undefined {
+    const t = this.peek(token);
+    if (t) this.used(t);
+    return t;
+  }
+
+  /** Looks up a live token without counting it as used (the key presenting it is checked first). */
+  peek(token: string): RemoteTask | undefined {
     const t = this.live.get(token);
-    if (!t || t.state !== 'claimed') return undefined;
+    return t && t.state === 'claimed' ? t : undefined;
+  }
+
+  /** The token came back from the agent it was handed to: a cancel of its claim no longer takes the task back. */
+  used(t: RemoteTask): void {
     t.touched = true;
     this.forgetHanded(t);
-    return t;
   }
 
   endedTask(token: string): EndedTask | undefined {
