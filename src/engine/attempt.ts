@@ -59,6 +59,8 @@ export class Attempt implements AgentContext {
   settled = false;
   /** Next `requestInput` index of this attempt. */
   inputIndex = 0;
+  /** A `requestInput` of this attempt is not settled yet: a second one is refused (one question at a time). */
+  asking = false;
   /** Set while the attempt waits for an answer (it then holds no slot and no lease). */
   suspendedOn: string | undefined;
   abortReason: unknown;

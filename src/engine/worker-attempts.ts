@@ -286,7 +286,22 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     if (r.kind !== 'checkpoint' || !r.ok) throw new StopSignal('the attempt no longer holds its task: the checkpoint was not saved');
   }
 
+  /**
+   * One question at a time: a second `requestInput` while the first waits is refused with
+   * `InvalidInputRequest` (the engine records one open question per attempt; the second was refused
+   * as if the attempt had lost its task, a StopSignal, and a remote agent was told its task had ended).
+   */
   async requestInput(att: Attempt, req: InputRequest): Promise<Json> {
+    if (att.asking) throw new AgentError('InvalidInputRequest', 'this attempt has a question not answered yet: ask one question at a time (await the answer first)', {}, false);
+    att.asking = true;
+    try {
+      return await this.askInput(att, req);
+    } finally {
+      att.asking = false;
+    }
+  }
+
+  private async askInput(att: Attempt, req: InputRequest): Promise<Json> {
     const ctx = this.runs.get(att.runId);
     if (!ctx) throw new StopSignal('the run is gone');
     const index = att.inputIndex++;

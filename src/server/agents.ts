@@ -46,9 +46,11 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
   /** The live task of a token, for a caller who may act as its agent; 409 (with why) when it ended or is unknown. */
   const live = (r: PlainRequest, outcome?: 'completed' | 'failed'): RemoteTask => {
     const token = r.params['token']!;
-    const t = remote.task(token);
+    // a key that may not act for the task's agent (403) does not count as its agent's use of the token
+    const t = remote.peek(token);
     if (t) {
       if (!mayActAsAgent(r.principal, t.agent, t.delegatedTo)) throw forbidden(r, t.agent);
+      remote.used(t);
       remote.beat(t);
       return t;
     }
@@ -128,9 +130,10 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
 
     heartbeatTask: (r) => {
       const token = r.params['token']!;
-      const t = remote.task(token);
+      const t = remote.peek(token);
       if (t) {
         if (!mayActAsAgent(r.principal, t.agent, t.delegatedTo)) throw forbidden(r, t.agent);
+        remote.used(t);
         const until = remote.beat(t);
         return Promise.resolve(r.c.json({ status: t.inputs.some((s) => !s.answered) ? 'waiting_input' : 'running', stop: false, cancelled: false, lease_expires_at: until, ...remainingBudgetOf(t.ctx, true) }));
       }

@@ -165,7 +165,12 @@ export async function readJsonBody(c: Context, limit: number): Promise<Record<st
 async function jsonBodyOf(header: HeaderOf, read: () => Promise<Uint8Array>, limit: number): Promise<Record<string, Json>> {
   const declared = header('content-length');
   if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) throw tooLarge(limit);
-  const text = decodeUtf8(await read());
+  const bytes = await read();
+  // a compressed body (Content-Encoding: gzip, br, ...) is not read as such: 415, not "not UTF-8" (a
+  // gzip body) or a plain body taken whatever its header said (RFC 9110 §8.4.1 allows the 415)
+  const coding = header('content-encoding')?.trim();
+  if (bytes.length > 0 && coding !== undefined && coding !== '' && !/^identity$/i.test(coding)) throw new HttpError(415, 'unsupported-media-type', `the body must not be compressed: Content-Encoding \`${coding.slice(0, 40)}\` is not taken (send it as it is)`);
+  const text = decodeUtf8(bytes);
   if (text.trim() === '') return {};
   const type = header('content-type');
   if (type === undefined || !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) throw new HttpError(415, 'unsupported-media-type', `the body must be JSON with Content-Type: application/json${type !== undefined ? `, got \`${type.slice(0, 100)}\`` : ''}`);

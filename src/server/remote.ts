@@ -434,13 +434,23 @@ export class RemoteAgents {
     else setTimeout(fail, 1000).unref?.(); // a no-op once the hand-back aborted the attempt
   }
 
-  /** Looks up a live token. */
+  /** Looks up a live token (its use: the claim's answer was read). */
   task(token: string): RemoteTask | undefined {
+    const t = this.peek(token);
+    if (t) this.used(t);
+    return t;
+  }
+
+  /** Looks up a live token without counting it as used (the key presenting it is checked first). */
+  peek(token: string): RemoteTask | undefined {
     const t = this.live.get(token);
-    if (!t || t.state !== 'claimed') return undefined;
+    return t && t.state === 'claimed' ? t : undefined;
+  }
+
+  /** The token came back from the agent it was handed to: a cancel of its claim no longer takes the task back. */
+  used(t: RemoteTask): void {
     t.touched = true;
     this.forgetHanded(t);
-    return t;
   }
 
   endedTask(token: string): EndedTask | undefined {
@@ -565,7 +575,7 @@ export class RemoteAgents {
   /** Waits up to `waitMs` for the answer of input `n`. */
   async answer(t: RemoteTask, n: number, waitMs: number, signal?: AbortSignal): Promise<InputSlot> {
     const slot = t.inputs[n]!;
-    if (slot.answered || waitMs <= 0) return slot;
+    if (slot.answered || waitMs <= 0 || this.closed) return slot;
     t.polls++;
     try {
       await new Promise<void>((resolve) => {
@@ -601,10 +611,15 @@ export class RemoteAgents {
     return { live: this.live.size, queued, waitingClaims, commitWaits: this.commits.size, ended: this.ended.size, handedClaims: this.handed.size, rejections: this.rejections.count() };
   }
 
-  /** Ends the waiting claims (the server closes). Parked attempts stay: the worker's stop hands them back. */
+  /**
+   * Ends the waiting claims and input polls (the server closes): a claim answers 204, an input poll 202
+   * (not answered), instead of a connection cut a second later with no answer at all. Parked attempts
+   * stay: the worker's stop hands them back.
+   */
   close(): void {
     this.closed = true;
     for (const ws of this.waiters.values()) for (const w of ws.splice(0)) w.take(undefined);
+    for (const t of this.live.values()) for (const s of t.inputs) for (const w of s.waiters.splice(0)) w();
   }
 
   /** What the claim answers. */

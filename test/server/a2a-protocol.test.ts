@@ -209,6 +209,23 @@ describe('errors of the other methods', () => {
     expect((await rpc([{ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }])).json).toMatchObject({ id: null, error: { code: A2A_ERROR_CODE.INVALID_REQUEST } });
     expect((await rpc(undefined, { raw: 'GetTask x', type: 'text/plain' })).json).toMatchObject({ id: null, error: { code: A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED } });
   });
+
+  test('an object that is no JSON-RPC 2.0 request (no or another `jsonrpc`, no method, an id that is an object) is an invalid request (-32600), not invalid params; an id that is not a string or integer is answered as null', async () => {
+    const cases: [unknown, unknown][] = [
+      [{ jsonrpc: '1.0', id: 4, method: 'GetTask', params: { id: 'x' } }, 4],
+      [{ id: 'a', method: 'GetTask', params: { id: 'x' } }, 'a'],
+      [{ jsonrpc: '2.0', id: 5, params: { id: 'x' } }, 5],
+      [{ jsonrpc: '2.0', id: 6, method: 7 }, 6],
+      [{ jsonrpc: '2.0', id: { a: 1 }, method: 'GetTask', params: { id: 'x' } }, null],
+      [{ jsonrpc: '2.0', id: 1.5, method: 'GetTask', params: { id: 'x' } }, null],
+      [{ jsonrpc: '1.0', method: 'SendMessage', params: {} }, null],
+    ];
+    for (const [body, id] of cases) {
+      const r = await rpc(body);
+      expect(r.status, JSON.stringify(body)).toBe(200);
+      expect(r.json, JSON.stringify(body)).toMatchObject({ jsonrpc: '2.0', id, error: { code: A2A_ERROR_CODE.INVALID_REQUEST } });
+    }
+  });
 });
 
 describe('the endpoint', () => {

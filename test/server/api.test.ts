@@ -565,12 +565,13 @@ workflow:
   describe('bad requests change nothing', () => {
     test('malformed JSON, wrong content types, unknown fields, wrong types, oversized and deep bodies: 4xx with a message', async () => {
       const before = (await h.store.runs({ limit: 1000 })).length;
-      const cases: [string, { raw?: string; body?: unknown; type?: string }, number, string][] = [
+      const cases: [string, { raw?: string; body?: unknown; type?: string; headers?: Record<string, string> }, number, string][] = [
         ['malformed', { raw: '{"workflow": ' }, 400, 'malformed-json'],
         ['not an object', { raw: '[1, 2]' }, 400, 'invalid-request'],
         ['text/plain', { raw: JSON.stringify({ workflow: CHAIN }), type: 'text/plain' }, 415, 'unsupported-media-type'],
         ['form', { raw: 'workflow=x', type: 'application/x-www-form-urlencoded' }, 415, 'unsupported-media-type'],
         ['latin-1', { raw: JSON.stringify({ workflow: CHAIN }), type: 'application/json; charset=latin1' }, 415, 'unsupported-media-type'],
+        ['compressed (Content-Encoding: gzip)', { raw: JSON.stringify({ workflow: CHAIN }), headers: { 'content-encoding': 'gzip' } }, 415, 'unsupported-media-type'],
         ['unknown field', { body: { workflow: CHAIN, priority: 1 } }, 400, 'invalid-request'],
         ['wrong type', { body: { workflow: CHAIN, trigger: 'x' } }, 400, 'invalid-request'],
         ['bad run id', { body: { workflow: CHAIN, run_id: '../etc' } }, 400, 'invalid-request'],

@@ -85,6 +85,18 @@ describe.each(['memory', 'sqlite'] as const)('claim ids and their cancel (%s)', 
     expect(completed[0]).toMatchObject({ phase: 'p', attempt: 1, output: { i: 1 } });
   });
 
+  test('a token presented by a key of another agent (403) is not its use: the claim’s cancel still puts the task back', async () => {
+    const runId = await start();
+    const c = await claim('peek-eeeeeeee');
+    expect(c.status).toBe(200);
+    const token = c.body['token'] as string;
+    expect((await api(server.url, 'POST', `/tasks/${token}/heartbeat`, { key: OTHER, body: {} })).status).toBe(403);
+    expect((await cancel('peek-eeeeeeee')).body).toEqual({ requeued: true });
+    const again = await claim('peek-ffffffff');
+    expect(again.body).toMatchObject({ run_id: runId, phase: 'p', attempt: 1 });
+    expect((await api(server.url, 'POST', `/tasks/${again.body['token'] as string}/complete`, { key: QKEY, body: { output: { i: 3 } } })).status).toBe(200);
+  });
+
   test('a task whose token came back is not taken back by a cancel', async () => {
     const runId = await start();
     const c = await claim('used-dddddddd');

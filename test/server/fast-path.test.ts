@@ -51,8 +51,8 @@ interface Answer {
   connection: string | null;
 }
 
-async function complete(token: string, init: { key?: string; raw?: string; type?: string }): Promise<Answer> {
-  const r = await api(server.url, 'POST', `/tasks/${token}/complete`, { ...(init.key !== undefined ? { key: init.key } : {}), ...(init.raw !== undefined ? { raw: init.raw } : {}), ...(init.type !== undefined ? { type: init.type } : {}) });
+async function complete(token: string, init: { key?: string; raw?: string; type?: string; encoding?: string }): Promise<Answer> {
+  const r = await api(server.url, 'POST', `/tasks/${token}/complete`, { ...(init.key !== undefined ? { key: init.key } : {}), ...(init.raw !== undefined ? { raw: init.raw } : {}), ...(init.type !== undefined ? { type: init.type } : {}), ...(init.encoding !== undefined ? { headers: { 'content-encoding': init.encoding } } : {}) });
   const err = (r.body['error'] ?? {}) as Record<string, unknown>;
   return { status: r.status, code: err['code'], message: err['message'], type: r.headers.get('content-type'), auth: r.headers.get('www-authenticate'), connection: r.status === 413 ? r.headers.get('connection') : null };
 }
@@ -65,13 +65,14 @@ test('a completion gets the same answer through the fast path and through Hono, 
   const token = claimed.body['token'] as string;
   expect(token).toMatch(/^rt_/);
 
-  const cases: [string, { key?: string; raw?: string; type?: string }, number][] = [
+  const cases: [string, { key?: string; raw?: string; type?: string; encoding?: string }, number][] = [
     ['no key', { raw: '{"output":{"i":1}}' }, 401],
     ['an unknown key', { key: 'nope-0123456789abcdef', raw: '{"output":{"i":1}}' }, 401],
     ['an operator key', { key: OPS, raw: '{"output":{"i":1}}' }, 403],
     ['malformed JSON', { key: AGENT, raw: '{"output":' }, 400],
     ['a text body', { key: AGENT, raw: '{"output":{"i":1}}', type: 'text/plain' }, 415],
     ['another charset', { key: AGENT, raw: '{"output":{"i":1}}', type: 'application/json; charset=latin1' }, 415],
+    ['a compressed body (Content-Encoding)', { key: AGENT, raw: '{"output":{"i":1}}', encoding: 'br' }, 415],
     ['an unknown field', { key: AGENT, raw: '{"output":{"i":1},"x":1}' }, 400],
     ['no output', { key: AGENT, raw: '{}' }, 400],
     ['a JSON array', { key: AGENT, raw: '[1]' }, 400],

@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine, createRemoteAgent, type ClaimRejection, type Engine, type RunStore } from '@baton-run/baton';
 import { parseKeysEnv, RemoteAgents, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
-import { baton } from '../helpers/spawn.js';
+import { baton, until } from '../helpers/spawn.js';
 import { CHAIN, KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind } from './harness.js';
 import { eventsOf, readStream } from './sse.js';
 
@@ -544,6 +544,26 @@ workflow:
     }
   }, 60_000);
 
+  test('a second question while the first is open is refused (400 InvalidInputRequest), not answered 409 task-ended: the attempt goes on, the first question is answered and the task completes', async () => {
+    const id = await startRun(h, ASKING);
+    const c = await claim(h, 'r');
+    const token = c.body['token'] as string;
+    expect(await api(h.url, 'POST', `/tasks/${token}/input?wait=0`, { key: RKEY, body: { question: 'first?' } })).toMatchObject({ status: 202, body: { input: 0, answered: false } });
+    const second = await api(h.url, 'POST', `/tasks/${token}/input?wait=5`, { key: RKEY, body: { question: 'second?' } });
+    expect(second.status).toBe(400);
+    expect(second.body).toMatchObject({ error: { code: 'invalid-request' } });
+    expect(second.body['error']).not.toHaveProperty('stop');
+    const beat = await task(h, token, 'heartbeat');
+    expect(beat).toMatchObject({ status: 200, body: { stop: false } });
+    await until(async () => ((await api(h.url, 'GET', `/runs/${id}/gates`, { key: KEYS.reader })).body['gates'] as unknown[]).length === 1);
+    const gates = (await api(h.url, 'GET', `/runs/${id}/gates`, { key: KEYS.reader })).body['gates'] as { id: string; status: string }[];
+    expect(gates).toEqual([expect.objectContaining({ status: 'open', question: 'first?' })]);
+    expect((await api(h.url, 'POST', `/runs/${id}/gates/${gates[0]!.id}/respond`, { key: KEYS.operator, body: { value: 'yes' } })).status).toBe(200);
+    expect(await api(h.url, 'POST', `/tasks/${token}/input?wait=10`, { key: RKEY, body: { input: 0 } })).toMatchObject({ status: 200, body: { input: 0, answered: true, value: 'yes' } });
+    expect(await task(h, token, 'complete', { output: { answer: 'yes' } })).toMatchObject({ status: 200, body: { status: 'completed', committed: true } });
+    expect((await toEnd(h, id)).status).toBe('completed');
+  }, 60_000);
+
   test('claim-time rejections reach the claim: 422 with the UnresolvableInputError payload (a waiting long poll, or the next claim), each once; the run records them as before', async () => {
     // a long poll waiting when the engine rejects the task
     const waiting = claim(h, 'r', RKEY, 10);
@@ -947,4 +967,26 @@ describe('baton serve --remote as a process', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
+});
+
+describe('the server stops with remote agents waiting', () => {
+  test('a long-polled claim and an input poll both get an answer (204, and 202 not answered) when the server closes, not a connection cut with no answer', async () => {
+    const h = await startRemote('memory');
+    try {
+      const id = await startRun(h, ASKING);
+      const c = await claim(h, 'r');
+      expect(c.body).toMatchObject({ run_id: id, phase: 'q' });
+      const token = c.body['token'] as string;
+      const input = api(h.url, 'POST', `/tasks/${token}/input?wait=60`, { key: RKEY, body: { question: 'still there?' } });
+      const poll = claim(h, 'r', RKEY, 60);
+      await until(() => h.remote.stats().waitingClaims === 1);
+      await until(async () => ((await api(h.url, 'GET', `/runs/${id}/gates`, { key: KEYS.reader })).body['gates'] as unknown[]).length === 1);
+      const closed = h.server.close();
+      expect(await poll).toMatchObject({ status: 204 });
+      expect(await input).toMatchObject({ status: 202, body: { input: 0, answered: false } });
+      await closed;
+    } finally {
+      await h.close();
+    }
+  }, 60_000);
 });

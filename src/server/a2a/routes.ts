@@ -44,6 +44,8 @@ export function mountA2a(app: Hono, o: A2aMountOptions): void {
       if (e instanceof HttpError && e.status === 413) throw e;
       return c.json({ jsonrpc: '2.0', id: null, error: bodyError(e, errors) });
     }
+    const malformed = notRequest(body);
+    if (malformed) return c.json({ jsonrpc: '2.0', id: idOf(body), error: { code: -32600, message: malformed } });
     const notification = isNotification(body);
     const denied = refusal(body, principal);
     if (denied) {
@@ -88,6 +90,19 @@ function isNotification(body: Record<string, unknown>): boolean {
 }
 
 /**
+ * Why an object is no JSON-RPC 2.0 request (undefined: it is one): JSON-RPC 2.0 §5.1 and A2A answer
+ * that with -32600 Invalid Request. The SDK's handler answers it with -32602 (invalid params) and
+ * echoes any `id`, an object's too; here the id is echoed only when it is a string or a number.
+ */
+function notRequest(body: Record<string, unknown>): string | undefined {
+  if (body['jsonrpc'] !== '2.0') return 'not a JSON-RPC 2.0 request: `jsonrpc` must be "2.0"';
+  if (typeof body['method'] !== 'string' || body['method'] === '') return 'not a JSON-RPC 2.0 request: `method` must be a non-empty string';
+  const id = body['id'];
+  if ('id' in body && id !== null && typeof id !== 'string' && !(typeof id === 'number' && Number.isInteger(id))) return 'not a JSON-RPC 2.0 request: `id` must be a string, an integer or null';
+  return undefined;
+}
+
+/**
  * A notification is carried out and not answered: 204 with no body. Its context's caller has already
  * gone, so a SendMessage starts its run (or answers its gate) without waiting on it, and a stream
  * ends after its first event; whatever it failed with is dropped, as the caller asked.
@@ -127,7 +142,7 @@ function sse(c: Context, first: IteratorResult<unknown>, rest: AsyncGenerator<un
 
 function idOf(body: Record<string, unknown>): string | number | null {
   const id = body['id'];
-  return typeof id === 'string' || typeof id === 'number' ? id : null;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
 }
 
 /** Why the caller may not call this method (undefined: it may). Writes need operator or admin; reads any role but agent. */
