@@ -62,12 +62,18 @@ export const START_REFUSED_MS = 5_000;
 export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, waitUnreachable: boolean | 'blip', forMs = 300_000): Promise<RunStore> {
   const start = performance.now();
   let said = false;
+  let lastLocked = false;
   for (let n = 1; ; n++) {
     try {
-      return await open();
+      const store = await open();
+      // as a cut mid-run is: one line when it starts, one when it ends. Not for a lock: the store opens
+      // before a write can land, and a lock ends only at a write (the running worker says that)
+      if (said && !lastLocked) io.stderr(`store available again after ${((performance.now() - start) / 1000).toFixed(1)} s\n`);
+      return store;
     } catch (e) {
       const waited = performance.now() - start;
       const locked = e instanceof BatonError && e.code === 'store-locked';
+      lastLocked = locked;
       const blip = e instanceof BatonError && e.code === 'store-unreachable' && waitUnreachable === 'blip' ? blipMs(e) : 0;
       const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && (waitUnreachable === true || waited < blip);
       if (!(locked || unreachable) || waited >= forMs) throw e;

@@ -92,7 +92,7 @@ describe('baton run rides out a database blip', () => {
     await cut;
     expect(r.code, r.stderr).toBe(0);
     expect(performance.now() - t0).toBeGreaterThan(1_500);
-    expect(r.stderr.split('\n').filter((l) => l.startsWith('store unavailable'))).toEqual([expect.stringMatching(/^store unavailable, retrying for up to 30 s: cannot reach the PostgreSQL store/)]);
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('store '))).toEqual([expect.stringMatching(/^store unavailable, retrying for up to 30 s: cannot reach the PostgreSQL store/), expect.stringMatching(/^store available again after \d+\.\d s$/)]);
     expect((JSON.parse(r.stdout) as { status: string }).status).toBe('completed');
     expect(callsOf(id, calls)).toEqual(['a 1', 'b 1', 'c 1', 'd 1', 'e 1']);
   }, 60_000);
