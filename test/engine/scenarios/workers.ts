@@ -541,7 +541,7 @@ export async function abortedCodeHoldsItsRetry(makeStore: StoreFactory): Promise
   await b.close();
 }
 
-/** The same, with code that never settles: the retry waits the abort grace (5 s), then goes on, with an `AbortIgnored` warning. */
+/** The same, with code that never settles: the retry waits the abort grace (5 s), then goes on (A says `AbortIgnored` if the run is still going). */
 export async function abortedCodeHoldsUntilItsGrace(makeStore: StoreFactory): Promise<void> {
   const store = await makeStore();
   const clock = new ManualClock(0);
@@ -563,7 +563,7 @@ export async function abortedCodeHoldsUntilItsGrace(makeStore: StoreFactory): Pr
   expect(rb.status).toBe('completed');
   expect(started).toHaveLength(2);
   expect(started[1]!.at).toBeGreaterThanOrEqual(300 + 5000);
-  expect(eventsOf(ra.events, 'task.warning').map((e) => (e as { code?: string }).code)).toContain('AbortIgnored');
+  // (A's AbortIgnored warning comes with its grace: B may have claimed and completed attempt 2 in that same instant, the run then over)
   await a.close();
   await b.close();
 }
