@@ -6,7 +6,7 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { CliIo } from './io.js';
 import { jsonChunks, writeChunks, writeJsonFile } from './json-stream.js';
 
@@ -53,12 +53,14 @@ export async function inputProblem(abs: string): Promise<string | undefined> {
 }
 
 /**
- * Why `--workspace DIR` cannot be a workspace: it names a file (every input would be refused and every
- * output left unsynced). A missing folder is allowed: outputs make it.
+ * Why `--workspace DIR` (given relative to `cwd`) cannot be a workspace, as a message, or undefined: it
+ * names a file (every input would be refused and every output left unsynced). A missing folder is
+ * allowed: outputs make it.
  */
-export async function workspaceProblem(abs: string): Promise<string | undefined> {
-  const st = await stat(abs).catch(() => undefined);
-  return st && !st.isDirectory() ? 'is a file, not a directory' : undefined;
+export async function workspaceRefusal(given: string | undefined, cwd: string): Promise<string | undefined> {
+  if (given === undefined) return undefined;
+  const st = await stat(resolve(cwd, given)).catch(() => undefined);
+  return st && !st.isDirectory() ? `--workspace ${given}: is a file, not a directory` : undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 /** `baton resume RUN`, `baton rerun RUN --from PHASE` and `baton worker`: continue stored runs. */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { outputProblem, workspaceProblem } from './output.js';
+import { outputProblem, workspaceRefusal } from './output.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, unboundAgents, type Engine } from '../api/engine.js';
 import { BatonError } from '../core/errors.js';
@@ -113,8 +113,8 @@ interface ViewHolder {
 }
 
 async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: string | undefined; json?: boolean | undefined; store?: string | undefined; workspace?: string | undefined } & Parameters<typeof bindFromFlags>[0], holder: ViewHolder): Promise<Engine> {
-  const workspaceWhy = values.workspace === undefined ? undefined : await workspaceProblem(resolve(io.cwd, values.workspace));
-  if (workspaceWhy) throw new UsageError(`--workspace ${values.workspace}: ${workspaceWhy}; nothing was run`);
+  const workspaceWhy = await workspaceRefusal(values.workspace, io.cwd);
+  if (workspaceWhy) throw new UsageError(`${workspaceWhy}; nothing was run`);
   const bound = await bindFromFlags(values, io, io.cwd);
   const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
   if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
@@ -146,8 +146,8 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
     const lease = values.lease === undefined ? undefined : Number(values.lease);
     if (lease !== undefined && !(Number.isFinite(lease) && lease >= 0.5)) throw new UsageError(`--lease expects a number of seconds (at least 0.5), got \`${values.lease}\``);
-    const workspaceWhy = values.workspace === undefined ? undefined : await workspaceProblem(resolve(io.cwd, values.workspace));
-    if (workspaceWhy) throw new UsageError(`--workspace ${values.workspace}: ${workspaceWhy}`);
+    const workspaceWhy = await workspaceRefusal(values.workspace, io.cwd);
+    if (workspaceWhy) throw new UsageError(workspaceWhy);
     const bound = await bindFromFlags(values, io, io.cwd);
     store = await openCliStore(values, io, 'write', true);
     const ctl = new AbortController();

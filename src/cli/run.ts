@@ -25,7 +25,7 @@ import { copyExample, declaresFiles, examplesInstalled, resolveTarget } from './
 import { StateOut } from './state-out.js';
 import { endAfterSignal, Foreground } from './foreground.js';
 import type { CliIo } from './io.js';
-import { inputProblem, outputProblem, workspaceProblem } from './output.js';
+import { inputProblem, outputProblem, workspaceRefusal } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
 import { boundFromHandlers } from './agents-module.js';
 import { jsonDiagnostics } from '../api/validation.js';
@@ -57,8 +57,8 @@ async function runHere(args: string[], io: CliIo, held: { fg?: Foreground }): Pr
       const why = await outputProblem(resolve(io.cwd, given), join(given, example));
       if (why) throw new UsageError(`${flag} ${given}: ${why}; nothing was run`);
     }
-    const workspaceWhy = values.workspace === undefined ? undefined : await workspaceProblem(resolve(io.cwd, values.workspace));
-    if (workspaceWhy) throw new UsageError(`--workspace ${values.workspace}: ${workspaceWhy}; nothing was run`);
+    const workspaceWhy = await workspaceRefusal(values.workspace, io.cwd);
+    if (workspaceWhy) throw new UsageError(`${workspaceWhy}; nothing was run`);
     const repliesWhy = values.replies === undefined ? undefined : await inputProblem(resolve(io.cwd, values.replies));
     if (repliesWhy) throw new UsageError(`--replies ${values.replies}: ${repliesWhy}; nothing was run`);
 

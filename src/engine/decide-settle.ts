@@ -6,7 +6,7 @@
 import { cloneJson, isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { resolveBinding, unresolvable } from '../workflow/runtime.js';
 import { itemStorePath } from '../workflow/steps.js';
-import { itemFileCollisions, mergeFiles } from '../workflow/files.js';
+import { filesOfPhase, itemFileCollisions } from '../workflow/files.js';
 import type { ForEachModel, PhaseModel, ToleratedFailures } from '../workflow/model.js';
 import type { FailureRecord, NewEvent } from './events.js';
 import { itemKey, isTerminal, parseItemKey, taskIdFor, type FanState, type RunState } from './state.js';
@@ -310,8 +310,7 @@ function storeCollisions(ctx: Ctx, name: string, taskId: string, items: readonly
  * `task.warning FileCollision` per path names the items; the run goes on (the path keeps the last copy).
  */
 function fileCollisions(ctx: Ctx, pm: PhaseModel, taskId: string, items: readonly Json[]): void {
-  const decl = ctx.plan.model.agents?.[pm.assign];
-  const files = mergeFiles(mergeFiles(ctx.plan.contracts.get(pm.assign)?.files ?? decl?.contract?.files, decl?.files), pm.files);
+  const files = filesOfPhase(ctx.plan.model, ctx.plan.contracts, pm.name, pm.assign);
   if (!files || files.outputs.length === 0) return;
   for (const c of itemFileCollisions(files.outputs, items)) {
     const shown = c.items.length > 10 ? `${c.items.slice(0, 10).join(', ')} and ${c.items.length - 10} more` : c.items.join(', ');

@@ -15,7 +15,8 @@
  * Only directories the stager made are touched (its naming, this user's, never a symbolic link).
  */
 import type { RunEvent } from './events.js';
-import { filesOfPhase, type FileStager, type LeftoverRoot } from './files.js';
+import { filesOfPhase } from '../workflow/files.js';
+import type { FileStager, LeftoverRoot } from './files.js';
 import type { AgentContract } from '../workflow/contract/model.js';
 import type { WorkflowModel } from '../workflow/model.js';
 import { foldedItem, itemKey, parseItemKey, type RunState } from './state.js';

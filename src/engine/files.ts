@@ -16,12 +16,11 @@
  * is refused (statically by the compiler, again here after the tokens are replaced), and a symbolic
  * link that points out of the workspace is refused at the time of the copy.
  */
-import { isPlainObject, type JsonObject } from '../core/json.js';
-import { escapeProblem, tokenKind } from '../workflow/files.js';
+import type { JsonObject } from '../core/json.js';
+import { escapeProblem, filesOfPhase, itemTokenValue, tokenKind } from '../workflow/files.js';
 import { FS_ROOT_KEY } from '../workflow/wiring.js';
-import type { FileContract, FileEntry, WorkflowModel } from '../workflow/model.js';
+import type { FileEntry, WorkflowModel } from '../workflow/model.js';
 import type { AgentContract } from '../workflow/contract/model.js';
-import { mergeFiles } from '../workflow/files.js';
 import { AgentError, type AgentContext, type AgentHandler } from './agent.js';
 import { Attempt } from './attempt.js';
 import { itemKey } from './state.js';
@@ -114,9 +113,9 @@ export function expandPath(path: string, values: Readonly<Record<string, string>
     if (tokenKind(name) === 'item') {
       if (!item) throw new FileRefused(`\`<${name}>\` names a fan-out item, and this attempt runs none`);
       if (name === 'index') return String(item.index);
-      const v = follow(item.value, name === 'item' ? [] : name.slice('item.'.length).split('.'));
-      if (typeof v !== 'string' && typeof v !== 'number') throw new FileRefused(`\`<${name}>\` is not a string or a number in item ${item.index}`);
-      return String(v);
+      const v = itemTokenValue(name, item.value);
+      if (v === undefined) throw new FileRefused(`\`<${name}>\` is not a string or a number in item ${item.index}`);
+      return v;
     }
     throw new FileRefused(`unknown token \`<${name}>\``);
   });
@@ -124,15 +123,6 @@ export function expandPath(path: string, values: Readonly<Record<string, string>
   if (escape !== undefined) throw new FileRefused(`\`${path}\` expands to ${escape}`);
   if (out.includes('\0') || out === '') throw new FileRefused(`\`${path}\` expands to an empty path or one with a NUL character`);
   return out;
-}
-
-function follow(v: unknown, path: string[]): unknown {
-  let x = v;
-  for (const seg of path) {
-    if (!isPlainObject(x) || !Object.prototype.hasOwnProperty.call(x, seg)) return undefined;
-    x = x[seg];
-  }
-  return x;
 }
 
 // ---- the attempt side ------------------------------------------------------------------------------
@@ -158,14 +148,6 @@ export function scratchRootOf(ctx: AgentContext): string | undefined {
     if (r !== undefined) return r;
   }
   return undefined;
-}
-
-/** Every file a phase's attempt has: the phase's own over its agent's (a declaration's and its contract's). */
-export function filesOfPhase(model: WorkflowModel, contracts: ReadonlyMap<string, AgentContract>, phase: string, agent: string): FileContract | undefined {
-  const pm = model.byName.get(phase);
-  const decl = model.agents?.[agent];
-  const own = mergeFiles(contracts.get(agent)?.files ?? decl?.contract?.files, decl?.files);
-  return mergeFiles(own, pm?.files);
 }
 
 export interface FileHostOptions {

@@ -9,7 +9,8 @@ import { isPlainObject } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { didYouMean } from '../core/suggest.js';
 import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
-import type { FileContract, FileEntry } from './model.js';
+import type { FileContract, FileEntry, WorkflowModel } from './model.js';
+import type { AgentContract } from './contract/model.js';
 import type { Field } from './shape.js';
 
 const entryShape: Field = {
@@ -131,6 +132,24 @@ export function mergeFiles(agent: FileContract | undefined, phase: FileContract 
   return { inputs: merge(agent.inputs, phase.inputs), outputs: merge(agent.outputs, phase.outputs), ...(workspace !== undefined ? { workspace } : {}) };
 }
 
+/** Every file a phase's attempt has: the phase's own over its agent's (a declaration's and its contract's). */
+export function filesOfPhase(model: WorkflowModel, contracts: ReadonlyMap<string, AgentContract> | undefined, phase: string, agent: string): FileContract | undefined {
+  const pm = model.byName.get(phase);
+  const decl = model.agents?.[agent];
+  const own = mergeFiles(contracts?.get(agent)?.files ?? decl?.contract?.files, decl?.files);
+  return mergeFiles(own, pm?.files);
+}
+
+/**
+ * What an item token (`<item>`, `<item.a.b>`) of a file path holds for the item `value`: its string or
+ * number as text, or undefined when it holds neither (such a path cannot name the item's file).
+ */
+export function itemTokenValue(name: string, value: unknown): string | undefined {
+  let v = value;
+  for (const k of name === 'item' ? [] : name.slice('item.'.length).split('.')) v = isPlainObject(v) && Object.prototype.hasOwnProperty.call(v, k) ? v[k] : undefined;
+  return typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
+}
+
 /**
  * Output files of a fan-out phase that two items would write at one workspace path: `<item.x>` values
  * that repeat (two sections both called `intro` under `out/<item.name>.md`). Only item tokens are
@@ -147,10 +166,9 @@ export function itemFileCollisions(outputs: readonly FileEntry[], items: readonl
       let ok = true;
       const path = e.path.replace(TOKEN, (whole, name: string) => {
         if (tokenKind(name) !== 'item') return whole;
-        let v: unknown = el;
-        for (const k of name === 'item' ? [] : name.slice('item.'.length).split('.')) v = isPlainObject(v) && Object.prototype.hasOwnProperty.call(v, k) ? v[k] : undefined;
-        if (typeof v !== 'string' && typeof v !== 'number') ok = false;
-        return String(v);
+        const v = itemTokenValue(name, el);
+        if (v === undefined) ok = false;
+        return v ?? whole;
       });
       if (!ok) return;
       const list = at.get(path);

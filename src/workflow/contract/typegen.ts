@@ -17,7 +17,7 @@
 import { readFileSync } from 'node:fs';
 import { createTsEmitter, tsKey, tsName } from '../../types/typescript.js';
 import type { PhaseModel, WorkflowModel } from '../model.js';
-import { mergeFiles } from '../files.js';
+import { filesOfPhase } from '../files.js';
 import { FS_ROOT_KEY } from '../wiring.js';
 
 /** A phase's input schema with the host-injected `_workflowFsRoot` (a string) when it has files. */
@@ -75,7 +75,7 @@ export function generateTypes(model: WorkflowModel, opts: TypegenOptions = {}): 
     const decl = model.agents?.[p.assign];
     // AIP-16: with files declared (the phase's, its agent's or the agent's contract's), the host injects the
     // scratch root as `_workflowFsRoot` into ctx.input
-    const files = mergeFiles(mergeFiles(decl?.contract?.files, decl?.files), p.files);
+    const files = filesOfPhase(model, undefined, p.name, p.assign);
     const input = ts.typeOf(withFsRoot({ ...p.inputType.jsonSchema(), additionalProperties: false }, files !== undefined && files.inputs.length + files.outputs.length > 0));
     const contract = decl?.contract;
     const output = p.outputType ? ts.typeOf(p.outputType.jsonSchema()) : contract?.output ? ts.typeOf(contract.output.schema, tsName(p.assign)) : 'Record<string, unknown>';
