@@ -1,7 +1,7 @@
 /** The static side of AIP-16 files: keys, paths, tokens, merging, and the host's `_workflowFsRoot` in contract checks. */
 import { describe, expect, test } from 'vitest';
 import { parseWorkflow } from './compile.js';
-import { escapeProblem, keyProblem, mergeFiles, tokenKind, tokensOf } from './files.js';
+import { escapeProblem, itemFileCollisions, keyProblem, mergeFiles, tokenKind, tokensOf } from './files.js';
 
 describe('file contract rules', () => {
   test.each(['draft.md', 'a b', '.hidden', 'x..y'])('a key %j is a file name', (k) => expect(keyProblem(k)).toBeUndefined());
@@ -59,5 +59,17 @@ workflow:
 `);
     expect(r.diagnostics.map((d) => d.code)).toEqual(['input-schema-unknown-key']);
     expect(r.diagnostics[0]!.hint).toMatch(/_workflowFsRoot/);
+  });
+});
+
+describe('itemFileCollisions', () => {
+  const out = (path: string) => [{ key: 'k', path }];
+  test('two items naming one file, however the path is spelled', () => {
+    expect(itemFileCollisions(out('out/<item.name>.md'), [{ name: 'a' }, { name: './a' }, { name: 'b' }])).toEqual([{ key: 'k', path: 'out/a.md', declared: 'out/<item.name>.md', items: [0, 1] }]);
+    expect(itemFileCollisions(out('out/<item>/x'), ['a', 'a/', 'a//.', 'c'])).toEqual([{ key: 'k', path: 'out/a/x', declared: 'out/<item>/x', items: [0, 1, 2] }]);
+  });
+  test('distinct files, <index> paths and values that cannot name a file are no collision', () => {
+    expect(itemFileCollisions(out('out/<item.name>.md'), [{ name: 'a' }, { name: 'b' }, { name: {} }, {}])).toEqual([]);
+    expect(itemFileCollisions(out('out/<index>-<item>.md'), ['a', 'a'])).toEqual([]);
   });
 });

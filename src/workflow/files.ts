@@ -5,6 +5,7 @@
  * (no absolute path, no `..` segment), and every `<token>` is one Baton knows. The same functions
  * check paths again at run time, after the tokens are replaced (src/engine/files.ts).
  */
+import { posix } from 'node:path';
 import { isPlainObject } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { didYouMean } from '../core/suggest.js';
@@ -164,13 +165,15 @@ export function itemFileCollisions(outputs: readonly FileEntry[], items: readonl
     const at = new Map<string, number[]>();
     items.forEach((el, i) => {
       let ok = true;
-      const path = e.path.replace(TOKEN, (whole, name: string) => {
+      let path = e.path.replace(TOKEN, (whole, name: string) => {
         if (tokenKind(name) !== 'item') return whole;
         const v = itemTokenValue(name, el);
         if (v === undefined) ok = false;
         return v ?? whole;
       });
       if (!ok) return;
+      // one file, however its path is spelled (`out/./a.md`, `out//a.md` and `out/a.md`)
+      path = posix.normalize(path);
       const list = at.get(path);
       if (list) list.push(i);
       else at.set(path, [i]);
