@@ -57,6 +57,28 @@ export function authFetch(token: string | undefined, f: typeof fetch = fetch): t
   };
 }
 
+/**
+ * A fetch whose 401 or 403 fails the attempt for good (A2AAuthFailed, not retryable): the token sent
+ * (or its absence) is refused, and trying again with the same one cannot help.
+ */
+export function refusalFetch(name: string, tokenEnv: string | undefined, f: typeof fetch): typeof fetch {
+  return async (input, init) => {
+    const res = await f(input, init);
+    if (res.status === 401 || res.status === 403) {
+      await res.body?.cancel().catch(() => undefined);
+      const why = tokenEnv === undefined ? 'no token was sent (x-a2a.token_env names the variable that holds one)' : `the token in ${tokenEnv} was refused`;
+      throw new AgentError('A2AAuthFailed', `${name}: the agent answered HTTP ${res.status}: ${why}`, { status: res.status, ...(tokenEnv !== undefined ? { token_env: tokenEnv } : {}) }, false);
+    }
+    return res;
+  };
+}
+
+/** The AgentError an error is or carries (the SDK may wrap what a fetch threw). */
+function agentErrorIn(e: unknown): AgentError | undefined {
+  for (let c = e, k = 0; c !== undefined && c !== null && k < 5; c = (c as { cause?: unknown }).cause, k++) if (c instanceof AgentError) return c;
+  return undefined;
+}
+
 export function tokenOf(decl: A2aDecl, env: Readonly<Record<string, string | undefined>>, agentId: string): string | undefined {
   if (decl.tokenEnv === undefined) return undefined;
   const t = env[decl.tokenEnv];
@@ -71,7 +93,7 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
   const connect = (): Promise<Connected> => {
     connecting ??= (async () => {
       const { client: c } = await loadA2a('an `x-a2a` agent');
-      const f = authFetch(tokenOf(opts, opts.env ?? process.env, opts.agentId), opts.fetch);
+      const f = refusalFetch(name, opts.tokenEnv, authFetch(tokenOf(opts, opts.env ?? process.env, opts.agentId), opts.fetch));
       const factory = new c.ClientFactory(c.ClientFactoryOptions.createFrom(c.ClientFactoryOptions.default, { transports: [new c.JsonRpcTransportFactory({ fetchImpl: f })], cardResolver: new c.DefaultAgentCardResolver({ fetchImpl: f }) }));
       const { base, path } = cardLocation(opts.url);
       const client = await factory.createFromUrl(base, path);
@@ -87,7 +109,8 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
     try {
       conn = await connect();
     } catch (e) {
-      if (e instanceof AgentError) throw e;
+      const own = agentErrorIn(e);
+      if (own) throw own;
       // the SDK is not installed: retrying cannot help
       if (e instanceof BatonError && e.code === 'missing-package') throw new AgentError('A2AConfig', e.message, {}, false);
       throw new AgentError('A2AUnavailable', `${name}: cannot read its agent card: ${networkErrorText(e)}`, { url: opts.url });
@@ -230,7 +253,8 @@ function mergeArtifact(list: A2aTask['artifacts'], a: A2aTask['artifacts'][numbe
 }
 
 function failureOf(e: unknown, ctx: AgentContext, name: string): unknown {
-  if (e instanceof AgentError) return e;
+  const own = agentErrorIn(e);
+  if (own) return own;
   if (ctx.signal.aborted) return ctx.signal.reason ?? e;
   return new AgentError('A2AError', `${name}: ${(e as Error).message}`, { error: (e as Error).name });
 }

@@ -22,6 +22,8 @@ export interface A2aPeer {
   cancelled: string[];
   /** Every message the peer received (in order). */
   received: Message[];
+  /** Requests refused for want of the token (`token`). */
+  readonly refused: number;
   /** Resolves when a `hang` task has started (its id). */
   hanging: Promise<string>;
   close(): Promise<void>;
@@ -32,6 +34,8 @@ export interface PeerOptions {
   skills?: { id: string; inputModes?: string[]; outputModes?: string[] }[];
   defaultInputModes?: string[];
   defaultOutputModes?: string[];
+  /** The RPC endpoint answers 401 to a request without `Authorization: Bearer <token>` (the card stays public). */
+  token?: string;
 }
 
 const data = (value: unknown): Part => ({ content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType: 'application/json' });
@@ -98,6 +102,7 @@ export async function startA2aPeer(opts: PeerOptions = {}): Promise<A2aPeer> {
   };
 
   let url = '';
+  let refused = 0;
   const card = (): AgentCard => ({
     name: 'peer',
     description: 'a test A2A agent built from @a2a-js/sdk',
@@ -125,6 +130,11 @@ export async function startA2aPeer(opts: PeerOptions = {}): Promise<A2aPeer> {
         res.writeHead(404).end();
         return;
       }
+      if (opts.token !== undefined && req.headers.authorization !== `Bearer ${opts.token}`) {
+        refused++;
+        res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
+        return;
+      }
       const body = await readBody(req);
       const out = await rpc.handle(body, new ServerCallContext({ requestedVersion: '1.0' }));
       if (Symbol.asyncIterator in out) {
@@ -147,6 +157,9 @@ export async function startA2aPeer(opts: PeerOptions = {}): Promise<A2aPeer> {
     cancelled,
     received,
     hanging,
+    get refused() {
+      return refused;
+    },
     close: () =>
       new Promise<void>((r) => {
         for (const w of waiting.values()) w();

@@ -205,6 +205,26 @@ describe('an A2A agent as a phase', () => {
     expect(result.phases['ask']!.error?.message).toMatch(/fetch failed: connect ECONNREFUSED/);
   });
 
+  for (const sent of ['a wrong token', 'no token']) {
+    test(`a peer that answers 401 to ${sent} fails the attempt for good (A2AAuthFailed, not retried)`, async () => {
+      const p = await peer({ token: 'right' });
+      const r = await rig();
+      let text = flow(p.url).replace('outputs: {answer: string}', 'outputs: {answer: string}\n    retry: {max_attempts: 3, backoff: constant, initial_delay_ms: 1}');
+      if (sent === 'a wrong token') text = text.replace(`url: "${p.url}"`, `url: "${p.url}", token_env: BATON_TEST_A2A_TOKEN`);
+      process.env['BATON_TEST_A2A_TOKEN'] = 'wrong';
+      try {
+        const result = await r.engine.run(WorkflowSpec.fromString(text), { trigger: { question: 'q', mode: 'plain' } });
+        expect(result.status).toBe('failed');
+        expect(result.phases['ask']!.attempts).toBe(1);
+        expect(result.phases['ask']!.error).toMatchObject({ code: 'A2AAuthFailed', retryable: false });
+        expect(result.phases['ask']!.error?.message).toMatch(sent === 'a wrong token' ? /HTTP 401: the token in BATON_TEST_A2A_TOKEN was refused/ : /HTTP 401: no token was sent/);
+        expect(p.refused).toBe(1);
+      } finally {
+        delete process.env['BATON_TEST_A2A_TOKEN'];
+      }
+    });
+  }
+
   test('on PostgreSQL too', async () => {
     const db = testDatabase('baton_a2a');
     await db.create();
