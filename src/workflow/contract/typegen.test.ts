@@ -133,6 +133,46 @@ workflow:
   }, 30_000);
 });
 
+describe('baton types: a fan-out phase types ctx.item', () => {
+  const FAN = `
+openintent: "1.0"
+info: {name: fan}
+types:
+  Section: {name: string, words: number}
+x-trigger: {sections: "Section[]", tags: "string[]"}
+workflow:
+  write:
+    assign: writer
+    for_each: $trigger.sections
+    outputs: {text: string}
+  tag:
+    assign: writer
+    for_each: $trigger.tags
+    outputs: {text: string}
+  sum:
+    assign: summer
+    depends_on: [write]
+    inputs: {texts: write.text}
+    outputs: {n: number}
+`;
+  const program = (writer: string): string =>
+    `import { defineHandlers } from './workflow.types.js';\nexport default defineHandlers({\n  writer: ${writer},\n  summer: (ctx) => ({ n: ctx.input.texts.length + (ctx.item === undefined ? 0 : 1) }),\n});\n`;
+
+  test('ctx.item.value is the element type of the array the phase fans out over', () => {
+    const text = generateTypes(parseWorkflow(FAN).model!);
+    expect(text).toContain('export type WriteItem = Section;');
+    expect(text).toContain('export type TagItem = string;');
+    expect(text).toContain('write: { agent: "writer"; input: WriteInput; output: WriteOutput; item: { readonly index: number; readonly value: WriteItem } };');
+    expect(text).toContain('sum: { agent: "summer"; input: SumInput; output: SumOutput; item: undefined };');
+    const good = `(ctx) => ({ text: ctx.phase === 'write' ? ctx.item.value.name.toUpperCase() + ctx.item.value.words.toFixed(0) : ctx.item.value.toUpperCase() + ctx.item.index })`;
+    expect(compile(program(good), FAN)).toEqual([]);
+  }, 30_000);
+
+  test('a key the element does not have fails tsc', () => {
+    expect(compile(program(`(ctx) => ({ text: ctx.phase === 'write' ? ctx.item.value.title : '' })`), FAN)).toEqual(['TS2339 agents.ts']);
+  }, 30_000);
+});
+
 describe('baton types: a workflow type named like a generated one', () => {
   // one workflow per name; its handler returns the workflow's type, and the file's API (Workflow,
   // Handlers, Trigger, ...) is the generated one whatever the workflow names its types

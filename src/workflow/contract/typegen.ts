@@ -63,11 +63,12 @@ export function generateTypes(model: WorkflowModel, opts: TypegenOptions = {}): 
   const agents = new Map<string, string[]>();
   // phase names that differ only in punctuation (`write-section`, `write_section`) get numbered type names
   const names = new Map<string, string>();
-  const taken = (n: string): boolean => declared.has(`${n}Input`) || declared.has(`${n}Output`);
+  const taken = (n: string): boolean => declared.has(`${n}Input`) || declared.has(`${n}Output`) || declared.has(`${n}Item`);
   for (const p of model.phases) {
     let n = tsName(p.name);
     for (let i = 2; taken(n); i++) n = `${tsName(p.name)}${i}`;
     declared.add(`${n}Input`).add(`${n}Output`);
+    if (p.forEach) declared.add(`${n}Item`);
     names.set(p.name, n);
   }
   for (const p of model.phases) {
@@ -83,6 +84,10 @@ export function generateTypes(model: WorkflowModel, opts: TypegenOptions = {}): 
     phaseLines.push(`export type ${base}Input = ${input === 'Record<string, unknown>' ? 'Record<string, never>' : input};`);
     phaseLines.push(`/** Phase \`${p.name}\`: what its agent must return. */`);
     phaseLines.push(`export type ${base}Output = ${output};`);
+    if (p.forEach) {
+      phaseLines.push(`/** Phase \`${p.name}\` fans out over \`${p.forEach.ref}\`: ctx.item.value, one element (\`$item\`). */`);
+      phaseLines.push(`export type ${base}Item = ${ts.typeOf(p.forEach.itemType.jsonSchema())};`);
+    }
     agents.set(p.assign, [...(agents.get(p.assign) ?? []), p.name]);
   }
   const triggerType = model.trigger ? ts.typeOf(model.trigger.jsonSchema(), 'Trigger') : inferredTrigger(model.phases);
@@ -98,12 +103,16 @@ export function generateTypes(model: WorkflowModel, opts: TypegenOptions = {}): 
   lines.push(model.trigger ? '/** The trigger (`x-trigger`). */' : '/** The trigger: the keys `$trigger.*` inputs read (declare `x-trigger` in the workflow to type their values). */');
   lines.push(`export type Trigger = ${triggerType};`);
   lines.push('');
-  lines.push('/** Every phase: its agent, input and output. */');
+  lines.push('/** Every phase: its agent, input, output, and the item a fan-out phase\'s task runs on (undefined in other phases). */');
   lines.push('export interface Phases {');
-  for (const p of model.phases) lines.push(`  ${tsKey(p.name)}: { agent: ${JSON.stringify(p.assign)}; input: ${names.get(p.name)!}Input; output: ${names.get(p.name)!}Output };`);
+  for (const p of model.phases) {
+    const n = names.get(p.name)!;
+    const item = p.forEach ? `{ readonly index: number; readonly value: ${n}Item }` : 'undefined';
+    lines.push(`  ${tsKey(p.name)}: { agent: ${JSON.stringify(p.assign)}; input: ${n}Input; output: ${n}Output; item: ${item} };`);
+  }
   lines.push('}', '');
-  lines.push('/** The context a handler of phase P receives: ctx.input is exactly what the workflow wires. */');
-  lines.push(`export type PhaseContext<P extends keyof Phases> = Omit<${context}, 'input' | 'phase'> & { readonly phase: P; readonly input: Phases[P]['input'] };`);
+  lines.push('/** The context a handler of phase P receives: ctx.input is exactly what the workflow wires; ctx.item, a fan-out task\'s element. */');
+  lines.push(`export type PhaseContext<P extends keyof Phases> = Omit<${context}, 'input' | 'phase' | 'item'> & { readonly phase: P; readonly input: Phases[P]['input']; readonly item: Phases[P]['item'] };`);
   lines.push('');
   lines.push('/** Per agent: the phases it runs. A handler gets the context of one of them (narrow on ctx.phase). */');
   lines.push('export interface AgentPhases {');
