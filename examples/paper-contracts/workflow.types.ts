@@ -24,16 +24,16 @@ export type FlagGapsOutput = { todo: string[] };
 /** The trigger: the keys `$trigger.*` inputs read (declare `x-trigger` in the workflow to type their values). */
 export type Trigger = { topic: unknown; section: unknown };
 
-/** Every phase: its agent, input and output. */
+/** Every phase: its agent, input, output, and the item a fan-out phase's task runs on (undefined in other phases). */
 export interface Phases {
-  outline: { agent: "architect"; input: OutlineInput; output: OutlineOutput };
-  "write-section": { agent: "section-drafter"; input: WriteSectionInput; output: WriteSectionOutput };
-  edit: { agent: "editor"; input: EditInput; output: EditOutput };
-  "flag-gaps": { agent: "reviewer"; input: FlagGapsInput; output: FlagGapsOutput };
+  outline: { agent: "architect"; input: OutlineInput; output: OutlineOutput; item: undefined };
+  "write-section": { agent: "section-drafter"; input: WriteSectionInput; output: WriteSectionOutput; item: undefined };
+  edit: { agent: "editor"; input: EditInput; output: EditOutput; item: undefined };
+  "flag-gaps": { agent: "reviewer"; input: FlagGapsInput; output: FlagGapsOutput; item: undefined };
 }
 
-/** The context a handler of phase P receives: ctx.input is exactly what the workflow wires. */
-export type PhaseContext<P extends keyof Phases> = Omit<AgentContext, 'input' | 'phase'> & { readonly phase: P; readonly input: Phases[P]['input'] };
+/** The context a handler of phase P receives: ctx.input is exactly what the workflow wires; ctx.item, a fan-out task's element. */
+export type PhaseContext<P extends keyof Phases> = Omit<AgentContext, 'input' | 'phase' | 'item'> & { readonly phase: P; readonly input: Phases[P]['input']; readonly item: Phases[P]['item'] };
 
 /** Per agent: the phases it runs. A handler gets the context of one of them (narrow on ctx.phase). */
 export interface AgentPhases {
