@@ -696,7 +696,8 @@ export class RemoteAgents {
   /** What the claim answers. */
   view(t: RemoteTask): RemoteTaskView {
     const c = t.ctx;
-    return {
+    // set field by field, in the answer's order: spreads of optional parts build the object the slow way
+    const v: RemoteTaskView = {
       token: t.token,
       task_id: c.taskId,
       run_id: c.runId,
@@ -706,14 +707,16 @@ export class RemoteAgents {
       input: c.input,
       initial_state: c.initialState,
       idempotency_key: c.idempotencyKey,
-      ...(c.inputResponse !== undefined ? { input_response: c.inputResponse } : {}),
-      ...(c.lastCheckpoint !== undefined ? { last_checkpoint: c.lastCheckpoint } : {}),
-      ...(c.item !== undefined ? { item: { index: c.item.index, value: c.item.value } } : {}),
-      ...remainingBudgetOf(c),
-      lease_ms: this.leaseMs,
-      lease_expires_at: this.leaseEnd(t),
-      ...(c.trace ? { traceparent: c.trace.traceparent } : {}),
-    };
+    } as RemoteTaskView;
+    if (c.inputResponse !== undefined) v.input_response = c.inputResponse;
+    if (c.lastCheckpoint !== undefined) v.last_checkpoint = c.lastCheckpoint;
+    if (c.item !== undefined) v.item = { index: c.item.index, value: c.item.value };
+    const left = c.remainingBudgetUsd();
+    if (left !== undefined) v.remaining_budget_usd = roundUsd(left);
+    v.lease_ms = this.leaseMs;
+    v.lease_expires_at = this.leaseEnd(t);
+    if (c.trace) v.traceparent = c.trace.traceparent;
+    return v;
   }
 }
 
