@@ -6,7 +6,7 @@
  * and completes or fails the task.
  */
 import { randomBytes } from 'node:crypto';
-import type { Pool } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { Json, JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type InputRequest } from '../engine/agent.js';
 import type { Telemetry } from '../engine/telemetry.js';
@@ -161,7 +161,12 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
   let closed = false;
   // no timeouts of the client's own, as node:http had none: a claim and an input long-poll for as long as
   // the agent asked, and a lost server is found by the heartbeats
-  const connections = (): Promise<Pool> => (pool ??= import('undici').then((u) => new u.Pool(target.origin, { headersTimeout: 0, bodyTimeout: 0 })));
+  let ready: Pool | undefined;
+  const connections = (): Promise<Pool> =>
+    (pool ??= import('undici').then((u) => {
+      ready = new u.Pool(target.origin, { headersTimeout: 0, bodyTimeout: 0 });
+      return ready;
+    }));
 
   /**
    * One request. `timeoutMs` bounds the wait for the answer's headers and between its bytes: a server
@@ -172,8 +177,21 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
   async function call(path: string, body: unknown, signal?: AbortSignal, timeoutMs = CALL_TIMEOUT_MS): Promise<{ status: number; body: Record<string, unknown> }> {
     if (closed) throw new Error('the remote agent has stopped');
     const payload = JSON.stringify(body ?? {});
-    const res = await (await connections()).request({ path: prefix + path, method: 'POST', headers, body: payload, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, ...(signal ? { signal } : {}) });
-    const text = await res.body.text();
+    const p = ready ?? (await connections());
+    let status: number;
+    let text: string;
+    if (signal) {
+      const res = await p.request({ path: prefix + path, method: 'POST', headers, body: payload, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal });
+      status = res.statusCode;
+      text = await res.body.text();
+    } else {
+      // a call no signal ends (a completion, a heartbeat: most calls) goes through undici's dispatch, its answer
+      // gathered by a handler of this module's: request()'s body stream and its reading cost a round trip
+      // more than the rest of the client's work for it
+      const answer = new Answer();
+      p.dispatch({ path: prefix + path, method: 'POST', headers, body: payload, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }, answer);
+      ({ status, text } = await answer.done);
+    }
     let parsed: Record<string, unknown> = {};
     if (text !== '') {
       try {
@@ -182,7 +200,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         parsed = { error: { code: 'not-json', message: text.slice(0, 200) } };
       }
     }
-    return { status: res.statusCode, body: parsed };
+    return { status, body: parsed };
   }
 
   /** Gives up a claim by its id (a task handed to it and never read goes back to the queue); undefined when the server was not reached. */
@@ -240,9 +258,10 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     const abort = new TaskAbort();
     const path = (what: string): string => `/tasks/${t.token}/${what}`;
     // cost and log lines go in order, before the outcome
-    let chain: Promise<unknown> = Promise.resolve();
+    // (none until a first one: a task that sends none waits for no chain)
+    let chain: Promise<unknown> | undefined;
     const send = (what: string, body: unknown, answered?: (body: Record<string, unknown>) => void): void => {
-      chain = chain.then(() =>
+      chain = (chain ?? RESOLVED).then(() =>
         call(path(what), body).then(
           // a refusal other than the attempt's end (a malformed record, a key that may not) is heard of too
           (r) => (r.status === 200 ? answered?.(r.body) : r.status !== 409 ? onError(new HttpFailure(r.status, r.body)) : undefined),
@@ -255,24 +274,10 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     let budget = typeof t.remaining_budget_usd === 'number' ? t.remaining_budget_usd : undefined;
     const traced = remoteSpan(opts.telemetry, t.traceparent, t);
     const tp = traced ? { traceparent: traced.span.traceparent } : {};
-    const ctx: RemoteAgentContext = {
-      token: t.token,
-      traceparent: traced?.span.traceparent ?? t.traceparent,
-      trace: traced?.trace,
-      input: t.input,
-      phase: t.phase,
-      ...(t.item !== undefined ? { item: t.item } : {}),
-      taskId: t.task_id,
-      runId: t.run_id,
-      attempt: t.attempt,
-      agent: t.agent,
-      idempotencyKey: t.idempotency_key ?? t.task_id,
-      inputResponse: t.input_response,
-      lastCheckpoint: t.last_checkpoint,
-      initialState: t.initial_state ?? {},
-      get signal() {
-        return abort.signal;
-      },
+    // an instance of a class, its fields set in its constructor: an object literal with a getter (signal) and a
+    // spread (item) is built the slow way, a microsecond and more per task
+    const ctx = new TaskContext(t, abort, traced?.span.traceparent ?? t.traceparent, traced?.trace) as TaskContext & RemoteAgentContext;
+    Object.assign(ctx, {
       reportCost: (usd: number) => {
         if (typeof usd !== 'number' || !Number.isFinite(usd) || usd < 0) throw new TypeError(`reportCost expects a finite, non-negative number of USD, got ${String(usd)}`);
         if (usd > 0) {
@@ -287,21 +292,21 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       record: (kind: string, data: JsonObject) => send('event', { kind: String(kind), data }),
       remainingBudgetUsd: () => budget,
       checkpoint: async (value: Json): Promise<void> => {
-        await chain;
+        if (chain) await chain;
         // as in process: a checkpoint is a JSON value (undefined is none)
         if (value === undefined) throw new AgentError('InvalidCheckpoint', 'ctx.checkpoint needs a JSON value: it is undefined', {}, false);
         const r = await again(() => call(path('checkpoint'), { value }, abort.signal), t.lease_ms, abort);
         if (r.status !== 200) throw new HttpFailure(r.status, r.body);
       },
       getSiblingOutput: async (phase: string): Promise<JsonObject | undefined> => {
-        await chain;
+        if (chain) await chain;
         const r = await again(() => call(path('sibling'), { phase: String(phase) }, abort.signal), t.lease_ms, abort);
         if (r.status !== 200) throw new HttpFailure(r.status, r.body);
         const out = r.body['output'];
         return out !== null && typeof out === 'object' && !Array.isArray(out) ? (out as JsonObject) : undefined;
       },
       requestInput: async (req: InputRequest): Promise<Json> => {
-        await chain;
+        if (chain) await chain;
         const body = { question: req.question, ...(req.choices !== undefined ? { choices: req.choices } : {}), ...(req.schema !== undefined ? { schema: req.schema } : {}), ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}) };
         const n = inputs++;
         const wait = (INPUT_WAIT_S + POLL_MARGIN_S) * 1000;
@@ -327,7 +332,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
           r = await again(() => call(path('input'), { input: k }, abort.signal, wait), t.lease_ms, abort);
         }
       },
-    };
+    } satisfies Omit<RemoteAgentContext, keyof TaskContext>);
     const handle = {
       abort,
       release: async () => {
@@ -347,7 +352,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         value = await opts.handler(ctx);
       } catch (e) {
         if (abort.aborted) return; // the server ended the attempt: nothing to report
-        await chain;
+        if (chain) await chain;
         const err = e as { code?: unknown; message?: unknown; retryable?: unknown; name?: unknown };
         const code = typeof err?.code === 'string' && err.code !== '' ? err.code : typeof err?.name === 'string' && err.name !== '' ? err.name : 'Error';
         traced?.span.fail(code, typeof err?.message === 'string' ? err.message : String(e));
@@ -355,12 +360,15 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
         return;
       }
       if (abort.aborted) return;
-      await chain;
+      if (chain) await chain;
       for (let fixes = 0; ; fixes++) {
         // the next task comes back with the answer, claimed under an id of this completion's own (below)
         const next = !stopping.signal.aborted;
         const claimId = next && claimIds ? nextClaimId() : undefined;
-        let r = await settle(path('complete'), { output: value === undefined ? null : value, claim_next: next, ...(claimId !== undefined ? { claim_id: claimId } : {}), ...tp }, t.lease_ms, abort);
+        const body: Record<string, unknown> = { output: value === undefined ? null : value, claim_next: next };
+        if (claimId !== undefined) body['claim_id'] = claimId;
+        if (traced) body['traceparent'] = traced.span.traceparent;
+        let r = await settle(path('complete'), body, t.lease_ms, abort);
         if (claimId !== undefined && r.status === 400 && JSON.stringify(r.body).includes('claim_id')) {
           // a server older than the completion's claim id refuses the field: this agent stops sending it
           claimIds = false;
@@ -436,7 +444,9 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     let afterAbort = false;
     for (;;) {
       try {
-        return { ...(await send()), doubted };
+        const r = (await send()) as { status: number; body: Record<string, unknown>; doubted: boolean };
+        r.doubted = doubted;
+        return r;
       } catch (e) {
         // a task call the task's end aborted (its own signal) is not a lost answer: nothing to tell, nothing to try again
         if (closed || afterAbort || (ownSignal && abort.aborted) || performance.now() + wait > until) throw e;
@@ -453,46 +463,79 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
   }
 
   /**
-   * Heartbeats every third of the lease until the task ends; aborts it when the server says stop, or no
-   * beat got through for a lease; hands on the budget each beat answers. One timer per task, armed again
-   * after each beat (a task that ends before its first beat costs a timer, not a loop). Returns the stop:
-   * it waits for a beat in flight.
+   * Heartbeats: each running task beats every third of its lease until it ends; a task is aborted when the
+   * server says stop, or no beat got through for a lease; each beat's answer hands on the budget. One timer
+   * for all the agent's tasks, armed for the earliest beat due (a task that ends before its first beat costs
+   * no timer of its own: a timer made and cleared per task was a tenth of the client's work per task).
    */
+  interface Beating {
+    t: ClaimedTask;
+    abort: TaskAbort;
+    onBudget: (usd: number) => void;
+    every: number;
+    /** When its next beat is due (monotonic); Infinity while a beat is in flight. */
+    due: number;
+    lastOk: number;
+    inFlight: Promise<void> | undefined;
+  }
+  const beating = new Set<Beating>();
+  let beatTimer: NodeJS.Timeout | undefined;
+  let beatTimerAt = Infinity;
+  function armBeats(at: number): void {
+    if (at >= beatTimerAt) return;
+    clearTimeout(beatTimer);
+    beatTimerAt = at;
+    beatTimer = setTimeout(beatsDue, Math.max(0, at - performance.now()));
+  }
+  function beatsDue(): void {
+    beatTimer = undefined;
+    beatTimerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const b of beating) {
+      if (b.due <= now) {
+        b.due = Infinity;
+        if (!b.abort.aborted) b.inFlight = beatOnce(b);
+      } else if (b.due < next) next = b.due;
+    }
+    if (next !== Infinity) armBeats(next);
+  }
+  async function beatOnce(b: Beating): Promise<void> {
+    const { t, abort } = b;
+    try {
+      const r = await call(`/tasks/${t.token}/heartbeat`, {}, undefined, Math.max(50, t.lease_ms));
+      if (r.status === 200 && r.body['stop'] !== true) {
+        b.lastOk = performance.now();
+        if (typeof r.body['remaining_budget_usd'] === 'number') b.onBudget(r.body['remaining_budget_usd']);
+      }
+      else if (r.status === 200 || r.status === 409) {
+        abort.abort(new Error(`the server ended the attempt: ${String(r.body['reason'] ?? (r.body['error'] as { message?: string } | undefined)?.message ?? r.body['status'])}`));
+        return;
+      } else onError(new HttpFailure(r.status, r.body));
+    } catch (e) {
+      onError(e as Error);
+    }
+    if (abort.aborted) return;
+    if (performance.now() - b.lastOk > t.lease_ms) {
+      abort.abort(new Error('no heartbeat reached the server for a lease: the task is lost'));
+      return;
+    }
+    if (!beating.has(b)) return;
+    b.due = performance.now() + b.every;
+    armBeats(b.due);
+  }
+  /** Starts a task's heartbeats; returns their stop, which waits for a beat in flight. */
   function heartbeat(t: ClaimedTask, abort: TaskAbort, onBudget: (usd: number) => void): () => Promise<void> {
     const every = Math.max(50, Math.floor(t.lease_ms / 3));
     // durations on the monotonic clock: a step of this machine's clock neither loses a healthy task nor keeps a lost one
-    let lastOk = performance.now();
-    let inFlight: Promise<void> | undefined;
-    let timer: NodeJS.Timeout | undefined = setTimeout(beat, every);
-    async function once(): Promise<void> {
-      try {
-        const r = await call(`/tasks/${t.token}/heartbeat`, {}, undefined, Math.max(50, t.lease_ms));
-        if (r.status === 200 && r.body['stop'] !== true) {
-          lastOk = performance.now();
-          if (typeof r.body['remaining_budget_usd'] === 'number') onBudget(r.body['remaining_budget_usd']);
-        }
-        else if (r.status === 200 || r.status === 409) {
-          abort.abort(new Error(`the server ended the attempt: ${String(r.body['reason'] ?? (r.body['error'] as { message?: string } | undefined)?.message ?? r.body['status'])}`));
-          return;
-        } else onError(new HttpFailure(r.status, r.body));
-      } catch (e) {
-        onError(e as Error);
-      }
-      if (abort.aborted) return;
-      if (performance.now() - lastOk > t.lease_ms) {
-        abort.abort(new Error('no heartbeat reached the server for a lease: the task is lost'));
-        return;
-      }
-      timer = setTimeout(beat, every);
-    }
-    function beat(): void {
-      timer = undefined;
-      if (!abort.aborted) inFlight = once();
-    }
+    const now = performance.now();
+    const b: Beating = { t, abort, onBudget, every, due: now + every, lastOk: now, inFlight: undefined };
+    beating.add(b);
+    armBeats(b.due);
     return () => {
-      clearTimeout(timer);
-      timer = undefined;
-      return inFlight ?? Promise.resolve();
+      // the timer stays armed when no task is left (it then finds none): a slot's next task needs no new one
+      beating.delete(b);
+      return b.inFlight ?? RESOLVED;
     };
   }
 
@@ -510,9 +553,96 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       await Promise.all([...running].map((h) => h.release()));
       await all;
       closed = true;
+      clearTimeout(beatTimer);
+      beatTimer = undefined;
+      beatTimerAt = Infinity;
       if (pool) await (await pool).destroy();
     },
   };
+}
+
+/**
+ * A remote handler's ctx: the task's fields (own properties, as in an object literal), its calls (set
+ * by runTask), and `signal`, whose AbortController is made only when it is read (TaskAbort).
+ */
+class TaskContext {
+  readonly #abort: TaskAbort;
+  readonly token: string;
+  readonly traceparent: string | undefined;
+  readonly trace: RemoteAgentContext['trace'];
+  readonly input: JsonObject;
+  readonly phase: string;
+  readonly item?: { index: number; value: Json };
+  readonly taskId: string;
+  readonly runId: string;
+  readonly attempt: number;
+  readonly agent: string;
+  readonly idempotencyKey: string;
+  readonly inputResponse: Json | undefined;
+  readonly lastCheckpoint: Json | undefined;
+  readonly initialState: JsonObject;
+
+  constructor(t: ClaimedTask, abort: TaskAbort, traceparent: string | undefined, trace: RemoteAgentContext['trace']) {
+    this.#abort = abort;
+    this.token = t.token;
+    this.traceparent = traceparent;
+    this.trace = trace;
+    this.input = t.input;
+    this.phase = t.phase;
+    if (t.item !== undefined) this.item = t.item;
+    this.taskId = t.task_id;
+    this.runId = t.run_id;
+    this.attempt = t.attempt;
+    this.agent = t.agent;
+    this.idempotencyKey = t.idempotency_key ?? t.task_id;
+    this.inputResponse = t.input_response;
+    this.lastCheckpoint = t.last_checkpoint;
+    this.initialState = t.initial_state ?? {};
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+}
+
+/**
+ * One answer read through undici's dispatch (its handler interface, Dispatcher.DispatchHandler): the
+ * status and the body as text, or the error that ended the request (a refused or reset connection, a
+ * timeout).
+ */
+class Answer implements Dispatcher.DispatchHandler {
+  readonly done: Promise<{ status: number; text: string }>;
+  private resolve!: (a: { status: number; text: string }) => void;
+  private reject!: (e: Error) => void;
+  private status = 0;
+  private chunks: Buffer[] = [];
+
+  constructor() {
+    this.done = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  onRequestStart(): void {}
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number): void {
+    this.status = statusCode;
+    this.chunks.length = 0;
+  }
+
+  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    const c = this.chunks;
+    this.resolve({ status: this.status, text: c.length === 0 ? '' : c.length === 1 ? c[0]!.toString('utf8') : Buffer.concat(c).toString('utf8') });
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
+    this.reject(error);
+  }
 }
 
 /**
@@ -576,6 +706,8 @@ const CALL_TIMEOUT_MS = 120_000;
 const POLL_MARGIN_S = 30;
 /** The server's wait on an input poll (no `?wait=`: its default). */
 const INPUT_WAIT_S = 20;
+
+const RESOLVED = Promise.resolve();
 
 /** The reason a finished task's signal carries (one instance: a task's end is no error to trace). */
 const TASK_ENDED = new Error('the task ended');

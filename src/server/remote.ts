@@ -97,7 +97,6 @@ export interface RemoteTask {
   inputs: InputSlot[];
   /** Open `/input` polls: the agent is waiting on a human, so a missing heartbeat is not a death. */
   polls: number;
-  timer: NodeJS.Timeout | undefined;
   settle: (ok: boolean, value: unknown) => void;
 }
 
@@ -130,6 +129,13 @@ export interface RemoteEngineSide {
 }
 
 const COMMIT_WAIT_MS = 10_000;
+
+/** A completion waiting for its commit (RemoteAgents.committed): `resolve` is cleared once it was answered. */
+interface CommitWait {
+  key: string;
+  at: number;
+  resolve: ((status: string) => void) | undefined;
+}
 
 /** A task's fencing token (unguessable: it is the task's only credential besides the agent key). */
 function newToken(): string {
@@ -254,7 +260,6 @@ export class RemoteAgents {
           lastBeat: performance.now(),
           inputs: [],
           polls: 0,
-          timer: undefined,
           settle: (ok, value) => (ok ? resolve(value) : reject(value)),
         };
         // whatever ends the attempt (cancel, timeout, lost lease, worker stop, a hand-back), the handler settles
@@ -371,7 +376,7 @@ export class RemoteAgents {
     this.handed.delete(claimId);
     if (t) t.claimId = undefined;
     if (!t || t.state !== 'claimed' || t.touched) return { requeued: false };
-    clearTimeout(t.timer);
+    this.watched.delete(t);
     // the old token is told apart from the new one: a late use of it gets 409
     this.live.delete(t.token);
     this.ended.set(t.token, { runId: t.ctx.runId, phase: t.key, attempt: t.ctx.attempt, agent: t.agent, delegatedTo: t.delegatedTo, status: 'released', reason: 'its claim was cancelled before the answer was read' });
@@ -391,22 +396,49 @@ export class RemoteAgents {
     this.watch(t);
   }
 
-  /** The remote agent's liveness: no heartbeat (nor open input poll) for leaseMs hands the task back. */
+  /**
+   * The remote agent's liveness: no heartbeat (nor open input poll) for leaseMs hands the task back. One
+   * timer for every claimed task, armed for the earliest lease end (a timer made and cleared per task
+   * cost more than the rest of the hub's work for a completion); a task's beats only move its lease later.
+   */
   private watch(t: RemoteTask): void {
-    clearTimeout(t.timer);
-    const left = t.lastBeat + this.leaseMs - performance.now();
-    t.timer = setTimeout(
-      () => {
-        if (t.state !== 'claimed') return;
-        if (t.polls > 0 || t.inputs.some((s) => !s.answered)) {
-          t.lastBeat = performance.now();
-          this.watch(t);
-        } else if (performance.now() - t.lastBeat >= this.leaseMs) void this.lose(t);
-        else this.watch(t);
-      },
-      Math.max(1, left),
-    );
-    t.timer.unref?.();
+    this.watched.add(t);
+    this.armWatch(t.lastBeat + this.leaseMs);
+  }
+
+  private readonly watched = new Set<RemoteTask>();
+  private watchTimer: NodeJS.Timeout | undefined;
+  private watchAt = Infinity;
+
+  private armWatch(at: number): void {
+    if (at >= this.watchAt) return;
+    clearTimeout(this.watchTimer);
+    this.watchAt = at;
+    this.watchTimer = setTimeout(() => this.leasesDue(), Math.max(1, at - performance.now()));
+    this.watchTimer.unref?.();
+  }
+
+  private leasesDue(): void {
+    this.watchTimer = undefined;
+    this.watchAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const t of this.watched) {
+      if (t.state !== 'claimed') {
+        this.watched.delete(t);
+        continue;
+      }
+      if (now - t.lastBeat >= this.leaseMs) {
+        if (t.polls > 0 || t.inputs.some((s) => !s.answered)) t.lastBeat = now;
+        else {
+          this.watched.delete(t);
+          void this.lose(t);
+          continue;
+        }
+      }
+      next = Math.min(next, t.lastBeat + this.leaseMs);
+    }
+    if (next !== Infinity) this.armWatch(next);
   }
 
   private lose(t: RemoteTask): Promise<void> {
@@ -513,7 +545,7 @@ export class RemoteAgents {
     const wasQueued = t.state === 'queued';
     if (t.state === 'claimed') this.held--;
     t.state = 'ended';
-    clearTimeout(t.timer);
+    this.watched.delete(t);
     this.live.delete(t.token);
     if (wasQueued) {
       const q = this.queues.get(t.agent);
@@ -536,20 +568,59 @@ export class RemoteAgents {
     return new Promise((resolve) => {
       const list = this.commits.get(key) ?? [];
       this.commits.set(key, list);
-      const timer = setTimeout(() => {
-        const l = this.commits.get(key);
-        const i = l ? l.indexOf(done) : -1;
-        if (i >= 0) l!.splice(i, 1);
-        if (l && l.length === 0) this.commits.delete(key);
-        resolve('unknown');
-      }, COMMIT_WAIT_MS);
-      timer.unref?.();
+      const w: CommitWait = { key, at: performance.now() + COMMIT_WAIT_MS, resolve: undefined };
       const done = (status: string): void => {
-        clearTimeout(timer);
+        w.resolve = undefined;
         resolve(status);
       };
+      w.resolve = done;
       list.push(done);
+      // one timer for every wait, armed for the oldest (they end in the order they began): a timer made and
+      // cleared per completion was more of the hub's work than the rest of it
+      while (this.waitsHead < this.waits.length && this.waits[this.waitsHead]!.resolve === undefined) this.waitsHead++;
+      if (this.waitsHead > 1024 && this.waitsHead * 2 > this.waits.length) {
+        this.waits.splice(0, this.waitsHead);
+        this.waitsHead = 0;
+      }
+      this.waits.push(w);
+      if (!this.waitTimer) this.armCommitWaits();
     });
+  }
+
+  private readonly waits: CommitWait[] = [];
+  private waitsHead = 0;
+  private waitTimer: NodeJS.Timeout | undefined;
+
+  private armCommitWaits(): void {
+    while (this.waitsHead < this.waits.length && this.waits[this.waitsHead]!.resolve === undefined) this.waitsHead++;
+    if (this.waitsHead >= this.waits.length) {
+      this.waits.length = 0;
+      this.waitsHead = 0;
+      return;
+    }
+    const first = this.waits[this.waitsHead]!;
+    this.waitTimer = setTimeout(() => this.commitWaitsDue(), Math.max(1, first.at - performance.now()));
+    this.waitTimer.unref?.();
+  }
+
+  /** Waits that heard nothing for COMMIT_WAIT_MS answer 'unknown'. */
+  private commitWaitsDue(): void {
+    this.waitTimer = undefined;
+    const now = performance.now();
+    while (this.waitsHead < this.waits.length) {
+      const w = this.waits[this.waitsHead]!;
+      if (w.resolve !== undefined) {
+        if (w.at > now) break;
+        const done = w.resolve;
+        const l = this.commits.get(w.key);
+        const i = l ? l.indexOf(done) : -1;
+        if (i >= 0) l!.splice(i, 1);
+        if (l && l.length === 0) this.commits.delete(w.key);
+        done('unknown');
+      }
+      this.waitsHead++;
+    }
+    this.armCommitWaits();
   }
 
   /** Asks a human through the attempt (ctx.requestInput); the slot is answered when the engine resumes it. */
@@ -625,7 +696,8 @@ export class RemoteAgents {
   /** What the claim answers. */
   view(t: RemoteTask): RemoteTaskView {
     const c = t.ctx;
-    return {
+    // set field by field, in the answer's order: spreads of optional parts build the object the slow way
+    const v: RemoteTaskView = {
       token: t.token,
       task_id: c.taskId,
       run_id: c.runId,
@@ -635,14 +707,16 @@ export class RemoteAgents {
       input: c.input,
       initial_state: c.initialState,
       idempotency_key: c.idempotencyKey,
-      ...(c.inputResponse !== undefined ? { input_response: c.inputResponse } : {}),
-      ...(c.lastCheckpoint !== undefined ? { last_checkpoint: c.lastCheckpoint } : {}),
-      ...(c.item !== undefined ? { item: { index: c.item.index, value: c.item.value } } : {}),
-      ...remainingBudgetOf(c),
-      lease_ms: this.leaseMs,
-      lease_expires_at: this.leaseEnd(t),
-      ...(c.trace ? { traceparent: c.trace.traceparent } : {}),
-    };
+    } as RemoteTaskView;
+    if (c.inputResponse !== undefined) v.input_response = c.inputResponse;
+    if (c.lastCheckpoint !== undefined) v.last_checkpoint = c.lastCheckpoint;
+    if (c.item !== undefined) v.item = { index: c.item.index, value: c.item.value };
+    const left = c.remainingBudgetUsd();
+    if (left !== undefined) v.remaining_budget_usd = roundUsd(left);
+    v.lease_ms = this.leaseMs;
+    v.lease_expires_at = this.leaseEnd(t);
+    if (c.trace) v.traceparent = c.trace.traceparent;
+    return v;
   }
 }
 
