@@ -176,6 +176,13 @@ export interface FindWorkQuery {
    * lock or seq); any commit of the task clears it. Stores of one process or one machine may ignore it.
    */
   reserve?: { owner: string; until: number; max: number };
+  /**
+   * Ready tasks the worker asking cannot run, never offered as `ready` hints: those of `agent` in run
+   * `runId` (`agent: null`: every task of the run). A serving worker names the runs it loaded and found
+   * needing agents it does not bind, so that older runs it cannot serve do not fill every answer and
+   * hide the newer runs it can (a task whose agent changes, or a task newly ready, is offered again).
+   */
+  skip?: readonly { runId: string; agent: string | null }[];
 }
 
 export interface RunFilter {

@@ -20,7 +20,7 @@ import { BatonError } from '../core/errors.js';
 import { StopSignal } from './attempt.js';
 import { shareSlots, type SlotClaim } from './slot-share.js';
 import type { Fact, FactResult } from './decide.js';
-import { nextClaim, nextLeaseLook, nextTimer, type Claimant } from './due.js';
+import { nextAgentOf, nextClaim, nextLeaseLook, nextTimer, type Claimant } from './due.js';
 import type { RunRecord } from './ports.js';
 import { monotonicNow, thisHostPrefix } from './worker-support.js';
 import { replay, toResult, type RunResult } from './state.js';
@@ -49,6 +49,12 @@ const FULL_LOOK_MS = 1_000;
 const IDLE_SCAN_GAP_MS = 25;
 /** How soon the worker looks at the store again after a look failed (the store is down: is it back?). */
 const TROUBLE_SCAN_MS = 250;
+/**
+ * Runs whose ready tasks need agents this worker does not bind that it remembers, so that findWork
+ * stops offering those tasks (`skip`): beyond it the oldest are forgotten (and offered, loaded and
+ * remembered again when their turn comes).
+ */
+const FOREIGN_RUNS = 5_000;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
@@ -75,6 +81,13 @@ export class Worker extends WorkerAttempts {
   private lastEmptyScan = -Infinity;
   /** An idle turn's look was put off (IDLE_SCAN_GAP_MS): idle() wakes for it. */
   private scanOwed = false;
+  /**
+   * Runs this serving worker took up for their ready work and found needing agents it does not bind:
+   * the agents (null: it cannot bind the run at all). findWork leaves those tasks out, so older runs
+   * it cannot serve do not fill every answer and hide the newer ones it can (an agent's tasks are
+   * static per run: a worker's bindings and a run's workflow do not change).
+   */
+  private readonly foreign = new Map<string, Set<string> | null>();
 
   // ---- public ---------------------------------------------------------------------------------
 
@@ -539,6 +552,39 @@ export class Worker extends WorkerAttempts {
     return t !== null && t <= soon;
   }
 
+  /** Remembers the agents of a run's ready tasks this worker does not bind (see `foreign`). */
+  private noteForeignAgents(ctx: RunCtx): void {
+    if (ctx.ended) {
+      this.foreign.delete(ctx.runId);
+      return;
+    }
+    for (const name of ctx.state.ready) {
+      const agent = nextAgentOf(ctx.plan, ctx.state, name);
+      // an access-reviewed agent's first claim opens its gate, which any worker may do
+      if (!ctx.agents.has(agent) && !ctx.plan.accessAgents.has(agent)) this.noteForeign(ctx.runId, agent);
+    }
+  }
+
+  private noteForeign(runId: string, agent: string | null): void {
+    const known = this.foreign.get(runId);
+    if (known === null) return;
+    if (known !== undefined && agent !== null) {
+      known.add(agent);
+      return;
+    }
+    this.foreign.set(runId, agent === null ? null : new Set([agent]));
+    if (this.foreign.size > FOREIGN_RUNS) this.foreign.delete(this.foreign.keys().next().value!);
+  }
+
+  private foreignTasks(): { runId: string; agent: string | null }[] {
+    const out: { runId: string; agent: string | null }[] = [];
+    for (const [runId, agents] of this.foreign) {
+      if (agents === null) out.push({ runId, agent: null });
+      else for (const agent of agents) out.push({ runId, agent });
+    }
+    return out;
+  }
+
   /** Expired leases and, when serving, runs with due work (store time; tasks held by gates never come). */
   private async scanWork(): Promise<boolean> {
     // a worker that has not committed yet learns the store's clock first: due times are in it
@@ -564,6 +610,7 @@ export class Worker extends WorkerAttempts {
           limit: 100,
           ...(owners ? { ownersLike: thisHostPrefix() } : {}),
           ...(this.serving && this.opts.agents ? { reserve: { owner: this.id, until: now + RESERVE_MS, max: free } } : {}),
+          ...(this.serving && this.foreign.size > 0 ? { skip: this.foreignTasks() } : {}),
         }),
       );
     } catch (e) {
@@ -614,9 +661,13 @@ export class Worker extends WorkerAttempts {
           ctx = await this.load(h.runId, false);
         } catch (e) {
           if (!(e instanceof BatonError && (e.code === 'unknown-run' || e.code === 'invalid-workflow' || e.code === 'store-corrupt' || e.code === 'usage'))) this.storeTrouble(e);
+          if (e instanceof BatonError && (e.code === 'invalid-workflow' || e.code === 'usage')) this.noteForeign(h.runId, null);
           continue; // a run this worker cannot bind (its workflow or agents): leave it to others
         }
-        if (h.reason === 'ready') takenUp++;
+        if (h.reason === 'ready') {
+          takenUp++;
+          this.noteForeignAgents(ctx);
+        }
         // progress only if the loaded run has something this worker can do now (else it is parked again, no spin)
         if (h.reason !== 'ready' || (slotFree && (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) <= now)) found = true;
       }

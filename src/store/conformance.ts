@@ -486,6 +486,22 @@ export function storeConformance(name: string, h: StoreHarness): void {
         expect((await s.findWork({ agents: null, now: now + 10_000, limit: 100 })).map((h) => h.runId)).not.toContain('local');
       });
 
+      it('leaves out the ready tasks named by skip (an agent of a run, or a whole run), so newer runs are offered', async () => {
+        const s = await setup();
+        const ready = async (skip: { runId: string; agent: string | null }[], limit = 100): Promise<string[]> =>
+          (await s.findWork({ agents: null, now, limit, skip })).filter((h) => h.reason === 'ready').map((h) => h.runId);
+        expect(await ready([])).toEqual(['ready-x', 'later']);
+        // ready-x has only agent x ready; later has y ready now (x only at now + 1)
+        expect(await ready([{ runId: 'ready-x', agent: 'x' }])).toEqual(['later']);
+        expect(await ready([{ runId: 'later', agent: 'x' }])).toEqual(['ready-x', 'later']);
+        expect(await ready([{ runId: 'later', agent: 'y' }])).toEqual(['ready-x']);
+        expect(await ready([{ runId: 'ready-x', agent: null }, { runId: 'later', agent: 'y' }])).toEqual([]);
+        // the oldest run skipped, the limit reaches the next one
+        expect((await s.findWork({ agents: null, now, limit: 1, skip: [{ runId: 'ready-x', agent: 'x' }] })).map((h) => h.runId)).toEqual(['later']);
+        // a skipped agent's task of another run is still offered
+        expect(await ready([{ runId: 'ready-x', agent: 'y' }])).toEqual(['ready-x', 'later']);
+      });
+
       it('returns at most limit hints, the oldest', async () => {
         const s = await setup();
         expect((await s.findWork({ agents: null, now, limit: 2 })).map((h) => h.runId)).toEqual(['ready-x', 'later']);

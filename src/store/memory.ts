@@ -8,7 +8,7 @@ import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { StoredSnapshot } from '../engine/snapshot.js';
 import type { BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
-import { Waiters } from './rows.js';
+import { skipKeys, Waiters } from './rows.js';
 
 interface Entry {
   run: RunRecord;
@@ -146,6 +146,8 @@ export class MemoryStore implements RunStore {
   findWork(q: FindWorkQuery): Promise<WorkHint[]> {
     const out: WorkHint[] = [];
     const agents = q.agents ? new Set(q.agents) : null;
+    const keys = skipKeys(q);
+    const skip = keys ? new Set(keys) : null;
     const live = [...this.entries.values()].filter((e) => e.run.status === 'running' || e.run.status === 'waiting').sort((a, b) => a.run.createdAt - b.run.createdAt);
     for (const e of live) {
       if (out.length >= q.limit) break;
@@ -153,7 +155,7 @@ export class MemoryStore implements RunStore {
       if (e.run.wakeAt !== null && e.run.wakeAt <= q.now) out.push({ runId: e.run.runId, reason: 'timer', seq });
       let ready = false;
       for (const t of e.tasks.values()) {
-        if (t.status === 'ready' && !ready && (t.notBefore === null || t.notBefore <= q.now) && (!agents || agents.has(t.agent))) {
+        if (t.status === 'ready' && !ready && (t.notBefore === null || t.notBefore <= q.now) && (!agents || agents.has(t.agent)) && !skipped(skip, e.run.runId, t.agent)) {
           ready = true;
           out.push({ runId: e.run.runId, reason: 'ready', seq });
         }
@@ -194,6 +196,10 @@ export class MemoryStore implements RunStore {
   private notify(): void {
     if (this.waiters.size > 0) this.waiters.wakeAll();
   }
+}
+
+function skipped(skip: Set<string> | null, runId: string, agent: string): boolean {
+  return skip !== null && (skip.has(`${runId}\u001f${agent}`) || skip.has(`${runId}\u001f`));
 }
 
 function checkSeq(e: Entry, c: Commit): void {

@@ -34,7 +34,10 @@ const eventRows = (first: number, e: string): string =>
   `ROWS FROM (unnest($${first}::integer[]), unnest($${first + 1}::text[]), unnest($${first + 2}::bigint[]), unnest($${first + 3}::text[]), json_array_elements($${first + 4}::json)) AS ${e}(seq, type, at, phase, body)`;
 
 export function sqlFor(s: string, channel: string, commits: string): Record<StatementName, string> {
-  const ready = `t.status = 'ready' AND ($1::text[] IS NULL OR t.agent = ANY($1::text[])) AND (t.not_before IS NULL OR t.not_before <= $2)`;
+  // $skip: FindWorkQuery.skip as `run \x1f agent` keys (`run \x1f`: the whole run); NOT IN a subquery is hashed
+  const ready = (skip: number): string =>
+    `t.status = 'ready' AND ($1::text[] IS NULL OR t.agent = ANY($1::text[])) AND (t.not_before IS NULL OR t.not_before <= $2)` +
+    ` AND ($${skip}::text[] IS NULL OR (t.run_id || chr(31) || t.agent) NOT IN (SELECT unnest($${skip}::text[])) AND (t.run_id || chr(31)) NOT IN (SELECT unnest($${skip}::text[])))`;
   return {
     // a transaction-scoped advisory lock per run (bigint key space; migrations use the two-int one)
     lock: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
@@ -168,7 +171,7 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
       s,
       `SELECT d.run_id FROM (
             SELECT t.run_id FROM ${s}.tasks t
-            WHERE ${ready} AND (t.not_before IS NULL OR t.not_before < ${HELD_SQL})
+            WHERE ${ready(5)} AND (t.not_before IS NULL OR t.not_before < ${HELD_SQL})
             ORDER BY COALESCE(t.not_before, t.updated_at) LIMIT $3 * 8) d
           GROUP BY d.run_id`,
       'created_at, run_id, k, phase LIMIT $3',
@@ -183,7 +186,7 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
         UPDATE ${s}.tasks t SET lease_owner = $5, lease_expires_at = $6
         FROM (
           SELECT t.run_id, t.phase FROM ${s}.tasks t
-          WHERE ${ready} AND (t.not_before IS NULL OR t.not_before < ${HELD_SQL})
+          WHERE ${ready(8)} AND (t.not_before IS NULL OR t.not_before < ${HELD_SQL})
             AND (t.lease_owner IS NULL OR t.lease_expires_at < $2)
           ORDER BY COALESCE(t.not_before, t.updated_at) LIMIT $7
           FOR UPDATE SKIP LOCKED) x

@@ -147,8 +147,9 @@ describe('postgres store', () => {
     const text = (s as unknown as { sql: { findWork: string } }).sql.findWork;
     // the plan the store runs: generic (plan_cache_mode = force_generic_plan on its connections)
     await c.query('SET plan_cache_mode = force_generic_plan');
-    await c.query(`PREPARE fw(text[], bigint, integer, text) AS ${text}`);
-    const plan = (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE fw('{x}', 100, 10, 'host:')`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+    await c.query(`PREPARE fw(text[], bigint, integer, text, text[]) AS ${text}`);
+    // with a skip list too (a worker that binds some agents only names the runs it cannot serve)
+    const plan = (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE fw('{x}', 100, 10, 'host:', ARRAY['done1' || chr(31) || 'x'])`)).rows.map((r) => r['QUERY PLAN']).join('\n');
     // and no statement of the store scans a table: each is driven by a key or a partial index
     const sql = (s as unknown as { sql: Record<string, string> }).sql;
     for (const [name, text] of Object.entries(sql)) {
@@ -165,6 +166,9 @@ describe('postgres store', () => {
     expect(plan).not.toMatch(/Seq Scan on tasks/);
     expect(await s.findWork({ agents: ['x'], now: 100, limit: 10 })).toEqual([
       { runId: 'live', reason: 'ready', seq: 1 },
+      { runId: 'live', reason: 'lease', phase: 'b', attempt: 1, owner: 'w', seq: 1 },
+    ]);
+    expect(await s.findWork({ agents: ['x'], now: 100, limit: 10, skip: [{ runId: 'live', agent: 'x' }] })).toEqual([
       { runId: 'live', reason: 'lease', phase: 'b', attempt: 1, owner: 'w', seq: 1 },
     ]);
     await s.close();

@@ -34,7 +34,7 @@ import type { StoredSnapshot } from '../engine/snapshot.js';
 import type { BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
 import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
 import { sqlFor, type StatementName } from './postgres-sql.js';
-import { checkSeq, eventFromBody, hintFromRow, eventPhase, jsonOrNull, runFromRow, taskFromRow, tasksByPhase, Waiters, workflowFromRow, type RunRow, type TaskRowSql, type WorkflowRow } from './rows.js';
+import { checkSeq, eventFromBody, hintFromRow, skipKeys, eventPhase, jsonOrNull, runFromRow, taskFromRow, tasksByPhase, Waiters, workflowFromRow, type RunRow, type TaskRowSql, type WorkflowRow } from './rows.js';
 
 export interface PostgresStoreOptions {
   /** The PostgreSQL schema holding Baton's tables. Default `baton`. */
@@ -476,8 +476,8 @@ export class PostgresStore implements RunStore {
     type Row = { run_id: string; reason: WorkHint['reason'] | 'live'; phase: string | null; attempt: number | null; owner: string | null; seq: number | null };
     const rsv = q.reserve;
     const rows = rsv
-      ? await this.query<Row>('findWorkReserve', [q.agents, q.now, q.limit, q.ownersLike ?? null, rsv.owner, Math.round(rsv.until), Math.max(0, Math.floor(rsv.max))])
-      : await this.query<Row>('findWork', [q.agents, q.now, q.limit, q.ownersLike ?? null]);
+      ? await this.query<Row>('findWorkReserve', [q.agents, q.now, q.limit, q.ownersLike ?? null, rsv.owner, Math.round(rsv.until), Math.max(0, Math.floor(rsv.max)), skipKeys(q)])
+      : await this.query<Row>('findWork', [q.agents, q.now, q.limit, q.ownersLike ?? null, skipKeys(q)]);
     return rows.map(hintFromRow);
   }
 

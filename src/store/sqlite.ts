@@ -23,6 +23,7 @@ import {
   checkSeq,
   eventFromBody,
   hintFromRow,
+  skipKeys,
   eventPhase,
   jsonOrNull,
   meets,
@@ -88,6 +89,7 @@ SELECT run_id, reason, phase, attempt, owner, seq FROM (
         SELECT t.run_id FROM tasks t
         WHERE t.status = 'ready' AND (t.not_before IS NULL OR t.not_before < 9007199254740991)
           AND (:agents IS NULL OR t.agent IN (SELECT value FROM json_each(:agents)))
+          AND (:skip IS NULL OR (t.run_id || char(31) || t.agent) NOT IN (SELECT value FROM json_each(:skip)) AND (t.run_id || char(31)) NOT IN (SELECT value FROM json_each(:skip)))
           AND (t.not_before IS NULL OR t.not_before <= :now)
         ORDER BY COALESCE(t.not_before, t.updated_at) LIMIT :limit * 8) d) x
     JOIN runs r ON r.run_id = x.run_id WHERE r.status IN ('running', 'waiting')
@@ -409,7 +411,7 @@ export class SqliteStore implements RunStore {
 
   findWork(q: FindWorkQuery): Promise<WorkHint[]> {
     return this.read(() => {
-      const rows = this.s.findWork.all({ agents: q.agents ? JSON.stringify(q.agents) : null, now: q.now, limit: q.limit, owners: q.ownersLike ?? null }) as HintRow[];
+      const rows = this.s.findWork.all({ agents: q.agents ? JSON.stringify(q.agents) : null, now: q.now, limit: q.limit, owners: q.ownersLike ?? null, skip: jsonOrNullList(skipKeys(q)) }) as HintRow[];
       return rows.map(hintFromRow);
     });
   }
@@ -588,4 +590,8 @@ function migrate(db: Database.Database, location: string, migrations: readonly M
     }
   });
   run.immediate();
+}
+
+function jsonOrNullList(keys: string[] | null): string | null {
+  return keys ? JSON.stringify(keys) : null;
 }
