@@ -133,12 +133,12 @@ export function tasksByPhase(c: Commit): TaskRow[] {
   return [...m.values()];
 }
 
-/** A findWork row as a hint (every store): `live` is a running task of a local owner whose lease has not expired. */
 /** FindWorkQuery.skip as keys `run \x1f agent` (`run \x1f`: every task of the run), as each store matches them; null when none. */
 export function skipKeys(q: FindWorkQuery): string[] | null {
   return q.skip && q.skip.length > 0 ? q.skip.map((k) => `${k.runId}\u001f${k.agent ?? ''}`) : null;
 }
 
+/** A findWork row as a hint (every store): `live` is a running task of a local owner whose lease has not expired. */
 export function hintFromRow(h: { run_id: string; reason: string; phase: string | null; attempt: number | null; owner: string | null; seq: number | string | null }): WorkHint {
   const seq = h.seq === null ? {} : { seq: Number(h.seq) };
   if (h.reason === 'lease' || h.reason === 'live') return { runId: h.run_id, reason: 'lease', phase: h.phase!, attempt: h.attempt!, owner: h.owner!, ...(h.reason === 'live' ? { live: true } : {}), ...seq };

@@ -411,7 +411,7 @@ export class SqliteStore implements RunStore {
 
   findWork(q: FindWorkQuery): Promise<WorkHint[]> {
     return this.read(() => {
-      const rows = this.s.findWork.all({ agents: q.agents ? JSON.stringify(q.agents) : null, now: q.now, limit: q.limit, owners: q.ownersLike ?? null, skip: jsonOrNullList(skipKeys(q)) }) as HintRow[];
+      const rows = this.s.findWork.all({ agents: q.agents ? JSON.stringify(q.agents) : null, now: q.now, limit: q.limit, owners: q.ownersLike ?? null, skip: jsonList(skipKeys(q)) }) as HintRow[];
       return rows.map(hintFromRow);
     });
   }
@@ -592,6 +592,6 @@ function migrate(db: Database.Database, location: string, migrations: readonly M
   run.immediate();
 }
 
-function jsonOrNullList(keys: string[] | null): string | null {
+function jsonList(keys: string[] | null): string | null {
   return keys ? JSON.stringify(keys) : null;
 }
