@@ -104,6 +104,16 @@ describe('baton check --agents', () => {
     expect(doc.diagnostics.map((d) => `${d.code} ${d.line}:${d.column}`)).toEqual(['input-schema-missing 7:13', 'output-schema-mismatch 8:15']);
     expect(await run(['check', 'workflow.yaml', '--agents', 'nope.ts'], capture(join(fixtures, 'define')))).toBe(2);
   });
+  test('without --agents, the module baton run would load beside a workflow.yaml is checked (from any directory)', async () => {
+    const io = capture(fixtures);
+    expect(await run(['check', 'define', '--json'], io)).toBe(1);
+    const doc = JSON.parse(io.out()) as { bindings: { contract: string }[]; diagnostics: { code: string; line: number; column: number }[] };
+    expect(doc.bindings[0]?.contract).toBe('typescript');
+    expect(doc.diagnostics.map((d) => `${d.code} ${d.line}:${d.column}`)).toEqual(['input-schema-missing 7:13', 'output-schema-mismatch 8:15']);
+    const text = capture(join(fixtures, 'define'));
+    expect(await run(['check', 'workflow.yaml'], text)).toBe(1);
+    expect(text.out()).toMatch(/workflow\.yaml:8:15: error\[output-schema-mismatch\]/);
+  });
   test('baton run checks them too: a module whose contracts do not fit the workflow runs nothing', async () => {
     const io = capture(join(fixtures, 'define'));
     expect(await run(['run', 'workflow.yaml', '--agents', 'agents.ts', '--store', 'memory', '--quiet'], io)).toBe(2);

@@ -28,7 +28,8 @@ import { usageLine } from './help.js';
 import type { CliIo } from './io.js';
 import { sourceResolver } from '../api/validation.js';
 import { CHECK_OPTIONS, commandSpec } from './spec.js';
-import { folderRefusal, oneWorkflow, renderOptionsFor } from './validate.js';
+import { displayPath, folderRefusal, oneWorkflow, renderOptionsFor } from './validate.js';
+import { resolveTarget } from './examples.js';
 
 export async function checkCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: CHECK_OPTIONS, allowPositionals: true });
@@ -50,11 +51,14 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
   }
   const file = named.shown;
   let bound: BoundAgents | undefined;
-  if (values.agents !== undefined) {
+  // the module `baton run` would bind: --agents, else agents.mjs (.js, .ts, .mts) beside a workflow.yaml
+  const beside = values.agents === undefined ? resolveTarget(positionals[0]!, io.cwd)?.agents : undefined;
+  const agentsModule = values.agents ?? (beside !== undefined ? displayPath(beside, io.cwd) : undefined);
+  if (agentsModule !== undefined) {
     // defineAgent handlers carry their contracts and versions: checked like contract files
     try {
-      const handlers = await loadAgentsModule(values.agents, io.cwd);
-      bound = boundFromHandlers(values.agents, handlers) ?? { module: values.agents, agents: {} };
+      const handlers = await loadAgentsModule(agentsModule, io.cwd);
+      bound = boundFromHandlers(agentsModule, handlers) ?? { module: agentsModule, agents: {} };
     } catch (e) {
       if (!(e instanceof AgentsModuleError)) throw e;
       printFailure(io, 'check', 'agents-module', e.message);

@@ -55,7 +55,7 @@ const WORKSPACE_OPTION = { type: 'string', arg: 'DIR', desc: 'where declared fil
 export const VALIDATE_OPTIONS = { json: { ...JSON_OPTION, desc: 'the same as --format json' }, format: FORMAT_OPTION } as const satisfies OptionTable;
 
 export const CHECK_OPTIONS = {
-  agents: { type: 'string', arg: 'MODULE', desc: 'check the contracts of this module’s defineAgent handlers too' },
+  agents: { type: 'string', arg: 'MODULE', desc: 'check the contracts of its defineAgent handlers too (default: agents.mjs beside a workflow.yaml, or in the directory named)' },
   contracts: { type: 'string', arg: 'DIR', desc: 'check every contract file under DIR on its own (no workflow)' },
   json: { ...JSON_OPTION, desc: 'the same as --format json' },
   format: FORMAT_OPTION,
