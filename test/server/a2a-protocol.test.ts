@@ -179,6 +179,13 @@ describe('errors of the other methods', () => {
 
   test('SendMessage: a message without messageId is invalid params; one on a task of another contextId too; one on a finished task is UnsupportedOperationError', async () => {
     expect(errorCode(await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: rawMessage({ skill: 'hello', data: { name: 'x' }, messageId: null }) }))).toBe(A2A_ERROR_CODE.INVALID_PARAMS);
+    // no parts, or parts that are not a list: invalid params, and no run is started
+    const before = (await rpc({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} })).text;
+    for (const parts of [[], 'x', { text: 'x' }]) {
+      const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { ...rawMessage({ skill: 'ask' }).message, parts } } });
+      expect([JSON.stringify(parts), errorCode(r)]).toEqual([JSON.stringify(parts), A2A_ERROR_CODE.INVALID_PARAMS]);
+    }
+    expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} })).text).toBe(before);
     const c = await client();
     const asked = asTask(await c.sendMessage(send(msg([data({})], { skill: 'ask', contextId: 'ctx-conversation' }))));
     expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);

@@ -120,6 +120,8 @@ export class A2aTasks implements A2ARequestHandler {
     const msg = params.message;
     if (!msg) throw new this.h.errors.RequestMalformedError('the request has no message');
     if (msg.messageId.trim() === '') throw new this.h.errors.RequestMalformedError('message.messageId is required');
+    // a Message's content is its parts (A2A 1.0: at least one); the SDK reads a `parts` that is not an array as none
+    if (msg.parts.length === 0) throw new this.h.errors.RequestMalformedError('message.parts is required: at least one part (the trigger as a data part, or an answer)');
     const principal = context.state.get(PRINCIPAL) as Principal | undefined;
     // who decides: the key's name; on a server without keys, the message's `as` metadata names the person (as `/approve`'s `as` does)
     const as: unknown = msg.metadata?.['as'];
