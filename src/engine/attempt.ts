@@ -78,10 +78,13 @@ export class Attempt implements AgentContext {
   /** Whether the agent's own code has settled (an aborted attempt settles early; the code may run on). */
   handlerDone = false;
   private doneFn: (() => void) | undefined;
-  /** Resolves when the agent's own code settles, whatever `invoke` answered first. */
-  readonly finished: Promise<void> = new Promise<void>((r) => {
-    this.doneFn = r;
-  });
+  private finishedP: Promise<void> | undefined;
+
+  /** Resolves when the agent's own code settles, whatever `invoke` answered first (made when asked for: most attempts never are). */
+  get finished(): Promise<void> {
+    this.finishedP ??= this.handlerDone ? Promise.resolve() : new Promise<void>((r) => (this.doneFn = r));
+    return this.finishedP;
+  }
 
   constructor(
     private readonly host: AttemptHost,

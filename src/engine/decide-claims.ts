@@ -49,7 +49,7 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
       // the upstream outputs were recorded once and never change: the array the phase fanned out over still resolves
       if (arr.ok) item = { index: p.item.index, value: arr.items[p.item.index] ?? null };
     }
-    const r = tryResolveTaskInputs(pm, outputsView(state), { trigger: state.trigger, initialState: initialStateOf(ctx, pm), taskId: p.taskId, ...(item ? { item } : {}) });
+    const r = tryResolveTaskInputs(pm, outputsView(state), { trigger: state.trigger, initialState: initialStateOf(ctx, pm), taskId: p.taskId, item });
     if (!r.ok) {
       // upstream outputs never change once recorded: a rejected claim can never succeed, so the task fails now
       const payload = r.error.toJSON();
@@ -64,7 +64,11 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
     const lastCheckpoint = p.checkpoint !== undefined && !fresh ? p.checkpoint.value : undefined;
     const attempt = p.attempts + 1;
     emit(ctx, { type: 'task.claimed', phase: name, task_id: p.taskId, attempt, agent, input: r.input, worker: f.worker, lease_expires_at: env.now + f.leaseMs });
-    out.push({ phase: name, taskId: p.taskId, attempt, agent, input: r.input, ...(item ? { item } : {}), ...(inputResponse !== undefined ? { inputResponse } : {}), ...(lastCheckpoint !== undefined ? { lastCheckpoint } : {}) });
+    const c: Claimed = { phase: name, taskId: p.taskId, attempt, agent, input: r.input };
+    if (item) c.item = item;
+    if (inputResponse !== undefined) c.inputResponse = inputResponse;
+    if (lastCheckpoint !== undefined) c.lastCheckpoint = lastCheckpoint;
+    out.push(c);
   }
   return out;
 }

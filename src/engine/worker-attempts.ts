@@ -104,8 +104,9 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     }
     const outcome = toOutcome(ok, value);
     this.fault('attempt.after-return');
-    const settling = !att.handlerDone && !outcome.ok && this.abortGraceMs > 0 ? { settlingMs: this.abortGraceMs } : {};
-    const fact: Fact = { kind: 'outcome', phase: att.key, attempt: att.attempt, worker: this.id, outcome, ...(held && outcome.ok ? { files: held.files } : {}), ...settling };
+    const fact: Extract<Fact, { kind: 'outcome' }> = { kind: 'outcome', phase: att.key, attempt: att.attempt, worker: this.id, outcome };
+    if (held && outcome.ok) fact.files = held.files;
+    if (!att.handlerDone && !outcome.ok && this.abortGraceMs > 0) fact.settlingMs = this.abortGraceMs;
     if (held) {
       if (outcome.ok && !ctx.ended) ctx.held.set(fact, held);
       else this.filesJob(ctx, held.discard());
