@@ -3,7 +3,7 @@
  * failure retried, handed to the fallback agent, escalated to a human or made final; and costs against
  * the phase and run budgets.
  */
-import { isPlainObject } from '../core/json.js';
+import { isPlainObject, type JsonObject } from '../core/json.js';
 import { checkTaskOutputs } from '../workflow/runtime.js';
 import { BudgetExceededError } from './errors.js';
 import type { FailureRecord } from './events.js';
@@ -65,8 +65,7 @@ export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): boolea
     }
     partial = true;
   }
-  const declared = pm.outputs;
-  const extra = declared ? Object.keys(recorded).filter((k) => !declared.some((d) => d.key === k)) : [];
+  const extra = pm.outputs ? extraKeys(recorded, pm.outputs) : [];
   // the output files go with the completion, in its commit: a file is synced only once this is recorded
   for (const file of f.files ?? []) emit(ctx, { type: 'task.file', phase: f.phase, task_id: p.taskId, attempt: f.attempt, ...file });
   terminal(ctx, { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd), ...(partial ? { partial: true } : {}) });
@@ -94,6 +93,22 @@ function ownOutcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>, p: PhaseSta
   if (p.status === 'ready' && p.resumable?.attempt === f.attempt && p.resumable.owner === f.worker) {
     emit(ctx, { type: 'task.resumed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, worker: f.worker, lease_expires_at: ctx.env.now });
   }
+}
+
+/** The keys of an output that its phase does not declare (`extra_keys`), in the output's order. */
+function extraKeys(output: JsonObject, declared: readonly { key: string }[]): string[] {
+  const extra: string[] = [];
+  for (const k of Object.keys(output)) {
+    let known = false;
+    for (const d of declared) {
+      if (d.key === k) {
+        known = true;
+        break;
+      }
+    }
+    if (!known) extra.push(k);
+  }
+  return extra;
 }
 
 function isEmpty(v: unknown): boolean {

@@ -273,7 +273,7 @@ export abstract class WorkerCommits extends WorkerFiles {
   private committed(ctx: RunCtx, all: RunEvent[], facts: readonly Fact[], results: FactResult[], waiters: ((r: FactResult | Error) => void)[], claimIndex: number): void {
     ctx.failedCommits = 0;
     ctx.retryAt = 0;
-    this.settleFiles(ctx, facts, (_, i) => results[i]);
+    if (ctx.held.size > 0) this.settleFiles(ctx, facts, (_, i) => results[i]);
     if (ctx.events) for (const e of all) ctx.events.push(e);
     if (this.opts.onEvent) for (const e of all) this.opts.onEvent(e, ctx.state);
     if (this.opts.telemetry) for (const e of all) this.opts.telemetry.event(e, ctx.state, ctx.record);
