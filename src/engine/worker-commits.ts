@@ -17,6 +17,17 @@ import { applyEvent, attachGraph, compactItems, startCompacting } from './state.
 import type { RunCtx } from './worker-base.js';
 import { WorkerFiles } from './worker-files.js';
 
+/** One run's part of a fast commit (flushMany): what was decided for it, and the commit that records it. */
+interface FastCommit {
+  ctx: RunCtx;
+  facts: Fact[];
+  waiters: ((r: FactResult | Error) => void)[];
+  made: RunEvent[];
+  results: FactResult[];
+  claimIndex: number;
+  item: BatchCommit;
+}
+
 export abstract class WorkerCommits extends WorkerFiles {
   // ---- kept by the layers above ----------------------------------------------------------------
 
@@ -166,9 +177,48 @@ export abstract class WorkerCommits extends WorkerFiles {
    * `transact`, on a state rebuilt from the store.
    */
   protected async flushMany(ctxs: readonly RunCtx[], caps?: ReadonlyMap<RunCtx, number>): Promise<void> {
+    const batch = this.decideMany(ctxs, caps);
+    if (batch === undefined || batch.length === 0) return;
+    let results: BatchResult[];
+    try {
+      this.fault('flush.before-commit');
+      const items = new Array<BatchCommit>(batch.length);
+      for (let i = 0; i < batch.length; i++) items[i] = batch[i]!.item;
+      // track()'s counting, inline: one async frame less on the path every phase of a chain takes
+      const commit = this.store.commitMany!(items);
+      this.io++;
+      let r: Awaited<typeof commit>;
+      try {
+        r = await commit;
+        this.storeOk(true);
+      } finally {
+        this.io--;
+      }
+      if (r.now !== undefined) this.storeClockAt(r.now);
+      results = r.results;
+      this.fault('flush.after-commit');
+    } catch (e) {
+      this.fastFailed(batch, e);
+      return;
+    }
+    for (let i = 0; i < batch.length; i++) {
+      const b = batch[i]!;
+      b.ctx.flushing = false;
+      if (results[i] === 'ok') this.committed(b.ctx, b.made, b.facts, b.results, b.waiters, b.claimIndex);
+      else this.conflicted(b.ctx, b.facts, b.waiters);
+    }
+  }
+
+  /**
+   * The fast path's decisions (flushMany; not async, so that the commit's frame stays small): each run's
+   * facts decided on its state, in the store's time as estimated here. Runs whose decisions made events
+   * come back with their commit, flushing; the others are done here. Undefined when a decision failed
+   * (the worker crashed).
+   */
+  private decideMany(ctxs: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number> | undefined): FastCommit[] | undefined {
     const now = this.fastNow();
     let free = this.freeSlots();
-    const batch: { ctx: RunCtx; facts: Fact[]; waiters: ((r: FactResult | Error) => void)[]; made: RunEvent[]; results: FactResult[]; claimIndex: number; item: BatchCommit }[] = [];
+    const batch: FastCommit[] = [];
     for (const ctx of ctxs) {
       const facts = ctx.facts.splice(0);
       const waiters = ctx.waiters.splice(0);
@@ -189,7 +239,7 @@ export abstract class WorkerCommits extends WorkerFiles {
         const e = new DecisionError(err);
         for (const w of waiters) w(e);
         this.crash(e);
-        return;
+        return undefined;
       }
       const claimed = claimIndex >= 0 ? out.results[claimIndex] : undefined;
       if (claimed?.kind === 'claimed') free -= claimed.tasks.length;
@@ -200,50 +250,27 @@ export abstract class WorkerCommits extends WorkerFiles {
       ctx.flushing = true;
       batch.push({ ctx, facts, waiters, made: out.events, results: out.results, claimIndex, item });
     }
-    if (batch.length === 0) return;
-    let results: BatchResult[];
-    try {
-      this.fault('flush.before-commit');
-      const items: BatchCommit[] = [];
-      for (const b of batch) items.push(b.item);
-      // track()'s counting, inline: one async frame less on the path every phase of a chain takes
-      const commit = this.store.commitMany!(items);
-      this.io++;
-      let r: Awaited<typeof commit>;
-      try {
-        r = await commit;
-        this.storeOk(true);
-      } finally {
-        this.io--;
-      }
-      if (r.now !== undefined) this.storeClockAt(r.now);
-      results = r.results;
-      this.fault('flush.after-commit');
-    } catch (e) {
-      for (const b of batch) b.ctx.flushing = false;
-      if (this.crashed !== undefined) return;
-      if (isFault(e)) {
-        for (const b of batch) for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
-        this.crash(e);
-        return;
-      }
-      // the store failed: as in flush, what was observed waits in memory and goes again after a backoff, on a rebuilt state
-      for (const b of batch) {
-        b.ctx.doubt = doubtOf(b.made, this.requeue(b.ctx, b.facts, b.waiters), b.facts, b.results);
-        for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
-        b.ctx.failedCommits++;
-        b.ctx.retryAt = this.mono() + backoff(b.ctx.failedCommits, 100, 5000);
-        b.ctx.stale = true;
-      }
-      this.storeTrouble(e);
+    return batch;
+  }
+
+  /** The fast commit failed: a fault crashes the worker; a store failure leaves what was observed waiting in memory. */
+  private fastFailed(batch: readonly FastCommit[], e: unknown): void {
+    for (const b of batch) b.ctx.flushing = false;
+    if (this.crashed !== undefined) return;
+    if (isFault(e)) {
+      for (const b of batch) for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
+      this.crash(e);
       return;
     }
-    for (let i = 0; i < batch.length; i++) {
-      const b = batch[i]!;
-      b.ctx.flushing = false;
-      if (results[i] === 'ok') this.committed(b.ctx, b.made, b.facts, b.results, b.waiters, b.claimIndex);
-      else this.conflicted(b.ctx, b.facts, b.waiters);
+    // the store failed: as in flush, what was observed waits in memory and goes again after a backoff, on a rebuilt state
+    for (const b of batch) {
+      b.ctx.doubt = doubtOf(b.made, this.requeue(b.ctx, b.facts, b.waiters), b.facts, b.results);
+      for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
+      b.ctx.failedCommits++;
+      b.ctx.retryAt = this.mono() + backoff(b.ctx.failedCommits, 100, 5000);
+      b.ctx.stale = true;
     }
+    this.storeTrouble(e);
   }
 
   /** A fast commit found that another process committed to the run (or holds it): the decisions made here were on an old state. */
