@@ -58,6 +58,10 @@ const FOREIGN_RUNS = 5_000;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
+/** commitDue's answer when nothing was due (one promise for every such turn). */
+const NOTHING_DUE: Promise<boolean> = Promise.resolve(false);
+const committedSome = (): boolean => true;
+
 /** The slots a run holds in this worker: its attempts running (not those waiting for a human), and those whose agent ignored an abort. */
 function slotsHeld(ctx: RunCtx): number {
   let n = ctx.busy.size;
@@ -284,17 +288,23 @@ export class Worker extends WorkerAttempts {
    * of its own: the loop's frame, which waits in idle() for as long as nothing happens, keeps no run
    * it went through, ended runs included.)
    */
-  private async commitDue(): Promise<boolean> {
-    if (this.crashed !== undefined || this.closed) return false;
+  private commitDue(): Promise<boolean> {
+    if (this.crashed !== undefined || this.closed) return NOTHING_DUE;
     const due = this.dueRuns();
-    if (due === undefined) return false;
+    if (due === undefined) return NOTHING_DUE;
     const { fast, slow, caps } = due;
     // the store's clock is not known yet (no commit answered since this worker started): every run is off
     // the fast path until one is. One transaction learns it; the others wait for the next turn (at once)
     // rather than all going through transactions of their own (runs created together, before any turn)
     if (slow.length > 1 && this.clockUnknown()) return this.flushFirst(slow, caps);
+    // the usual turn (every phase of a chain): one fast commit, without an async frame of its own around it
+    if (slow.length === 0 && fast.length <= BATCH_RUNS) return fast.length > 0 ? this.flushMany(fast, caps).then(committedSome) : NOTHING_DUE;
+    return this.commitAll(fast, slow, caps);
+  }
+
+  /** commitDue's turn in general: every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch), then the others. */
+  private async commitAll(fast: readonly RunCtx[], slow: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number>): Promise<boolean> {
     let did = false;
-    // every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch)
     if (fast.length > BATCH_RUNS) did = await this.flushBatches(fast, caps);
     else if (fast.length > 0) {
       await this.flushMany(fast, caps);
@@ -305,6 +315,7 @@ export class Worker extends WorkerAttempts {
     if (slow.length === 1) return (await this.flushIfDue(slow[0]!, caps.get(slow[0]!))) || did;
     return (await this.flushSlow(slow, caps)) || did;
   }
+
 
   /**
    * The runs due now, those that may take the fast path and the others, with the slots each may
