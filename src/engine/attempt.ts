@@ -78,10 +78,13 @@ export class Attempt implements AgentContext {
   /** Whether the agent's own code has settled (an aborted attempt settles early; the code may run on). */
   handlerDone = false;
   private doneFn: (() => void) | undefined;
-  /** Resolves when the agent's own code settles, whatever `invoke` answered first. */
-  readonly finished: Promise<void> = new Promise<void>((r) => {
-    this.doneFn = r;
-  });
+  private finishedP: Promise<void> | undefined;
+
+  /** Resolves when the agent's own code settles, whatever `invoke` answered first (made when asked for: most attempts never are). */
+  get finished(): Promise<void> {
+    this.finishedP ??= this.handlerDone ? Promise.resolve() : new Promise<void>((r) => (this.doneFn = r));
+    return this.finishedP;
+  }
 
   constructor(
     private readonly host: AttemptHost,
@@ -122,10 +125,6 @@ export class Attempt implements AgentContext {
 
   /** Runs the handler; settles early when the attempt is aborted (timeout, stop), even if the agent never returns. */
   invoke(handler: AgentHandler): Promise<unknown> {
-    const done = (): void => {
-      this.handlerDone = true;
-      this.doneFn?.();
-    };
     const started = performance.now();
     return new Promise<unknown>((outerResolve, outerReject) => {
       this.rejectFn = outerReject;
@@ -133,24 +132,20 @@ export class Attempt implements AgentContext {
       // signal or a timer that came meanwhile: its outcome waits until the event loop has polled once more,
       // so a Ctrl-C or a timeout that came first also lands first (the abort settles this promise before
       // the outcome does). Two turns of setImmediate hold a poll phase between them. Quick attempts (the
-      // common case, and every benchmark) settle at once.
-      const settle = (f: () => void): void => {
-        if (performance.now() - started < HELD_THREAD_MS || NEVER_HOLDS.has(handler)) f();
-        else setImmediate(() => setImmediate(f));
-      };
-      const resolve = (v: unknown): void => {
-        done();
-        settle(() => outerResolve(v));
-      };
-      const reject = (e: unknown): void => {
-        done();
-        settle(() => outerReject(e));
+      // common case, and every benchmark) settle at once. (One closure for both ways: this runs per attempt.)
+      const settle = (ok: boolean, v: unknown): void => {
+        this.handlerDone = true;
+        this.doneFn?.();
+        if (performance.now() - started < HELD_THREAD_MS || NEVER_HOLDS.has(handler)) {
+          if (ok) outerResolve(v);
+          else outerReject(v);
+        } else setImmediate(() => setImmediate(() => (ok ? outerResolve(v) : outerReject(v))));
       };
       let r: unknown;
       try {
         r = handler(this);
       } catch (e) {
-        reject(e);
+        settle(false, e);
         return;
       }
       // the returned value is untrusted: reading its `then` may throw (a getter, a Proxy, a revoked Proxy)
@@ -158,18 +153,23 @@ export class Attempt implements AgentContext {
       try {
         then = r !== null && (typeof r === 'object' || typeof r === 'function') ? (r as { then?: unknown }).then : undefined;
       } catch (e) {
-        reject(new AgentError('InvalidOutput', `the agent's output could not be read (${describe(e)})`, {}, true));
+        settle(false, new AgentError('InvalidOutput', `the agent's output could not be read (${describe(e)})`, {}, true));
         return;
       }
       if (typeof then === 'function') {
         try {
-          (then as (ok: (v: unknown) => void, no: (e: unknown) => void) => void).call(r, resolve, reject);
+          (then as (ok: (v: unknown) => void, no: (e: unknown) => void) => void).call(
+            r,
+            (v: unknown) => settle(true, v),
+            (e: unknown) => settle(false, e),
+          );
         } catch (e) {
-          reject(e);
+          settle(false, e);
         }
-      } else resolve(r);
+      } else settle(true, r);
     });
   }
+
 
   abort(reason: unknown): void {
     if (this.settled || this.abortReason !== undefined) return;

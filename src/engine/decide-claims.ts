@@ -7,7 +7,7 @@ import { tryResolveTaskInputs } from '../workflow/runtime.js';
 import { contractOfPhase } from './plan.js';
 import { claimableAt, runGateOpen } from './due.js';
 import type { Claimed, Fact } from './decide-types.js';
-import { agentOf, emit, initialStateOf, model, openGate, outputsView, type Ctx } from './decide-context.js';
+import { emit, initialStateOf, model, openGate, outputsView, type Ctx } from './decide-context.js';
 import { failAccess } from './decide-gates.js';
 import { fanArray, fanOut, terminal } from './decide-settle.js';
 
@@ -22,13 +22,15 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
   for (const name of state.ready) {
     if (out.length >= f.max || state.status !== 'running') break;
     const p = state.phases.get(name)!;
-    if (p.item === undefined && model(ctx, name).forEach) {
+    const pm = model(ctx, name);
+    if (p.item === undefined && pm.forEach) {
       // a fan-out phase released by its approval gate: it runs as its items, never as one task
       fanOut(ctx, name);
       continue;
     }
     if (p.notBefore !== undefined && p.notBefore > env.now) continue;
-    const agent = agentOf(ctx, name);
+    // agentOf(), with the phase and its model at hand
+    const agent = p.nextAgent ?? pm.assign;
     if (ctx.plan.accessAgents.has(agent)) {
       // a claim opens the agent's access gate (its first task), and fails tasks whose access was denied
       const g = state.gates.get(`access-${agent}`);
@@ -42,14 +44,13 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
     // the one rule of when a task is due for this claimant (due.ts): the worker sleeps by the same one
     const at = claimableAt(ctx.plan, state, name, f);
     if (at === undefined || at > env.now) continue;
-    const pm = model(ctx, name);
     let item: { index: number; value: Json } | undefined;
     if (p.item) {
       const arr = fanArray(ctx, pm, pm.forEach!);
       // the upstream outputs were recorded once and never change: the array the phase fanned out over still resolves
       if (arr.ok) item = { index: p.item.index, value: arr.items[p.item.index] ?? null };
     }
-    const r = tryResolveTaskInputs(pm, outputsView(state), { trigger: state.trigger, initialState: initialStateOf(ctx, pm), taskId: p.taskId, ...(item ? { item } : {}) });
+    const r = tryResolveTaskInputs(pm, outputsView(state), { trigger: state.trigger, initialState: initialStateOf(ctx, pm), taskId: p.taskId, item });
     if (!r.ok) {
       // upstream outputs never change once recorded: a rejected claim can never succeed, so the task fails now
       const payload = r.error.toJSON();
@@ -64,7 +65,11 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
     const lastCheckpoint = p.checkpoint !== undefined && !fresh ? p.checkpoint.value : undefined;
     const attempt = p.attempts + 1;
     emit(ctx, { type: 'task.claimed', phase: name, task_id: p.taskId, attempt, agent, input: r.input, worker: f.worker, lease_expires_at: env.now + f.leaseMs });
-    out.push({ phase: name, taskId: p.taskId, attempt, agent, input: r.input, ...(item ? { item } : {}), ...(inputResponse !== undefined ? { inputResponse } : {}), ...(lastCheckpoint !== undefined ? { lastCheckpoint } : {}) });
+    const c: Claimed = { phase: name, taskId: p.taskId, attempt, agent, input: r.input };
+    if (item) c.item = item;
+    if (inputResponse !== undefined) c.inputResponse = inputResponse;
+    if (lastCheckpoint !== undefined) c.lastCheckpoint = lastCheckpoint;
+    out.push(c);
   }
   return out;
 }

@@ -141,6 +141,11 @@ class OutputsView extends Map<string, unknown> {
   }
 }
 
+/** One view per state (a Map subclass costs a hash table each time it is made: once per claim, it was). */
+const views = new WeakMap<RunState, OutputsView>();
+
 export function outputsView(state: RunState): ReadonlyMap<string, unknown> {
-  return new OutputsView(state);
+  let v = views.get(state);
+  if (v === undefined) views.set(state, (v = new OutputsView(state)));
+  return v;
 }

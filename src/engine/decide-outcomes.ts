@@ -3,10 +3,10 @@
  * failure retried, handed to the fallback agent, escalated to a human or made final; and costs against
  * the phase and run budgets.
  */
-import { isPlainObject } from '../core/json.js';
+import { isPlainObject, type JsonObject } from '../core/json.js';
 import { checkTaskOutputs } from '../workflow/runtime.js';
 import { BudgetExceededError } from './errors.js';
-import type { FailureRecord } from './events.js';
+import type { FailureRecord, NewEvent } from './events.js';
 import { contractOfPhase } from './plan.js';
 import { backoffDelay, isRetryable } from './retry.js';
 import { foldedItem, taskIdFor, type PhaseState } from './state.js';
@@ -65,11 +65,12 @@ export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): boolea
     }
     partial = true;
   }
-  const declared = pm.outputs;
-  const extra = declared ? Object.keys(recorded).filter((k) => !declared.some((d) => d.key === k)) : [];
+  const extra = pm.outputs ? extraKeys(recorded, pm.outputs) : [];
   // the output files go with the completion, in its commit: a file is synced only once this is recorded
-  for (const file of f.files ?? []) emit(ctx, { type: 'task.file', phase: f.phase, task_id: p.taskId, attempt: f.attempt, ...file });
-  terminal(ctx, { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd), ...(partial ? { partial: true } : {}) });
+  if (f.files) for (const file of f.files) emit(ctx, { type: 'task.file', phase: f.phase, task_id: p.taskId, attempt: f.attempt, ...file });
+  const completed: NewEvent & { type: 'task.completed' } = { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd) };
+  if (partial) completed.partial = true;
+  terminal(ctx, completed);
   return true;
 }
 
@@ -94,6 +95,22 @@ function ownOutcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>, p: PhaseSta
   if (p.status === 'ready' && p.resumable?.attempt === f.attempt && p.resumable.owner === f.worker) {
     emit(ctx, { type: 'task.resumed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, worker: f.worker, lease_expires_at: ctx.env.now });
   }
+}
+
+/** The keys of an output that its phase does not declare (`extra_keys`), in the output's order. */
+function extraKeys(output: JsonObject, declared: readonly { key: string }[]): string[] {
+  const extra: string[] = [];
+  for (const k of Object.keys(output)) {
+    let known = false;
+    for (const d of declared) {
+      if (d.key === k) {
+        known = true;
+        break;
+      }
+    }
+    if (!known) extra.push(k);
+  }
+  return extra;
 }
 
 function isEmpty(v: unknown): boolean {

@@ -36,9 +36,14 @@ export function runUpdate(state: RunState, now: number): RunUpdate {
   };
 }
 
-export function buildCommit(plan: Plan, state: RunState, events: RunEvent[], touched: Iterable<string>, now: number, expect?: LeaseExpectation[]): Commit {
-  const tasks: TaskRow[] = [];
+export function buildCommit(plan: Plan, state: RunState, events: RunEvent[], touched: ReadonlySet<string>, now: number, expect?: LeaseExpectation[]): Commit {
+  // made at its size (a growing array cost a commit of two rows more than the rows)
+  const tasks = new Array<TaskRow>(touched.size);
+  let n = 0;
   // a folded item (compactItems) has settled: its row was written when it did
-  for (const name of touched) if (state.phases.has(name)) tasks.push(taskRow(plan, state, name, now));
-  return { events, run: runUpdate(state, now), tasks, ...(expect && expect.length > 0 ? { expect } : {}) };
+  for (const name of touched) if (state.phases.has(name)) tasks[n++] = taskRow(plan, state, name, now);
+  tasks.length = n;
+  const c: Commit = { events, run: runUpdate(state, now), tasks };
+  if (expect && expect.length > 0) c.expect = expect;
+  return c;
 }

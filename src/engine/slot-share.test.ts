@@ -25,6 +25,13 @@ describe('shareSlots', () => {
     expect(shareSlots(6, [{ held: 0, want: 0 }, { held: 0, want: 2 }])).toEqual([0, 2]);
   });
 
+  test('one run takes what it wants of the free slots, whatever it holds', () => {
+    expect(shareSlots(1, [{ held: 0, want: Infinity }])).toEqual([1]);
+    expect(shareSlots(5, [{ held: 7, want: 3 }])).toEqual([3]);
+    expect(shareSlots(0, [{ held: 0, want: Infinity }])).toEqual([0]);
+    expect(shareSlots(4, [{ held: 0, want: 0 }])).toEqual([0]);
+  });
+
   test('property: work-conserving, within wants, max-min fair with ties to the older', () => {
     const run = fc.record({ held: fc.nat(20), want: fc.oneof(fc.nat(12), fc.constant(Infinity)) });
     fc.assert(

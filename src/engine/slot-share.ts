@@ -20,6 +20,8 @@ export interface SlotClaim {
 
 /** How many of `free` slots each run gets (same order as `runs`). */
 export function shareSlots(free: number, runs: readonly SlotClaim[]): number[] {
+  // one run (a chain's every turn): it gets what it wants of the free slots
+  if (runs.length === 1) return [runs[0]!.want > 0 ? Math.max(0, Math.min(free, runs[0]!.want)) : 0];
   const caps = runs.map(() => 0);
   let live: number[] = [];
   let level = Infinity;

@@ -844,6 +844,31 @@ export function gateResult(g: GateState): GateResult {
   };
 }
 
+function phaseResult(p: PhaseState): PhaseResult {
+  const status = p.status === 'completed' && p.partial ? 'partial' : p.status;
+  // the usual task (it ran and ended, and has nothing more to say) in one literal, not built up spread by
+  // spread: a run's result holds one per task, and the spreads cost a run of thousands more than its commits
+  if (p.agent !== undefined && !p.error && !p.skippedReason && !p.skippedDetail && p.reusedFrom === undefined && p.startedAt !== undefined && p.endedAt !== undefined && !p.fan) {
+    return { status, task_id: p.taskId, agent: p.agent, input: p.input ?? null, output: p.output ?? null, attempts: p.attempts, cost_usd: roundUsd(p.costUsd), started_at: p.startedAt, ended_at: p.endedAt };
+  }
+  return {
+    status,
+    task_id: p.taskId,
+    ...(p.agent !== undefined ? { agent: p.agent } : {}),
+    input: p.input ?? null,
+    output: p.output ?? null,
+    attempts: p.attempts,
+    cost_usd: roundUsd(p.costUsd),
+    ...(p.error ? { error: p.error } : {}),
+    ...(p.skippedReason ? { skipped_reason: p.skippedReason } : {}),
+    ...(p.skippedDetail ? { skipped_detail: p.skippedDetail } : {}),
+    ...(p.reusedFrom !== undefined ? { reused_from: p.reusedFrom } : {}),
+    ...(p.startedAt !== undefined ? { started_at: p.startedAt } : {}),
+    ...(p.endedAt !== undefined ? { ended_at: p.endedAt } : {}),
+    ...(p.fan ? { items: { count: p.fan.count, completed: p.fan.completed, failed: p.fan.failed, skipped: p.fan.skipped, cancelled: p.fan.cancelled } } : {}),
+  };
+}
+
 export function toResult(state: RunState, events: RunEvent[]): RunResult {
   const phases: Record<string, PhaseResult> = {};
   const suspended: SuspendedPhase[] = [];
@@ -857,22 +882,7 @@ export function toResult(state: RunState, events: RunEvent[]): RunResult {
         expires_at: g?.expiresAt !== undefined && !g.expired ? new Date(g.expiresAt).toISOString() : null,
       });
     }
-    phases[name] = {
-      status: p.status === 'completed' && p.partial ? 'partial' : p.status,
-      task_id: p.taskId,
-      ...(p.agent !== undefined ? { agent: p.agent } : {}),
-      input: p.input ?? null,
-      output: p.output ?? null,
-      attempts: p.attempts,
-      cost_usd: roundUsd(p.costUsd),
-      ...(p.error ? { error: p.error } : {}),
-      ...(p.skippedReason ? { skipped_reason: p.skippedReason } : {}),
-      ...(p.skippedDetail ? { skipped_detail: p.skippedDetail } : {}),
-      ...(p.reusedFrom !== undefined ? { reused_from: p.reusedFrom } : {}),
-      ...(p.startedAt !== undefined ? { started_at: p.startedAt } : {}),
-      ...(p.endedAt !== undefined ? { ended_at: p.endedAt } : {}),
-      ...(p.fan ? { items: { count: p.fan.count, completed: p.fan.completed, failed: p.fan.failed, skipped: p.fan.skipped, cancelled: p.fan.cancelled } } : {}),
-    };
+    phases[name] = phaseResult(p);
   }
   // a run that has not ended has no end: not the time of its last event (GET /runs says null too)
   const ended = state.endedAt ?? null;

@@ -9,7 +9,7 @@ import type { AgentHandler, InputRequest } from './agent.js';
 import { AgentError } from './agent.js';
 import { Attempt, StopSignal, TimeoutError, toOutcome, type AttemptHost } from './attempt.js';
 import { remainingBudget, type Claimed, type Fact } from './decide.js';
-import type { FileProvenance } from './files.js';
+import type { FileProvenance, HeldFiles } from './files.js';
 import type { AttemptTrace } from './telemetry.js';
 import { contractOfPhase, estimatedMsOf, phaseModelOf } from './plan.js';
 import type { RunCtx } from './worker-base.js';
@@ -62,15 +62,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
       this.armTimeout(att);
     }
     // an attempt still running at twice its contract's estimate is worth a warning (when its timeout allows it that long)
-    const slow = estimateMs !== undefined && (timeoutMs === undefined || timeoutMs > 2 * estimateMs) ? new AbortController() : undefined;
-    if (slow) {
-      this.clock.sleep(2 * estimateMs!, slow.signal).then(
-        () => {
-          if (!att.settled) this.note(ctx, { kind: 'warn', phase: att.key, attempt: att.attempt, code: 'EstimateExceeded', message: `the attempt has run for ${2 * estimateMs!} ms, twice its contract's estimated time`, details: { estimated_ms: estimateMs! } });
-        },
-        () => undefined,
-      );
-    }
+    const slow = estimateMs !== undefined && (timeoutMs === undefined || timeoutMs > 2 * estimateMs) ? this.watchEstimate(ctx, att, estimateMs) : undefined;
     let ok = true;
     let value: unknown;
     try {
@@ -102,10 +94,28 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
       await Promise.race([att.finished, new Promise<void>((r) => setImmediate(() => setImmediate(r)))]);
       if (this.crashed !== undefined) return;
     }
+    this.report(ctx, att, ok, value, held);
+  }
+
+  /** Warns (`EstimateExceeded`) when the attempt still runs at twice its contract's estimate; the controller stops the watch. */
+  private watchEstimate(ctx: RunCtx, att: Attempt, estimateMs: number): AbortController {
+    const slow = new AbortController();
+    this.clock.sleep(2 * estimateMs, slow.signal).then(
+      () => {
+        if (!att.settled) this.note(ctx, { kind: 'warn', phase: att.key, attempt: att.attempt, code: 'EstimateExceeded', message: `the attempt has run for ${2 * estimateMs} ms, twice its contract's estimated time`, details: { estimated_ms: estimateMs } });
+      },
+      () => undefined,
+    );
+    return slow;
+  }
+
+  /** The attempt's outcome, from what its handler returned or threw, as a fact for the next commit (with the output files it holds). */
+  private report(ctx: RunCtx, att: Attempt, ok: boolean, value: unknown, held: HeldFiles | undefined): void {
     const outcome = toOutcome(ok, value);
     this.fault('attempt.after-return');
-    const settling = !att.handlerDone && !outcome.ok && this.abortGraceMs > 0 ? { settlingMs: this.abortGraceMs } : {};
-    const fact: Fact = { kind: 'outcome', phase: att.key, attempt: att.attempt, worker: this.id, outcome, ...(held && outcome.ok ? { files: held.files } : {}), ...settling };
+    const fact: Extract<Fact, { kind: 'outcome' }> = { kind: 'outcome', phase: att.key, attempt: att.attempt, worker: this.id, outcome };
+    if (held && outcome.ok) fact.files = held.files;
+    if (!att.handlerDone && !outcome.ok && this.abortGraceMs > 0) fact.settlingMs = this.abortGraceMs;
     if (held) {
       if (outcome.ok && !ctx.ended) ctx.held.set(fact, held);
       else this.filesJob(ctx, held.discard());

@@ -348,7 +348,8 @@ export abstract class WorkerBase {
     }
   }
 
-  private storeOk(write: boolean): void {
+  /** A store call succeeded (`write`: it wrote): trouble that was said is over (track). */
+  protected storeOk(write: boolean): void {
     if (this.troubleSince !== undefined && (write || !this.troubleLocked)) {
       const downMs = Math.round(monotonicNow() - this.troubleSince);
       this.troubleSince = undefined;

@@ -17,11 +17,25 @@ import { applyEvent, attachGraph, compactItems, startCompacting } from './state.
 import type { RunCtx } from './worker-base.js';
 import { WorkerFiles } from './worker-files.js';
 
+/** One run's part of a fast commit (flushMany): what was decided for it, and the commit that records it. */
+interface FastCommit {
+  ctx: RunCtx;
+  facts: Fact[];
+  waiters: ((r: FactResult | Error) => void)[];
+  made: RunEvent[];
+  results: FactResult[];
+  claimIndex: number;
+  item: BatchCommit;
+}
+
 export abstract class WorkerCommits extends WorkerFiles {
   // ---- kept by the layers above ----------------------------------------------------------------
 
   /** What this worker asks for when it claims (worker.ts). */
   protected abstract claimant(ctx: RunCtx): Claimant;
+
+  /** The claim of up to `max` tasks a commit carries: this worker's claimant (worker.ts), built in one object. */
+  protected abstract claimFact(ctx: RunCtx, max: number): Extract<Fact, { kind: 'claim' }>;
 
   /** When the run next needs a commit from this worker, in store time (worker.ts). */
   protected abstract dueAt(ctx: RunCtx): number;
@@ -68,7 +82,7 @@ export abstract class WorkerCommits extends WorkerFiles {
     let claimIndex = -1;
     if (free > 0) {
       claimIndex = facts.length;
-      facts.push({ kind: 'claim', max: free, leaseMs: this.leaseMs, ...this.claimant(ctx) });
+      facts.push(this.claimFact(ctx, free));
     }
     let delta: RunEvent[] = [];
     let made: RunEvent[] = [];
@@ -163,9 +177,48 @@ export abstract class WorkerCommits extends WorkerFiles {
    * `transact`, on a state rebuilt from the store.
    */
   protected async flushMany(ctxs: readonly RunCtx[], caps?: ReadonlyMap<RunCtx, number>): Promise<void> {
+    const batch = this.decideMany(ctxs, caps);
+    if (batch === undefined || batch.length === 0) return;
+    let results: BatchResult[];
+    try {
+      this.fault('flush.before-commit');
+      const items = new Array<BatchCommit>(batch.length);
+      for (let i = 0; i < batch.length; i++) items[i] = batch[i]!.item;
+      // track()'s counting, inline: one async frame less on the path every phase of a chain takes
+      const commit = this.store.commitMany!(items);
+      this.io++;
+      let r: Awaited<typeof commit>;
+      try {
+        r = await commit;
+        this.storeOk(true);
+      } finally {
+        this.io--;
+      }
+      if (r.now !== undefined) this.storeClockAt(r.now);
+      results = r.results;
+      this.fault('flush.after-commit');
+    } catch (e) {
+      this.fastFailed(batch, e);
+      return;
+    }
+    for (let i = 0; i < batch.length; i++) {
+      const b = batch[i]!;
+      b.ctx.flushing = false;
+      if (results[i] === 'ok') this.committed(b.ctx, b.made, b.facts, b.results, b.waiters, b.claimIndex);
+      else this.conflicted(b.ctx, b.facts, b.waiters);
+    }
+  }
+
+  /**
+   * The fast path's decisions (flushMany; not async, so that the commit's frame stays small): each run's
+   * facts decided on its state, in the store's time as estimated here. Runs whose decisions made events
+   * come back with their commit, flushing; the others are done here. Undefined when a decision failed
+   * (the worker crashed).
+   */
+  private decideMany(ctxs: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number> | undefined): FastCommit[] | undefined {
     const now = this.fastNow();
     let free = this.freeSlots();
-    const batch: { ctx: RunCtx; facts: Fact[]; waiters: ((r: FactResult | Error) => void)[]; made: RunEvent[]; results: FactResult[]; claimIndex: number; item: BatchCommit }[] = [];
+    const batch: FastCommit[] = [];
     for (const ctx of ctxs) {
       const facts = ctx.facts.splice(0);
       const waiters = ctx.waiters.splice(0);
@@ -174,7 +227,7 @@ export abstract class WorkerCommits extends WorkerFiles {
       const max = Math.min(free, caps?.get(ctx) ?? free);
       if (max > 0) {
         claimIndex = facts.length;
-        facts.push({ kind: 'claim', max, leaseMs: this.leaseMs, ...this.claimant(ctx) });
+        facts.push(this.claimFact(ctx, max));
       }
       const knownSeq = ctx.state.seq;
       let item: BatchCommit | undefined;
@@ -186,7 +239,7 @@ export abstract class WorkerCommits extends WorkerFiles {
         const e = new DecisionError(err);
         for (const w of waiters) w(e);
         this.crash(e);
-        return;
+        return undefined;
       }
       const claimed = claimIndex >= 0 ? out.results[claimIndex] : undefined;
       if (claimed?.kind === 'claimed') free -= claimed.tasks.length;
@@ -197,58 +250,47 @@ export abstract class WorkerCommits extends WorkerFiles {
       ctx.flushing = true;
       batch.push({ ctx, facts, waiters, made: out.events, results: out.results, claimIndex, item });
     }
-    if (batch.length === 0) return;
-    let results: BatchResult[];
-    try {
-      this.fault('flush.before-commit');
-      const r = await this.track(this.store.commitMany!(batch.map((b) => b.item)), true);
-      if (r.now !== undefined) this.storeClockAt(r.now);
-      results = r.results;
-      this.fault('flush.after-commit');
-    } catch (e) {
-      for (const b of batch) b.ctx.flushing = false;
-      if (this.crashed !== undefined) return;
-      if (isFault(e)) {
-        for (const b of batch) for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
-        this.crash(e);
-        return;
-      }
-      // the store failed: as in flush, what was observed waits in memory and goes again after a backoff, on a rebuilt state
-      for (const b of batch) {
-        b.ctx.doubt = doubtOf(b.made, this.requeue(b.ctx, b.facts, b.waiters), b.facts, b.results);
-        for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
-        b.ctx.failedCommits++;
-        b.ctx.retryAt = this.mono() + backoff(b.ctx.failedCommits, 100, 5000);
-        b.ctx.stale = true;
-      }
-      this.storeTrouble(e);
+    return batch;
+  }
+
+  /** The fast commit failed: a fault crashes the worker; a store failure leaves what was observed waiting in memory. */
+  private fastFailed(batch: readonly FastCommit[], e: unknown): void {
+    for (const b of batch) b.ctx.flushing = false;
+    if (this.crashed !== undefined) return;
+    if (isFault(e)) {
+      for (const b of batch) for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
+      this.crash(e);
       return;
     }
-    batch.forEach((b, i) => {
-      const ctx = b.ctx;
-      ctx.flushing = false;
-      if (results[i] === 'ok') {
-        this.committed(ctx, b.made, b.facts, b.results, b.waiters, b.claimIndex);
-        return;
-      }
-      // another process committed to the run (or holds it): the decisions made here were on an old state
-      ctx.fastOffUntil = this.storeNow() + 2_000;
-      const again: Fact[] = [];
-      const ws: ((r: FactResult | Error) => void)[] = [];
-      b.facts.forEach((f, j) => {
-        if (f.kind === 'claim' || f.kind === 'tick') return;
-        again.push(f);
-        ws.push(b.waiters[j] ?? (() => undefined));
-      });
-      if (again.length === 0 && !ctx.driven && ctx.attempts.size === 0 && ctx.busy.size === 0 && ctx.facts.length === 0) {
-        // a run taken up only to claim from it, and claimed by another worker first: put down, not rebuilt
-        this.runs.delete(ctx.runId);
-        return;
-      }
-      ctx.facts.unshift(...again);
-      ctx.waiters.unshift(...ws);
-      ctx.stale = true;
+    // the store failed: as in flush, what was observed waits in memory and goes again after a backoff, on a rebuilt state
+    for (const b of batch) {
+      b.ctx.doubt = doubtOf(b.made, this.requeue(b.ctx, b.facts, b.waiters), b.facts, b.results);
+      for (const w of b.waiters) w(e instanceof Error ? e : new Error(String(e)));
+      b.ctx.failedCommits++;
+      b.ctx.retryAt = this.mono() + backoff(b.ctx.failedCommits, 100, 5000);
+      b.ctx.stale = true;
+    }
+    this.storeTrouble(e);
+  }
+
+  /** A fast commit found that another process committed to the run (or holds it): the decisions made here were on an old state. */
+  private conflicted(ctx: RunCtx, facts: readonly Fact[], waiters: readonly ((r: FactResult | Error) => void)[]): void {
+    ctx.fastOffUntil = this.storeNow() + 2_000;
+    const again: Fact[] = [];
+    const ws: ((r: FactResult | Error) => void)[] = [];
+    facts.forEach((f, j) => {
+      if (f.kind === 'claim' || f.kind === 'tick') return;
+      again.push(f);
+      ws.push(waiters[j] ?? (() => undefined));
     });
+    if (again.length === 0 && !ctx.driven && ctx.attempts.size === 0 && ctx.busy.size === 0 && ctx.facts.length === 0) {
+      // a run taken up only to claim from it, and claimed by another worker first: put down, not rebuilt
+      this.runs.delete(ctx.runId);
+      return;
+    }
+    ctx.facts.unshift(...again);
+    ctx.waiters.unshift(...ws);
+    ctx.stale = true;
   }
 
   /**
@@ -258,7 +300,7 @@ export abstract class WorkerCommits extends WorkerFiles {
   private committed(ctx: RunCtx, all: RunEvent[], facts: readonly Fact[], results: FactResult[], waiters: ((r: FactResult | Error) => void)[], claimIndex: number): void {
     ctx.failedCommits = 0;
     ctx.retryAt = 0;
-    this.settleFiles(ctx, facts, (_, i) => results[i]);
+    if (ctx.held.size > 0) this.settleFiles(ctx, facts, (_, i) => results[i]);
     if (ctx.events) for (const e of all) ctx.events.push(e);
     if (this.opts.onEvent) for (const e of all) this.opts.onEvent(e, ctx.state);
     if (this.opts.telemetry) for (const e of all) this.opts.telemetry.event(e, ctx.state, ctx.record);

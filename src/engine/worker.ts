@@ -58,6 +58,10 @@ const FOREIGN_RUNS = 5_000;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
+/** commitDue's answer when nothing was due (one promise for every such turn). */
+const NOTHING_DUE: Promise<boolean> = Promise.resolve(false);
+const committedSome = (): boolean => true;
+
 /** The slots a run holds in this worker: its attempts running (not those waiting for a human), and those whose agent ignored an abort. */
 function slotsHeld(ctx: RunCtx): number {
   let n = ctx.busy.size;
@@ -167,6 +171,12 @@ export class Worker extends WorkerAttempts {
     this.close();
   }
 
+  /** Whether a run this worker holds has not ended. */
+  private anyLive(): boolean {
+    for (const c of this.runs.values()) if (!c.ended) return true;
+    return false;
+  }
+
   private liveAttempts(): number {
     let n = 0;
     for (const ctx of this.runs.values()) for (const a of ctx.attempts.values()) if (!a.settled && a.suspendedOn === undefined) n++;
@@ -260,8 +270,7 @@ export class Worker extends WorkerAttempts {
         }
       }
       this.evict();
-      const live = [...this.runs.values()].some((c) => !c.ended);
-      if (!live && !this.serving) break;
+      if (!this.serving && !this.anyLive()) break;
       if (!did) {
         busyTurns = 0;
         await this.idle();
@@ -279,42 +288,78 @@ export class Worker extends WorkerAttempts {
    * of its own: the loop's frame, which waits in idle() for as long as nothing happens, keeps no run
    * it went through, ended runs included.)
    */
-  private async commitDue(): Promise<boolean> {
+  private commitDue(): Promise<boolean> {
+    if (this.crashed !== undefined || this.closed) return NOTHING_DUE;
+    const due = this.dueRuns();
+    if (due === undefined) return NOTHING_DUE;
+    const { fast, slow, caps } = due;
+    // the store's clock is not known yet (no commit answered since this worker started): every run is off
+    // the fast path until one is. One transaction learns it; the others wait for the next turn (at once)
+    // rather than all going through transactions of their own (runs created together, before any turn)
+    if (slow.length > 1 && this.clockUnknown()) return this.flushFirst(slow, caps);
+    // the usual turn (every phase of a chain): one fast commit, without an async frame of its own around it
+    if (slow.length === 0 && fast.length <= BATCH_RUNS) return fast.length > 0 ? this.flushMany(fast, caps).then(committedSome) : NOTHING_DUE;
+    return this.commitAll(fast, slow, caps);
+  }
+
+  /** commitDue's turn in general: every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch), then the others. */
+  private async commitAll(fast: readonly RunCtx[], slow: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number>): Promise<boolean> {
     let did = false;
-    const fast: RunCtx[] = [];
-    const slow: RunCtx[] = [];
+    if (fast.length > BATCH_RUNS) did = await this.flushBatches(fast, caps);
+    else if (fast.length > 0) {
+      await this.flushMany(fast, caps);
+      did = true;
+    }
+    if (this.crashed !== undefined || this.closed) return did;
+    if (slow.length === 0) return did;
+    if (slow.length === 1) return (await this.flushIfDue(slow[0]!, caps.get(slow[0]!))) || did;
+    return (await this.flushSlow(slow, caps)) || did;
+  }
+
+
+  /**
+   * The runs due now, those that may take the fast path and the others, with the slots each may
+   * claim; undefined when none is due. (Not async, and no closures: the loop goes through it every turn.)
+   */
+  private dueRuns(): { fast: RunCtx[]; slow: RunCtx[]; caps: Map<RunCtx, number> } | undefined {
     const due = this.storeNow();
-    const dueRuns: RunCtx[] = [];
+    let dueRuns: RunCtx[] | undefined;
     const claims: SlotClaim[] = [];
     for (const ctx of this.runs.values()) {
       if (ctx.ended || this.dueAt(ctx) > due) continue;
       const more = this.dueForMoreThanClaims(ctx);
-      dueRuns.push(ctx);
+      (dueRuns ??= []).push(ctx);
       // a commit with facts may make tasks ready (a completion's successors, claimed in the same commit)
       claims.push({ held: slotsHeld(ctx), want: more ? Infinity : Math.max(1, ctx.state.ready.size) });
     }
+    if (dueRuns === undefined) return undefined;
     // the free slots shared out between the runs due, fewest held first (slot-share.ts): a small run is
     // not kept waiting behind a wide one that came first; runs due only for a claim and given no slot wait
     // for the next turn (with thousands of runs waiting for a slot, a turn decides the few that can have one)
+    const fast: RunCtx[] = [];
+    const slow: RunCtx[] = [];
     const caps = new Map<RunCtx, number>();
     const shares = shareSlots(this.freeSlots(), claims);
-    dueRuns.forEach((ctx, i) => {
+    for (let i = 0; i < dueRuns.length; i++) {
+      const ctx = dueRuns[i]!;
       const cap = shares[i]!;
-      if (cap === 0 && claims[i]!.want !== Infinity) return;
+      if (cap === 0 && claims[i]!.want !== Infinity) continue;
       caps.set(ctx, cap);
       if (this.fastPath(ctx)) fast.push(ctx);
       else slow.push(ctx);
-    });
-    // the store's clock is not known yet (no commit answered since this worker started): every run is off
-    // the fast path until one is. One transaction learns it; the others wait for the next turn (at once)
-    // rather than all going through transactions of their own (runs created together, before any turn)
-    if (slow.length > 1 && this.clockUnknown()) {
-      // one with something to commit besides claims if there is one (a claim-only run may have no slot)
-      const first = slow.find((c) => this.dueForMoreThanClaims(c)) ?? slow[0]!;
-      if (await this.flushIfDue(first, caps.get(first))) did = true;
-      return did;
     }
-    // every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch)
+    return { fast, slow, caps };
+  }
+
+  /** Commits one of the runs by a transaction of its own: one with something to commit besides claims if there is one (a claim-only run may have no slot). */
+  private flushFirst(slow: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number>): Promise<boolean> {
+    const first = slow.find((c) => this.dueForMoreThanClaims(c)) ?? slow[0]!;
+    return this.flushIfDue(first, caps.get(first));
+  }
+
+  /** The fast runs BATCH_RUNS to a commit, one commit after another. Whether any was committed. */
+  private async flushBatches(fast: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number>): Promise<boolean> {
+    let did = false;
     for (let i = 0; i < fast.length; i += BATCH_RUNS) {
       if (this.crashed !== undefined || this.closed) return did;
       let batch = fast.slice(i, i + BATCH_RUNS);
@@ -328,15 +373,18 @@ export class Worker extends WorkerAttempts {
       await this.flushMany(batch, caps);
       did = true;
     }
-    if (slow.length === 1) {
-      if (await this.flushIfDue(slow[0]!, caps.get(slow[0]!))) did = true;
-      return did;
-    }
-    // Runs that need a transaction of their own (a retry, a timer or a grace period due, a takeover, a
-    // command, a run other workers share) go up to SLOW_PARALLEL at once, each on its own connection:
-    // one after another, a thousand runs retrying together on PostgreSQL waited a thousand round trips
-    // each turn. The free slots are shared out before any goes, so that together they claim no more
-    // than the worker may run: each run its share of them (above).
+    return did;
+  }
+
+  /**
+   * Runs that need a transaction of their own (a retry, a timer or a grace period due, a takeover, a
+   * command, a run other workers share) go up to SLOW_PARALLEL at once, each on its own connection:
+   * one after another, a thousand runs retrying together on PostgreSQL waited a thousand round trips
+   * each turn. The free slots are shared out before any goes, so that together they claim no more
+   * than the worker may run: each run its share of them (dueRuns). Whether any was committed.
+   */
+  private async flushSlow(slow: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number>): Promise<boolean> {
+    let did = false;
     const queue = slow.map((ctx) => ({ ctx, cap: caps.get(ctx) ?? 0 }));
     const lane = async (): Promise<void> => {
       for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
@@ -349,6 +397,7 @@ export class Worker extends WorkerAttempts {
     await Promise.all(Array.from({ length: Math.min(SLOW_PARALLEL, queue.length) }, lane));
     return did;
   }
+
 
   /**
    * Whether the runs this worker holds have ready tasks enough for its free slots, taken by a commit in
@@ -388,6 +437,10 @@ export class Worker extends WorkerAttempts {
 
   protected override claimant(ctx: RunCtx): Claimant {
     return { worker: this.id, agents: ctx.agents, deadOwners: this.deadOwnersOf(ctx), resuming: this.resumingOf(ctx), busy: ctx.busy };
+  }
+
+  protected override claimFact(ctx: RunCtx, max: number): Extract<Fact, { kind: 'claim' }> {
+    return { kind: 'claim', max, leaseMs: this.leaseMs, worker: this.id, agents: ctx.agents, deadOwners: this.deadOwnersOf(ctx), resuming: this.resumingOf(ctx), busy: ctx.busy };
   }
 
   /**
@@ -532,7 +585,8 @@ export class Worker extends WorkerAttempts {
 
   /** Runs this worker holds for nothing: a serving worker keeps only the runs it is executing (a gated run costs no memory). */
   private evict(): void {
-    for (const ctx of [...this.runs.values()]) {
+    // park() deletes the entry being visited, which a Map's iteration allows
+    for (const ctx of this.runs.values()) {
       if (ctx.driven || ctx.flushing || ctx.stale || ctx.attempts.size > 0 || ctx.busy.size > 0 || ctx.facts.length > 0 || ctx.waiters.length > 0 || ctx.filesWork.size > 0 || ctx.ending) continue;
       if (ctx.ended || (this.serving && !this.runsAnythingSoon(ctx))) this.park(ctx);
     }

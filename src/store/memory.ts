@@ -214,5 +214,6 @@ function apply(e: Entry, c: Commit): void {
   for (const ev of c.events) e.events.push(ev);
   if (c.events.length > 0) e.run.seq = c.events[c.events.length - 1]!.seq;
   Object.assign(e.run, c.run);
-  for (const t of c.tasks) e.tasks.set(t.phase, { ...t });
+  // the rows as given: a commit's rows are made for it (projection.ts) and never touched again by the engine
+  for (const t of c.tasks) e.tasks.set(t.phase, t);
 }

@@ -37,21 +37,27 @@ function upstreamOf(outputs: UpstreamOutputs, phase: string): unknown {
   return ownGet(outputs, phase);
 }
 
-function follow(value: unknown, path: readonly string[]): { found: boolean; value: unknown } {
-  let v = value;
-  for (const seg of path) {
-    if (Array.isArray(v)) {
-      if (!/^\d+$/.test(seg)) return { found: false, value: undefined };
-      const i = Number(seg);
-      if (i >= v.length) return { found: false, value: undefined };
-      v = v[i];
-    } else if (isPlainObject(v)) {
-      if (!Object.prototype.hasOwnProperty.call(v, seg)) return { found: false, value: undefined };
-      v = v[seg];
-    } else return { found: false, value: undefined };
-    if (v === undefined) return { found: false, value: undefined };
-  }
-  return { found: true, value: v };
+/** What follow() finds where the path leads nowhere. */
+const NOT_FOUND: unique symbol = Symbol('not found');
+
+/** The value at `key` and then `path` under `value` (no key: `path` alone), or NOT_FOUND. Every input of every claim goes through here: no arrays, no result objects. */
+function follow(value: unknown, key: string | undefined, path: readonly string[]): unknown {
+  let v = key === undefined ? value : step(value, key);
+  for (let i = 0; i < path.length && v !== NOT_FOUND; i++) v = step(v, path[i]!);
+  return v;
+}
+
+function step(v: unknown, seg: string): unknown {
+  if (Array.isArray(v)) {
+    if (!/^\d+$/.test(seg)) return NOT_FOUND;
+    const i = Number(seg);
+    if (i >= v.length) return NOT_FOUND;
+    v = v[i];
+  } else if (isPlainObject(v)) {
+    if (!Object.prototype.hasOwnProperty.call(v, seg)) return NOT_FOUND;
+    v = v[seg];
+  } else return NOT_FOUND;
+  return v === undefined ? NOT_FOUND : v;
 }
 
 export type BindingResolution = { ok: true; value: Json } | { ok: false; reason: string };
@@ -63,26 +69,26 @@ export function resolveBinding(b: InputBinding, upstream: UpstreamOutputs, trigg
     // the compiler allows these only in a `for_each` phase, whose items carry their element
     if (!item) return { ok: false, reason: `'${b.ref}' is read outside a fan-out item` };
     if (src.kind === 'index') return { ok: true, value: item.index };
-    const r = follow(item.value, src.path);
-    if (!r.found) return { ok: false, reason: `item ${item.index} has no value for '${b.ref}'` };
-    return { ok: true, value: r.value as Json };
+    const r = follow(item.value, undefined, src.path);
+    if (r === NOT_FOUND) return { ok: false, reason: `item ${item.index} has no value for '${b.ref}'` };
+    return { ok: true, value: r as Json };
   }
   if (src.kind === 'phase') {
     const out = upstreamOf(upstream, src.phase);
     if (out === undefined) return { ok: false, reason: `upstream phase '${src.phase}' has not completed` };
-    const r = follow(out, [src.key, ...src.path]);
-    if (!r.found) {
-      if (src.path.length === 0 || !follow(out, [src.key]).found) return { ok: false, reason: `upstream phase '${src.phase}' did not record output key '${src.key}'` };
+    const r = follow(out, src.key, src.path);
+    if (r === NOT_FOUND) {
+      if (src.path.length === 0 || follow(out, src.key, []) === NOT_FOUND) return { ok: false, reason: `upstream phase '${src.phase}' did not record output key '${src.key}'` };
       return { ok: false, reason: `'${b.ref}' does not exist in the output of upstream phase '${src.phase}'` };
     }
-    return { ok: true, value: r.value as Json };
+    return { ok: true, value: r as Json };
   }
   const root = src.kind === 'trigger' ? trigger : initialState;
   const label = src.kind === 'trigger' ? 'the trigger payload' : 'the initial state';
-  const r = follow(root, [src.key, ...src.path]);
-  if (!r.found) return { ok: false, reason: `${label} has no value for '${[src.key, ...src.path].join('.')}'` };
-  if (r.value === null) return { ok: false, reason: `${label} has null for '${[src.key, ...src.path].join('.')}'; static inputs must be non-null` };
-  return { ok: true, value: r.value as Json };
+  const r = follow(root, src.key, src.path);
+  if (r === NOT_FOUND) return { ok: false, reason: `${label} has no value for '${[src.key, ...src.path].join('.')}'` };
+  if (r === null) return { ok: false, reason: `${label} has null for '${[src.key, ...src.path].join('.')}'; static inputs must be non-null` };
+  return { ok: true, value: r as Json };
 }
 
 /** RFC-0024 §3.1 for references that cannot be resolved (an input's, a `for_each`'s): one error naming each. */
