@@ -880,6 +880,61 @@ describe.skipIf(!python)('the Python example and claim-time rejections', () => {
   }, 60_000);
 });
 
+describe.skipIf(!python)('the Python example when the server is away', () => {
+  /**
+   * A stub server hands out one task, then goes away (connections refused) for longer than the task's
+   * lease, as a server restart that takes a while does, and comes back. agent.py's completion cannot
+   * be delivered: it says so and claims again. (It exited with a traceback: no agent left to claim.)
+   * A claim answered 503 (a proxy before a server that is away) is retried too.
+   */
+  test('agent.py outlives a completion it cannot deliver and a 503 on a claim, and claims again', async () => {
+    const http = await import('node:http');
+    const script = resolve(__dirname, '../../examples/remote-python/agent.py');
+    const port = await freePort();
+    const claims: string[] = [];
+    const task = { token: 'rt_stub', task_id: 'run_s:b', run_id: 'run_s', phase: 'b', attempt: 1, agent: 'r', input: { n: 1 }, initial_state: {}, idempotency_key: 'run_s:b', lease_ms: 600, lease_expires_at: 0 };
+    let up: import('node:http').Server | undefined;
+    const listen = (): Promise<void> =>
+      new Promise((res) => {
+        up = http.createServer((req, resp) => {
+          req.resume();
+          req.on('end', () => {
+            if (req.url?.startsWith('/agents/r/claim')) {
+              claims.push(req.url);
+              if (claims.length === 1) {
+                resp.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(task));
+                // away before the agent completes: every connection refused for more than the lease
+                const srv = up!;
+                srv.close();
+                srv.closeAllConnections();
+                setTimeout(() => void listen(), 6_000);
+              } else if (claims.length === 2) resp.writeHead(503, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway</html>');
+              else resp.writeHead(204).end();
+            } else resp.writeHead(200, { 'content-type': 'application/json' }).end('{"status": "running", "stop": false}');
+          });
+        });
+        up.listen(port, '127.0.0.1', () => res());
+      });
+    await listen();
+    const child = spawn('python3', [script], { env: { ...process.env, BATON_URL: `http://127.0.0.1:${port}`, BATON_API_KEY: RKEY, BATON_AGENT: 'r' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    let exit: number | null | undefined;
+    child.on('exit', (code) => (exit = code));
+    try {
+      await until(() => claims.length >= 3 || exit !== undefined, 20_000);
+      expect(exit, err).toBeUndefined();
+      expect(claims.length).toBeGreaterThanOrEqual(3);
+      expect(err).toContain('outcome of task run_s:b not delivered');
+      expect(err).not.toContain('Traceback');
+    } finally {
+      child.kill();
+      up?.close();
+      up?.closeAllConnections();
+    }
+  }, 60_000);
+});
+
 afterAll(() => {
   // an unknown token's completion logs a line (the roles test sends one); nothing else may
   expect(logged.filter((l) => !l.includes('unknown token'))).toEqual([]);
