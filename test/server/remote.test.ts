@@ -115,7 +115,7 @@ interface Remote {
   close(): Promise<void>;
 }
 
-async function startRemote(kind: StoreKind): Promise<Remote> {
+async function startRemote(kind: StoreKind, graceMs = 100): Promise<Remote> {
   const dir = mkdtempSync(join(tmpdir(), 'baton-remote-'));
   const { store, changes, drop } = await openTestStore(kind, dir);
   const latch = new Latch();
@@ -141,7 +141,7 @@ async function startRemote(kind: StoreKind): Promise<Remote> {
     ...(changes ? { changes } : {}),
     cwd: dir,
     log: (line) => logged.push(line),
-    graceMs: 100,
+    graceMs,
   });
   return {
     url: server.url,
@@ -1022,6 +1022,47 @@ describe('baton serve --remote as a process', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
+});
+
+describe('the server stops with remote tasks in hand and in the queue', () => {
+  test("a remote agent's completion sent while the server stops is committed, and the server stops once it is, not after the grace", async () => {
+    const h = await startRemote('memory', 20_000);
+    try {
+      const id = await startRun(h, MIXED);
+      const c = await claim(h, 'r');
+      expect(c.body).toMatchObject({ run_id: id, phase: 'b' });
+      const t0 = Date.now();
+      const closed = h.server.close();
+      await new Promise((r) => setTimeout(r, 50));
+      // anything else is refused while the server stops; what the agent holds it may still settle (then the server is gone)
+      expect(await claim(h, 'r', RKEY, 0)).toMatchObject({ status: 503, body: { error: { code: 'server-stopping' } } });
+      expect(await task(h, c.body['token'] as string, 'heartbeat')).toMatchObject({ status: 200, body: { stop: false } });
+      expect(await task(h, c.body['token'] as string, 'complete', { output: { m: 'in time' } })).toMatchObject({ status: 200, body: { status: 'completed', committed: true } });
+      await closed;
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      const events = await h.store.events(id);
+      expect(events.filter((e) => e.type === 'task.completed' && e.phase === 'b').map((e) => (e as { output?: unknown }).output)).toEqual([{ m: 'in time' }]);
+      expect(events.filter((e) => e.type === 'task.lease_expired')).toEqual([]);
+    } finally {
+      await h.close();
+    }
+  }, 60_000);
+
+  test('a remote task no agent claimed yet is handed back as the server stops, not after the grace', async () => {
+    const h = await startRemote('memory', 20_000);
+    try {
+      const id = await startRun(h, MIXED);
+      await until(async () => (await h.store.events(id)).some((e) => e.type === 'task.claimed' && e.phase === 'b'));
+      await until(() => h.remote.stats().queued === 1);
+      const t0 = Date.now();
+      await h.server.close();
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      const back = (await h.store.events(id)).filter((e) => e.type === 'task.lease_expired' && e.phase === 'b');
+      expect(back).toMatchObject([{ attempt: 1, handed_back: true }]);
+    } finally {
+      await h.close();
+    }
+  }, 60_000);
 });
 
 describe('the server stops with remote agents waiting', () => {
