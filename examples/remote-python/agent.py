@@ -37,8 +37,11 @@ def post(path, body=None, timeout=70):
             text = res.read().decode("utf-8")
             return res.status, (json.loads(text) if text else None)
     except urllib.error.HTTPError as e:
-        text = e.read().decode("utf-8")
-        return e.code, (json.loads(text) if text else None)
+        text = e.read().decode("utf-8", "replace")
+        try:
+            return e.code, (json.loads(text) if text else None)
+        except ValueError:  # not Baton's answer (a proxy's error page)
+            return e.code, {"error": {"code": "http-%d" % e.code, "message": text[:200]}}
 
 
 def work(task, stopped):
@@ -96,6 +99,10 @@ def run_one(task):
             settle("/tasks/%s/fail" % token, {"code": err["code"], "message": err["message"], "retryable": True}, lease_s, stopped)
         elif status != 200:
             print("completion refused: %s %s" % (status, body), file=sys.stderr)
+    except OSError as e:
+        # the server was away for longer than the lease (a restart, its network): the outcome is lost, the
+        # server hands the task back (the task runs again); this agent goes on claiming
+        print("outcome of task %s not delivered: %s" % (task["task_id"], e), file=sys.stderr)
     finally:
         done.set()
 
@@ -122,6 +129,10 @@ def main():
             threading.Event().wait(1)
             continue
         if status == 204 or claim_rejected(status, task):
+            continue
+        if status >= 500:  # the server, or a proxy before it, is away for now: try again
+            print("claim: %s %s" % (status, task), file=sys.stderr)
+            threading.Event().wait(1)
             continue
         if status != 200:
             print("claim refused: %s %s" % (status, task), file=sys.stderr)

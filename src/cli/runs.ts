@@ -76,7 +76,7 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
       const rows = fileRows(record.runId, result.events);
       if (values.json) io.stdout(JSON.stringify(rows, null, 2) + '\n');
       else if (rows.length === 0) io.stdout(`run ${record.runId} recorded no files (declare them: inputsFiles / outputsFiles, or sideEffects.filesRead / filesWritten)\n`);
-      else for (const r of rows) io.stdout(`${safeText(r.phase, 200)}#${r.attempt}${r.item !== null ? `[${r.item}]` : ''}  ${r.access.padEnd(7)}  ${r.direction.padEnd(8)}  ${r.key !== null ? `${safeText(r.key, 200)}  ` : ''}${safeText(JSON.stringify(r.path))}  ${JSON.stringify(r.sha256)}  ${JSON.stringify(r.size)}\n`);
+      else for (const r of rows) io.stdout(`${safeText(r.phase, 200)}#${r.attempt}${r.item !== null && !r.phase.endsWith(`[${r.item}]`) ? `[${r.item}]` : ''}  ${r.access.padEnd(7)}  ${r.direction.padEnd(8)}  ${r.key !== null ? `${safeText(r.key, 200)}  ` : ''}${safeText(JSON.stringify(r.path))}  ${JSON.stringify(r.sha256)}  ${JSON.stringify(r.size)}\n`);
       return 0;
     }
     if ((values.offset !== undefined || values.limit !== undefined) && values.items === undefined) throw new UsageError('--offset and --limit page the items of --items PHASE');

@@ -106,7 +106,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
           return;
         }
         stopping = true;
-        io.stderr('baton serve: stopping: no new requests; running attempts may finish for 10 s, the rest are handed back (again to stop now)\n');
+        io.stderr('baton serve: stopping: no new requests (remote agents may still settle the tasks they hold); running attempts may finish for 10 s, the rest are handed back (again to stop now)\n');
         void running.close().finally(() => {
           off?.();
           done();

@@ -9,7 +9,9 @@
  *   unless a later attempt has written the same path since; then it is removed (a worker that is
  *   alive is syncing it itself);
  * - the root of an attempt that may still run somewhere (the task's current attempt, running,
- *   waiting for an answer, or about to be resumed) stays: its owner, or the takeover, removes it;
+ *   waiting for an answer, or about to be resumed; or one the state does not know yet: claimed after
+ *   the state was read, as other workers of the host claim while this one takes the run up) stays:
+ *   its owner, or the takeover, removes it;
  * - any other root of the run is removed (its attempt's outcome was not accepted, or never came).
  *
  * Only directories the stager made are touched (its naming, this user's, never a symbolic link).
@@ -50,9 +52,13 @@ export function runFiles(opts: { stager: FileStager; stagerFor?: (workspace: str
       for (const r of roots) {
         const key = keyOf(model, r);
         const p = key === undefined ? undefined : state.phases.get(key);
-        if (p && state.status === 'running') {
-          const current = (p.status === 'running' || p.status === 'suspended_awaiting_input') && p.attempts === r.attempt;
-          if (current || p.resumable?.attempt === r.attempt) continue;
+        if (state.status === 'running') {
+          // an attempt the state has not seen claimed yet (a claim committed after it was read: the root
+          // is made once the claim is) may run now, in another worker of this host; so may an item not
+          // opened in it (a fan-out item settled and folded out of it is handled below)
+          if (key !== undefined && (p ? r.attempt > p.attempts : foldedItem(state, key) === undefined)) continue;
+          const current = p !== undefined && (p.status === 'running' || p.status === 'suspended_awaiting_input') && p.attempts === r.attempt;
+          if (current || p?.resumable?.attempt === r.attempt) continue;
         }
         // completed, as far as the state says: a fan-out item folded out of it keeps no attempt number (the log says)
         const done = key !== undefined && (p ? p.status === 'completed' && p.attempts === r.attempt : foldedItem(state, key) !== undefined);

@@ -32,6 +32,40 @@ describe('shareSlots', () => {
     expect(shareSlots(4, [{ held: 0, want: 0 }])).toEqual([0]);
   });
 
+  test('a huge number of free slots is shared in a few steps, not a pass per slot (--concurrency 4294967296)', () => {
+    // one slot a pass took seconds for this one (and never ended for 2 ** 32)
+    const t0 = performance.now();
+    expect(shareSlots(2 ** 28, [{ held: 0, want: Infinity }])).toEqual([2 ** 28]);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    expect(shareSlots(2 ** 32, [{ held: 0, want: Infinity }])).toEqual([2 ** 32]);
+    expect(shareSlots(2 ** 32 + 1, [{ held: 0, want: Infinity }, { held: 0, want: Infinity }])).toEqual([2 ** 31 + 1, 2 ** 31]);
+    expect(shareSlots(2 ** 32, [{ held: 3, want: Infinity }, { held: 0, want: 5 }, { held: 1, want: Infinity }])).toEqual([2 ** 31 - 3, 5, 2 ** 31 - 2]);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+  });
+
+  test('property: the same shares as one slot a pass', () => {
+    // the algorithm before whole passes were made at once
+    const slow = (free: number, runs: readonly { held: number; want: number }[]): number[] => {
+      const caps = runs.map(() => 0);
+      for (; free > 0; free--) {
+        let best = -1;
+        runs.forEach((r, i) => {
+          if (caps[i]! < r.want && (best < 0 || r.held + caps[i]! < runs[best]!.held + caps[best]!)) best = i;
+        });
+        if (best < 0) break;
+        caps[best]!++;
+      }
+      return caps;
+    };
+    const run = fc.record({ held: fc.nat(20), want: fc.oneof(fc.nat(30), fc.constant(Infinity)) });
+    fc.assert(
+      fc.property(fc.nat(200), fc.array(run, { maxLength: 8 }), (free, runs) => {
+        expect(shareSlots(free, runs)).toEqual(slow(free, runs));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   test('property: work-conserving, within wants, max-min fair with ties to the older', () => {
     const run = fc.record({ held: fc.nat(20), want: fc.oneof(fc.nat(12), fc.constant(Infinity)) });
     fc.assert(

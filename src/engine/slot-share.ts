@@ -9,7 +9,8 @@
  * Work-conserving: every slot is given while some run wants more (`want`: what its ready set could take;
  * Infinity for a run whose commit may make tasks ready, a completion's successors). Levels are filled in
  * passes over the runs still wanting, so a turn costs O(runs) for runs of one ready task each, and at most
- * (held + free) passes over the few wide runs.
+ * (held + free) passes over the few wide runs; passes in which every run still wanting stands level are
+ * made in one step (one wide run and a million free slots: one step, not a million passes).
  */
 export interface SlotClaim {
   /** Slots of this worker the run holds now (its running attempts). */
@@ -32,6 +33,20 @@ export function shareSlots(free: number, runs: readonly SlotClaim[]): number[] {
     }
   }
   while (free > 0 && live.length > 0) {
+    // every run still wanting at the same level: the passes to come would give each one slot a pass,
+    // as long as the slots and their wants last, so those passes are made at once (a `--concurrency` of
+    // millions once made as many passes: a look for work that never ended)
+    if (live.every((i) => runs[i]!.held + caps[i]! === level)) {
+      let step = Math.floor(free / live.length);
+      for (const i of live) step = Math.min(step, runs[i]!.want - caps[i]!);
+      if (step > 1) {
+        for (const i of live) caps[i]! += step;
+        free -= step * live.length;
+        level += step;
+        live = live.filter((i) => caps[i]! < runs[i]!.want);
+        continue;
+      }
+    }
     const next: number[] = [];
     let lowest = Infinity;
     for (const i of live) {

@@ -49,11 +49,20 @@ export async function startServer(opts: ListenOptions): Promise<BatonServer> {
   // a worker that fails ends nothing here: its store errors are retried inside, a fault is logged
   serving.catch((e: unknown) => (opts.log ?? ((l: string) => process.stderr.write(`${l}\n`)))(`worker stopped: ${(e as Error).message}`));
   let server: Server;
+  let stopping = false;
   const info = await new Promise<AddressInfo>((resolve, reject) => {
     // what @hono/node-server's serve() makes, with the app's fast path first (a remote agent's
     // completion) and Hono's listener for everything else
     const listener = getRequestListener(built.app.fetch, { hostname: host });
     server = createServer((req, res) => {
+      // stopping: the remote agents' calls about the tasks they hold (/tasks/...) are still served, so that
+      // an attempt in an agent's hands may finish within the grace; everything else is refused
+      if (stopping && !(req.url ?? '').startsWith('/tasks/')) {
+        const text = JSON.stringify({ error: { code: 'server-stopping', message: 'the server is stopping; try again when it is back' } });
+        res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close', 'retry-after': '1' });
+        res.end(text);
+        return;
+      }
       if (!built.fastPath(req, res)) void listener(req, res);
     });
     server.listen(opts.port ?? 8080, host, () => resolve(server.address() as AddressInfo));
@@ -73,14 +82,17 @@ export async function startServer(opts: ListenOptions): Promise<BatonServer> {
     metrics: built.metrics,
     close: () =>
       (closing ??= (async () => {
+        // streams end at once, waiting claims answer (built.close); new requests are refused, but a
+        // remote agent may still settle the task it holds while the worker's attempts get their grace
+        stopping = true;
         built.close();
+        server.closeIdleConnections();
+        if (opts.worker !== false) await opts.engine.stop(opts.graceMs ?? 10_000);
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
-          // streams end at once (built.close), idle keep-alive connections too
           server.closeIdleConnections();
           setTimeout(() => server.closeAllConnections(), 1000).unref();
         });
-        if (opts.worker !== false) await opts.engine.stop(opts.graceMs ?? 10_000);
         worker.abort();
         await serving.catch(() => undefined);
       })()),

@@ -281,6 +281,10 @@ export class RemoteAgents {
 
   /** A parked task goes to the first waiting claim that may take it, else to its agent's queue. */
   private offer(task: RemoteTask): void {
+    if (this.closed) {
+      void this.giveBack(task, 'released', 'the server is stopping: the task was handed back before an agent claimed it');
+      return;
+    }
     const ws = this.waiters.get(task.agent) ?? [];
     const i = ws.findIndex((w) => w.may(task));
     if (i >= 0) {
@@ -691,6 +695,8 @@ export class RemoteAgents {
     this.closed = true;
     for (const ws of this.waiters.values()) for (const w of ws.splice(0)) w.take(undefined);
     for (const t of this.live.values()) for (const s of t.inputs) for (const w of s.waiters.splice(0)) w();
+    // no agent holds a queued task and none will claim it now: handed back at once, not after the grace
+    for (const q of this.queues.values()) for (const t of [...q]) if (t.state === 'queued') void this.giveBack(t, 'released', 'the server is stopping: the task was handed back before an agent claimed it');
   }
 
   /** What the claim answers. */

@@ -353,6 +353,19 @@ describe('baton show --artifacts', () => {
     expect(await run(['show', 'f1', '--artifacts'], text)).toBe(0);
     expect(text.out()).toMatch(/w#1\s+written\s+declared\s+"out\/a\.md"/);
   });
+
+  test('a fan-out item is named once: `f[1]#1`, not `f[1]#1[1]`', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: "Fan"}\nx-trigger: {items: "string[]"}\nworkflow:\n  f:\n    assign: w\n    for_each: $trigger.items\n    outputsFiles: {o: {path: "out/<index>.txt"}}\n    outputs: {n: integer}\n');
+    writeFileSync(join(cwd, 'agents.mjs'), `import { writeFileSync } from 'node:fs';\nexport default { w: (ctx) => { writeFileSync(ctx.input._workflowFsRoot + '/o', String(ctx.item.index)); return { n: ctx.item.index }; } };\n`);
+    expect(await run(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'f2', '--trigger', '{"items": ["a", "b"]}', '-q'], capture(cwd))).toBe(0);
+    const text = capture(cwd);
+    expect(await run(['show', 'f2', '--artifacts'], text)).toBe(0);
+    const lines = text.out().trim().split('\n').sort();
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^f\[0\]#1\s+written\s+synced\s+o\s+"out\/0\.txt"/);
+    expect(lines[1]).toMatch(/^f\[1\]#1\s+written\s+synced\s+o\s+"out\/1\.txt"/);
+  });
 });
 
 const ESCALATING = `openintent: "1.0"

@@ -115,7 +115,7 @@ interface Remote {
   close(): Promise<void>;
 }
 
-async function startRemote(kind: StoreKind): Promise<Remote> {
+async function startRemote(kind: StoreKind, graceMs = 100): Promise<Remote> {
   const dir = mkdtempSync(join(tmpdir(), 'baton-remote-'));
   const { store, changes, drop } = await openTestStore(kind, dir);
   const latch = new Latch();
@@ -141,7 +141,7 @@ async function startRemote(kind: StoreKind): Promise<Remote> {
     ...(changes ? { changes } : {}),
     cwd: dir,
     log: (line) => logged.push(line),
-    graceMs: 100,
+    graceMs,
   });
   return {
     url: server.url,
@@ -880,6 +880,61 @@ describe.skipIf(!python)('the Python example and claim-time rejections', () => {
   }, 60_000);
 });
 
+describe.skipIf(!python)('the Python example when the server is away', () => {
+  /**
+   * A stub server hands out one task, then goes away (connections refused) for longer than the task's
+   * lease, as a server restart that takes a while does, and comes back. agent.py's completion cannot
+   * be delivered: it says so and claims again. (It exited with a traceback: no agent left to claim.)
+   * A claim answered 503 (a proxy before a server that is away) is retried too.
+   */
+  test('agent.py outlives a completion it cannot deliver and a 503 on a claim, and claims again', async () => {
+    const http = await import('node:http');
+    const script = resolve(__dirname, '../../examples/remote-python/agent.py');
+    const port = await freePort();
+    const claims: string[] = [];
+    const task = { token: 'rt_stub', task_id: 'run_s:b', run_id: 'run_s', phase: 'b', attempt: 1, agent: 'r', input: { n: 1 }, initial_state: {}, idempotency_key: 'run_s:b', lease_ms: 600, lease_expires_at: 0 };
+    let up: import('node:http').Server | undefined;
+    const listen = (): Promise<void> =>
+      new Promise((res) => {
+        up = http.createServer((req, resp) => {
+          req.resume();
+          req.on('end', () => {
+            if (req.url?.startsWith('/agents/r/claim')) {
+              claims.push(req.url);
+              if (claims.length === 1) {
+                resp.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(task));
+                // away before the agent completes: every connection refused for more than the lease
+                const srv = up!;
+                srv.close();
+                srv.closeAllConnections();
+                setTimeout(() => void listen(), 6_000);
+              } else if (claims.length === 2) resp.writeHead(503, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway</html>');
+              else resp.writeHead(204).end();
+            } else resp.writeHead(200, { 'content-type': 'application/json' }).end('{"status": "running", "stop": false}');
+          });
+        });
+        up.listen(port, '127.0.0.1', () => res());
+      });
+    await listen();
+    const child = spawn('python3', [script], { env: { ...process.env, BATON_URL: `http://127.0.0.1:${port}`, BATON_API_KEY: RKEY, BATON_AGENT: 'r' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    let exit: number | null | undefined;
+    child.on('exit', (code) => (exit = code));
+    try {
+      await until(() => claims.length >= 3 || exit !== undefined, 20_000);
+      expect(exit, err).toBeUndefined();
+      expect(claims.length).toBeGreaterThanOrEqual(3);
+      expect(err).toContain('outcome of task run_s:b not delivered');
+      expect(err).not.toContain('Traceback');
+    } finally {
+      child.kill();
+      up?.close();
+      up?.closeAllConnections();
+    }
+  }, 60_000);
+});
+
 afterAll(() => {
   // an unknown token's completion logs a line (the roles test sends one); nothing else may
   expect(logged.filter((l) => !l.includes('unknown token'))).toEqual([]);
@@ -967,6 +1022,47 @@ describe('baton serve --remote as a process', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
+});
+
+describe('the server stops with remote tasks in hand and in the queue', () => {
+  test("a remote agent's completion sent while the server stops is committed, and the server stops once it is, not after the grace", async () => {
+    const h = await startRemote('memory', 20_000);
+    try {
+      const id = await startRun(h, MIXED);
+      const c = await claim(h, 'r');
+      expect(c.body).toMatchObject({ run_id: id, phase: 'b' });
+      const t0 = Date.now();
+      const closed = h.server.close();
+      await new Promise((r) => setTimeout(r, 50));
+      // anything else is refused while the server stops; what the agent holds it may still settle (then the server is gone)
+      expect(await claim(h, 'r', RKEY, 0)).toMatchObject({ status: 503, body: { error: { code: 'server-stopping' } } });
+      expect(await task(h, c.body['token'] as string, 'heartbeat')).toMatchObject({ status: 200, body: { stop: false } });
+      expect(await task(h, c.body['token'] as string, 'complete', { output: { m: 'in time' } })).toMatchObject({ status: 200, body: { status: 'completed', committed: true } });
+      await closed;
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      const events = await h.store.events(id);
+      expect(events.filter((e) => e.type === 'task.completed' && e.phase === 'b').map((e) => (e as { output?: unknown }).output)).toEqual([{ m: 'in time' }]);
+      expect(events.filter((e) => e.type === 'task.lease_expired')).toEqual([]);
+    } finally {
+      await h.close();
+    }
+  }, 60_000);
+
+  test('a remote task no agent claimed yet is handed back as the server stops, not after the grace', async () => {
+    const h = await startRemote('memory', 20_000);
+    try {
+      const id = await startRun(h, MIXED);
+      await until(async () => (await h.store.events(id)).some((e) => e.type === 'task.claimed' && e.phase === 'b'));
+      await until(() => h.remote.stats().queued === 1);
+      const t0 = Date.now();
+      await h.server.close();
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      const back = (await h.store.events(id)).filter((e) => e.type === 'task.lease_expired' && e.phase === 'b');
+      expect(back).toMatchObject([{ attempt: 1, handed_back: true }]);
+    } finally {
+      await h.close();
+    }
+  }, 60_000);
 });
 
 describe('the server stops with remote agents waiting', () => {

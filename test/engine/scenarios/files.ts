@@ -381,6 +381,81 @@ export async function scratchRootsGoWhenAnEndedRunIsTakenUp(makeStore: StoreFact
   });
 }
 
+/**
+ * Worker B takes a fan-out run up with a state read just before worker A's claim of an item was
+ * committed (three `baton worker`s on one fan: one that lost a claim puts the run down and reads it
+ * again while the others claim). By the time B lists the run's scratch roots, A's attempt has made
+ * its root and runs in it: an attempt B's state has not seen yet may run somewhere, and its root
+ * stays. (It was removed under the running agent, whose write then failed with ENOENT: seen with
+ * three `baton worker`s on PostgreSQL.) B binds no agent of its own here, so that no claim of its own
+ * of the same item hides the stale state.
+ */
+export async function scratchRootOfAnUnseenClaimStays(makeStore: StoreFactory): Promise<void> {
+  return inDirs(async ({ ws, roots }) => {
+    const store = await makeStore();
+    const clock = new ManualClock(1_000_000);
+    const stager = (w: string): FileStager => localFileStager({ workspace: w, tmpDir: roots });
+    const started = deferredOf<void>();
+    const go = deferredOf<void>();
+    const agents: Record<string, AgentHandler> = {
+      w: async (ctx) => {
+        started.resolve();
+        await go.promise;
+        writeFileSync(join(ctx.input['_workflowFsRoot'] as string, 'o'), `item ${ctx.input['v'] as number}`);
+        return { v: ctx.input['v'] as number };
+      },
+    };
+    const a = engineOn(store, clock, agents, { workerId: 'A', isOwnerDead: () => false, workspace: ws, fileStager: stager, concurrency: 1 });
+    const runId = await a.create(FAN, { runId: 'unseen-claim', trigger: { items: [0] } });
+    // B's first read of the run is made now (before A's claim) and answered once A's agent runs in its
+    // root; B's later reads and its commits wait until it has tidied the run's roots (on a real store
+    // they take round trips, the listing of a folder does not)
+    const stale = deferredOf<void>();
+    const tidied = deferredOf<void>();
+    let reads = 0;
+    let read = false;
+    const late = <A extends unknown[], R>(f: (...x: A) => Promise<R>) => async (...x: A): Promise<R> => {
+      if (reads++ > 0) await tidied.promise;
+      // as read now (the memory store answers with its own arrays, which grow)
+      const r = structuredClone(await f(...x));
+      read = true;
+      await stale.promise;
+      return r;
+    };
+    const held = <A extends unknown[], R>(f: (...x: A) => Promise<R>) => async (...x: A): Promise<R> => {
+      await tidied.promise;
+      return f(...x);
+    };
+    const bStore = overriding(store, {
+      events: late(store.events.bind(store)),
+      ...(store.readState ? { readState: late(store.readState.bind(store)) } : {}),
+      transact: held(store.transact.bind(store)),
+      ...(store.commitMany ? { commitMany: held(store.commitMany.bind(store)) } : {}),
+    });
+    const b = engineOn(bStore, clock, {}, { workerId: 'B', isOwnerDead: () => false, workspace: ws, fileStager: stager, concurrency: 1 });
+    const onB = b.resume(runId);
+    await until(() => read, "B's read of the run");
+    const onA = a.resume(runId);
+    await started.promise;
+    expect(rootsLeft(roots)).toHaveLength(1);
+    stale.resolve();
+    await settle(50);
+    // B has taken the run up and tidied its roots: A's is still there, for its agent to write in
+    expect(rootsLeft(roots)).toHaveLength(1);
+    tidied.resolve();
+    go.resolve();
+    const [ra, rb] = await withClock(clock, Promise.all([onA, onB]));
+    await a.close();
+    await b.close();
+    expect(ra.status).toBe('completed');
+    expect(rb.status).toBe('completed');
+    expect(ra.phases['f[0]']).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(readFileSync(join(ws, 'out', runId, '0.txt'), 'utf8')).toBe('item 0');
+    expectFilesMatchLog(ws, 'out', await store.events(runId));
+    expect(rootsLeft(roots)).toEqual([]);
+  });
+}
+
 export const FILE_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promise<unknown>> = {
   filesOfCancelledItemsStayOut,
   filesSyncedByTheNextWorker,
@@ -388,4 +463,5 @@ export const FILE_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promise
   scratchRootsOfDeadAttemptsGo,
   scratchRootsGoWhenTheRunEnds,
   scratchRootsGoWhenAnEndedRunIsTakenUp,
+  scratchRootOfAnUnseenClaimStays,
 };
