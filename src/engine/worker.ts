@@ -316,7 +316,6 @@ export class Worker extends WorkerAttempts {
     return (await this.flushSlow(slow, caps)) || did;
   }
 
-
   /**
    * The runs due now, those that may take the fast path and the others, with the slots each may
    * claim; undefined when none is due. (Not async, and no closures: the loop goes through it every turn.)
@@ -397,7 +396,6 @@ export class Worker extends WorkerAttempts {
     await Promise.all(Array.from({ length: Math.min(SLOW_PARALLEL, queue.length) }, lane));
     return did;
   }
-
 
   /**
    * Whether the runs this worker holds have ready tasks enough for its free slots, taken by a commit in
