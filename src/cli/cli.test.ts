@@ -184,6 +184,23 @@ describe('baton run', () => {
     expect(io.err()).not.toMatch(/position/);
   });
 
+  test('--trigger @ with no name, or naming a directory, and a negative count say so in words', async () => {
+    const wf = join(corpus, 'hello_world.yaml');
+    const cases: [string[], RegExp][] = [
+      [['run', wf, '--trigger', '@'], /--trigger @ needs a file name after the @/],
+      [['run', wf, '--initial-state', '@'], /--initial-state @ needs a file name after the @/],
+      [['run', wf, '--trigger', '@.'], /cannot read trigger file \.: it is a directory/],
+      [['run', wf, '--concurrency', '-1'], /--concurrency expects a positive integer, got `-1`/],
+      [['run', wf, '--timeout', '-1'], /--timeout expects a positive number, got `-1`/],
+    ];
+    for (const [args, message] of cases) {
+      const io = capture();
+      expect(await run(args, io), args.join(' ')).toBe(2);
+      expect(io.err(), args.join(' ')).toMatch(message);
+      expect(io.err()).not.toMatch(/EISDIR|\n\s+at /);
+    }
+  });
+
   test('a failed run exits 1; --output writes the result; --trigger @file; agents from a module', async () => {
     const dir = tmp();
     writeFileSync(

@@ -220,16 +220,27 @@ function positiveNumber(s: string, flag: string): number {
   return n;
 }
 
+/** Why a file could not be read, in words for the common causes. */
+function readFailure(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EISDIR') return 'it is a directory';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  return code ?? (e as Error).message;
+}
+
 export async function readJsonObject(flag: string | undefined, besideWorkflow: string | undefined, cwd: string, what: string): Promise<Json | undefined> {
   let text: string | undefined;
   let from: string;
   if (flag !== undefined) {
     if (flag.startsWith('@')) {
       from = flag.slice(1);
+      const flagName = what === 'trigger' ? '--trigger' : '--initial-state';
+      if (from === '') throw new UsageError(`${flagName} @ needs a file name after the @ (${flagName} @trigger.json), or JSON text (${flagName} '{"topic": "x"}')`);
       try {
         text = await readUtf8(resolve(cwd, from));
       } catch (e) {
-        throw new UsageError(`cannot read ${what} file ${from}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+        throw new UsageError(`cannot read ${what} file ${from}: ${readFailure(e)}`);
       }
     } else {
       text = flag;
@@ -240,7 +251,7 @@ export async function readJsonObject(flag: string | undefined, besideWorkflow: s
     try {
       text = await readUtf8(besideWorkflow);
     } catch (e) {
-      throw new UsageError(`cannot read ${from}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new UsageError(`cannot read ${from}: ${readFailure(e)}`);
     }
   } else return undefined;
   if (text === undefined) throw new UsageError(`${from}: the ${what} file is not UTF-8 text (or is larger than 64 MB)`);

@@ -4,7 +4,8 @@
  * The path is checked before the run starts (outputProblem); a write that fails during the run (the
  * directory was removed, the disk is full) is a warning line, said once, never the end of the run.
  */
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { JsonObject } from '../core/json.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunState } from '../engine/state.js';
@@ -46,8 +47,16 @@ export class StateOut {
       rmSync(tmp, { force: true });
       if (this.warned) return;
       this.warned = true;
-      const code = (e as NodeJS.ErrnoException).code;
-      this.warn(`warning: cannot write --state-out ${this.shown} (${code === 'ENOENT' ? 'its directory is gone' : (code ?? (e as Error).message)}); the run goes on and the store keeps it (baton show RUN --state)`);
+      this.warn(`warning: cannot write --state-out ${this.shown} (${this.why(e)}); the run goes on and the store keeps it (baton show RUN --state)`);
     }
+  }
+
+  private why(e: unknown): string {
+    const code = (e as NodeJS.ErrnoException).code;
+    // ENOENT also comes from a directory that takes no new files (/proc): say "gone" only when it is
+    if (code === 'ENOENT') return existsSync(dirname(this.path)) ? 'no file can be made there' : 'its directory is gone';
+    if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+    if (code === 'ENOSPC') return 'the disk is full';
+    return code ?? (e as Error).message;
   }
 }

@@ -314,6 +314,16 @@ describe('the durable commands', () => {
 });
 
 describe('the workflow-state export', () => {
+  test('--state-out where no file can be made is a warning that says so, and the run completes', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), GATED);
+    const io = capture(cwd);
+    // /proc exists and takes no new file: the write fails with ENOENT though the directory is there
+    expect(await run(['run', 'workflow.yaml', '--stub-agents', '--store', 'memory', '--state-out', '/proc/baton-state.json', '--auto-approve', '-q'], io)).toBe(0);
+    expect(io.err()).toMatch(/cannot write --state-out \/proc\/baton-state\.json \(no file can be made there\)/);
+    expect(io.err()).not.toMatch(/directory is gone/);
+  });
+
   test('show --state and run --state-out give the run in the contract spec\'s workflow-state shape', async () => {
     const cwd = dir();
     writeFileSync(join(cwd, 'workflow.yaml'), GATED);

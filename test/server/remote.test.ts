@@ -732,7 +732,7 @@ workflow:
           await ctx.checkpoint({ step: 'half' });
           throw Object.assign(new Error('again'), { code: 'Transient' });
         }
-        return { m: `${String(ctx.item?.value)}:${JSON.stringify(ctx.lastCheckpoint ?? null)}` };
+        return { m: `${ctx.item?.value as string}:${JSON.stringify(ctx.lastCheckpoint ?? null)}` };
       },
     });
     try {
