@@ -379,6 +379,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   /** `create`, with the run as stored (its record, state and log): a run driven here next is taken up from it. */
   private async createRun(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}): Promise<{ runId: string; created: { record: RunRecord; state: RunState; events: RunEvent[] } }> {
     const model = spec instanceof WorkflowSpec ? spec.model : spec;
+    // a path, YAML text or a compile result from plain JavaScript: say what is wanted, not a TypeError from deep inside
+    if (typeof model !== 'object' || model === null || !(model.byName instanceof Map)) throw new BatonError('usage', notAModel(spec));
     const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
     checkTrigger(model, opts.trigger);
     const runId = opts.runId ?? newRunId(this.clock.now());
@@ -451,13 +453,17 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    * PHASE (its events name the run it came from) and runs PHASE and everything after it.
    */
   async rerun(runId: string, from: string, opts: Omit<StartRunOptions, 'trigger' | 'initialState' | 'path'> & { failedItems?: boolean } = {}): Promise<string> {
-    const record = await this.store.run(runId);
-    if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
-    const model = await this.model(record);
-    if (!model.byName.has(from)) throw new BatonError('usage', `workflow ${model.info.name} has no phase \`${from}\` (phases: ${model.phases.map((p) => p.name).join(', ')})`);
+    // the reads ride out a store that is away, as every command's do (the creation below waits on its own)
+    const { record, model, state, w } = await this.waits.run(async () => {
+      const record = await this.store.run(runId);
+      if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
+      const model = await this.model(record);
+      if (!model.byName.has(from)) throw new BatonError('usage', `workflow ${model.info.name} has no phase \`${from}\` (phases: ${model.phases.map((p) => p.name).join(', ')})`);
+      const [events, w] = await Promise.all([this.store.events(runId), this.store.workflow(record.workflowHash)]);
+      return { record, model, state: replay(runId, events), w };
+    });
     const again = new Set<string>([from]);
     for (const name of model.order) if (model.byName.get(name)!.dependsOn.some((d) => again.has(d))) again.add(name);
-    const state = replay(runId, await this.store.events(runId));
     const outputs = new Map<string, { output: JsonObject; attempt: number }>();
     if (opts.failedItems && !model.byName.get(from)!.forEach) throw new BatonError('usage', `--failed-items: phase \`${from}\` has no for_each, so it has no items`);
     for (const [name, p] of state.phases) {
@@ -467,7 +473,6 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         if (opts.failedItems && p.item.parent === from) outputs.set(name, { output: p.output, attempt: p.attempts });
       } else if (!again.has(name)) outputs.set(name, { output: p.output, attempt: p.attempts });
     }
-    const w = await this.store.workflow(record.workflowHash);
     const timeoutMs = typeof record.options['timeout_ms'] === 'number' ? record.options['timeout_ms'] : undefined;
     const newId = opts.runId ?? newRunId(this.clock.now());
     // a rerun is a new trace (its own run span), not a part of the first run's parent
@@ -510,7 +515,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    * aborts; the options may come in its place (`resume(id, {keepEvents: false})`).
    */
   async resume(runId: string, signal?: AbortSignal | DriveOptions, opts: DriveOptions = {}): Promise<RunResult> {
-    const record = await this.store.run(runId);
+    const record = await this.waits.run(() => this.store.run(runId));
     if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
     return this.drive(runId, signal, opts);
   }
@@ -719,4 +724,11 @@ export function newRunId(now: number): string {
     .toString(36)
     .padStart(6, '0');
   return `run_${now.toString(36)}${counter.toString(36).padStart(2, '0')}${rand}`;
+}
+
+/** Why a value given as the workflow of a run is not one. */
+function notAModel(spec: unknown): string {
+  const wanted = 'a run starts from a compiled workflow: the `model` of loadWorkflow(path) or parseWorkflow(text) once `ok`, or a WorkflowSpec';
+  if (typeof spec === 'object' && spec !== null && 'diagnostics' in spec && 'ok' in spec) return `${wanted}; this is the compile result itself${(spec as { ok: unknown }).ok === true ? ' (pass its .model)' : ', and it is not ok (see its diagnostics)'}`;
+  return `${wanted}, got ${typeof spec === 'string' ? 'a string (a path or YAML text? compile it first)' : spec === null ? 'null' : typeof spec}`;
 }

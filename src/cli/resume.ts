@@ -6,7 +6,8 @@ import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, unboundAgents, type Engine } from '../api/engine.js';
 import { BatonError } from '../core/errors.js';
 import type { RunStore } from '../engine/ports.js';
-import { UsageError, bindFromFlags, cliClock, cliEngine, cliTelemetry, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
+import { START_BLIP_MS, UsageError, bindFromFlags, cliClock, cliEngine, cliTelemetry, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
+import { StoreWaits } from '../engine/create-batch.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RERUN_OPTIONS, RESUME_OPTIONS, WORKER_OPTIONS, commandSpec } from './spec.js';
@@ -33,7 +34,10 @@ async function resumeHere(args: string[], io: CliIo, held: { fg?: Foreground }):
     await checkOutput(values.output, io);
     const runId = positionals[0]!;
     store = await openCliStore(values, io, 'write', 'blip');
-    const record = await store.run(runId);
+    const opened = store;
+    // a cut right after the store opened is ridden out as the run's own commits will be
+    const waits = new StoreWaits(cliClock(io), START_BLIP_MS, storeTroubleLine(io));
+    const record = await waits.run(() => opened.run(runId));
     if (!record) throw new UsageError(`no run ${runId} in ${store.location} (see \`baton runs\`)`);
     if (record.status !== 'running' && record.status !== 'waiting') {
       const message = `run ${runId} already ${record.status}; nothing to resume (baton rerun ${runId} --from PHASE runs part of it again)`;
@@ -44,9 +48,10 @@ async function resumeHere(args: string[], io: CliIo, held: { fg?: Foreground }):
     }
     const holder: ViewHolder = { fg: (held.fg = new Foreground(io, values, store.kind === 'memory')) };
     engine = await makeEngine(store, io, values, holder);
-    const missing = await missingAgents(engine, runId);
+    const bound = engine;
+    const missing = await waits.run(() => missingAgents(bound, runId));
     if (missing) throw new UsageError(missing);
-    const { model } = await engine.bind(record);
+    const { model } = await waits.run(() => bound.bind(record));
     const view = values.quiet ? undefined : await progressView(model.phases.map((p) => p.name), io, values.json === true);
     holder.view = view;
     if (!values.quiet) io.stderr(`resuming run ${safeText(runId, 200)} (${safeText(record.workflowName, 200)}) from ${safeText(store.location, 500)}\n`);

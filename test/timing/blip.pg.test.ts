@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PG_SERVER, testDatabase } from '../helpers/pg.js';
 import { baton, until } from '../helpers/spawn.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { createRemoteAgent } from '../../src/index.js';
+import { createEngine, createRemoteAgent, loadWorkflow } from '../../src/index.js';
 import { openPostgresStore } from '../../src/store/postgres.js';
 
 const db = testDatabase('baton_test_blip');
@@ -259,4 +259,33 @@ describe('baton serve rides out a database blip with remote agents', () => {
       await server.done;
     }
   }, 90_000);
+});
+
+describe('the package rides out a database blip in its commands', () => {
+  test('rerun and resume called while every connection is cut wait for the database, then do their work once', async () => {
+    // they failed at once (the reads before the creation were not waited out), where approve and cancel waited
+    const store = await openPostgresStore(storeUrl());
+    const ran: string[] = [];
+    const engine = createEngine({ store, agents: { quick: (ctx) => (ran.push(`${ctx.runId} ${ctx.phase}`), { n: 1 }) }, storeRetryMs: 20_000 });
+    try {
+      writeFileSync(join(dir, 'pair.yaml'), chainOf('pair', 2, 'quick'));
+      const compiled = await loadWorkflow(join(dir, 'pair.yaml'));
+      if (!compiled.ok) throw new Error('pair.yaml does not compile');
+      const first = await engine.run(compiled.model, { runId: fresh('pkg-blip') });
+      expect(first.status).toBe('completed');
+      const cut = proxy.cut(1_500);
+      const t0 = performance.now();
+      const again = await engine.rerun(first.runId, 'p1');
+      expect(performance.now() - t0).toBeGreaterThan(1_000);
+      await cut;
+      const cut2 = proxy.cut(1_500);
+      const result = await engine.resume(again);
+      await cut2;
+      expect(result.status).toBe('completed');
+      expect(ran).toEqual([`${first.runId} p0`, `${first.runId} p1`, `${again} p1`]);
+    } finally {
+      await engine.close();
+      await store.close();
+    }
+  }, 60_000);
 });
