@@ -36,7 +36,7 @@ import { DEFAULT_STORE_RETRY_MS } from '../engine/worker-base.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
 import type { A2aDecl, WorkflowModel } from '../workflow/model.js';
-import { runHandle, type RunHandle } from './handle.js';
+import { runHandle, RunWatch, type HeldRuns, type RunHandle } from './handle.js';
 import { WorkflowSpec } from './spec.js';
 import type { AgentsOption, AnyWorkflow, TriggerOf, WorkflowTypes } from './typed.js';
 
@@ -151,6 +151,13 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   private readonly compiler = new SchemaCompiler();
   private readonly subprocesses = new Map<string, AgentHandler>();
   private worker: Worker | undefined;
+  /** The handles' waits on the runs the worker holds (handle.ts). */
+  private readonly moved = new RunWatch();
+  /** What the run handles wait on for a run this engine holds. */
+  readonly watch: HeldRuns = {
+    holds: (runId) => this.worker?.holds(runId) === true,
+    wait: (runId, maxMs, signal) => this.moved.wait(runId, maxMs, signal),
+  };
 
   constructor(opts: EngineOptions<W>) {
     if (!opts.store) throw new BatonError('usage', 'an engine needs a store (the memory store is a store)');
@@ -182,6 +189,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       ...(o.isOwnerDead !== undefined ? { isOwnerDead: o.isOwnerDead } : {}),
       ...(o.onEvent !== undefined ? { onEvent: o.onEvent } : {}),
+      onAdvance: (runId) => this.moved.notify(runId),
       ...(o.telemetry !== undefined ? { telemetry: o.telemetry } : {}),
       ...(o.storeRetryMs !== undefined ? { storeRetryMs: o.storeRetryMs } : {}),
       ...(o.onStoreTrouble !== undefined ? { onStoreTrouble: o.onStoreTrouble } : {}),
