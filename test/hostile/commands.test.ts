@@ -71,6 +71,22 @@ describe('--output', () => {
   });
 });
 
+describe('--store', () => {
+  it.each([[''], ['  ']])('%j is refused before anything runs (exit 2), not taken for the default store', async (spec) => {
+    const dir = project();
+    const io = capture(dir);
+    io.env = { BATON_STORE: 'memory' };
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', spec], io)).toBe(2);
+    expect(io.err()).toMatch(/store is empty/);
+    expect(io.err()).not.toMatch(STACK);
+    expect(existsSync(join(dir, 'ran'))).toBe(false);
+    expect(existsSync(join(dir, '.baton'))).toBe(false);
+    const list = capture(dir);
+    expect(await run(['runs', '--store', spec], list)).toBe(2);
+    expect(existsSync(join(dir, '.baton'))).toBe(false);
+  });
+});
+
 describe('--json streams', () => {
   it('chunks are exactly JSON.stringify(value, null, 2)', () => {
     fc.assert(
