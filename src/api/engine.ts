@@ -161,6 +161,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
 
   constructor(opts: EngineOptions<W>) {
     if (!opts.store) throw new BatonError('usage', 'an engine needs a store (the memory store is a store)');
+    checkNumbers(opts);
     // the workflow's types are checked at compile time; at run time every handler is an AgentHandler
     this.opts = opts as EngineOptions as EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
     this.store = opts.store;
@@ -389,6 +390,10 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const model = spec instanceof WorkflowSpec ? spec.model : spec;
     const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
     checkTrigger(model, opts.trigger);
+    // NaN would be stored as null and dropped (the run then had no deadline); 0 or less timed the run out at once
+    if (opts.timeoutMs !== undefined && !(typeof opts.timeoutMs === 'number' && opts.timeoutMs > 0 && opts.timeoutMs !== Infinity)) {
+      throw new BatonError('usage', `timeoutMs must be a positive number of milliseconds, got ${String(opts.timeoutMs)}`);
+    }
     const runId = opts.runId ?? newRunId(this.clock.now());
     const wf = workflowRecord(model, opts.path);
     this.models.set(wf.hash, model);
@@ -691,6 +696,18 @@ function checkTrigger(model: WorkflowModel, trigger: Json | undefined): void {
 }
 
 /** An engine over a store; `createEngine<Workflow>(...)` (a `baton types` interface) checks agent ids, outputs and the trigger at compile time. */
+/**
+ * The numeric options, refused when they are not numbers (usage). Out-of-range numbers are clamped where
+ * they are used (concurrency 0 is 1), but NaN passed every clamp: `concurrency: NaN` (a `Number(process.env.X)`
+ * of an unset variable) made an engine whose runs never started, and a NaN lease or poll broke the loop.
+ */
+function checkNumbers(opts: Pick<EngineOptions, 'concurrency' | 'leaseMs' | 'pollMs' | 'storeRetryMs' | 'abortGraceMs' | 'snapshotEvery'>): void {
+  for (const key of ['concurrency', 'leaseMs', 'pollMs', 'storeRetryMs', 'abortGraceMs', 'snapshotEvery'] as const) {
+    const v: unknown = opts[key];
+    if (v !== undefined && (typeof v !== 'number' || Number.isNaN(v))) throw new BatonError('usage', `createEngine: ${key} must be a number, got ${typeof v === 'number' ? 'NaN' : JSON.stringify(v) ?? typeof v}`);
+  }
+}
+
 export function createEngine<W extends WorkflowTypes = AnyWorkflow>(opts: EngineOptions<W>): Engine<W> {
   return new Engine<W>(opts);
 }
