@@ -387,7 +387,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
 
   /** `create`, with the run as stored (its record, state and log): a run driven here next is taken up from it. */
   private async createRun(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}): Promise<{ runId: string; created: { record: RunRecord; state: RunState; events: RunEvent[] } }> {
-    const model = spec instanceof WorkflowSpec ? spec.model : spec;
+    const model = modelOf(spec);
     const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
     checkTrigger(model, opts.trigger);
     // NaN would be stored as null and dropped (the run then had no deadline); 0 or less timed the run out at once
@@ -696,6 +696,26 @@ function checkTrigger(model: WorkflowModel, trigger: Json | undefined): void {
 }
 
 /** An engine over a store; `createEngine<Workflow>(...)` (a `baton types` interface) checks agent ids, outputs and the trigger at compile time. */
+/**
+ * The workflow a run starts from, refused (usage) when it is not one: JavaScript callers get no compiler to
+ * say so, and `engine.run(await loadWorkflow(f))` (the result, not its `.model`) failed with a TypeError.
+ */
+function modelOf(spec: unknown): WorkflowModel {
+  if (spec instanceof WorkflowSpec) return spec.model;
+  const isModel = (m: unknown): m is WorkflowModel => {
+    const x = m as Partial<WorkflowModel> | null | undefined;
+    return typeof x === 'object' && x !== null && typeof x.info === 'object' && x.info !== null && typeof x.info.name === 'string' && Array.isArray(x.phases);
+  };
+  if (isModel(spec)) return spec;
+  const o = spec as { ok?: unknown; diagnostics?: unknown; model?: unknown } | null | undefined;
+  if (typeof o === 'object' && o !== null && 'ok' in o && Array.isArray(o.diagnostics)) {
+    throw new BatonError('usage', o.ok === true ? 'a run starts from a workflow model: pass `result.model` (loadWorkflow and parseWorkflow return a result)' : 'the workflow is invalid (its compile result has ok: false and diagnostics); nothing was run');
+  }
+  // a WorkflowSpec of another copy of the package (instanceof does not see it)
+  if (typeof o === 'object' && o !== null && isModel(o.model)) return o.model;
+  throw new BatonError('usage', `a run starts from a workflow model (loadWorkflow(file).model, parseWorkflow(text).model) or a WorkflowSpec, got ${o === null ? 'null' : typeof o}`);
+}
+
 /**
  * The numeric options, refused when they are not numbers (usage). Out-of-range numbers are clamped where
  * they are used (concurrency 0 is 1), but NaN passed every clamp: `concurrency: NaN` (a `Number(process.env.X)`

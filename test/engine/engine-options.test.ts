@@ -5,7 +5,10 @@
  */
 import { describe, expect, test } from 'vitest';
 import { createEngine, type EngineOptions } from '../../src/api/engine.js';
+import { WorkflowSpec } from '../../src/api/spec.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { parseWorkflow } from '../../src/workflow/compile.js';
+import type { WorkflowModel } from '../../src/workflow/model.js';
 import { header, wf } from './helpers.js';
 
 const model = wf(`${header()}workflow:\n  a: {assign: x}`);
@@ -31,6 +34,22 @@ describe('engine options', () => {
     await expect(e.start(model, { timeoutMs })).rejects.toThrow(usage);
     expect(await store.runs()).toEqual([]);
     expect((await e.run(model, { timeoutMs: 60_000 })).status).toBe('completed');
+    await e.close();
+  });
+});
+
+describe('what a run starts from', () => {
+  test('a compile result, a file name or nothing is refused (usage), not a TypeError; a spec works', async () => {
+    const store = new MemoryStore();
+    const e = createEngine({ store, agents: { x: () => ({}) } });
+    const compiled = parseWorkflow(`${header()}workflow:\n  a: {assign: x}`);
+    const invalid = parseWorkflow(`${header()}workflow:\n  a: {assign: x, depends_on: [zz]}`);
+    for (const bad of [compiled, invalid, 'workflow.yaml', undefined, null, {}]) {
+      await expect(e.run(bad as unknown as WorkflowModel, {})).rejects.toThrow(usage);
+      await expect(e.start(bad as unknown as WorkflowModel, {})).rejects.toThrow(usage);
+    }
+    expect(await store.runs()).toEqual([]);
+    expect((await e.run(WorkflowSpec.fromString(`${header()}workflow:\n  a: {assign: x}`), {})).status).toBe('completed');
     await e.close();
   });
 });
