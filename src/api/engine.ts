@@ -36,7 +36,7 @@ import { DEFAULT_STORE_RETRY_MS } from '../engine/worker-base.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
 import type { A2aDecl, WorkflowModel } from '../workflow/model.js';
-import { runHandle, type RunHandle } from './handle.js';
+import { runHandle, RunWatch, type HeldRuns, type RunHandle } from './handle.js';
 import { WorkflowSpec } from './spec.js';
 import type { AgentsOption, AnyWorkflow, TriggerOf, WorkflowTypes } from './typed.js';
 
@@ -151,9 +151,17 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   private readonly compiler = new SchemaCompiler();
   private readonly subprocesses = new Map<string, AgentHandler>();
   private worker: Worker | undefined;
+  /** The handles' waits on the runs the worker holds (handle.ts). */
+  private readonly moved = new RunWatch();
+  /** What the run handles wait on for a run this engine holds. */
+  readonly watch: HeldRuns = {
+    holds: (runId) => this.worker?.holds(runId) === true,
+    wait: (runId, maxMs, signal) => this.moved.wait(runId, maxMs, signal),
+  };
 
   constructor(opts: EngineOptions<W>) {
     if (!opts.store) throw new BatonError('usage', 'an engine needs a store (the memory store is a store)');
+    checkNumbers(opts);
     // the workflow's types are checked at compile time; at run time every handler is an AgentHandler
     this.opts = opts as EngineOptions as EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
     this.store = opts.store;
@@ -182,6 +190,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       ...(o.isOwnerDead !== undefined ? { isOwnerDead: o.isOwnerDead } : {}),
       ...(o.onEvent !== undefined ? { onEvent: o.onEvent } : {}),
+      onAdvance: (runId) => this.moved.notify(runId),
       ...(o.telemetry !== undefined ? { telemetry: o.telemetry } : {}),
       ...(o.storeRetryMs !== undefined ? { storeRetryMs: o.storeRetryMs } : {}),
       ...(o.onStoreTrouble !== undefined ? { onStoreTrouble: o.onStoreTrouble } : {}),
@@ -378,11 +387,13 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
 
   /** `create`, with the run as stored (its record, state and log): a run driven here next is taken up from it. */
   private async createRun(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}): Promise<{ runId: string; created: { record: RunRecord; state: RunState; events: RunEvent[] } }> {
-    const model = spec instanceof WorkflowSpec ? spec.model : spec;
-    // a path, YAML text or a compile result from plain JavaScript: say what is wanted, not a TypeError from deep inside
-    if (typeof model !== 'object' || model === null || !(model.byName instanceof Map)) throw new BatonError('usage', notAModel(spec));
+    const model = modelOf(spec);
     const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
     checkTrigger(model, opts.trigger);
+    // NaN would be stored as null and dropped (the run then had no deadline); 0 or less timed the run out at once
+    if (opts.timeoutMs !== undefined && !(typeof opts.timeoutMs === 'number' && opts.timeoutMs > 0 && opts.timeoutMs !== Infinity)) {
+      throw new BatonError('usage', `timeoutMs must be a positive number of milliseconds, got ${String(opts.timeoutMs)}`);
+    }
     const runId = opts.runId ?? newRunId(this.clock.now());
     const wf = workflowRecord(model, opts.path);
     this.models.set(wf.hash, model);
@@ -688,6 +699,38 @@ function checkTrigger(model: WorkflowModel, trigger: Json | undefined): void {
 }
 
 /** An engine over a store; `createEngine<Workflow>(...)` (a `baton types` interface) checks agent ids, outputs and the trigger at compile time. */
+/**
+ * The workflow a run starts from, refused (usage) when it is not one: JavaScript callers get no compiler to
+ * say so, and `engine.run(await loadWorkflow(f))` (the result, not its `.model`) failed with a TypeError.
+ */
+function modelOf(spec: unknown): WorkflowModel {
+  if (spec instanceof WorkflowSpec) return spec.model;
+  const isModel = (m: unknown): m is WorkflowModel => {
+    const x = m as Partial<WorkflowModel> | null | undefined;
+    return typeof x === 'object' && x !== null && typeof x.info === 'object' && x.info !== null && typeof x.info.name === 'string' && Array.isArray(x.phases);
+  };
+  if (isModel(spec)) return spec;
+  const o = spec as { ok?: unknown; diagnostics?: unknown; model?: unknown } | null | undefined;
+  if (typeof o === 'object' && o !== null && 'ok' in o && Array.isArray(o.diagnostics)) {
+    throw new BatonError('usage', o.ok === true ? 'a run starts from a workflow model: pass `result.model` (loadWorkflow and parseWorkflow return a result)' : 'the workflow is invalid (its compile result has ok: false and diagnostics); nothing was run');
+  }
+  // a WorkflowSpec of another copy of the package (instanceof does not see it)
+  if (typeof o === 'object' && o !== null && isModel(o.model)) return o.model;
+  throw new BatonError('usage', `a run starts from a workflow model (loadWorkflow(file).model, parseWorkflow(text).model) or a WorkflowSpec, got ${o === null ? 'null' : typeof o === 'string' ? 'a string (a path or YAML text? compile it first)' : typeof o}`);
+}
+
+/**
+ * The numeric options, refused when they are not numbers (usage). Out-of-range numbers are clamped where
+ * they are used (concurrency 0 is 1), but NaN passed every clamp: `concurrency: NaN` (a `Number(process.env.X)`
+ * of an unset variable) made an engine whose runs never started, and a NaN lease or poll broke the loop.
+ */
+function checkNumbers(opts: Pick<EngineOptions, 'concurrency' | 'leaseMs' | 'pollMs' | 'storeRetryMs' | 'abortGraceMs' | 'snapshotEvery'>): void {
+  for (const key of ['concurrency', 'leaseMs', 'pollMs', 'storeRetryMs', 'abortGraceMs', 'snapshotEvery'] as const) {
+    const v: unknown = opts[key];
+    if (v !== undefined && (typeof v !== 'number' || Number.isNaN(v))) throw new BatonError('usage', `createEngine: ${key} must be a number, got ${typeof v === 'number' ? 'NaN' : JSON.stringify(v) ?? typeof v}`);
+  }
+}
+
 export function createEngine<W extends WorkflowTypes = AnyWorkflow>(opts: EngineOptions<W>): Engine<W> {
   return new Engine<W>(opts);
 }
@@ -724,11 +767,4 @@ export function newRunId(now: number): string {
     .toString(36)
     .padStart(6, '0');
   return `run_${now.toString(36)}${counter.toString(36).padStart(2, '0')}${rand}`;
-}
-
-/** Why a value given as the workflow of a run is not one. */
-function notAModel(spec: unknown): string {
-  const wanted = 'a run starts from a compiled workflow: the `model` of loadWorkflow(path) or parseWorkflow(text) once `ok`, or a WorkflowSpec';
-  if (typeof spec === 'object' && spec !== null && 'diagnostics' in spec && 'ok' in spec) return `${wanted}; this is the compile result itself${(spec as { ok: unknown }).ok === true ? ' (pass its .model)' : ', and it is not ok (see its diagnostics)'}`;
-  return `${wanted}, got ${typeof spec === 'string' ? 'a string (a path or YAML text? compile it first)' : spec === null ? 'null' : typeof spec}`;
 }

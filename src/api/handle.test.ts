@@ -116,9 +116,9 @@ describe('a start given something that is not a compiled workflow (from plain Ja
     const store = new MemoryStore();
     await using engine = createEngine({ store, agents });
     const given: [unknown, RegExp][] = [
-      ['workflow.yaml', /compiled workflow.*got a string \(a path or YAML text\? compile it first\)/],
-      [{ ok: true, model: spec.model, diagnostics: [] }, /this is the compile result itself \(pass its \.model\)/],
-      [{ ok: false, model: undefined, diagnostics: [{}] }, /it is not ok \(see its diagnostics\)/],
+      ['workflow.yaml', /workflow model.*got a string \(a path or YAML text\? compile it first\)/],
+      [{ ok: true, model: spec.model, diagnostics: [] }, /pass `result\.model`/],
+      [{ ok: false, model: undefined, diagnostics: [{}] }, /the workflow is invalid/],
       [null, /got null/],
     ];
     for (const [value, message] of given) {

@@ -50,6 +50,14 @@ describe('openStore', () => {
     expect(await codeOf(openStore('postgres://nobody:secret@127.0.0.1:1/none'))).toBe('store-unreachable');
   });
 
+  it('refuses an empty spec (usage), never the default or BATON_STORE in its place; an empty BATON_STORE is unset', async () => {
+    for (const spec of ['', '  ']) {
+      expect(() => parseStoreSpec(spec, { cwd, env: { BATON_STORE: 'memory' } })).toThrow(expect.objectContaining({ code: 'usage' }) as Error);
+      expect(await codeOf(openStore(spec, { cwd }))).toBe('usage');
+    }
+    expect(parseStoreSpec(undefined, { cwd, env: { BATON_STORE: '' } })).toMatchObject({ kind: 'sqlite', file: join(cwd, '.baton', 'baton.db') });
+  });
+
   it('refuses an unknown scheme (usage), a corrupt file (store-corrupt) and an unreachable database (store-unreachable)', async () => {
     expect(await codeOf(openStore('mysql://localhost/x', { cwd }))).toBe('usage');
     writeFileSync(join(cwd, 'junk.db'), 'not a database at all, not even close '.repeat(30));

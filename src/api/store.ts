@@ -38,6 +38,9 @@ export type StoreSpec = { kind: 'memory' } | { kind: 'postgres'; url: string } |
 /** Parses a store spec without opening anything. */
 export function parseStoreSpec(spec: string | undefined, opts: OpenStoreOptions = {}): StoreSpec {
   const cwd = opts.cwd ?? process.cwd();
+  // an empty BATON_STORE is unset; an empty spec given (`--store "$UNSET"`) is a mistake, not the default
+  // (it used to run on .baton/baton.db, past a BATON_STORE that named another store)
+  if (spec !== undefined && spec.trim() === '') throw new BatonError('usage', 'the store is empty: give a SQLite file, postgres://... or memory');
   const s = (spec ?? opts.env?.BATON_STORE ?? '').trim() || DEFAULT_STORE;
   if (s === 'memory') return { kind: 'memory' };
   if (/^postgres(ql)?:\/\//i.test(s)) return { kind: 'postgres', url: s };

@@ -255,6 +255,8 @@ export async function readJsonObject(flag: string | undefined, besideWorkflow: s
     }
   } else return undefined;
   if (text === undefined) throw new UsageError(`${from}: the ${what} file is not UTF-8 text (or is larger than 64 MB)`);
+  // a byte order mark (Windows editors write one) is not part of the JSON (RFC 8259 lets a reader ignore it)
+  if (text.charCodeAt(0) === 0xfeff && flag?.startsWith('@') !== false) text = text.slice(1);
   if (jsonDepthExceeded(text) >= 0) throw new UsageError(`${from}: the ${what} is nested deeper than ${MAX_JSON_DEPTH} levels`);
   let value: unknown;
   try {

@@ -70,22 +70,23 @@ export function cloneJson<T extends Json>(value: T): T {
 
 /**
  * Where JSON.parse stopped, from its error, as 1-based line and column when the error says (`at position
- * N`, or the end of the text when it ran out; V8 names no position for an unexpected token), and the
- * reason without Node's own position words.
+ * N`, or the end of the text when it ran out). V8 names no position for an unexpected token (`[1,]`,
+ * `{"a": tru}`, a byte order mark): the text is then scanned for its first error, so a trailing comma on
+ * line 40 is reported there too. The reason comes without Node's position words or its copy of the text
+ * (which spans lines when the text does).
  */
 export function jsonSyntaxError(err: unknown, text: string): { line: number; column: number; reason: string } | { line?: undefined; column?: undefined; reason: string } {
-  const message = (err instanceof Error ? err.message : String(err)).split('\n')[0]!;
-  const m = /\bat position (\d+)/.exec(message);
-  const ended = /^Unexpected end of JSON input/.test(message);
+  const full = err instanceof Error ? err.message : String(err);
+  const m = /\bat position (\d+)/.exec(full);
+  const ended = /^Unexpected end of JSON input/.test(full);
   const reason = ended
     ? 'the text ends before the value does'
-    : message
+    : (/^(Unexpected token .*?), (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s.exec(full)?.[1] ?? full.split('\n')[0]!)
         .replace(/\s*\(line \d+ column \d+\)/, '')
-        .replace(/\s*in JSON at position \d+/, '')
-        .replace(/^(Unexpected token .*?), ".*" is not valid JSON$/s, '$1');
+        .replace(/\s*in JSON at position \d+/, '');
   const lower = reason.charAt(0).toLowerCase() + reason.slice(1);
-  if (!m && !ended) return { reason: lower };
-  const offset = m ? Math.min(Number(m[1]), text.length) : text.length;
+  const offset = m ? Math.min(Number(m[1]), text.length) : ended ? text.length : firstJsonError(text);
+  if (offset === undefined) return { reason: lower };
   let line = 1;
   let start = 0;
   for (let i = text.indexOf('\n'); i >= 0 && i < offset; i = text.indexOf('\n', i + 1)) {
@@ -93,4 +94,109 @@ export function jsonSyntaxError(err: unknown, text: string): { line: number; col
     start = i + 1;
   }
   return { line, column: offset - start + 1, reason: lower };
+}
+
+/** The offset of the first character where `text` stops being JSON (RFC 8259), or undefined when it is JSON (or too deep to scan). */
+export function firstJsonError(text: string): number | undefined {
+  let i = 0;
+  const n = text.length;
+  const fail = (): never => {
+    throw new JsonScanStop(i);
+  };
+  const space = (): void => {
+    for (let c = text.charCodeAt(i); c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d; c = text.charCodeAt(++i));
+  };
+  const digits = (): void => {
+    if (!(text[i]! >= '0' && text[i]! <= '9')) fail();
+    while (text[i]! >= '0' && text[i]! <= '9') i++;
+  };
+  const string = (): void => {
+    i++; // the opening quote
+    for (;;) {
+      if (i >= n) fail();
+      const c = text.charCodeAt(i);
+      if (c === 0x22) return void i++;
+      if (c < 0x20) fail();
+      if (c === 0x5c) {
+        const e = text[i + 1];
+        if (e === 'u') {
+          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) fail();
+          i += 6;
+        } else if (e !== undefined && '"\\/bfnrt'.includes(e)) i += 2;
+        else fail();
+      } else i++;
+    }
+  };
+  const value = (depth: number): void => {
+    if (depth > 1000) throw new JsonScanStop(undefined);
+    space();
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      space();
+      if (text[i] === '}') return void i++;
+      for (;;) {
+        space();
+        if (text[i] !== '"') fail();
+        string();
+        space();
+        if (text[i] !== ':') fail();
+        i++;
+        value(depth + 1);
+        space();
+        if (text[i] === ',') i++;
+        else if (text[i] === '}') return void i++;
+        else fail();
+      }
+    }
+    if (c === '[') {
+      i++;
+      space();
+      if (text[i] === ']') return void i++;
+      for (;;) {
+        value(depth + 1);
+        space();
+        if (text[i] === ',') i++;
+        else if (text[i] === ']') return void i++;
+        else fail();
+      }
+    }
+    if (c === '"') return string();
+    for (const word of ['true', 'false', 'null']) {
+      if (c === word[0]) {
+        for (const ch of word) {
+          if (text[i] !== ch) fail();
+          i++;
+        }
+        return;
+      }
+    }
+    if (c === '-') i++;
+    if (text[i] === '0') i++;
+    else digits();
+    if (text[i] === '.') {
+      i++;
+      digits();
+    }
+    if (text[i] === 'e' || text[i] === 'E') {
+      i++;
+      if (text[i] === '+' || text[i] === '-') i++;
+      digits();
+    }
+  };
+  try {
+    value(0);
+    space();
+    return i < n ? i : undefined;
+  } catch (e) {
+    if (e instanceof JsonScanStop) return e.offset;
+    throw e;
+  }
+}
+
+/** How the scan stops (an error object: the lint's rule; never leaves firstJsonError). */
+class JsonScanStop extends Error {
+  constructor(readonly offset: number | undefined) {
+    super('not JSON');
+  }
 }

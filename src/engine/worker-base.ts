@@ -78,6 +78,11 @@ export interface WorkerTuning {
   /** Every committed event of every run the worker drives, with the run's state after it (progress views, logs). */
   onEvent?: ((event: RunEvent, state: RunState) => void) | undefined;
   /**
+   * A held run's state moved on (its commit, or others' events read back): the engine's run handles
+   * that watch it read the store then, instead of at every commit of every run.
+   */
+  onAdvance?: ((runId: string) => void) | undefined;
+  /**
    * Traces (docs/telemetry.md): run, attempt, model and tool spans, told every committed event; attempts
    * get `ctx.trace`. `@baton-run/baton/otel` makes one on OpenTelemetry.
    */
@@ -514,6 +519,7 @@ export abstract class WorkerBase {
       if (again) return again;
       for (const e of after) applyEvent(parked.state, e);
       parked.toldSeq = parked.state.seq;
+      if (after.length > 0) this.opts.onAdvance?.(runId);
       parked.ended = parked.state.status !== 'running';
       parked.retryAt = 0;
       parked.contended = 0;

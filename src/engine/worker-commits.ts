@@ -305,6 +305,7 @@ export abstract class WorkerCommits extends WorkerFiles {
     if (this.opts.onEvent) for (const e of all) this.opts.onEvent(e, ctx.state);
     if (this.opts.telemetry) for (const e of all) this.opts.telemetry.event(e, ctx.state, ctx.record);
     ctx.toldSeq = ctx.state.seq;
+    if (all.length > 0) this.opts.onAdvance?.(ctx.runId);
     for (let i = 0; i < waiters.length; i++) waiters[i]!(results[i] ?? { kind: 'done' });
     const claimed = claimIndex >= 0 ? results[claimIndex] : undefined;
     const got = claimed && claimed.kind === 'claimed' ? claimed.tasks : [];
@@ -430,6 +431,7 @@ export abstract class WorkerCommits extends WorkerFiles {
     if (this.opts.onEvent) for (const e of missed) this.opts.onEvent(e, state);
     if (this.opts.telemetry) for (const e of missed) this.opts.telemetry.event(e, state, ctx.record);
     ctx.toldSeq = state.seq;
+    this.opts.onAdvance?.(ctx.runId);
     this.reconcile(ctx);
     if (state.status !== 'running') this.end(ctx);
     else this.handBackUnstarted(ctx);

@@ -581,11 +581,15 @@ export class Worker extends WorkerAttempts {
     for (const ctx of this.runs.values()) if (!ctx.ended && ctx.state.running.size > 0) this.takeOverDead(ctx);
   }
 
-  /** Runs this worker holds for nothing: a serving worker keeps only the runs it is executing (a gated run costs no memory). */
+  /**
+   * Runs this worker holds for nothing: a serving worker keeps only the runs it is executing (a gated run
+   * costs no memory), and no worker keeps a run that ended, driven or not (its drive holds the ctx it
+   * resolved): an engine that runs one request after another for days holds only the runs under way.
+   */
   private evict(): void {
     // park() deletes the entry being visited, which a Map's iteration allows
     for (const ctx of this.runs.values()) {
-      if (ctx.driven || ctx.flushing || ctx.stale || ctx.attempts.size > 0 || ctx.busy.size > 0 || ctx.facts.length > 0 || ctx.waiters.length > 0 || ctx.filesWork.size > 0 || ctx.ending) continue;
+      if ((ctx.driven && !ctx.ended) || ctx.flushing || ctx.stale || ctx.attempts.size > 0 || ctx.busy.size > 0 || ctx.facts.length > 0 || ctx.waiters.length > 0 || ctx.filesWork.size > 0 || ctx.ending) continue;
       if (ctx.ended || (this.serving && !this.runsAnythingSoon(ctx))) this.park(ctx);
     }
   }

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Dispatcher, Pool } from 'undici';
+import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type InputRequest } from '../engine/agent.js';
 import type { Telemetry } from '../engine/telemetry.js';
@@ -121,7 +122,27 @@ interface ClaimedTask {
   traceparent?: string;
 }
 
+/** The options a caller got wrong, said at once (BatonError `usage`), not found later as an undici error or a silent idle agent. */
+function checkOptions(opts: RemoteAgentOptions): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(opts.url);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new BatonError('usage', `createRemoteAgent: url must be an http:// or https:// URL (the Baton server), got ${JSON.stringify(opts.url)}`);
+  }
+  if (typeof opts.agent !== 'string' || opts.agent === '') throw new BatonError('usage', `createRemoteAgent: agent must be an agent id, got ${JSON.stringify(opts.agent)}`);
+  if (typeof opts.handler !== 'function') throw new BatonError('usage', 'createRemoteAgent: handler must be a function');
+  const c = opts.concurrency;
+  if (c !== undefined && !(Number.isInteger(c) && c >= 1)) throw new BatonError('usage', `createRemoteAgent: concurrency must be an integer >= 1, got ${String(c)}`);
+  const w = opts.waitS;
+  if (w !== undefined && !(Number.isFinite(w) && w >= 0)) throw new BatonError('usage', `createRemoteAgent: waitS must be a number of seconds >= 0, got ${String(w)}`);
+}
+
 export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
+  checkOptions(opts);
   const base = opts.url.replace(/\/+$/, '');
   const stopping = new AbortController();
   const seen = new Set<string>();

@@ -71,6 +71,22 @@ describe('--output', () => {
   });
 });
 
+describe('--store', () => {
+  it.each([[''], ['  ']])('%j is refused before anything runs (exit 2), not taken for the default store', async (spec) => {
+    const dir = project();
+    const io = capture(dir);
+    io.env = { BATON_STORE: 'memory' };
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', spec], io)).toBe(2);
+    expect(io.err()).toMatch(/store is empty/);
+    expect(io.err()).not.toMatch(STACK);
+    expect(existsSync(join(dir, 'ran'))).toBe(false);
+    expect(existsSync(join(dir, '.baton'))).toBe(false);
+    const list = capture(dir);
+    expect(await run(['runs', '--store', spec], list)).toBe(2);
+    expect(existsSync(join(dir, '.baton'))).toBe(false);
+  });
+});
+
 describe('--json streams', () => {
   it('chunks are exactly JSON.stringify(value, null, 2)', () => {
     fc.assert(
@@ -205,6 +221,20 @@ describe('hostile input to run', () => {
     expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--trigger', '@t.json'], io)).toBe(2);
     expect(io.err()).toMatch(/not UTF-8/);
     expect(existsSync(join(dir, 'ran'))).toBe(false);
+  });
+
+  it('a trigger file with a byte order mark runs; one with a trailing comma is refused at its line and column (exit 2)', async () => {
+    const dir = project();
+    writeFileSync(join(dir, 'bom.json'), '\ufeff{"topic": "x"}\n');
+    writeFileSync(join(dir, 'trailing.json'), '{"topic": "x",\n "items": [\n  1,\n  2,\n ]}\n');
+    const bad = capture(dir);
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', 'memory', '--trigger', '@trailing.json'], bad)).toBe(2);
+    expect(bad.err()).toMatch(/^baton run: trailing\.json:5:2: the trigger is not valid JSON: unexpected token '\]'\n/);
+    expect(existsSync(join(dir, 'ran'))).toBe(false);
+    const io = capture(dir);
+    expect(await run(['run', 'wf.yaml', '--agents', 'agents.mjs', '--store', 'memory', '--quiet', '--json', '--trigger', '@bom.json'], io)).toBe(0);
+    const events = (JSON.parse(io.out()) as { events: { type: string; trigger?: unknown }[] }).events;
+    expect(events.find((e) => e.type === 'run.started')?.trigger).toEqual({ topic: 'x' });
   });
 
   it('a trigger nested 100,000 levels deep is refused (exit 2)', async () => {

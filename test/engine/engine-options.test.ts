@@ -1,0 +1,55 @@
+/**
+ * Numbers a caller got wrong in createEngine and start: refused at once (usage) where they used to make an
+ * engine whose runs never started (concurrency NaN: `Number(process.env.X)` of an unset variable) or a run
+ * that timed out before it began (timeoutMs 0) or had no deadline at all (timeoutMs NaN, dropped).
+ */
+import { describe, expect, test } from 'vitest';
+import { createEngine, type EngineOptions } from '../../src/api/engine.js';
+import { WorkflowSpec } from '../../src/api/spec.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { parseWorkflow } from '../../src/workflow/compile.js';
+import type { WorkflowModel } from '../../src/workflow/model.js';
+import { header, wf } from './helpers.js';
+
+const model = wf(`${header()}workflow:\n  a: {assign: x}`);
+const usage = expect.objectContaining({ code: 'usage' }) as Error;
+
+describe('engine options', () => {
+  test.each(['concurrency', 'leaseMs', 'pollMs', 'storeRetryMs', 'abortGraceMs', 'snapshotEvery'] as const)('%s: NaN or a string is refused by createEngine', (key) => {
+    for (const bad of [Number.NaN, '4']) {
+      expect(() => createEngine({ store: new MemoryStore(), agents: { x: () => ({}) }, [key]: bad } as unknown as EngineOptions)).toThrow(usage);
+    }
+  });
+
+  test('numbers out of range are still clamped where they are used: concurrency 0 runs one attempt at a time', async () => {
+    const e = createEngine({ store: new MemoryStore(), agents: { x: () => ({}) }, concurrency: 0 });
+    expect((await e.run(model, {})).status).toBe('completed');
+    await e.close();
+  });
+
+  test.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])('start timeoutMs %s is refused before anything is stored', async (timeoutMs) => {
+    const store = new MemoryStore();
+    const e = createEngine({ store, agents: { x: () => ({}) } });
+    await expect(e.run(model, { timeoutMs })).rejects.toThrow(usage);
+    await expect(e.start(model, { timeoutMs })).rejects.toThrow(usage);
+    expect(await store.runs()).toEqual([]);
+    expect((await e.run(model, { timeoutMs: 60_000 })).status).toBe('completed');
+    await e.close();
+  });
+});
+
+describe('what a run starts from', () => {
+  test('a compile result, a file name or nothing is refused (usage), not a TypeError; a spec works', async () => {
+    const store = new MemoryStore();
+    const e = createEngine({ store, agents: { x: () => ({}) } });
+    const compiled = parseWorkflow(`${header()}workflow:\n  a: {assign: x}`);
+    const invalid = parseWorkflow(`${header()}workflow:\n  a: {assign: x, depends_on: [zz]}`);
+    for (const bad of [compiled, invalid, 'workflow.yaml', undefined, null, {}]) {
+      await expect(e.run(bad as unknown as WorkflowModel, {})).rejects.toThrow(usage);
+      await expect(e.start(bad as unknown as WorkflowModel, {})).rejects.toThrow(usage);
+    }
+    expect(await store.runs()).toEqual([]);
+    expect((await e.run(WorkflowSpec.fromString(`${header()}workflow:\n  a: {assign: x}`), {})).status).toBe('completed');
+    await e.close();
+  });
+});
