@@ -25,6 +25,11 @@ describe('openStore', () => {
     await s.close();
   });
 
+  it('refuses a sync mode it does not know (it ran on FULL without a word)', async () => {
+    await expect(openStore('bogus-sync.db', { cwd, sync: 'fast' as 'full' })).rejects.toMatchObject({ code: 'usage', message: `sync expects 'full' or 'normal', got "fast"` });
+    expect(existsSync(join(cwd, 'bogus-sync.db'))).toBe(false);
+  });
+
   it('reads BATON_STORE when no spec is given, and prefers the spec', async () => {
     const env = { BATON_STORE: 'memory' };
     expect((await openStore(undefined, { cwd, env })).kind).toBe('memory');

@@ -57,6 +57,8 @@ export function parseStoreSpec(spec: string | undefined, opts: OpenStoreOptions 
  * store-version, store-unreachable, each with a message fit to print as is.
  */
 export async function openStore(spec: string | undefined, opts: OpenStoreOptions = {}): Promise<RunStore> {
+  // from plain JavaScript or a config file: a misspelt mode would have run on FULL without a word
+  if (opts.sync !== undefined && opts.sync !== 'full' && opts.sync !== 'normal') throw new BatonError('usage', `sync expects 'full' or 'normal', got ${JSON.stringify(opts.sync)}`);
   const p = parseStoreSpec(spec, opts);
   switch (p.kind) {
     case 'memory':

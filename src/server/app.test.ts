@@ -24,6 +24,11 @@ describe('createServerApp in memory', () => {
       const wf = 'openintent: "1.0"\ninfo: {name: m}\nworkflow:\n  a: {assign: x, outputs: {n: number}}\n';
       const started = await app.request('/runs', { method: 'POST', headers: auth, body: JSON.stringify({ workflow: wf, run_id: 'mem-1' }) });
       expect(started.status).toBe(201);
+      // a timeout whose milliseconds are past a number: said as the field sent (it said `timeoutMs`), nothing stored
+      const huge = await app.request('/runs', { method: 'POST', headers: auth, body: JSON.stringify({ workflow: wf, run_id: 'mem-huge', timeout_s: 1e306 }) });
+      expect(huge.status).toBe(400);
+      expect(await huge.json()).toMatchObject({ error: { code: 'invalid-request', message: expect.stringMatching(/^timeout_s must be/) as unknown } });
+      expect(await store.run('mem-huge')).toBeUndefined();
       expect((await store.run('mem-1'))?.status).toBe('running');
       // no worker runs here (startServer runs one): the run waits in the store
       expect(await (await app.request('/runs/mem-1', { headers: auth })).json()).toMatchObject({ run_id: 'mem-1', phases: { a: { status: 'ready' } } });

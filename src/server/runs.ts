@@ -97,6 +97,8 @@ export class RunRoutes {
       throw new HttpError(422, 'invalid-workflow', `${result.file}: the workflow is invalid; nothing was run${named}`, { diagnostics: jsonDiagnostics(result, this.o.cwd) as unknown as Json });
     }
     const model = result.model;
+    // past what a deadline can hold (1e306 s is a number, its milliseconds are not): said as the field that was sent
+    if (typeof body['timeout_s'] === 'number' && !Number.isFinite(body['timeout_s'] * 1000)) throw new HttpError(400, 'invalid-request', `timeout_s must be a positive number of seconds a deadline can hold, got ${body['timeout_s']}`);
     const runId = typeof body['run_id'] === 'string' ? body['run_id'] : undefined;
     const wanted = {
       hash: workflowRecord(model, path).hash,
