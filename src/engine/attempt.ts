@@ -417,7 +417,9 @@ function copyPlain(v: unknown, depth: number): Json | typeof NOT_PLAIN {
   }
   if (!isPlainObject(v)) return NOT_PLAIN;
   const out: JsonObject = {};
-  for (const k of Object.keys(v)) {
+  // for-in over own keys, in Object.keys' order: no array of keys per object of every output
+  for (const k in v) {
+    if (!Object.prototype.hasOwnProperty.call(v, k)) continue;
     const x = v[k];
     if (x === undefined) continue;
     const c = copyPlain(x, depth + 1);

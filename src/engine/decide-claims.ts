@@ -15,12 +15,13 @@ import { fanArray, fanOut, terminal } from './decide-settle.js';
 
 export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] {
   const { state, env } = ctx;
-  const out: Claimed[] = [];
-  if (f.max <= 0 || runGateOpen(state)) return out;
+  // made with its first task (a chain claims one a commit: an empty list's first push made room for 17)
+  let out: Claimed[] | undefined;
+  if (f.max <= 0 || runGateOpen(state)) return [];
   // the set itself, not a copy: claims delete what they take (safe while iterating); a fan-out phase released
   // by its gate adds its first items, which this same loop then visits (a Set iterates what is added to it)
   for (const name of state.ready) {
-    if (out.length >= f.max || state.status !== 'running') break;
+    if ((out !== undefined && out.length >= f.max) || state.status !== 'running') break;
     const p = state.phases.get(name)!;
     const pm = model(ctx, name);
     if (p.item === undefined && pm.forEach) {
@@ -69,9 +70,10 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
     if (item) c.item = item;
     if (inputResponse !== undefined) c.inputResponse = inputResponse;
     if (lastCheckpoint !== undefined) c.lastCheckpoint = lastCheckpoint;
-    out.push(c);
+    if (out === undefined) out = [c];
+    else out.push(c);
   }
-  return out;
+  return out ?? [];
 }
 
 function openAccessGate(ctx: Ctx, agent: string, phase: string): void {

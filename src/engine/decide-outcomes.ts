@@ -100,7 +100,9 @@ function ownOutcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>, p: PhaseSta
 /** The keys of an output that its phase does not declare (`extra_keys`), in the output's order. */
 function extraKeys(output: JsonObject, declared: readonly { key: string }[]): string[] {
   const extra: string[] = [];
-  for (const k of Object.keys(output)) {
+  // for-in over own keys, in Object.keys' order: no array of keys per completion
+  for (const k in output) {
+    if (!Object.prototype.hasOwnProperty.call(output, k)) continue;
     let known = false;
     for (const d of declared) {
       if (d.key === k) {

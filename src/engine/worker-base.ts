@@ -136,6 +136,8 @@ export interface RunCtx {
   retryAt: number;
   /** No fast-path commit (commitMany) before this time (store time): the run had a conflict, another process works on it. */
   fastOffUntil: number;
+  /** The share of the free slots the worker's turn gave the run (dueRuns): the most its commit in that turn may claim. */
+  slotCap: number;
   /** Commits that failed in a row; claim-only transactions that found the run busy, or due work untaken, in a row. */
   failedCommits: number;
   contended: number;
@@ -563,6 +565,7 @@ export abstract class WorkerBase {
       busy: new Set(),
       retryAt: 0,
       fastOffUntil: 0,
+      slotCap: 0,
       failedCommits: 0,
       contended: 0,
       stale: false,

@@ -176,8 +176,8 @@ export abstract class WorkerCommits extends WorkerFiles {
    * committed to it, or holds it now) is a conflict: what this worker observed goes again, through
    * `transact`, on a state rebuilt from the store.
    */
-  protected async flushMany(ctxs: readonly RunCtx[], caps?: ReadonlyMap<RunCtx, number>): Promise<void> {
-    const batch = this.decideMany(ctxs, caps);
+  protected async flushMany(ctxs: readonly RunCtx[]): Promise<void> {
+    const batch = this.decideMany(ctxs);
     if (batch === undefined || batch.length === 0) return;
     let results: BatchResult[];
     try {
@@ -215,16 +215,19 @@ export abstract class WorkerCommits extends WorkerFiles {
    * come back with their commit, flushing; the others are done here. Undefined when a decision failed
    * (the worker crashed).
    */
-  private decideMany(ctxs: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number> | undefined): FastCommit[] | undefined {
+  private decideMany(ctxs: readonly RunCtx[]): FastCommit[] | undefined {
     const now = this.fastNow();
     let free = this.freeSlots();
     const batch: FastCommit[] = [];
     for (const ctx of ctxs) {
-      const facts = ctx.facts.splice(0);
-      const waiters = ctx.waiters.splice(0);
+      // the lists themselves, the run given new ones (a splice made a copy, and left the run's list to grow again from nothing)
+      const facts = ctx.facts;
+      ctx.facts = [];
+      const waiters = ctx.waiters;
+      ctx.waiters = [];
       let claimIndex = -1;
       // each run its share of the free slots (worker.ts shares them out), never more than are left
-      const max = Math.min(free, caps?.get(ctx) ?? free);
+      const max = Math.min(free, ctx.slotCap);
       if (max > 0) {
         claimIndex = facts.length;
         facts.push(this.claimFact(ctx, max));

@@ -120,20 +120,22 @@ export class MemoryStore implements RunStore {
   }
 
   commitMany(items: readonly BatchCommit[]): Promise<{ results: BatchResult[] }> {
-    const results: BatchResult[] = [];
+    // made at its size (a chain commits one run at a time)
+    const results = new Array<BatchResult>(items.length);
     let wrote = false;
     try {
-      for (const it of items) {
+      for (let i = 0; i < items.length; i++) {
+        const it = items[i]!;
         const e = this.entries.get(it.runId);
         if (!e) throw new BatonError('unknown-run', `no run ${it.runId}`);
         if (it.commit.expect?.length) throw new BatonError('internal', 'commitMany takes no lease expectations');
         if (e.run.seq !== it.knownSeq) {
-          results.push('conflict');
+          results[i] = 'conflict';
           continue;
         }
         checkSeq(e, it.commit);
         apply(e, it.commit);
-        results.push('ok');
+        results[i] = 'ok';
         if (it.commit.events.length > 0) wrote = true;
       }
     } catch (err) {
