@@ -541,7 +541,10 @@ export abstract class WorkerBase {
     if (again) return again;
     const { state, events, snapshotSeq } = read;
     const plan = bound.contracts ? withContracts(planOf(bound.model), bound.contracts) : planOf(bound.model);
-    attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
+    // a run just created here has the graph it was started with (start.ts), its counters kept by every
+    // event since: counted again, they come out the same (a walk over every phase of the run)
+    const g = state.graph;
+    if (!primed || g === undefined || g.dependents !== plan.dependents || g.assign !== plan.assign) attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
     // a run whose log is not kept keeps no settled fan-out item whole either (memory flat in the item count)
     if (!keepEvents) startCompacting(state);
     let resolve!: (r: RunResult) => void;
