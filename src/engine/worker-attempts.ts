@@ -47,54 +47,59 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     this.ensureHeartbeat();
     // the contract's `resources.estimatedTime` (its upper bound) is the attempt timeout when the phase sets none
     const estimate = estimatedMsOf(contractOfPhase(ctx.plan, c.phase));
-    void this.execute(ctx, att, handler, pm.timeoutMs ?? estimate, estimate).catch((e: unknown) => this.crash(e));
+    void this.execute(ctx, att, handler, pm.timeoutMs ?? estimate, estimate);
   }
 
+  /** Runs the attempt to its outcome; whatever it throws crashes the worker (caught here: no chained promise and closure per attempt). */
   private async execute(ctx: RunCtx, att: Attempt, handler: AgentHandler | undefined, timeoutMs: number | undefined, estimateMs: number | undefined): Promise<void> {
-    this.fault('attempt.before-invoke');
-    if (this.crashed !== undefined) return;
-    // files of the run's committed completions still being synced (or leftover roots tidied): this agent may read them
-    while (ctx.filesWork.size > 0) await Promise.all([...ctx.filesWork]);
-    if (this.crashed !== undefined) return;
-    if (timeoutMs !== undefined) {
-      att.timeoutMs = timeoutMs;
-      att.timeoutLeft = timeoutMs;
-      this.armTimeout(att);
-    }
-    // an attempt still running at twice its contract's estimate is worth a warning (when its timeout allows it that long)
-    const slow = estimateMs !== undefined && (timeoutMs === undefined || timeoutMs > 2 * estimateMs) ? this.watchEstimate(ctx, att, estimateMs) : undefined;
-    let ok = true;
-    let value: unknown;
     try {
-      if (!handler) throw new AgentError('UnboundAgent', `no handler is bound for agent ${att.agent}`, {}, false);
-      value = await att.invoke(handler);
-    } catch (e) {
-      ok = false;
-      value = e;
-    }
-    att.settled = true;
-    att.timeoutCtl?.abort();
-    slow?.abort();
-    if (ctx.attempts.get(att.key) === att) ctx.attempts.delete(att.key);
-    if (att.suspendedOn === undefined) this.releaseSlot(ctx, att);
-    // output files held for the outcome (files.ts): synced once it is committed and accepted, else dropped
-    const held = att.heldFiles;
-    att.heldFiles = undefined;
-    // a crashed worker is a process that died: its roots stay, as a dead process leaves them
-    if (this.crashed !== undefined) return;
-    if (att.abortReason instanceof StopSignal) {
-      if (held) this.filesJob(ctx, held.discard());
-      this.kick();
-      return; // the task moved on: this attempt's outcome is not wanted
-    }
-    // an aborted attempt (its timeout) settles before its agent's code: code that honours its signal
-    // settles within a turn or two of the event loop; code still running then holds its task's retry
-    // for this worker (`settlingMs`), so that no other worker starts it while this code runs on
-    if (!att.handlerDone) {
-      await Promise.race([att.finished, new Promise<void>((r) => setImmediate(() => setImmediate(r)))]);
+      this.fault('attempt.before-invoke');
       if (this.crashed !== undefined) return;
+      // files of the run's committed completions still being synced (or leftover roots tidied): this agent may read them
+      while (ctx.filesWork.size > 0) await Promise.all([...ctx.filesWork]);
+      if (this.crashed !== undefined) return;
+      if (timeoutMs !== undefined) {
+        att.timeoutMs = timeoutMs;
+        att.timeoutLeft = timeoutMs;
+        this.armTimeout(att);
+      }
+      // an attempt still running at twice its contract's estimate is worth a warning (when its timeout allows it that long)
+      const slow = estimateMs !== undefined && (timeoutMs === undefined || timeoutMs > 2 * estimateMs) ? this.watchEstimate(ctx, att, estimateMs) : undefined;
+      let ok = true;
+      let value: unknown;
+      try {
+        if (!handler) throw new AgentError('UnboundAgent', `no handler is bound for agent ${att.agent}`, {}, false);
+        value = await att.invoke(handler);
+      } catch (e) {
+        ok = false;
+        value = e;
+      }
+      att.settled = true;
+      att.timeoutCtl?.abort();
+      slow?.abort();
+      if (ctx.attempts.get(att.key) === att) ctx.attempts.delete(att.key);
+      if (att.suspendedOn === undefined) this.releaseSlot(ctx, att);
+      // output files held for the outcome (files.ts): synced once it is committed and accepted, else dropped
+      const held = att.heldFiles;
+      att.heldFiles = undefined;
+      // a crashed worker is a process that died: its roots stay, as a dead process leaves them
+      if (this.crashed !== undefined) return;
+      if (att.abortReason instanceof StopSignal) {
+        if (held) this.filesJob(ctx, held.discard());
+        this.kick();
+        return; // the task moved on: this attempt's outcome is not wanted
+      }
+      // an aborted attempt (its timeout) settles before its agent's code: code that honours its signal
+      // settles within a turn or two of the event loop; code still running then holds its task's retry
+      // for this worker (`settlingMs`), so that no other worker starts it while this code runs on
+      if (!att.handlerDone) {
+        await Promise.race([att.finished, new Promise<void>((r) => setImmediate(() => setImmediate(r)))]);
+        if (this.crashed !== undefined) return;
+      }
+      this.report(ctx, att, ok, value, held);
+    } catch (e) {
+      this.crash(e);
     }
-    this.report(ctx, att, ok, value, held);
   }
 
   /** Warns (`EstimateExceeded`) when the attempt still runs at twice its contract's estimate; the controller stops the watch. */

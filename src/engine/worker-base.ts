@@ -182,9 +182,13 @@ export interface RunCtx {
  * one pass over the ready set per state seq, however many looks, so a wide fan-out does not cost a
  * pass over thousands of ready tasks for each commit.
  */
-export interface ReadyScan {
+export interface ReadyScan extends ReadyFacts {
   state: RunState;
   seq: number;
+}
+
+/** What a ReadyScan says. */
+export interface ReadyFacts {
   /** The latest `notBefore` among the ready tasks (-Infinity: none). */
   maxNotBefore: number;
   /** A ready task holds an answered attempt (its owner may continue it). */
@@ -194,6 +198,9 @@ export interface ReadyScan {
   /** Owners of answered (or still settling) attempts of ready tasks, other than this worker. */
   resumableOwners: ReadonlySet<string> | undefined;
 }
+
+/** readyFacts' answer when no ready task waits for a time, an owner or an access gate. */
+const QUIET: ReadyFacts = { maxNotBefore: -Infinity, anyResumable: false, anyAccess: false, resumableOwners: undefined };
 
 export abstract class WorkerBase {
   readonly id: string;
@@ -420,8 +427,10 @@ export abstract class WorkerBase {
   }
 
   /** The ready-set summary of the run's state as it is now (computed once per seq). */
-  protected readyFacts(ctx: RunCtx): ReadyScan {
+  protected readyFacts(ctx: RunCtx): ReadyFacts {
     const state = ctx.state;
+    // no ready task waits for anything (a chain's every commit): nothing to say, and no summary made
+    if (state.readyWaits.size === 0 && ctx.plan.accessAgents.size === 0) return QUIET;
     const have = ctx.scan;
     if (have !== undefined && have.state === state && have.seq === state.seq) return have;
     let maxNotBefore = -Infinity;
@@ -446,7 +455,9 @@ export abstract class WorkerBase {
       }
       if (access.size > 0 && !anyAccess && access.has(nextAgentOf(ctx.plan, state, name))) anyAccess = true;
     }
-    return (ctx.scan = { state, seq: state.seq, maxNotBefore, anyResumable, anyAccess, resumableOwners: owners });
+    const scan: ReadyScan = { state, seq: state.seq, maxNotBefore, anyResumable, anyAccess, resumableOwners: owners };
+    ctx.scan = scan;
+    return scan;
   }
 
   // ---- loading ----------------------------------------------------------------------------------

@@ -10,12 +10,18 @@ import { StopSignal, type Attempt } from './attempt.js';
 import { decide, type Claimed, type Fact, type FactResult } from './decide.js';
 import { nextTimer, type Claimant } from './due.js';
 import type { RunEvent } from './events.js';
-import type { BatchCommit, BatchResult, LeaseExpectation } from './ports.js';
+import type { BatchCommit, BatchResult, LeaseExpectation, RunStore } from './ports.js';
 import { buildCommit } from './projection.js';
 import { backoff, DecisionError, isFault } from './worker-support.js';
 import { applyEvent, attachGraph, compactItems, startCompacting } from './state.js';
 import type { RunCtx } from './worker-base.js';
 import { WorkerFiles } from './worker-files.js';
+
+/** What a store's commitMany answers. */
+type CommitManyAnswer = Awaited<ReturnType<NonNullable<RunStore['commitMany']>>>;
+
+/** flushMany's answer when it committed nothing (one promise for all). */
+const DONE: Promise<void> = Promise.resolve();
 
 /** One run's part of a fast commit (flushMany): what was decided for it, and the commit that records it. */
 interface FastCommit {
@@ -176,20 +182,36 @@ export abstract class WorkerCommits extends WorkerFiles {
    * committed to it, or holds it now) is a conflict: what this worker observed goes again, through
    * `transact`, on a state rebuilt from the store.
    */
-  protected async flushMany(ctxs: readonly RunCtx[]): Promise<void> {
+  protected flushMany(ctxs: readonly RunCtx[]): Promise<void> {
     const batch = this.decideMany(ctxs);
-    if (batch === undefined || batch.length === 0) return;
-    let results: BatchResult[];
+    if (batch === undefined || batch.length === 0) return DONE;
+    let commit: Promise<CommitManyAnswer>;
     try {
       this.fault('flush.before-commit');
       const items = new Array<BatchCommit>(batch.length);
       for (let i = 0; i < batch.length; i++) items[i] = batch[i]!.item;
-      // track()'s counting, inline: one async frame less on the path every phase of a chain takes
-      const commit = this.store.commitMany!(items);
-      this.io++;
-      let r: Awaited<typeof commit>;
+      commit = this.store.commitMany!(items);
+    } catch (e) {
+      this.fastFailed(batch, e);
+      return DONE;
+    }
+    // track()'s counting, inline; no async frame around the commit (every phase of a chain takes this path):
+    // its answer is taken one microtask after it comes, as an await took it
+    this.io++;
+    return commit.then(
+      (r) => this.fastCommitted(batch, r),
+      (e: unknown) => {
+        this.io--;
+        this.fastFailed(batch, e);
+      },
+    );
+  }
+
+  /** The fast commit's answer: each run's decisions committed, or found in conflict. */
+  private fastCommitted(batch: readonly FastCommit[], r: CommitManyAnswer): void {
+    let results: BatchResult[];
+    try {
       try {
-        r = await commit;
         this.storeOk(true);
       } finally {
         this.io--;
