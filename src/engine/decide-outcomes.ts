@@ -6,7 +6,7 @@
 import { isPlainObject, type JsonObject } from '../core/json.js';
 import { checkTaskOutputs } from '../workflow/runtime.js';
 import { BudgetExceededError } from './errors.js';
-import type { FailureRecord, NewEvent } from './events.js';
+import type { FailureRecord, RunEvent } from './events.js';
 import { contractOfPhase } from './plan.js';
 import { backoffDelay, isRetryable } from './retry.js';
 import { foldedItem, taskIdFor, type PhaseState } from './state.js';
@@ -68,8 +68,10 @@ export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): boolea
   const extra = pm.outputs ? extraKeys(recorded, pm.outputs) : [];
   // the output files go with the completion, in its commit: a file is synced only once this is recorded
   if (f.files) for (const file of f.files) emit(ctx, { type: 'task.file', phase: f.phase, task_id: p.taskId, attempt: f.attempt, ...file });
-  const completed: NewEvent & { type: 'task.completed' } = { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd) };
-  if (partial) completed.partial = true;
+  // seq and at last, set by emit (decide-context.ts)
+  const completed: RunEvent & { type: 'task.completed' } = partial
+    ? { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd), partial: true, seq: 0, at: 0 }
+    : { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd), seq: 0, at: 0 };
   terminal(ctx, completed);
   return true;
 }
