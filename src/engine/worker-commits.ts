@@ -3,14 +3,14 @@
  * failed commit keeps (requeue) and how the state is rebuilt (reload), and local attempts brought
  * in line with the committed state (reconcile, resumed, end).
  */
-import { isDeepStrictEqual } from 'node:util';
 import { BatonError } from '../core/errors.js';
 import { cloneJson } from '../core/json.js';
 import { StopSignal, type Attempt } from './attempt.js';
 import { decide, type Claimed, type Fact, type FactResult } from './decide.js';
 import { nextTimer, type Claimant } from './due.js';
 import type { RunEvent } from './events.js';
-import type { BatchCommit, BatchResult, LeaseExpectation, RunStore } from './ports.js';
+import type { BatchCommit, BatchResult, RunStore } from './ports.js';
+import { doubtOf, fences, landed, nobody, OBSERVED, wakesOthers } from './worker-commit-rules.js';
 import { buildCommit } from './projection.js';
 import { backoff, DecisionError, isFault } from './worker-support.js';
 import { applyEvent, attachGraph, compactItems, startCompacting } from './state.js';
@@ -504,69 +504,4 @@ export abstract class WorkerCommits extends WorkerFiles {
     // a copy: the agent may mutate what it is given, the recorded answer must not change
     att.answer?.(cloneJson(gate?.value ?? null));
   }
-}
-
-/**
- * The lease conditions a commit carries (fencing): a takeover of another worker's attempt holds only
- * if the stored lease is still that attempt's and has expired by the store's clock (or its owner is
- * known dead); a hand-back only if this worker still holds the lease.
- */
-function fences(facts: readonly Fact[], made: readonly RunEvent[], now: number): LeaseExpectation[] | undefined {
-  let out: LeaseExpectation[] | undefined;
-  for (const e of made) {
-    if (e.type !== 'task.lease_expired') continue;
-    const f = facts.find((x): x is Extract<Fact, { kind: 'lease_expired' }> => x.kind === 'lease_expired' && x.phase === e.phase && x.attempt === e.attempt);
-    if (!f) continue;
-    (out ??= []).push({ phase: e.phase, attempt: e.attempt, owner: f.owner, ...(f.dead || f.handBack ? {} : { expiredBefore: now }) });
-  }
-  return out;
-}
-
-/** Observed facts: true whatever happens to the commit that carried them (requeue). */
-const OBSERVED = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'sibling', 'lease_expired', 'warn', 'file']);
-
-const nobody = (): void => undefined;
-
-/**
- * What a failed commit leaves to find out: whether it landed (the events it made), the facts it
- * carried that wait again, and what was decided for each (their waiters' answer if it landed).
- */
-function doubtOf(made: readonly RunEvent[], again: readonly Fact[], facts: readonly Fact[], results: readonly FactResult[]): RunCtx['doubt'] {
-  if (made.length === 0) return undefined;
-  const decided = new Map<Fact, FactResult>();
-  facts.forEach((f, i) => {
-    const r = results[i];
-    if (r !== undefined) decided.set(f, r);
-  });
-  return { events: made, facts: again, decided };
-}
-
-/**
- * Whether the events read back hold the doubtful commit's own, every one as it was made: it landed.
- * Another process's commit at the same seqs differs in something (its worker, its task, its attempt):
- * only this worker decides the outcomes of its attempts, and the claims it makes name it.
- */
-function landed(doubt: NonNullable<RunCtx['doubt']>, events: readonly RunEvent[]): boolean {
-  const first = doubt.events[0]!.seq;
-  const at = events.findIndex((x) => x.seq === first);
-  if (at < 0 || events.length - at < doubt.events.length) return false;
-  // as JSON, whatever order a store keeps the keys in
-  const plain = (x: unknown): unknown => JSON.parse(JSON.stringify(x)) as unknown;
-  return doubt.events.every((e, i) => isDeepStrictEqual(plain(events[at + i]), plain(e)));
-}
-
-/** Event types that nobody but the committer needs to hear of at once: a task of its own claimed or finished, its logs and costs. */
-const QUIET = new Set<string>(['task.claimed', 'task.completed', 'task.ready', 'task.log', 'task.cost', 'task.checkpoint', 'task.sibling_output', 'task.agent_event', 'task.file']);
-
-/**
- * Whether a fast-path commit should wake other processes (PostgreSQL: NOTIFY): when it leaves
- * ready work unclaimed, ends the run, or is anything but this worker's own tasks moving on. A
- * worker's own chain (complete one phase, claim the next) wakes nobody.
- */
-function wakesOthers(ctx: RunCtx, made: readonly RunEvent[], self: string): boolean {
-  const state = ctx.state;
-  if (state.status !== 'running' || state.ready.size > 0) return true;
-  for (const name of state.running) if (state.phases.get(name)!.leaseOwner !== self) return true;
-  for (const e of made) if (!QUIET.has(e.type)) return true;
-  return false;
 }
