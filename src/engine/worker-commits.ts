@@ -359,6 +359,8 @@ export abstract class WorkerCommits extends WorkerFiles {
   /** Phases whose suspended attempt lives in this worker: answered, it is resumed here, not claimed anew. */
   protected resumingOf(ctx: RunCtx): ReadonlySet<string> | undefined {
     let out: Set<string> | undefined;
+    // no iterator made when no attempt runs here (a chain's every claim)
+    if (ctx.attempts.size === 0) return out;
     for (const [name, att] of ctx.attempts) if (att.suspendedOn !== undefined && !att.settled && att.abortReason === undefined) (out ??= new Set()).add(name);
     return out;
   }
@@ -463,6 +465,8 @@ export abstract class WorkerCommits extends WorkerFiles {
 
   /** Local attempts whose task moved on (cancelled, taken over, the run ended) stop; answered ones resume. */
   private reconcile(ctx: RunCtx): void {
+    // no iterator made when no attempt runs here (a chain's every commit)
+    if (ctx.attempts.size === 0) return;
     for (const [name, att] of ctx.attempts) {
       const p = ctx.state.phases.get(name);
       if (!p) continue;
