@@ -62,7 +62,8 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
     let inputResponse: Json | undefined;
     if (p.resumable && p.inputGates.length > 0) inputResponse = state.gates.get(p.inputGates[p.inputGates.length - 1]!)?.value;
     // a later attempt resumes from the last checkpoint, unless the contract says a timeout starts over (`onTimeout: retry`)
-    const fresh = contractOfPhase(ctx.plan, name)?.errorHandling.onTimeout?.action === 'retry' && p.lastFailure?.code === 'Timeout';
+    // (the contract looked up only after a timeout)
+    const fresh = p.lastFailure?.code === 'Timeout' && contractOfPhase(ctx.plan, name)?.errorHandling.onTimeout?.action === 'retry';
     const lastCheckpoint = p.checkpoint !== undefined && !fresh ? p.checkpoint.value : undefined;
     const attempt = p.attempts + 1;
     emit(ctx, { type: 'task.claimed', phase: name, task_id: p.taskId, attempt, agent, input: r.input, worker: f.worker, lease_expires_at: env.now + f.leaseMs, seq: 0, at: 0 });

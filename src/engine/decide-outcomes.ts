@@ -51,8 +51,9 @@ export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): boolea
   }
   const recorded = checked.output;
   let partial = false;
-  const pc = contractOfPhase(ctx.plan, f.phase)?.errorHandling.onPartialCompletion;
-  if (pc && recorded['completionStatus'] === 'partial') {
+  // (the contract looked up only for a partial result)
+  const pc = recorded['completionStatus'] === 'partial' ? contractOfPhase(ctx.plan, f.phase)?.errorHandling.onPartialCompletion : undefined;
+  if (pc) {
     const missing = pc.action === 'return_partial' ? pc.requiresFlags.filter((k) => isEmpty(recorded[k])) : [];
     if (pc.action === 'fail' || missing.length > 0) {
       const failure: FailureRecord =

@@ -11,7 +11,7 @@ import { Attempt, StopSignal, TimeoutError, toOutcome, type AttemptHost } from '
 import { remainingBudget, type Claimed, type Fact } from './decide.js';
 import type { FileProvenance, HeldFiles } from './files.js';
 import type { AttemptTrace } from './telemetry.js';
-import { contractOfPhase, estimatedMsOf, phaseModelOf } from './plan.js';
+import { estimatedMsOf, phaseModelOf } from './plan.js';
 import type { RunCtx } from './worker-base.js';
 import { WorkerCommits } from './worker-commits.js';
 
@@ -46,7 +46,7 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     this.active++;
     this.ensureHeartbeat();
     // the contract's `resources.estimatedTime` (its upper bound) is the attempt timeout when the phase sets none
-    const estimate = estimatedMsOf(contractOfPhase(ctx.plan, c.phase));
+    const estimate = estimatedMsOf(ctx.plan.contracts.get(pm.assign)); // contractOfPhase, with the phase's model at hand
     void this.execute(ctx, att, handler, pm.timeoutMs ?? estimate, estimate);
   }
 
