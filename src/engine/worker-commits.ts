@@ -234,13 +234,14 @@ export abstract class WorkerCommits extends WorkerFiles {
   /**
    * The fast path's decisions (flushMany; not async, so that the commit's frame stays small): each run's
    * facts decided on its state, in the store's time as estimated here. Runs whose decisions made events
-   * come back with their commit, flushing; the others are done here. Undefined when a decision failed
-   * (the worker crashed).
+   * come back with their commit, flushing; the others are done here. Undefined when none made events,
+   * or a decision failed (the worker crashed).
    */
   private decideMany(ctxs: readonly RunCtx[]): FastCommit[] | undefined {
     const now = this.fastNow();
     let free = this.freeSlots();
-    const batch: FastCommit[] = [];
+    // made with its first run (a chain commits one run at a time: an empty list's first push made room for 17)
+    let batch: FastCommit[] | undefined;
     for (const ctx of ctxs) {
       // the lists themselves, the run given new ones (a splice made a copy, and left the run's list to grow again from nothing)
       const facts = ctx.facts;
@@ -273,7 +274,9 @@ export abstract class WorkerCommits extends WorkerFiles {
         continue;
       }
       ctx.flushing = true;
-      batch.push({ ctx, facts, waiters, made: out.events, results: out.results, claimIndex, item });
+      const fc: FastCommit = { ctx, facts, waiters, made: out.events, results: out.results, claimIndex, item };
+      if (batch === undefined) batch = [fc];
+      else batch.push(fc);
     }
     return batch;
   }
