@@ -27,7 +27,7 @@ import { replay, toResult, type RunResult } from './state.js';
 import type { FaultPoint, RunCtx } from './worker-base.js';
 import { WorkerAttempts } from './worker-attempts.js';
 
-// the layers of the worker, bottom up: worker-base.ts (options, fields, loading), worker-files.ts, worker-commits.ts, worker-attempts.ts, this file (the loop)
+// the layers of the worker, bottom up: worker-base.ts (options, fields, loading), worker-files.ts, worker-commits.ts (its rules in worker-commit-rules.ts), worker-attempts.ts, this file (the loop)
 export { DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type BoundRun, type WorkerOptions, type WorkerTuning, type StoreTrouble } from './worker-base.js';
 
 /** How long the ready tasks a serving worker is offered stay reserved for it (findWork): it takes their runs up well within it. */
