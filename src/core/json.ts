@@ -60,7 +60,9 @@ export function cloneJson<T extends Json>(value: T): T {
   }
   const out: { [key: string]: Json } = {};
   const obj: { [key: string]: Json } = value;
-  for (const k of Object.keys(obj)) {
+  // for-in over own keys, in Object.keys' order: no array of keys made per object (a phase's inputs are copied for every attempt)
+  for (const k in obj) {
+    if (!Object.prototype.hasOwnProperty.call(obj, k)) continue;
     // `out.__proto__ = v` would set the prototype and drop the key: JSON's "__proto__" is an ordinary key
     if (k === '__proto__') Object.defineProperty(out, k, { value: cloneJson(obj[k]!), enumerable: true, writable: true, configurable: true });
     else out[k] = cloneJson(obj[k]!);

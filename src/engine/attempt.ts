@@ -126,13 +126,51 @@ export class Attempt implements AgentContext {
   /** Runs the handler; settles early when the attempt is aborted (timeout, stop), even if the agent never returns. */
   invoke(handler: AgentHandler): Promise<unknown> {
     const started = performance.now();
+    // An abort while the handler runs (an invalid reportCost) settles the attempt with its reason, as it
+    // would have rejected a promise made before the call; one from before the call does not.
+    const abortedBefore = this.abortReason !== undefined;
+    let r: unknown;
+    try {
+      r = handler(this);
+    } catch (e) {
+      return this.settleNow(false, e, started, handler, abortedBefore);
+    }
+    // the returned value is untrusted: reading its `then` may throw (a getter, a Proxy, a revoked Proxy)
+    let then: unknown;
+    try {
+      then = r !== null && (typeof r === 'object' || typeof r === 'function') ? (r as { then?: unknown }).then : undefined;
+    } catch (e) {
+      return this.settleNow(false, new AgentError('InvalidOutput', `the agent's output could not be read (${describe(e)})`, {}, true), started, handler, abortedBefore);
+    }
+    if (typeof then === 'function') return this.awaitHandler(r, then as Thenable, started, handler, abortedBefore);
+    return this.settleNow(true, r, started, handler, abortedBefore);
+  }
+
+  /**
+   * The handler returned or threw at once (the common case, and every benchmark): settled without a
+   * promise executor and its closures, unless it held the thread. An agent that held the thread (a
+   * synchronous loop, a long parse) kept this process from reading a signal or a timer that came
+   * meanwhile: its outcome waits until the event loop has polled once more, so a Ctrl-C or a timeout
+   * that came first also lands first (the abort settles the promise before the outcome does). Two turns
+   * of setImmediate hold a poll phase between them.
+   */
+  private settleNow(ok: boolean, v: unknown, started: number, handler: AgentHandler, abortedBefore: boolean): Promise<unknown> {
+    this.handlerDone = true;
+    this.doneFn?.();
+    if (!abortedBefore && this.abortReason !== undefined) return Promise.reject(this.abortReason);
+    if (performance.now() - started < HELD_THREAD_MS || NEVER_HOLDS.has(handler)) return ok ? Promise.resolve(v) : Promise.reject(v);
+    return new Promise<unknown>((resolve, reject) => {
+      this.rejectFn = reject;
+      setImmediate(() => setImmediate(() => (ok ? resolve(v) : reject(v))));
+    });
+  }
+
+  /** The handler returned a promise (or another thenable): the attempt settles when it does, or when it is aborted. */
+  private awaitHandler(r: unknown, then: Thenable, started: number, handler: AgentHandler, abortedBefore: boolean): Promise<unknown> {
     return new Promise<unknown>((outerResolve, outerReject) => {
       this.rejectFn = outerReject;
-      // An agent that held the thread (a synchronous loop, a long parse) kept this process from reading a
-      // signal or a timer that came meanwhile: its outcome waits until the event loop has polled once more,
-      // so a Ctrl-C or a timeout that came first also lands first (the abort settles this promise before
-      // the outcome does). Two turns of setImmediate hold a poll phase between them. Quick attempts (the
-      // common case, and every benchmark) settle at once. (One closure for both ways: this runs per attempt.)
+      if (!abortedBefore && this.abortReason !== undefined) outerReject(this.abortReason);
+      // the same rule as settleNow's (one closure for both ways: this runs per attempt)
       const settle = (ok: boolean, v: unknown): void => {
         this.handlerDone = true;
         this.doneFn?.();
@@ -141,35 +179,17 @@ export class Attempt implements AgentContext {
           else outerReject(v);
         } else setImmediate(() => setImmediate(() => (ok ? outerResolve(v) : outerReject(v))));
       };
-      let r: unknown;
       try {
-        r = handler(this);
+        then.call(
+          r,
+          (v: unknown) => settle(true, v),
+          (e: unknown) => settle(false, e),
+        );
       } catch (e) {
         settle(false, e);
-        return;
       }
-      // the returned value is untrusted: reading its `then` may throw (a getter, a Proxy, a revoked Proxy)
-      let then: unknown;
-      try {
-        then = r !== null && (typeof r === 'object' || typeof r === 'function') ? (r as { then?: unknown }).then : undefined;
-      } catch (e) {
-        settle(false, new AgentError('InvalidOutput', `the agent's output could not be read (${describe(e)})`, {}, true));
-        return;
-      }
-      if (typeof then === 'function') {
-        try {
-          (then as (ok: (v: unknown) => void, no: (e: unknown) => void) => void).call(
-            r,
-            (v: unknown) => settle(true, v),
-            (e: unknown) => settle(false, e),
-          );
-        } catch (e) {
-          settle(false, e);
-        }
-      } else settle(true, r);
     });
   }
-
 
   abort(reason: unknown): void {
     if (this.settled || this.abortReason !== undefined) return;
@@ -394,6 +414,8 @@ export function neverHoldsThread<H extends AgentHandler>(handler: H): H {
   return handler;
 }
 
+type Thenable = (ok: (v: unknown) => void, no: (e: unknown) => void) => void;
+
 const NOT_PLAIN: unique symbol = Symbol('not plain JSON');
 /** How deep the fast copy goes before it hands over (a cycle always reaches it). */
 const FAST_DEPTH = 32;
@@ -417,7 +439,9 @@ function copyPlain(v: unknown, depth: number): Json | typeof NOT_PLAIN {
   }
   if (!isPlainObject(v)) return NOT_PLAIN;
   const out: JsonObject = {};
-  for (const k of Object.keys(v)) {
+  // for-in over own keys, in Object.keys' order: no array of keys per object of every output
+  for (const k in v) {
+    if (!Object.prototype.hasOwnProperty.call(v, k)) continue;
     const x = v[k];
     if (x === undefined) continue;
     const c = copyPlain(x, depth + 1);

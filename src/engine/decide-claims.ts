@@ -15,12 +15,13 @@ import { fanArray, fanOut, terminal } from './decide-settle.js';
 
 export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] {
   const { state, env } = ctx;
-  const out: Claimed[] = [];
-  if (f.max <= 0 || runGateOpen(state)) return out;
+  // made with its first task (a chain claims one a commit: an empty list's first push made room for 17)
+  let out: Claimed[] | undefined;
+  if (f.max <= 0 || runGateOpen(state)) return [];
   // the set itself, not a copy: claims delete what they take (safe while iterating); a fan-out phase released
   // by its gate adds its first items, which this same loop then visits (a Set iterates what is added to it)
   for (const name of state.ready) {
-    if (out.length >= f.max || state.status !== 'running') break;
+    if ((out !== undefined && out.length >= f.max) || state.status !== 'running') break;
     const p = state.phases.get(name)!;
     const pm = model(ctx, name);
     if (p.item === undefined && pm.forEach) {
@@ -61,17 +62,19 @@ export function claim(ctx: Ctx, f: Extract<Fact, { kind: 'claim' }>): Claimed[] 
     let inputResponse: Json | undefined;
     if (p.resumable && p.inputGates.length > 0) inputResponse = state.gates.get(p.inputGates[p.inputGates.length - 1]!)?.value;
     // a later attempt resumes from the last checkpoint, unless the contract says a timeout starts over (`onTimeout: retry`)
-    const fresh = contractOfPhase(ctx.plan, name)?.errorHandling.onTimeout?.action === 'retry' && p.lastFailure?.code === 'Timeout';
+    // (the contract looked up only after a timeout)
+    const fresh = p.lastFailure?.code === 'Timeout' && contractOfPhase(ctx.plan, name)?.errorHandling.onTimeout?.action === 'retry';
     const lastCheckpoint = p.checkpoint !== undefined && !fresh ? p.checkpoint.value : undefined;
     const attempt = p.attempts + 1;
-    emit(ctx, { type: 'task.claimed', phase: name, task_id: p.taskId, attempt, agent, input: r.input, worker: f.worker, lease_expires_at: env.now + f.leaseMs });
+    emit(ctx, { type: 'task.claimed', phase: name, task_id: p.taskId, attempt, agent, input: r.input, worker: f.worker, lease_expires_at: env.now + f.leaseMs, seq: 0, at: 0 });
     const c: Claimed = { phase: name, taskId: p.taskId, attempt, agent, input: r.input };
     if (item) c.item = item;
     if (inputResponse !== undefined) c.inputResponse = inputResponse;
     if (lastCheckpoint !== undefined) c.lastCheckpoint = lastCheckpoint;
-    out.push(c);
+    if (out === undefined) out = [c];
+    else out.push(c);
   }
-  return out;
+  return out ?? [];
 }
 
 function openAccessGate(ctx: Ctx, agent: string, phase: string): void {

@@ -22,7 +22,13 @@ export interface Ctx {
 
 // ---- events ---------------------------------------------------------------------------------
 
-export function emit(ctx: Ctx, e: NewEvent): RunEvent {
+/**
+ * Records an event: its seq and time set here, applied to the state, listed. The events every phase
+ * makes (task.ready, task.claimed, task.completed) are written with `seq: 0, at: 0` last, set here: an
+ * object made with room for them (two properties added later cost a second block of memory per event,
+ * kept as long as the log is), and the keys in the same order.
+ */
+export function emit(ctx: Ctx, e: NewEvent | RunEvent): RunEvent {
   const ev = e as RunEvent;
   ev.seq = ctx.state.seq + 1;
   ev.at = ctx.env.now;

@@ -6,7 +6,7 @@
 import { isPlainObject, type JsonObject } from '../core/json.js';
 import { checkTaskOutputs } from '../workflow/runtime.js';
 import { BudgetExceededError } from './errors.js';
-import type { FailureRecord, NewEvent } from './events.js';
+import type { FailureRecord, RunEvent } from './events.js';
 import { contractOfPhase } from './plan.js';
 import { backoffDelay, isRetryable } from './retry.js';
 import { foldedItem, taskIdFor, type PhaseState } from './state.js';
@@ -51,8 +51,9 @@ export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): boolea
   }
   const recorded = checked.output;
   let partial = false;
-  const pc = contractOfPhase(ctx.plan, f.phase)?.errorHandling.onPartialCompletion;
-  if (pc && recorded['completionStatus'] === 'partial') {
+  // (the contract looked up only for a partial result)
+  const pc = recorded['completionStatus'] === 'partial' ? contractOfPhase(ctx.plan, f.phase)?.errorHandling.onPartialCompletion : undefined;
+  if (pc) {
     const missing = pc.action === 'return_partial' ? pc.requiresFlags.filter((k) => isEmpty(recorded[k])) : [];
     if (pc.action === 'fail' || missing.length > 0) {
       const failure: FailureRecord =
@@ -68,8 +69,10 @@ export function outcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>): boolea
   const extra = pm.outputs ? extraKeys(recorded, pm.outputs) : [];
   // the output files go with the completion, in its commit: a file is synced only once this is recorded
   if (f.files) for (const file of f.files) emit(ctx, { type: 'task.file', phase: f.phase, task_id: p.taskId, attempt: f.attempt, ...file });
-  const completed: NewEvent & { type: 'task.completed' } = { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd) };
-  if (partial) completed.partial = true;
+  // seq and at last, set by emit (decide-context.ts)
+  const completed: RunEvent & { type: 'task.completed' } = partial
+    ? { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd), partial: true, seq: 0, at: 0 }
+    : { type: 'task.completed', phase: f.phase, task_id: p.taskId, attempt: f.attempt, output: recorded, extra_keys: extra, cost_usd: roundCost(p.costUsd), seq: 0, at: 0 };
   terminal(ctx, completed);
   return true;
 }
@@ -100,7 +103,9 @@ function ownOutcome(ctx: Ctx, f: Extract<Fact, { kind: 'outcome' }>, p: PhaseSta
 /** The keys of an output that its phase does not declare (`extra_keys`), in the output's order. */
 function extraKeys(output: JsonObject, declared: readonly { key: string }[]): string[] {
   const extra: string[] = [];
-  for (const k of Object.keys(output)) {
+  // for-in over own keys, in Object.keys' order: no array of keys per completion
+  for (const k in output) {
+    if (!Object.prototype.hasOwnProperty.call(output, k)) continue;
     let known = false;
     for (const d of declared) {
       if (d.key === k) {

@@ -8,7 +8,7 @@ import { resolveBinding, unresolvable } from '../workflow/runtime.js';
 import { itemStorePath } from '../workflow/steps.js';
 import { filesOfPhase, itemFileCollisions } from '../workflow/files.js';
 import type { ForEachModel, PhaseModel, ToleratedFailures } from '../workflow/model.js';
-import type { FailureRecord, NewEvent } from './events.js';
+import type { FailureRecord, NewEvent, RunEvent } from './events.js';
 import { itemKey, isTerminal, parseItemKey, taskIdFor, type FanState, type RunState } from './state.js';
 import type { Fact } from './decide-types.js';
 import { phaseModelOf } from './plan.js';
@@ -108,7 +108,7 @@ function settle(ctx: Ctx, name: string): void {
     }
   }
   if (p.forEach) fanOut(ctx, name);
-  else emit(ctx, { type: 'task.ready', phase: name, task_id });
+  else emit(ctx, { type: 'task.ready', phase: name, task_id, seq: 0, at: 0 });
 }
 
 export function evaluate(ctx: Ctx, expr: NonNullable<PhaseModel['skipWhen']>, p: PhaseModel | undefined, item?: { _item: Json; _index: number }): { ok: true; value: boolean } | { ok: false; message: string } {
@@ -156,7 +156,7 @@ function phaseStatuses(state: RunState): JsonObject {
 }
 
 /** Records a terminal event and queues dependents whose dependencies all finished (§3.4). */
-export function terminal(ctx: Ctx, e: NewEvent & { type: 'task.completed' | 'task.failed' | 'task.skipped' | 'task.cancelled' }): void {
+export function terminal(ctx: Ctx, e: (NewEvent | RunEvent) & { type: 'task.completed' | 'task.failed' | 'task.skipped' | 'task.cancelled' }): void {
   emit(ctx, e);
   if (ctx.state.status !== 'running') return;
   if (ctx.state.phases.get(e.phase)?.item) {
@@ -164,7 +164,12 @@ export function terminal(ctx: Ctx, e: NewEvent & { type: 'task.completed' | 'tas
     return;
   }
   const g = ctx.state.graph!;
-  for (const d of g.dependents.get(e.phase) ?? []) if (g.remaining.get(d) === 0) ctx.unblocked.push(d);
+  for (const d of g.dependents.get(e.phase) ?? []) {
+    if (g.remaining.get(d) !== 0) continue;
+    // a list made with its first phase (a chain unblocks one a completion: an empty list's first push made room for 17)
+    if (ctx.unblocked.length === 0) ctx.unblocked = [d];
+    else ctx.unblocked.push(d);
+  }
   checkRunGate(ctx, e.phase);
 }
 

@@ -21,6 +21,11 @@ export type { Claimed, DecideEnv, Decisions, Fact, FactResult, Outcome } from '.
 export { formatMs } from './decide-context.js';
 export { ESCALATION_CHOICES } from './decide-outcomes.js';
 
+/** The results that carry nothing of their own: one object each (frozen: callers only read them), not one per fact decided. */
+const DONE: FactResult = Object.freeze({ kind: 'done' });
+const ACCEPTED: FactResult = Object.freeze({ kind: 'outcome', accepted: true });
+const NOT_ACCEPTED: FactResult = Object.freeze({ kind: 'outcome', accepted: false });
+
 /** Applies the facts in order; returns the events (already applied to `state`) and one result per fact. */
 export function decide(plan: Plan, state: RunState, facts: readonly Fact[], env: DecideEnv): Decisions {
   const ctx: Ctx = { plan, state, env, out: [], touched: new Set(), unblocked: [] };
@@ -38,7 +43,7 @@ function one(ctx: Ctx, f: Fact): FactResult {
   const { state } = ctx;
   if (f.kind === 'start') {
     start(ctx, f);
-    return { kind: 'done' };
+    return DONE;
   }
   if (state.status !== 'running') {
     // the run ended: nothing changes any more; gate commands get a clear refusal
@@ -49,34 +54,34 @@ function one(ctx: Ctx, f: Fact): FactResult {
     if (f.kind === 'outcome') {
       const p = state.phases.get(f.phase);
       if (p) emit(ctx, { type: 'task.stale_outcome', phase: f.phase, task_id: p.taskId, attempt: f.attempt, worker: f.worker, reason: `the run is ${state.status}`, outcome: f.outcome.ok ? 'completed' : 'failed' });
-      return { kind: 'outcome', accepted: false };
+      return NOT_ACCEPTED;
     }
     // a warning about an attempt that ended with the run (an output file of its completion that could not be synced)
     if (f.kind === 'warn') {
       warn(ctx, f);
-      return { kind: 'done' };
+      return DONE;
     }
     if (f.kind === 'request_input') return { kind: 'input-refused', message: `the run is ${state.status}` };
     if (f.kind === 'checkpoint') return { kind: 'checkpoint', ok: false };
-    return { kind: 'done' };
+    return DONE;
   }
   switch (f.kind) {
     case 'claim':
       return { kind: 'claimed', tasks: claim(ctx, f) };
     case 'outcome':
-      return { kind: 'outcome', accepted: outcome(ctx, f) };
+      return outcome(ctx, f) ? ACCEPTED : NOT_ACCEPTED;
     case 'cost':
       if (isCurrent(ctx, f.phase, f.attempt)) addCost(ctx, f.phase, f.attempt, f.usd);
-      return { kind: 'done' };
+      return DONE;
     case 'log':
       if (isCurrent(ctx, f.phase, f.attempt)) emit(ctx, { type: 'task.log', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, message: f.message });
-      return { kind: 'done' };
+      return DONE;
     case 'record':
       if (isCurrent(ctx, f.phase, f.attempt)) emit(ctx, { type: 'task.agent_event', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, kind: f.event, data: f.data });
-      return { kind: 'done' };
+      return DONE;
     case 'sibling':
       if (isCurrent(ctx, f.phase, f.attempt)) emit(ctx, { type: 'task.sibling_output', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, sibling: f.sibling, found: f.found });
-      return { kind: 'done' };
+      return DONE;
     case 'checkpoint': {
       if (!isCurrent(ctx, f.phase, f.attempt)) return { kind: 'checkpoint', ok: false };
       emit(ctx, { type: 'task.checkpoint', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, value: f.value });
@@ -84,23 +89,23 @@ function one(ctx: Ctx, f: Fact): FactResult {
     }
     case 'warn':
       warn(ctx, f);
-      return { kind: 'done' };
+      return DONE;
     case 'file':
       if (isCurrent(ctx, f.phase, f.attempt) || lastAttemptOf(ctx, f.phase, f.attempt)) emit(ctx, { type: 'task.file', phase: f.phase, task_id: taskId(ctx, f.phase), attempt: f.attempt, ...f.file });
-      return { kind: 'done' };
+      return DONE;
     case 'lease_expired': {
       const p = state.phases.get(f.phase);
       if (p && p.status === 'running' && p.attempts === f.attempt && p.leaseOwner === f.owner) {
         emit(ctx, { type: 'task.lease_expired', phase: f.phase, task_id: p.taskId, attempt: f.attempt, owner: f.owner, ...(f.handBack ? { handed_back: true } : {}) });
       }
-      return { kind: 'done' };
+      return DONE;
     }
     case 'tick':
       tick(ctx);
-      return { kind: 'done' };
+      return DONE;
     case 'cancel':
       stop(ctx, { kind: 'cancelled', reason: f.reason });
-      return { kind: 'done' };
+      return DONE;
     case 'decide_gate':
       return decideGate(ctx, f);
     case 'respond':

@@ -93,6 +93,8 @@ export function nextClaim(plan: Plan, state: RunState, who: Claimant): number | 
 export function nextTimer(state: RunState): number | null {
   if (state.status !== 'running') return null;
   let t = state.deadlineAt ?? Infinity;
+  // no iterator made for a run without gates (asked several times a commit)
+  if (state.gates.size === 0) return t === Infinity ? null : t;
   for (const g of state.gates.values()) {
     if (g.status !== 'open') continue;
     if (g.expiresAt !== undefined && !g.expired) t = Math.min(t, g.expiresAt);

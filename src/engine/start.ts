@@ -34,9 +34,18 @@ export interface StartOptions {
   rerunOf?: { run_id: string; from: string; outputs: ReadonlyMap<string, { output: JsonObject; attempt: number }> };
 }
 
+/**
+ * Each model's source and its hash, made once: the text of a workflow of thousands of phases is
+ * hundreds of KB, hashed twice for every run (engine.run and startRun) before. Kept with the source
+ * it was made from, so a hash is never given for another text.
+ */
+const sourceHashes = new WeakMap<WorkflowModel, { source: string; hash: string }>();
+
 export function workflowRecord(model: WorkflowModel, path: string | undefined): WorkflowRecord {
   const source = model.sourceText ?? JSON.stringify({ note: 'compiled in memory; no source text', name: model.info.name });
-  return { hash: createHash('sha256').update(source).digest('hex'), name: model.info.name, source, path: path ?? model.file };
+  let h = sourceHashes.get(model);
+  if (h === undefined || h.source !== source) sourceHashes.set(model, (h = { source, hash: createHash('sha256').update(source).digest('hex') }));
+  return { hash: h.hash, name: model.info.name, source, path: path ?? model.file };
 }
 
 /**

@@ -11,7 +11,7 @@ import { Attempt, StopSignal, TimeoutError, toOutcome, type AttemptHost } from '
 import { remainingBudget, type Claimed, type Fact } from './decide.js';
 import type { FileProvenance, HeldFiles } from './files.js';
 import type { AttemptTrace } from './telemetry.js';
-import { contractOfPhase, estimatedMsOf, phaseModelOf } from './plan.js';
+import { estimatedMsOf, phaseModelOf } from './plan.js';
 import type { RunCtx } from './worker-base.js';
 import { WorkerCommits } from './worker-commits.js';
 
@@ -46,16 +46,38 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     this.active++;
     this.ensureHeartbeat();
     // the contract's `resources.estimatedTime` (its upper bound) is the attempt timeout when the phase sets none
-    const estimate = estimatedMsOf(contractOfPhase(ctx.plan, c.phase));
-    void this.execute(ctx, att, handler, pm.timeoutMs ?? estimate, estimate).catch((e: unknown) => this.crash(e));
+    const estimate = estimatedMsOf(ctx.plan.contracts.get(pm.assign)); // contractOfPhase, with the phase's model at hand
+    void this.execute(ctx, att, handler, pm.timeoutMs ?? estimate, estimate);
   }
 
-  private async execute(ctx: RunCtx, att: Attempt, handler: AgentHandler | undefined, timeoutMs: number | undefined, estimateMs: number | undefined): Promise<void> {
-    this.fault('attempt.before-invoke');
-    if (this.crashed !== undefined) return;
-    // files of the run's committed completions still being synced (or leftover roots tidied): this agent may read them
-    while (ctx.filesWork.size > 0) await Promise.all([...ctx.filesWork]);
-    if (this.crashed !== undefined) return;
+  /**
+   * Runs the attempt to its outcome; whatever it throws crashes the worker. Every phase of a chain comes
+   * through here, so the usual way has no async frame: the attempt's promise is taken by one then, one
+   * microtask after it settles, as an await took it.
+   */
+  private execute(ctx: RunCtx, att: Attempt, handler: AgentHandler | undefined, timeoutMs: number | undefined, estimateMs: number | undefined): void {
+    try {
+      this.fault('attempt.before-invoke');
+      if (this.crashed !== undefined) return;
+      // files of the run's committed completions still being synced (or leftover roots tidied): this agent may read them
+      if (ctx.filesWork.size > 0) void this.executeAfterFiles(ctx, att, handler, timeoutMs, estimateMs);
+      else this.invokeAttempt(ctx, att, handler, timeoutMs, estimateMs);
+    } catch (e) {
+      this.crash(e);
+    }
+  }
+
+  private async executeAfterFiles(ctx: RunCtx, att: Attempt, handler: AgentHandler | undefined, timeoutMs: number | undefined, estimateMs: number | undefined): Promise<void> {
+    try {
+      while (ctx.filesWork.size > 0) await Promise.all([...ctx.filesWork]);
+      if (this.crashed !== undefined) return;
+      this.invokeAttempt(ctx, att, handler, timeoutMs, estimateMs);
+    } catch (e) {
+      this.crash(e);
+    }
+  }
+
+  private invokeAttempt(ctx: RunCtx, att: Attempt, handler: AgentHandler | undefined, timeoutMs: number | undefined, estimateMs: number | undefined): void {
     if (timeoutMs !== undefined) {
       att.timeoutMs = timeoutMs;
       att.timeoutLeft = timeoutMs;
@@ -63,38 +85,59 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     }
     // an attempt still running at twice its contract's estimate is worth a warning (when its timeout allows it that long)
     const slow = estimateMs !== undefined && (timeoutMs === undefined || timeoutMs > 2 * estimateMs) ? this.watchEstimate(ctx, att, estimateMs) : undefined;
-    let ok = true;
-    let value: unknown;
+    let running: Promise<unknown>;
     try {
       if (!handler) throw new AgentError('UnboundAgent', `no handler is bound for agent ${att.agent}`, {}, false);
-      value = await att.invoke(handler);
+      running = att.invoke(handler);
     } catch (e) {
-      ok = false;
-      value = e;
+      // no handler: the attempt fails at once, in this same turn
+      this.attemptSettled(ctx, att, slow, false, e);
+      return;
     }
-    att.settled = true;
-    att.timeoutCtl?.abort();
-    slow?.abort();
-    if (ctx.attempts.get(att.key) === att) ctx.attempts.delete(att.key);
-    if (att.suspendedOn === undefined) this.releaseSlot(ctx, att);
-    // output files held for the outcome (files.ts): synced once it is committed and accepted, else dropped
-    const held = att.heldFiles;
-    att.heldFiles = undefined;
-    // a crashed worker is a process that died: its roots stay, as a dead process leaves them
-    if (this.crashed !== undefined) return;
-    if (att.abortReason instanceof StopSignal) {
-      if (held) this.filesJob(ctx, held.discard());
-      this.kick();
-      return; // the task moved on: this attempt's outcome is not wanted
+    void running.then(
+      (v) => this.attemptSettled(ctx, att, slow, true, v),
+      (e: unknown) => this.attemptSettled(ctx, att, slow, false, e),
+    );
+  }
+
+  /** The attempt settled (its handler answered, or it was aborted): its slot, its files, and its outcome reported. */
+  private attemptSettled(ctx: RunCtx, att: Attempt, slow: AbortController | undefined, ok: boolean, value: unknown): void {
+    try {
+      att.settled = true;
+      att.timeoutCtl?.abort();
+      slow?.abort();
+      if (ctx.attempts.get(att.key) === att) ctx.attempts.delete(att.key);
+      if (att.suspendedOn === undefined) this.releaseSlot(ctx, att);
+      // output files held for the outcome (files.ts): synced once it is committed and accepted, else dropped
+      const held = att.heldFiles;
+      att.heldFiles = undefined;
+      // a crashed worker is a process that died: its roots stay, as a dead process leaves them
+      if (this.crashed !== undefined) return;
+      if (att.abortReason instanceof StopSignal) {
+        if (held) this.filesJob(ctx, held.discard());
+        this.kick();
+        return; // the task moved on: this attempt's outcome is not wanted
+      }
+      if (att.handlerDone) this.report(ctx, att, ok, value, held);
+      else void this.reportOnceSettled(ctx, att, ok, value, held);
+    } catch (e) {
+      this.crash(e);
     }
-    // an aborted attempt (its timeout) settles before its agent's code: code that honours its signal
-    // settles within a turn or two of the event loop; code still running then holds its task's retry
-    // for this worker (`settlingMs`), so that no other worker starts it while this code runs on
-    if (!att.handlerDone) {
+  }
+
+  /**
+   * An aborted attempt (its timeout) settles before its agent's code: code that honours its signal
+   * settles within a turn or two of the event loop; code still running then holds its task's retry
+   * for this worker (`settlingMs`), so that no other worker starts it while this code runs on.
+   */
+  private async reportOnceSettled(ctx: RunCtx, att: Attempt, ok: boolean, value: unknown, held: HeldFiles | undefined): Promise<void> {
+    try {
       await Promise.race([att.finished, new Promise<void>((r) => setImmediate(() => setImmediate(r)))]);
       if (this.crashed !== undefined) return;
+      this.report(ctx, att, ok, value, held);
+    } catch (e) {
+      this.crash(e);
     }
-    this.report(ctx, att, ok, value, held);
   }
 
   /** Warns (`EstimateExceeded`) when the attempt still runs at twice its contract's estimate; the controller stops the watch. */

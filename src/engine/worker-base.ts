@@ -141,6 +141,8 @@ export interface RunCtx {
   retryAt: number;
   /** No fast-path commit (commitMany) before this time (store time): the run had a conflict, another process works on it. */
   fastOffUntil: number;
+  /** The share of the free slots the worker's turn gave the run (dueRuns): the most its commit in that turn may claim. */
+  slotCap: number;
   /** Commits that failed in a row; claim-only transactions that found the run busy, or due work untaken, in a row. */
   failedCommits: number;
   contended: number;
@@ -185,9 +187,13 @@ export interface RunCtx {
  * one pass over the ready set per state seq, however many looks, so a wide fan-out does not cost a
  * pass over thousands of ready tasks for each commit.
  */
-export interface ReadyScan {
+export interface ReadyScan extends ReadyFacts {
   state: RunState;
   seq: number;
+}
+
+/** What a ReadyScan says. */
+export interface ReadyFacts {
   /** The latest `notBefore` among the ready tasks (-Infinity: none). */
   maxNotBefore: number;
   /** A ready task holds an answered attempt (its owner may continue it). */
@@ -197,6 +203,9 @@ export interface ReadyScan {
   /** Owners of answered (or still settling) attempts of ready tasks, other than this worker. */
   resumableOwners: ReadonlySet<string> | undefined;
 }
+
+/** readyFacts' answer when no ready task waits for a time, an owner or an access gate. */
+const QUIET: ReadyFacts = { maxNotBefore: -Infinity, anyResumable: false, anyAccess: false, resumableOwners: undefined };
 
 export abstract class WorkerBase {
   readonly id: string;
@@ -423,8 +432,10 @@ export abstract class WorkerBase {
   }
 
   /** The ready-set summary of the run's state as it is now (computed once per seq). */
-  protected readyFacts(ctx: RunCtx): ReadyScan {
+  protected readyFacts(ctx: RunCtx): ReadyFacts {
     const state = ctx.state;
+    // no ready task waits for anything (a chain's every commit): nothing to say, and no summary made
+    if (state.readyWaits.size === 0 && ctx.plan.accessAgents.size === 0) return QUIET;
     const have = ctx.scan;
     if (have !== undefined && have.state === state && have.seq === state.seq) return have;
     let maxNotBefore = -Infinity;
@@ -449,7 +460,9 @@ export abstract class WorkerBase {
       }
       if (access.size > 0 && !anyAccess && access.has(nextAgentOf(ctx.plan, state, name))) anyAccess = true;
     }
-    return (ctx.scan = { state, seq: state.seq, maxNotBefore, anyResumable, anyAccess, resumableOwners: owners });
+    const scan: ReadyScan = { state, seq: state.seq, maxNotBefore, anyResumable, anyAccess, resumableOwners: owners };
+    ctx.scan = scan;
+    return scan;
   }
 
   // ---- loading ----------------------------------------------------------------------------------
@@ -545,7 +558,10 @@ export abstract class WorkerBase {
     if (again) return again;
     const { state, events, snapshotSeq } = read;
     const plan = bound.contracts ? withContracts(planOf(bound.model), bound.contracts) : planOf(bound.model);
-    attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
+    // a run just created here has the graph it was started with (start.ts), its counters kept by every
+    // event since: counted again, they come out the same (a walk over every phase of the run)
+    const g = state.graph;
+    if (!primed || g === undefined || g.dependents !== plan.dependents || g.assign !== plan.assign) attachGraph(state, plan.dependsOn, plan.dependents, plan.assign);
     // a run whose log is not kept keeps no settled fan-out item whole either (memory flat in the item count)
     if (!keepEvents) startCompacting(state);
     let resolve!: (r: RunResult) => void;
@@ -569,6 +585,7 @@ export abstract class WorkerBase {
       busy: new Set(),
       retryAt: 0,
       fastOffUntil: 0,
+      slotCap: 0,
       failedCommits: 0,
       contended: 0,
       stale: false,

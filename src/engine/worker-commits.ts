@@ -3,19 +3,25 @@
  * failed commit keeps (requeue) and how the state is rebuilt (reload), and local attempts brought
  * in line with the committed state (reconcile, resumed, end).
  */
-import { isDeepStrictEqual } from 'node:util';
 import { BatonError } from '../core/errors.js';
 import { cloneJson } from '../core/json.js';
 import { StopSignal, type Attempt } from './attempt.js';
 import { decide, type Claimed, type Fact, type FactResult } from './decide.js';
 import { nextTimer, type Claimant } from './due.js';
 import type { RunEvent } from './events.js';
-import type { BatchCommit, BatchResult, LeaseExpectation } from './ports.js';
+import type { BatchCommit, BatchResult, RunStore } from './ports.js';
+import { doubtOf, fences, landed, nobody, OBSERVED, wakesOthers } from './worker-commit-rules.js';
 import { buildCommit } from './projection.js';
 import { backoff, DecisionError, isFault } from './worker-support.js';
 import { applyEvent, attachGraph, compactItems, startCompacting } from './state.js';
 import type { RunCtx } from './worker-base.js';
 import { WorkerFiles } from './worker-files.js';
+
+/** What a store's commitMany answers. */
+type CommitManyAnswer = Awaited<ReturnType<NonNullable<RunStore['commitMany']>>>;
+
+/** flushMany's answer when it committed nothing (one promise for all). */
+const DONE: Promise<void> = Promise.resolve();
 
 /** One run's part of a fast commit (flushMany): what was decided for it, and the commit that records it. */
 interface FastCommit {
@@ -176,20 +182,36 @@ export abstract class WorkerCommits extends WorkerFiles {
    * committed to it, or holds it now) is a conflict: what this worker observed goes again, through
    * `transact`, on a state rebuilt from the store.
    */
-  protected async flushMany(ctxs: readonly RunCtx[], caps?: ReadonlyMap<RunCtx, number>): Promise<void> {
-    const batch = this.decideMany(ctxs, caps);
-    if (batch === undefined || batch.length === 0) return;
-    let results: BatchResult[];
+  protected flushMany(ctxs: readonly RunCtx[]): Promise<void> {
+    const batch = this.decideMany(ctxs);
+    if (batch === undefined || batch.length === 0) return DONE;
+    let commit: Promise<CommitManyAnswer>;
     try {
       this.fault('flush.before-commit');
       const items = new Array<BatchCommit>(batch.length);
       for (let i = 0; i < batch.length; i++) items[i] = batch[i]!.item;
-      // track()'s counting, inline: one async frame less on the path every phase of a chain takes
-      const commit = this.store.commitMany!(items);
-      this.io++;
-      let r: Awaited<typeof commit>;
+      commit = this.store.commitMany!(items);
+    } catch (e) {
+      this.fastFailed(batch, e);
+      return DONE;
+    }
+    // track()'s counting, inline; no async frame around the commit (every phase of a chain takes this path):
+    // its answer is taken one microtask after it comes, as an await took it
+    this.io++;
+    return commit.then(
+      (r) => this.fastCommitted(batch, r),
+      (e: unknown) => {
+        this.io--;
+        this.fastFailed(batch, e);
+      },
+    );
+  }
+
+  /** The fast commit's answer: each run's decisions committed, or found in conflict. */
+  private fastCommitted(batch: readonly FastCommit[], r: CommitManyAnswer): void {
+    let results: BatchResult[];
+    try {
       try {
-        r = await commit;
         this.storeOk(true);
       } finally {
         this.io--;
@@ -212,19 +234,23 @@ export abstract class WorkerCommits extends WorkerFiles {
   /**
    * The fast path's decisions (flushMany; not async, so that the commit's frame stays small): each run's
    * facts decided on its state, in the store's time as estimated here. Runs whose decisions made events
-   * come back with their commit, flushing; the others are done here. Undefined when a decision failed
-   * (the worker crashed).
+   * come back with their commit, flushing; the others are done here. Undefined when none made events,
+   * or a decision failed (the worker crashed).
    */
-  private decideMany(ctxs: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number> | undefined): FastCommit[] | undefined {
+  private decideMany(ctxs: readonly RunCtx[]): FastCommit[] | undefined {
     const now = this.fastNow();
     let free = this.freeSlots();
-    const batch: FastCommit[] = [];
+    // made with its first run (a chain commits one run at a time: an empty list's first push made room for 17)
+    let batch: FastCommit[] | undefined;
     for (const ctx of ctxs) {
-      const facts = ctx.facts.splice(0);
-      const waiters = ctx.waiters.splice(0);
+      // the lists themselves, the run given new ones (a splice made a copy, and left the run's list to grow again from nothing)
+      const facts = ctx.facts;
+      ctx.facts = [];
+      const waiters = ctx.waiters;
+      ctx.waiters = [];
       let claimIndex = -1;
       // each run its share of the free slots (worker.ts shares them out), never more than are left
-      const max = Math.min(free, caps?.get(ctx) ?? free);
+      const max = Math.min(free, ctx.slotCap);
       if (max > 0) {
         claimIndex = facts.length;
         facts.push(this.claimFact(ctx, max));
@@ -248,7 +274,9 @@ export abstract class WorkerCommits extends WorkerFiles {
         continue;
       }
       ctx.flushing = true;
-      batch.push({ ctx, facts, waiters, made: out.events, results: out.results, claimIndex, item });
+      const fc: FastCommit = { ctx, facts, waiters, made: out.events, results: out.results, claimIndex, item };
+      if (batch === undefined) batch = [fc];
+      else batch.push(fc);
     }
     return batch;
   }
@@ -335,6 +363,8 @@ export abstract class WorkerCommits extends WorkerFiles {
   /** Phases whose suspended attempt lives in this worker: answered, it is resumed here, not claimed anew. */
   protected resumingOf(ctx: RunCtx): ReadonlySet<string> | undefined {
     let out: Set<string> | undefined;
+    // no iterator made when no attempt runs here (a chain's every claim)
+    if (ctx.attempts.size === 0) return out;
     for (const [name, att] of ctx.attempts) if (att.suspendedOn !== undefined && !att.settled && att.abortReason === undefined) (out ??= new Set()).add(name);
     return out;
   }
@@ -440,6 +470,8 @@ export abstract class WorkerCommits extends WorkerFiles {
 
   /** Local attempts whose task moved on (cancelled, taken over, the run ended) stop; answered ones resume. */
   private reconcile(ctx: RunCtx): void {
+    // no iterator made when no attempt runs here (a chain's every commit)
+    if (ctx.attempts.size === 0) return;
     for (const [name, att] of ctx.attempts) {
       const p = ctx.state.phases.get(name);
       if (!p) continue;
@@ -481,69 +513,4 @@ export abstract class WorkerCommits extends WorkerFiles {
     // a copy: the agent may mutate what it is given, the recorded answer must not change
     att.answer?.(cloneJson(gate?.value ?? null));
   }
-}
-
-/**
- * The lease conditions a commit carries (fencing): a takeover of another worker's attempt holds only
- * if the stored lease is still that attempt's and has expired by the store's clock (or its owner is
- * known dead); a hand-back only if this worker still holds the lease.
- */
-function fences(facts: readonly Fact[], made: readonly RunEvent[], now: number): LeaseExpectation[] | undefined {
-  let out: LeaseExpectation[] | undefined;
-  for (const e of made) {
-    if (e.type !== 'task.lease_expired') continue;
-    const f = facts.find((x): x is Extract<Fact, { kind: 'lease_expired' }> => x.kind === 'lease_expired' && x.phase === e.phase && x.attempt === e.attempt);
-    if (!f) continue;
-    (out ??= []).push({ phase: e.phase, attempt: e.attempt, owner: f.owner, ...(f.dead || f.handBack ? {} : { expiredBefore: now }) });
-  }
-  return out;
-}
-
-/** Observed facts: true whatever happens to the commit that carried them (requeue). */
-const OBSERVED = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'sibling', 'lease_expired', 'warn', 'file']);
-
-const nobody = (): void => undefined;
-
-/**
- * What a failed commit leaves to find out: whether it landed (the events it made), the facts it
- * carried that wait again, and what was decided for each (their waiters' answer if it landed).
- */
-function doubtOf(made: readonly RunEvent[], again: readonly Fact[], facts: readonly Fact[], results: readonly FactResult[]): RunCtx['doubt'] {
-  if (made.length === 0) return undefined;
-  const decided = new Map<Fact, FactResult>();
-  facts.forEach((f, i) => {
-    const r = results[i];
-    if (r !== undefined) decided.set(f, r);
-  });
-  return { events: made, facts: again, decided };
-}
-
-/**
- * Whether the events read back hold the doubtful commit's own, every one as it was made: it landed.
- * Another process's commit at the same seqs differs in something (its worker, its task, its attempt):
- * only this worker decides the outcomes of its attempts, and the claims it makes name it.
- */
-function landed(doubt: NonNullable<RunCtx['doubt']>, events: readonly RunEvent[]): boolean {
-  const first = doubt.events[0]!.seq;
-  const at = events.findIndex((x) => x.seq === first);
-  if (at < 0 || events.length - at < doubt.events.length) return false;
-  // as JSON, whatever order a store keeps the keys in
-  const plain = (x: unknown): unknown => JSON.parse(JSON.stringify(x)) as unknown;
-  return doubt.events.every((e, i) => isDeepStrictEqual(plain(events[at + i]), plain(e)));
-}
-
-/** Event types that nobody but the committer needs to hear of at once: a task of its own claimed or finished, its logs and costs. */
-const QUIET = new Set<string>(['task.claimed', 'task.completed', 'task.ready', 'task.log', 'task.cost', 'task.checkpoint', 'task.sibling_output', 'task.agent_event', 'task.file']);
-
-/**
- * Whether a fast-path commit should wake other processes (PostgreSQL: NOTIFY): when it leaves
- * ready work unclaimed, ends the run, or is anything but this worker's own tasks moving on. A
- * worker's own chain (complete one phase, claim the next) wakes nobody.
- */
-function wakesOthers(ctx: RunCtx, made: readonly RunEvent[], self: string): boolean {
-  const state = ctx.state;
-  if (state.status !== 'running' || state.ready.size > 0) return true;
-  for (const name of state.running) if (state.phases.get(name)!.leaseOwner !== self) return true;
-  for (const e of made) if (!QUIET.has(e.type)) return true;
-  return false;
 }

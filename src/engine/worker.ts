@@ -27,7 +27,7 @@ import { replay, toResult, type RunResult } from './state.js';
 import type { FaultPoint, RunCtx } from './worker-base.js';
 import { WorkerAttempts } from './worker-attempts.js';
 
-// the layers of the worker, bottom up: worker-base.ts (options, fields, loading), worker-files.ts, worker-commits.ts, worker-attempts.ts, this file (the loop)
+// the layers of the worker, bottom up: worker-base.ts (options, fields, loading), worker-files.ts, worker-commits.ts (its rules in worker-commit-rules.ts), worker-attempts.ts, this file (the loop)
 export { DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, FAULT_POINTS, type FaultPoint, type FaultPlan, type BoundRun, type WorkerOptions, type WorkerTuning, type StoreTrouble } from './worker-base.js';
 
 /** How long the ready tasks a serving worker is offered stay reserved for it (findWork): it takes their runs up well within it. */
@@ -58,6 +58,8 @@ const FOREIGN_RUNS = 5_000;
 /** Facts an attempt of this worker observes itself: the only ones the fast path commits. */
 const FAST_FACTS = new Set<Fact['kind']>(['outcome', 'cost', 'log', 'record', 'warn', 'sibling', 'checkpoint', 'file']);
 
+/** No runs (dueRuns' answer for a side with none): never written to. */
+const NO_RUNS: readonly RunCtx[] = [];
 /** commitDue's answer when nothing was due (one promise for every such turn). */
 const NOTHING_DUE: Promise<boolean> = Promise.resolve(false);
 const committedSome = (): boolean => true;
@@ -292,72 +294,80 @@ export class Worker extends WorkerAttempts {
     if (this.crashed !== undefined || this.closed) return NOTHING_DUE;
     const due = this.dueRuns();
     if (due === undefined) return NOTHING_DUE;
-    const { fast, slow, caps } = due;
+    const { fast, slow } = due;
     // the store's clock is not known yet (no commit answered since this worker started): every run is off
     // the fast path until one is. One transaction learns it; the others wait for the next turn (at once)
     // rather than all going through transactions of their own (runs created together, before any turn)
-    if (slow.length > 1 && this.clockUnknown()) return this.flushFirst(slow, caps);
+    if (slow.length > 1 && this.clockUnknown()) return this.flushFirst(slow);
     // the usual turn (every phase of a chain): one fast commit, without an async frame of its own around it
-    if (slow.length === 0 && fast.length <= BATCH_RUNS) return fast.length > 0 ? this.flushMany(fast, caps).then(committedSome) : NOTHING_DUE;
-    return this.commitAll(fast, slow, caps);
+    if (slow.length === 0 && fast.length <= BATCH_RUNS) return fast.length > 0 ? this.flushMany(fast).then(committedSome) : NOTHING_DUE;
+    return this.commitAll(fast, slow);
   }
 
   /** commitDue's turn in general: every run the fast path may take goes by it, BATCH_RUNS to a commit (not down the slow path past the first batch), then the others. */
-  private async commitAll(fast: readonly RunCtx[], slow: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number>): Promise<boolean> {
+  private async commitAll(fast: readonly RunCtx[], slow: readonly RunCtx[]): Promise<boolean> {
     let did = false;
-    if (fast.length > BATCH_RUNS) did = await this.flushBatches(fast, caps);
+    if (fast.length > BATCH_RUNS) did = await this.flushBatches(fast);
     else if (fast.length > 0) {
-      await this.flushMany(fast, caps);
+      await this.flushMany(fast);
       did = true;
     }
     if (this.crashed !== undefined || this.closed) return did;
     if (slow.length === 0) return did;
-    if (slow.length === 1) return (await this.flushIfDue(slow[0]!, caps.get(slow[0]!))) || did;
-    return (await this.flushSlow(slow, caps)) || did;
+    if (slow.length === 1) return (await this.flushIfDue(slow[0]!, slow[0]!.slotCap)) || did;
+    return (await this.flushSlow(slow)) || did;
   }
 
   /**
-   * The runs due now, those that may take the fast path and the others, with the slots each may
-   * claim; undefined when none is due. (Not async, and no closures: the loop goes through it every turn.)
+   * The runs due now, those that may take the fast path and the others, each with the slots it may
+   * claim (`slotCap`); undefined when none is due. (Not async, and no closures: the loop goes through it
+   * every turn; one run due, a chain's every turn, makes no arrays but the one it returns.)
    */
-  private dueRuns(): { fast: RunCtx[]; slow: RunCtx[]; caps: Map<RunCtx, number> } | undefined {
+  private dueRuns(): { fast: readonly RunCtx[]; slow: readonly RunCtx[] } | undefined {
     const due = this.storeNow();
+    let first: RunCtx | undefined;
     let dueRuns: RunCtx[] | undefined;
-    const claims: SlotClaim[] = [];
     for (const ctx of this.runs.values()) {
       if (ctx.ended || this.dueAt(ctx) > due) continue;
-      const more = this.dueForMoreThanClaims(ctx);
-      (dueRuns ??= []).push(ctx);
-      // a commit with facts may make tasks ready (a completion's successors, claimed in the same commit)
-      claims.push({ held: slotsHeld(ctx), want: more ? Infinity : Math.max(1, ctx.state.ready.size) });
+      if (first === undefined) first = ctx;
+      else (dueRuns ??= [first]).push(ctx);
     }
-    if (dueRuns === undefined) return undefined;
+    if (first === undefined) return undefined;
+    if (dueRuns === undefined) {
+      // one run: it gets what it wants of the free slots (shareSlots' answer for one run, without its arrays)
+      const want = this.dueForMoreThanClaims(first) ? Infinity : Math.max(1, first.state.ready.size);
+      first.slotCap = Math.max(0, Math.min(this.freeSlots(), want));
+      // due only for a claim, and given no slot: it waits for the next turn
+      if (first.slotCap === 0 && want !== Infinity) return undefined;
+      return this.fastPath(first) ? { fast: [first], slow: NO_RUNS } : { fast: NO_RUNS, slow: [first] };
+    }
+    // a commit with facts may make tasks ready (a completion's successors, claimed in the same commit)
+    const claims = dueRuns.map((ctx): SlotClaim => ({ held: slotsHeld(ctx), want: this.dueForMoreThanClaims(ctx) ? Infinity : Math.max(1, ctx.state.ready.size) }));
     // the free slots shared out between the runs due, fewest held first (slot-share.ts): a small run is
     // not kept waiting behind a wide one that came first; runs due only for a claim and given no slot wait
     // for the next turn (with thousands of runs waiting for a slot, a turn decides the few that can have one)
     const fast: RunCtx[] = [];
     const slow: RunCtx[] = [];
-    const caps = new Map<RunCtx, number>();
     const shares = shareSlots(this.freeSlots(), claims);
     for (let i = 0; i < dueRuns.length; i++) {
       const ctx = dueRuns[i]!;
       const cap = shares[i]!;
       if (cap === 0 && claims[i]!.want !== Infinity) continue;
-      caps.set(ctx, cap);
+      ctx.slotCap = cap;
       if (this.fastPath(ctx)) fast.push(ctx);
       else slow.push(ctx);
     }
-    return { fast, slow, caps };
+    return { fast, slow };
   }
 
   /** Commits one of the runs by a transaction of its own: one with something to commit besides claims if there is one (a claim-only run may have no slot). */
-  private flushFirst(slow: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number>): Promise<boolean> {
+  private flushFirst(slow: readonly RunCtx[]): Promise<boolean> {
     const first = slow.find((c) => this.dueForMoreThanClaims(c)) ?? slow[0]!;
-    return this.flushIfDue(first, caps.get(first));
+    return this.flushIfDue(first, first.slotCap);
   }
 
   /** The fast runs BATCH_RUNS to a commit, one commit after another. Whether any was committed. */
-  private async flushBatches(fast: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number>): Promise<boolean> {
+  private async flushBatches(fast: readonly RunCtx[]): Promise<boolean> {
     let did = false;
     for (let i = 0; i < fast.length; i += BATCH_RUNS) {
       if (this.crashed !== undefined || this.closed) return did;
@@ -369,7 +379,7 @@ export class Worker extends WorkerAttempts {
         batch = batch.filter((c) => !c.ended && this.runs.get(c.runId) === c && this.fastPath(c));
         if (batch.length === 0) continue;
       }
-      await this.flushMany(batch, caps);
+      await this.flushMany(batch);
       did = true;
     }
     return did;
@@ -382,9 +392,9 @@ export class Worker extends WorkerAttempts {
    * each turn. The free slots are shared out before any goes, so that together they claim no more
    * than the worker may run: each run its share of them (dueRuns). Whether any was committed.
    */
-  private async flushSlow(slow: readonly RunCtx[], caps: ReadonlyMap<RunCtx, number>): Promise<boolean> {
+  private async flushSlow(slow: readonly RunCtx[]): Promise<boolean> {
     let did = false;
-    const queue = slow.map((ctx) => ({ ctx, cap: caps.get(ctx) ?? 0 }));
+    const queue = slow.map((ctx) => ({ ctx, cap: ctx.slotCap }));
     const lane = async (): Promise<void> => {
       for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
         if (this.crashed !== undefined || this.closed) return;

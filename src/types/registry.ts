@@ -5,6 +5,7 @@
  */
 import type { Ajv2020, ValidateFunction } from 'ajv/dist/2020.js';
 import { ajv2020 } from '../core/ajv.js';
+import { BoundedMap } from '../core/lru.js';
 import { isPlainObject, jsonTypeOf, type Json } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { closest } from '../core/suggest.js';
@@ -22,6 +23,14 @@ const WRAPPER_KEYS = new Set(['type', 'required', 'nullable', 'description', 'de
 const TYPE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const ANY: TypeNode = { kind: 'primitive', name: 'any' };
+
+/**
+ * Validators compiled in this process, by schema (its JSON text, with the ajv options it needs): a
+ * workflow compiled again (a server or a bench that loads the same file for each run) compiled each of
+ * its types with ajv again, a few ms each, in its first run. Only a validator's boolean answer is read
+ * (issues come from the walker), so one validator serves every registry that asks for its schema.
+ */
+const compiledSchemas = new BoundedMap<string, ValidateFunction>(1024);
 
 interface Decl {
   name: string;
@@ -49,9 +58,13 @@ class Registry implements TypeRegistry {
    * (as the walker does), which costs a `hasOwnProperty` call per field, so only those records pay for it.
    */
   private compileSchema(schema: Record<string, unknown>, ownProperties: boolean): ValidateFunction {
+    const key = `${ownProperties ? 'own' : 'in'} ${JSON.stringify(schema)}`;
+    const known = compiledSchemas.get(key);
+    if (known) return known;
     const options = { strict: true, allErrors: false, validateSchema: false, strictNumbers: true, addUsedSchema: false } as const;
-    if (ownProperties) return (this.ownAjv ??= new (ajv2020())({ ...options, ownProperties: true })).compile(schema);
-    return (this.ajv ??= new (ajv2020())(options)).compile(schema);
+    const fn = ownProperties ? (this.ownAjv ??= new (ajv2020())({ ...options, ownProperties: true })).compile(schema) : (this.ajv ??= new (ajv2020())(options)).compile(schema);
+    compiledSchemas.set(key, fn);
+    return fn;
   }
 
   declare(name: string): void {
