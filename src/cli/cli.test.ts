@@ -192,6 +192,7 @@ describe('baton run', () => {
       [['run', wf, '--trigger', '@.'], /cannot read trigger file \.: it is a directory/],
       [['run', wf, '--concurrency', '-1'], /--concurrency expects a positive integer, got `-1`/],
       [['run', wf, '--timeout', '-1'], /--timeout expects a positive number, got `-1`/],
+      [['run', wf, '--timeout', '1e306'], /--timeout expects a positive number of seconds, got `1e306`/],
     ];
     for (const [args, message] of cases) {
       const io = capture();

@@ -59,7 +59,7 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
     const trigger = await readJsonObject(values.trigger, target.trigger, io.cwd, 'trigger');
     const initialState = await readJsonObject(values['initial-state'], undefined, io.cwd, 'initial state');
     const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
-    if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) throw new UsageError(`--timeout expects a positive number of seconds, got \`${values.timeout}\``);
+    if (timeout !== undefined && !(Number.isFinite(timeout * 1000) && timeout > 0)) throw new UsageError(`--timeout expects a positive number of seconds, got \`${values.timeout}\``);
     const body: JsonObject = {
       workflow: compiled.text,
       ...(trigger !== undefined ? { trigger } : {}),

@@ -216,7 +216,8 @@ function positiveInt(s: string, flag: string): number {
 
 function positiveNumber(s: string, flag: string): number {
   const n = Number(s);
-  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${flag} expects a positive number of seconds, got \`${s}\``);
+  // seconds whose milliseconds are still a number (1e306 is one, its milliseconds are not)
+  if (!Number.isFinite(n * 1000) || n <= 0) throw new UsageError(`${flag} expects a positive number of seconds, got \`${s}\``);
   return n;
 }
 
