@@ -110,22 +110,3 @@ describe('engine.start() returns a run handle', () => {
     expect(typeof store[Symbol.asyncDispose]).toBe('function');
   });
 });
-
-describe('a start given something that is not a compiled workflow (from plain JavaScript)', () => {
-  test('a path, YAML text, a compile result or null is refused with what to pass, and nothing is stored', async () => {
-    const store = new MemoryStore();
-    await using engine = createEngine({ store, agents });
-    const given: [unknown, RegExp][] = [
-      ['workflow.yaml', /workflow model.*got a string \(a path or YAML text\? compile it first\)/],
-      [{ ok: true, model: spec.model, diagnostics: [] }, /pass `result\.model`/],
-      [{ ok: false, model: undefined, diagnostics: [{}] }, /the workflow is invalid/],
-      [null, /got null/],
-    ];
-    for (const [value, message] of given) {
-      // a TypeError from deep inside the engine, before
-      await expect(engine.run(value as typeof spec), String(value)).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(message) as unknown });
-      await expect(engine.start(value as typeof spec)).rejects.toMatchObject({ code: 'usage' });
-    }
-    expect(await store.runs({})).toEqual([]);
-  });
-});

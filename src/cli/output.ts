@@ -14,6 +14,16 @@ function errno(e: unknown): string | undefined {
   return (e as NodeJS.ErrnoException).code;
 }
 
+/** Why a file operation failed, in words for the common causes (else the error's code or message). */
+export function fsReason(e: unknown): string {
+  const code = errno(e);
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EISDIR') return 'it is a directory';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'ENOSPC') return 'the disk is full';
+  return code ?? (e as Error).message;
+}
+
 /** Why `abs` cannot take the output, or undefined when it can (nothing is created). `example`: a file of the kind wanted, for the hint. */
 export async function outputProblem(abs: string, example = 'result.json'): Promise<string | undefined> {
   try {

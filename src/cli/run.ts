@@ -25,7 +25,7 @@ import { copyExample, declaresFiles, examplesInstalled, resolveTarget } from './
 import { StateOut } from './state-out.js';
 import { endAfterSignal, Foreground } from './foreground.js';
 import type { CliIo } from './io.js';
-import { inputProblem, outputProblem, workspaceRefusal } from './output.js';
+import { fsReason, inputProblem, outputProblem, workspaceRefusal } from './output.js';
 import { ProgressView, type ViewEvent } from './progress.js';
 import { boundFromHandlers } from './agents-module.js';
 import { jsonDiagnostics } from '../api/validation.js';
@@ -221,15 +221,6 @@ function positiveNumber(s: string, flag: string): number {
   return n;
 }
 
-/** Why a file could not be read, in words for the common causes. */
-function readFailure(e: unknown): string {
-  const code = (e as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return 'no such file';
-  if (code === 'EISDIR') return 'it is a directory';
-  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
-  return code ?? (e as Error).message;
-}
-
 export async function readJsonObject(flag: string | undefined, besideWorkflow: string | undefined, cwd: string, what: string): Promise<Json | undefined> {
   let text: string | undefined;
   let from: string;
@@ -241,7 +232,7 @@ export async function readJsonObject(flag: string | undefined, besideWorkflow: s
       try {
         text = await readUtf8(resolve(cwd, from));
       } catch (e) {
-        throw new UsageError(`cannot read ${what} file ${from}: ${readFailure(e)}`);
+        throw new UsageError(`cannot read ${what} file ${from}: ${fsReason(e)}`);
       }
     } else {
       text = flag;
@@ -252,7 +243,7 @@ export async function readJsonObject(flag: string | undefined, besideWorkflow: s
     try {
       text = await readUtf8(besideWorkflow);
     } catch (e) {
-      throw new UsageError(`cannot read ${from}: ${readFailure(e)}`);
+      throw new UsageError(`cannot read ${from}: ${fsReason(e)}`);
     }
   } else return undefined;
   if (text === undefined) throw new UsageError(`${from}: the ${what} file is not UTF-8 text (or is larger than 64 MB)`);

@@ -10,6 +10,7 @@ import type { JsonObject } from '../core/json.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunState } from '../engine/state.js';
 import { workflowState } from '../api/workflow-state.js';
+import { fsReason } from './output.js';
 import { isFileEvent } from '../api/artifacts.js';
 import type { WorkflowModel } from '../workflow/model.js';
 
@@ -55,8 +56,6 @@ export class StateOut {
     const code = (e as NodeJS.ErrnoException).code;
     // ENOENT also comes from a directory that takes no new files (/proc): say "gone" only when it is
     if (code === 'ENOENT') return existsSync(dirname(this.path)) ? 'no file can be made there' : 'its directory is gone';
-    if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
-    if (code === 'ENOSPC') return 'the disk is full';
-    return code ?? (e as Error).message;
+    return fsReason(e);
   }
 }

@@ -44,8 +44,16 @@ describe('what a run starts from', () => {
     const e = createEngine({ store, agents: { x: () => ({}) } });
     const compiled = parseWorkflow(`${header()}workflow:\n  a: {assign: x}`);
     const invalid = parseWorkflow(`${header()}workflow:\n  a: {assign: x, depends_on: [zz]}`);
-    for (const bad of [compiled, invalid, 'workflow.yaml', undefined, null, {}]) {
-      await expect(e.run(bad as unknown as WorkflowModel, {})).rejects.toThrow(usage);
+    const said: [unknown, RegExp][] = [
+      [compiled, /pass `result\.model`/],
+      [invalid, /the workflow is invalid/],
+      ['workflow.yaml', /workflow model.*got a string \(a path or YAML text\? compile it first\)/],
+      [undefined, /got undefined/],
+      [null, /got null/],
+      [{}, /got object/],
+    ];
+    for (const [bad, message] of said) {
+      await expect(e.run(bad as unknown as WorkflowModel, {}), String(bad)).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(message) as unknown });
       await expect(e.start(bad as unknown as WorkflowModel, {})).rejects.toThrow(usage);
     }
     expect(await store.runs()).toEqual([]);
