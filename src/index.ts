@@ -46,7 +46,8 @@ export { AgentError, type AgentContext, type AgentHandler, type ClosableAgent, t
 export { toJson, MAX_OUTPUT_DEPTH } from './engine/attempt.js';
 /** Event log and run state. */
 export type { RunEvent, RunEventType, FailureRecord, TaskStatus, RunStatus, GateKind } from './engine/events.js';
-export { replay, toResult, runStatusOf, type RunResult, type PhaseResult, type GateResult, type SuspendedPhase, type RunState, type PhaseState, type GateState } from './engine/state.js';
+export { replay, runStatusOf, type RunState, type PhaseState, type GateState } from './engine/state.js';
+export { toResult, type RunResult, type PhaseResult, type GateResult, type SuspendedPhase } from './engine/result.js';
 /** Agent contracts in TypeScript: AIP-16's defineIO, and defineAgent (a handler carrying its contract). */
 export { defineIO, defineAgent, contractOfHandler, FS_ROOT, type IODefinition, type IOHandle, type FileContractEntry, type AgentDefinition, type AgentOutput, type DefinedAgent, type TypedContext, type SchemaLike } from './agents/define.js';
 /** Standard Schema V1 (standardschema.dev), vendored: what zod, valibot, arktype and others implement. */

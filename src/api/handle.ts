@@ -7,7 +7,7 @@
 import { BatonError } from '../core/errors.js';
 import type { RunEvent, RunStatus } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
-import type { RunResult } from '../engine/state.js';
+import type { RunResult } from '../engine/result.js';
 
 export interface RunEventsOptions {
   /** Yield events with `seq` greater than this (default 0: from the first event). */

@@ -4,7 +4,7 @@
  * every other store.
  */
 import type { RunStore } from '../engine/ports.js';
-import type { RunResult } from '../engine/state.js';
+import type { RunResult } from '../engine/result.js';
 import { MemoryStore } from '../store/memory.js';
 import type { WorkflowModel } from '../workflow/model.js';
 import { createEngine, type EngineOptions, type StartRunOptions } from './engine.js';

@@ -9,7 +9,7 @@ import { newRunId } from '../api/engine.js';
 import type { JsonObject } from '../core/json.js';
 import { BatonError } from '../core/errors.js';
 import { safeText } from '../diagnostics/terminal.js';
-import type { RunResult } from '../engine/state.js';
+import type { RunResult } from '../engine/result.js';
 import { ServerAnswerError, ServerClient } from '../server/client.js';
 import { loadWorkflow } from '../workflow/compile.js';
 import { UsageError, exitFor, shellQuote } from './durable.js';

@@ -8,7 +8,7 @@ import { fileRows } from '../api/artifacts.js';
 import type { RunStatus } from '../engine/events.js';
 import type { RunRecord, RunStore, TaskRow } from '../engine/ports.js';
 import { ownerIsDeadOnThisHost } from '../engine/worker.js';
-import type { GateResult } from '../engine/state.js';
+import type { GateResult } from '../engine/result.js';
 import { colorsFor, useColor } from './color.js';
 import { UsageError, exitFor, openCliStore, storeFlag } from './durable.js';
 import { RUNS_OPTIONS, SHOW_OPTIONS } from './spec.js';

@@ -6,7 +6,8 @@ import type { Json } from '../core/json.js';
 import { decide, type Fact, type FactResult, type Outcome } from './decide.js';
 import type { RunEvent } from './events.js';
 import { planOf } from './plan.js';
-import { attachGraph, compactItems, initialState, replay, toResult, type RunState } from './state.js';
+import { attachGraph, compactItems, initialState, replay, type RunState } from './state.js';
+import { toResult } from './result.js';
 
 function model(yaml: string) {
   const r = parseWorkflow(`openintent: "1.0"\ninfo: {name: "T"}\n${yaml}`);

@@ -1,5 +1,5 @@
 /** Run-level errors of the engine (contract errors of RFC-0024 live in workflow/errors.ts). */
-import { roundUsd } from './state.js';
+import { roundUsd } from './result.js';
 
 /** A phase or run budget was exceeded: the run stops. `toJSON()` is the `run.failed` payload. */
 export class BudgetExceededError extends Error {

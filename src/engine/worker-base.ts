@@ -21,7 +21,8 @@ import { planOf, withContracts, type Plan } from './plan.js';
 import type { RunRecord, RunStore } from './ports.js';
 import type { Telemetry } from './telemetry.js';
 import { DecisionError, isFault, newWorkerId, ownerIsDeadOnThisHost, monotonicNow } from './worker-support.js';
-import { applyEvent, attachGraph, replay, startCompacting, toResult, type RunResult, type RunState } from './state.js';
+import { applyEvent, attachGraph, replay, startCompacting, type RunState } from './state.js';
+import { toResult, type RunResult } from './result.js';
 import { loadState, snapshotDue, snapshotOf } from './snapshot.js';
 
 export const DEFAULT_CONCURRENCY = 32;

@@ -9,7 +9,7 @@ import type { Fact, FactResult } from './decide.js';
 import type { RunEvent } from './events.js';
 import type { HeldFiles } from './files.js';
 import type { UnsyncedFile } from './files-leftovers.js';
-import { toResult } from './state.js';
+import { toResult } from './result.js';
 import { WorkerBase, type RunCtx } from './worker-base.js';
 
 export abstract class WorkerFiles extends WorkerBase {

@@ -23,7 +23,8 @@ import type { Fact, FactResult } from './decide.js';
 import { nextAgentOf, nextClaim, nextLeaseLook, nextTimer, type Claimant } from './due.js';
 import type { RunRecord } from './ports.js';
 import { monotonicNow, thisHostPrefix } from './worker-support.js';
-import { replay, toResult, type RunResult } from './state.js';
+import { replay } from './state.js';
+import { toResult, type RunResult } from './result.js';
 import type { FaultPoint, RunCtx } from './worker-base.js';
 import { WorkerAttempts } from './worker-attempts.js';
 

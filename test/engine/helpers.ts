@@ -3,7 +3,8 @@ import { expect } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import type { RunEvent } from '../../src/engine/events.js';
 import type { RunStore } from '../../src/engine/ports.js';
-import { replay, toResult, type RunResult } from '../../src/engine/state.js';
+import { replay } from '../../src/engine/state.js';
+import { toResult, type RunResult } from '../../src/engine/result.js';
 import { parseWorkflow } from '../../src/workflow/compile.js';
 import type { WorkflowModel } from '../../src/workflow/model.js';
 

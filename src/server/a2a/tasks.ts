@@ -16,7 +16,7 @@ import type { RunRecord } from '../../engine/ports.js';
 import { WorkflowSpec } from '../../api/spec.js';
 import { BatonError } from '../../core/errors.js';
 import type { Json, JsonObject } from '../../core/json.js';
-import type { GateResult } from '../../engine/state.js';
+import type { GateResult } from '../../engine/result.js';
 import { loadWorkflow } from '../../workflow/compile.js';
 import { answerOf, dataOf, dataPart, isInterrupted, isTerminal, message, stateName, textPart, type A2aSdk, type A2aTask } from '../../agents/a2a-sdk.js';
 import type { ChangeHub } from '../changes.js';

@@ -5,7 +5,7 @@ import type { AgentContext, AgentHandler } from '../../../src/engine/agent.js';
 import { AgentError } from '../../../src/engine/agent.js';
 import type { RunStore } from '../../../src/engine/ports.js';
 import { FAULT_POINTS, type FaultPoint } from '../../../src/engine/worker.js';
-import type { RunResult } from '../../../src/engine/state.js';
+import type { RunResult } from '../../../src/engine/result.js';
 import { eventsOf, expectReplays, header, settle, wf, withClock } from '../helpers.js';
 import { type StoreFactory, engineOn } from './common.js';
 
