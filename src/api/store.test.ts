@@ -44,6 +44,17 @@ describe('openStore', () => {
     expect(parseStoreSpec('sqlite:runs/a.db', { cwd })).toEqual({ kind: 'sqlite', file: join(cwd, 'runs/a.db'), location: join('runs', 'a.db') });
     expect(parseStoreSpec('/var/tmp/x.db', { cwd })).toMatchObject({ kind: 'sqlite', file: '/var/tmp/x.db', location: '/var/tmp/x.db' });
     expect(parseStoreSpec('postgres://localhost/b', { cwd })).toEqual({ kind: 'postgres', url: 'postgres://localhost/b' });
+    expect(parseStoreSpec('sqlite://runs/a.db', { cwd })).toEqual({ kind: 'sqlite', file: join(cwd, 'runs/a.db'), location: join('runs', 'a.db') });
+    expect(parseStoreSpec('sqlite:///var/tmp/x.db', { cwd })).toMatchObject({ kind: 'sqlite', file: '/var/tmp/x.db' });
+  });
+
+  it('takes the bare word sqlite as the default file, and refuses a bare postgres (it made SQLite files named so)', async () => {
+    for (const w of ['sqlite', 'SQLite', 'sqlite3']) expect(parseStoreSpec(w, { cwd })).toEqual({ kind: 'sqlite', file: join(cwd, '.baton', 'baton.db'), location: join('.baton', 'baton.db') });
+    for (const w of ['postgres', 'postgresql', 'pg']) {
+      expect(() => parseStoreSpec(w, { cwd })).toThrow(expect.objectContaining({ code: 'usage', message: expect.stringContaining('postgres://') as string }) as Error);
+      expect(await codeOf(openStore(w, { cwd }))).toBe('usage');
+    }
+    expect(existsSync(join(cwd, 'postgres'))).toBe(false);
   });
 
   it('takes no options: relative paths from the working directory, memory and postgres URLs as given', async () => {

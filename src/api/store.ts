@@ -3,7 +3,8 @@
  * `.baton/baton.db` under the working directory.
  *   memory                      the in-memory store (lost when the process ends)
  *   postgres://... postgresql:// a PostgreSQL database (schema `baton`)
- *   anything else               a SQLite file path, relative to cwd (`sqlite:PATH` also accepted)
+ *   sqlite                      the embedded default, `.baton/baton.db` (as a bare word, like `memory`)
+ *   anything else               a SQLite file path, relative to cwd (`sqlite:PATH`, `sqlite://PATH` also accepted)
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
@@ -44,8 +45,13 @@ export function parseStoreSpec(spec: string | undefined, opts: OpenStoreOptions 
   const s = (spec ?? opts.env?.BATON_STORE ?? '').trim() || DEFAULT_STORE;
   if (s === 'memory') return { kind: 'memory' };
   if (/^postgres(ql)?:\/\//i.test(s)) return { kind: 'postgres', url: s };
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(s)) throw new BatonError('usage', `unknown store ${JSON.stringify(s)}: use memory, a file path, or postgres://...`);
-  const path = s.startsWith('sqlite:') ? s.slice('sqlite:'.length) : s;
+  // the bare words a user types beside `memory`: `sqlite` is the default file (it made a file named
+  // `sqlite`), and `postgres` without a URL is a mistake (it made a SQLite file named `postgres`)
+  if (/^(postgres(ql)?|pg)$/i.test(s)) throw new BatonError('usage', `the store ${JSON.stringify(s)} needs a URL: postgres://user@host:5432/database`);
+  if (/^sqlite3?$/i.test(s)) return parseStoreSpec(DEFAULT_STORE, opts);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(s) && !/^sqlite:\/\//i.test(s)) throw new BatonError('usage', `unknown store ${JSON.stringify(s)}: use memory, sqlite, a file path, or postgres://...`);
+  // sqlite://rel.db and sqlite:///abs.db (the URL form other tools write) as well as sqlite:PATH
+  const path = /^sqlite:\/\//i.test(s) ? s.slice('sqlite://'.length) : s.startsWith('sqlite:') ? s.slice('sqlite:'.length) : s;
   if (path === '') throw new BatonError('usage', 'the store path is empty');
   const file = resolve(cwd, path);
   const rel = relative(cwd, file);
