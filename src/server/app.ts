@@ -25,6 +25,7 @@ import { sdkModules } from './a2a/card.js';
 import { openApiDocument } from './openapi.js';
 import { RunRoutes } from './runs.js';
 import { ROUTES, routeSpec } from './schemas.js';
+import { routeCompiler } from './validate.js';
 import type { RegisteredWorkflow } from './workflows.js';
 
 export interface ServerAppOptions {
@@ -99,7 +100,7 @@ export async function createServerApp(opts: ServerAppOptions): Promise<ServerApp
   const metrics = opts.metrics ?? new ServerMetrics();
   // one key under two names would act as the first: refused here too, for keys a library caller built
   checkDistinctKeys(opts.keys ?? [], 'the server\'s keys');
-  const edgeOpts: EdgeOptions = { keys: opts.keys ?? [], bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT };
+  const edgeOpts: EdgeOptions = { keys: opts.keys ?? [], bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT, compiler: routeCompiler() };
   const hub = opts.changes ? new ChangeHub(opts.changes, true) : new ChangeHub(engine.store);
   const closing = new AbortController();
   const streams = { store: engine.store, hub, closing: closing.signal };

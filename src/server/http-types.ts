@@ -3,6 +3,7 @@
  * `/a2a` reach: they name no Hono type, so that those declarations type-check without `hono` (an
  * optional peer) installed.
  */
+import type { RouteCompiler } from './validate.js';
 import type { Json } from '../core/json.js';
 import type { ApiKey } from './keys.js';
 
@@ -24,4 +25,6 @@ export interface EdgeOptions {
   keys: readonly ApiKey[];
   /** Largest request body, bytes. */
   bodyLimit: number;
+  /** The ajv pair the app's routes share (one per app; without it, a pair per route). */
+  compiler?: RouteCompiler | undefined;
 }
