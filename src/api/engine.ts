@@ -410,7 +410,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       const list = [...unbound].map(([a, ps]) => `\`${a}\` (phase${ps.length === 1 ? '' : 's'} ${ps.join(', ')})`).join(', ');
       // an x-remote agent is bound only where remote agents can pull its tasks: a server
       const remote = [...unbound.keys()].filter((a) => model.agents?.[a]?.extensions['x-remote'] === true);
-      const served = remote.length === 0 ? '' : `; ${remote.map((a) => `\`${a}\``).join(', ')} ${remote.length === 1 ? 'is' : 'are'} \`x-remote: true\`: remote agents pull such tasks from \`baton serve\` (docs/server.md#remote-agents)`;
+      const served = remote.length === 0 ? '' : `; ${remote.map((a) => `\`${a}\``).join(', ')} ${remote.length === 1 ? 'is' : 'are'} \`x-remote: true\`: remote agents pull such tasks from \`baton serve\`, or from a server whose engine and \`startServer\` share one \`RemoteAgents\` (docs/server.md#library)`;
       throw new BatonError('unbound-agent', `no handler is bound for agent${unbound.size === 1 ? '' : 's'} ${list}; bind them with --agents, declare \`x-command\`, or dry-run with --stub-agents${served}`);
     }
     const stored: JsonObject = { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(parseTraceparent(opts.traceparent) ? { traceparent: opts.traceparent!.trim().toLowerCase() } : {}), ...runOptions };
