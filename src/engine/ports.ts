@@ -187,6 +187,13 @@ export interface FindWorkQuery {
 
 export interface RunFilter {
   status?: RunStatus[];
+  /** Only the runs of this workflow (its `info.name`). */
+  workflow?: string | undefined;
+  /**
+   * Only the runs listed after this one, most recent first: created before it, or at the same time with a
+   * smaller id (a page's cursor). The store seeks to it in its index: a deep page costs what the first does.
+   */
+  before?: { createdAt: number; runId: string } | undefined;
   /** Most recent first; default 100. */
   limit?: number;
 }

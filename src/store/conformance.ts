@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Json } from '../core/json.js';
 import type { RunEvent } from '../engine/events.js';
-import { HELD, type Commit, type LeaseExpectation, type RunStore, type TaskRow, type WorkHint } from '../engine/ports.js';
+import { HELD, type Commit, type LeaseExpectation, type RunFilter, type RunStore, type TaskRow, type WorkHint } from '../engine/ports.js';
 import { log, newRun, T0, task, TRICKY, WORKFLOW } from './testing.js';
 
 export { newRun, task } from './testing.js';
@@ -164,6 +164,27 @@ export function storeConformance(name: string, h: StoreHarness): void {
         expect((await s.runs({ status: ['failed'] })).map((r) => r.runId)).toEqual([]);
         expect(await s.runs({ status: [] })).toEqual([]);
         expect((await s.runs({ limit: 1 }))[0]).toEqual(await s.run('new'));
+      });
+
+      it('lists the runs after a cursor (created before it, or at its time with a smaller id) and of one workflow', async () => {
+        const s = await fresh();
+        // three at one time: the id breaks the tie, so a page that ends among them goes on after the last
+        await s.createRun(newRun('r1', { createdAt: T0 }));
+        await s.createRun(newRun('r2a', { createdAt: T0 + 10, workflowName: 'other' }));
+        await s.createRun(newRun('r2b', { createdAt: T0 + 10 }));
+        await s.createRun(newRun('r2c', { createdAt: T0 + 10, status: 'completed' }));
+        await s.createRun(newRun('r3', { createdAt: T0 + 20, workflowName: 'other' }));
+        const ids = async (f: RunFilter): Promise<string[]> => (await s.runs(f)).map((r) => r.runId);
+        expect(await ids({})).toEqual(['r3', 'r2c', 'r2b', 'r2a', 'r1']);
+        expect(await ids({ before: { createdAt: T0 + 10, runId: 'r2c' } })).toEqual(['r2b', 'r2a', 'r1']);
+        expect(await ids({ before: { createdAt: T0 + 10, runId: 'r2b' }, limit: 1 })).toEqual(['r2a']);
+        expect(await ids({ before: { createdAt: T0 + 10, runId: 'r2a' } })).toEqual(['r1']);
+        expect(await ids({ before: { createdAt: T0, runId: 'r1' } })).toEqual([]);
+        expect(await ids({ workflow: 'other' })).toEqual(['r3', 'r2a']);
+        expect(await ids({ workflow: 'other', before: { createdAt: T0 + 20, runId: 'r3' } })).toEqual(['r2a']);
+        expect(await ids({ workflow: 'nothing' })).toEqual([]);
+        expect(await ids({ status: ['running'], before: { createdAt: T0 + 10, runId: 'r2c' } })).toEqual(['r2b', 'r2a', 'r1']);
+        expect(await ids({ status: ['completed'], workflow: 'other' })).toEqual([]);
       });
     });
 

@@ -59,8 +59,11 @@ export class MemoryStore implements RunStore {
   }
 
   runs(filter: RunFilter = {}): Promise<RunRecord[]> {
+    const { status, workflow, before } = filter;
     let all = [...this.entries.values()].map((e) => ({ ...e.run }));
-    if (filter.status) all = all.filter((r) => filter.status!.includes(r.status));
+    if (status) all = all.filter((r) => status.includes(r.status));
+    if (workflow !== undefined) all = all.filter((r) => r.workflowName === workflow);
+    if (before) all = all.filter((r) => r.createdAt < before.createdAt || (r.createdAt === before.createdAt && r.runId < before.runId));
     all.sort((a, b) => b.createdAt - a.createdAt || (a.runId < b.runId ? 1 : -1));
     return Promise.resolve(all.slice(0, filter.limit ?? 100));
   }

@@ -151,7 +151,9 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
         (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS db_now`,
     clockNow: `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS db_now`,
     run: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE run_id = $1`,
-    runs: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE $1::text[] IS NULL OR status = ANY($1::text[]) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
+    // the cursor as a row value, never NULL (no cursor: after the largest time there is): an index
+    // condition on runs_recent, so a deep page starts where it is and does not filter the newer runs
+    runs: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE (created_at, run_id) < ($3::bigint, $4::text) AND ($1::text[] IS NULL OR status = ANY($1::text[])) AND ($5::text IS NULL OR workflow_name = $5::text) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
     workflow: `SELECT hash, name, source, path FROM ${s}.workflows WHERE hash = $1`,
     events: `SELECT body FROM ${s}.events WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
     // the latest snapshot of the format asked and the events after it, in one statement (one moment):

@@ -328,7 +328,7 @@ export class PostgresStore implements RunStore {
   }
 
   async runs(filter: RunFilter = {}): Promise<RunRecord[]> {
-    return (await this.query<RunRow>('runs', [filter.status ?? null, filter.limit ?? 100])).map(runFromRow);
+    return (await this.query<RunRow>('runs', [filter.status ?? null, filter.limit ?? 100, filter.before?.createdAt ?? Number.MAX_SAFE_INTEGER, filter.before?.runId ?? '', filter.workflow ?? null])).map(runFromRow);
   }
 
   async workflow(hash: string): Promise<WorkflowRecord | undefined> {

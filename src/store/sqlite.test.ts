@@ -196,6 +196,8 @@ describe('sqlite store', () => {
     expect(plans.findWork).toContain('tasks_due');
     expect(plans.findWork).toContain('tasks_lease');
     expect(plans.findWork).toContain('runs_live_wake');
+    // a page of runs seeks to its cursor in runs_recent
+    expect(plans.runs).toMatch(/SEARCH runs USING INDEX runs_recent \(\(created_at,run_id\)<\(\?,\?\)\)/);
     for (const [name, plan] of Object.entries(plans)) expect(plan, `${name}:\n${plan}`).not.toMatch(/SCAN (t|r|tasks|runs|events)\b(?! USING)/);
   });
 });

@@ -203,7 +203,11 @@ export class SqliteStore implements RunStore {
       taskLease: p('SELECT status, attempt, lease_owner, lease_expires_at FROM tasks WHERE run_id = ? AND phase = ?'),
       run: p(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`),
       runs: p(
-        `SELECT ${RUN_COLUMNS} FROM runs WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+        // the cursor as a row value, never NULL (no cursor: after the largest time there is), so the
+        // scan of runs_recent starts at it rather than filtering every newer run on the way
+        `SELECT ${RUN_COLUMNS} FROM runs WHERE (created_at, run_id) < (:beforeAt, :beforeId)
+           AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+           AND (:workflow IS NULL OR workflow_name = :workflow)
          ORDER BY created_at DESC, run_id DESC LIMIT :limit`,
       ),
       workflow: p('SELECT hash, name, source, path FROM workflows WHERE hash = ?'),
@@ -320,7 +324,7 @@ export class SqliteStore implements RunStore {
 
   runs(filter: RunFilter = {}): Promise<RunRecord[]> {
     return this.read(() =>
-      (this.s.runs.all({ statuses: filter.status ? JSON.stringify(filter.status) : null, limit: filter.limit ?? 100 }) as RunRow[]).map(runFromRow),
+      (this.s.runs.all({ statuses: filter.status ? JSON.stringify(filter.status) : null, workflow: filter.workflow ?? null, beforeAt: filter.before?.createdAt ?? Number.MAX_SAFE_INTEGER, beforeId: filter.before?.runId ?? '', limit: filter.limit ?? 100 }) as RunRow[]).map(runFromRow),
     );
   }
 

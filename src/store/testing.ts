@@ -21,12 +21,12 @@ export const TRICKY: JsonObject = {
   '10': 'numeric key after letters',
 };
 
-export function newRun(runId: string, o: { createdAt?: number; status?: RunStatus; tasks?: TaskRow[]; wakeAt?: number | null; events?: number } = {}): NewRun {
+export function newRun(runId: string, o: { createdAt?: number; status?: RunStatus; tasks?: TaskRow[]; wakeAt?: number | null; events?: number; workflowName?: string } = {}): NewRun {
   const createdAt = o.createdAt ?? T0;
   const run: RunRecord = {
     runId,
     workflowHash: WORKFLOW.hash,
-    workflowName: WORKFLOW.name,
+    workflowName: o.workflowName ?? WORKFLOW.name,
     status: o.status ?? 'running',
     trigger: { topic: 'violins', n: 3, list: ['a', 'b'] },
     initialState: null,
