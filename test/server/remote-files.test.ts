@@ -5,11 +5,12 @@
  * refusal), for a phase and for the items of a fan-out; the engine's sync and `task.file` records as
  * for an agent in process.
  */
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine, createRemoteAgent, type Engine, type RunStore } from '@baton-run/baton';
 import { parseKeysEnv, RemoteAgents, startServer, type BatonServer } from '@baton-run/baton/server';
@@ -307,6 +308,54 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
       expect(['0', '1', '2'].map((i) => readFileSync(join(h.dir, 'out', id, `${i}.txt`), 'utf8'))).toEqual(['0:alpha!', '1:beta!', '2:gamma!']);
     } finally {
       await agent.stop(0);
+    }
+  }, 60_000);
+});
+
+/** What examples/remote-python/agent.py does with files: reads `notes`, writes `summary`. */
+const PY = `openintent: "1.0"
+info: {name: rfiles-py}
+agents:
+  r: {x-remote: true}
+workflow:
+  b:
+    assign: r
+    inputsFiles:
+      notes: {path: notes.txt}
+    outputsFiles:
+      summary: {path: "out/<runId>/py.txt"}
+    outputs: {m: string}
+`;
+
+const python = spawnSync('python3', ['--version']).status === 0;
+
+describe.skipIf(!python)('the Python example with files (standard library only)', () => {
+  test('agent.py fetches the input into a root of its own, writes its output there and sends it back; the workspace file is synced', async () => {
+    const h = await serve('sqlite');
+    const roots = (): string[] => readdirSync(tmpdir()).filter((f) => f.startsWith('baton-remote-files-'));
+    const before = new Set(roots());
+    const script = resolve(import.meta.dirname, '../../examples/remote-python/agent.py');
+    const child = spawn('python3', [script, '--once'], { env: { ...process.env, BATON_URL: h.url, BATON_API_KEY: RKEY, BATON_AGENT: 'r' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      const id = await startRun(h, PY);
+      const { status, events } = await toEnd(h, id);
+      expect(status, err).toBe('completed');
+      expect(events.find((e) => e.type === 'task.completed')!['output']).toEqual({ m: 'python saw n=None and 3 lines' });
+      expect(events.filter((e) => e.type === 'task.file').map((e) => [e['direction'], e['key'], e['path']])).toEqual([
+        ['staged', 'notes', 'notes.txt'],
+        ['synced', 'summary', `out/${id}/py.txt`],
+      ]);
+      await until(() => existsSync(join(h.dir, 'out', id, 'py.txt')), 10_000);
+      expect(readFileSync(join(h.dir, 'out', id, 'py.txt'), 'utf8')).toBe('python read 3 lines\n');
+      expect(await exited, err).toBe(0);
+      // its own root is gone
+      expect(roots().filter((f) => !before.has(f))).toEqual([]);
+    } finally {
+      child.kill();
+      await h.close();
     }
   }, 60_000);
 });
