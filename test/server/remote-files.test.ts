@@ -312,6 +312,42 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
   }, 60_000);
 });
 
+describe('createRemoteAgent and files the server refuses', () => {
+  test('an output over the server’s file limit is not sent, a line in the task’s log says why, and the completion goes on; a failing body’s root is removed too', async () => {
+    const h = await serve('memory');
+    const roots: string[] = [];
+    let calls = 0;
+    const agent = createRemoteAgent({
+      url: h.url,
+      key: RKEY,
+      agent: 'r',
+      waitS: 2,
+      handler: (ctx) => {
+        const root = ctx.input['_workflowFsRoot'] as string;
+        roots.push(root);
+        if (calls++ === 0) throw Object.assign(new Error('not this time'), { code: 'Flaky' });
+        writeFileSync(join(root, 'summary'), Buffer.alloc(FILE_LIMIT + 1, 7));
+        writeFileSync(join(root, 'extra'), 'small');
+        return { lines: 0 };
+      },
+    });
+    try {
+      const id = await startRun(h, FILES.replace('outputs: {lines: number}', 'outputs: {lines: number}\n    retry: {max_attempts: 2}'));
+      const { status, events } = await toEnd(h, id);
+      expect(status).toBe('completed');
+      expect(events.filter((e) => e.type === 'task.attempt_failed').map((e) => (e['failure'] as { code: string }).code)).toEqual(['Flaky']);
+      expect(events.filter((e) => e.type === 'task.log').map((e) => e['message'])).toEqual([expect.stringMatching(/^warning: output file `summary` could not be sent: HTTP 413 .*file-too-large/)]);
+      expect(events.filter((e) => e.type === 'task.file' && e['direction'] === 'synced').map((e) => e['key'])).toEqual(['extra']);
+      expect(events.filter((e) => e.type === 'task.warning').map((e) => [e['code'], (e['details'] as { key: string }).key])).toEqual([['DeclaredFileMissing', 'summary']]);
+    } finally {
+      await agent.stop(0);
+      await h.close();
+    }
+    expect(roots).toHaveLength(2);
+    expect(roots.filter((r) => existsSync(r))).toEqual([]);
+  }, 60_000);
+});
+
 /** What examples/remote-python/agent.py does with files: reads `notes`, writes `summary`. */
 const PY = `openintent: "1.0"
 info: {name: rfiles-py}
