@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine, createRemoteAgent, type Engine, type RunStore } from '@baton-run/baton';
-import { parseKeysEnv, RemoteAgents, startServer, type BatonServer } from '@baton-run/baton/server';
+import { createServerApp, parseKeysEnv, RemoteAgents, startServer, type BatonServer } from '@baton-run/baton/server';
 import { until } from '../helpers/spawn.js';
 import { KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind } from './harness.js';
 import { eventsOf, readStream } from './sse.js';
@@ -308,6 +308,40 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
       expect(['0', '1', '2'].map((i) => readFileSync(join(h.dir, 'out', id, `${i}.txt`), 'utf8'))).toEqual(['0:alpha!', '1:beta!', '2:gamma!']);
     } finally {
       await agent.stop(0);
+    }
+  }, 60_000);
+});
+
+describe('the file routes without a socket (createServerApp, a web Request)', () => {
+  test('a PUT read from the web body stream, limit and all; the GET streams the file back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-rfiles-app-'));
+    writeFileSync(join(dir, 'notes.txt'), 'in memory\n');
+    const { store, drop } = await openTestStore('memory', dir);
+    const remote = new RemoteAgents({ leaseMs: 10_000 });
+    const engine = createEngine({ store, agents: {}, bindRun: remote.bindRun, onEvent: remote.onEvent });
+    const built = await createServerApp({ engine, keys: parseKeysEnv(`ops:operator:${KEYS.operator},rk:agent:r:${RKEY}`), remote, cwd: dir, fileLimit: 16, log: (l) => logged.push(l) });
+    const worker = new AbortController();
+    const serving = engine.serve(worker.signal);
+    const auth = { authorization: `Bearer ${RKEY}` };
+    try {
+      const started = await built.app.request('/runs', { method: 'POST', headers: { authorization: `Bearer ${KEYS.operator}`, 'content-type': 'application/json' }, body: JSON.stringify({ workflow: FILES }) });
+      expect(started.status).toBe(201);
+      const c = await built.app.request('/agents/r/claim?wait=10', { method: 'POST', headers: auth });
+      const token = ((await c.json()) as { token: string }).token;
+      const got = await built.app.request(`/tasks/${token}/files/notes`, { headers: auth });
+      expect(await got.text()).toBe('in memory\n');
+      expect((await built.app.request(`/tasks/${token}/files/summary`, { method: 'PUT', headers: auth, body: 'x'.repeat(17) })).status).toBe(413);
+      const put = await built.app.request(`/tasks/${token}/files/summary`, { method: 'PUT', headers: auth, body: 'sixteen bytes ok' });
+      expect(await put.json()).toEqual({ key: 'summary', size: 16, sha256: sha('sixteen bytes ok') });
+      expect(await (await built.app.request(`/tasks/${token}/files/summary`, { headers: auth })).text()).toBe('sixteen bytes ok');
+    } finally {
+      built.close();
+      worker.abort();
+      await engine.stop(0);
+      await serving.catch(() => undefined);
+      await store.close();
+      await drop();
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
 });
