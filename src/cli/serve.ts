@@ -33,7 +33,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     const bodyLimit = values['body-limit'] === undefined ? undefined : Number(values['body-limit']);
     if (bodyLimit !== undefined && (!Number.isInteger(bodyLimit) || bodyLimit < 1)) throw new UsageError(`--body-limit expects a number of bytes, got \`${values['body-limit']}\``);
     const fileLimit = values['file-limit'] === undefined ? undefined : Number(values['file-limit']);
-    if (fileLimit !== undefined && (!Number.isInteger(fileLimit) || fileLimit < 0)) throw new UsageError(`--file-limit expects a number of bytes, got \`${values['file-limit']}\``);
+    if (fileLimit !== undefined && (!Number.isInteger(fileLimit) || fileLimit < 1)) throw new UsageError(`--file-limit expects a number of bytes, got \`${values['file-limit']}\``);
     const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
     if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
     const lease = values.lease === undefined ? undefined : Number(values.lease);
