@@ -8,13 +8,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine, createRemoteAgent, type Engine, type RunStore } from '@baton-run/baton';
 import { createServerApp, parseKeysEnv, RemoteAgents, startServer, type BatonServer } from '@baton-run/baton/server';
-import { until } from '../helpers/spawn.js';
+import { baton, until } from '../helpers/spawn.js';
 import { KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind } from './harness.js';
 import { eventsOf, readStream } from './sse.js';
 
@@ -429,6 +429,60 @@ describe.skipIf(!python)('the Python example with files (standard library only)'
     }
   }, 60_000);
 });
+
+describe('baton serve --file-limit as a process', () => {
+  test('a registered workflow with files, done by createRemoteAgent: an output under the limit synced, one over it not sent', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-rfiles-serve-'));
+    writeFileSync(join(dir, 'rfiles.yaml'), FILES);
+    writeFileSync(join(dir, 'notes.txt'), 'one\ntwo\nthree\n');
+    const port = await freePort();
+    const server = baton(['serve', '--port', String(port), '--store', 'memory', '--workflows', '.', '--file-limit', '10'], { cwd: dir, env: { BATON_API_KEYS: `${KEYS_ENV},rk:agent:r:${RKEY}` } });
+    let err = '';
+    server.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    const agent = createRemoteAgent({
+      url: `http://127.0.0.1:${port}`,
+      key: RKEY,
+      agent: 'r',
+      waitS: 1,
+      onError: () => undefined,
+      handler: (ctx) => {
+        const root = ctx.input['_workflowFsRoot'] as string;
+        writeFileSync(join(root, 'summary'), readFileSync(join(root, 'notes')));
+        writeFileSync(join(root, 'extra'), 'small');
+        return { lines: 3 };
+      },
+    });
+    try {
+      await until(() => /listening on/.test(err), 30_000);
+      const url = `http://127.0.0.1:${port}`;
+      const started = await api(url, 'POST', '/runs', { key: KEYS.operator, body: { workflow_name: 'rfiles', run_id: 'served-files' } });
+      expect(started.status, JSON.stringify(started.body)).toBe(201);
+      const s = await readStream(`${url}/runs/served-files/events`, { key: KEYS.reader, timeoutMs: 30_000 });
+      const events = eventsOf(s.messages);
+      expect(events.at(-1)?.type).toBe('run.completed');
+      expect(events.filter((e) => e.type === 'task.file').map((e) => [e['direction'], e['key']])).toEqual([['staged', 'notes'], ['synced', 'extra']]);
+      expect(events.filter((e) => e.type === 'task.log').map((e) => e['message'])).toEqual([expect.stringContaining('HTTP 413')]);
+      await until(() => existsSync(join(dir, 'out', 'served-files', 'extra.bin')), 10_000);
+      expect(readFileSync(join(dir, 'out', 'served-files', 'extra.bin'), 'utf8')).toBe('small');
+    } finally {
+      await agent.stop(0);
+      server.kill('SIGTERM');
+      await server.done;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => res(port));
+    });
+  });
+}
 
 describe('the file routes in /openapi.json', () => {
   test('GET and PUT /tasks/{token}/files/{key}: raw bytes both ways, an agent’s action', async () => {
