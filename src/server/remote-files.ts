@@ -77,8 +77,13 @@ export async function openTaskFile(files: StagedFiles | undefined, key: string):
   // only a regular file the server put there (never a link, whatever made one)
   if (!st?.isFile()) throw new HttpError(404, 'file-not-found', `file \`${key.slice(0, 100)}\` is not in the attempt's root${input ? '' : ' (an output not sent yet)'}`, { key });
   const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
-  const size = (await handle.stat()).size;
-  return { handle, size, contentType: (input ?? output)!.contentType ?? 'application/octet-stream' };
+  try {
+    const size = (await handle.stat()).size;
+    return { handle, size, contentType: (input ?? output)!.contentType ?? 'application/octet-stream' };
+  } catch (e) {
+    await handle.close();
+    throw e;
+  }
 }
 
 /** The body of a GET: the open file as a web stream (closed when read, or when the client goes). */
@@ -104,18 +109,31 @@ export async function writeUpload(target: string, body: AsyncIterable<Uint8Array
   const hash = createHash('sha256');
   let size = 0;
   let renamed = false;
+  const chunks = body[Symbol.asyncIterator]();
+  let done = false;
   try {
     try {
-      for await (const chunk of body) {
-        size += chunk.byteLength;
+      for (;;) {
+        let next: IteratorResult<Uint8Array>;
+        try {
+          next = await chunks.next();
+        } catch {
+          // the connection closed before the body's end (a write error of the server's own is not this)
+          done = true;
+          throw new HttpError(400, 'invalid-request', 'the upload was cut short: nothing was written');
+        }
+        if (next.done === true) {
+          done = true;
+          break;
+        }
+        size += next.value.byteLength;
         if (size > limit) throw tooLarge(limit);
-        hash.update(chunk);
-        await fh.write(chunk);
+        hash.update(next.value);
+        await fh.write(next.value);
       }
-    } catch (e) {
-      if (e instanceof HttpError) throw e;
-      throw new HttpError(400, 'invalid-request', 'the upload was cut short: nothing was written');
     } finally {
+      // a body left before its end stays unread (its reader lets go of it; the answer closes the connection)
+      if (!done) await chunks.return?.();
       await fh.close();
     }
     // a token that ended while the bytes came (a cancel, a lost lease, a completion) writes nothing

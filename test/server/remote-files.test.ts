@@ -216,7 +216,23 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
     const big = await putFile(h, token, 'summary', Buffer.alloc(FILE_LIMIT + 1, 1));
     expect(big.status).toBe(413);
     expect(big.body['error']).toMatchObject({ code: 'file-too-large' });
+    // without a Content-Length (chunked), counted as the bytes come
+    const chunked = await fetch(`${h.url}/tasks/${token}/files/summary`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${RKEY}` },
+      body: new ReadableStream({
+        start(c) {
+          c.enqueue(new Uint8Array(FILE_LIMIT - 10));
+          c.enqueue(new Uint8Array(20));
+          c.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(413);
+    expect(((await chunked.json()) as { error: { code: string } }).error.code).toBe('file-too-large');
     expect((await getFile(h, token, 'summary')).status).toBe(404);
+    expect(readdirSync((c.body['input'] as Record<string, string>)['_workflowFsRoot']!)).toEqual(['notes']);
     // roles: another agent's key, a reader's, none
     expect((await putFile(h, token, 'summary', 'x', OTHER)).status).toBe(403);
     expect((await getFile(h, token, 'notes', OTHER)).status).toBe(403);
