@@ -6,6 +6,11 @@ heartbeats while it works (and stops when the server says the attempt was cancel
 completes the task with its outputs, or fails it. A 422 means the output did not fit the phase's
 declared outputs: the task stays claimed, so the agent may fix the output and complete again.
 
+A phase that declares AIP-16 files (inputsFiles / outputsFiles) has them listed in the claim's `files`:
+the agent makes a scratch root of its own, fetches each input into `<root>/<key>` (GET
+/tasks/{token}/files/{key}), sets `input["_workflowFsRoot"]` to that root so that `work` reads and writes
+plain paths, sends each declared output it wrote back (PUT) before it completes, and removes the root.
+
 A claim may also answer 422 (UnresolvableInputError) or 409 (UpstreamIntentSuspendedError): a task of
 this agent that the engine refused at claim time, before handing it out (its input cannot be resolved,
 or an upstream phase waits for a human's answer). There is nothing to run: the agent says so and claims
@@ -13,12 +18,16 @@ again.
 
     BATON_URL=http://127.0.0.1:8080 BATON_API_KEY=... BATON_AGENT=summarize python3 agent.py [--once]
 """
+import hashlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 URL = os.environ.get("BATON_URL", "http://127.0.0.1:8080").rstrip("/")
@@ -44,10 +53,81 @@ def post(path, body=None, timeout=70):
             return e.code, {"error": {"code": "http-%d" % e.code, "message": text[:200]}}
 
 
+def request(method, path, data=None, headers=None, timeout=70):
+    """A request with raw bytes (a file); returns the open answer, or raises HTTPError / OSError."""
+    req = urllib.request.Request(URL + path, data=data, method=method, headers=headers or {})
+    if KEY:
+        req.add_header("Authorization", "Bearer " + KEY)
+    return urllib.request.urlopen(req, timeout=timeout)
+
+
 def work(task, stopped):
-    """The agent itself: the phase's inputs in, its outputs out."""
+    """The agent itself: the phase's inputs in, its outputs out. With files, plain paths under the root."""
     n = task["input"].get("n")
+    root = task["input"].get("_workflowFsRoot")
+    notes = os.path.join(root, "notes") if root else None
+    if notes and os.path.isfile(notes):
+        with open(notes, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        with open(os.path.join(root, "summary"), "w", encoding="utf-8") as f:
+            f.write("python read %d lines\n" % len(lines))
+        return {"m": "python saw n=%s and %d lines" % (n, len(lines))}
     return {"m": "python saw n=%s" % n}
+
+
+class TaskEnded(Exception):
+    """The server ended the attempt (409): nothing more to do for it."""
+
+
+def file_path(token, key):
+    return "/tasks/%s/files/%s" % (token, urllib.parse.quote(key, safe=""))
+
+
+def fetch_inputs(task, lease_s, stopped):
+    """A scratch root of this agent's own, with each staged input fetched into it (size and sha256 checked)."""
+    root = tempfile.mkdtemp(prefix="baton-remote-files-")
+    try:
+        for f in task["files"]["inputs"]:
+            def get(f=f):
+                digest, size = hashlib.sha256(), 0
+                with request("GET", file_path(task["token"], f["key"])) as res, open(os.path.join(root, f["key"]), "wb") as out:
+                    for chunk in iter(lambda: res.read(1 << 16), b""):
+                        digest.update(chunk)
+                        size += len(chunk)
+                        out.write(chunk)
+                return size, digest.hexdigest()
+            try:
+                size, sha = again(get, lease_s, stopped)
+            except urllib.error.HTTPError as e:
+                if e.code == 409:
+                    raise TaskEnded()
+                raise RuntimeError("input file %s could not be fetched: HTTP %s" % (f["key"], e.code))
+            if size != f["size"] or sha != f["sha256"]:
+                raise RuntimeError("input file %s came with other bytes than the server staged" % f["key"])
+        return root
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+def send_outputs(task, root, lease_s, stopped):
+    """Each declared output the agent wrote (a regular file) goes back to the server; one not written is no error."""
+    for f in task["files"]["outputs"]:
+        source = os.path.join(root, f["key"])
+        if os.path.islink(source) or not os.path.isfile(source):
+            continue
+        def put(f=f, source=source):
+            with open(source, "rb") as data:
+                headers = {"Content-Type": f.get("content_type", "application/octet-stream"), "Content-Length": str(os.path.getsize(source))}
+                with request("PUT", file_path(task["token"], f["key"]), data=data, headers=headers) as res:
+                    return res.status
+        try:
+            again(put, lease_s, stopped)
+        except urllib.error.HTTPError as e:
+            if e.code == 409:
+                raise TaskEnded()
+            # too large (413), or refused: the completion goes on without it (the server records it as missing)
+            print("output file %s not sent: HTTP %s %s" % (f["key"], e.code, e.read()[:200]), file=sys.stderr)
 
 
 def heartbeat(token, every, stopped, done):
@@ -67,11 +147,18 @@ def settle(path, body, lease_s, stopped):
     restarting server) goes again for up to a lease, while the heartbeats keep the task this agent's;
     otherwise the outcome would be lost and the task run again after its lease. A 409 after such a try
     may be the earlier try having landed."""
+    return again(lambda: post(path, body), lease_s, stopped)
+
+
+def again(call, lease_s, stopped):
+    """`call()`, tried again while its answer never came (an OSError that is no HTTP answer), for up to a lease."""
     deadline = time.monotonic() + max(lease_s, 5.0)
     wait = 0.1
     while True:
         try:
-            return post(path, body)
+            return call()
+        except urllib.error.HTTPError:
+            raise
         except OSError:
             if stopped.is_set() or time.monotonic() + wait > deadline:
                 raise
@@ -85,14 +172,26 @@ def run_one(task):
     stopped, done = threading.Event(), threading.Event()
     beat = threading.Thread(target=heartbeat, args=(token, task["lease_ms"] / 3000.0, stopped, done), daemon=True)
     beat.start()
+    files = task.get("files")
+    root = None
     try:
         try:
+            if files:  # AIP-16: the body reads and writes plain paths under a root of this agent's own
+                root = fetch_inputs(task, lease_s, stopped)
+                task["input"]["_workflowFsRoot"] = root
             output = work(task, stopped)
+        except TaskEnded:
+            return
         except Exception as e:  # the agent failed: retryable unless it says otherwise
             settle("/tasks/%s/fail" % token, {"code": type(e).__name__, "message": str(e), "retryable": True}, lease_s, stopped)
             return
         if stopped.is_set():
             return  # cancelled or lost: the server no longer wants this attempt's outcome
+        if root:
+            try:
+                send_outputs(task, root, lease_s, stopped)
+            except TaskEnded:
+                return
         status, body = settle("/tasks/%s/complete" % token, {"output": output}, lease_s, stopped)
         if status == 422:  # the output does not fit the declared outputs: fail with the server's reason
             err = body["error"]
@@ -105,6 +204,8 @@ def run_one(task):
         print("outcome of task %s not delivered: %s" % (task["task_id"], e), file=sys.stderr)
     finally:
         done.set()
+        if root:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 CLAIM_REJECTIONS = {422: "UnresolvableInputError", 409: "UpstreamIntentSuspendedError"}

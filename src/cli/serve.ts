@@ -32,6 +32,8 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port expects a port number (0-65535), got \`${values.port}\``);
     const bodyLimit = values['body-limit'] === undefined ? undefined : Number(values['body-limit']);
     if (bodyLimit !== undefined && (!Number.isInteger(bodyLimit) || bodyLimit < 1)) throw new UsageError(`--body-limit expects a number of bytes, got \`${values['body-limit']}\``);
+    const fileLimit = values['file-limit'] === undefined ? undefined : Number(values['file-limit']);
+    if (fileLimit !== undefined && (!Number.isInteger(fileLimit) || fileLimit < 1)) throw new UsageError(`--file-limit expects a number of bytes, got \`${values['file-limit']}\``);
     const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
     if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
     const lease = values.lease === undefined ? undefined : Number(values.lease);
@@ -83,6 +85,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
       cwd: io.cwd,
       version: await packageVersion(),
       ...(bodyLimit !== undefined ? { bodyLimit } : {}),
+      ...(fileLimit !== undefined ? { fileLimit } : {}),
       log: (line) => io.stderr(`${safeText(line, 4000)}\n`),
     });
     const agents = Object.keys(bound.agents);

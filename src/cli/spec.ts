@@ -143,6 +143,7 @@ export const SERVE_OPTIONS = {
   keys: { type: 'string', arg: 'FILE', desc: 'API keys and roles, JSON (docs/server.md); BATON_API_KEYS adds more' },
   workflows: { type: 'string', arg: 'DIR', desc: 'offer the workflows in DIR by name (POST /runs {"workflow_name": ...})' },
   'body-limit': { type: 'string', arg: 'BYTES', desc: 'largest request body accepted', shown: '1048576' },
+  'file-limit': { type: 'string', arg: 'BYTES', desc: 'largest AIP-16 file a remote agent may upload (PUT /tasks/TOKEN/files/KEY)', shown: '67108864' },
   remote: { type: 'string', multiple: true, arg: 'ID', desc: 'serve agent ID to remote agents (POST /agents/ID/claim), as `x-remote: true` does; repeatable' },
   a2a: { type: 'boolean', desc: 'publish the --workflows as one A2A agent (card at /.well-known/agent-card.json, JSON-RPC at /a2a; needs @a2a-js/sdk)' },
   concurrency: CONCURRENCY_OPTION,

@@ -137,17 +137,34 @@ export interface FileProvenance extends FileDigest {
   item?: number;
 }
 
-/** Contexts whose files the engine staged, and their roots: an adapter that stages files itself (defineAgent) does not again. */
-const staged = new WeakMap<object, string>();
+/**
+ * An attempt's files as the engine staged them: its scratch root, each input staged there (with its
+ * digest) and each output key it may write. What a host that hands the root to an agent elsewhere
+ * (a remote agent, server/remote-files.ts) needs to say what there is to fetch and what to send back.
+ */
+export interface StagedFiles {
+  /** The root's path (`_workflowFsRoot`): for the local stager, an absolute directory. */
+  readonly root: string;
+  readonly inputs: readonly ({ key: string; contentType?: string } & FileDigest)[];
+  readonly outputs: readonly { key: string; contentType?: string }[];
+}
 
-/** The scratch root the engine staged this attempt's files into, if any (a subprocess agent runs there). */
-export function scratchRootOf(ctx: AgentContext): string | undefined {
+/** Contexts whose files the engine staged, and what it staged: an adapter that stages files itself (defineAgent) does not again. */
+const staged = new WeakMap<object, StagedFiles>();
+
+/** The files the engine staged for this attempt, if any. */
+export function stagedFilesOf(ctx: AgentContext): StagedFiles | undefined {
   // adapters may hand on a view of the context (Object.create): its prototype chain leads to the attempt
   for (let o: object | null = ctx; o !== null; o = Object.getPrototypeOf(o) as object | null) {
     const r = staged.get(o);
     if (r !== undefined) return r;
   }
   return undefined;
+}
+
+/** The scratch root the engine staged this attempt's files into, if any (a subprocess agent runs there). */
+export function scratchRootOf(ctx: AgentContext): string | undefined {
+  return stagedFilesOf(ctx)?.root;
 }
 
 export interface FileHostOptions {
@@ -192,6 +209,7 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
     if (scope.attempt > 1) await removeEarlier(stager, scope);
     const root = await stager.open(scope);
     let held = false;
+    const stagedInputs: StagedFiles['inputs'][number][] = [];
     try {
       for (const { e, path } of inputs) {
         // a timeout or a cancel during staging stops it: the attempt has ended (the root is removed below)
@@ -205,10 +223,11 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
           throw new AgentError('MissingInputFile', `input file \`${e.key}\` cannot be staged from ${path}: ${code === 'ENOENT' ? `no such file in the workspace${stager.workspace !== undefined ? ` (${stager.workspace})` : ''}` : (code ?? (err as Error).message)}`, { key: e.key, path, ...(stager.workspace !== undefined ? { workspace: stager.workspace } : {}) }, false);
         }
         recordFile(ctx, { direction: 'staged', key: e.key, path, ...d, ...(scope.item ? { item: scope.item.index } : {}) });
+        stagedInputs.push({ key: e.key, ...(e.contentType !== undefined ? { contentType: e.contentType } : {}), sha256: d.sha256, size: d.size });
       }
       // the host's scratch root, over whatever the caller put there (AIP-16)
       const inner = inject(ctx, root.path);
-      staged.set(inner, root.path);
+      staged.set(inner, { root: root.path, inputs: stagedInputs, outputs: files.outputs.map((e) => ({ key: e.key, ...(e.contentType !== undefined ? { contentType: e.contentType } : {}) })) });
       const out = await handler(inner);
       // an aborted attempt (timed out, cancelled, its task or run moved on) has no outcome: nothing is synced
       if (ctx.signal.aborted) return out;

@@ -11,9 +11,10 @@ import { StopSignal, toOutcome } from '../engine/attempt.js';
 import { OUTPUT_REJECTED_KIND } from '../engine/events.js';
 import type { Engine } from '../api/engine.js';
 import { checkTaskOutputs } from '../workflow/runtime.js';
-import { HttpError, type PlainRequest, type Request } from './http.js';
+import { HttpError, rawBody, type PlainRequest, type Request } from './http.js';
 import { mayActAsAgent } from './keys.js';
 import { isRejection, remainingBudgetOf, type RemoteAgents, type RemoteTask } from './remote.js';
+import { DEFAULT_FILE_LIMIT, fileBody, openTaskFile, tooLarge, uploadTarget, writeUpload } from './remote-files.js';
 import type { ClaimRejection } from './remote-rejections.js';
 import { linkRemoteSpan } from './trace.js';
 
@@ -21,6 +22,8 @@ export interface AgentRoutesHost {
   engine: Engine;
   remote: RemoteAgents;
   log: (line: string) => void;
+  /** Largest file a remote agent may upload, bytes (default DEFAULT_FILE_LIMIT). */
+  fileLimit?: number | undefined;
 }
 
 type Handler = (r: Request) => Promise<Response>;
@@ -82,7 +85,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
   };
 
   const complete = async (r: PlainRequest): Promise<JsonObject> => {
-    const t = live(r, 'completed');
+    let t = live(r, 'completed');
     const output = r.body['output'];
     // the same rules as the engine's own, before the attempt is settled: a rejection keeps the task claimed
     const outcome = toOutcome(true, output);
@@ -92,6 +95,11 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
       const payload = checked.error.toJSON() as JsonObject;
       t.ctx.record('remote_output_rejected', payload);
       throw new HttpError(422, checked.error.error, checked.error.message, payload);
+    }
+    if (t.uploads && t.uploads.size > 0) {
+      // the engine checks the output files once the attempt returns: every upload sent before this completion lands (or fails) first
+      await Promise.allSettled([...t.uploads]);
+      t = live(r, 'completed');
     }
     const { runId, attempt } = t.ctx;
     const phase = t.key;
@@ -215,6 +223,34 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
       if (kind === OUTPUT_REJECTED_KIND) throw new HttpError(400, 'invalid-request', `\`kind\`: \`${kind}\` is recorded by the server when it refuses a completion (422); name your event otherwise`);
       t.ctx.record(kind, r.body['data'] as JsonObject);
       return Promise.resolve(r.c.json({ recorded: true }));
+    },
+
+    getTaskFile: async (r) => {
+      const t = live(r);
+      const f = await openTaskFile(t.files, r.params['key']!);
+      return r.c.body(fileBody(f.handle), 200, { 'content-type': f.contentType, 'content-length': String(f.size) });
+    },
+
+    putTaskFile: async (r) => {
+      const t = live(r);
+      const target = uploadTarget(t.files, r.params['key']!);
+      const limit = host.fileLimit ?? DEFAULT_FILE_LIMIT;
+      // a token that ended while the bytes came is answered as any ended token is (409), and nothing is written
+      const stillHeld = (): void => {
+        if (t.state !== 'claimed') live(r);
+      };
+      const upload = writeUpload(target, rawBody(r.c, limit, tooLarge), limit, stillHeld);
+      const uploads = (t.uploads ??= new Set());
+      uploads.add(upload);
+      try {
+        return r.c.json(await upload);
+      } catch (e) {
+        // the root went with its attempt between the check and the rename
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') stillHeld();
+        throw e;
+      } finally {
+        uploads.delete(upload);
+      }
     },
 
     taskLog: (r) => {

@@ -37,6 +37,8 @@ export interface ServerAppOptions {
   workflows?: ReadonlyMap<string, RegisteredWorkflow> | undefined;
   /** Largest request body in bytes (default 1 MiB). */
   bodyLimit?: number | undefined;
+  /** Largest file a remote agent may upload (PUT /tasks/{token}/files/{key}), bytes (default 64 MiB). */
+  fileLimit?: number | undefined;
   /** Counters fed by the engine's onEvent (pass the same object there); default: a new one. */
   metrics?: ServerMetrics | undefined;
   /** Where posted workflows run (default: process.cwd()). */
@@ -108,7 +110,7 @@ export async function createServerApp(opts: ServerAppOptions): Promise<ServerApp
   const openapi = openApiDocument(ROUTES, opts.version ?? '0.0.0');
   const remote = opts.remote ?? new RemoteAgents();
 
-  const agentRoutes = agentRouteHandlers({ engine, remote, log });
+  const agentRoutes = agentRouteHandlers({ engine, remote, log, fileLimit: opts.fileLimit });
   const handlers: Record<string, (r: Request) => Promise<Response> | Response> = {
     openapi: (r) => r.c.json(openapi),
     health: async (r) => {

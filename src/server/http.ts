@@ -118,6 +118,7 @@ export function edge(spec: RouteSpec, opts: EdgeOptions, handler: (r: Request) =
       body = await readJsonBody(c, opts.bodyLimit);
       if (!v.body(body)) throw invalid(issuesOf(v.body.errors, 'body', spec.body), 'body');
     } else if (spec.method === 'post') await readJsonBody(c, opts.bodyLimit);
+    // a PUT's body is raw bytes, read by its handler as they come (rawBody)
     return handler({ principal, params, query, body, c });
   };
 }
@@ -197,6 +198,35 @@ function tooLarge(limit: number): HttpError {
 }
 
 /**
+ * A raw (not JSON) body, for an upload (`PUT /tasks/{token}/files/{key}`), as its bytes arrive: not
+ * compressed (415), and not declared larger than `limit` (413 before a byte is read; the caller counts
+ * the bytes as they come, whatever Content-Length says).
+ */
+export function rawBody(c: Context, limit: number, tooLarge: (limit: number) => HttpError): AsyncIterable<Uint8Array> {
+  const header = (name: string): string | undefined => c.req.header(name);
+  const coding = header('content-encoding')?.trim();
+  if (coding !== undefined && coding !== '' && !/^identity$/i.test(coding)) throw new HttpError(415, 'unsupported-media-type', `the body must not be compressed: Content-Encoding \`${coding.slice(0, 40)}\` is not taken (send it as it is)`);
+  const declared = header('content-length');
+  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) throw tooLarge(limit);
+  const incoming = nodeIncoming(c);
+  if (incoming) return incomingChunks(incoming);
+  const web = c.req.raw.body;
+  return (async function* () {
+    if (!web) return;
+    const reader: ReadableStreamDefaultReader<Uint8Array> = web.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        yield value;
+      }
+    } finally {
+      await reader.cancel().catch(() => undefined);
+    }
+  })();
+}
+
+/**
  * The Node request under @hono/node-server (`c.env.incoming`): its body is read from it directly. The
  * web stream of `c.req.raw.body` would build a whole fetch Request and a stream adapter per request,
  * which cost more than the rest of a remote agent's completion (a profile of bench/remote.bench.ts).
@@ -205,6 +235,62 @@ function nodeIncoming(c: Context): IncomingMessage | undefined {
   const env = c.env as { incoming?: unknown } | undefined;
   const inc = env?.incoming;
   return inc instanceof Readable ? (inc as IncomingMessage) : undefined;
+}
+
+/**
+ * A Node request's body, chunk by chunk, one chunk read ahead at most (paused meanwhile). Not the
+ * request's own async iterator: leaving that early destroys the socket, and the answer (a 413) with it.
+ * A connection that closes before the body's end is an error.
+ */
+async function* incomingChunks(incoming: IncomingMessage): AsyncGenerator<Uint8Array> {
+  if (incoming.readableEnded) return;
+  const queue: Buffer[] = [];
+  let ended = false;
+  let failed: Error | undefined;
+  let wake: (() => void) | undefined;
+  const onData = (b: Buffer): void => {
+    queue.push(b);
+    incoming.pause();
+    wake?.();
+  };
+  const onEnd = (): void => {
+    ended = true;
+    wake?.();
+  };
+  const onError = (e: Error): void => {
+    failed ??= e;
+    wake?.();
+  };
+  const onClose = (): void => {
+    if (!incoming.complete) failed ??= new Error('the request body was cut short');
+    ended = true;
+    wake?.();
+  };
+  incoming.on('data', onData);
+  incoming.on('end', onEnd);
+  incoming.on('error', onError);
+  incoming.on('close', onClose);
+  try {
+    for (;;) {
+      const b = queue.shift();
+      if (b !== undefined) {
+        if (queue.length === 0 && !ended) incoming.resume();
+        yield b;
+        continue;
+      }
+      if (failed) throw failed;
+      if (ended) return;
+      await new Promise<void>((res) => (wake = res));
+      wake = undefined;
+    }
+  } finally {
+    incoming.off('data', onData);
+    incoming.off('end', onEnd);
+    incoming.off('error', onError);
+    incoming.off('close', onClose);
+    // the rest of a body left unread stays unread: the answer closes the connection
+    if (!ended) incoming.pause();
+  }
 }
 
 function readIncoming(incoming: IncomingMessage, limit: number): Promise<Buffer> {

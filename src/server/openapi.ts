@@ -16,15 +16,18 @@ export function openApiDocument(routes: readonly RouteSpec[], version: string): 
       if (resp.schema) content['application/json'] = { schema: resp.schema };
       if (resp.sse) content['text/event-stream'] = { schema: { type: 'string' } };
       if (r.operationId === 'metrics' && status === '200') content['text/plain'] = { schema: { type: 'string' } };
+      if (resp.raw) content['application/octet-stream'] = { schema: { type: 'string', contentMediaType: 'application/octet-stream' } };
       responses[status] = { description: resp.description, ...(Object.keys(content).length > 0 ? { content } : {}) };
     }
     if (r.body) responses['413'] = { description: 'the body is larger than the server’s limit', content: { 'application/json': { schema: ERROR } } };
     if (r.body) responses['415'] = { description: 'the body is not application/json', content: { 'application/json': { schema: ERROR } } };
+    if (r.rawBody) responses['415'] = { description: 'the body is compressed (a Content-Encoding other than identity)', content: { 'application/json': { schema: ERROR } } };
     const op: JsonObject = {
       operationId: r.operationId,
       summary: r.summary,
       ...(parameters.length > 0 ? { parameters } : {}),
       ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
+      ...(r.rawBody ? { requestBody: { required: true, content: { [r.rawBody]: { schema: { type: 'string', contentMediaType: r.rawBody } } } } } : {}),
       responses,
       ...(r.action === 'public' ? { security: [] } : { 'x-baton-action': r.action }),
     };

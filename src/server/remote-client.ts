@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Dispatcher, Pool } from 'undici';
+import { downloadInputs, removeRoot, uploadOutputs, type TaskFiles, type Transfer } from './remote-client-files.js';
 import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type InputRequest } from '../engine/agent.js';
@@ -120,6 +121,7 @@ interface ClaimedTask {
   remaining_budget_usd?: number;
   lease_ms: number;
   traceparent?: string;
+  files?: TaskFiles;
 }
 
 /** The options a caller got wrong, said at once (BatonError `usage`), not found later as an undici error or a silent idle agent. */
@@ -223,6 +225,20 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
     }
     return { status, body: parsed };
   }
+
+  /** File transfers (remote-client-files.ts): a request of its own method and body on the same connections, sent again as `again` does. */
+  const transfer: Transfer = {
+    request: async (path, init) => {
+      if (closed) throw new Error('the remote agent has stopped');
+      const p = ready ?? (await connections());
+      const h: Record<string, string> = { ...init.headers };
+      if (auth !== undefined) h['authorization'] = auth;
+      const options: Dispatcher.RequestOptions = { path: prefix + path, method: init.method, headers: h, headersTimeout: CALL_TIMEOUT_MS, bodyTimeout: CALL_TIMEOUT_MS, signal: init.signal };
+      if (init.body) options.body = init.body as unknown as NonNullable<Dispatcher.RequestOptions['body']>;
+      return p.request(options);
+    },
+    again: (send, leaseMs, abort) => again(send as unknown as () => Promise<{ status: number; body: Record<string, unknown> }>, leaseMs, abort as TaskAbort) as unknown as ReturnType<typeof send>,
+  };
 
   /** Gives up a claim by its id (a task handed to it and never read goes back to the queue); undefined when the server was not reached. */
   function cancelClaim(claimId: string): Promise<{ status: number; body: Record<string, unknown> } | undefined> {
@@ -367,9 +383,15 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       // this attempt's may still be on its way)
       budget = budget === undefined ? usd : Math.min(budget, usd);
     });
+    // AIP-16 files: a scratch root of this process's own, the inputs fetched into it, the outputs sent back from it
+    let root: string | undefined;
     try {
       let value: unknown;
       try {
+        if (hasFiles(t.files)) {
+          root = await downloadInputs(transfer, t.token, t.files, abort, t.lease_ms);
+          ctx.input = { ...t.input, [FS_ROOT]: root };
+        }
         value = await opts.handler(ctx);
       } catch (e) {
         if (abort.aborted) return; // the server ended the attempt: nothing to report
@@ -382,6 +404,11 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       }
       if (abort.aborted) return;
       if (chain) await chain;
+      if (root !== undefined && t.files) {
+        await uploadOutputs(transfer, t.token, t.files, root, abort, t.lease_ms, ctx.log);
+        if (abort.aborted) return;
+        if (chain) await chain;
+      }
       for (let fixes = 0; ; fixes++) {
         // the next task comes back with the answer, claimed under an id of this completion's own (below)
         const next = !stopping.signal.aborted;
@@ -432,6 +459,7 @@ export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {
       traced?.span.end();
       running.delete(handle);
       await stopBeats();
+      if (root !== undefined) await removeRoot(root);
     }
   }
 
@@ -591,7 +619,8 @@ class TaskContext {
   readonly token: string;
   readonly traceparent: string | undefined;
   readonly trace: RemoteAgentContext['trace'];
-  readonly input: JsonObject;
+  /** The claim's input; with files, `_workflowFsRoot` set to this process's own root once the inputs are fetched. */
+  input: JsonObject;
   readonly phase: string;
   readonly item?: { index: number; value: Json };
   readonly taskId: string;
@@ -703,6 +732,13 @@ function claimRejectionOf(status: number, body: Record<string, unknown>): ClaimR
   if (typeof code !== 'string' || (status === 422 && code !== 'UnresolvableInputError') || (status === 409 && code !== 'UpstreamIntentSuspendedError')) return undefined;
   const text = (k: string): string => (typeof e[k] === 'string' ? e[k] : '');
   return { status, code, message: text('message'), runId: text('run_id'), phase: text('phase'), taskId: text('task_id'), payload: e };
+}
+
+/** AIP-16's reserved input field: the scratch root a body reads and writes its files under. */
+const FS_ROOT = '_workflowFsRoot';
+
+function hasFiles(f: TaskFiles | undefined): f is TaskFiles {
+  return f !== undefined && f !== null && (f.inputs.length > 0 || f.outputs.length > 0);
 }
 
 /** The least time an outcome whose answer was lost is sent again for (settle; a lease if longer). */

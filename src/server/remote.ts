@@ -27,8 +27,10 @@ import type { RunRecord } from '../engine/ports.js';
 import { type RunState } from '../engine/state.js';
 import { roundUsd } from '../engine/result.js';
 import { DEFAULT_LEASE_MS } from '../engine/worker-base.js';
+import { stagedFilesOf, type StagedFiles } from '../engine/files.js';
 import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
 import { ClaimRejections, type ClaimRejection } from './remote-rejections.js';
+import { filesView, servedFiles, type RemoteFilesView } from './remote-files.js';
 
 export interface RemoteAgentsOptions {
   /** Agents served remotely whatever the workflow declares (`baton serve --remote ID`). */
@@ -66,6 +68,8 @@ export interface RemoteTaskView {
   lease_expires_at: number;
   /** W3C traceparent of the attempt's span (when the server traces): the remote agent's spans are its children. */
   traceparent?: string;
+  /** The attempt's AIP-16 files (remote-files.ts): the inputs to fetch, the outputs it may send back. */
+  files?: RemoteFilesView;
 }
 
 interface InputSlot {
@@ -98,6 +102,10 @@ export interface RemoteTask {
   inputs: InputSlot[];
   /** Open `/input` polls: the agent is waiting on a human, so a missing heartbeat is not a death. */
   polls: number;
+  /** The attempt's AIP-16 files, staged by the engine in the server's root, when it has any (remote-files.ts). */
+  readonly files: StagedFiles | undefined;
+  /** Uploads of its output files in flight: its completion waits for them. */
+  uploads?: Set<Promise<unknown>>;
   settle: (ok: boolean, value: unknown) => void;
 }
 
@@ -261,6 +269,7 @@ export class RemoteAgents {
           lastBeat: performance.now(),
           inputs: [],
           polls: 0,
+          files: servedFiles(stagedFilesOf(ctx)),
           settle: (ok, value) => (ok ? resolve(value) : reject(value)),
         };
         // whatever ends the attempt (cancel, timeout, lost lease, worker stop, a hand-back), the handler settles
@@ -723,6 +732,7 @@ export class RemoteAgents {
     v.lease_ms = this.leaseMs;
     v.lease_expires_at = this.leaseEnd(t);
     if (c.trace) v.traceparent = c.trace.traceparent;
+    if (t.files) v.files = filesView(t.files);
     return v;
   }
 }

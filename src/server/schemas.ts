@@ -10,7 +10,7 @@ import type { Action } from './keys.js';
 export type Schema = JsonObject;
 
 export interface RouteSpec {
-  method: 'get' | 'post';
+  method: 'get' | 'post' | 'put';
   /** OpenAPI form: `/runs/{id}`. */
   path: string;
   operationId: string;
@@ -21,7 +21,10 @@ export interface RouteSpec {
   /** An object schema whose properties are query parameters (values coerced from strings). */
   query?: Schema | undefined;
   body?: Schema | undefined;
-  responses: Record<string, { description: string; schema?: Schema; sse?: boolean }>;
+  /** The body is raw bytes (an upload), not JSON: its content type in the document. */
+  rawBody?: string | undefined;
+  /** `raw`: a success's body is raw bytes (a file), of the content type the route says. */
+  responses: Record<string, { description: string; schema?: Schema; sse?: boolean; raw?: boolean }>;
 }
 
 export const RUN_ID = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$', description: 'a run id' } as const satisfies Schema;
@@ -143,6 +146,14 @@ const REMOTE_TASK = {
     remaining_budget_usd: { type: 'number', description: 'USD the attempt may still spend before a phase or run budget is exceeded, as of the claim (absent: no budget; heartbeats and /cost answer it again)' },
     lease_ms: { type: 'integer', description: 'heartbeat at least this often (a third of it is a good period), or the task is handed back' },
     lease_expires_at: { type: 'integer', description: 'ms since the epoch (server clock)' },
+    files: {
+      type: 'object', required: ['inputs', 'outputs'],
+      description: 'the attempt’s AIP-16 files (absent when it has none): each input to fetch (GET /tasks/{token}/files/{key}) into `<root>/<key>` of a scratch root of the agent’s own, whose path the agent sets as `input._workflowFsRoot`; each output it may send back (PUT) before it completes',
+      properties: {
+        inputs: { type: 'array', items: { type: 'object', required: ['key', 'size', 'sha256'], properties: { key: { type: 'string' }, size: { type: 'integer' }, sha256: { type: 'string' }, content_type: { type: 'string' } } } },
+        outputs: { type: 'array', items: { type: 'object', required: ['key'], properties: { key: { type: 'string' }, content_type: { type: 'string' } } } },
+      },
+    },
   },
 } as const satisfies Schema;
 const TASK_ERRORS = { ...ERRORS, '409': { description: 'the token is unknown or old: the attempt ended (cancelled, timed out, handed back, completed)', schema: ERROR } };
@@ -174,6 +185,7 @@ const SIBLING_BODY = { type: 'object', additionalProperties: false, required: ['
 const EVENT_BODY = { type: 'object', additionalProperties: false, required: ['kind', 'data'], properties: { kind: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' }, data: OBJ } } as const satisfies Schema;
 const COST_BODY = { type: 'object', additionalProperties: false, required: ['usd'], properties: { usd: { type: 'number', minimum: 0, maximum: 1e9 } } } as const satisfies Schema;
 const LOG_BODY = { type: 'object', additionalProperties: false, required: ['message'], properties: { message: { type: 'string', maxLength: 100_000 } } } as const satisfies Schema;
+const FILE_PARAMS = { ...TOKEN_PARAM, key: { type: 'string', minLength: 1, maxLength: 255, pattern: '^(?!\\.\\.?$)[^/\\\\\\u0000]+$', description: 'a file key the phase declares (inputsFiles / outputsFiles): a single file name' } } as const;
 const EMPTY_BODY = { type: 'object', additionalProperties: false, properties: {} } as const satisfies Schema;
 const CLAIM_BODY = { type: 'object', additionalProperties: false, properties: { claim_id: CLAIM_ID } } as const satisfies Schema;
 
@@ -207,6 +219,14 @@ export const AGENT_ROUTES: readonly RouteSpec[] = [
   { method: 'post', path: '/tasks/{token}/checkpoint', operationId: 'taskCheckpoint', summary: 'save progress (ctx.checkpoint): committed before the answer; a later attempt of the task gets it as last_checkpoint', action: 'agent', params: TOKEN_PARAM, body: CHECKPOINT_BODY, responses: { '200': { description: 'saved', schema: OBJ }, ...TASK_ERRORS } },
   { method: 'post', path: '/tasks/{token}/sibling', operationId: 'taskSibling', summary: 'RFC-0024 §5.2 escape hatch (ctx.getSiblingOutput): a completed phase’s recorded output, or null; recorded as an event', action: 'agent', params: TOKEN_PARAM, body: SIBLING_BODY, responses: { '200': { description: '{"phase", "output": object | null}', schema: OBJ }, ...TASK_ERRORS } },
   { method: 'post', path: '/tasks/{token}/event', operationId: 'taskEvent', summary: 'a structured agent event (ctx.record: task.agent_event with kind and data), e.g. a model call’s token usage', action: 'agent', params: TOKEN_PARAM, body: EVENT_BODY, responses: { '200': { description: '{"recorded": true, "remaining_budget_usd"?, "budget_exhausted"?}: with a budget, what the attempt may still spend after this report, and whether that is nothing', schema: OBJ }, ...TASK_ERRORS } },
+  {
+    method: 'get', path: '/tasks/{token}/files/{key}', operationId: 'getTaskFile', summary: 'an AIP-16 input file the server staged for the attempt (or an output already sent), as raw bytes of its declared content type (default application/octet-stream)', action: 'agent', params: FILE_PARAMS,
+    responses: { '200': { description: 'the file’s bytes', raw: true }, ...TASK_ERRORS, '404': { description: 'a key the attempt does not declare (`unknown-file`), or a file not in its root (`file-not-found`: an output not sent yet)', schema: ERROR } },
+  },
+  {
+    method: 'put', path: '/tasks/{token}/files/{key}', operationId: 'putTaskFile', summary: 'an AIP-16 output file of the attempt, as raw bytes, into the server’s scratch root (whole or not at all); the engine checks, records and syncs it after the completion, as for an agent in process', action: 'agent', params: FILE_PARAMS, rawBody: 'application/octet-stream',
+    responses: { '200': { description: '{"key", "size", "sha256"}: what the server wrote', schema: OBJ }, ...TASK_ERRORS, '404': { description: 'a key the attempt does not declare among its outputs (`unknown-file`)', schema: ERROR }, '413': { description: 'the file is larger than the server’s file limit (`file-too-large`, baton serve --file-limit)', schema: ERROR } },
+  },
   { method: 'post', path: '/tasks/{token}/log', operationId: 'taskLog', summary: 'a log line (task.log)', action: 'agent', params: TOKEN_PARAM, body: LOG_BODY, responses: { '200': { description: '{"recorded": true, "remaining_budget_usd"?, "budget_exhausted"?}: with a budget, what the attempt may still spend after this report, and whether that is nothing', schema: OBJ }, ...TASK_ERRORS } },
 ];
 

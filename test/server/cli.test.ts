@@ -307,6 +307,7 @@ describe('baton serve as a process', () => {
       [['--port', '70000'], {}, /--port expects a port number/],
       [['--keys', 'missing.json'], {}, /no such file/],
       [['--body-limit', '0'], {}, /--body-limit expects a number of bytes/],
+      [['--file-limit', '1.5'], {}, /--file-limit expects a number of bytes/],
       [['--workflows', 'nowhere'], {}, /--workflows nowhere: no such directory/],
       // one key under two names: in one file, or across the file and BATON_API_KEYS
       [['--keys', 'dupkey.json'], {}, /`mallory` has the same key as `alice`/],
