@@ -1,6 +1,14 @@
 /** `/openapi.json`: OpenAPI 3.1, generated from the route table whose schemas validate the requests. */
 import type { JsonObject } from '../core/json.js';
-import { ERROR, type RouteSpec } from './schemas.js';
+import { ERROR, type RouteSpec, type Schema } from './schemas.js';
+
+/** Whether a body schema refuses `{}`: it names a required field (or requires one of several). */
+function bodyRequired(schema: Schema): boolean {
+  const required = schema['required'];
+  if (Array.isArray(required) && required.length > 0) return true;
+  const oneOf = schema['oneOf'] ?? schema['anyOf'];
+  return Array.isArray(oneOf) && oneOf.length > 0 && oneOf.every((b) => typeof b === 'object' && b !== null && !Array.isArray(b) && bodyRequired(b));
+}
 
 export function openApiDocument(routes: readonly RouteSpec[], version: string): JsonObject {
   const paths: Record<string, Record<string, JsonObject>> = {};
@@ -24,7 +32,8 @@ export function openApiDocument(routes: readonly RouteSpec[], version: string): 
       operationId: r.operationId,
       summary: r.summary,
       ...(parameters.length > 0 ? { parameters } : {}),
-      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
+      // an empty body is `{}` (http.ts): the body is required only when `{}` would not do
+      ...(r.body ? { requestBody: { required: bodyRequired(r.body), content: { 'application/json': { schema: r.body } } } } : {}),
       responses,
       ...(r.action === 'public' ? { security: [] } : { 'x-baton-action': r.action }),
     };

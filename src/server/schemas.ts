@@ -26,7 +26,15 @@ export interface RouteSpec {
 
 export const RUN_ID = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$', description: 'a run id' } as const satisfies Schema;
 const NAME = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' } as const satisfies Schema;
-const STATUS_LIST = { type: 'string', pattern: '^(running|waiting|completed|failed|cancelled)(,(running|waiting|completed|failed|cancelled))*$', description: 'comma-separated run statuses' } as const satisfies Schema;
+/** A comma-separated list of known words: a typo is a 400, not an empty page. */
+function listOf(words: readonly string[], what: string): Schema {
+  const one = `(${words.join('|')})`;
+  return { type: 'string', pattern: `^${one}(,${one})*$`, description: `comma-separated ${what}: ${words.join(', ')}` };
+}
+const STATUS_LIST = listOf(['running', 'waiting', 'completed', 'failed', 'cancelled'], 'run statuses');
+// engine/events.ts's TaskStatus, and 'partial' (a phase result's); engine/state.ts's GateStatus
+const PHASE_STATUS_LIST = listOf(['pending', 'ready', 'running', 'awaiting_approval', 'suspended_awaiting_input', 'completed', 'failed', 'skipped', 'cancelled', 'partial'], 'phase statuses');
+const GATE_STATUS_LIST = listOf(['open', 'approved', 'denied', 'answered', 'withdrawn', 'closed'], 'gate statuses');
 const LIMIT = { type: 'integer', minimum: 1, maximum: 1000, description: 'at most this many items (default 100)' } as const satisfies Schema;
 const CURSOR = { type: 'string', maxLength: 400, description: '`next_cursor` of the previous page' } as const satisfies Schema;
 const JSON_OBJECT = { type: 'object' } as const satisfies Schema;
@@ -110,10 +118,10 @@ const RUN_ROUTES: readonly RouteSpec[] = [
   },
   { method: 'get', path: '/runs', operationId: 'listRuns', summary: 'runs, newest first', action: 'read', query: { type: 'object', additionalProperties: false, properties: { status: STATUS_LIST, workflow: NAME, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of runs', schema: PAGE('runs', RUN_SUMMARY) }, ...ERRORS } },
   { method: 'get', path: '/runs/{id}', operationId: 'getRun', summary: 'a run: status, phases, gates (as `baton show --json`; a for_each phase\'s items are counted under `fan_out`, listed by /items)', action: 'read', params: ID_PARAM, responses: { '200': { description: 'the run', schema: OBJ }, ...ERRORS, ...NOT_FOUND } },
-  { method: 'get', path: '/runs/{id}/phases', operationId: 'listPhases', summary: 'the phases of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: { type: 'string', pattern: '^[a-z_]+(,[a-z_]+)*$' }, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of phases', schema: PAGE('phases', OBJ) }, ...ERRORS, ...NOT_FOUND } },
+  { method: 'get', path: '/runs/{id}/phases', operationId: 'listPhases', summary: 'the phases of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: PHASE_STATUS_LIST, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of phases', schema: PAGE('phases', OBJ) }, ...ERRORS, ...NOT_FOUND } },
   { method: 'get', path: '/runs/{id}/phases/{phase}/items', operationId: 'listItems', summary: 'the items of a for_each phase in index order (`baton show RUN --items PHASE`), with their counts by status', action: 'read', params: { id: RUN_ID, phase: NAME }, query: { type: 'object', additionalProperties: false, properties: { limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of items', schema: PAGE('items', OBJ) }, ...ERRORS, ...NOT_FOUND } },
   { method: 'get', path: '/runs/{id}/phases/{phase}', operationId: 'getPhase', summary: 'one phase of a run', action: 'read', params: { id: RUN_ID, phase: NAME }, responses: { '200': { description: 'the phase', schema: OBJ }, ...ERRORS, ...NOT_FOUND } },
-  { method: 'get', path: '/runs/{id}/gates', operationId: 'listGates', summary: 'the gates of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: { type: 'string', pattern: '^[a-z_]+(,[a-z_]+)*$' }, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of gates', schema: PAGE('gates', OBJ) }, ...ERRORS, ...NOT_FOUND } },
+  { method: 'get', path: '/runs/{id}/gates', operationId: 'listGates', summary: 'the gates of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: GATE_STATUS_LIST, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of gates', schema: PAGE('gates', OBJ) }, ...ERRORS, ...NOT_FOUND } },
   {
     method: 'get', path: '/runs/{id}/events', operationId: 'runEvents', summary: 'the event log: a JSON page, or with `Accept: text/event-stream` a live stream resumable with Last-Event-ID (the seq)', action: 'read', params: ID_PARAM,
     query: { type: 'object', additionalProperties: false, properties: { after: { type: 'integer', minimum: 0, description: 'events with a greater seq' }, type: { type: 'string', pattern: '^[a-z_.]+(,[a-z_.]+)*$', description: 'comma-separated event types' }, limit: LIMIT, cursor: CURSOR } },
