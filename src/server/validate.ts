@@ -63,6 +63,11 @@ export function issuesOf(errors: readonly ErrorObject[] | null | undefined, wher
         if (hasOneOf && e.schemaPath.startsWith('#/oneOf/')) break;
         add({ path, message: `\`${String(e.params['missingProperty'])}\` is required` });
         break;
+      case 'not':
+        // a oneOf branch that forbids a field (`/input`: question or input): said once, by the oneOf below; ajv's "must NOT be valid" says nothing
+        if (hasOneOf && e.schemaPath.startsWith('#/oneOf/')) break;
+        add({ path, message: e.message ?? e.keyword });
+        break;
       case 'oneOf': {
         const branches = (schema?.['oneOf'] as { required?: string[] }[] | undefined)?.map((b) => b.required?.[0]).filter((x): x is string => x !== undefined) ?? [];
         add({ path, message: branches.length > 0 ? `give exactly one of ${branches.map((b) => `\`${b}\``).join(' and ')}` : 'matches more or fewer than one of the allowed forms' });
