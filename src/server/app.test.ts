@@ -86,6 +86,13 @@ describe('createServerApp in memory', () => {
       // `curl -X POST .../cancel` and a bare heartbeat are documented (an empty body is `{}`)
       for (const path of ['/runs/{id}/cancel', '/runs/{id}/gates/{gate}/approve', '/runs/{id}/gates/{gate}/deny', '/tasks/{token}/heartbeat', '/tasks/{token}/release', '/agents/{agent}/claim']) expect(required(path), path).toBe(false);
       for (const path of ['/runs', '/workflows/validate', '/runs/{id}/rerun', '/tasks/{token}/complete', '/tasks/{token}/fail', '/tasks/{token}/cost']) expect(required(path), path).toBe(true);
+      // Last-Event-ID resumes a run's stream; the all-runs stream takes none
+      const headers = (path: string): string[] => ((doc.paths[path]?.['get'] as { parameters?: { name: string; in: string }[] } | undefined)?.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name);
+      expect(headers('/runs/{id}/events')).toEqual(['Last-Event-ID']);
+      expect(headers('/events')).toEqual([]);
+      // the claim's answer lists every field it may have (traceparent when the server traces)
+      const claimed = (doc.paths['/agents/{agent}/claim']?.['post'] as { responses: Record<string, { content: Record<string, { schema: { properties: object } }> }> }).responses['200']!.content['application/json']!.schema.properties;
+      expect(Object.keys(claimed)).toEqual(expect.arrayContaining(['token', 'input', 'item', 'remaining_budget_usd', 'last_checkpoint', 'traceparent']));
       const res = await server.app.request('/runs/x/cancel', { method: 'POST' });
       expect(res.status).toBe(404);
     } finally {

@@ -17,7 +17,7 @@ export function openApiDocument(routes: readonly RouteSpec[], version: string): 
     for (const [name, schema] of Object.entries(r.params ?? {})) parameters.push({ name, in: 'path', required: true, schema });
     const q = r.query?.['properties'] as Record<string, JsonObject> | undefined;
     for (const [name, schema] of Object.entries(q ?? {})) parameters.push({ name, in: 'query', required: false, schema, ...(typeof schema['description'] === 'string' ? { description: schema['description'] } : {}) });
-    if (r.responses['200']?.sse) parameters.push({ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'resume a stream after this seq' });
+    if (r.responses['200']?.resumable) parameters.push({ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'resume a stream after this seq' });
     const responses: JsonObject = {};
     for (const [status, resp] of Object.entries(r.responses)) {
       const content: JsonObject = {};

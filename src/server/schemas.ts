@@ -21,7 +21,8 @@ export interface RouteSpec {
   /** An object schema whose properties are query parameters (values coerced from strings). */
   query?: Schema | undefined;
   body?: Schema | undefined;
-  responses: Record<string, { description: string; schema?: Schema; sse?: boolean }>;
+  /** `sse`: the answer may be a stream; `resumable`: one that `Last-Event-ID` resumes (a run's events, not the all-runs stream). */
+  responses: Record<string, { description: string; schema?: Schema; sse?: boolean; resumable?: boolean }>;
 }
 
 export const RUN_ID = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$', description: 'a run id' } as const satisfies Schema;
@@ -125,7 +126,7 @@ const RUN_ROUTES: readonly RouteSpec[] = [
   {
     method: 'get', path: '/runs/{id}/events', operationId: 'runEvents', summary: 'the event log: a JSON page, or with `Accept: text/event-stream` a live stream resumable with Last-Event-ID (the seq)', action: 'read', params: ID_PARAM,
     query: { type: 'object', additionalProperties: false, properties: { after: { type: 'integer', minimum: 0, description: 'events with a greater seq' }, type: { type: 'string', pattern: '^[a-z_.]+(,[a-z_.]+)*$', description: 'comma-separated event types' }, limit: LIMIT, cursor: CURSOR } },
-    responses: { '200': { description: 'a page of events, or the stream (text/event-stream: `id` is the seq, `event` the type, `data` the event)', schema: PAGE('events', OBJ), sse: true }, ...ERRORS, ...NOT_FOUND },
+    responses: { '200': { description: 'a page of events, or the stream (text/event-stream: `id` is the seq, `event` the type, `data` the event)', schema: PAGE('events', OBJ), sse: true, resumable: true }, ...ERRORS, ...NOT_FOUND },
   },
   { method: 'get', path: '/runs/{id}/artifacts', operationId: 'runArtifacts', summary: 'the files agents declared and read or wrote (as `baton show --artifacts --json`)', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { phase: NAME, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of artifacts', schema: PAGE('artifacts', OBJ) }, ...ERRORS, ...NOT_FOUND } },
   { method: 'get', path: '/events', operationId: 'allEvents', summary: 'every run’s changes as server-sent events (a dashboard): `event: run` with the run row at each change', action: 'read', query: { type: 'object', additionalProperties: false, properties: { status: STATUS_LIST } }, responses: { '200': { description: 'text/event-stream', sse: true }, ...ERRORS } },
@@ -151,6 +152,7 @@ const REMOTE_TASK = {
     remaining_budget_usd: { type: 'number', description: 'USD the attempt may still spend before a phase or run budget is exceeded, as of the claim (absent: no budget; heartbeats and /cost answer it again)' },
     lease_ms: { type: 'integer', description: 'heartbeat at least this often (a third of it is a good period), or the task is handed back' },
     lease_expires_at: { type: 'integer', description: 'ms since the epoch (server clock)' },
+    traceparent: { type: 'string', description: 'when the server traces: the W3C context of the attempt’s span (the remote agent’s span is its child)' },
   },
 } as const satisfies Schema;
 const TASK_ERRORS = { ...ERRORS, '409': { description: 'the token is unknown or old: the attempt ended (cancelled, timed out, handed back, completed)', schema: ERROR } };
