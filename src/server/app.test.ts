@@ -29,6 +29,11 @@ describe('createServerApp in memory', () => {
       expect(huge.status).toBe(400);
       expect(await huge.json()).toMatchObject({ error: { code: 'invalid-request', message: expect.stringMatching(/^timeout_s must be/) as unknown } });
       expect(await store.run('mem-huge')).toBeUndefined();
+      // a deadline no store holds (PostgreSQL answered 503 store, 22003; memory and SQLite took it): refused on every store
+      const far = await app.request('/runs', { method: 'POST', headers: auth, body: JSON.stringify({ workflow: wf, run_id: 'mem-far', timeout_s: 1e16 }) });
+      expect(far.status).toBe(400);
+      expect(await far.json()).toMatchObject({ error: { code: 'invalid-request' } });
+      expect(await store.run('mem-far')).toBeUndefined();
       expect((await store.run('mem-1'))?.status).toBe('running');
       // no worker runs here (startServer runs one): the run waits in the store
       expect(await (await app.request('/runs/mem-1', { headers: auth })).json()).toMatchObject({ run_id: 'mem-1', phases: { a: { status: 'ready' } } });
