@@ -4,6 +4,7 @@
  * once with ajv) and generates `/openapi.json` (openapi.ts): the document cannot drift from what is
  * enforced.
  */
+import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
 import type { Action } from './keys.js';
 
@@ -174,7 +175,7 @@ const FAIL_BODY = {
 const INPUT_BODY = {
   type: 'object', additionalProperties: false,
   properties: {
-    question: { type: 'string', minLength: 1, maxLength: 10_000 }, choices: { type: 'array' }, schema: OBJ, timeout_ms: { type: 'number', minimum: 0 },
+    question: { type: 'string', minLength: 1, maxLength: 10_000 }, choices: { type: 'array' }, schema: OBJ, timeout_ms: { type: 'number', minimum: 0, maximum: MAX_TIMEOUT_MS },
     input: { type: 'integer', minimum: 0, description: 'poll the answer of this earlier request (its `input` number) instead of asking again' },
   },
   oneOf: [{ required: ['question'], not: { required: ['input'] } }, { required: ['input'], not: { anyOf: [{ required: ['question'] }, { required: ['choices'] }, { required: ['schema'] }, { required: ['timeout_ms'] }] } }],

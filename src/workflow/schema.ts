@@ -149,7 +149,7 @@ export const governanceFields: Record<string, Field> = {
   },
   max_cost_usd: nonNeg,
   timeout_hours: hours,
-  escalation: { t: 'object', fields: { contact: str, after_hours: nonNeg } },
+  escalation: { t: 'object', fields: { contact: str, after_hours: { t: 'number', min: 0, max: MAX_TIMEOUT_MS / 3_600_000 } } },
   access_review: {
     t: 'object',
     fields: { on_request: { t: 'enum', values: ['approve', 'deny', 'defer'] }, approvers: strList, timeout_hours: hours },

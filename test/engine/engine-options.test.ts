@@ -44,9 +44,9 @@ describe('engine options', () => {
 describe('deadlines a store holds', () => {
   test('timeout_hours past MAX_TIMEOUT_MS is an invalid-value diagnostic, at its node', () => {
     const far = MAX_TIMEOUT_MS / 3_600_000 + 1;
-    const r = parseWorkflow(`${header()}governance: {timeout_hours: ${far}, access_review: {timeout_hours: 1e300}}\nworkflow:\n  a: {assign: x, x-require_approval: {approvers: [a], timeout_hours: ${far}}}`);
+    const r = parseWorkflow(`${header()}governance: {timeout_hours: ${far}, access_review: {timeout_hours: 1e300}, escalation: {after_hours: 1e300}}\nworkflow:\n  a: {assign: x, x-require_approval: {approvers: [a], timeout_hours: ${far}}}`);
     expect(r.ok).toBe(false);
-    expect(r.diagnostics.filter((d) => d.code === 'invalid-value').map((d) => d.path.join('.')).sort()).toEqual(['governance.access_review.timeout_hours', 'governance.timeout_hours', 'workflow.a.x-require_approval.timeout_hours']);
+    expect(r.diagnostics.filter((d) => d.code === 'invalid-value').map((d) => d.path.join('.')).sort()).toEqual(['governance.access_review.timeout_hours', 'governance.escalation.after_hours', 'governance.timeout_hours', 'workflow.a.x-require_approval.timeout_hours']);
     expect(parseWorkflow(`${header()}governance: {timeout_hours: ${MAX_TIMEOUT_MS / 3_600_000}}\nworkflow:\n  a: {assign: x}`).ok).toBe(true);
   });
 });
