@@ -142,7 +142,9 @@ const RUN_ROUTES: readonly RouteSpec[] = [
 
 const AGENT_PARAM = { agent: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$', description: 'an agent id' } } as const;
 const TOKEN_PARAM = { token: { type: 'string', pattern: '^rt_[A-Za-z0-9_-]{16,64}$', description: 'the task token a claim returned (its fencing token)' } } as const;
-const WAIT_QUERY = { type: 'object', additionalProperties: false, properties: { wait: { type: 'number', minimum: 0, maximum: 60, description: 'seconds to wait (long poll), at most 60; default 20' } } } as const satisfies Schema;
+/** The longest long poll a claim or an input poll may ask for (`?wait=`), seconds. */
+export const MAX_WAIT_S = 60;
+const WAIT_QUERY = { type: 'object', additionalProperties: false, properties: { wait: { type: 'number', minimum: 0, maximum: MAX_WAIT_S, description: `seconds to wait (long poll), at most ${MAX_WAIT_S}; default 20` } } } as const satisfies Schema;
 const REMOTE_TASK = {
   type: 'object',
   required: ['token', 'task_id', 'run_id', 'phase', 'attempt', 'agent', 'input', 'lease_ms', 'lease_expires_at'],
