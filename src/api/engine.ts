@@ -13,7 +13,7 @@ import { withReplyEnforcement } from '../agents/llm/text-reply.js';
 import { subprocessAgent } from '../agents/subprocess.js';
 import { a2aAgent } from '../agents/a2a.js';
 import { stubAgent } from '../agents/stub.js';
-import { systemClock, type Clock } from '../core/clock.js';
+import { MAX_TIMEOUT_MS, systemClock, type Clock } from '../core/clock.js';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import { Lru } from '../core/lru.js';
@@ -392,8 +392,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
     checkTrigger(model, opts.trigger);
     // NaN would be stored as null and dropped (the run then had no deadline); 0 or less timed the run out at once
-    if (opts.timeoutMs !== undefined && !(typeof opts.timeoutMs === 'number' && opts.timeoutMs > 0 && opts.timeoutMs !== Infinity)) {
-      throw new BatonError('usage', `timeoutMs must be a positive number of milliseconds, got ${String(opts.timeoutMs)}`);
+    if (opts.timeoutMs !== undefined && !(typeof opts.timeoutMs === 'number' && opts.timeoutMs > 0 && opts.timeoutMs <= MAX_TIMEOUT_MS)) {
+      throw new BatonError('usage', `timeoutMs must be a positive number of milliseconds, at most ${MAX_TIMEOUT_MS}, got ${String(opts.timeoutMs)}`);
     }
     const runId = opts.runId ?? newRunId(this.clock.now());
     const wf = workflowRecord(model, opts.path);

@@ -7,6 +7,7 @@
 import { join, relative, resolve } from 'node:path';
 import { newRunId } from '../api/engine.js';
 import type { JsonObject } from '../core/json.js';
+import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import { safeText } from '../diagnostics/terminal.js';
 import type { RunResult } from '../engine/result.js';
@@ -59,7 +60,7 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
     const trigger = await readJsonObject(values.trigger, target.trigger, io.cwd, 'trigger');
     const initialState = await readJsonObject(values['initial-state'], undefined, io.cwd, 'initial state');
     const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
-    if (timeout !== undefined && !(Number.isFinite(timeout * 1000) && timeout > 0)) throw new UsageError(`--timeout expects a positive number of seconds, got \`${values.timeout}\``);
+    if (timeout !== undefined && !(timeout * 1000 <= MAX_TIMEOUT_MS && timeout > 0)) throw new UsageError(`--timeout expects a positive number of seconds, got \`${values.timeout}\``);
     const body: JsonObject = {
       workflow: compiled.text,
       ...(trigger !== undefined ? { trigger } : {}),

@@ -9,6 +9,7 @@ import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { decodeUtf8 } from '../diagnostics/text.js';
 import { newRunId, type Engine } from '../api/engine.js';
+import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import { describeAgentEvent } from '../agents/llm/describe.js';
 import { WorkflowSpec } from '../api/spec.js';
@@ -216,8 +217,8 @@ function positiveInt(s: string, flag: string): number {
 
 function positiveNumber(s: string, flag: string): number {
   const n = Number(s);
-  // seconds whose milliseconds are still a number (1e306 is one, its milliseconds are not)
-  if (!Number.isFinite(n * 1000) || n <= 0) throw new UsageError(`${flag} expects a positive number of seconds, got \`${s}\``);
+  // seconds whose milliseconds a deadline can hold (1e306 is a number, its milliseconds are not)
+  if (!(n * 1000 <= MAX_TIMEOUT_MS) || n <= 0) throw new UsageError(`${flag} expects a positive number of seconds, got \`${s}\``);
   return n;
 }
 

@@ -1,5 +1,13 @@
 import { performance } from 'node:perf_hooks';
 
+/**
+ * The longest timeout a run or a gate may be given: 8.64e15 ms (about 273,790 years, the span of a JS
+ * Date). A deadline is kept as an integer of ms (a PostgreSQL bigint): a longer one was refused by
+ * PostgreSQL (22003, a store failure for a caller's number) and kept by the other stores as an instant
+ * no Date can show.
+ */
+export const MAX_TIMEOUT_MS = 8.64e15;
+
 /** Time as a port: the engine never reads the wall clock or sleeps directly, so tests never sleep. */
 export interface Clock {
   /** Milliseconds since the epoch. */

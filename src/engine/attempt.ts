@@ -3,6 +3,7 @@
  * the conversion of whatever the agent returned into a plain JSON outcome. Hostile values (cycles,
  * deep nesting, throwing getters, Proxies, invalid costs) become named failures here, never crashes.
  */
+import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { parseItemKey } from './state.js';
 import { AgentError, type AgentContext, type AgentHandler, type InputRequest } from './agent.js';
@@ -298,7 +299,7 @@ function checkInputRequest(request: unknown): InputRequest | string {
       out.schema = c.value;
     }
     if (timeoutMs !== undefined) {
-      if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0) return 'timeoutMs must be a finite number of milliseconds >= 0';
+      if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0 && timeoutMs <= MAX_TIMEOUT_MS)) return `timeoutMs must be a number of milliseconds >= 0 and at most ${MAX_TIMEOUT_MS}`;
       out.timeoutMs = timeoutMs;
     }
     return out;

@@ -1,4 +1,5 @@
 /** RFC-0010 retry policy arithmetic: backoff delays and which failures are retryable. */
+import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import type { RetryPolicy } from '../workflow/model.js';
 import type { FailureRecord } from './events.js';
 
@@ -22,7 +23,9 @@ export function backoffDelay(policy: RetryPolicy, failedAttempts: number): numbe
       break;
   }
   if (policy.maxDelayMs !== undefined) d = Math.min(d, policy.maxDelayMs);
-  return Math.max(0, Math.round(d));
+  // the retry's not_before is stored (a PostgreSQL bigint): exponential backoff over many attempts, or a
+  // huge initial_delay_ms, made a commit PostgreSQL refused forever (22003), the worker retrying it as a store outage
+  return Math.max(0, Math.round(Math.min(d, MAX_TIMEOUT_MS)));
 }
 
 /** A failure is retried when it is retryable and, if the policy lists `retryable_errors`, its code is listed. */

@@ -29,9 +29,77 @@ describe('createServerApp in memory', () => {
       expect(huge.status).toBe(400);
       expect(await huge.json()).toMatchObject({ error: { code: 'invalid-request', message: expect.stringMatching(/^timeout_s must be/) as unknown } });
       expect(await store.run('mem-huge')).toBeUndefined();
+      // a deadline no store holds (PostgreSQL answered 503 store, 22003; memory and SQLite took it): refused on every store
+      const far = await app.request('/runs', { method: 'POST', headers: auth, body: JSON.stringify({ workflow: wf, run_id: 'mem-far', timeout_s: 1e16 }) });
+      expect(far.status).toBe(400);
+      expect(await far.json()).toMatchObject({ error: { code: 'invalid-request' } });
+      expect(await store.run('mem-far')).toBeUndefined();
       expect((await store.run('mem-1'))?.status).toBe('running');
       // no worker runs here (startServer runs one): the run waits in the store
       expect(await (await app.request('/runs/mem-1', { headers: auth })).json()).toMatchObject({ run_id: 'mem-1', phases: { a: { status: 'ready' } } });
+    } finally {
+      server.close();
+      await engine.close();
+    }
+  });
+
+  test('numbers in a query are finite decimals; status filters name known statuses', async () => {
+    const store = new MemoryStore();
+    const engine = createEngine({ store, stubAgents: true });
+    const server = await createServerApp({ engine, keys: parseKeysEnv(`ops:operator:${KEY},ag:agent:a:${KEY}-agent`), log: () => undefined });
+    const { app } = server;
+    try {
+      const auth = { authorization: `Bearer ${KEY}` };
+      const wf = 'openintent: "1.0"\ninfo: {name: m}\nworkflow:\n  a: {assign: x, outputs: {n: number}}\n';
+      expect((await app.request('/runs', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ workflow: wf, run_id: 'q-1' }) })).status).toBe(201);
+      // Infinity passed ajv's range checks: limit=1e400 reached the store (SQLite: 503 datatype mismatch), wait=Infinity answered at once
+      for (const [path, name] of [
+        ['/runs?limit=1e400', 'limit'],
+        ['/runs?limit=Infinity', 'limit'],
+        ['/runs?limit=0x10', 'limit'],
+        ['/runs/q-1/events?after=1e999', 'after'],
+        ['/runs/q-1/phases?limit=%207', 'limit'],
+      ] as const) {
+        const res = await app.request(path, { headers: auth });
+        expect(res.status, path).toBe(400);
+        expect(await res.json(), path).toMatchObject({ error: { code: 'invalid-request', issues: [{ path: `?${name}` }] } });
+      }
+      const claim = await app.request('/agents/a/claim?wait=Infinity', { method: 'POST', headers: { authorization: `Bearer ${KEY}-agent` } });
+      expect(claim.status).toBe(400);
+      expect(await claim.json()).toMatchObject({ error: { code: 'invalid-request', issues: [{ path: '?wait' }] } });
+      expect((await app.request('/runs?limit=1e1', { headers: auth })).status).toBe(200);
+      // a status that is no phase's or gate's was an empty page
+      for (const path of ['/runs/q-1/phases?status=complete', '/runs/q-1/gates?status=opened', '/runs/q-1/phases?status=ready,bogus']) {
+        const res = await app.request(path, { headers: auth });
+        expect(res.status, path).toBe(400);
+        expect(await res.json(), path).toMatchObject({ error: { code: 'invalid-request', issues: [{ path: '?status' }] } });
+      }
+      expect(await (await app.request('/runs/q-1/phases?status=ready,awaiting_approval', { headers: auth })).json()).toMatchObject({ phases: [{ name: 'a', status: 'ready' }] });
+      expect(await (await app.request('/runs/q-1/gates?status=open,answered', { headers: auth })).json()).toEqual({ gates: [], next_cursor: null });
+    } finally {
+      server.close();
+      await engine.close();
+    }
+  });
+
+  test('/openapi.json: a body is required only where `{}` is refused', async () => {
+    const engine = createEngine({ store: new MemoryStore(), stubAgents: true });
+    const server = await createServerApp({ engine, log: () => undefined });
+    try {
+      const doc = (await (await server.app.request('/openapi.json')).json()) as { paths: Record<string, Record<string, { requestBody?: { required: boolean } }>> };
+      const required = (path: string): boolean | undefined => doc.paths[path]?.['post']?.requestBody?.required;
+      // `curl -X POST .../cancel` and a bare heartbeat are documented (an empty body is `{}`)
+      for (const path of ['/runs/{id}/cancel', '/runs/{id}/gates/{gate}/approve', '/runs/{id}/gates/{gate}/deny', '/tasks/{token}/heartbeat', '/tasks/{token}/release', '/agents/{agent}/claim']) expect(required(path), path).toBe(false);
+      for (const path of ['/runs', '/workflows/validate', '/runs/{id}/rerun', '/tasks/{token}/complete', '/tasks/{token}/fail', '/tasks/{token}/cost']) expect(required(path), path).toBe(true);
+      // Last-Event-ID resumes a run's stream; the all-runs stream takes none
+      const headers = (path: string): string[] => ((doc.paths[path]?.['get'] as { parameters?: { name: string; in: string }[] } | undefined)?.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name);
+      expect(headers('/runs/{id}/events')).toEqual(['Last-Event-ID']);
+      expect(headers('/events')).toEqual([]);
+      // the claim's answer lists every field it may have (traceparent when the server traces)
+      const claimed = (doc.paths['/agents/{agent}/claim']?.['post'] as { responses: Record<string, { content: Record<string, { schema: { properties: object } }> }> }).responses['200']!.content['application/json']!.schema.properties;
+      expect(Object.keys(claimed)).toEqual(expect.arrayContaining(['token', 'input', 'item', 'remaining_budget_usd', 'last_checkpoint', 'traceparent']));
+      const res = await server.app.request('/runs/x/cancel', { method: 'POST' });
+      expect(res.status).toBe(404);
     } finally {
       server.close();
       await engine.close();

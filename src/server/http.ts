@@ -111,7 +111,8 @@ export function edge(spec: RouteSpec, opts: EdgeOptions, handler: (r: Request) =
       }
     }
     if (v.query) {
-      if (!v.query(query)) throw invalid(issuesOf(v.query.errors, 'query', spec.query), 'query');
+      const issues = v.query(query);
+      if (issues.length > 0) throw invalid(issues, 'query');
     } else if (Object.keys(query).length > 0) throw new HttpError(400, 'invalid-request', `${spec.method.toUpperCase()} ${spec.path} takes no query parameters, got \`${Object.keys(query)[0]!}\``);
     let body: Record<string, Json> = {};
     if (spec.body && v.body) {

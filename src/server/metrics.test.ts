@@ -96,4 +96,24 @@ describe('/metrics after runs', () => {
     now += 61_000;
     expect(series(await metrics.render(store), 'baton_phases_per_second').get('')).toBe(0);
   });
+
+  test('a fan-out phase and a phase that failed before any attempt count under their agent, not `unknown`', async () => {
+    const metrics = new ServerMetrics();
+    const store = new MemoryStore();
+    const engine = createEngine({ store, onEvent: metrics.onEvent, agents: { x: () => ({ n: 1 }), y: () => ({ n: 2 }) } });
+    const fan = wf(`
+openintent: "1.0"
+info: {name: fan}
+workflow:
+  each: {assign: x, for_each: $trigger.items, outputs: {n: number}}
+  after: {assign: y, depends_on: [each], inputs: {m: $trigger.missing}, outputs: {n: number}}
+`);
+    const r = await engine.run(fan, { trigger: { items: [1, 2] } });
+    expect(r.status).toBe('failed');
+    const text = await metrics.render(store);
+    await engine.close();
+    // two items and the phase that gathers them (it settles without an attempt); `after` failed at claim time
+    expect(series(text, 'baton_phases_completed_total')).toEqual(new Map([['{agent="x"}', 3]]));
+    expect(series(text, 'baton_phases_failed_total')).toEqual(new Map([['{agent="y"}', 1]]));
+  });
 });

@@ -163,8 +163,9 @@ async function gauges(store: RunStore, parked: ReadonlySet<string>): Promise<{ r
   return { ready, running, gates, runs };
 }
 
+/** The agent of a phase's last attempt, else the one it is assigned (a fan-out phase settles without an attempt of its own; a phase can fail before any) */
 function agentOf(state: RunState, phase: string): string {
-  return state.phases.get(phase)?.agent ?? 'unknown';
+  return state.phases.get(phase)?.agent ?? state.graph?.assign?.get(phase) ?? 'unknown';
 }
 
 function inc(m: Map<string, number>, k: string): void {

@@ -1,6 +1,14 @@
 /** `/openapi.json`: OpenAPI 3.1, generated from the route table whose schemas validate the requests. */
 import type { JsonObject } from '../core/json.js';
-import { ERROR, type RouteSpec } from './schemas.js';
+import { ERROR, type RouteSpec, type Schema } from './schemas.js';
+
+/** Whether a body schema refuses `{}`: it names a required field (or requires one of several). */
+function bodyRequired(schema: Schema): boolean {
+  const required = schema['required'];
+  if (Array.isArray(required) && required.length > 0) return true;
+  const oneOf = schema['oneOf'] ?? schema['anyOf'];
+  return Array.isArray(oneOf) && oneOf.length > 0 && oneOf.every((b) => typeof b === 'object' && b !== null && !Array.isArray(b) && bodyRequired(b));
+}
 
 export function openApiDocument(routes: readonly RouteSpec[], version: string): JsonObject {
   const paths: Record<string, Record<string, JsonObject>> = {};
@@ -9,7 +17,7 @@ export function openApiDocument(routes: readonly RouteSpec[], version: string): 
     for (const [name, schema] of Object.entries(r.params ?? {})) parameters.push({ name, in: 'path', required: true, schema });
     const q = r.query?.['properties'] as Record<string, JsonObject> | undefined;
     for (const [name, schema] of Object.entries(q ?? {})) parameters.push({ name, in: 'query', required: false, schema, ...(typeof schema['description'] === 'string' ? { description: schema['description'] } : {}) });
-    if (r.responses['200']?.sse) parameters.push({ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'resume a stream after this seq' });
+    if (r.responses['200']?.resumable) parameters.push({ name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'resume a stream after this seq' });
     const responses: JsonObject = {};
     for (const [status, resp] of Object.entries(r.responses)) {
       const content: JsonObject = {};
@@ -26,7 +34,8 @@ export function openApiDocument(routes: readonly RouteSpec[], version: string): 
       operationId: r.operationId,
       summary: r.summary,
       ...(parameters.length > 0 ? { parameters } : {}),
-      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
+      // an empty body is `{}` (http.ts): the body is required only when `{}` would not do
+      ...(r.body ? { requestBody: { required: bodyRequired(r.body), content: { 'application/json': { schema: r.body } } } } : {}),
       ...(r.rawBody ? { requestBody: { required: true, content: { [r.rawBody]: { schema: { type: 'string', contentMediaType: r.rawBody } } } } } : {}),
       responses,
       ...(r.action === 'public' ? { security: [] } : { 'x-baton-action': r.action }),

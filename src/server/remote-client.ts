@@ -12,6 +12,7 @@ import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type InputRequest } from '../engine/agent.js';
 import type { Telemetry } from '../engine/telemetry.js';
+import { MAX_WAIT_S } from './schemas.js';
 import { remoteSpan } from './trace.js';
 
 /**
@@ -140,7 +141,8 @@ function checkOptions(opts: RemoteAgentOptions): void {
   const c = opts.concurrency;
   if (c !== undefined && !(Number.isInteger(c) && c >= 1)) throw new BatonError('usage', `createRemoteAgent: concurrency must be an integer >= 1, got ${String(c)}`);
   const w = opts.waitS;
-  if (w !== undefined && !(Number.isFinite(w) && w >= 0)) throw new BatonError('usage', `createRemoteAgent: waitS must be a number of seconds >= 0, got ${String(w)}`);
+  // past the server's longest poll every claim was refused (400) and the agent never took a task
+  if (w !== undefined && !(Number.isFinite(w) && w >= 0 && w <= MAX_WAIT_S)) throw new BatonError('usage', `createRemoteAgent: waitS must be a number of seconds from 0 to ${MAX_WAIT_S}, got ${String(w)}`);
 }
 
 export function createRemoteAgent(opts: RemoteAgentOptions): RemoteAgent {

@@ -8,6 +8,7 @@ import { newRunId, type Engine } from '../api/engine.js';
 import { itemCounts, itemRows } from '../api/items.js';
 import { WorkflowSpec } from '../api/spec.js';
 import { jsonDiagnostics, validationReport } from '../api/validation.js';
+import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import { Lru } from '../core/lru.js';
 import type { Json, JsonObject } from '../core/json.js';
@@ -98,7 +99,7 @@ export class RunRoutes {
     }
     const model = result.model;
     // past what a deadline can hold (1e306 s is a number, its milliseconds are not): said as the field that was sent
-    if (typeof body['timeout_s'] === 'number' && !Number.isFinite(body['timeout_s'] * 1000)) throw new HttpError(400, 'invalid-request', `timeout_s must be a positive number of seconds a deadline can hold, got ${body['timeout_s']}`);
+    if (typeof body['timeout_s'] === 'number' && !(body['timeout_s'] * 1000 <= MAX_TIMEOUT_MS)) throw new HttpError(400, 'invalid-request', `timeout_s must be a positive number of seconds a deadline can hold (at most ${MAX_TIMEOUT_MS / 1000}), got ${body['timeout_s']}`);
     const runId = typeof body['run_id'] === 'string' ? body['run_id'] : undefined;
     const wanted = {
       hash: workflowRecord(model, path).hash,

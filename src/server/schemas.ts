@@ -4,6 +4,7 @@
  * once with ajv) and generates `/openapi.json` (openapi.ts): the document cannot drift from what is
  * enforced.
  */
+import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
 import type { Action } from './keys.js';
 
@@ -23,13 +24,21 @@ export interface RouteSpec {
   body?: Schema | undefined;
   /** The body is raw bytes (an upload), not JSON: its content type in the document. */
   rawBody?: string | undefined;
-  /** `raw`: a success's body is raw bytes (a file), of the content type the route says. */
-  responses: Record<string, { description: string; schema?: Schema; sse?: boolean; raw?: boolean }>;
+  /** `sse`: the answer may be a stream; `resumable`: one that `Last-Event-ID` resumes (a run's events, not the all-runs stream); `raw`: a success's body is raw bytes (a file), of the content type the route says. */
+  responses: Record<string, { description: string; schema?: Schema; sse?: boolean; resumable?: boolean; raw?: boolean }>;
 }
 
 export const RUN_ID = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$', description: 'a run id' } as const satisfies Schema;
 const NAME = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' } as const satisfies Schema;
-const STATUS_LIST = { type: 'string', pattern: '^(running|waiting|completed|failed|cancelled)(,(running|waiting|completed|failed|cancelled))*$', description: 'comma-separated run statuses' } as const satisfies Schema;
+/** A comma-separated list of known words: a typo is a 400, not an empty page. */
+function listOf(words: readonly string[], what: string): Schema {
+  const one = `(${words.join('|')})`;
+  return { type: 'string', pattern: `^${one}(,${one})*$`, description: `comma-separated ${what}: ${words.join(', ')}` };
+}
+const STATUS_LIST = listOf(['running', 'waiting', 'completed', 'failed', 'cancelled'], 'run statuses');
+// engine/events.ts's TaskStatus, and 'partial' (a phase result's); engine/state.ts's GateStatus
+const PHASE_STATUS_LIST = listOf(['pending', 'ready', 'running', 'awaiting_approval', 'suspended_awaiting_input', 'completed', 'failed', 'skipped', 'cancelled', 'partial'], 'phase statuses');
+const GATE_STATUS_LIST = listOf(['open', 'approved', 'denied', 'answered', 'withdrawn', 'closed'], 'gate statuses');
 const LIMIT = { type: 'integer', minimum: 1, maximum: 1000, description: 'at most this many items (default 100)' } as const satisfies Schema;
 const CURSOR = { type: 'string', maxLength: 400, description: '`next_cursor` of the previous page' } as const satisfies Schema;
 const JSON_OBJECT = { type: 'object' } as const satisfies Schema;
@@ -113,14 +122,14 @@ const RUN_ROUTES: readonly RouteSpec[] = [
   },
   { method: 'get', path: '/runs', operationId: 'listRuns', summary: 'runs, newest first', action: 'read', query: { type: 'object', additionalProperties: false, properties: { status: STATUS_LIST, workflow: NAME, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of runs', schema: PAGE('runs', RUN_SUMMARY) }, ...ERRORS } },
   { method: 'get', path: '/runs/{id}', operationId: 'getRun', summary: 'a run: status, phases, gates (as `baton show --json`; a for_each phase\'s items are counted under `fan_out`, listed by /items)', action: 'read', params: ID_PARAM, responses: { '200': { description: 'the run', schema: OBJ }, ...ERRORS, ...NOT_FOUND } },
-  { method: 'get', path: '/runs/{id}/phases', operationId: 'listPhases', summary: 'the phases of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: { type: 'string', pattern: '^[a-z_]+(,[a-z_]+)*$' }, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of phases', schema: PAGE('phases', OBJ) }, ...ERRORS, ...NOT_FOUND } },
+  { method: 'get', path: '/runs/{id}/phases', operationId: 'listPhases', summary: 'the phases of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: PHASE_STATUS_LIST, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of phases', schema: PAGE('phases', OBJ) }, ...ERRORS, ...NOT_FOUND } },
   { method: 'get', path: '/runs/{id}/phases/{phase}/items', operationId: 'listItems', summary: 'the items of a for_each phase in index order (`baton show RUN --items PHASE`), with their counts by status', action: 'read', params: { id: RUN_ID, phase: NAME }, query: { type: 'object', additionalProperties: false, properties: { limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of items', schema: PAGE('items', OBJ) }, ...ERRORS, ...NOT_FOUND } },
   { method: 'get', path: '/runs/{id}/phases/{phase}', operationId: 'getPhase', summary: 'one phase of a run', action: 'read', params: { id: RUN_ID, phase: NAME }, responses: { '200': { description: 'the phase', schema: OBJ }, ...ERRORS, ...NOT_FOUND } },
-  { method: 'get', path: '/runs/{id}/gates', operationId: 'listGates', summary: 'the gates of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: { type: 'string', pattern: '^[a-z_]+(,[a-z_]+)*$' }, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of gates', schema: PAGE('gates', OBJ) }, ...ERRORS, ...NOT_FOUND } },
+  { method: 'get', path: '/runs/{id}/gates', operationId: 'listGates', summary: 'the gates of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: GATE_STATUS_LIST, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of gates', schema: PAGE('gates', OBJ) }, ...ERRORS, ...NOT_FOUND } },
   {
     method: 'get', path: '/runs/{id}/events', operationId: 'runEvents', summary: 'the event log: a JSON page, or with `Accept: text/event-stream` a live stream resumable with Last-Event-ID (the seq)', action: 'read', params: ID_PARAM,
     query: { type: 'object', additionalProperties: false, properties: { after: { type: 'integer', minimum: 0, description: 'events with a greater seq' }, type: { type: 'string', pattern: '^[a-z_.]+(,[a-z_.]+)*$', description: 'comma-separated event types' }, limit: LIMIT, cursor: CURSOR } },
-    responses: { '200': { description: 'a page of events, or the stream (text/event-stream: `id` is the seq, `event` the type, `data` the event)', schema: PAGE('events', OBJ), sse: true }, ...ERRORS, ...NOT_FOUND },
+    responses: { '200': { description: 'a page of events, or the stream (text/event-stream: `id` is the seq, `event` the type, `data` the event)', schema: PAGE('events', OBJ), sse: true, resumable: true }, ...ERRORS, ...NOT_FOUND },
   },
   { method: 'get', path: '/runs/{id}/artifacts', operationId: 'runArtifacts', summary: 'the files agents declared and read or wrote (as `baton show --artifacts --json`)', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { phase: NAME, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of artifacts', schema: PAGE('artifacts', OBJ) }, ...ERRORS, ...NOT_FOUND } },
   { method: 'get', path: '/events', operationId: 'allEvents', summary: 'every run’s changes as server-sent events (a dashboard): `event: run` with the run row at each change', action: 'read', query: { type: 'object', additionalProperties: false, properties: { status: STATUS_LIST } }, responses: { '200': { description: 'text/event-stream', sse: true }, ...ERRORS } },
@@ -135,7 +144,9 @@ const RUN_ROUTES: readonly RouteSpec[] = [
 
 const AGENT_PARAM = { agent: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$', description: 'an agent id' } } as const;
 const TOKEN_PARAM = { token: { type: 'string', pattern: '^rt_[A-Za-z0-9_-]{16,64}$', description: 'the task token a claim returned (its fencing token)' } } as const;
-const WAIT_QUERY = { type: 'object', additionalProperties: false, properties: { wait: { type: 'number', minimum: 0, maximum: 60, description: 'seconds to wait (long poll), at most 60; default 20' } } } as const satisfies Schema;
+/** The longest long poll a claim or an input poll may ask for (`?wait=`), seconds. */
+export const MAX_WAIT_S = 60;
+const WAIT_QUERY = { type: 'object', additionalProperties: false, properties: { wait: { type: 'number', minimum: 0, maximum: MAX_WAIT_S, description: `seconds to wait (long poll), at most ${MAX_WAIT_S}; default 20` } } } as const satisfies Schema;
 const REMOTE_TASK = {
   type: 'object',
   required: ['token', 'task_id', 'run_id', 'phase', 'attempt', 'agent', 'input', 'lease_ms', 'lease_expires_at'],
@@ -154,6 +165,7 @@ const REMOTE_TASK = {
         outputs: { type: 'array', items: { type: 'object', required: ['key'], properties: { key: { type: 'string' }, content_type: { type: 'string' } } } },
       },
     },
+    traceparent: { type: 'string', description: 'when the server traces: the W3C context of the attempt’s span (the remote agent’s span is its child)' },
   },
 } as const satisfies Schema;
 const TASK_ERRORS = { ...ERRORS, '409': { description: 'the token is unknown or old: the attempt ended (cancelled, timed out, handed back, completed)', schema: ERROR } };
@@ -175,7 +187,7 @@ const FAIL_BODY = {
 const INPUT_BODY = {
   type: 'object', additionalProperties: false,
   properties: {
-    question: { type: 'string', minLength: 1, maxLength: 10_000 }, choices: { type: 'array' }, schema: OBJ, timeout_ms: { type: 'number', minimum: 0 },
+    question: { type: 'string', minLength: 1, maxLength: 10_000 }, choices: { type: 'array' }, schema: OBJ, timeout_ms: { type: 'number', minimum: 0, maximum: MAX_TIMEOUT_MS },
     input: { type: 'integer', minimum: 0, description: 'poll the answer of this earlier request (its `input` number) instead of asking again' },
   },
   oneOf: [{ required: ['question'], not: { required: ['input'] } }, { required: ['input'], not: { anyOf: [{ required: ['question'] }, { required: ['choices'] }, { required: ['schema'] }, { required: ['timeout_ms'] }] } }],

@@ -15,7 +15,8 @@ export interface Issue {
 
 export interface RouteValidators {
   params?: ValidateFunction;
-  query?: ValidateFunction;
+  /** The query's issues (none: valid), its numbers coerced in place. */
+  query?: (query: Record<string, unknown>) => Issue[];
   body?: ValidateFunction;
 }
 
@@ -42,7 +43,16 @@ export function compileRoute(spec: RouteSpec, compiler: RouteCompiler = routeCom
   const { plain, coercing } = compiler;
   const out: RouteValidators = {};
   if (spec.params) out.params = plain.compile({ type: 'object', properties: spec.params, required: Object.keys(spec.params) });
-  if (spec.query) out.query = coercing.compile(spec.query);
+  if (spec.query) {
+    const schema = spec.query;
+    const v = coercing.compile(schema);
+    const numeric = numericProperties(schema);
+    out.query = (query) => {
+      const written = numberSyntax(query, numeric);
+      if (written.length > 0) return written;
+      return v(query) ? [] : issuesOf(v.errors, 'query', schema);
+    };
+  }
   if (spec.body) out.body = plain.compile(spec.body);
   return out;
 }
@@ -70,6 +80,11 @@ export function issuesOf(errors: readonly ErrorObject[] | null | undefined, wher
         if (hasOneOf && e.schemaPath.startsWith('#/oneOf/')) break;
         add({ path, message: `\`${String(e.params['missingProperty'])}\` is required` });
         break;
+      case 'not':
+        // a oneOf branch that forbids a field (`/input`: question or input): said once, by the oneOf below; ajv's "must NOT be valid" says nothing
+        if (hasOneOf && e.schemaPath.startsWith('#/oneOf/')) break;
+        add({ path, message: e.message ?? e.keyword });
+        break;
       case 'oneOf': {
         const branches = (schema?.['oneOf'] as { required?: string[] }[] | undefined)?.map((b) => b.required?.[0]).filter((x): x is string => x !== undefined) ?? [];
         add({ path, message: branches.length > 0 ? `give exactly one of ${branches.map((b) => `\`${b}\``).join(' and ')}` : 'matches more or fewer than one of the allowed forms' });
@@ -78,9 +93,12 @@ export function issuesOf(errors: readonly ErrorObject[] | null | undefined, wher
       case 'type':
         add({ path, message: `must be ${String(e.params['type']).replace(',', ' or ')}` });
         break;
-      case 'pattern':
-        add({ path, message: `has characters or a form that are not allowed (${e.params['pattern'] as string})` });
+      case 'pattern': {
+        // a list of known words (a status filter) says which words it knows
+        const said = where === 'query' ? propertyOf(schema, path.slice(1))?.['description'] : undefined;
+        add({ path, message: typeof said === 'string' && said.startsWith('comma-separated') ? `must be ${said}` : `has characters or a form that are not allowed (${e.params['pattern'] as string})` });
         break;
+      }
       default:
         add({ path, message: e.message ?? e.keyword });
     }
@@ -88,9 +106,42 @@ export function issuesOf(errors: readonly ErrorObject[] | null | undefined, wher
   return out;
 }
 
+/** The query parameters a route takes as numbers (`number` or `integer`). */
+function numericProperties(schema: Schema): string[] {
+  const props = schema['properties'];
+  if (!props || typeof props !== 'object' || Array.isArray(props)) return [];
+  return Object.entries(props as Record<string, Schema>)
+    .filter(([, s]) => s['type'] === 'number' || s['type'] === 'integer')
+    .map(([k]) => k);
+}
+
+const DECIMAL = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
+/**
+ * A number in a query is written in decimal and is finite. ajv's coercion takes whatever `Number()`
+ * takes (`0x10`, ` 7`, `Infinity`, `1e400`), and its range keywords let Infinity through: `limit=1e400`
+ * reached the store as a limit it refused (a 503), `wait=Infinity` answered at once.
+ */
+function numberSyntax(query: Record<string, unknown>, numeric: readonly string[]): Issue[] {
+  const out: Issue[] = [];
+  for (const k of numeric) {
+    const v = query[k];
+    if (typeof v !== 'string') continue;
+    if (!DECIMAL.test(v)) out.push({ path: `?${k}`, message: `must be a decimal number, got \`${v.slice(0, 40)}\`` });
+    else if (!Number.isFinite(Number(v))) out.push({ path: `?${k}`, message: `must be a finite number, got \`${v.slice(0, 40)}\`` });
+  }
+  return out;
+}
+
 function queryPath(e: ErrorObject): string {
   const name = e.instancePath.split('/')[1] ?? String(e.params['missingProperty'] ?? '');
   return `?${name}`;
+}
+
+function propertyOf(schema: Schema | undefined, name: string): Schema | undefined {
+  const props = schema?.['properties'];
+  if (!props || typeof props !== 'object' || Array.isArray(props)) return undefined;
+  return (props as Record<string, Schema>)[name];
 }
 
 function known(schema: Schema | undefined, at: string): string {

@@ -76,8 +76,8 @@ export class MemoryStore implements RunStore {
   events(runId: string, afterSeq = 0): Promise<RunEvent[]> {
     const e = this.entries.get(runId);
     if (!e) return Promise.resolve([]);
-    // seq n is at index n - 1 (gap-free)
-    return Promise.resolve(e.events.slice(afterSeq));
+    // seq n is at index n - 1 (gap-free); a seq before the first is every event (slice(-n) would be the last n)
+    return Promise.resolve(e.events.slice(afterSeq > 0 ? afterSeq : 0));
   }
 
   tasks(runId: string): Promise<TaskRow[]> {

@@ -36,6 +36,9 @@ import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations
 import { sqlFor, type StatementName } from './postgres-sql.js';
 import { checkSeq, eventFromBody, hintFromRow, skipKeys, eventPhase, jsonOrNull, runFromRow, taskFromRow, tasksByPhase, Waiters, workflowFromRow, type RunRow, type TaskRowSql, type WorkflowRow } from './rows.js';
 
+/** The largest value of PostgreSQL's `integer` (the seq columns). */
+const INT4_MAX = 2_147_483_647;
+
 export interface PostgresStoreOptions {
   /** The PostgreSQL schema holding Baton's tables. Default `baton`. */
   schema?: string | undefined;
@@ -337,7 +340,10 @@ export class PostgresStore implements RunStore {
   }
 
   async events(runId: string, afterSeq = 0): Promise<RunEvent[]> {
-    return (await this.query<{ body: string }>('events', [runId, afterSeq])).map((r) => eventFromBody(r.body));
+    // seq is an `integer` column: a caller's seq past it (`?after=`, Last-Event-ID) has nothing after it, where
+    // PostgreSQL would refuse the parameter (22003); a seq before the first has every event
+    const after = afterSeq >= INT4_MAX ? INT4_MAX : afterSeq > 0 ? Math.floor(afterSeq) : 0;
+    return (await this.query<{ body: string }>('events', [runId, after])).map((r) => eventFromBody(r.body));
   }
 
   async readState(runId: string, format: number): Promise<{ snapshot: StoredSnapshot | undefined; events: RunEvent[] }> {

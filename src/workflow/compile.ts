@@ -12,7 +12,7 @@ import { compileTypes } from '../types/index.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
 import { checkGraph, topologicalOrder, type GraphPhase } from './graph.js';
 import type { A2aDecl, AgentDecl, ForEachModel, Governance, OutputDecl, PhaseModel, WorkflowForm, WorkflowModel } from './model.js';
-import { agentFields, governanceFields, infoFields, llmFields, phaseFields, TOP_LEVEL_KEYS } from './schema.js';
+import { agentFields, governanceFields, infoFields, llmFields, PHASE_GATE_HOURS, phaseFields, TOP_LEVEL_KEYS } from './schema.js';
 import { checkObject, checkShape, reportUnknownKeys } from './shape.js';
 import { parseYamlSource, type ParsedSource } from './source.js';
 import { checkExpressions, compileExpression } from './expressions.js';
@@ -243,6 +243,9 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     // a fan-out item's task is keyed `phase[index]` (engine/state.ts): a phase name must not look like one
     if (/\[\d+\]$/.test(name)) out.push(error('reserved-name', ['workflow', name], `phase name \`${name}\` ends in \`[N]\`, which Baton keeps for fan-out items (\`phase[index]\`)`, { target: 'key', hint: 'rename the phase' }));
     checkObject(raw, phaseFields, ['workflow', name], out);
+    // a phase gate's timeout is a deadline like the run's (engine/plan.ts reads the rest of the extension)
+    const gate = raw['x-require_approval'];
+    if (isPlainObject(gate) && gate['timeout_hours'] !== undefined) checkShape(gate['timeout_hours'], PHASE_GATE_HOURS, ['workflow', name, 'x-require_approval', 'timeout_hours'], out);
     checkFanOutSettings(raw, ['workflow', name], out);
     phaseRaw.set(name, raw);
   }

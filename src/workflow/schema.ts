@@ -1,4 +1,5 @@
 /** The structure of an OpenIntent Workflow YAML 1.0 document, field by field (see docs/workflow-format.md). */
+import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import { jsonTypeOf } from '../core/json.js';
 import { error } from '../diagnostics/diagnostic.js';
 import type { Field, Shape } from './shape.js';
@@ -8,7 +9,10 @@ import { filesField } from './files.js';
 const str: Field = { t: 'string' };
 const strList: Shape = { t: 'list', of: { t: 'string' } };
 const nonNeg: Field = { t: 'number', min: 0 };
-const positive: Field = { t: 'number', min: 0, exclusiveMin: true };
+/** Hours a deadline can hold (core/clock.ts MAX_TIMEOUT_MS). */
+const hours: Field = { t: 'number', min: 0, exclusiveMin: true, max: MAX_TIMEOUT_MS / 3_600_000 };
+/** A phase's `x-require_approval.timeout_hours`. */
+export const PHASE_GATE_HOURS: Field = hours;
 const level: Shape = { t: 'enum', values: ['read', 'write', 'admin'] };
 
 export const PERMISSION_CONTEXT_FIELDS = ['dependencies', 'peers', 'parent', 'events', 'acl', 'delegated_by'] as const;
@@ -139,16 +143,16 @@ export const governanceFields: Record<string, Field> = {
     fields: {
       when: { t: 'string', nonEmpty: true },
       approvers: strList,
-      timeout_hours: positive,
+      timeout_hours: hours,
       on_timeout: { t: 'enum', values: ['escalate', 'abort', 'proceed'] },
     },
   },
   max_cost_usd: nonNeg,
-  timeout_hours: positive,
-  escalation: { t: 'object', fields: { contact: str, after_hours: nonNeg } },
+  timeout_hours: hours,
+  escalation: { t: 'object', fields: { contact: str, after_hours: { t: 'number', min: 0, max: MAX_TIMEOUT_MS / 3_600_000 } } },
   access_review: {
     t: 'object',
-    fields: { on_request: { t: 'enum', values: ['approve', 'deny', 'defer'] }, approvers: strList, timeout_hours: positive },
+    fields: { on_request: { t: 'enum', values: ['approve', 'deny', 'defer'] }, approvers: strList, timeout_hours: hours },
   },
 };
 

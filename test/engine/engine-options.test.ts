@@ -6,6 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import { createEngine, type EngineOptions } from '../../src/api/engine.js';
 import { WorkflowSpec } from '../../src/api/spec.js';
+import { MAX_TIMEOUT_MS } from '../../src/core/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { parseWorkflow } from '../../src/workflow/compile.js';
 import type { WorkflowModel } from '../../src/workflow/model.js';
@@ -27,14 +28,26 @@ describe('engine options', () => {
     await e.close();
   });
 
-  test.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])('start timeoutMs %s is refused before anything is stored', async (timeoutMs) => {
+  // 1e19: a deadline no store holds (PostgreSQL's bigint refused it as a store failure, 22003)
+  test.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, 1e19, MAX_TIMEOUT_MS + 1])('start timeoutMs %s is refused before anything is stored', async (timeoutMs) => {
     const store = new MemoryStore();
     const e = createEngine({ store, agents: { x: () => ({}) } });
     await expect(e.run(model, { timeoutMs })).rejects.toThrow(usage);
     await expect(e.start(model, { timeoutMs })).rejects.toThrow(usage);
     expect(await store.runs()).toEqual([]);
     expect((await e.run(model, { timeoutMs: 60_000 })).status).toBe('completed');
+    expect((await e.run(model, { timeoutMs: MAX_TIMEOUT_MS })).status).toBe('completed');
     await e.close();
+  });
+});
+
+describe('deadlines a store holds', () => {
+  test('timeout_hours past MAX_TIMEOUT_MS is an invalid-value diagnostic, at its node', () => {
+    const far = MAX_TIMEOUT_MS / 3_600_000 + 1;
+    const r = parseWorkflow(`${header()}governance: {timeout_hours: ${far}, access_review: {timeout_hours: 1e300}, escalation: {after_hours: 1e300}}\nworkflow:\n  a: {assign: x, x-require_approval: {approvers: [a], timeout_hours: ${far}}}`);
+    expect(r.ok).toBe(false);
+    expect(r.diagnostics.filter((d) => d.code === 'invalid-value').map((d) => d.path.join('.')).sort()).toEqual(['governance.access_review.timeout_hours', 'governance.escalation.after_hours', 'governance.timeout_hours', 'workflow.a.x-require_approval.timeout_hours']);
+    expect(parseWorkflow(`${header()}governance: {timeout_hours: ${MAX_TIMEOUT_MS / 3_600_000}}\nworkflow:\n  a: {assign: x}`).ok).toBe(true);
   });
 });
 

@@ -297,6 +297,8 @@ describe('hostile ctx.requestInput arguments fail the attempt with InvalidInputR
     ['timeoutMs NaN', () => ({ question: 'q', timeoutMs: NaN })],
     ['timeoutMs Infinity', () => ({ question: 'q', timeoutMs: Infinity })],
     ['timeoutMs negative', () => ({ question: 'q', timeoutMs: -1 })],
+    // a gate expiry no store holds (PostgreSQL's bigint refused the commit, 22003, and the worker retried it forever)
+    ['timeoutMs past a deadline a store holds', () => ({ question: 'q', timeoutMs: 1e19 })],
     ['a request whose getter throws', () => ({ get question(): never { throw new Error('no'); } })],
     ['a revoked Proxy', revoked],
   ];
