@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine, openStore, WorkflowSpec, type RunStore } from '@baton-run/baton';
-import { ChangeHub } from '../../src/server/changes.js';
+import { ChangeHub } from '../../src/api/changes.js';
 import { testDatabase } from '../helpers/pg.js';
 import { GATED } from './harness.js';
 
