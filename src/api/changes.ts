@@ -10,10 +10,12 @@
  * commit. Otherwise (PostgreSQL's worker store object, which hears only commits that leave work), or
  * when the store says 'unknown' (a consumer's first take, a reconnect, an overflow), every reader.
  *
- * Invariant (no change is missed): a stream notes its `version` BEFORE it reads the store, then waits
- * for a version above it. Versions only grow. While any stream is open the hub keeps waiting on the
- * store, so a commit that lands during a read raises the version after the note, and the stream reads
- * again.
+ * Invariant (no change is missed): a reader subscribes, notes its `version` BEFORE it reads the store,
+ * then waits for a version above it (a stream stays subscribed for its life, a handle from its note to
+ * the end of its wait). Versions only grow. While anyone is subscribed the hub keeps waiting on the
+ * store and is a consumer of `takeChanged` throughout (it is forgotten only when nobody is), so a commit
+ * that lands during a read is in a later take, raises the run's version after the note, and the reader
+ * reads again. A consumer's first take says 'unknown', which covers the commits before it registered.
  */
 import type { RunStore } from '../engine/ports.js';
 
