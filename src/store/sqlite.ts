@@ -212,7 +212,7 @@ export class SqliteStore implements RunStore {
            not_before = excluded.not_before, input = excluded.input, output = excluded.output, failure = excluded.failure,
            updated_at = excluded.updated_at`,
       ),
-      // changed_at: see CHANGES below
+      // changed_at: see CHANGES (the top of this file)
       updateRun: p(`UPDATE runs SET status = ?, updated_at = ?, ended_at = ?, cost_usd = ?, wake_at = ?, seq = ?, changed_at = (${NEXT_CHANGE}) WHERE run_id = ?`),
       insertRun: p(`INSERT INTO runs (${RUN_COLUMNS}, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (${NEXT_CHANGE}))`),
       insertWorkflow: p('INSERT INTO workflows (hash, name, source, path, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING'),
