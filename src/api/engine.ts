@@ -37,6 +37,7 @@ import { DEFAULT_STORE_RETRY_MS } from '../engine/worker-base.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
 import type { A2aDecl, WorkflowModel } from '../workflow/model.js';
+import { ChangeHub } from './changes.js';
 import { runHandle, RunWatch, type HeldRuns, type RunHandle } from './handle.js';
 import { WorkflowSpec } from './spec.js';
 import type { AgentsOption, AnyWorkflow, TriggerOf, WorkflowTypes } from './typed.js';
@@ -159,6 +160,12 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     holds: (runId) => this.worker?.holds(runId) === true,
     wait: (runId, maxMs, signal) => this.moved.wait(runId, maxMs, signal),
   };
+  /**
+   * @internal What the run handles wait on for a run this engine does not hold (driven by another engine
+   * or process): one wait on the store for all of them, waking only the handles of the runs that changed
+   * when the store can say which. Never closed: it stops listening when no handle waits.
+   */
+  readonly changes: ChangeHub;
 
   constructor(opts: EngineOptions<W>) {
     if (!opts.store) throw new BatonError('usage', 'an engine needs a store (the memory store is a store)');
@@ -166,6 +173,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     // the workflow's types are checked at compile time; at run time every handler is an AgentHandler
     this.opts = opts as EngineOptions as EngineOptions & { agents?: Readonly<Record<string, AgentBinding>> };
     this.store = opts.store;
+    this.changes = new ChangeHub(opts.store);
     this.clock = opts.clock ?? systemClock;
     // a creation or a command rides out a store that is away for as long as the worker's commits do
     this.waits = new StoreWaits(this.clock, Math.max(0, opts.storeRetryMs ?? DEFAULT_STORE_RETRY_MS), opts.onStoreTrouble);

@@ -1,10 +1,11 @@
 /**
  * A run handle (`engine.start()` returns one): the run's id, its result, cancel, status, and its
  * events as an async iterator resumable from a `seq`. Built on the store port's public reads
- * (`run`, `events`, `waitForChange`) and the engine's public methods, so it observes a run driven
- * by this engine or by a worker in another process alike.
+ * (`run`, `events`, `waitForChange`, `takeChanged`) and the engine's public methods, so it observes a
+ * run driven by this engine or by a worker in another process alike.
  */
 import { BatonError } from '../core/errors.js';
+import type { ChangeHub } from './changes.js';
 import type { RunEvent, RunStatus } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { RunResult } from '../engine/result.js';
@@ -28,12 +29,20 @@ export interface RunHandle {
   events(opts?: RunEventsOptions): AsyncIterableIterator<RunEvent>;
 }
 
-/** What a handle needs from the engine: its store and three of its public methods (and the engine's watch on the runs it holds). */
+/** What a handle needs from the engine: its store and three of its public methods (and the engine's watches: on the runs it holds, on the others). */
 export interface HandleHost {
   readonly store: RunStore;
   drive(runId: string, signal?: AbortSignal, opts?: { keepEvents?: boolean | undefined }): Promise<RunResult>;
   cancel(runId: string, reason?: string): Promise<void>;
   readonly watch?: HeldRuns | undefined;
+  /** The engine's change hub on its store, for runs it does not hold (driven by another engine or process). */
+  readonly changes?: ChangeHub | undefined;
+}
+
+/** How a run's events are waited for: its engine's watch when it holds the run, else the change hub (else the store's `waitForChange`). */
+export interface RunWaits {
+  held?: HeldRuns | undefined;
+  hub?: ChangeHub | undefined;
 }
 
 /**
@@ -92,7 +101,7 @@ export function runHandle(host: HandleHost, id: string, signal?: AbortSignal, op
       if (!r) throw new BatonError('unknown-run', `no run ${id} in ${host.store.location}`);
       return r.status;
     },
-    events: (opts = {}) => runEvents(host.store, id, opts, host.watch),
+    events: (opts = {}) => runEvents(host.store, id, opts, { held: host.watch, hub: host.changes }),
   };
 }
 
@@ -101,10 +110,12 @@ const ENDED = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
 
 /**
  * The events of a run with seq > `after`, in order, until its terminal event (or until `signal`
- * aborts). The wait for a change is armed before each read, so a commit between the read and the
- * wait is never missed; an idle run costs one read per commit (or per WAIT_MS), never a busy loop.
+ * aborts). The wait for a change is armed before each read (a hub's version noted, with the hub kept
+ * listening until the wait), so a commit between the read and the wait is never missed; an idle run
+ * costs one read per commit of its own (per commit of any run without a hub on a store whose
+ * `takeChanged` names them), or per WAIT_MS, never a busy loop.
  */
-export async function* runEvents(store: RunStore, runId: string, opts: RunEventsOptions = {}, held?: HeldRuns): AsyncGenerator<RunEvent, void, undefined> {
+export async function* runEvents(store: RunStore, runId: string, opts: RunEventsOptions = {}, waits: RunWaits = {}): AsyncGenerator<RunEvent, void, undefined> {
   let seq = opts.after ?? 0;
   const signal = opts.signal;
   if (!Number.isInteger(seq) || seq < 0) throw new BatonError('usage', `events({ after }): expected a seq (an integer >= 0), got ${String(opts.after)}`);
@@ -113,10 +124,20 @@ export async function* runEvents(store: RunStore, runId: string, opts: RunEvents
     const stop = new AbortController();
     const onAbort = (): void => stop.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
+    const { held, hub } = waits;
+    // armed before the read: a run held here waits for its own moves only (its worker reads others' commits);
+    // another run waits on the hub (for its own run's commits), which listens from here to the wait
+    const viaHub = hub !== undefined && !held?.holds(runId);
+    let unsubscribe = viaHub ? hub.subscribe() : undefined;
     try {
-      // armed before the read: a run held here waits for its own moves only (its worker reads others' commits)
-      const woken = held?.holds(runId) ? held.wait(runId, WAIT_MS, stop.signal) : store.waitForChange(WAIT_MS, stop.signal);
+      const seen = viaHub ? hub.version(runId) : 0;
+      const woken = viaHub ? undefined : held?.holds(runId) ? held.wait(runId, WAIT_MS, stop.signal) : store.waitForChange(WAIT_MS, stop.signal);
       const batch = await store.events(runId, seq);
+      if (batch.length > 0) {
+        // read again after the batch: the hub need not listen while the caller holds an event
+        unsubscribe?.();
+        unsubscribe = undefined;
+      }
       for (const e of batch) {
         seq = e.seq;
         yield e;
@@ -127,8 +148,9 @@ export async function* runEvents(store: RunStore, runId: string, opts: RunEvents
       if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${store.location}`);
       // the terminal event lies at or before `after`: nothing more will come
       if (ENDED.has(record.status) && record.seq <= seq) return;
-      await woken;
+      await (woken ?? hub?.next(runId, seen, WAIT_MS, stop.signal));
     } finally {
+      unsubscribe?.();
       signal?.removeEventListener('abort', onAbort);
       stop.abort();
     }

@@ -291,13 +291,22 @@ export interface RunStore {
   waitForChange(maxMs: number, signal?: AbortSignal): Promise<void>;
 
   /**
-   * The runs changed since `consumer`'s last call with their new seq, when the store knows them (PostgreSQL:
-   * the NOTIFY payloads; each consumer, a worker say, hears of every commit), or 'unknown' (any run may have changed: after a reconnect, an overflow, or a store
-   * that cannot tell). Optional: a store without it is always 'unknown'.
+   * The runs changed since `consumer`'s last call with their new seq, when the store knows them, or
+   * 'unknown' (any run may have changed: a consumer's first call, a reconnect, an overflow, or a store
+   * that cannot tell). Each consumer (a worker, a change hub) hears of every commit, whatever the others
+   * took. Memory: kept per consumer at each commit; SQLite: the runs whose `changed_at` passed the
+   * consumer's mark (other processes' commits included); PostgreSQL: the NOTIFY payloads. Optional: a
+   * store without it is always 'unknown'.
    */
   takeChanged?(consumer?: object): ReadonlyMap<string, number> | 'unknown';
   /** Forgets a consumer of takeChanged (a worker that closed). Optional. */
   forgetChanged?(consumer: object): void;
+  /**
+   * True when `takeChanged` names every run with a new commit (memory, SQLite; PostgreSQL with
+   * `listen: 'commits'`), so a reader may wait for its own run's changes only. False or absent: it names
+   * some (PostgreSQL's default hears only commits that leave work), and a reader looks at every change.
+   */
+  readonly changesComplete?: boolean;
 
   close(): Promise<void>;
   /** close(): `await using store = ...`. */

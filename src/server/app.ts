@@ -13,7 +13,7 @@ import { BatonError } from '../core/errors.js';
 import type { RunStatus } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import { agentRouteHandlers } from './agents.js';
-import { ChangeHub } from './changes.js';
+import { ChangeHub } from '../api/changes.js';
 import { edge, errorResponse, methodNotAllowed, nodeEdge, type Request } from './http.js';
 // from the module that names no Hono type: app.d.ts re-exports it
 import { HttpError, type EdgeOptions } from './http-types.js';
@@ -48,8 +48,10 @@ export interface ServerAppOptions {
   /**
    * A store object of the server's own on the same database, for change notifications only: its
    * `takeChanged` says which runs changed, so a commit wakes only the streams of its run (PostgreSQL:
-   * a second LISTEN connection). Default: the engine's store, whose `takeChanged` is its worker's, so
-   * every commit wakes every stream. The caller opens and closes it.
+   * a second LISTEN connection, listening to every commit). Default: the engine's store, which says
+   * so itself on memory and SQLite (the hub is a consumer of its own, beside the worker), and on
+   * PostgreSQL hears only commits that leave work, so every change wakes every stream there. The
+   * caller opens and closes it.
    */
   changes?: RunStore | undefined;
   /** Faults that are not the caller's (a store failure, a bug): logged here, answered with a message only. */

@@ -13,7 +13,7 @@ import { systemClock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent, RunStatus } from '../engine/events.js';
 import type { RunRecord, RunStore } from '../engine/ports.js';
-import type { ChangeHub } from './changes.js';
+import type { ChangeHub } from '../api/changes.js';
 import { HttpError } from './http.js';
 import { runSummary } from './runs.js';
 

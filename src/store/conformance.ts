@@ -613,5 +613,45 @@ export function storeConformance(name: string, h: StoreHarness): void {
         await expect(s.waitForChange(10)).resolves.toBeUndefined();
       });
     });
+
+    describe('takeChanged (stores whose changesComplete says it names every changed run)', () => {
+      /** What `consumer` takes until `ids` are all named (a store that hears of commits asynchronously, a NOTIFY say). */
+      const takeUntil = async (s: RunStore, consumer: object, ids: string[]): Promise<Map<string, number> | 'unknown'> => {
+        const got = new Map<string, number>();
+        const until = performance.now() + 5_000;
+        for (;;) {
+          const t = s.takeChanged!(consumer);
+          if (t === 'unknown') return t;
+          for (const [id, seq] of t) got.set(id, Math.max(seq, got.get(id) ?? 0));
+          if (ids.every((id) => got.has(id)) || performance.now() > until) return got;
+          await s.waitForChange(50);
+        }
+      };
+
+      it("names the runs committed since each consumer's own last take, with their seq; other instances' commits too", async () => {
+        const s = await fresh();
+        if (!s.changesComplete) return;
+        const other = await peer(s);
+        const a = {};
+        const b = {};
+        // a consumer's first take: it heard of nothing before
+        expect(s.takeChanged!(a)).toBe('unknown');
+        expect(s.takeChanged!(b)).toBe('unknown');
+        await s.createRun(newRun('t1'));
+        await other.createRun(newRun('t2', { events: 2 }));
+        await other.transact('t1', 1, () => ({ commit: commitOf([log(2, 'a', 'x'), log(3, 'a', 'y')]), value: null }));
+        expect(await takeUntil(s, a, ['t1', 't2'])).toEqual(new Map([['t1', 3], ['t2', 2]]));
+        // a's take left b's alone
+        expect(await takeUntil(s, b, ['t1', 't2'])).toEqual(new Map([['t1', 3], ['t2', 2]]));
+        // nothing since
+        expect(s.takeChanged!(a)).toEqual(new Map());
+        await s.commitMany!([{ runId: 't2', knownSeq: 2, commit: commitOf([log(3, 'a', 'z')]), notify: true }]);
+        expect(await takeUntil(s, a, ['t2'])).toEqual(new Map([['t2', 3]]));
+        // a forgotten consumer starts again from 'unknown'
+        s.forgetChanged!(b);
+        expect(s.takeChanged!(b)).toBe('unknown');
+        expect(s.takeChanged!(b)).toEqual(new Map());
+      });
+    });
   });
 }

@@ -8,6 +8,7 @@ import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { StoredSnapshot } from '../engine/snapshot.js';
 import type { BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
+import { ChangedRuns } from './changed.js';
 import { skipKeys, Waiters } from './rows.js';
 
 interface Entry {
@@ -24,6 +25,9 @@ export class MemoryStore implements RunStore {
   private readonly entries = new Map<string, Entry>();
   private readonly workflows = new Map<string, WorkflowRecord>();
   private readonly waiters = new Waiters();
+  /** Which runs changed, per consumer of takeChanged: every commit goes through this object. */
+  private readonly changed = new ChangedRuns();
+  readonly changesComplete = true;
 
   createRun(init: NewRun): Promise<void> {
     const err = this.createIn(init);
@@ -50,6 +54,7 @@ export class MemoryStore implements RunStore {
     if (!this.workflows.has(init.workflow.hash)) this.workflows.set(init.workflow.hash, { ...init.workflow });
     apply(entry, init.commit);
     this.entries.set(id, entry);
+    this.changed.note(id, entry.run.seq);
     return undefined;
   }
 
@@ -113,7 +118,10 @@ export class MemoryStore implements RunStore {
         }
         checkSeq(e, d.commit);
         apply(e, d.commit);
-        if (d.commit.events.length > 0) this.notify();
+        if (d.commit.events.length > 0) {
+          this.changed.note(runId, e.run.seq);
+          this.notify();
+        }
       }
       result = { ok: true, value: d.value };
     } catch (err) {
@@ -139,7 +147,10 @@ export class MemoryStore implements RunStore {
         checkSeq(e, it.commit);
         apply(e, it.commit);
         results[i] = 'ok';
-        if (it.commit.events.length > 0) wrote = true;
+        if (it.commit.events.length > 0) {
+          this.changed.note(it.runId, e.run.seq);
+          wrote = true;
+        }
       }
     } catch (err) {
       return Promise.reject(err);
@@ -187,6 +198,15 @@ export class MemoryStore implements RunStore {
   waitForChange(maxMs: number, signal?: AbortSignal): Promise<void> {
     // one process: nothing changes behind our back, but transactions of other engines in this process wake waiters
     return this.waiters.wait(maxMs, signal);
+  }
+
+  /** The runs committed since `consumer`'s last take (each consumer its own). */
+  takeChanged(consumer: object = this.changed): ReadonlyMap<string, number> | 'unknown' {
+    return this.changed.take(consumer);
+  }
+
+  forgetChanged(consumer: object): void {
+    this.changed.forget(consumer);
   }
 
   close(): Promise<void> {

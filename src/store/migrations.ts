@@ -10,7 +10,8 @@
  *
  * The schema:
  * - workflows(hash PK, name, source, path, created_at): a run keeps the workflow it started with.
- * - runs(run_id PK, ...every RunRecord field...): trigger, initial_state, bindings and options as JSON text.
+ * - runs(run_id PK, ...every RunRecord field...): trigger, initial_state, bindings and options as JSON text;
+ *   SQLite's also changed_at (version 4: the order of the last write of each run, for takeChanged).
  * - tasks((run_id, phase) PK, ...every TaskRow field...): input, output, failure as JSON text.
  * - events((run_id, seq) PK, type, at, phase, body): body is the whole event as JSON text, exactly as
  *   given; type/at/phase are copies for queries.
@@ -97,6 +98,16 @@ export const MIGRATIONS: readonly Migration[] = [
     // replay(), never written in a commit, ignored when its format is not the engine's
     sqlite: [`CREATE TABLE snapshots (run_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, format INTEGER NOT NULL, body BLOB NOT NULL)`],
     postgres: [`CREATE TABLE snapshots (run_id text PRIMARY KEY, seq integer NOT NULL, format integer NOT NULL, body bytea NOT NULL)`],
+  },
+  {
+    version: 4,
+    description: 'runs by last change',
+    // SQLite: every write of a run row sets changed_at one above the largest (one writer: they grow in
+    // commit order), so a reader learns which runs changed since a point, other processes' commits
+    // included (takeChanged: `WHERE changed_at > mark`). Rows of before are 0. PostgreSQL: nothing (its
+    // NOTIFY payloads say which runs changed).
+    sqlite: [`ALTER TABLE runs ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0`, `CREATE INDEX runs_changed ON runs (changed_at)`],
+    postgres: [],
   },
 ];
 

@@ -169,6 +169,8 @@ async function migrate(client: pg.Client, schema: string, location: string, migr
 
 export class PostgresStore implements RunStore {
   readonly kind = 'postgres';
+  /** takeChanged names every run with a new commit only when listening to every commit (`listen: 'commits'`). */
+  readonly changesComplete: boolean;
   get hasClock(): boolean {
     return this.databaseClock;
   }
@@ -207,6 +209,7 @@ export class PostgresStore implements RunStore {
     private readonly listenCheckMs = 30_000,
   ) {
     this.channel = listen === 'commits' ? `${schema}_commits` : `${schema}_runs`;
+    this.changesComplete = listen === 'commits';
     this.sql = sqlFor(`"${schema}"`, `${schema}_runs`, `${schema}_commits`);
     const stream = (): Socket => {
       const s = new Socket();

@@ -120,6 +120,36 @@ describe('sqlite store', () => {
     expect((err as Error).message).toMatch(new RegExp(`version ${NOW_V + 1}.*up to ${NOW_V}`));
   });
 
+  it('opens a version 3 store (before runs.changed_at) and migrates it: its runs are kept, and named by takeChanged once they change', async () => {
+    const f = file('v3.db');
+    const s = new SqliteStore(f);
+    await s.createRun(newRun('old', { events: 2, tasks: [task('a')] }));
+    await s.createRun(newRun('older', { createdAt: 1 }));
+    await s.close();
+    // the file as version 3 left it: no changed_at, no runs_changed, no version 4
+    const raw = pinned(Database.open(f));
+    raw.exec("DROP INDEX runs_changed; ALTER TABLE runs DROP COLUMN changed_at; DELETE FROM baton_schema WHERE version >= 4");
+    expect(raw.prepare("SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'changed_at'").pluck().get()).toBe(0);
+    raw.close();
+    expect(MIGRATIONS.find((m) => m.version === 4)).toBeDefined();
+
+    const m = new SqliteStore(f);
+    expect(pragma(m, 'SELECT max(version) FROM baton_schema', true)).toBe(NOW_V);
+    expect(pragma(m, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'runs_changed'", true)).toBe(1);
+    expect((await m.run('old'))!.seq).toBe(2);
+    expect(await m.tasks('old')).toEqual([task('a')]);
+    const other = new SqliteStore(f);
+    const c = {};
+    expect(m.takeChanged(c)).toBe('unknown');
+    expect(m.takeChanged(c)).toEqual(new Map());
+    await other.transact('old', 2, () => ({ commit: { events: [{ seq: 3, at: 1, type: 'task.log', phase: 'a', task_id: 't-a', attempt: 1, message: 'x' }], tasks: [], run: { status: 'running', updatedAt: 1, endedAt: null, costUsd: 0, wakeAt: null } }, value: null }));
+    await other.createRun(newRun('new'));
+    expect(m.takeChanged(c)).toEqual(new Map([['old', 3], ['new', 1]]));
+    expect(m.takeChanged(c)).toEqual(new Map());
+    await other.close();
+    await m.close();
+  });
+
   it('gives up with store-locked when another connection holds the write lock past the busy timeout', async () => {
     const f = file('locked.db');
     const s = new SqliteStore(f, { busyTimeoutMs: 50 });

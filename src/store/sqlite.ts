@@ -62,6 +62,16 @@ export interface SqliteStoreOptions {
 }
 
 type Stmt = Database.Statement<unknown[], unknown>;
+
+/**
+ * CHANGES: which runs changed since a point, across processes. Every write of a run row (createRun,
+ * transact, commitMany) sets its changed_at one above the largest in the table, read under the write
+ * lock (SQLite has one writer, and max() is one probe of the runs_changed index), so changed_at grows in
+ * commit order and a reader's `WHERE changed_at > mark` finds every run written since `mark`.
+ */
+const NEXT_CHANGE = 'SELECT coalesce(max(changed_at), 0) + 1 FROM runs';
+/** Runs takeChanged names at most; past this it says 'unknown'. */
+const MAX_CHANGED = 10_000;
 type Decide = (delta: RunEvent[], now?: number) => TxDecision<unknown>;
 interface HintRow {
   run_id: string;
@@ -134,9 +144,14 @@ export class SqliteStore implements RunStore {
     | 'tasks'
     | 'findWork'
     | 'renew'
-    | 'dataVersion',
+    | 'dataVersion'
+    | 'changedSince'
+    | 'lastChange',
     Stmt
   >;
+  /** Per consumer of takeChanged: the largest changed_at it has been told of (CHANGES). */
+  private readonly marks = new Map<object, number>();
+  readonly changesComplete = true;
   private readonly txTransact: Database.Transaction<(runId: string, knownSeq: number, decide: Decide) => { result: TxResult<unknown>; wrote: boolean }>;
   private readonly txMany: Database.Transaction<(items: readonly BatchCommit[]) => { results: BatchResult[]; wrote: boolean }>;
   private readonly txCreate: Database.Transaction<(init: NewRun) => void>;
@@ -197,8 +212,9 @@ export class SqliteStore implements RunStore {
            not_before = excluded.not_before, input = excluded.input, output = excluded.output, failure = excluded.failure,
            updated_at = excluded.updated_at`,
       ),
-      updateRun: p('UPDATE runs SET status = ?, updated_at = ?, ended_at = ?, cost_usd = ?, wake_at = ?, seq = ? WHERE run_id = ?'),
-      insertRun: p(`INSERT INTO runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      // changed_at: see CHANGES (the top of this file)
+      updateRun: p(`UPDATE runs SET status = ?, updated_at = ?, ended_at = ?, cost_usd = ?, wake_at = ?, seq = ?, changed_at = (${NEXT_CHANGE}) WHERE run_id = ?`),
+      insertRun: p(`INSERT INTO runs (${RUN_COLUMNS}, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (${NEXT_CHANGE}))`),
       insertWorkflow: p('INSERT INTO workflows (hash, name, source, path, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING'),
       taskLease: p('SELECT status, attempt, lease_owner, lease_expires_at FROM tasks WHERE run_id = ? AND phase = ?'),
       run: p(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`),
@@ -215,6 +231,8 @@ export class SqliteStore implements RunStore {
       findWork: p(FIND_WORK_SQL),
       renew: p("UPDATE tasks SET lease_expires_at = ? WHERE run_id = ? AND phase = ? AND attempt = ? AND status = 'running' AND lease_owner = ?"),
       dataVersion: p('PRAGMA data_version').pluck(),
+      changedSince: p('SELECT run_id, seq, changed_at FROM runs WHERE changed_at > ? ORDER BY changed_at LIMIT ?'),
+      lastChange: p('SELECT coalesce(max(changed_at), 0) FROM runs').pluck(),
     };
   }
 
@@ -446,6 +464,39 @@ export class SqliteStore implements RunStore {
       this.poll.unref();
     }
     return p;
+  }
+
+  /**
+   * The runs whose row was written since `consumer`'s last take (by any process on the file), with their
+   * seq. One statement, so one snapshot: a row at changed_at c is there only if every write below c
+   * committed before it (one writer), so the largest c read is a mark nothing at or below is missing from.
+   */
+  takeChanged(consumer: object = this.marks): ReadonlyMap<string, number> | 'unknown' {
+    try {
+      const mark = this.marks.get(consumer);
+      if (mark === undefined) {
+        // what changed before the first take is unknown to this consumer
+        this.marks.set(consumer, this.s.lastChange.get() as number);
+        return 'unknown';
+      }
+      const rows = this.s.changedSince.all(mark, MAX_CHANGED + 1) as { run_id: string; seq: number; changed_at: number }[];
+      if (rows.length > MAX_CHANGED) {
+        // too many to name: the consumer looks at everything (after this take, so nothing before the new mark is missed)
+        this.marks.set(consumer, this.s.lastChange.get() as number);
+        return 'unknown';
+      }
+      const out = new Map<string, number>();
+      for (const r of rows) out.set(r.run_id, r.seq);
+      if (rows.length > 0) this.marks.set(consumer, rows[rows.length - 1]!.changed_at);
+      return out;
+    } catch {
+      // a closed or failing store: the consumer looks at everything (its reads say what is wrong)
+      return 'unknown';
+    }
+  }
+
+  forgetChanged(consumer: object): void {
+    this.marks.delete(consumer);
   }
 
   private checkDataVersion(): void {

@@ -1,11 +1,15 @@
 /**
  * The server's ChangeHub over real stores: with a PostgreSQL store object of its own (whose
- * notifications say which runs changed) a commit raises only its run's version and the all-runs one;
- * over the worker's store (or a store that cannot tell) every stream's version moves.
+ * notifications say which runs changed), or the worker's own store object on memory and SQLite (whose
+ * takeChanged has a consumer per hub), a commit raises only its run's version and the all-runs one; over
+ * PostgreSQL's worker store object (which hears only commits that leave work) every version moves.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine, openStore, WorkflowSpec, type RunStore } from '@baton-run/baton';
-import { ChangeHub } from '../../src/server/changes.js';
+import { ChangeHub } from '../../src/api/changes.js';
 import { testDatabase } from '../helpers/pg.js';
 import { GATED } from './harness.js';
 
@@ -64,7 +68,40 @@ describe('ChangeHub', () => {
     }
   });
 
-  test('untargeted (the worker’s store object): every version moves at each change', async () => {
+  test.each(['memory', 'sqlite'])('targeted on %s with the worker’s own store object: a commit moves its run’s version, not the others', async (kind) => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-hub-'));
+    const s = await openStore(kind === 'memory' ? 'memory' : join(dir, 'h.db'), { cwd: dir });
+    const { a, b, engine } = await twoRuns(s);
+    const hub = new ChangeHub(s);
+    const unsubscribe = hub.subscribe();
+    try {
+      // the hub's first look says 'unknown' (every version moves once): commit to a third run until only its version moves
+      const spec = WorkflowSpec.fromString(GATED);
+      for (let i = 0; i < 5; i++) {
+        const c = await engine.create(spec);
+        const va0 = hub.version(a);
+        const seen = hub.next(c, hub.version(c), 10_000);
+        await engine.cancel(c, 'warm-up');
+        await seen;
+        if (hub.version(a) === va0) break;
+      }
+      const [va, vb, vall] = [hub.version(a), hub.version(b), hub.version()];
+      const woken = hub.next(a, va, 10_000);
+      await engine.cancel(a, 'test');
+      await woken;
+      expect(hub.version(a)).toBeGreaterThan(va);
+      expect(hub.version()).toBeGreaterThan(vall);
+      expect(hub.version(b)).toBe(vb);
+    } finally {
+      unsubscribe();
+      hub.close();
+      await engine.close();
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('untargeted (PostgreSQL’s worker store object, which hears only commits that leave work): every version moves at each change', async () => {
     const { a, b, engine } = await twoRuns(store);
     const hub = new ChangeHub(store);
     const unsubscribe = hub.subscribe();

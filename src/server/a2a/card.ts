@@ -6,7 +6,7 @@
 import type { AgentCard } from '@a2a-js/sdk';
 import type { Engine } from '../../api/engine.js';
 import { JSON_MODE } from '../../agents/a2a-sdk.js';
-import type { ChangeHub } from '../changes.js';
+import type { ChangeHub } from '../../api/changes.js';
 import type { EdgeOptions } from '../http-types.js';
 import type { RegisteredWorkflow } from '../workflows.js';
 import { A2A_PATH, type A2aServerModules } from './modules.js';

@@ -19,7 +19,7 @@ import type { Json, JsonObject } from '../../core/json.js';
 import type { GateResult } from '../../engine/result.js';
 import { loadWorkflow } from '../../workflow/compile.js';
 import { answerOf, dataOf, dataPart, isInterrupted, isTerminal, message, stateName, textPart, type A2aSdk, type A2aTask } from '../../agents/a2a-sdk.js';
-import type { ChangeHub } from '../changes.js';
+import type { ChangeHub } from '../../api/changes.js';
 import type { Principal } from '../keys.js';
 import type { RegisteredWorkflow } from '../workflows.js';
 

@@ -1,16 +1,21 @@
 /**
- * One wait on the store's change notifications for the whole server, fanned out to the open streams.
- * Each stream reads what it needs after a change; none polls on its own.
+ * One wait on the store's change notifications, fanned out to the readers of runs: the streams of a
+ * server (one hub each), the handles of an engine on runs it does not hold (one hub each). Each reader
+ * reads what it needs after a change; none polls on its own.
  *
- * Which streams wake: with a store object of the server's own (`targeted`: PostgreSQL, a second
- * connection whose LISTEN/NOTIFY payloads `takeChanged` hands over), only the streams of the runs that
- * changed, and the all-runs streams; otherwise (memory, SQLite, or the worker's own store object, whose
- * `takeChanged` is the worker's: one consumer per store object) every stream, at each change.
+ * Which readers wake: when the store's `takeChanged` names every run with a new commit (`targeted`:
+ * memory and SQLite, the worker's own store object included, PostgreSQL with a store object of the
+ * server's own listening to every commit), only the readers of the runs that changed, and the all-runs
+ * readers. The hub is a consumer of `takeChanged` of its own, beside the worker's: each hears of every
+ * commit. Otherwise (PostgreSQL's worker store object, which hears only commits that leave work), or
+ * when the store says 'unknown' (a consumer's first take, a reconnect, an overflow), every reader.
  *
- * Invariant (no change is missed): a stream notes its `version` BEFORE it reads the store, then waits
- * for a version above it. Versions only grow. While any stream is open the hub keeps waiting on the
- * store, so a commit that lands during a read raises the version after the note, and the stream reads
- * again.
+ * Invariant (no change is missed): a reader subscribes, notes its `version` BEFORE it reads the store,
+ * then waits for a version above it (a stream stays subscribed for its life, a handle from its note to
+ * the end of its wait). Versions only grow. While anyone is subscribed the hub keeps waiting on the
+ * store and is a consumer of `takeChanged` throughout (it is forgotten only when nobody is), so a commit
+ * that lands during a read is in a later take, raises the run's version after the note, and the reader
+ * reads again. A consumer's first take says 'unknown', which covers the commits before it registered.
  */
 import type { RunStore } from '../engine/ports.js';
 
@@ -36,10 +41,10 @@ export class ChangeHub {
   private loop: Promise<void> | undefined;
   private readonly stop = new AbortController();
 
-  /** `targeted`: `store` is the hub's own, and its `takeChanged` says which runs changed. */
+  /** `targeted` (default: the store says its takeChanged is complete): `takeChanged` says which runs changed. */
   constructor(
     private readonly store: RunStore,
-    private readonly targeted = false,
+    private readonly targeted = store.changesComplete === true && typeof store.takeChanged === 'function',
   ) {}
 
   /** The version a stream of `runId` (undefined: of every run) notes before it reads. */
@@ -84,9 +89,12 @@ export class ChangeHub {
     while (!this.stop.signal.aborted) {
       if (this.waiters.size === 0 && this.open === 0) {
         this.loop = undefined;
+        // an idle hub costs the store nothing; the next loop's first take says 'unknown' (wakes all once)
+        if (this.targeted) this.store.forgetChanged?.(this);
         return;
       }
       await this.store.waitForChange(WAIT_MS, this.stop.signal);
+      if (this.stop.signal.aborted) return;
       const changed = this.targeted ? (this.store.takeChanged?.(this) ?? 'unknown') : 'unknown';
       if (changed === 'unknown' || this.runs.size + changed.size > MAX_TRACKED) {
         this.everyRun = ++this.tick;
@@ -103,6 +111,7 @@ export class ChangeHub {
 
   close(): void {
     this.stop.abort();
+    if (this.targeted) this.store.forgetChanged?.(this);
     for (const w of [...this.waiters]) w.done();
   }
 }
