@@ -52,6 +52,19 @@ export class ChangeHub {
     return Math.max(this.everyRun, runId === undefined ? this.anyRun : (this.runs.get(runId) ?? 0));
   }
 
+  /**
+   * The runs whose version passed `seen` (noted with `version()` before a read), or 'all' when a change
+   * since then may concern any run (the store could not say which, or the hub forgot past MAX_TRACKED).
+   * What the all-runs streams read after a wake: the runs that changed, old ones included.
+   */
+  changedSince(seen: number): ReadonlySet<string> | 'all' {
+    if (this.everyRun > seen) return 'all';
+    const out = new Set<string>();
+    if (this.anyRun <= seen) return out;
+    for (const [id, tick] of this.runs) if (tick > seen) out.add(id);
+    return out;
+  }
+
   /** A stream is open: the hub keeps waiting on the store until the returned function is called. */
   subscribe(): () => void {
     this.open++;
@@ -86,6 +99,13 @@ export class ChangeHub {
   }
 
   private async run(): Promise<void> {
+    // Started by a reader that has not noted a version yet (subscribe: it notes and reads after this
+    // call returns, and this part runs before the first await, within the call): the first take only
+    // makes the hub a consumer, so that every commit after it is named. Its 'unknown' need not wake
+    // anybody; as a wake-up it made every all-runs stream's next read a read of the newest runs only, not
+    // of the runs that changed. Started by a waiter (next), which read before the hub listened, the
+    // first take's 'unknown' wakes it as before.
+    if (this.targeted && this.waiters.size === 0) this.store.takeChanged?.(this);
     while (!this.stop.signal.aborted) {
       if (this.waiters.size === 0 && this.open === 0) {
         this.loop = undefined;

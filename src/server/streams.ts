@@ -23,6 +23,8 @@ const TERMINAL = new Set<RunEvent['type']>(['run.completed', 'run.failed', 'run.
 const ENDED = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
 /** Runs the all-runs stream compares at each change (newest first). */
 const DASHBOARD_RUNS = 500;
+/** Changed runs an all-runs stream reads one by one (more: the newest DASHBOARD_RUNS in one read, the rest by id). */
+const BY_ID = 64;
 /**
  * The all-runs stream reads the run rows at most this often (ms): each read compares the newest 500, and
  * on a busy server a read per commit made one dashboard halve the server's throughput (3,000 runs through
@@ -118,15 +120,19 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
   const sent = new Set<string>();
   let wrote = performance.now();
   let read = -Infinity;
+  /** The hub's version noted before the last read (undefined: nothing read yet). */
+  let noted: number | undefined;
   while (!signal.aborted) {
     // changes that come during the gap are read together after it (the version noted after the gap covers them)
     const gap = read + DASHBOARD_GAP_MS - performance.now();
     if (gap > 0) await systemClock.sleep(gap, signal).catch(() => undefined);
     if (signal.aborted) return;
+    const changed = noted === undefined ? 'all' : host.hub.changedSince(noted);
     const seen = host.hub.version();
     read = performance.now();
-    const rows = await host.store.runs({ limit: DASHBOARD_RUNS });
-    for (const r of rows.reverse()) {
+    const rows = await changedRuns(host.store, changed);
+    noted = seen;
+    for (const r of rows) {
       if (known.get(r.runId) === r.seq) continue;
       known.set(r.runId, r.seq);
       const matches = !status || status.has(r.status);
@@ -143,6 +149,34 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
     }
     await host.hub.next(undefined, seen, KEEPALIVE_MS, signal);
   }
+}
+
+/**
+ * The rows an all-runs stream reads after a wake, oldest first. With the runs that changed named (the
+ * hub's targeted store), those runs, however old: it read the newest 500 only, so a run older than them
+ * that moved (a gate approved days later, with newer runs started since) was never sent. When the store
+ * could not say which ('all': a stream's first read, an untargeted store, an overflow), the newest 500.
+ * Many named runs at once (a burst of new ones) are read as the newest 500, plus by id those not among them.
+ */
+async function changedRuns(store: RunStore, changed: ReadonlySet<string> | 'all'): Promise<RunRecord[]> {
+  if (changed !== 'all' && changed.size <= BY_ID) return sortedOldestFirst(await runsById(store, [...changed]));
+  const newest = await store.runs({ limit: DASHBOARD_RUNS });
+  if (changed === 'all') return newest.reverse();
+  const got = new Set(newest.map((r) => r.runId));
+  const older = await runsById(store, [...changed].filter((id) => !got.has(id)));
+  return sortedOldestFirst([...newest, ...older]);
+}
+
+async function runsById(store: RunStore, ids: readonly string[]): Promise<RunRecord[]> {
+  const out: RunRecord[] = [];
+  for (let i = 0; i < ids.length; i += BY_ID) {
+    for (const r of await Promise.all(ids.slice(i, i + BY_ID).map((id) => store.run(id)))) if (r) out.push(r);
+  }
+  return out;
+}
+
+function sortedOldestFirst(rows: RunRecord[]): RunRecord[] {
+  return rows.sort((a, b) => a.createdAt - b.createdAt || (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
 }
 
 async function end(stream: SSEStreamingApi, runId: string, record: RunRecord | undefined): Promise<void> {

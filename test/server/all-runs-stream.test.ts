@@ -1,0 +1,86 @@
+/**
+ * The all-runs stream (`GET /events`, for dashboards) sends a run's row each time it moves, however old
+ * the run: a gated run started before 520 newer ones, approved while the stream is open, is sent with its
+ * new status. Before, each read after a wake took the newest 500 runs only, so an old run that moved was
+ * never sent. On memory and SQLite (the store names the runs that changed), through a server on a
+ * loopback-free app (`createServerApp`, requests in memory) over a real store.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { createEngine } from '../../src/api/engine.js';
+import { WorkflowSpec } from '../../src/api/spec.js';
+import type { RunStore } from '../../src/engine/ports.js';
+import { createServerApp } from '../../src/server/app.js';
+import { sseMessages } from '../../src/server/client.js';
+import { parseKeysEnv } from '../../src/server/keys.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { openSqliteStore } from '../../src/store/sqlite.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'baton-all-runs-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const KEY = 'all-runs-key-0123456789abcdef';
+const GATED = `openintent: "1.0"
+info: {name: gated}
+governance:
+  require_approval: {approvers: [ops]}
+workflow:
+  a: {assign: x, outputs: {n: number}}
+`;
+const PLAIN = `openintent: "1.0"
+info: {name: plain}
+workflow:
+  a: {assign: x, outputs: {n: number}}
+`;
+
+const stores: [string, () => RunStore][] = [
+  ['memory', () => new MemoryStore()],
+  ['sqlite', () => openSqliteStore(join(dir, 'a.db'), { pollMs: 10 })],
+];
+
+describe.each(stores)('the all-runs stream on %s', (_name, open) => {
+  test('an old run that moves is sent, however many newer runs there are', async () => {
+    const store = open();
+    // no worker: the runs stay as created, and the approval is the only move
+    const engine = createEngine({ store, stubAgents: true });
+    const server = await createServerApp({ engine, keys: parseKeysEnv(`ops:admin:${KEY}`), log: () => undefined });
+    const ctl = new AbortController();
+    try {
+      const old = await engine.create(WorkflowSpec.fromString(GATED), { runId: 'old-gated' });
+      const plain = WorkflowSpec.fromString(PLAIN);
+      for (let i = 0; i < 520; i += 52) await Promise.all(Array.from({ length: 52 }, (_, k) => engine.create(plain, { runId: `new-${String(i + k).padStart(3, '0')}` })));
+      const res = await server.app.request('/events', { headers: { authorization: `Bearer ${KEY}`, accept: 'text/event-stream' }, signal: ctl.signal });
+      expect(res.status).toBe(200);
+      const rows: { run_id: string; status: string }[] = [];
+      const reading = (async () => {
+        for await (const m of sseMessages(res.body!)) {
+          if (m.event !== 'run') continue;
+          rows.push(JSON.parse(m.data) as { run_id: string; status: string });
+          if (rows.some((r) => r.run_id === old && r.status !== 'waiting')) return;
+        }
+      })();
+      // the first read sends the newest 500: the old run is not among them
+      await until(() => rows.length >= 500);
+      expect(rows.some((r) => r.run_id === old)).toBe(false);
+      const gate = (await engine.inspect(old)).result.gates[0]!;
+      await engine.approve(old, gate.id, 'ops');
+      await Promise.race([reading, new Promise((_, reject) => setTimeout(() => reject(new Error('the old run never came')), 10_000))]);
+      expect(rows.filter((r) => r.run_id === old).map((r) => r.status)).toEqual(['running']);
+    } finally {
+      ctl.abort();
+      server.close();
+      await engine.close();
+      await store.close();
+    }
+  }, 60_000);
+});
+
+async function until(check: () => boolean, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
