@@ -105,7 +105,13 @@ export class ChangeHub {
     // anybody; as a wake-up it made every all-runs stream's next read a read of the newest runs only, not
     // of the runs that changed. Started by a waiter (next), which read before the hub listened, the
     // first take's 'unknown' wakes it as before.
-    if (this.targeted && this.waiters.size === 0) this.store.takeChanged?.(this);
+    if (this.targeted && this.waiters.size === 0) {
+      try {
+        this.store.takeChanged?.(this);
+      } catch {
+        // the store is away: the loop's first take says 'unknown' then, and wakes every reader
+      }
+    }
     while (!this.stop.signal.aborted) {
       if (this.waiters.size === 0 && this.open === 0) {
         this.loop = undefined;
