@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { latestVersion, MIGRATIONS } from '../src/store/migrations.js';
 import { SqliteStore, pinned } from '../src/store/sqlite.js';
+import { openStore } from '../src/api/store.js';
 
 const fixtures = join(import.meta.dirname, 'fixtures', 'stores');
 const dir = mkdtempSync(join(tmpdir(), 'baton-golden-'));
@@ -51,6 +52,19 @@ describe('golden store files', () => {
       value: delta.length,
     }));
     expect(r).toEqual({ ok: true, value: 0 });
+    await s.close();
+    const db = pinned(new Database(file, { readonly: true }));
+    expect(db.prepare('SELECT max(version) FROM baton_schema').pluck().get()).toBe(latestVersion(MIGRATIONS));
+    db.close();
+  });
+
+  it('a reading command (baton runs, show) on an older store it may write migrates it, as a writing one does', async () => {
+    const file = join(dir, 'v1-read.db');
+    copyFileSync(join(fixtures, 'v1.db'), file);
+    const expected = JSON.parse(readFileSync(join(fixtures, 'v1.expected.json'), 'utf8')) as Expected;
+    // it was refused (store-version: "open it once with write access") after every schema change
+    const s = await openStore(file, { access: 'read' });
+    expect(JSON.stringify(await s.runs())).toBe(JSON.stringify(expected.runs));
     await s.close();
     const db = pinned(new Database(file, { readonly: true }));
     expect(db.prepare('SELECT max(version) FROM baton_schema').pluck().get()).toBe(latestVersion(MIGRATIONS));

@@ -81,9 +81,20 @@ export async function openStore(spec: string | undefined, opts: OpenStoreOptions
       // reading needs no store: a missing file is an empty one (nothing is created)
       if (opts.access === 'read' && !existsSync(p.file)) return emptyStore(p.location);
       const readonly = opts.access === 'read';
+      const open = (ro: boolean): RunStore => openSqliteStore(p.file, { location: p.location, ...(opts.sync ? { sync: opts.sync } : {}), ...(ro ? { readonly: true } : {}), ...(opts.databaseClock !== undefined ? { databaseClock: opts.databaseClock } : {}) });
       try {
-        return openSqliteStore(p.file, { location: p.location, ...(opts.sync ? { sync: opts.sync } : {}), ...(readonly ? { readonly } : {}), ...(opts.databaseClock !== undefined ? { databaseClock: opts.databaseClock } : {}) });
+        return open(readonly);
       } catch (e) {
+        // a reader meets a store of an older schema (Baton was upgraded): where it may write the file, it
+        // migrates it as any writing command would, rather than telling the user to run one first
+        if (readonly && e instanceof BatonError && e.code === 'store-version' && / this Baton reads version /.test(e.message) && writable(p.file) && writable(dirname(p.file))) {
+          try {
+            await open(false).close();
+            return open(true);
+          } catch (again) {
+            throw storeFault(again, p.file, p.location);
+          }
+        }
         throw storeFault(e, p.file, p.location);
       }
     }

@@ -28,13 +28,13 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
     const limit = values.limit === undefined ? 100 : Number(values.limit);
     if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit expects a positive integer, got \`${values.limit}\``);
     store = await openCliStore(values, io, 'read');
-    const runs = await store.runs({ ...(status.length > 0 ? { status: status as RunStatus[] } : {}), limit });
+    const runs = await store.runs({ ...(status.length > 0 ? { status: status as RunStatus[] } : {}), ...(values.workflow !== undefined ? { workflow: values.workflow } : {}), limit });
     if (values.json) {
       io.stdout(JSON.stringify(runs.map((r) => ({ run_id: r.runId, workflow: r.workflowName, status: r.status, created_at: new Date(r.createdAt).toISOString(), updated_at: new Date(r.updatedAt).toISOString(), ended_at: r.endedAt === null ? null : new Date(r.endedAt).toISOString(), cost_usd: r.costUsd })), null, 2) + '\n');
       return 0;
     }
     if (runs.length === 0) {
-      io.stdout(`no runs in ${store.location}\n`);
+      io.stdout(`no runs${values.workflow !== undefined ? ` of ${safeText(values.workflow, 200)}` : ''} in ${store.location}\n`);
       return 0;
     }
     const c = colorsFor(io, 'stdout');

@@ -92,6 +92,7 @@ export const RUN_OPTIONS = {
 export const RUNS_OPTIONS = {
   ...STORE_OPTIONS,
   status: { type: 'string', multiple: true, arg: 'STATUS', desc: 'only runs in this state (repeatable, or comma-separated)', choices: ['running', 'waiting', 'completed', 'failed', 'cancelled'] },
+  workflow: { type: 'string', arg: 'NAME', desc: 'only runs of this workflow (its info.name)' },
   limit: { type: 'string', arg: 'N', desc: 'at most N runs, newest first', shown: '100' },
   json: JSON_OPTION,
 } as const satisfies OptionTable;
