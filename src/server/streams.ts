@@ -23,6 +23,8 @@ const TERMINAL = new Set<RunEvent['type']>(['run.completed', 'run.failed', 'run.
 const ENDED = new Set<RunStatus>(['completed', 'failed', 'cancelled']);
 /** Runs the all-runs stream compares at each change (newest first). */
 const DASHBOARD_RUNS = 500;
+/** Runs under way (running, waiting) an all-runs stream reads besides the newest when the store cannot say which changed. */
+const ACTIVE_RUNS = 1000;
 /** Changed runs an all-runs stream reads one by one (more: the newest DASHBOARD_RUNS in one read, the rest by id). */
 const BY_ID = 64;
 /**
@@ -155,14 +157,20 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
  * The rows an all-runs stream reads after a wake, oldest first. With the runs that changed named (the
  * hub's targeted store), those runs, however old: it read the newest 500 only, so a run older than them
  * that moved (a gate approved days later, with newer runs started since) was never sent. When the store
- * could not say which ('all': a stream's first read, an untargeted store, an overflow), the newest 500.
+ * could not say which ('all': a stream's first read, an untargeted store, an overflow), the newest 500
+ * and every run still under way (up to 1,000).
  * Many named runs at once (a burst of new ones) are read as the newest 500, plus by id those not among them.
  */
 async function changedRuns(store: RunStore, changed: ReadonlySet<string> | 'all'): Promise<RunRecord[]> {
   if (changed !== 'all' && changed.size <= BY_ID) return sortedOldestFirst(await runsById(store, [...changed]));
   const newest = await store.runs({ limit: DASHBOARD_RUNS });
-  if (changed === 'all') return newest.reverse();
   const got = new Set(newest.map((r) => r.runId));
+  if (changed === 'all') {
+    // and every run still under way, however old: only those can move, so a move the store could not
+    // name (before PostgreSQL's LISTEN was up, across a reconnect) is read all the same
+    const active = (await store.runs({ status: ['running', 'waiting'], limit: ACTIVE_RUNS })).filter((r) => !got.has(r.runId));
+    return sortedOldestFirst([...newest, ...active]);
+  }
   const older = await runsById(store, [...changed].filter((id) => !got.has(id)));
   return sortedOldestFirst([...newest, ...older]);
 }

@@ -1,9 +1,9 @@
 /**
  * The all-runs stream (`GET /events`, for dashboards) sends a run's row each time it moves, however old
- * the run: a gated run started before 520 newer ones, approved while the stream is open, is sent with its
- * new status. Before, each read after a wake took the newest 500 runs only, so an old run that moved was
- * never sent. On memory and SQLite (the store names the runs that changed), through a server on a
- * loopback-free app (`createServerApp`, requests in memory) over a real store.
+ * the run: a gated run started before 520 newer ones is sent at connect (a run under way), and again with
+ * its new status when it is approved while the stream is open. Before, each read took the newest 500 runs
+ * only, so an old run was never sent, at connect or when it moved. On memory, SQLite and PostgreSQL (whose server store object names the runs that changed),
+ * through the app without a socket (`createServerApp`, requests in memory) over a real store.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +17,8 @@ import { sseMessages } from '../../src/server/client.js';
 import { parseKeysEnv } from '../../src/server/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { openSqliteStore } from '../../src/store/sqlite.js';
+import { openStore } from '../../src/api/store.js';
+import { testDatabase } from '../helpers/pg.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'baton-all-runs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -35,17 +37,25 @@ workflow:
   a: {assign: x, outputs: {n: number}}
 `;
 
-const stores: [string, () => RunStore][] = [
-  ['memory', () => new MemoryStore()],
-  ['sqlite', () => openSqliteStore(join(dir, 'a.db'), { pollMs: 10 })],
+const db = testDatabase('baton_all_runs');
+afterAll(() => db.drop());
+
+/** The store, and the server's own store object for change notices (PostgreSQL: listening to every commit, as baton serve opens it). */
+const stores: [string, () => Promise<{ store: RunStore; changes?: RunStore }>][] = [
+  ['memory', () => Promise.resolve({ store: new MemoryStore() })],
+  ['sqlite', () => Promise.resolve({ store: openSqliteStore(join(dir, 'a.db'), { pollMs: 10 }) })],
+  ['postgres', async () => {
+    await db.create();
+    return { store: await openStore(db.url), changes: await openStore(db.url, { listen: 'commits' }) };
+  }],
 ];
 
 describe.each(stores)('the all-runs stream on %s', (_name, open) => {
   test('an old run that moves is sent, however many newer runs there are', async () => {
-    const store = open();
+    const { store, changes } = await open();
     // no worker: the runs stay as created, and the approval is the only move
     const engine = createEngine({ store, stubAgents: true });
-    const server = await createServerApp({ engine, keys: parseKeysEnv(`ops:admin:${KEY}`), log: () => undefined });
+    const server = await createServerApp({ engine, keys: parseKeysEnv(`ops:admin:${KEY}`), log: () => undefined, ...(changes ? { changes } : {}) });
     const ctl = new AbortController();
     try {
       const old = await engine.create(WorkflowSpec.fromString(GATED), { runId: 'old-gated' });
@@ -61,18 +71,19 @@ describe.each(stores)('the all-runs stream on %s', (_name, open) => {
           if (rows.some((r) => r.run_id === old && r.status !== 'waiting')) return;
         }
       })();
-      // the first read sends the newest 500: the old run is not among them
-      await until(() => rows.length >= 500);
-      expect(rows.some((r) => r.run_id === old)).toBe(false);
+      // the first read sends the newest 500 and the runs under way: the old run is among them, waiting
+      await until(() => rows.length >= 501);
+      expect(rows.filter((r) => r.run_id === old).map((r) => r.status)).toEqual(['waiting']);
       const gate = (await engine.inspect(old)).result.gates[0]!;
       await engine.approve(old, gate.id, 'ops');
       await Promise.race([reading, new Promise((_, reject) => setTimeout(() => reject(new Error('the old run never came')), 10_000))]);
-      expect(rows.filter((r) => r.run_id === old).map((r) => r.status)).toEqual(['running']);
+      expect(rows.filter((r) => r.run_id === old).map((r) => r.status)).toEqual(['waiting', 'running']);
     } finally {
       ctl.abort();
       server.close();
       await engine.close();
       await store.close();
+      await changes?.close();
     }
   }, 60_000);
 });
