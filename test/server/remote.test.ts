@@ -993,7 +993,9 @@ describe('baton serve --remote as a process', () => {
     const listening = async (p: ReturnType<typeof serve>): Promise<string> => {
       let err = '';
       p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-      for (let i = 0; i < 300 && !/listening on/.test(err); i++) await new Promise((r) => setTimeout(r, 100));
+      // the lines come in separate writes (a loaded machine reads them in separate chunks): wait for the last one said
+      for (let i = 0; i < 300 && !/remote agents: .*\n/.test(err); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(err).toMatch(/listening on/);
       expect(err).toMatch(/remote agents: y, and those the workflows declare/);
       return /listening on (http:\/\/\S+)/.exec(err)![1]!;
     };
