@@ -15,6 +15,11 @@ export default defineConfig({
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     environment: 'node',
     testTimeout: 20_000,
+    // hooks create and drop real PostgreSQL databases, and PostgreSQL 15's DROP DATABASE first waits for a
+    // forced checkpoint of the whole server (every other file's writes too): under CI's load that passed
+    // 10 s (the default) in 4 of 6 runs of test/engine and test/timing, failing files whose tests all passed.
+    // A hook checks nothing; a test's own timeout is unchanged
+    hookTimeout: 60_000,
     // CI (a shared 2-core machine) runs hundreds of child processes and real databases beside the suite:
     // a test that fails is run again, up to twice, and fails CI only when it fails every time. Locally a
     // failure is a failure. A test that needed a retry is reported as flaky by vitest and gets fixed.

@@ -63,4 +63,38 @@ describe('RemoteAgents', () => {
     expect((await run).status).toBe('completed');
     await engine.close();
   });
+
+  test('a claim-time rejection no claim waited for is kept for the next claim for a lease (monotonic), then dropped', async () => {
+    const hub = new RemoteAgents({ leaseMs: 1_000 });
+    const engine = createEngine({ store: new MemoryStore(), agents: { x: () => ({ n: 1 }) }, bindRun: hub.bindRun, onEvent: hub.onEvent });
+    // b reads a.opt, which a leaves out: the engine rejects b's claim (UnresolvableInputError) and the run fails
+    const model = parseWorkflow(`openintent: "1.0"
+info: {name: t}
+agents:
+  r: {x-remote: true}
+workflow:
+  a: {assign: x, outputs: {n: number, opt: {type: string, required: false}}}
+  b: {assign: r, depends_on: [a], inputs: {o: a.opt}, outputs: {m: string}}
+`).model!;
+    // performance.now() moved by hand: the hub measures how long a rejection waited on it
+    let t = performance.now();
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => t);
+    try {
+      const kept = await engine.run(model, {});
+      expect(kept.status).toBe('failed');
+      t += 999;
+      expect(await hub.claim('r', () => true, 0)).toMatchObject({ kind: 'rejection', runId: kept.runId, status: 422 });
+      // told once
+      expect(await hub.claim('r', () => true, 0)).toBeUndefined();
+      const dropped = await engine.run(model, {});
+      expect(dropped.status).toBe('failed');
+      expect(hub.stats().rejections).toBe(1);
+      t += 1_001;
+      expect(await hub.claim('r', () => true, 0)).toBeUndefined();
+      expect(hub.stats().rejections).toBe(0);
+    } finally {
+      clock.mockRestore();
+      await engine.close();
+    }
+  });
 });

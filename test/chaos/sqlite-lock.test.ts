@@ -37,8 +37,8 @@ function cpuMs(pid: number): number | undefined {
 }
 
 /** Another process holding the file's write lock for `ms`: `locked` and `released` settle as it goes. */
-function holdLock(file: string, ms: number): { locked: Promise<void>; released: Promise<void>; kill: () => void } {
-  const locker = spawn(process.execPath, [LOCKER, file, String(ms)], { stdio: ['ignore', 'pipe', 'pipe'] });
+function holdLock(file: string, ms: number, release?: string): { locked: Promise<void>; released: Promise<void>; kill: () => void } {
+  const locker = spawn(process.execPath, [LOCKER, file, String(ms), ...(release !== undefined ? [release] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   locker.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -86,16 +86,28 @@ async function finish(child: ReturnType<typeof baton>, withinMs: number): Promis
 }
 
 describe('SQLite: another process holds the write lock for seconds', () => {
-  test('baton run started under the lock, held past the busy timeout (7 s): completes after the release, without spinning', async () => {
+  test('baton run started under the lock, held past the busy timeout (until it says it waits, then 2 s): completes after the release, without spinning', async () => {
     const { cwd, db } = setup(`export default { w: (ctx) => ({ n: (ctx.input.n ?? 0) + 1 }) };\n`, 0);
     await (await openStore(db, { cwd })).close(); // the schema exists before the lock is taken
-    const lock = holdLock(db, 7_000);
+    // held until the command has said it waits (past its 5 s busy timeout), then 2 s more: a lock of a fixed
+    // 7 s was released before a loaded machine had started the command and waited out that timeout
+    const release = join(cwd, 'release');
+    const lock = holdLock(db, 60_000, release);
     await lock.locked;
     const child = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', db, '--json', '-q'], { cwd });
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     try {
-      // the process starts (tsx, the workflow, the agents) in the first seconds: measured after that
-      await new Promise((r) => setTimeout(r, 3_000));
-      const held = await cpuDuring(child.pid!, lock.released);
+      await until(() => /store unavailable/.test(err), 30_000);
+      // measured from there: the process has started (tsx, the workflow, the agents) and waits for the lock
+      const held = await cpuDuring(
+        child.pid!,
+        (async () => {
+          await new Promise((r) => setTimeout(r, 2_000));
+          writeFileSync(release, '');
+          await lock.released;
+        })(),
+      );
       const done = await finish(child, 15_000);
       if (process.env['CHAOS_VERBOSE']) console.log(`baton used ${held.cpuMs} ms of CPU in ${held.wallMs.toFixed(0)} ms under the lock`);
       // the wait is said in one line (the store is locked past its busy timeout), nothing else

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { MemoryStore } from '../../src/store/memory.js';
-import { ENDINGS, FAULT_POINTS, crashEverywhere, crashEverywhereGated, crashMatchesReference, lateCompletionAfterTakeover, leaseExpiryTakeover } from './scenarios.js';
+import { ENDINGS, FAULT_POINTS, costReportedThenCrashed, crashEverywhere, crashEverywhereGated, crashMatchesReference, lateCompletionAfterTakeover, leaseExpiryTakeover } from './scenarios.js';
 
 const memory = () => new MemoryStore();
 
@@ -37,3 +37,5 @@ describe('crash at every fault point of a run with a run gate, an input gate and
 describe('a crashed and resumed run ends exactly as the run that never crashed (memory store)', () => {
   for (const ending of Object.keys(ENDINGS)) test(ending, async () => expect(await crashMatchesReference(memory, ending)).toBeGreaterThanOrEqual(5));
 });
+
+test('a cost committed before its attempt was lost in a crash counts, and so does the new attempt’s (memory store)', () => costReportedThenCrashed(memory));

@@ -24,7 +24,7 @@ import { FANOUT_SCENARIOS } from './scenarios/fanout.js';
 import { FILE_SCENARIOS } from './scenarios/files.js';
 import { GATE_SCENARIOS, MORE_GATE_SCENARIOS } from './scenarios/gates.js';
 import { IN_DOUBT_SCENARIOS } from './scenarios/in-doubt.js';
-import { ENDINGS, crashEverywhere, crashEverywhereGated, crashMatchesReference, lateCompletionAfterTakeover, leaseExpiryTakeover } from './scenarios/recovery.js';
+import { ENDINGS, costReportedThenCrashed, crashEverywhere, crashEverywhereGated, crashMatchesReference, lateCompletionAfterTakeover, leaseExpiryTakeover } from './scenarios/recovery.js';
 import { rerunFromPhase, rerunRefusals } from './scenarios/rerun.js';
 import { TIMING_SCENARIOS } from './scenarios/timing.js';
 import { WORKER_SCENARIOS } from './scenarios/workers.js';
@@ -45,6 +45,7 @@ export const STORE_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promis
   ...IN_DOUBT_SCENARIOS,
   leaseExpiryTakeover,
   lateCompletionAfterTakeover,
+  costReportedThenCrashed,
   rerunFromPhase,
   rerunRefusals,
   ...Object.fromEntries(FAULT_POINTS.map((at) => [`crash at ${at}, every hit`, (m: StoreFactory) => crashEverywhere(m, at)])),

@@ -43,7 +43,10 @@ function counting(store: RunStore): { store: RunStore; looks: { all: number; own
           looks.all++;
           if (q.ownersLike !== undefined) {
             looks.owners++;
-            looks.ownersAt.push(performance.now());
+            // in the store's time the worker decided in (the database's, estimated from its commits' round
+            // trips): that is what the period is kept in. Measured here on the local clock, a round trip
+            // slower than the next moved the estimate by a few hundred ms under load (748 ms apart once)
+            looks.ownersAt.push(q.now);
           }
           return target.findWork(q);
         };
@@ -85,7 +88,7 @@ describe.each([
         expect(looks.all, `worker ${i}: looks for work over ${WIDTH + 1} phases in ${ms.toFixed(0)} ms`).toBeLessThan(30 + ms / 100);
         // the live leases of this host's workers: at most one read a second (and the first at once)
         expect(looks.owners, `worker ${i}: reads of this host's live leases in ${ms.toFixed(0)} ms`).toBeLessThanOrEqual(2 + Math.ceil(ms / 1000));
-        for (let k = 1; k < looks.ownersAt.length; k++) expect(looks.ownersAt[k]! - looks.ownersAt[k - 1]!).toBeGreaterThan(900);
+        for (let k = 1; k < looks.ownersAt.length; k++) expect(looks.ownersAt[k]! - looks.ownersAt[k - 1]!).toBeGreaterThanOrEqual(1000);
       }
     } finally {
       stop.abort();

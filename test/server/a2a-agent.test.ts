@@ -189,7 +189,9 @@ describe('an A2A agent as a phase', () => {
     await run.cancel('enough');
     const result = await run.result();
     expect(result.status).toBe('cancelled');
-    await expect.poll(() => p.cancelled).toContain(taskId);
+    // the agent sends CancelTask when its attempt is aborted and does not wait for it (its own limit is 5 s):
+    // the run ends first, and the peer hears of it when it does; poll's default 1 s is less than that limit
+    await expect.poll(() => p.cancelled, { timeout: 10_000 }).toContain(taskId);
   });
 
   test('an unreachable agent fails the attempt with A2AUnavailable (retryable), not a crash', async () => {

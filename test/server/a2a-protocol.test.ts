@@ -160,8 +160,9 @@ describe('errors of the other methods', () => {
     const c = await client();
     const t = asTask(await c.sendMessage(send(msg([data({})], { skill: 'slow' }), true)));
     expect(t.status?.state).toBe(TaskState.TASK_STATE_WORKING);
-    // the agent is waiting on the latch (a release before it waits would release nothing: on a loaded machine the task is WORKING before its agent runs)
-    await until(() => latch.running > 0);
+    // this task's agent is waiting on the latch (a release before it waits would release nothing: on a loaded machine the
+    // task is WORKING before its agent runs), not only some attempt: the cancelled task of the first test waited on it too
+    await until(() => latch.holds(t.id));
     // the interleaving, forced: the run completes between the handler's read of the task and its cancel
     const cancel = engine.cancel.bind(engine);
     engine.cancel = async (runId, reason) => {

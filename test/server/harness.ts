@@ -84,17 +84,37 @@ workflow:
     outputs: {n: number}
 `;
 
-/** Releases the `slow` agent's attempts (they wait until released). */
+/**
+ * Releases the `slow` agent's attempts (they wait until released). An attempt aborted while it waits
+ * (a cancel, a lost lease) stops waiting: `running` counts the attempts that wait now, never one a test
+ * before cancelled, so a test that waits for its own attempt to be waiting is not satisfied by another's.
+ */
 export class Latch {
-  private waiting: (() => void)[] = [];
-  running = 0;
-  wait(): Promise<void> {
-    this.running++;
-    return new Promise((r) => this.waiting.push(r));
+  private waiting: { runId: string | undefined; go: () => void }[] = [];
+  get running(): number {
+    return this.waiting.length;
+  }
+  /** Whether an attempt of run `runId` waits on the latch now. */
+  holds(runId: string): boolean {
+    return this.waiting.some((w) => w.runId === runId);
+  }
+  wait(ctx?: { runId: string; signal: AbortSignal }): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (ctx?.signal.aborted) return reject(ctx.signal.reason);
+      const w = { runId: ctx?.runId, go: resolve };
+      this.waiting.push(w);
+      ctx?.signal.addEventListener(
+        'abort',
+        () => {
+          this.waiting = this.waiting.filter((x) => x !== w);
+          reject(ctx.signal.reason);
+        },
+        { once: true },
+      );
+    });
   }
   release(): void {
-    for (const w of this.waiting.splice(0)) w();
-    this.running = 0;
+    for (const w of this.waiting.splice(0)) w.go();
   }
 }
 
@@ -116,8 +136,8 @@ export function agents(latch: Latch): Record<string, AgentHandler> {
     boom: () => {
       throw new AgentError('Broken', 'the agent is broken', {}, false);
     },
-    slow: async () => {
-      await latch.wait();
+    slow: async (ctx) => {
+      await latch.wait(ctx);
       return { n: 2 };
     },
   };

@@ -347,14 +347,56 @@ export const ENDINGS: Record<string, { model: ReturnType<typeof wf>; agents: () 
   b: {assign: y, depends_on: [a], inputs: {by: a.by}, outputs: {by: string}}`),
     agents: () => ({ x: () => Promise.reject(new Error('down')), y: (ctx) => ({ by: `y after ${(ctx.input['by'] as string | undefined) ?? 'nothing'}` }) }),
   },
+  // the cost comes with the outcome (`_cost`), never ahead of it: a cost reported while the attempt runs may be
+  // committed before the outcome, and an attempt that a crash then runs again spends it again, which the
+  // budget counts (at least once), so that run does not end as the one that never crashed. Whether a report
+  // got a commit of its own depended on the worker loop's timing (a flake under load); that case is
+  // costReportedThenCrashed below, made to happen every time
   budget: {
     model: wf(`${header('governance: {max_cost_usd: 1}')}workflow:
   a: {assign: x}
   b: {assign: x, depends_on: [a]}
   c: {assign: x, depends_on: [b]}`),
-    agents: () => ({ x: (ctx) => (ctx.reportCost(0.4), { _cost: 0.1 }) }),
+    agents: () => ({ x: () => ({ _cost: 0.5 }) }),
   },
 };
+
+/**
+ * A cost an attempt reported is committed, then its worker dies before the outcome: the new attempt
+ * reports its own, and both count (the money was spent twice: at least once, as the attempts are). The
+ * agent waits until its report is stored before it returns, so the crash falls between them every time.
+ */
+export async function costReportedThenCrashed(makeStore: StoreFactory): Promise<void> {
+  const store = await makeStore();
+  const clock = new ManualClock(0);
+  const model = wf(`${header('governance: {max_cost_usd: 10}')}workflow:
+  a: {assign: x}
+  b: {assign: x, depends_on: [a]}`);
+  const runId = 'cost-then-crash';
+  const reported = async (phase: string, attempt: number) =>
+    until(async () => eventsOf(await store.events(runId), 'task.cost').some((e) => e.phase === phase && e.attempt === attempt), `the cost of ${phase} #${attempt} stored`);
+  const x = (engine: string): AgentHandler => async (ctx) => {
+    ctx.reportCost(0.4);
+    if (engine === 'A') await reported(ctx.phase, ctx.attempt);
+    return { _cost: 0.1 };
+  };
+  // A's commits: the claim of a, a's reported cost, then a's outcome: it dies before the third
+  const a = engineOn(store, clock, { x: x('A') }, { workerId: 'A', faults: { at: 'flush.before-commit', hit: 3 }, isOwnerDead: () => false });
+  await expect(withClock(clock, a.run(model, { runId }))).rejects.toMatchObject({ code: 'fault-injected' });
+  await a.close();
+  const stored = await store.events(runId);
+  expect(eventsOf(stored, 'task.cost').map((e) => [e.phase, e.attempt, e.usd])).toEqual([['a', 1, 0.4]]);
+  expect(eventsOf(stored, 'task.completed')).toEqual([]);
+  const b = engineOn(store, clock, { x: x('B') }, { workerId: 'B', isOwnerDead: (o) => o === 'A' });
+  const r = await withClock(clock, b.resume(runId));
+  await b.close();
+  expect(r.status).toBe('completed');
+  expect(r.phases['a']).toMatchObject({ status: 'completed', attempts: 2 });
+  expect(r.phases['a']!.cost_usd).toBeCloseTo(0.4 + 0.4 + 0.1, 9);
+  expect(r.phases['b']!.cost_usd).toBeCloseTo(0.5, 9);
+  expect(r.cost_usd).toBeCloseTo(1.4, 9);
+  await expectReplays(store, r);
+}
 
 /** The same run crashed at `at` (hit `hit`) and resumed ends exactly as the run that never crashed. */
 export async function crashMatchesReference(makeStore: StoreFactory, ending: string): Promise<number> {
