@@ -10,6 +10,7 @@ import { AgentError, createEngine, openStore, type AgentHandler, type Engine, ty
 import { parseKeysEnv, RemoteAgents, scanWorkflows, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
 import { testDatabase } from '../helpers/pg.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { eventsOf, readStream } from './sse.js';
 
 export type StoreKind = 'memory' | 'sqlite' | 'postgres';
 
@@ -244,4 +245,19 @@ export async function proxiedRemoteServer(dir: string, leaseMs: number, keys: st
       await store.close();
     },
   };
+}
+
+/** Starts a run on a server (operator key): its id. */
+export async function startRun(h: { url: string }, workflow: string, trigger?: Record<string, unknown>): Promise<string> {
+  const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow, ...(trigger ? { trigger } : {}) } });
+  if (r.status !== 201) throw new Error(`POST /runs answered ${r.status}: ${JSON.stringify(r.body)}`);
+  return r.body['run_id'] as string;
+}
+
+/** Follows a run's event stream to its end: its final status and every event. */
+export async function toEnd(h: { url: string }, id: string): Promise<{ status: string; events: ReturnType<typeof eventsOf> }> {
+  const s = await readStream(`${h.url}/runs/${id}/events`, { key: KEYS.reader, timeoutMs: 30_000 });
+  if (!s.ended) throw new Error(`the event stream of ${id} did not end`);
+  const end = JSON.parse(s.messages[s.messages.length - 1]!.data) as { status: string };
+  return { status: end.status, events: eventsOf(s.messages) };
 }

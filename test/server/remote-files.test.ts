@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine, createRemoteAgent, type Engine, type RunStore } from '@baton-run/baton';
 import { createServerApp, parseKeysEnv, RemoteAgents, startServer, type BatonServer } from '@baton-run/baton/server';
 import { baton, until } from '../helpers/spawn.js';
-import { KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind } from './harness.js';
+import { KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind, startRun, toEnd } from './harness.js';
 import { eventsOf, readStream } from './sse.js';
 
 const RKEY = 'remote-files-r-key-0123456789';
@@ -98,19 +98,6 @@ async function serve(kind: StoreKind): Promise<Served> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-async function startRun(h: Served, workflow: string, trigger?: Record<string, unknown>): Promise<string> {
-  const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow, ...(trigger ? { trigger } : {}) } });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body['run_id'] as string;
-}
-
-async function toEnd(h: Served, id: string): Promise<{ status: string; events: ReturnType<typeof eventsOf> }> {
-  const s = await readStream(`${h.url}/runs/${id}/events`, { key: KEYS.reader, timeoutMs: 30_000 });
-  expect(s.ended).toBe(true);
-  const end = JSON.parse(s.messages[s.messages.length - 1]!.data) as { status: string };
-  return { status: end.status, events: eventsOf(s.messages) };
 }
 
 const claim = (h: Served, key: string = RKEY) => api(h.url, 'POST', '/agents/r/claim?wait=10', { key });
@@ -228,7 +215,7 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
         },
       }),
       duplex: 'half',
-    } as RequestInit);
+    });
     expect(chunked.status).toBe(413);
     expect(((await chunked.json()) as { error: { code: string } }).error.code).toBe('file-too-large');
     expect((await getFile(h, token, 'summary')).status).toBe(404);

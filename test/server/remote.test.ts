@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine, createRemoteAgent, type ClaimRejection, type Engine, type RunStore } from '@baton-run/baton';
 import { parseKeysEnv, RemoteAgents, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
 import { baton, until } from '../helpers/spawn.js';
-import { CHAIN, KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind } from './harness.js';
+import { CHAIN, KEYS, KEYS_ENV, Latch, agents, api, openTestStore, type StoreKind, startRun, toEnd } from './harness.js';
 import { eventsOf, readStream } from './sse.js';
 
 const RKEY = 'remote-r-key-0123456789abcdef';
@@ -164,19 +164,6 @@ async function startRemote(kind: StoreKind, graceMs = 100, leaseMs = LEASE_MS): 
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-async function startRun(h: Remote, workflow: string, trigger?: Record<string, unknown>): Promise<string> {
-  const r = await api(h.url, 'POST', '/runs', { key: KEYS.operator, body: { workflow, ...(trigger ? { trigger } : {}) } });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body['run_id'] as string;
-}
-
-async function toEnd(h: Remote, id: string): Promise<{ status: string; events: ReturnType<typeof eventsOf> }> {
-  const s = await readStream(`${h.url}/runs/${id}/events`, { key: KEYS.reader, timeoutMs: 30_000 });
-  expect(s.ended).toBe(true);
-  const end = JSON.parse(s.messages[s.messages.length - 1]!.data) as { status: string };
-  return { status: end.status, events: eventsOf(s.messages) };
 }
 
 const claim = (h: Remote, agent: string, key: string = RKEY, wait = 10) => api(h.url, 'POST', `/agents/${agent}/claim?wait=${wait}`, { key });
