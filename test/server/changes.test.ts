@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createEngine, openStore, WorkflowSpec, type RunStore } from '@baton-run/baton';
+import { createEngine, openStore, WorkflowSpec, type Engine, type RunStore } from '@baton-run/baton';
 import { ChangeHub } from '../../src/api/changes.js';
 import { testDatabase } from '../helpers/pg.js';
 import { GATED } from './harness.js';
@@ -39,24 +39,9 @@ describe('ChangeHub', () => {
     const hub = new ChangeHub(own, true);
     const unsubscribe = hub.subscribe();
     try {
-      // until the LISTEN connection is up the store cannot say which runs changed (every version moves):
-      // commit to a third run until only its version moves
-      const spec = WorkflowSpec.fromString(GATED);
-      for (let i = 0; i < 20; i++) {
-        const c = await engine.create(spec);
-        const [v, va0] = [hub.version(c), hub.version(a)];
-        const seen = hub.next(c, v, 10_000);
-        await engine.cancel(c, 'warm-up');
-        await seen;
-        if (hub.version(a) === va0) break;
-      }
-      const [va, vb, vall] = [hub.version(a), hub.version(b), hub.version()];
-      const woken = hub.next(a, va, 10_000);
-      await engine.cancel(a, 'test');
-      await woken;
-      expect(hub.version(a)).toBeGreaterThan(va);
-      expect(hub.version()).toBeGreaterThan(vall);
-      expect(hub.version(b)).toBe(vb);
+      // until the LISTEN connection is up the store cannot say which runs changed (every version moves)
+      await untilTargeted(hub, engine, a, 20);
+      await cancelMovesOnly(hub, engine, a, b);
       const vb2 = hub.version(b);
       const wokenB = hub.next(b, vb2, 10_000);
       await engine.cancel(b, 'test');
@@ -75,23 +60,9 @@ describe('ChangeHub', () => {
     const hub = new ChangeHub(s);
     const unsubscribe = hub.subscribe();
     try {
-      // the hub's first look says 'unknown' (every version moves once): commit to a third run until only its version moves
-      const spec = WorkflowSpec.fromString(GATED);
-      for (let i = 0; i < 5; i++) {
-        const c = await engine.create(spec);
-        const va0 = hub.version(a);
-        const seen = hub.next(c, hub.version(c), 10_000);
-        await engine.cancel(c, 'warm-up');
-        await seen;
-        if (hub.version(a) === va0) break;
-      }
-      const [va, vb, vall] = [hub.version(a), hub.version(b), hub.version()];
-      const woken = hub.next(a, va, 10_000);
-      await engine.cancel(a, 'test');
-      await woken;
-      expect(hub.version(a)).toBeGreaterThan(va);
-      expect(hub.version()).toBeGreaterThan(vall);
-      expect(hub.version(b)).toBe(vb);
+      // a look that says 'unknown' moves every version once
+      await untilTargeted(hub, engine, a, 5);
+      await cancelMovesOnly(hub, engine, a, b);
     } finally {
       unsubscribe();
       hub.close();
@@ -130,3 +101,27 @@ describe('ChangeHub', () => {
     await memory.close();
   });
 });
+
+/** Commits to a third run until only its version moves (the store names the runs that changed). */
+async function untilTargeted(hub: ChangeHub, engine: Engine, watched: string, tries: number): Promise<void> {
+  const spec = WorkflowSpec.fromString(GATED);
+  for (let i = 0; i < tries; i++) {
+    const c = await engine.create(spec);
+    const before = hub.version(watched);
+    const seen = hub.next(c, hub.version(c), 10_000);
+    await engine.cancel(c, 'warm-up');
+    await seen;
+    if (hub.version(watched) === before) return;
+  }
+}
+
+/** Cancelling `a` moves its version and the all-runs one, not `b`'s. */
+async function cancelMovesOnly(hub: ChangeHub, engine: Engine, a: string, b: string): Promise<void> {
+  const [va, vb, vall] = [hub.version(a), hub.version(b), hub.version()];
+  const woken = hub.next(a, va, 10_000);
+  await engine.cancel(a, 'test');
+  await woken;
+  expect(hub.version(a)).toBeGreaterThan(va);
+  expect(hub.version()).toBeGreaterThan(vall);
+  expect(hub.version(b)).toBe(vb);
+}
