@@ -109,6 +109,14 @@ export const MIGRATIONS: readonly Migration[] = [
     sqlite: [`ALTER TABLE runs ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0`, `CREATE INDEX runs_changed ON runs (changed_at)`],
     postgres: [],
   },
+  {
+    version: 5,
+    description: 'runs of a workflow, newest first',
+    // GET /runs?workflow=NAME and `baton runs --workflow` page through one workflow's runs from a cursor
+    // (RunFilter.workflow, .before) without walking the other workflows' runs in runs_recent
+    sqlite: [`CREATE INDEX runs_workflow_recent ON runs (workflow_name, created_at DESC, run_id DESC)`],
+    postgres: [`CREATE INDEX runs_workflow_recent ON runs (workflow_name, created_at DESC, run_id DESC)`],
+  },
 ];
 
 /** The version this code writes. */

@@ -10,7 +10,7 @@ import { RUN_COLUMNS, TASK_COLUMNS } from './rows.js';
 /** HELD (ports.ts) as SQL: the partial index tasks_due leaves such tasks out, and findWork says so to use it. */
 export const HELD_SQL = '9007199254740991';
 
-export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'createMany' | 'run' | 'runs' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many' | 'readState' | 'saveSnapshot' | 'clockNow';
+export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'createMany' | 'run' | 'runs' | 'runsOfWorkflow' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many' | 'readState' | 'saveSnapshot' | 'clockNow';
 
 /**
  * JSON columns travel as one JSON array per column (`JSON.stringify` of the whole batch, sent as one
@@ -153,7 +153,9 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
     run: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE run_id = $1`,
     // the cursor as a row value, never NULL (no cursor: after the largest time there is): an index
     // condition on runs_recent, so a deep page starts where it is and does not filter the newer runs
-    runs: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE (created_at, run_id) < ($3::bigint, $4::text) AND ($1::text[] IS NULL OR status = ANY($1::text[])) AND ($5::text IS NULL OR workflow_name = $5::text) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
+    runs: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE (created_at, run_id) < ($3::bigint, $4::text) AND ($1::text[] IS NULL OR status = ANY($1::text[])) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
+    // one workflow's: a seek in runs_workflow_recent, past no other workflow's runs
+    runsOfWorkflow: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE workflow_name = $5::text AND (created_at, run_id) < ($3::bigint, $4::text) AND ($1::text[] IS NULL OR status = ANY($1::text[])) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
     workflow: `SELECT hash, name, source, path FROM ${s}.workflows WHERE hash = $1`,
     events: `SELECT body FROM ${s}.events WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
     // the latest snapshot of the format asked and the events after it, in one statement (one moment):

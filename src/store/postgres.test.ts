@@ -139,8 +139,8 @@ describe('postgres store', () => {
     const s = await openPostgresStore(URL_, { schema: 'plan' });
     const c = new pg.Client({ connectionString: URL_ });
     await c.connect();
-    // 2,000 finished runs of 50 tasks (100,000 finished phases), then one live run
-    await c.query(`INSERT INTO plan.runs SELECT 'done' || i, 'h', 'wf', 'completed', '{}', NULL, '{}', '{}', i, i, i, 0, 50, NULL FROM generate_series(1, 2000) i`);
+    // 2,000 finished runs of 50 tasks (100,000 finished phases) of 50 workflows, then one live run
+    await c.query(`INSERT INTO plan.runs SELECT 'done' || i, 'h', 'wf' || (i % 50), 'completed', '{}', NULL, '{}', '{}', i, i, i, 0, 50, NULL FROM generate_series(1, 2000) i`);
     await c.query(`INSERT INTO plan.tasks SELECT 'done' || i, 'p' || j, 't', 'completed', 1, 'x', NULL, NULL, NULL, NULL, '{"a":1}', NULL, i FROM generate_series(1, 2000) i, generate_series(1, 50) j`);
     await c.query('ANALYZE plan.runs; ANALYZE plan.tasks');
     await s.createRun(newRun('live', { createdAt: 10_000, tasks: [task('a'), task('b', { status: 'running', attempt: 1, leaseOwner: 'w', leaseExpiresAt: 5 })] }));
@@ -160,6 +160,7 @@ describe('postgres store', () => {
       expect(p, `${name}:\n${p}`).not.toMatch(/Seq Scan on (tasks|runs|events)/);
       // a page of runs starts at its cursor in runs_recent
       if (name === 'runs') expect(p, p).toMatch(/Index Cond: \(ROW\(created_at, run_id\) < ROW\(/);
+      if (name === 'runsOfWorkflow') expect(p, p).toMatch(/runs_workflow_recent/);
     }
     await c.end();
     expect(plan).toContain('tasks_due');

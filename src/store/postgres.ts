@@ -334,7 +334,8 @@ export class PostgresStore implements RunStore {
   }
 
   async runs(filter: RunFilter = {}): Promise<RunRecord[]> {
-    return (await this.query<RunRow>('runs', [filter.status ?? null, filter.limit ?? 100, filter.before?.createdAt ?? Number.MAX_SAFE_INTEGER, filter.before?.runId ?? '', filter.workflow ?? null])).map(runFromRow);
+    const args = [filter.status ?? null, filter.limit ?? 100, filter.before?.createdAt ?? Number.MAX_SAFE_INTEGER, filter.before?.runId ?? ''];
+    return (await (filter.workflow === undefined ? this.query<RunRow>('runs', args) : this.query<RunRow>('runsOfWorkflow', [...args, filter.workflow]))).map(runFromRow);
   }
 
   async workflow(hash: string): Promise<WorkflowRecord | undefined> {

@@ -128,7 +128,7 @@ describe('sqlite store', () => {
     await s.close();
     // the file as version 3 left it: no changed_at, no runs_changed, no version 4
     const raw = pinned(Database.open(f));
-    raw.exec("DROP INDEX runs_changed; ALTER TABLE runs DROP COLUMN changed_at; DELETE FROM baton_schema WHERE version >= 4");
+    raw.exec('DROP INDEX runs_workflow_recent; DROP INDEX runs_changed; ALTER TABLE runs DROP COLUMN changed_at; DELETE FROM baton_schema WHERE version >= 4');
     expect(raw.prepare("SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'changed_at'").pluck().get()).toBe(0);
     raw.close();
     expect(MIGRATIONS.find((m) => m.version === 4)).toBeDefined();
@@ -228,6 +228,7 @@ describe('sqlite store', () => {
     expect(plans.findWork).toContain('runs_live_wake');
     // a page of runs seeks to its cursor in runs_recent
     expect(plans.runs).toMatch(/SEARCH runs USING INDEX runs_recent \(\(created_at,run_id\)<\(\?,\?\)\)/);
+    expect(plans.runsOfWorkflow).toMatch(/SEARCH runs USING INDEX runs_workflow_recent \(workflow_name=\? AND \(created_at,run_id\)<\(\?,\?\)\)/);
     for (const [name, plan] of Object.entries(plans)) expect(plan, `${name}:\n${plan}`).not.toMatch(/SCAN (t|r|tasks|runs|events)\b(?! USING)/);
   });
 });

@@ -140,6 +140,7 @@ export class SqliteStore implements RunStore {
     | 'taskLease'
     | 'run'
     | 'runs'
+    | 'runsOfWorkflow'
     | 'workflow'
     | 'tasks'
     | 'findWork'
@@ -223,7 +224,12 @@ export class SqliteStore implements RunStore {
         // scan of runs_recent starts at it rather than filtering every newer run on the way
         `SELECT ${RUN_COLUMNS} FROM runs WHERE (created_at, run_id) < (:beforeAt, :beforeId)
            AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
-           AND (:workflow IS NULL OR workflow_name = :workflow)
+         ORDER BY created_at DESC, run_id DESC LIMIT :limit`,
+      ),
+      // one workflow's: a seek in runs_workflow_recent, past no other workflow's runs
+      runsOfWorkflow: p(
+        `SELECT ${RUN_COLUMNS} FROM runs WHERE workflow_name = :workflow AND (created_at, run_id) < (:beforeAt, :beforeId)
+           AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
          ORDER BY created_at DESC, run_id DESC LIMIT :limit`,
       ),
       workflow: p('SELECT hash, name, source, path FROM workflows WHERE hash = ?'),
@@ -342,7 +348,10 @@ export class SqliteStore implements RunStore {
 
   runs(filter: RunFilter = {}): Promise<RunRecord[]> {
     return this.read(() =>
-      (this.s.runs.all({ statuses: filter.status ? JSON.stringify(filter.status) : null, workflow: filter.workflow ?? null, beforeAt: filter.before?.createdAt ?? Number.MAX_SAFE_INTEGER, beforeId: filter.before?.runId ?? '', limit: filter.limit ?? 100 }) as RunRow[]).map(runFromRow),
+      (filter.workflow === undefined
+        ? (this.s.runs.all({ statuses: filter.status ? JSON.stringify(filter.status) : null, beforeAt: filter.before?.createdAt ?? Number.MAX_SAFE_INTEGER, beforeId: filter.before?.runId ?? '', limit: filter.limit ?? 100 }) as RunRow[])
+        : (this.s.runsOfWorkflow.all({ workflow: filter.workflow, statuses: filter.status ? JSON.stringify(filter.status) : null, beforeAt: filter.before?.createdAt ?? Number.MAX_SAFE_INTEGER, beforeId: filter.before?.runId ?? '', limit: filter.limit ?? 100 }) as RunRow[])
+      ).map(runFromRow),
     );
   }
 
