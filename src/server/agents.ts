@@ -230,7 +230,12 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
       const t = live(r);
       const f = await openTaskFile(t.files, r.params['key']!);
       // bytes going out are the agent's heartbeat too: a long download alone keeps the task
-      return r.c.body(fileBody(f.handle, () => t.state === 'claimed' && remote.beat(t)), 200, { 'content-type': f.contentType, 'content-length': String(f.size) });
+      try {
+        return r.c.body(fileBody(f.handle, () => t.state === 'claimed' && remote.beat(t)), 200, { 'content-type': f.contentType, 'content-length': String(f.size) });
+      } catch (e) {
+        await f.handle.close();
+        throw e;
+      }
     },
 
     putTaskFile: async (r) => {

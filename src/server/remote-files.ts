@@ -28,6 +28,7 @@ import { Readable } from 'node:stream';
 import type { JsonObject } from '../core/json.js';
 import type { StagedFiles } from '../engine/files.js';
 import { HttpError } from './http-types.js';
+import { headerContentType } from './remote-client-files.js';
 
 /** An upload in flight that received no bytes for this long (ms; at most a third of the lease) no longer holds its task's completion. */
 export const UPLOAD_STALL_MS = 5000;
@@ -103,7 +104,7 @@ export async function openTaskFile(files: StagedFiles | undefined, key: string):
   const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
   try {
     const size = (await handle.stat()).size;
-    return { handle, size, contentType: (input ?? output)!.contentType ?? 'application/octet-stream' };
+    return { handle, size, contentType: headerContentType((input ?? output)!.contentType) };
   } catch (e) {
     await handle.close();
     throw e;
