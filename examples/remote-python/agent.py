@@ -79,6 +79,13 @@ class TaskEnded(Exception):
     """The server ended the attempt (409): nothing more to do for it."""
 
 
+def header_content_type(t):
+    """A declared content type as a header value: one that is not printable ASCII (a CR or LF) is sent as octet-stream."""
+    if t and t[0] != " " and all(" " <= c <= "~" for c in t):
+        return t
+    return "application/octet-stream"
+
+
 def file_path(token, key):
     return "/tasks/%s/files/%s" % (token, urllib.parse.quote(key, safe=""))
 
@@ -118,7 +125,7 @@ def send_outputs(task, root, lease_s, stopped):
             continue
         def put(f=f, source=source):
             with open(source, "rb") as data:
-                headers = {"Content-Type": f.get("content_type", "application/octet-stream"), "Content-Length": str(os.path.getsize(source))}
+                headers = {"Content-Type": header_content_type(f.get("content_type")), "Content-Length": str(os.path.getsize(source))}
                 with request("PUT", file_path(task["token"], f["key"]), data=data, headers=headers) as res:
                     return res.status
         try:

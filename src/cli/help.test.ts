@@ -80,6 +80,7 @@ describe('unknown flags and bad values are refused everywhere', () => {
     [['run', 'x', '--quiet=yes'], /--quiet takes no value/],
     [['list', 'extra'], /list takes no arguments/],
     [['runs', 'extra'], /runs takes no arguments/],
+    [['runs', '--workflow', ''], /--workflow expects a workflow name/],
     [['worker', 'extra'], /worker takes no arguments/],
     [['rnu'], /unknown command `rnu`; did you mean `run`\?/],
   ])('%j', async (argv, message) => {

@@ -25,6 +25,8 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
   try {
     const status = (values.status ?? []).flatMap((s) => s.split(','));
     for (const s of status) if (!RUN_STATES.includes(s as RunStatus)) throw new UsageError(`--status expects one of ${RUN_STATES.join(', ')}, got \`${s}\``);
+    // an empty name matches no run (GET /runs refuses it too): a usage error, not "no runs of  in ..."
+    if (values.workflow !== undefined && values.workflow.trim() === '') throw new UsageError('--workflow expects a workflow name (its info.name), got an empty one');
     const limit = values.limit === undefined ? 100 : Number(values.limit);
     if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit expects a positive integer, got \`${values.limit}\``);
     store = await openCliStore(values, io, 'read');

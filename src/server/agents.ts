@@ -14,7 +14,7 @@ import { checkTaskOutputs } from '../workflow/runtime.js';
 import { HttpError, rawBody, type PlainRequest, type Request } from './http.js';
 import { mayActAsAgent } from './keys.js';
 import { isRejection, remainingBudgetOf, type RemoteAgents, type RemoteTask } from './remote.js';
-import { DEFAULT_FILE_LIMIT, fileBody, openTaskFile, tooLarge, uploadTarget, writeUpload } from './remote-files.js';
+import { DEFAULT_FILE_LIMIT, UPLOAD_STALL_MS, fileBody, openTaskFile, tooLarge, uploadTarget, uploadsSettled, writeUpload } from './remote-files.js';
 import type { ClaimRejection } from './remote-rejections.js';
 import { linkRemoteSpan } from './trace.js';
 
@@ -98,7 +98,8 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     }
     if (t.uploads && t.uploads.size > 0) {
       // the engine checks the output files once the attempt returns: every upload sent before this completion lands (or fails) first
-      await Promise.allSettled([...t.uploads]);
+      // while they move: an abandoned one (no bytes for a while) does not hold the completion, nor lose the task its lease
+      await uploadsSettled(t.uploads, Math.min(UPLOAD_STALL_MS, remote.leaseMs / 3));
       t = live(r, 'completed');
     }
     const { runId, attempt } = t.ctx;
@@ -228,7 +229,13 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     getTaskFile: async (r) => {
       const t = live(r);
       const f = await openTaskFile(t.files, r.params['key']!);
-      return r.c.body(fileBody(f.handle), 200, { 'content-type': f.contentType, 'content-length': String(f.size) });
+      // bytes going out are the agent's heartbeat too: a long download alone keeps the task
+      try {
+        return r.c.body(fileBody(f.handle, () => t.state === 'claimed' && remote.beat(t)), 200, { 'content-type': f.contentType, 'content-length': String(f.size) });
+      } catch (e) {
+        await f.handle.close();
+        throw e;
+      }
     },
 
     putTaskFile: async (r) => {
@@ -239,9 +246,14 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
       const stillHeld = (): void => {
         if (t.state !== 'claimed') live(r);
       };
-      const upload = writeUpload(target, rawBody(r.c, limit, tooLarge), limit, stillHeld);
-      const uploads = (t.uploads ??= new Set());
-      uploads.add(upload);
+      const progress = { lastByteAt: performance.now() };
+      // bytes arriving are the agent's heartbeat: a long upload alone keeps the task
+      const upload = writeUpload(target, rawBody(r.c, limit, tooLarge), limit, stillHeld, () => {
+        progress.lastByteAt = performance.now();
+        if (t.state === 'claimed') remote.beat(t);
+      });
+      const uploads = (t.uploads ??= new Map());
+      uploads.set(upload, progress);
       try {
         return r.c.json(await upload);
       } catch (e) {

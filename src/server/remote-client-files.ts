@@ -38,6 +38,15 @@ export interface Transfer {
   again<R extends object>(send: () => Promise<R>, leaseMs: number, abort: Abort): Promise<R>;
 }
 
+/**
+ * A declared `contentType` as a header value: the workflow's author wrote it, and one that is not
+ * printable ASCII (a CR or LF in a quoted YAML string, say) cannot be a header: such a type is sent as
+ * `application/octet-stream`, where it made the server answer 500 and the agent's upload throw.
+ */
+export function headerContentType(type: string | undefined): string {
+  return type !== undefined && /^[\x21-\x7e][\x20-\x7e]*$/.test(type) ? type : 'application/octet-stream';
+}
+
 /** A key as a path segment (keys are single file names; any character but `/` may be in one). */
 function filePath(token: string, key: string): string {
   return `/tasks/${token}/files/${encodeURIComponent(key)}`;
@@ -105,7 +114,7 @@ export async function uploadOutputs(tr: Transfer, token: string, files: TaskFile
       continue;
     }
     const r = await tr.again(async () => {
-      const res = await tr.request(filePath(token, f.key), { method: 'PUT', body: createReadStream(source), headers: { 'content-type': f.content_type ?? 'application/octet-stream', 'content-length': String(st.size) }, signal: abort.signal });
+      const res = await tr.request(filePath(token, f.key), { method: 'PUT', body: createReadStream(source), headers: { 'content-type': headerContentType(f.content_type), 'content-length': String(st.size) }, signal: abort.signal });
       return { status: res.statusCode, text: await res.body.text() };
     }, leaseMs, abort);
     if (ended(abort, r.status, r.text)) return;

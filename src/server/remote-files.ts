@@ -15,7 +15,10 @@
  *   renamed over it once every byte came; a body cut short, or over the limit, leaves nothing.
  * - An upload counts only while its token does (the caller checks the token at the start; the rename
  *   happens only if the attempt still holds its task at the end). A completion waits for the uploads
- *   of its task in flight, so that the engine's check sees every byte the agent sent before it.
+ *   of its task in flight, so that the engine's check sees every byte the agent sent before it, as long
+ *   as they move: one that received nothing for UPLOAD_STALL_MS (an abandoned connection, whose
+ *   agent sent the file again or gave it up) no longer holds the completion, and writes nothing after it.
+ * - Bytes arriving count as the agent's heartbeat: a long upload alone keeps the task.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
@@ -25,6 +28,28 @@ import { Readable } from 'node:stream';
 import type { JsonObject } from '../core/json.js';
 import type { StagedFiles } from '../engine/files.js';
 import { HttpError } from './http-types.js';
+import { headerContentType } from './remote-client-files.js';
+
+/** An upload in flight that received no bytes for this long (ms; at most a third of the lease) no longer holds its task's completion. */
+export const UPLOAD_STALL_MS = 5000;
+
+/**
+ * Waits for a task's uploads in flight while they move: returns when they settled, or when none of those
+ * still in flight received a byte for `stallMs`. Such an upload writes nothing once the attempt ended.
+ */
+export async function uploadsSettled(uploads: ReadonlyMap<Promise<unknown>, { lastByteAt: number }>, stallMs: number): Promise<void> {
+  const all = Promise.allSettled([...uploads.keys()]).then(() => true);
+  for (;;) {
+    const moving = [...uploads.values()];
+    if (moving.length === 0) return;
+    const idle = performance.now() - Math.max(...moving.map((u) => u.lastByteAt));
+    if (idle >= stallMs) return;
+    let timer: NodeJS.Timeout | undefined;
+    const settled = await Promise.race([all, new Promise<boolean>((res) => (timer = setTimeout(() => res(false), stallMs - idle)))]);
+    clearTimeout(timer);
+    if (settled) return;
+  }
+}
 
 /** The default largest file a remote agent may upload (`baton serve --file-limit`). */
 export const DEFAULT_FILE_LIMIT = 64 * 1024 * 1024;
@@ -79,7 +104,7 @@ export async function openTaskFile(files: StagedFiles | undefined, key: string):
   const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
   try {
     const size = (await handle.stat()).size;
-    return { handle, size, contentType: (input ?? output)!.contentType ?? 'application/octet-stream' };
+    return { handle, size, contentType: headerContentType((input ?? output)!.contentType) };
   } catch (e) {
     await handle.close();
     throw e;
@@ -87,8 +112,10 @@ export async function openTaskFile(files: StagedFiles | undefined, key: string):
 }
 
 /** The body of a GET: the open file as a web stream (closed when read, or when the client goes). */
-export function fileBody(handle: FileHandle): ReadableStream<Uint8Array> {
-  return Readable.toWeb(handle.createReadStream({ autoClose: true })) as ReadableStream<Uint8Array>;
+export function fileBody(handle: FileHandle, onBytes?: () => void): ReadableStream<Uint8Array> {
+  const stream = handle.createReadStream({ autoClose: true });
+  if (onBytes) stream.on('data', onBytes);
+  return Readable.toWeb(stream) as ReadableStream<Uint8Array>;
 }
 
 /** Checks an upload's key before its body is read: an output the attempt declares. */
@@ -103,7 +130,7 @@ export function uploadTarget(files: StagedFiles | undefined, key: string): strin
  * it, if `stillHeld()` says the attempt still holds its task. At most `limit` bytes (413 past it);
  * a body cut short is 400. Nothing is left behind when it fails.
  */
-export async function writeUpload(target: string, body: AsyncIterable<Uint8Array>, limit: number, stillHeld: () => void): Promise<JsonObject> {
+export async function writeUpload(target: string, body: AsyncIterable<Uint8Array>, limit: number, stillHeld: () => void, onBytes?: () => void): Promise<JsonObject> {
   const temp = join(dirname(target), `.baton-upload-${randomBytes(9).toString('hex')}`);
   const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o644);
   const hash = createHash('sha256');
@@ -128,6 +155,7 @@ export async function writeUpload(target: string, body: AsyncIterable<Uint8Array
         }
         size += next.value.byteLength;
         if (size > limit) throw tooLarge(limit);
+        onBytes?.();
         hash.update(next.value);
         await fh.write(next.value);
       }

@@ -104,8 +104,8 @@ export interface RemoteTask {
   polls: number;
   /** The attempt's AIP-16 files, staged by the engine in the server's root, when it has any (remote-files.ts). */
   readonly files: StagedFiles | undefined;
-  /** Uploads of its output files in flight: its completion waits for them. */
-  uploads?: Set<Promise<unknown>>;
+  /** Uploads of its output files in flight, with when each last received bytes: its completion waits for those that move. */
+  uploads?: Map<Promise<unknown>, { lastByteAt: number }>;
   settle: (ok: boolean, value: unknown) => void;
 }
 

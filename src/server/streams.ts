@@ -120,6 +120,8 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
   const known = new Map<string, number>();
   /** Runs sent while they matched the filter. */
   const sent = new Set<string>();
+  /** Runs last read under way (running, waiting): a read that cannot name the changed runs reads these again by id. */
+  const underWay = new Set<string>();
   let wrote = performance.now();
   let read = -Infinity;
   /** The hub's version noted before the last read (undefined: nothing read yet). */
@@ -132,9 +134,11 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
     const changed = noted === undefined ? 'all' : host.hub.changedSince(noted);
     const seen = host.hub.version();
     read = performance.now();
-    const rows = await changedRuns(host.store, changed);
+    const rows = await changedRuns(host.store, changed, underWay);
     noted = seen;
     for (const r of rows) {
+      if (ENDED.has(r.status)) underWay.delete(r.runId);
+      else underWay.add(r.runId);
       if (known.get(r.runId) === r.seq) continue;
       known.set(r.runId, r.seq);
       const matches = !status || status.has(r.status);
@@ -158,10 +162,12 @@ async function followAll(stream: SSEStreamingApi, host: StreamHost, status: Read
  * hub's targeted store), those runs, however old: it read the newest 500 only, so a run older than them
  * that moved (a gate approved days later, with newer runs started since) was never sent. When the store
  * could not say which ('all': a stream's first read, an untargeted store, an overflow), the newest 500
- * and every run still under way (up to 1,000).
+ * and every run still under way (up to 1,000), and by id the runs the stream last read under way that
+ * are neither (`underWay`): an old run that ended since is no longer under way, and without this its
+ * last move (cancelled, failed, completed) was never sent.
  * Many named runs at once (a burst of new ones) are read as the newest 500, plus by id those not among them.
  */
-async function changedRuns(store: RunStore, changed: ReadonlySet<string> | 'all'): Promise<RunRecord[]> {
+async function changedRuns(store: RunStore, changed: ReadonlySet<string> | 'all', underWay: Set<string>): Promise<RunRecord[]> {
   if (changed !== 'all' && changed.size <= BY_ID) return sortedOldestFirst(await runsById(store, [...changed]));
   const newest = await store.runs({ limit: DASHBOARD_RUNS });
   const got = new Set(newest.map((r) => r.runId));
@@ -169,7 +175,14 @@ async function changedRuns(store: RunStore, changed: ReadonlySet<string> | 'all'
     // and every run still under way, however old: only those can move, so a move the store could not
     // name (before PostgreSQL's LISTEN was up, across a reconnect) is read all the same
     const active = (await store.runs({ status: ['running', 'waiting'], limit: ACTIVE_RUNS })).filter((r) => !got.has(r.runId));
-    return sortedOldestFirst([...newest, ...active]);
+    for (const r of active) got.add(r.runId);
+    // and the runs this stream last read under way that are neither: an old run that ended since (a
+    // cancel, a gate denied) is no longer under way, and its last move would never be sent
+    const left = [...underWay].filter((id) => !got.has(id));
+    const ended = await runsById(store, left);
+    const found = new Set(ended.map((r) => r.runId));
+    for (const id of left) if (!found.has(id)) underWay.delete(id);
+    return sortedOldestFirst([...newest, ...active, ...ended]);
   }
   const older = await runsById(store, [...changed].filter((id) => !got.has(id)));
   return sortedOldestFirst([...newest, ...older]);
