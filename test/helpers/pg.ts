@@ -8,16 +8,31 @@ import pg from 'pg';
 export const PG_SERVER = process.env['BATON_TEST_PG'] ?? 'postgres://postgres@127.0.0.1:5432';
 
 export async function pgAdmin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: `${PG_SERVER}/postgres`, connectionTimeoutMillis: 3_000 });
-  try {
-    await c.connect();
-  } catch (e) {
-    throw new Error(`PostgreSQL at ${PG_SERVER} cannot be reached (${(e as Error).message}); start it: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start. These tests never skip`);
-  }
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
+  // Under a loaded machine (a whole suite's PostgreSQL files at once, a DROP ... WITH (FORCE) waiting for
+  // a checkpoint) a connection can take more than a few seconds, and CREATE DATABASE can find template1
+  // busy (55006): both are tried again for half a minute. A failed beforeAll is not retried by vitest's
+  // retry, so one slow connect failed every test of a file.
+  const end = Date.now() + 30_000;
+  for (let attempt = 1; ; attempt++) {
+    const c = new pg.Client({ connectionString: `${PG_SERVER}/postgres`, connectionTimeoutMillis: 10_000 });
+    try {
+      await c.connect();
+    } catch (e) {
+      if (Date.now() < end) {
+        await new Promise((r) => setTimeout(r, 250 * attempt));
+        continue;
+      }
+      throw new Error(`PostgreSQL at ${PG_SERVER} cannot be reached (${(e as Error).message}); start it: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start. These tests never skip`);
+    }
+    try {
+      await c.query(sql);
+      return;
+    } catch (e) {
+      if ((e as { code?: string }).code !== '55006' || Date.now() >= end) throw e;
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+    await new Promise((r) => setTimeout(r, 250 * attempt));
   }
 }
 
