@@ -7,7 +7,8 @@
 import { BoundedMap } from '../core/lru.js';
 import type { RunEvent } from '../engine/events.js';
 import { HELD, type RunStore } from '../engine/ports.js';
-import { replay, type RunState } from '../engine/state.js';
+import { loadState } from '../engine/snapshot.js';
+import type { RunState } from '../engine/state.js';
 
 /** Seconds; a phase's attempt from its claim to its outcome. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
@@ -157,7 +158,8 @@ async function gauges(store: RunStore, parked: ReadonlySet<string>): Promise<{ r
       else if (t.status === 'running') inc(parked.size > 0 && parked.has(`${r.runId}\u0000${t.phase}`) ? ready : running, t.agent);
     }
     // gates live in the event log; a run with none open is `running` with no task held (cheap to skip is not safe: read them)
-    const state = replay(r.runId, await store.events(r.runId));
+    // from the run's latest snapshot and the events after it: a long run's whole log was replayed at every scrape
+    const { state } = await loadState(store, r.runId);
     for (const gate of state.gates.values()) if (gate.status === 'open') inc(gates, gate.kind);
   }
   return { ready, running, gates, runs };
