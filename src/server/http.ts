@@ -168,13 +168,9 @@ export async function readJsonBody(c: Context, limit: number): Promise<Record<st
 }
 
 async function jsonBodyOf(header: HeaderOf, read: () => Promise<Uint8Array>, limit: number): Promise<Record<string, Json>> {
-  const declared = header('content-length');
-  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) throw tooLarge(limit);
+  refuseDeclaredOver(header, limit, tooLarge);
   const bytes = await read();
-  // a compressed body (Content-Encoding: gzip, br, ...) is not read as such: 415, not "not UTF-8" (a
-  // gzip body) or a plain body taken whatever its header said (RFC 9110 §8.4.1 allows the 415)
-  const coding = header('content-encoding')?.trim();
-  if (bytes.length > 0 && coding !== undefined && coding !== '' && !/^identity$/i.test(coding)) throw new HttpError(415, 'unsupported-media-type', `the body must not be compressed: Content-Encoding \`${coding.slice(0, 40)}\` is not taken (send it as it is)`);
+  if (bytes.length > 0) refuseEncoded(header);
   const text = decodeUtf8(bytes);
   if (text.trim() === '') return {};
   const type = header('content-type');
@@ -194,6 +190,21 @@ async function jsonBodyOf(header: HeaderOf, read: () => Promise<Uint8Array>, lim
   return value as Record<string, Json>;
 }
 
+/**
+ * A compressed body (Content-Encoding: gzip, br, ...) is not read as such: 415, not "not UTF-8" (a gzip
+ * body) or a plain body taken whatever its header said (RFC 9110 §8.4.1 allows the 415).
+ */
+function refuseEncoded(header: HeaderOf): void {
+  const coding = header('content-encoding')?.trim();
+  if (coding !== undefined && coding !== '' && !/^identity$/i.test(coding)) throw new HttpError(415, 'unsupported-media-type', `the body must not be compressed: Content-Encoding \`${coding.slice(0, 40)}\` is not taken (send it as it is)`);
+}
+
+/** A body whose Content-Length says more than `limit`: refused before a byte is read (the reader counts the bytes as they come too). */
+function refuseDeclaredOver(header: HeaderOf, limit: number, over: (limit: number) => HttpError): void {
+  const declared = header('content-length');
+  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) throw over(limit);
+}
+
 function tooLarge(limit: number): HttpError {
   return new HttpError(413, 'body-too-large', `the body is larger than this server's limit of ${limit} bytes (baton serve --body-limit)`);
 }
@@ -204,11 +215,9 @@ function tooLarge(limit: number): HttpError {
  * the bytes as they come, whatever Content-Length says).
  */
 export function rawBody(c: Context, limit: number, tooLarge: (limit: number) => HttpError): AsyncIterable<Uint8Array> {
-  const header = (name: string): string | undefined => c.req.header(name);
-  const coding = header('content-encoding')?.trim();
-  if (coding !== undefined && coding !== '' && !/^identity$/i.test(coding)) throw new HttpError(415, 'unsupported-media-type', `the body must not be compressed: Content-Encoding \`${coding.slice(0, 40)}\` is not taken (send it as it is)`);
-  const declared = header('content-length');
-  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) throw tooLarge(limit);
+  const header: HeaderOf = (name) => c.req.header(name);
+  refuseEncoded(header);
+  refuseDeclaredOver(header, limit, tooLarge);
   const incoming = nodeIncoming(c);
   if (incoming) return incomingChunks(incoming);
   const web = c.req.raw.body;

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { createEngine } from '../../src/api/engine.js';
+import { createEngine, type Engine } from '../../src/api/engine.js';
 import { WorkflowSpec } from '../../src/api/spec.js';
 import type { RunStore } from '../../src/engine/ports.js';
 import { createServerApp } from '../../src/server/app.js';
@@ -58,19 +58,8 @@ describe.each(stores)('the all-runs stream on %s', (_name, open) => {
     const server = await createServerApp({ engine, keys: parseKeysEnv(`ops:admin:${KEY}`), log: () => undefined, ...(changes ? { changes } : {}) });
     const ctl = new AbortController();
     try {
-      const old = await engine.create(WorkflowSpec.fromString(GATED), { runId: 'old-gated' });
-      const plain = WorkflowSpec.fromString(PLAIN);
-      for (let i = 0; i < 520; i += 52) await Promise.all(Array.from({ length: 52 }, (_, k) => engine.create(plain, { runId: `new-${String(i + k).padStart(3, '0')}` })));
-      const res = await server.app.request('/events', { headers: { authorization: `Bearer ${KEY}`, accept: 'text/event-stream' }, signal: ctl.signal });
-      expect(res.status).toBe(200);
-      const rows: { run_id: string; status: string }[] = [];
-      const reading = (async () => {
-        for await (const m of sseMessages(res.body!)) {
-          if (m.event !== 'run') continue;
-          rows.push(JSON.parse(m.data) as { run_id: string; status: string });
-          if (rows.some((r) => r.run_id === old && r.status !== 'waiting')) return;
-        }
-      })();
+      const old = await oldBehindNew(engine, 520);
+      const { rows, reading } = await followAll(server, ctl.signal, (r) => r.run_id === old && r.status !== 'waiting');
       // the first read sends the newest 500 and the runs under way: the old run is among them, waiting
       await until(() => rows.length >= 501);
       expect(rows.filter((r) => r.run_id === old).map((r) => r.status)).toEqual(['waiting']);
@@ -105,19 +94,8 @@ describe('the all-runs stream on a store that cannot name the runs that changed'
     const server = await createServerApp({ engine, keys: parseKeysEnv(`ops:admin:${KEY}`), log: () => undefined });
     const ctl = new AbortController();
     try {
-      const old = await engine.create(WorkflowSpec.fromString(GATED), { runId: 'old-gated' });
-      const plain = WorkflowSpec.fromString(PLAIN);
-      for (let i = 0; i < 510; i += 51) await Promise.all(Array.from({ length: 51 }, (_, k) => engine.create(plain, { runId: `new-${String(i + k).padStart(3, '0')}` })));
-      const res = await server.app.request('/events', { headers: { authorization: `Bearer ${KEY}`, accept: 'text/event-stream' }, signal: ctl.signal });
-      expect(res.status).toBe(200);
-      const rows: { run_id: string; status: string }[] = [];
-      const reading = (async () => {
-        for await (const m of sseMessages(res.body!)) {
-          if (m.event !== 'run') continue;
-          rows.push(JSON.parse(m.data) as { run_id: string; status: string });
-          if (rows.some((r) => r.run_id === old && r.status === 'cancelled')) return;
-        }
-      })();
+      const old = await oldBehindNew(engine, 510);
+      const { rows, reading } = await followAll(server, ctl.signal, (r) => r.run_id === old && r.status === 'cancelled');
       await until(() => rows.length >= 501);
       expect(rows.filter((r) => r.run_id === old).map((r) => r.status)).toEqual(['waiting']);
       await engine.cancel(old, 'not needed');
@@ -132,6 +110,32 @@ describe('the all-runs stream on a store that cannot name the runs that changed'
     }
   }, 30_000);
 });
+
+type Row = { run_id: string; status: string };
+
+/** A gated run (`old-gated`), then `n` plain ones created after it: the old run's id. */
+async function oldBehindNew(engine: Engine, n: number): Promise<string> {
+  const old = await engine.create(WorkflowSpec.fromString(GATED), { runId: 'old-gated' });
+  const plain = WorkflowSpec.fromString(PLAIN);
+  for (let i = 0; i < n; i += 50) await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, k) => engine.create(plain, { runId: `new-${String(i + k).padStart(3, '0')}` })));
+  return old;
+}
+
+/** The all-runs stream's run rows as they come; `reading` ends at the first row `last` accepts. */
+async function followAll(server: { app: { request(path: string, init: RequestInit): Response | Promise<Response> } }, signal: AbortSignal, last: (r: Row) => boolean): Promise<{ rows: Row[]; reading: Promise<void> }> {
+  const res = await server.app.request('/events', { headers: { authorization: `Bearer ${KEY}`, accept: 'text/event-stream' }, signal });
+  expect(res.status).toBe(200);
+  const rows: Row[] = [];
+  const reading = (async () => {
+    for await (const m of sseMessages(res.body!)) {
+      if (m.event !== 'run') continue;
+      const r = JSON.parse(m.data) as Row;
+      rows.push(r);
+      if (last(r)) return;
+    }
+  })();
+  return { rows, reading };
+}
 
 async function until(check: () => boolean, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
