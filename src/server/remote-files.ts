@@ -23,7 +23,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { isAbsolute, join, resolve, dirname } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import type { JsonObject } from '../core/json.js';
 import type { StagedFiles } from '../engine/files.js';
@@ -168,7 +168,7 @@ export async function writeUpload(target: string, body: AsyncIterable<Uint8Array
     stillHeld();
     await rename(temp, target);
     renamed = true;
-    return { key: target.slice(dirname(target).length + 1), size, sha256: hash.digest('hex') };
+    return { key: basename(target), size, sha256: hash.digest('hex') };
   } finally {
     if (!renamed) await unlink(temp).catch(() => undefined);
   }
