@@ -12,6 +12,7 @@ import { BatonError } from '../core/errors.js';
 import type { RunStore } from '../engine/ports.js';
 import { MemoryStore } from '../store/memory.js';
 import { openSqliteStore } from '../store/sqlite.js';
+import { OlderStoreError } from '../store/sqlite-readonly.js';
 
 export const DEFAULT_STORE = '.baton/baton.db';
 
@@ -87,7 +88,7 @@ export async function openStore(spec: string | undefined, opts: OpenStoreOptions
       } catch (e) {
         // a reader meets a store of an older schema (Baton was upgraded): where it may write the file, it
         // migrates it as any writing command would, rather than telling the user to run one first
-        if (readonly && e instanceof BatonError && e.code === 'store-version' && / this Baton reads version /.test(e.message) && writable(p.file) && writable(dirname(p.file))) {
+        if (readonly && e instanceof OlderStoreError && writable(p.file) && writable(dirname(p.file))) {
           try {
             await open(false).close();
             return open(true);

@@ -42,6 +42,13 @@ export function openReadonly(file: string, busyMs: number): Driver.Database {
   return db;
 }
 
+/** A store of an older schema met read-only (`store-version`): one that may be written is migrated instead (api/store.ts). */
+export class OlderStoreError extends BatonError {
+  constructor(message: string) {
+    super('store-version', message);
+  }
+}
+
 /** A store opened read-only is read as it is: it must already have this Baton's schema (nothing is migrated). */
 export function checkSchema(db: Driver.Database, location: string, migrations: readonly Migration[]): void {
   const known = latestVersion(migrations);
@@ -49,5 +56,5 @@ export function checkSchema(db: Driver.Database, location: string, migrations: r
   if (!has) throw new BatonError('store-corrupt', `${location} is not a Baton store (no baton_schema table)`);
   const current = (db.prepare('SELECT max(version) FROM baton_schema').pluck().get() as number | null) ?? 0;
   if (current > known) throw new BatonError('store-version', `${location} has store schema version ${current}, written by a newer Baton; this Baton knows versions up to ${known}: upgrade Baton`);
-  if (current < known) throw new BatonError('store-version', `${location} has store schema version ${current}; this Baton reads version ${known}: open it once with write access (any command that runs) to migrate it`);
+  if (current < known) throw new OlderStoreError(`${location} has store schema version ${current}; this Baton reads version ${known}: open it once with write access (any command that runs) to migrate it`);
 }
