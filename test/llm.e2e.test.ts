@@ -117,7 +117,7 @@ workflow:
 
   test('a subprocess agent returning result_text gets the same extraction, repair and validation', async () => {
     const script = join(root, 'test', 'fixtures', 'llm', 'raw-reply.mjs');
-    const text = (mode: string): string => `
+    const text = (_mode: string): string => `
 openintent: "1.0"
 info: {name: raw}
 agents:

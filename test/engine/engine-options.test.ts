@@ -4,7 +4,7 @@
  * that timed out before it began (timeoutMs 0) or had no deadline at all (timeoutMs NaN, dropped).
  */
 import { describe, expect, test } from 'vitest';
-import { createEngine, type EngineOptions } from '../../src/api/engine.js';
+import { createEngine } from '../../src/api/engine.js';
 import { WorkflowSpec } from '../../src/api/spec.js';
 import { MAX_TIMEOUT_MS } from '../../src/core/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -18,7 +18,7 @@ const usage = expect.objectContaining({ code: 'usage' }) as Error;
 describe('engine options', () => {
   test.each(['concurrency', 'leaseMs', 'pollMs', 'storeRetryMs', 'abortGraceMs', 'snapshotEvery'] as const)('%s: NaN or a string is refused by createEngine', (key) => {
     for (const bad of [Number.NaN, '4']) {
-      expect(() => createEngine({ store: new MemoryStore(), agents: { x: () => ({}) }, [key]: bad } as unknown as EngineOptions)).toThrow(usage);
+      expect(() => createEngine({ store: new MemoryStore(), agents: { x: () => ({}) }, [key]: bad })).toThrow(usage);
     }
   });
 
@@ -66,8 +66,8 @@ describe('what a run starts from', () => {
       [{}, /got object/],
     ];
     for (const [bad, message] of said) {
-      await expect(e.run(bad as unknown as WorkflowModel, {}), String(bad)).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(message) as unknown });
-      await expect(e.start(bad as unknown as WorkflowModel, {})).rejects.toThrow(usage);
+      await expect(e.run(bad as WorkflowModel, {}), String(bad)).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(message) as unknown });
+      await expect(e.start(bad as WorkflowModel, {})).rejects.toThrow(usage);
     }
     expect(await store.runs()).toEqual([]);
     expect((await e.run(WorkflowSpec.fromString(`${header()}workflow:\n  a: {assign: x}`), {})).status).toBe('completed');

@@ -11,7 +11,7 @@ import type { WorkflowModel } from '../../src/workflow/model.js';
 export function wf(yaml: string): WorkflowModel {
   const r = parseWorkflow(yaml);
   if (!r.ok) throw new Error(r.diagnostics.map((d) => `${d.code}: ${d.message}`).join('\n'));
-  return r.model!;
+  return r.model;
 }
 
 export function header(extra = ''): string {

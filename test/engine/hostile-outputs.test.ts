@@ -8,7 +8,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { runWorkflow } from '../../src/api/run.js';
 import type { AgentHandler } from '../../src/engine/agent.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { eventsOf, expectReplays, header, wf, withClock } from './helpers.js';
+import { expectReplays, header, wf, withClock } from './helpers.js';
 
 /** One phase, no declared outputs (any object is accepted), two attempts, no delay. */
 const ONE = wf(`${header()}workflow:
@@ -116,7 +116,6 @@ describe('odd but valid outputs are recorded as JSON', () => {
     const huge = 'x'.repeat(16 * 1024 * 1024);
     const proto = JSON.parse('{"__proto__": {"polluted": true}, "k": 1}') as unknown;
     const nullProto = Object.assign(Object.create(null) as object, { a: 1 });
-    // eslint-disable-next-line no-sparse-arrays
     const out = { huge, proto, nullProto, sparse: [1, , 3], gone: undefined, deep: deep(500), zero: -0 };
     const { result } = await runWith(() => out);
     expect(result.status).toBe('completed');

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 function wf(yaml: string): WorkflowModel {
   const r = parseWorkflow(yaml);
   if (!r.ok) throw new Error(r.diagnostics.map((d) => `${d.code}: ${d.message}`).join('\n'));
-  return r.model!;
+  return r.model;
 }
 
 function header(extra = ''): string {

@@ -54,7 +54,7 @@ function counting(store: RunStore): { store: RunStore; looks: { all: number; own
       const v = Reflect.get(target, key, receiver) as unknown;
       return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
     },
-  }) as RunStore;
+  });
   return { store: wrapped, looks };
 }
 

@@ -92,12 +92,13 @@ export async function startA2aPeer(opts: PeerOptions = {}): Promise<A2aPeer> {
       if (mode === 'text') return done([text('from text')]);
       done([data({ answer: `${String(first?.['question'] ?? '')}!` })]);
     },
-    async cancelTask(taskId: string, bus: ExecutionEventBus) {
+    cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
       cancelled.push(taskId);
       const task = received.find((m) => m.taskId === taskId);
       status(bus, taskId, task?.contextId ?? '', TaskState.TASK_STATE_CANCELED);
       bus.finished();
       waiting.get(taskId)?.();
+      return Promise.resolve();
     },
   };
 

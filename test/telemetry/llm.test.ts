@@ -66,7 +66,7 @@ describe('LLM agents in traces', () => {
     const spans = await t.spans();
     const chats = spans.filter((s) => s.name.startsWith('chat ')).sort((x, y) => ms(x.startTime) - ms(y.startTime));
     const first = chats[0]!;
-    expect(JSON.parse(String(first.attributes['gen_ai.system_instructions']))[0].content).toContain('meticulous TypeScript reviewer');
+    expect((JSON.parse(String(first.attributes['gen_ai.system_instructions'])) as { content: string }[])[0]!.content).toContain('meticulous TypeScript reviewer');
     const input = JSON.parse(String(first.attributes['gen_ai.input.messages'])) as { role: string }[];
     expect(input.map((m) => m.role)).toEqual(['user']);
     const output = JSON.parse(String(first.attributes['gen_ai.output.messages'])) as { parts: { type: string; name?: string }[] }[];

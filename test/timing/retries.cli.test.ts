@@ -55,7 +55,7 @@ describe('SQLite: another process holds the write lock for 2 s', () => {
     expect((await batonRun(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', file, '--json', '--run-id', 'first'], { cwd: dir })).code).toBe(0);
     const holder = spawn(process.execPath, ['-e', `const D = require('better-sqlite3'); const db = new D(${JSON.stringify(file)}); db.exec('BEGIN IMMEDIATE'); console.log('locked'); setTimeout(() => { db.exec('COMMIT'); db.close(); }, 2000);`], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] });
     const closed = new Promise((res) => holder.on('close', res));
-    await new Promise<void>((r) => holder.stdout!.once('data', () => r()));
+    await new Promise<void>((r) => holder.stdout.once('data', () => r()));
     const t0 = Date.now();
     const r = await batonRun(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--store', file, '--json', '--run-id', 'second'], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);

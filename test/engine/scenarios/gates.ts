@@ -1,7 +1,7 @@
 /** Gate scenarios: run, phase, access and input gates; timeouts and escalation; decisions from another engine; restarts while waiting. */
 import { expect } from 'vitest';
 import { ManualClock } from '../../../src/core/clock.js';
-import { createEngine, type Engine } from '../../../src/api/engine.js';
+import { createEngine } from '../../../src/api/engine.js';
 import type { AgentContext } from '../../../src/engine/agent.js';
 import { AgentError } from '../../../src/engine/agent.js';
 import { FAULT_POINTS, type FaultPoint } from '../../../src/engine/worker.js';

@@ -393,7 +393,7 @@ export async function randomInterleavings(makeStore: StoreFactory): Promise<void
       const agents = (engine: string): Record<string, AgentHandler> => {
         const base = recoveryAgents(engine, clock, log);
         const delayed = (h: AgentHandler): AgentHandler => async (ctx) => {
-          await settle(turns[k++ % turns.length]!);
+          await settle(turns[k++ % turns.length]);
           return h(ctx);
         };
         return { w: delayed(base['w']!), flaky: delayed(base['flaky']!) };
