@@ -23,8 +23,9 @@ const WHOLE_FILE_BYTES = 16 * 1024 * 1024;
  */
 export function localFileStager(opts: { workspace: string; tmpDir?: string }): FileStager {
   const workspace = resolve(opts.workspace);
-  let realWs: Promise<string> | undefined;
-  const ws = (): Promise<string> => (realWs ??= realpath(workspace).catch(() => workspace));
+  let realWs: string | undefined;
+  // kept once the workspace exists; until then (the first sync makes it) found again at each use
+  const ws = async (): Promise<string> => (realWs ??= await realpath(workspace).catch(() => undefined)) ?? (await realMissing(workspace));
   const tmp = (): string => opts.tmpDir ?? tmpdir();
   const rootAt = (root: string, leftover = false): ScratchRoot => {
     // during this root's syncs: folders resolved (path -> real path) and folders made, once each, not once per file
@@ -184,6 +185,8 @@ async function inside(realWs: string, workspace: string, rel: string, use: 'read
   }
   let dir = dirname(abs);
   for (;;) {
+    // the workspace itself is not there yet: nothing in it can be a link, and realWs is where it will be made
+    if (!within(workspace, dir)) return join(realWs, relative(workspace, abs));
     const real = dirs?.get(dir) ?? (await realpath(dir).catch(() => undefined));
     if (real !== undefined) {
       if (!within(realWs, real)) throw new FileRefused(`\`${rel}\` goes through a symbolic link that leads out of the workspace`);
@@ -193,6 +196,15 @@ async function inside(realWs: string, workspace: string, rel: string, use: 'read
     const up = dirname(dir);
     if (up === dir) throw new FileRefused(`\`${rel}\` has no folder in the workspace`);
     dir = up;
+  }
+}
+
+/** Where a folder that does not exist would be made: its nearest existing folder, resolved, and the rest of the path. */
+async function realMissing(path: string): Promise<string> {
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    const real = await realpath(dir).catch(() => undefined);
+    if (real !== undefined) return join(real, relative(dir, path));
+    if (dirname(dir) === dir) return path;
   }
 }
 

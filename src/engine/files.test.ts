@@ -105,6 +105,26 @@ describe('localFileStager', () => {
     expect(existsSync(join(ws, 'draft.md'))).toBe(false);
   });
 
+  test('a workspace that does not exist yet is made by the first sync; one reached through a link is resolved', async () => {
+    const { base, outside } = workspace();
+    const ws = join(base, 'later', 'ws');
+    const stager = localFileStager({ workspace: ws, tmpDir: base });
+    const root = await stager.open(scope);
+    writeFileSync(join(root.path, 'o'), 'first');
+    expect(await root.check('o', 'out/a.md')).toEqual({ sha256: sha('first'), size: 5 });
+    expect(await root.sync('o', 'out/a.md')).toEqual({ sha256: sha('first'), size: 5 });
+    expect(readFileSync(join(ws, 'out', 'a.md'), 'utf8')).toBe('first');
+    // the same stager once the workspace exists, and still no way out
+    expect((await root.stage('back', 'out/a.md')).size).toBe(5);
+    await expect(root.sync('o', '../escape.md')).rejects.toBeInstanceOf(FileRefused);
+    // a workspace to be made under a folder that is a link: the link is where it is made
+    symlinkSync(outside, join(base, 'via'));
+    const linked = await localFileStager({ workspace: join(base, 'via', 'new-ws'), tmpDir: base }).open(scope);
+    writeFileSync(join(linked.path, 'o'), 'second');
+    expect(await linked.sync('o', 'x.md')).toEqual({ sha256: sha('second'), size: 6 });
+    expect(readFileSync(join(outside, 'new-ws', 'x.md'), 'utf8')).toBe('second');
+  });
+
   test.each(['a/b', '..', '.', '', 'a\\b'])('refuses the key %j', async (key) => {
     const { ws } = workspace();
     writeFileSync(join(ws, 'f.txt'), 'x');
