@@ -222,6 +222,15 @@ describe('expandPath', () => {
     expect(expandPath('d/<item>.md', values, { index: 0, value: 'pr-12' })).toBe('d/pr-12.md');
   });
 
+  test('gives the path of the file it names: no empty or `.` segment', () => {
+    const at = (value: string): string => expandPath('d/<item>/x.md', values, { index: 0, value });
+    expect(at('/abs')).toBe('d/abs/x.md');
+    expect(at('')).toBe('d/x.md');
+    expect(at('.')).toBe('d/x.md');
+    expect(at('a//b/./c/')).toBe('d/a/b/c/x.md');
+    expect(() => expandPath('<item>/<item>', values, { index: 0, value: '.' })).toThrow(FileRefused);
+  });
+
   test.each([
     ['a run id of `..`', 'out/<runId>/x.md', { runId: '..' }],
     ['a run id that climbs', 'out/<runId>.md', { runId: '../../etc/cron.d/x' }],

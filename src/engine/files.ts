@@ -120,9 +120,11 @@ export function expandPath(path: string, values: Readonly<Record<string, string>
     throw new FileRefused(`unknown token \`<${name}>\``);
   });
   const escape = escapeProblem(out);
-  if (escape !== undefined) throw new FileRefused(`\`${path}\` expands to ${escape}`);
-  if (out.includes('\0') || out === '') throw new FileRefused(`\`${path}\` expands to an empty path or one with a NUL character`);
-  return out;
+  if (escape !== undefined) throw new FileRefused(`\`${path}\` expands to a path that is refused: ${escape}`);
+  // recorded as the file it names: `out//x.md` and `out/./x.md` (an empty or `.` value) are `out/x.md`
+  const norm = out.split('/').filter((s) => s !== '' && s !== '.').join('/');
+  if (out.includes('\0') || norm === '') throw new FileRefused(`\`${path}\` expands to an empty path or one with a NUL character`);
+  return norm;
 }
 
 // ---- the attempt side ------------------------------------------------------------------------------
