@@ -4,6 +4,7 @@
  * traced from the attempt that wrote a file to the one that read it, the errors of the AIP, a
  * subprocess working in its root, the workspace from `--workspace`, and `baton show --artifacts`.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -141,6 +142,17 @@ describe('file contracts through the engine', () => {
     expect(roots).toEqual([]);
     expect(r.events.filter((e) => e.type === 'task.claimed')).toHaveLength(1);
   });
+
+  test.each([
+    ['a folder', (p: string) => mkdirSync(p)],
+    ['a FIFO with no writer (opening it to read waited for ever, and the process could not exit)', (p: string) => execFileSync('mkfifo', [p])],
+  ])('an input that is %s fails the phase as MissingInputFile, at once', async (_, make) => {
+    rmSync(join(ws, 'notes', 'draft.md'));
+    make(join(ws, 'notes', 'draft.md'));
+    writeFileSync(join(ws, 'workflow.yaml'), WORKFLOW);
+    const r = await runIt();
+    expect(r.phases['draft']).toMatchObject({ status: 'failed', error: { code: 'MissingInputFile', details: { key: 'notes', path: 'notes/draft.md' } } });
+  }, 10_000);
 
   test('--workspace moves where files are read and written; the run records it', async () => {
     const other = mkdtempSync(join(tmpdir(), 'baton-files-ws-'));

@@ -7,11 +7,12 @@
  * this user, never a symbolic link.
  */
 import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
 import { lstat, mkdir, mkdtemp, open, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { escapeProblem, keyProblem } from '../workflow/files.js';
-import { FileRefused, type FileDigest, type FileStager, type LeftoverRoot, type ScratchRoot } from './files.js';
+import { FileRefused, NotAFile, type FileDigest, type FileStager, type LeftoverRoot, type ScratchRoot } from './files.js';
 import { itemKey, parseItemKey } from './state.js';
 
 /** Files up to this size are read whole (one read, one write); larger ones are streamed. */
@@ -243,10 +244,11 @@ type Stamp = string;
  * metadata still says so is copied without hashing it again: the bytes are those hashed then.
  */
 async function copyHashed(from: string, to: string | undefined, known?: { digest: FileDigest; stamp: Stamp }): Promise<FileDigest & { stamp: Stamp }> {
-  const src = await open(from, 'r');
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer, for ever; a regular file reads as ever
+  const src = await open(from, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const st = await src.stat({ bigint: true });
-    if (!st.isFile()) throw new FileRefused(`\`${from}\` is not a regular file`);
+    if (!st.isFile()) throw new NotAFile(`\`${basename(from)}\` is ${st.isDirectory() ? 'a folder' : 'not a regular file (a FIFO, a socket or a device)'}, not a file to copy`);
     const stamp = `${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`;
     const hash = known?.stamp === stamp ? undefined : createHash('sha256');
     const result = (size: number): FileDigest & { stamp: Stamp } => ({ sha256: hash ? hash.digest('hex') : known!.digest.sha256, size, stamp });

@@ -1,10 +1,11 @@
 /** The local-disk stager and the token rules: byte-exact copies, digests, every way out of the workspace refused. */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { expandPath, FileRefused, tokenValues, withFiles } from './files.js';
+import { expandPath, FileRefused, NotAFile, tokenValues, withFiles } from './files.js';
 import { localFileStager } from './files-local.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { AgentError, type AgentContext } from './agent.js';
@@ -76,6 +77,23 @@ describe('localFileStager', () => {
     const root = await localFileStager({ workspace: ws, tmpDir: dirname(ws) }).open(scope);
     await expect(root.stage('x', path)).rejects.toBeInstanceOf(FileRefused);
     await expect(root.sync('x', path)).rejects.toBeInstanceOf(FileRefused);
+  });
+
+  test('an input that is not a regular file (a folder, a FIFO) is refused at once, never read or waited on', async () => {
+    const { ws } = workspace();
+    mkdirSync(join(ws, 'dir'));
+    execFileSync('mkfifo', [join(ws, 'fifo')]);
+    const root = await localFileStager({ workspace: ws, tmpDir: dirname(ws) }).open(scope);
+    for (const path of ['dir', 'fifo']) {
+      // a FIFO with no writer blocked open(2) for ever, and the attempt with it
+      const err = await Promise.race([root.stage('x', path).then(() => 'staged', (e: unknown) => e), new Promise((r) => setTimeout(() => r('hung'), 3000))]);
+      expect(err).toBeInstanceOf(NotAFile);
+      expect(err).not.toBeInstanceOf(FileRefused);
+    }
+    // the same for a sync's target read back (a leftover root's roll-forward)
+    writeFileSync(join(root.path, 'o'), 'x');
+    const rolled = await Promise.race([root.sync('gone', 'fifo', { sha256: sha('x'), size: 1 }), new Promise((r) => setTimeout(() => r('hung'), 3000))]);
+    expect(rolled).toBe('missing');
   });
 
   test('refuses symbolic links that lead out of the workspace: a file, a folder on the way, a sync target', async () => {
