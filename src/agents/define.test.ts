@@ -30,7 +30,7 @@ describe('defineIO (AIP-16)', () => {
     expect(defineIO({}).validateInput({ _workflowFsRoot: 3 }).ok).toBe(false);
   });
 
-  test('a closed inputs schema that refuses the injected root says so, on the root', async () => {
+  test('a closed inputs schema that refuses the injected root says so, on the root', () => {
     const closed = { type: 'object', properties: { x: { type: 'integer' } }, additionalProperties: false } as const;
     for (const io of [defineIO({ inputs: closed, outputsFiles: { o: { path: 'o.txt' } } }), defineIO({ inputs: z.object({ x: z.number() }).strict(), inputsFiles: { i: { path: 'i.txt' } } })]) {
       const r = io.validateInput({ x: 1, _workflowFsRoot: '/tmp/r' });
