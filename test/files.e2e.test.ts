@@ -169,6 +169,28 @@ describe('file contracts through the engine', () => {
     rmSync(other, { recursive: true, force: true });
   });
 
+  test('--workspace that does not exist yet: the first synced output makes it (every output was refused as a link out)', async () => {
+    const later = join(ws, 'not', 'yet');
+    writeFileSync(join(ws, 'out-only.yaml'), `openintent: "1.0"
+info: {name: later}
+workflow:
+  one:
+    assign: writer
+    outputsFiles: {o: {path: "out/<runId>.txt"}}
+`);
+    const r = await loadWorkflow(join(ws, 'out-only.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = createEngine({ store: new MemoryStore(), agents: { writer: (ctx: AgentContext) => (writeFileSync(join(ctx.input['_workflowFsRoot'] as string, 'o'), 'made'), {}) } });
+    try {
+      const res = await engine.run(r.model, { runId: 'w1', workspace: later });
+      expect(res.events.filter((e) => e.type === 'task.log').map((e) => ('message' in e ? e.message : ''))).toEqual([]);
+      expect(res.events.filter((e) => e.type === 'task.file').map((e) => (e.type === 'task.file' ? e.path : ''))).toEqual(['out/w1.txt']);
+      expect(readFileSync(join(later, 'out', 'w1.txt'), 'utf8')).toBe('made');
+    } finally {
+      await engine.close();
+    }
+  });
+
   test('a subprocess agent works in its scratch root', async () => {
     writeFileSync(
       join(ws, 'workflow.yaml'),
