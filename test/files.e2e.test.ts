@@ -4,6 +4,7 @@
  * traced from the attempt that wrote a file to the one that read it, the errors of the AIP, a
  * subprocess working in its root, the workspace from `--workspace`, and `baton show --artifacts`.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -142,6 +143,17 @@ describe('file contracts through the engine', () => {
     expect(r.events.filter((e) => e.type === 'task.claimed')).toHaveLength(1);
   });
 
+  test.each([
+    ['a folder', (p: string) => mkdirSync(p)],
+    ['a FIFO with no writer (opening it to read waited for ever, and the process could not exit)', (p: string) => execFileSync('mkfifo', [p])],
+  ])('an input that is %s fails the phase as MissingInputFile, at once', async (_, make) => {
+    rmSync(join(ws, 'notes', 'draft.md'));
+    make(join(ws, 'notes', 'draft.md'));
+    writeFileSync(join(ws, 'workflow.yaml'), WORKFLOW);
+    const r = await runIt();
+    expect(r.phases['draft']).toMatchObject({ status: 'failed', error: { code: 'MissingInputFile', details: { key: 'notes', path: 'notes/draft.md' } } });
+  }, 10_000);
+
   test('--workspace moves where files are read and written; the run records it', async () => {
     const other = mkdtempSync(join(tmpdir(), 'baton-files-ws-'));
     mkdirSync(join(other, 'notes'));
@@ -155,6 +167,28 @@ describe('file contracts through the engine', () => {
     expect(existsSync(join(ws, 'drafts'))).toBe(false);
     expect((await store.run('r1'))?.options['workspace']).toBe(other);
     rmSync(other, { recursive: true, force: true });
+  });
+
+  test('--workspace that does not exist yet: the first synced output makes it (every output was refused as a link out)', async () => {
+    const later = join(ws, 'not', 'yet');
+    writeFileSync(join(ws, 'out-only.yaml'), `openintent: "1.0"
+info: {name: later}
+workflow:
+  one:
+    assign: writer
+    outputsFiles: {o: {path: "out/<runId>.txt"}}
+`);
+    const r = await loadWorkflow(join(ws, 'out-only.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = createEngine({ store: new MemoryStore(), agents: { writer: (ctx: AgentContext) => (writeFileSync(join(ctx.input['_workflowFsRoot'] as string, 'o'), 'made'), {}) } });
+    try {
+      const res = await engine.run(r.model, { runId: 'w1', workspace: later });
+      expect(res.events.filter((e) => e.type === 'task.log').map((e) => ('message' in e ? e.message : ''))).toEqual([]);
+      expect(res.events.filter((e) => e.type === 'task.file').map((e) => (e.type === 'task.file' ? e.path : ''))).toEqual(['out/w1.txt']);
+      expect(readFileSync(join(later, 'out', 'w1.txt'), 'utf8')).toBe('made');
+    } finally {
+      await engine.close();
+    }
   });
 
   test('a subprocess agent works in its scratch root', async () => {

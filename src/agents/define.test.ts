@@ -30,6 +30,21 @@ describe('defineIO (AIP-16)', () => {
     expect(defineIO({}).validateInput({ _workflowFsRoot: 3 }).ok).toBe(false);
   });
 
+  test('a closed inputs schema that refuses the injected root says so, on the root', () => {
+    const closed = { type: 'object', properties: { x: { type: 'integer' } }, additionalProperties: false } as const;
+    for (const io of [defineIO({ inputs: closed, outputsFiles: { o: { path: 'o.txt' } } }), defineIO({ inputs: z.object({ x: z.number() }).strict(), inputsFiles: { i: { path: 'i.txt' } } })]) {
+      const r = io.validateInput({ x: 1, _workflowFsRoot: '/tmp/r' });
+      expect(r.ok).toBe(false);
+      expect(!r.ok && r.error).toMatch(/^\$\._workflowFsRoot: /);
+      // any other problem is still the schema's own
+      const other = io.validateInput({ x: 'one', _workflowFsRoot: '/tmp/r' });
+      expect(!other.ok && other.error).not.toMatch(/^\$\._workflowFsRoot: /);
+    }
+    // without files the root is no business of the host's: the schema's answer stands
+    const plain = defineIO({ inputs: closed }).validateInput({ x: 1, _workflowFsRoot: '/tmp/r' });
+    expect(!plain.ok && plain.error).not.toMatch(/^\$\._workflowFsRoot: /);
+  });
+
   test('a schema that is neither JSON Schema nor zod is misuse', () => {
     expect(() => defineIO({ inputs: 'string' as never })).toThrow(TypeError);
   });

@@ -197,6 +197,12 @@ export function defineIO<D extends IODefinition>(definition: D): IOHandle<Infer<
     }
     return undefined;
   };
+  // AIP-16 leaves it to the body's schema to allow the root; one that refuses it (a closed object) fails every
+  // attempt, so say that rather than "additional properties": the input without it is fine
+  const rootRefused = (value: unknown, without: ValidationResult<unknown>): ValidationResult<unknown> | undefined =>
+    files && without.ok && isPlainObject(value) && value[FS_ROOT] !== undefined
+      ? { ok: false, error: `$.${FS_ROOT}: the \`inputs\` schema refuses the scratch root the host injects; an agent with inputsFiles or outputsFiles must allow it (AIP-16): add \`${FS_ROOT}: {type: 'string'}\` to its properties (zod: \`${FS_ROOT}: z.string()\`)` }
+      : undefined;
   const handle: IOHandle<Infer<D['inputs']>, Infer<D['outputs']>> = {
     inputs: inputs.schema,
     outputs: outputs.schema,
@@ -205,7 +211,8 @@ export function defineIO<D extends IODefinition>(definition: D): IOHandle<Infer<
     validateInput(value) {
       const problem = rootProblem(value);
       if (problem !== undefined) return { ok: false, error: problem };
-      return inputs.check(value) as ValidationResult<Infer<D['inputs']>>;
+      const r = inputs.check(value);
+      return (r.ok ? r : (rootRefused(value, inputs.check(withoutRoot(value))) ?? r)) as ValidationResult<Infer<D['inputs']>>;
     },
     validateOutput(value) {
       return outputs.check(value) as ValidationResult<Infer<D['outputs']>>;
@@ -218,12 +225,20 @@ export function defineIO<D extends IODefinition>(definition: D): IOHandle<Infer<
     value: {
       input: async (value: unknown) => {
         const problem = rootProblem(value);
-        return problem !== undefined ? { ok: false, error: problem } : inputs.checkAsync(value);
+        if (problem !== undefined) return { ok: false, error: problem };
+        const r = await inputs.checkAsync(value);
+        return r.ok ? r : (rootRefused(value, await inputs.checkAsync(withoutRoot(value))) ?? r);
       },
       output: (value: unknown) => outputs.checkAsync(value),
     } satisfies AsyncChecks,
   });
   return handle;
+}
+
+function withoutRoot(value: unknown): unknown {
+  if (!isPlainObject(value)) return value;
+  const { [FS_ROOT]: _root, ...rest } = value;
+  return rest;
 }
 
 const ASYNC = Symbol('baton.io.async');

@@ -703,6 +703,7 @@ function checkTrigger(model: WorkflowModel, trigger: Json | undefined): void {
   if (!model.trigger) return;
   const issues = model.trigger.issues(trigger ?? null);
   if (issues.length === 0) return;
+  if (trigger === undefined || trigger === null) throw new BatonError('usage', `no trigger was given, and \`x-trigger\` expects ${model.trigger.text}: pass one (\`--trigger JSON\` or \`--trigger @file.json\` on the command line)`);
   const shown = issues.slice(0, 3).map((i) => `${i.pointer === '' ? '$' : i.pointer}: ${i.message}`);
   throw new BatonError('usage', `the trigger does not fit \`x-trigger\` (${model.trigger.text}): ${shown.join('; ')}${issues.length > 3 ? ` (and ${issues.length - 3} more)` : ''}`);
 }

@@ -92,7 +92,7 @@ describe('engine.start() returns a run handle', () => {
     await using engine = createEngine({ store, agents });
     const typed = WorkflowSpec.fromString('openintent: "1.0"\ninfo: {name: T}\nx-trigger: {n: number}\nworkflow:\n  a: {assign: w, inputs: {n: $trigger.n}, outputs: {n: number}}\n');
     await expect(engine.start(typed, { trigger: { n: 'one' } })).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(/x-trigger.*\/n/) as unknown });
-    await expect(engine.start(typed)).rejects.toMatchObject({ code: 'usage' });
+    await expect(engine.start(typed)).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(/^no trigger was given/) as unknown });
     expect(await store.runs()).toEqual([]);
     expect((await (await engine.start(typed, { trigger: { n: 1 } })).result()).status).toBe('completed');
   });

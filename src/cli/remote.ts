@@ -94,7 +94,7 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
         if (e.type === 'gate.opened' && !values.quiet) {
           const gate = safeText(e.gate_id, 200);
           const on = `${shellQuote(runId)} ${shellQuote(e.gate_id)} --server ${shellQuote(values.server!)}`;
-          io.stderr(`\n⏸ gate ${gate} (${e.kind}) needs a decision: ${safeText(e.reason)}\n  ${safeText(e.kind === 'input' ? `baton respond ${on} --value JSON` : `baton approve ${on}   (or baton deny)`, 800)}\n  or POST ${safeText(values.server!, 500)}/runs/${runId}/gates/${gate}/${e.kind === 'input' ? 'respond {"value": ...}' : 'approve (or /deny)'}\n  waiting; the run continues on the server when it is decided\n`);
+          io.stderr(`\n⏸ gate ${gate} (${e.kind}) needs a decision: ${safeText(e.reason)}\n  ${safeText(e.kind === 'input' ? `baton respond ${on} --value JSON` : `baton approve ${on}   (or baton deny)`, 800)}\n  or POST ${safeText(values.server!, 500)}/runs/${encodeURIComponent(runId)}/gates/${encodeURIComponent(e.gate_id)}/${e.kind === 'input' ? 'respond {"value": ...}' : 'approve (or /deny)'}\n  waiting; the run continues on the server when it is decided\n`);
         }
       }
     } finally {

@@ -198,12 +198,14 @@ export function gateNotice(e: RunEvent, state: RunState, io: CliIo, values: { st
   const g = state.gates.get(e.gate_id);
   if (!g || g.status !== 'open') return;
   const who = g.approvers.length > 0 ? ` (approvers: ${g.approvers.join(', ')})` : '';
+  // a fan-out item's gate is `input-draft[3]-1`: quoted, or zsh refuses the pasted command (no match for the glob)
+  const on = `${shellQuote(state.runId)} ${shellQuote(g.id)}`;
   const cmd =
     g.kind === 'input' && g.escalation
-      ? `baton respond ${state.runId} ${g.id} --value retry|skip|fail${storeFlag(values)}`
+      ? `baton respond ${on} --value retry|skip|fail${storeFlag(values)}`
       : g.kind === 'input'
-      ? `baton respond ${state.runId} ${g.id} --value '<JSON>'${storeFlag(values)}${g.choices ? `   (choices: ${g.choices.map((c) => JSON.stringify(c)).join(', ')})` : ''}`
-      : `baton approve ${state.runId} ${g.id}${storeFlag(values)}   (or: baton deny ${state.runId} ${g.id}${storeFlag(values)})`;
+      ? `baton respond ${on} --value '<JSON>'${storeFlag(values)}${g.choices ? `   (choices: ${g.choices.map((c) => JSON.stringify(c)).join(', ')})` : ''}`
+      : `baton approve ${on}${storeFlag(values)}   (or: baton deny ${on}${storeFlag(values)})`;
   // a detached run is not followed here: it waits in the store, and a worker (or baton resume) continues it once decided
   const waiting = detached ? 'the run waits in the store until it is decided' : `waiting; the run continues when it is decided (Ctrl-C leaves it waiting in the store: baton resume ${state.runId}${storeFlag(values)})`;
   io.stderr(`\n⏸ ${g.escalation ? 'decision' : g.kind === 'input' ? 'input' : 'approval'} needed: ${safeText(g.reason)}${who}\n  ${cmd}\n  ${waiting}\n`);

@@ -10,7 +10,7 @@ import type { RunRecord, RunStore, TaskRow } from '../engine/ports.js';
 import { ownerIsDeadOnThisHost } from '../engine/worker.js';
 import type { GateResult } from '../engine/result.js';
 import { colorsFor, useColor } from './color.js';
-import { UsageError, exitFor, openCliStore, storeFlag } from './durable.js';
+import { UsageError, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
 import { RUNS_OPTIONS, SHOW_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
 import { describeEvent } from './run.js';
@@ -166,7 +166,7 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
  */
 export function nextSteps(record: RunRecord, tasks: readonly TaskRow[], gates: readonly GateResult[], store: string | undefined, now = Date.now()): string[] {
   if (record.status !== 'running' && record.status !== 'waiting') return [];
-  const run = safeText(record.runId, 200);
+  const run = shellQuote(safeText(record.runId, 200));
   const flag = storeFlag({ store });
   const lines: string[] = [];
   let live = false;
@@ -182,8 +182,10 @@ export function nextSteps(record: RunRecord, tasks: readonly TaskRow[], gates: r
   for (const g of gates) {
     if (g.status !== 'open') continue;
     const id = safeText(g.id, 200);
-    if (g.kind === 'input') lines.push(`gate ${id} waits for ${g.escalation ? 'a decision' : 'an answer'}: baton respond ${run} ${id} --value ${g.escalation ? 'retry|skip|fail' : "'<JSON>'"}${flag}`);
-    else lines.push(`gate ${id} waits for a decision: baton approve ${run} ${id}${flag} (or baton deny ${run} ${id}${flag})`);
+    // quoted for the command: a fan-out item's gate (`input-draft[3]-1`) is a glob to a shell
+    const arg = shellQuote(id);
+    if (g.kind === 'input') lines.push(`gate ${id} waits for ${g.escalation ? 'a decision' : 'an answer'}: baton respond ${run} ${arg} --value ${g.escalation ? 'retry|skip|fail' : "'<JSON>'"}${flag}`);
+    else lines.push(`gate ${id} waits for a decision: baton approve ${run} ${arg}${flag} (or baton deny ${run} ${arg}${flag})`);
   }
   if (!live) lines.push(`no process is working on this run: continue it with baton resume ${run}${flag} (or a baton worker that binds its agents)`);
   return lines;
@@ -199,7 +201,7 @@ function gateLine(g: GateResult, runId: string): string {
   if (g.decided_by) parts.push(`by ${safeText(g.decided_by, 200)}${g.auto ? ' (automatic)' : ''}`);
   if (g.escalated) parts.push('escalated');
   let s = parts.join('  ') + `\n      ${safeText(g.reason)}`;
-  if (g.status === 'open' && g.escalation) s += `\n      answer with: baton respond ${safeText(runId, 200)} ${safeText(g.id, 200)} --value retry|skip|fail`;
+  if (g.status === 'open' && g.escalation) s += `\n      answer with: baton respond ${shellQuote(safeText(runId, 200))} ${shellQuote(safeText(g.id, 200))} --value retry|skip|fail`;
   else if (g.status === 'open' && g.choices) s += `\n      choices ${clip(JSON.stringify(g.choices))}`;
   if (g.value !== undefined) s += `\n      answer ${clip(JSON.stringify(g.value))}`;
   if (g.comment) s += `\n      comment ${safeText(g.comment)}`;

@@ -59,6 +59,7 @@ export const DIAGNOSTIC_CODES = [
   'item-outside-for-each',
   'fan-out-shared-write',
   'fan-out-setting-unused',
+  'item-may-be-null',
   // AIP-16 file contracts (`inputsFiles` / `outputsFiles`)
   'path-escape',
   'unknown-token',

@@ -58,6 +58,7 @@ export const RULES: Readonly<Record<DiagnosticCode, RuleInfo>> = {
   'for-each-untyped': { summary: '`for_each` reads an `array` without an element type: `$item` is `any`', severity: 'warning' },
   'item-outside-for-each': { summary: '`$item`, `$index` or an item token used in a phase without `for_each`', severity: 'error' },
   'fan-out-setting-unused': { summary: '`max_parallel` or `tolerated_failures` on a phase without `for_each`: no effect', severity: 'warning' },
+  'item-may-be-null': { summary: 'An input reads into `$item` (`$item.x`) where an item may be null (an empty slot of an upstream fan-out): such an item fails', severity: 'warning' },
   'fan-out-shared-write': { summary: 'The items of a `for_each` phase all write one file their agent writes itself (contract `sideEffects`)', severity: 'warning' },
   'path-escape': { summary: 'A file contract path leaves the workspace (absolute, or `..`)', severity: 'error' },
   'unknown-token': { summary: 'A file contract path uses a `<token>` Baton does not know', severity: 'error' },

@@ -7,11 +7,12 @@
  * this user, never a symbolic link.
  */
 import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
 import { lstat, mkdir, mkdtemp, open, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { escapeProblem, keyProblem } from '../workflow/files.js';
-import { FileRefused, type FileDigest, type FileStager, type LeftoverRoot, type ScratchRoot } from './files.js';
+import { FileRefused, NotAFile, type FileDigest, type FileStager, type LeftoverRoot, type ScratchRoot } from './files.js';
 import { itemKey, parseItemKey } from './state.js';
 
 /** Files up to this size are read whole (one read, one write); larger ones are streamed. */
@@ -23,8 +24,9 @@ const WHOLE_FILE_BYTES = 16 * 1024 * 1024;
  */
 export function localFileStager(opts: { workspace: string; tmpDir?: string }): FileStager {
   const workspace = resolve(opts.workspace);
-  let realWs: Promise<string> | undefined;
-  const ws = (): Promise<string> => (realWs ??= realpath(workspace).catch(() => workspace));
+  let realWs: string | undefined;
+  // kept once the workspace exists; until then (the first sync makes it) found again at each use
+  const ws = async (): Promise<string> => (realWs ??= await realpath(workspace).catch(() => undefined)) ?? (await realMissing(workspace));
   const tmp = (): string => opts.tmpDir ?? tmpdir();
   const rootAt = (root: string, leftover = false): ScratchRoot => {
     // during this root's syncs: folders resolved (path -> real path) and folders made, once each, not once per file
@@ -184,6 +186,8 @@ async function inside(realWs: string, workspace: string, rel: string, use: 'read
   }
   let dir = dirname(abs);
   for (;;) {
+    // the workspace itself is not there yet: nothing in it can be a link, and realWs is where it will be made
+    if (!within(workspace, dir)) return join(realWs, relative(workspace, abs));
     const real = dirs?.get(dir) ?? (await realpath(dir).catch(() => undefined));
     if (real !== undefined) {
       if (!within(realWs, real)) throw new FileRefused(`\`${rel}\` goes through a symbolic link that leads out of the workspace`);
@@ -193,6 +197,15 @@ async function inside(realWs: string, workspace: string, rel: string, use: 'read
     const up = dirname(dir);
     if (up === dir) throw new FileRefused(`\`${rel}\` has no folder in the workspace`);
     dir = up;
+  }
+}
+
+/** Where a folder that does not exist would be made: its nearest existing folder, resolved, and the rest of the path. */
+async function realMissing(path: string): Promise<string> {
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    const real = await realpath(dir).catch(() => undefined);
+    if (real !== undefined) return join(real, relative(dir, path));
+    if (dirname(dir) === dir) return path;
   }
 }
 
@@ -231,10 +244,11 @@ type Stamp = string;
  * metadata still says so is copied without hashing it again: the bytes are those hashed then.
  */
 async function copyHashed(from: string, to: string | undefined, known?: { digest: FileDigest; stamp: Stamp }): Promise<FileDigest & { stamp: Stamp }> {
-  const src = await open(from, 'r');
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer, for ever; a regular file reads as ever
+  const src = await open(from, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const st = await src.stat({ bigint: true });
-    if (!st.isFile()) throw new FileRefused(`\`${from}\` is not a regular file`);
+    if (!st.isFile()) throw new NotAFile(`\`${basename(from)}\` is ${st.isDirectory() ? 'a folder' : 'not a regular file (a FIFO, a socket or a device)'}, not a file to copy`);
     const stamp = `${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`;
     const hash = known?.stamp === stamp ? undefined : createHash('sha256');
     const result = (size: number): FileDigest & { stamp: Stamp } => ({ sha256: hash ? hash.digest('hex') : known!.digest.sha256, size, stamp });

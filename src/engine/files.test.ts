@@ -1,10 +1,11 @@
 /** The local-disk stager and the token rules: byte-exact copies, digests, every way out of the workspace refused. */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { expandPath, FileRefused, tokenValues, withFiles } from './files.js';
+import { expandPath, FileRefused, NotAFile, tokenValues, withFiles } from './files.js';
 import { localFileStager } from './files-local.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { AgentError, type AgentContext } from './agent.js';
@@ -78,6 +79,23 @@ describe('localFileStager', () => {
     await expect(root.sync('x', path)).rejects.toBeInstanceOf(FileRefused);
   });
 
+  test('an input that is not a regular file (a folder, a FIFO) is refused at once, never read or waited on', async () => {
+    const { ws } = workspace();
+    mkdirSync(join(ws, 'dir'));
+    execFileSync('mkfifo', [join(ws, 'fifo')]);
+    const root = await localFileStager({ workspace: ws, tmpDir: dirname(ws) }).open(scope);
+    for (const path of ['dir', 'fifo']) {
+      // a FIFO with no writer blocked open(2) for ever, and the attempt with it
+      const err = await Promise.race([root.stage('x', path).then(() => 'staged', (e: unknown) => e), new Promise((r) => setTimeout(() => r('hung'), 3000))]);
+      expect(err).toBeInstanceOf(NotAFile);
+      expect(err).not.toBeInstanceOf(FileRefused);
+    }
+    // the same for a sync's target read back (a leftover root's roll-forward)
+    writeFileSync(join(root.path, 'o'), 'x');
+    const rolled = await Promise.race([root.sync('gone', 'fifo', { sha256: sha('x'), size: 1 }), new Promise((r) => setTimeout(() => r('hung'), 3000))]);
+    expect(rolled).toBe('missing');
+  });
+
   test('refuses symbolic links that lead out of the workspace: a file, a folder on the way, a sync target', async () => {
     const { ws, outside } = workspace();
     symlinkSync(join(outside, 'secret.txt'), join(ws, 'link.txt'));
@@ -103,6 +121,26 @@ describe('localFileStager', () => {
     symlinkSync(join(outside, 'secret.txt'), join(root.path, 'draft'));
     await expect(root.sync('draft', 'draft.md')).rejects.toBeInstanceOf(FileRefused);
     expect(existsSync(join(ws, 'draft.md'))).toBe(false);
+  });
+
+  test('a workspace that does not exist yet is made by the first sync; one reached through a link is resolved', async () => {
+    const { base, outside } = workspace();
+    const ws = join(base, 'later', 'ws');
+    const stager = localFileStager({ workspace: ws, tmpDir: base });
+    const root = await stager.open(scope);
+    writeFileSync(join(root.path, 'o'), 'first');
+    expect(await root.check('o', 'out/a.md')).toEqual({ sha256: sha('first'), size: 5 });
+    expect(await root.sync('o', 'out/a.md')).toEqual({ sha256: sha('first'), size: 5 });
+    expect(readFileSync(join(ws, 'out', 'a.md'), 'utf8')).toBe('first');
+    // the same stager once the workspace exists, and still no way out
+    expect((await root.stage('back', 'out/a.md')).size).toBe(5);
+    await expect(root.sync('o', '../escape.md')).rejects.toBeInstanceOf(FileRefused);
+    // a workspace to be made under a folder that is a link: the link is where it is made
+    symlinkSync(outside, join(base, 'via'));
+    const linked = await localFileStager({ workspace: join(base, 'via', 'new-ws'), tmpDir: base }).open(scope);
+    writeFileSync(join(linked.path, 'o'), 'second');
+    expect(await linked.sync('o', 'x.md')).toEqual({ sha256: sha('second'), size: 6 });
+    expect(readFileSync(join(outside, 'new-ws', 'x.md'), 'utf8')).toBe('second');
   });
 
   test.each(['a/b', '..', '.', '', 'a\\b'])('refuses the key %j', async (key) => {
@@ -200,6 +238,15 @@ describe('expandPath', () => {
     expect(() => expandPath('d/<index>.md', values)).toThrow(FileRefused);
     expect(expandPath('d/<index>-<item.name>.md', values, { index: 3, value: { name: 'intro' } })).toBe('d/3-intro.md');
     expect(expandPath('d/<item>.md', values, { index: 0, value: 'pr-12' })).toBe('d/pr-12.md');
+  });
+
+  test('gives the path of the file it names: no empty or `.` segment', () => {
+    const at = (value: string): string => expandPath('d/<item>/x.md', values, { index: 0, value });
+    expect(at('/abs')).toBe('d/abs/x.md');
+    expect(at('')).toBe('d/x.md');
+    expect(at('.')).toBe('d/x.md');
+    expect(at('a//b/./c/')).toBe('d/a/b/c/x.md');
+    expect(() => expandPath('<item>/<item>', values, { index: 0, value: '.' })).toThrow(FileRefused);
   });
 
   test.each([

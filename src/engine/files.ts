@@ -89,6 +89,11 @@ export class FileRefused extends Error {
   override readonly name = 'FileRefused';
 }
 
+/** A workspace path that is there but is no file to copy (a folder, a FIFO, a device): never opened for reading, which could block. */
+export class NotAFile extends Error {
+  override readonly name = 'NotAFile';
+}
+
 // ---- tokens ---------------------------------------------------------------------------------------
 
 /** The values of the run tokens for one attempt. */
@@ -120,9 +125,11 @@ export function expandPath(path: string, values: Readonly<Record<string, string>
     throw new FileRefused(`unknown token \`<${name}>\``);
   });
   const escape = escapeProblem(out);
-  if (escape !== undefined) throw new FileRefused(`\`${path}\` expands to ${escape}`);
-  if (out.includes('\0') || out === '') throw new FileRefused(`\`${path}\` expands to an empty path or one with a NUL character`);
-  return out;
+  if (escape !== undefined) throw new FileRefused(`\`${path}\` expands to a path that is refused: ${escape}`);
+  // recorded as the file it names: `out//x.md` and `out/./x.md` (an empty or `.` value) are `out/x.md`
+  const norm = out.split('/').filter((s) => s !== '' && s !== '.').join('/');
+  if (out.includes('\0') || norm === '') throw new FileRefused(`\`${path}\` expands to an empty path or one with a NUL character`);
+  return norm;
 }
 
 // ---- the attempt side ------------------------------------------------------------------------------
@@ -220,7 +227,7 @@ export function withFiles(handler: AgentHandler, opts: FileHostOptions): AgentHa
         } catch (err) {
           if (err instanceof FileRefused) throw new AgentError('PathEscape', `input file \`${e.key}\` (${path}) is refused: ${err.message}`, { key: e.key, path }, false);
           const code = (err as NodeJS.ErrnoException).code;
-          throw new AgentError('MissingInputFile', `input file \`${e.key}\` cannot be staged from ${path}: ${code === 'ENOENT' ? `no such file in the workspace${stager.workspace !== undefined ? ` (${stager.workspace})` : ''}` : (code ?? (err as Error).message)}`, { key: e.key, path, ...(stager.workspace !== undefined ? { workspace: stager.workspace } : {}) }, false);
+          throw new AgentError('MissingInputFile', `input file \`${e.key}\` cannot be staged from ${path}: ${code === 'ENOENT' ? `no such file in the workspace${stager.workspace !== undefined ? ` (${stager.workspace})` : ''}` : err instanceof NotAFile ? err.message : (code ?? (err as Error).message)}`, { key: e.key, path, ...(stager.workspace !== undefined ? { workspace: stager.workspace } : {}) }, false);
         }
         recordFile(ctx, { direction: 'staged', key: e.key, path, ...d, ...(scope.item ? { item: scope.item.index } : {}) });
         stagedInputs.push({ key: e.key, ...(e.contentType !== undefined ? { contentType: e.contentType } : {}), sha256: d.sha256, size: d.size });

@@ -109,6 +109,37 @@ workflow:
     expect(itemAwareCondition('$items > 0').uses).toEqual([]);
   });
 
+  test('a fan-out over slots that may be empty: `$item.x` warns (item-may-be-null) on the input, unless skip_when tests null', () => {
+    const chained = (draft: string, review: string): string => `openintent: "1.0"
+info: {name: chain}
+x-trigger: {names: "string[]"}
+types:
+  Draft: {title: string, words: integer}
+workflow:
+  draft:
+    assign: d
+    for_each: $trigger.names
+${draft}
+    inputs: {name: $item}
+    outputs: {doc: Draft}
+  review:
+    assign: r
+    depends_on: [draft]
+    for_each: draft.doc
+${review}
+    inputs: {title: $item.title, whole: $item, at: $index}
+`;
+    const warned = (text: string): string[] => parseWorkflow(text).diagnostics.map((d) => `${d.code} ${d.severity} ${d.path.join('.')}`);
+    // a tolerated failure leaves a null slot: reading into it fails that item
+    expect(warned(chained('    tolerated_failures: 1', ''))).toEqual(['item-may-be-null warning workflow.review.inputs.title']);
+    expect(warned(chained('    skip_when: "$item == \'x\'"', ''))).toEqual(['item-may-be-null warning workflow.review.inputs.title']);
+    // guarded, or no slot can be empty
+    expect(warned(chained('    tolerated_failures: 1', '    skip_when: "$item == null"'))).toEqual([]);
+    expect(warned(chained('', ''))).toEqual([]);
+    const d = parseWorkflow(chained('    tolerated_failures: 1', '')).diagnostics[0]!;
+    expect(d.data).toMatchObject({ ref: '$item.title', item_type: 'Draft | null' });
+  });
+
   test('toleratedOf', () => {
     expect(toleratedOf(3)).toEqual({ count: 3 });
     expect(toleratedOf('12.5%')).toEqual({ percent: 12.5 });

@@ -10,7 +10,7 @@ import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import type { CompiledType, TypeNode, TypeRegistry } from '../types/api.js';
 import type { Expression } from './expr.js';
 import { tokenKind, tokensOf } from './files.js';
-import type { FileContract, ForEachModel, OutputDecl, ToleratedFailures } from './model.js';
+import type { FileContract, ForEachModel, InputBinding, OutputDecl, ToleratedFailures } from './model.js';
 import type { Field } from './shape.js';
 import { resolveRef, type WiringContext } from './wiring.js';
 
@@ -97,6 +97,27 @@ export function checkForEach(raw: Record<string, unknown>, at: Path, ctx: Wiring
     toleratedFailures: toleratedOf(raw['tolerated_failures']),
     at: path,
   };
+}
+
+/**
+ * A `for_each` over an array whose elements may be null (an upstream fan-out's gathered output with empty
+ * slots: a tolerated failure, a skipped item, an optional output; or a declared `T | null`): an input that
+ * reads into `$item` cannot be resolved for a null item, and that item fails (UnresolvableInputError),
+ * failing the phase unless tolerated. A `skip_when` that tests `$item` against `null` is taken as the guard.
+ */
+export function checkNullItems(name: string, fanOut: ForEachModel, inputs: InputBinding[], skipWhen: unknown, out: Diagnostic[]): void {
+  const item = fanOut.itemType;
+  if (item.text === 'any' || !item.check(null)) return;
+  if (typeof skipWhen === 'string' && /\$item\s*[!=]=\s*null\b|\bnull\s*[!=]=\s*\$item\b/.test(skipWhen)) return;
+  for (const b of inputs) {
+    if (b.source.kind !== 'item' || b.source.path.length === 0) continue;
+    out.push(
+      warning('item-may-be-null', ['workflow', name, 'inputs', b.name], `input \`${b.name}\` reads \`${b.ref}\`, but an item of \`${fanOut.ref}\` may be null (\`${item.text}\`): such an item cannot resolve it and fails`, {
+        hint: 'skip the empty slots with `skip_when: "$item == null"`, or map the whole `$item`',
+        data: { phase_name: name, ref: b.ref, item_type: item.text },
+      }),
+    );
+  }
 }
 
 /** Each declared output gathered into an array in item order, as downstream phases see it. */

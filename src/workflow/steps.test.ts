@@ -69,6 +69,15 @@ describe('the step form', () => {
     expect(r.diagnostics.map((d) => `${d.code} ${d.path.join('.')}`)).toEqual(['input-not-dependency workflow.steps.1.inputs.v.$ref']);
   });
 
+  test('an artifact written as a plain string is told to use `$ref`; a wrapper forEach does not take names only what it takes', () => {
+    const r = parseWorkflow('workflow:\n  name: x\n  steps:\n    - id: a\n      agent: x\n      outputs: {o: {$store: artifacts.outline, type: "string[]"}}\n    - id: b\n      agent: x\n      dependsOn: [a]\n      forEach: "artifacts.outline"\n    - id: c\n      agent: x\n      dependsOn: [a]\n      forEach: {$item: ""}\n      inputs: {v: artifacts.outline}\n');
+    expect(r.diagnostics.map((d) => `${d.code} ${d.path.join('.')} ${d.hint ?? ''}`)).toEqual([
+      'input-bad-syntax workflow.steps.1.forEach `{$ref: "artifacts.outline"}`',
+      'input-bad-syntax workflow.steps.2.forEach e.g. `{$ref: "artifacts.outline"}` or `{$input: topic}`',
+      'input-bad-syntax workflow.steps.2.inputs.v `{$ref: "artifacts.outline"}`',
+    ]);
+  });
+
   test('fan-out hints name the step form\'s own `forEach: {$ref: ...}`, not the 1.0 form\'s `phase.key`', () => {
     const r = parseWorkflow('workflow:\n  name: x\n  steps:\n    - id: a\n      agent: x\n      inputs: {v: {$item: name}}\n      max_parallel: 2\n    - id: b\n      agent: x\n      forEach: null\n');
     expect(r.diagnostics.map((d) => `${d.code} ${d.hint ?? ''}`)).toEqual([

@@ -291,11 +291,20 @@ function translateInputs(v: Record<string, unknown>, at: Path, artifacts: Artifa
  * compiler reports it where it is.
  */
 function refText(x: unknown, at: Path, artifacts: ArtifactTarget[], read: Set<string>, out: Diagnostic[], allowed: readonly string[]): string | undefined {
-  if (!isPlainObject(x)) return x as string;
+  if (!isPlainObject(x)) {
+    // `forEach: "artifacts.outline.sections"`: an artifact read as a plain string, which the 1.0 form would take for a step `artifacts`
+    const path = typeof x === 'string' && allowed.includes('$ref') ? artifactPath(x) : undefined;
+    if (path?.every((s) => typeof s === 'string') && artifacts.some((t) => literalPrefix(t.path).every((s, i) => path[i] === s))) {
+      out.push(error('input-bad-syntax', at, `\`${x as string}\` names an artifact: read it with \`$ref\``, { hint: `\`{$ref: ${JSON.stringify(x)}}\``, error: 'InputWiringError' }));
+      return undefined;
+    }
+    return x as string;
+  }
   const keys = Object.keys(x);
   const k = keys[0];
   if (keys.length !== 1 || k === undefined || !allowed.includes(k)) {
-    out.push(error('input-bad-syntax', at, `expected one of ${allowed.map((a) => `\`{${a}: ...}\``).join(', ')}`, { hint: 'e.g. `{$input: topic}`, `{$ref: "artifacts.outline"}` or `{$item: name}`', error: 'InputWiringError' }));
+    const examples: Record<string, string> = { $input: '`{$input: topic}`', $ref: '`{$ref: "artifacts.outline"}`', $item: '`{$item: name}`' };
+    out.push(error('input-bad-syntax', at, `expected one of ${allowed.map((a) => `\`{${a}: ...}\``).join(', ')}`, { hint: `e.g. ${allowed.map((a) => examples[a] ?? a).join(' or ')}`, error: 'InputWiringError' }));
     return undefined;
   }
   const v = x[k];

@@ -5,6 +5,7 @@
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { CliIo } from '../../src/cli/io.js';
@@ -226,6 +227,37 @@ describe('input gates', () => {
     expect(await run(['respond', 'in1', 'input-ask-1', '--value', '"blue"'], capture(cwd))).toBe(0);
     expect((await first.done).code).toBe(0);
     expect((await showJson(cwd, 'in1')).phases['ask']!.output).toEqual({ color: 'blue' });
+  }, 30_000);
+});
+
+const ASKING_ITEMS = `openintent: "1.0"
+info: {name: "Asking items"}
+x-trigger: {colors: "string[]"}
+workflow:
+  ask: {assign: asker, for_each: $trigger.colors, inputs: {c: $item}, outputs: {color: string}}
+`;
+
+describe('input gates of fan-out items', () => {
+  test('the printed commands name the item\u2019s gate quoted, so a shell that refuses unmatched globs runs them', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), ASKING_ITEMS);
+    writeFileSync(join(cwd, 'agents.mjs'), ASKING_AGENTS);
+    const first = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'in2', '--trigger', '{"colors": ["x"]}'], { cwd });
+    let stderr = '';
+    first.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await until(() => /baton respond in2 /.test(stderr));
+    const printed = /^ {2}(baton respond in2 .*?--value) '<JSON>'/m.exec(stderr)?.[1];
+    expect(printed).toBe("baton respond in2 'input-ask[0]-1' --value");
+    const shown = capture(cwd);
+    expect(await run(['show', 'in2'], shown)).toBe(0);
+    expect(shown.out()).toContain("baton respond in2 'input-ask[0]-1' --value");
+    // what a user pastes, with `baton` standing for the built CLI, in a shell where an unmatched glob is an error (zsh's default)
+    const cli = join(import.meta.dirname, '..', '..', 'bin', 'baton.js');
+    const pasted = spawnSync('bash', ['-O', 'failglob', '-c', `${printed!.replace(/^baton/, `${JSON.stringify(process.execPath)} ${JSON.stringify(cli)}`)} '"red"'`], { cwd, encoding: 'utf8' });
+    expect(pasted.stderr).toBe('');
+    expect(pasted.status).toBe(0);
+    expect((await first.done).code).toBe(0);
+    expect((await showJson(cwd, 'in2')).phases['ask']!.output).toEqual({ color: ['red'] });
   }, 30_000);
 });
 

@@ -186,6 +186,20 @@ describe('baton run FILE --server URL', () => {
     }
   }, 60_000);
 
+  test('a fan-out item\u2019s gate followed from the server: the printed commands and URL reach it as printed', async () => {
+    writeFileSync(join(dir, 'ask-items.yaml'), ASK.replace('    assign: asker\n', '    assign: asker\n    for_each: $trigger.xs\n').replace('info: {name: ask}', 'info: {name: ask-items}\nx-trigger: {xs: "integer[]"}'));
+    const t = io(dir);
+    const done = cli(['run', 'ask-items.yaml', '--server', h.url, '--api-key', KEYS.operator, '--run-id', 'cli-ask-items', '--trigger', '{"xs": [1]}'], t);
+    await until(() => t.err().includes('needs a decision'));
+    expect(t.err()).toContain("baton respond cli-ask-items 'input-q[0]-1' --server");
+    // `[0]` in a URL is a range to curl: the printed one is percent-encoded, and the server answers it
+    const url = /or POST (\S+)\/respond/.exec(t.err())?.[1];
+    expect(url).toBe(`${h.url}/runs/cli-ask-items/gates/input-q%5B0%5D-1`);
+    const answered = await fetch(`${url!}/respond`, { method: 'POST', headers: { authorization: `Bearer ${KEYS.operator}`, 'content-type': 'application/json' }, body: JSON.stringify({ value: 'red' }) });
+    expect(answered.status).toBe(200);
+    expect(await done).toBe(0);
+  }, 30_000);
+
   test('the event stream cut mid-run (a gate open): the CLI reconnects with Last-Event-ID and sees every event once', async () => {
     const port = Number(new URL(h.url).port);
     const proxy = await startTcpProxy({ host: '127.0.0.1', port });
