@@ -19,7 +19,7 @@ import { BatonError } from '../core/errors.js';
 import { Lru } from '../core/lru.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
-import type { FactResult } from '../engine/decide.js';
+import type { CarriedFile, FactResult } from '../engine/decide.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunRecord, RunStore, TaskRow, WorkflowRecord } from '../engine/ports.js';
 import { parseTraceparent, type RunInfo } from '../engine/telemetry.js';
@@ -38,6 +38,7 @@ import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
 import type { A2aDecl, WorkflowModel } from '../workflow/model.js';
 import { ChangeHub } from './changes.js';
+import { carryRerunFiles } from './rerun-files.js';
 import { runHandle, RunWatch, type HeldRuns, type RunHandle } from './handle.js';
 import { WorkflowSpec } from './spec.js';
 import type { AgentsOption, AnyWorkflow, TriggerOf, WorkflowTypes } from './typed.js';
@@ -474,13 +475,13 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    */
   async rerun(runId: string, from: string, opts: Omit<StartRunOptions, 'trigger' | 'initialState' | 'path'> & { failedItems?: boolean } = {}): Promise<string> {
     // the reads ride out a store that is away, as every command's do (the creation below waits on its own)
-    const { record, model, state, w } = await this.waits.run(async () => {
+    const { record, model, state, w, events } = await this.waits.run(async () => {
       const record = await this.store.run(runId);
       if (!record) throw new BatonError('unknown-run', `no run ${runId} in ${this.store.location}`);
       const model = await this.model(record);
       if (!model.byName.has(from)) throw new BatonError('usage', `workflow ${model.info.name} has no phase \`${from}\` (phases: ${model.phases.map((p) => p.name).join(', ')})`);
       const [events, w] = await Promise.all([this.store.events(runId), this.store.workflow(record.workflowHash)]);
-      return { record, model, state: replay(runId, events), w };
+      return { record, model, state: replay(runId, events), w, events };
     });
     const again = new Set<string>([from]);
     for (const name of model.order) if (model.byName.get(name)!.dependsOn.some((d) => again.has(d))) again.add(name);
@@ -498,6 +499,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     // a rerun is a new trace (its own run span), not a part of the first run's parent
     const { traceparent: _tp, ...kept } = record.options;
     const rerunOptions: JsonObject = { ...kept, rerun_of: runId, from };
+    // the files the reused phases synced, brought to this run's paths before it starts (a phase it runs reads them)
+    const files = await this.rerunFiles(model, record, w, state, events, new Set(outputs.keys()), newId);
     const first = await startRun(
       this.createsFor(opts),
       model,
@@ -510,12 +513,27 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         bindings: opts.bindings ?? record.bindings,
         options: rerunOptions,
         ...(w ? { path: w.path } : {}),
-        rerunOf: { run_id: runId, from, outputs },
+        rerunOf: { run_id: runId, from, outputs, ...(files.size > 0 ? { files } : {}) },
       },
       await this.work.storeTime(),
     );
     this.report(first.events, first.state, { runId: newId, workflowName: record.workflowName, options: rerunOptions });
     return newId;
+  }
+
+  /** The output files of a rerun's reused phases (rerun-files.ts), over the workspace its runs use. */
+  private async rerunFiles(model: WorkflowModel, record: RunRecord, w: WorkflowRecord | undefined, state: RunState, events: readonly RunEvent[], reused: ReadonlySet<string>, newRunId: string): Promise<Map<string, CarriedFile[]>> {
+    if (!events.some((e) => e.type === 'task.file' && e.direction === 'synced')) return new Map();
+    const cwd = typeof record.options['cwd'] === 'string' ? record.options['cwd'] : w ? dirname(resolvePath(w.path)) : process.cwd();
+    const recorded = typeof record.options['workspace'] === 'string' ? record.options['workspace'] : undefined;
+    const stagerFor = (ws: string): FileStager => (this.opts.fileStager ? this.opts.fileStager(ws) : localFileStager({ workspace: ws }));
+    const contracts = new Map(planOf(model).contracts);
+    for (const [id, b] of Object.entries(this.opts.agents ?? {})) {
+      const c = contractOfHandler(typeof b === 'function' ? b : b.handler);
+      if (c && !contracts.has(id)) contracts.set(id, c);
+    }
+    const now = this.clock.now();
+    return carryRerunFiles({ model, contracts, state, events, reused, newRunId, now, stager: stagerFor(resolvePath(this.opts.workspace ?? recorded ?? cwd)), stagerFor });
   }
 
   /**

@@ -10,7 +10,7 @@ import { filesOfPhase, itemFileCollisions } from '../workflow/files.js';
 import type { ForEachModel, PhaseModel, ToleratedFailures } from '../workflow/model.js';
 import type { FailureRecord, NewEvent, RunEvent } from './events.js';
 import { itemKey, isTerminal, parseItemKey, taskIdFor, type FanState, type RunState } from './state.js';
-import type { Fact } from './decide-types.js';
+import type { CarriedFile, Fact } from './decide-types.js';
 import { phaseModelOf } from './plan.js';
 import { emit, initialStateOf, model, openGate, outputsView, taskId, type Ctx } from './decide-context.js';
 
@@ -36,17 +36,33 @@ export function start(ctx: Ctx, f: Extract<Fact, { kind: 'start' }>): void {
       if (!r) continue;
       const pm = model(ctx, name);
       const extra = pm.outputs ? Object.keys(r.output).filter((k) => !pm.outputs!.some((d) => d.key === k)) : [];
+      carriedFiles(ctx, name, r.attempt, f.rerunOf.files?.get(name));
       emit(ctx, { type: 'task.completed', phase: name, task_id: taskId(ctx, name), attempt: r.attempt, output: cloneJson(r.output), extra_keys: extra, cost_usd: 0, reused_from: f.rerunOf.run_id });
       checkRunGate(ctx, name);
     }
     // `--failed-items`: the completed items of the fan-out phase run again, recorded before it fans out
     for (const [key, r] of f.rerunOf.outputs) {
       if (!parseItemKey(key)) continue;
+      carriedFiles(ctx, key, r.attempt, f.rerunOf.files?.get(key));
       emit(ctx, { type: 'task.completed', phase: key, task_id: taskIdFor(state.runId, key), attempt: r.attempt, output: cloneJson(r.output), extra_keys: [], cost_usd: 0, reused_from: f.rerunOf.run_id });
     }
   }
   checkRunGate(ctx, undefined);
   for (const p of plan.model.phases) if (state.graph!.remaining.get(p.name) === 0 && state.phases.get(p.name)!.status === 'pending') ctx.unblocked.push(p.name);
+}
+
+/**
+ * The output files a reused completion brings (engine.rerun copied them to this run's paths first): recorded
+ * as synced before it, as an attempt's are; one that could not be brought over is a warning.
+ */
+function carriedFiles(ctx: Ctx, key: string, attempt: number, files: readonly CarriedFile[] | undefined): void {
+  if (!files) return;
+  const task = parseItemKey(key) ? taskIdFor(ctx.state.runId, key) : taskId(ctx, key);
+  for (const c of files) {
+    const item = c.item !== undefined ? { item: c.item } : {};
+    if ('failed' in c) emit(ctx, { type: 'task.warning', phase: key, task_id: task, attempt, code: 'FileNotCarried', message: `output file \`${c.key}\` of the run this one reruns was not brought to ${c.path}: ${c.failed}`, details: { key: c.key, path: c.path, ...item } });
+    else emit(ctx, { type: 'task.file', phase: key, task_id: task, attempt, direction: 'synced', key: c.key, path: c.path, sha256: c.sha256, size: c.size, ...item });
+  }
 }
 
 export function drain(ctx: Ctx): void {

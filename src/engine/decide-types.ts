@@ -26,7 +26,7 @@ export type Outcome = { ok: true; output: unknown; costUsd: number } | { ok: fal
 
 export type Fact =
   /** A new run: run.started, then the roots (and the run gate when it reads only trigger / initial_state). */
-  | { kind: 'start'; workflowHash?: string; deadlineAt?: number; autoApprove?: boolean; rerunOf?: { run_id: string; from: string; outputs: ReadonlyMap<string, { output: JsonObject; attempt: number }> } }
+  | { kind: 'start'; workflowHash?: string; deadlineAt?: number; autoApprove?: boolean; rerunOf?: RerunOf }
   /** Claim up to `max` ready tasks for a worker that binds `agents` (null: every agent). */
   | ({ kind: 'claim'; max: number; leaseMs: number } & Claimant)
   /** `files`: output files checked after the agent returned, recorded (`task.file`) only with the completion they belong to. */
@@ -82,3 +82,18 @@ export interface Decisions {
   touched: Set<string>;
   results: FactResult[];
 }
+
+/**
+ * A rerun's start (`engine.rerun`): the run it reruns, the phase it runs again from, the outputs it reuses
+ * (by task key), and the output files of those (by the task key their completion is recorded under)
+ * that were brought to the paths this run's tokens name: recorded as synced with the reused completion.
+ */
+export interface RerunOf {
+  run_id: string;
+  from: string;
+  outputs: ReadonlyMap<string, { output: JsonObject; attempt: number }>;
+  files?: ReadonlyMap<string, readonly CarriedFile[]>;
+}
+
+/** An output file a reused phase (or item) synced in the first run, brought over; `failed`: why it could not be (a warning). */
+export type CarriedFile = { key: string; path: string; item?: number } & ({ sha256: string; size: number } | { failed: string });

@@ -17,7 +17,7 @@ import { drain, maybeEnd, start, stop } from './decide-settle.js';
 import { tick } from './decide-timers.js';
 
 // the parts live in decide-*.ts; this module stays the one entry other modules import
-export type { Claimed, DecideEnv, Decisions, Fact, FactResult, Outcome } from './decide-types.js';
+export type { CarriedFile, Claimed, DecideEnv, Decisions, Fact, FactResult, Outcome, RerunOf } from './decide-types.js';
 export { formatMs } from './decide-context.js';
 export { ESCALATION_CHOICES } from './decide-outcomes.js';
 

@@ -8,7 +8,7 @@ import type { Clock } from '../core/clock.js';
 import { BatonError } from '../core/errors.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { WorkflowModel } from '../workflow/model.js';
-import { decide, type Fact, type FactResult } from './decide.js';
+import { decide, type Fact, type FactResult, type RerunOf } from './decide.js';
 import { planOf } from './plan.js';
 import type { RunRecord, RunStore, WorkflowRecord } from './ports.js';
 import type { RunEvent } from './events.js';
@@ -31,7 +31,7 @@ export interface StartOptions {
   options?: JsonObject;
   /** Absolute path of the workflow file. */
   path?: string;
-  rerunOf?: { run_id: string; from: string; outputs: ReadonlyMap<string, { output: JsonObject; attempt: number }> };
+  rerunOf?: RerunOf;
 }
 
 /**

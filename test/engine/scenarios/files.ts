@@ -456,7 +456,115 @@ export async function scratchRootOfAnUnseenClaimStays(makeStore: StoreFactory): 
   });
 }
 
+// ---- reruns ---------------------------------------------------------------------------------------
+
+const PAPER_RERUN = wf(`${header()}workflow:
+  draft:
+    assign: w
+    outputsFiles: {draft.md: {path: "out/<runId>/draft.md"}, notes.md: {path: "notes/<phase>.md"}}
+    outputs: {n: integer}
+  sections:
+    assign: w
+    depends_on: [draft]
+    for_each: $trigger.titles
+    inputs: {t: $item}
+    outputsFiles: {s.md: {path: "out/<runId>/<item>-<attempt>.md"}}
+    outputs: {n: integer}
+  assemble:
+    assign: a
+    depends_on: [draft, sections]
+    inputsFiles: {draft.md: {path: "out/<runId>/draft.md"}, intro.md: {path: "out/<runId>/intro-1.md"}, notes.md: {path: "notes/draft.md"}}
+    outputs: {text: string}`);
+
+/**
+ * `rerun --from assemble`: the files the reused phases (and items) synced come with their outputs, at the
+ * paths the new run's tokens name (`<runId>` is the new run's), recorded as synced by the phase they
+ * came from; a path that names no run is already there (recorded, not copied). The rerun's `assemble`
+ * reads them; the first run's files are left as they were.
+ */
+export async function rerunCarriesTheFilesOfReusedPhases(makeStore: StoreFactory): Promise<void> {
+  return inDirs(async ({ ws, roots }) => {
+    const store = await makeStore();
+    const clock = new ManualClock(0);
+    let fixed = false;
+    const agents: Record<string, AgentHandler> = {
+      w: (ctx) => {
+        const root = ctx.input['_workflowFsRoot'] as string;
+        if (ctx.phase === 'draft') {
+          writeFileSync(join(root, 'draft.md'), 'the draft');
+          writeFileSync(join(root, 'notes.md'), 'the notes');
+        } else writeFileSync(join(root, 's.md'), `section ${ctx.input['t'] as string}`);
+        return { n: 1 };
+      },
+      a: (ctx) => {
+        const root = ctx.input['_workflowFsRoot'] as string;
+        if (!fixed) throw new AgentError('Broken', 'not yet', {}, false);
+        return { text: ['draft.md', 'intro.md', 'notes.md'].map((k) => readFileSync(join(root, k), 'utf8')).join('|') };
+      },
+    };
+    const e = engineOn(store, clock, agents, { workspace: ws, fileStager: (w) => localFileStager({ workspace: w, tmpDir: roots }) });
+    const first = await e.run(PAPER_RERUN, { trigger: { titles: ['intro', 'body'] } });
+    expect(first.status).toBe('failed');
+    fixed = true;
+    const id = await e.rerun(first.runId, 'assemble');
+    const r = await e.drive(id, undefined);
+    expect(r.status, JSON.stringify(r.phases['assemble']?.error)).toBe('completed');
+    expect(r.phases['assemble']!.output).toEqual({ text: 'the draft|section intro|the notes' });
+    const synced = r.events.filter((x): x is Extract<RunEvent, { type: 'task.file' }> => x.type === 'task.file' && x.direction === 'synced');
+    expect(synced.map((x) => [x.phase, x.key, x.path, x.sha256]).sort()).toEqual(
+      [
+        ['draft', 'draft.md', `out/${id}/draft.md`, sha('the draft')],
+        ['draft', 'notes.md', 'notes/draft.md', sha('the notes')],
+        ['sections', 's.md', `out/${id}/body-1.md`, sha('section body')],
+        ['sections', 's.md', `out/${id}/intro-1.md`, sha('section intro')],
+      ].sort(),
+    );
+    // an item of the fan-out reused whole: with its phase's reused completion (the rerun has no item tasks)
+    expect(synced.find((x) => x.path.endsWith('body-1.md'))).toMatchObject({ item: 1, attempt: r.phases['sections']!.attempts });
+    // each is recorded just before its reused completion, as an attempt's are, and the workspace agrees with the log
+    for (const x of synced) expect(r.events.findIndex((y) => y.type === 'task.completed' && y.phase === x.phase)).toBeGreaterThan(r.events.indexOf(x));
+    expect(r.events.filter((x) => x.type === 'task.warning')).toEqual([]);
+    expectFilesMatchLog(ws, `out/${id}`, r.events.filter((x) => x.type !== 'task.file' || x.path.startsWith(`out/${id}/`)));
+    expect(readFileSync(join(ws, 'notes/draft.md'), 'utf8')).toBe('the notes');
+    expect(readFileSync(join(ws, `out/${first.runId}/draft.md`), 'utf8')).toBe('the draft');
+    expect(rootsLeft(roots)).toEqual([]);
+    await e.close();
+  });
+}
+
+/** A reused phase's file whose bytes changed since its run recorded them is not brought over: a warning says so, and the phase that reads it fails as it would. */
+export async function rerunLeavesAChangedFile(makeStore: StoreFactory): Promise<void> {
+  return inDirs(async ({ ws, roots }) => {
+    const store = await makeStore();
+    const clock = new ManualClock(0);
+    const agents: Record<string, AgentHandler> = {
+      w: (ctx) => {
+        const root = ctx.input['_workflowFsRoot'] as string;
+        for (const k of ctx.phase === 'draft' ? ['draft.md', 'notes.md'] : ['s.md']) writeFileSync(join(root, k), `${k} of ${ctx.phase}`);
+        return { n: 1 };
+      },
+      a: () => {
+        throw new AgentError('Broken', 'not yet', {}, false);
+      },
+    };
+    const e = engineOn(store, clock, agents, { workspace: ws, fileStager: (w) => localFileStager({ workspace: w, tmpDir: roots }) });
+    const first = await e.run(PAPER_RERUN, { trigger: { titles: ['intro'] } });
+    expect(first.status).toBe('failed');
+    writeFileSync(join(ws, `out/${first.runId}/draft.md`), 'edited by hand');
+    const r = await e.drive(await e.rerun(first.runId, 'assemble'), undefined);
+    const warnings = r.events.filter((x): x is Extract<RunEvent, { type: 'task.warning' }> => x.type === 'task.warning');
+    expect(warnings).toEqual([expect.objectContaining({ phase: 'draft', code: 'FileNotCarried', details: { key: 'draft.md', path: `out/${r.runId}/draft.md` } })]);
+    expect(warnings[0]!.message).toContain('no longer holds the bytes');
+    expect(r.phases['assemble']!.error).toMatchObject({ code: 'MissingInputFile', details: { key: 'draft.md' } });
+    expect(existsSync(join(ws, `out/${r.runId}/intro-1.md`))).toBe(true);
+    expect(rootsLeft(roots)).toEqual([]);
+    await e.close();
+  });
+}
+
 export const FILE_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promise<unknown>> = {
+  rerunCarriesTheFilesOfReusedPhases,
+  rerunLeavesAChangedFile,
   filesOfCancelledItemsStayOut,
   filesSyncedByTheNextWorker,
   filesCrashEverywhere,
