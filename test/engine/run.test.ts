@@ -255,6 +255,19 @@ workflow:
     expect(rejected.error['issues']).toEqual([expect.objectContaining({ pointer: '/findings/0/confidence', expected: 'number', actual: 'string' })]);
   });
 
+  test('an agent may return nothing (§9): accepted without outputs declared, MissingOutputError with required ones', async () => {
+    const N = wf(`${header()}workflow:
+  free: {assign: x}
+  optional: {assign: x, outputs: {k: {type: string, required: false}}}
+  declared: {assign: x, outputs: {k: string, n: number}}`);
+    const { result } = await run(N, { x: () => undefined });
+    expect(result.phases['free']).toMatchObject({ status: 'completed', output: {} });
+    expect(result.phases['optional']).toMatchObject({ status: 'completed', output: {} });
+    expect(result.phases['declared']).toMatchObject({ status: 'failed', error: { code: 'MissingOutputError', details: { missing_keys: ['k', 'n'] } } });
+    const async = await run(N, { x: async () => undefined });
+    expect(async.result.phases['free']!.status).toBe('completed');
+  });
+
   test('no coercion: a boolean is not a number, NaN is not JSON', async () => {
     const N = wf(`${header()}workflow:\n  a: {assign: x, outputs: {n: number}}`);
     for (const bad of [true, '5', NaN, Infinity, null]) {
