@@ -201,7 +201,7 @@ function typeIssue(pointer: string, expected: string, value: unknown): ValueIssu
     kind: isJson ? 'type' : 'not-json',
     expected,
     actual,
-    message: isJson ? `${where}: expected ${expected}, got ${actual} ${describeValue(value)}`.replace(/ (object|array) \1$/, ' $1') : `${where}: expected ${expected}, got ${actual} (not JSON)`,
+    message: isJson ? `${where}: expected ${expected}, got ${actual} ${describeValue(value)}`.replace(/ (object|array|null) \1$/, ' $1') : `${where}: expected ${expected}, got ${actual} (not JSON)`,
   };
 }
 

@@ -178,7 +178,7 @@ describe('primitives', () => {
 
   test('messages name the place, the expected type and what came back', () => {
     expect(type('number').issues('5')[0]!.message).toBe('the value: expected number, got string "5"');
-    expect(type('boolean').issues(null)[0]!.message).toBe('the value: expected boolean, got null null');
+    expect(type('boolean').issues(null)[0]!.message).toBe('the value: expected boolean, got null');
     expect(type('string').issues({})[0]!.message).toBe('the value: expected string, got object');
     expect(type('number').issues(NaN)[0]!.message).toBe('the value: expected number, got non-finite number (not JSON)');
     expect(type('Summary').issues({ title: 't', words: 1.5 })[0]!.message).toBe('`/words`: expected integer, got number 1.5');
