@@ -198,6 +198,31 @@ export function formatErrors(errors: readonly ErrorObject[], root: unknown): Sch
         err = { path: jsonPath(path), message: `Additional properties are not allowed (${repr(extra)} was unexpected)`, expected: 'no other properties', received: `a property ${repr(extra)}` };
         break;
       }
+      // bounds as the spec's example words them (`$.count: -5 is less than minimum 0`), what was expected readable
+      case 'minimum':
+      case 'maximum':
+      case 'exclusiveMinimum':
+      case 'exclusiveMaximum': {
+        const limit = repr(p['limit']);
+        const words = { minimum: ['is less than minimum', '>='], maximum: ['is greater than maximum', '<='], exclusiveMinimum: ['is less than or equal to exclusive minimum', '>'], exclusiveMaximum: ['is greater than or equal to exclusive maximum', '<'] }[e.keyword];
+        err = { path: jsonPath(path), message: `${repr(value)} ${words[0]} ${limit}`, expected: `a number ${words[1]} ${limit}`, received: repr(value) };
+        break;
+      }
+      case 'minLength':
+      case 'minItems':
+      case 'maxLength':
+      case 'maxItems': {
+        const min = e.keyword.startsWith('min');
+        const unit = e.keyword.endsWith('Length') ? 'characters' : 'items';
+        err = { path: jsonPath(path), message: `${repr(value)} is too ${min ? 'short' : 'long'}`, expected: `${min ? 'at least' : 'at most'} ${repr(p['limit'])} ${unit}`, received: repr(value) };
+        break;
+      }
+      case 'pattern':
+        err = { path: jsonPath(path), message: `${repr(value)} does not match ${repr(p['pattern'])}`, expected: `a string matching ${repr(p['pattern'])}`, received: repr(value) };
+        break;
+      case 'multipleOf':
+        err = { path: jsonPath(path), message: `${repr(value)} is not a multiple of ${repr(p['multipleOf'])}`, expected: `a multiple of ${repr(p['multipleOf'])}`, received: repr(value) };
+        break;
       default:
         err = { path: jsonPath(path), message: `${repr(value)} ${e.message ?? 'is invalid'}`, expected: `${e.keyword} ${JSON.stringify(p)}`, received: repr(value) };
     }
