@@ -197,7 +197,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   // openintent
   const version = doc['openintent'];
   if (version === undefined || version === null) {
-    out.push(error('missing-field', [], "Missing 'openintent' version field", { hint: 'Add \'openintent: "1.0"\' at the top of your file', data: { field: 'openintent' } })); // the spec's words (Example Validation Errors)
+    out.push(error('missing-field', [], "Missing 'openintent' version field", { hint: 'Add \'openintent: "1.0"\' at the top of your file', error: 'WorkflowValidationError', data: { field: 'openintent' } })); // the spec's words (Example Validation Errors)
   } else if (version === 1) {
     out.push(warning('wrong-type', ['openintent'], 'the version should be the string "1.0"', { hint: 'quote it: `openintent: "1.0"`' }));
   } else if (typeof version !== 'string') {
@@ -208,7 +208,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
 
   // info
   const info = doc['info'];
-  if (info === undefined || info === null) out.push(error('missing-field', [], 'missing required field `info`', { hint: 'add `info:` with at least `name: "..."`', data: { field: 'info' } }));
+  if (info === undefined || info === null) out.push(error('missing-field', [], 'missing required field `info`', { hint: 'add `info:` with at least `name: "..."`', error: 'WorkflowValidationError', data: { field: 'info' } }));
   else checkShape(info, { t: 'object', fields: infoFields }, ['info'], out);
 
   if (doc['governance'] != null) checkShape(doc['governance'], { t: 'object', fields: governanceFields }, ['governance'], out);
@@ -222,7 +222,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
 
   const wf = doc['workflow'];
   if (wf === undefined || wf === null) {
-    out.push(error('missing-field', [], 'missing required field `workflow`', { hint: 'add `workflow:` with at least one phase', data: { field: 'workflow' } }));
+    out.push(error('missing-field', [], 'missing required field `workflow`', { hint: 'add `workflow:` with at least one phase', error: 'WorkflowValidationError', data: { field: 'workflow' } }));
     return undefined;
   }
   if (!isPlainObject(wf)) {

@@ -165,12 +165,12 @@ export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagno
 export function checkObject(value: Record<string, unknown>, fields: Readonly<Record<string, Field>>, path: Path, out: Diagnostic[]): void {
   for (const [name, field] of Object.entries(fields)) {
     if (!Object.prototype.hasOwnProperty.call(value, name) || value[name] === undefined) {
-      if (field.required) out.push(error('missing-field', path, `missing required field \`${name}\``, { target: 'key', data: { field: name } }));
+      if (field.required) out.push(error('missing-field', path, `missing required field \`${name}\``, { target: 'key', error: 'WorkflowValidationError', data: { field: name } }));
       continue;
     }
     const v = value[name];
     if (v === null && field.required) {
-      out.push(error('missing-field', [...path, name], `\`${name}\` must have a value`, { data: { field: name } }));
+      out.push(error('missing-field', [...path, name], `\`${name}\` must have a value`, { error: 'WorkflowValidationError', data: { field: name } }));
       continue;
     }
     if (v === null) continue; // an empty optional field (`description:`) reads as absent

@@ -65,7 +65,7 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
     rawSteps.forEach((s, index) => {
       if (!isPlainObject(s)) return void out.push(error('wrong-type', at('steps', index), 'a step must be a mapping', { hint: 'give it at least `id` and `agent`' }));
       const id = s['id'];
-      if (id === undefined || id === null) return void out.push(error('missing-field', at('steps', index), 'missing required field `id`', { target: 'key', hint: 'give the step an id: `- id: draft`', data: { field: 'id' } }));
+      if (id === undefined || id === null) return void out.push(error('missing-field', at('steps', index), 'missing required field `id`', { target: 'key', hint: 'give the step an id: `- id: draft`', error: 'WorkflowValidationError', data: { field: 'id' } }));
       if (typeof id !== 'string' || id === '') return void out.push(error('wrong-type', at('steps', index, 'id'), 'a step `id` must be a non-empty string', { hint: 'name the step: `id: draft`' }));
       const first = seen.get(id);
       if (first !== undefined) {
