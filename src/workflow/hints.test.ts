@@ -27,6 +27,15 @@ describe('wrong-type and invalid-value hints', () => {
     const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    retry: {backoff: 3}\n  b:\n    assign: ""\n`);
     expect(h['wrong-type workflow.a.retry.backoff']).toContain('`exponential`');
     expect(h['invalid-value workflow.b.assign']).toBeDefined();
+    // a required field cannot be removed: the hint does not offer to
+    expect(h['invalid-value workflow.b.assign']).not.toMatch(/remove/);
+  });
+
+  test('a missing or empty required field: the hint names the field to add (`name`, `assign`, an allow entry\'s `level`)', () => {
+    const h = hints(`openintent: "1.0"\ninfo: {version: "1"}\nworkflow:\n  a: {title: A}\n  b:\n    assign: x\n    permissions: {allow: [{agent: y, level: }]}\n`);
+    expect(h['missing-field info']).toContain('`name:`');
+    expect(h['missing-field workflow.a']).toContain('`assign:`');
+    expect(h['missing-field workflow.b.permissions.allow.0.level']).toContain('`read`');
   });
 });
 
