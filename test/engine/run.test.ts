@@ -264,7 +264,7 @@ workflow:
     expect(result.phases['free']).toMatchObject({ status: 'completed', output: {} });
     expect(result.phases['optional']).toMatchObject({ status: 'completed', output: {} });
     expect(result.phases['declared']).toMatchObject({ status: 'failed', error: { code: 'MissingOutputError', details: { missing_keys: ['k', 'n'] } } });
-    const async = await run(N, { x: async () => undefined });
+    const async = await run(N, { x: () => Promise.resolve(undefined) });
     expect(async.result.phases['free']!.status).toBe('completed');
   });
 
