@@ -78,6 +78,12 @@ describe('the step form', () => {
     ]);
   });
 
+  test('the spec\'s parse-time errors speak of steps, capitalised or not (`Step \'b\' depends on unknown step`)', () => {
+    const r = parseWorkflow('workflow:\n  name: x\n  steps:\n    - id: a\n      agent: x\n      dependsOn: [b]\n    - id: c\n      agent: x\n      dependsOn: [d]\n    - id: d\n      agent: x\n      dependsOn: [c]\n');
+    expect(r.diagnostics.map((d) => d.code).sort()).toEqual(['dependency-cycle', 'unknown-dependency']);
+    for (const d of r.diagnostics) expect(`${d.message} ${d.hint ?? ''}`).not.toMatch(/\bphases?\b/i);
+  });
+
   test('formOf and artifactPath', () => {
     expect(formOf({ workflow: { steps: [] } })).toBe('steps');
     expect(formOf({ openintent: '1.0', workflow: { steps: {} } })).toBe('openintent');

@@ -174,7 +174,9 @@ export function stepWords(message: string): string {
     .replace(/\bdepends_on\b/g, 'dependsOn')
     .replace(/\bfor_each\b/g, 'forEach')
     .replace(/\bphases\b/g, 'steps')
-    .replace(/\bphase\b/g, 'step');
+    .replace(/\bphase\b/g, 'step')
+    .replace(/\bPhases\b/g, 'Steps')
+    .replace(/\bPhase\b/g, 'Step');
 }
 
 /** Every `{$store: "artifacts.a.b"}` of every step: its target in the artifacts tree. */
