@@ -39,6 +39,14 @@ describe('wrong-type and invalid-value hints', () => {
   });
 });
 
+describe('input-unknown-phase hints', () => {
+  test('they name the phases of depends_on, or say a phase named with a dot cannot be referenced', () => {
+    const h = hints(`${HEAD}workflow:\n  research: {assign: a}\n  "v1.2": {assign: a}\n  b:\n    assign: a\n    depends_on: [research, "v1.2"]\n    inputs: {x: zzzzzz.k, y: v1.2.k}\n`);
+    expect(h['input-unknown-phase workflow.b.inputs.x']).toContain('`research`');
+    expect(h['input-unknown-phase workflow.b.inputs.y']).toContain('`v1.2`');
+  });
+});
+
 describe('yaml-syntax hints', () => {
   test.each([
     ['a tab as indentation', `${HEAD}workflow:\n\ta: {assign: x}\n`, /spaces/],

@@ -115,8 +115,14 @@ export function resolveRef(raw: string, label: string, path: Path, ctx: WiringCo
   }
   if (src.kind === 'phase') {
     if (!ctx.phaseNames.has(src.phase)) {
-      const s = didYouMean(src.phase, ctx.phaseNames);
-      out.push(wiringError(ctx, path, 'input-unknown-phase', raw, `${label} references unknown phase \`${src.phase}\``, s ?? `reference one of the phases in \`depends_on\``));
+      const dotted = [...ctx.phaseNames].find((n) => n.includes('.') && raw.startsWith(`${n}.`));
+      const deps = [...ctx.dependsOn];
+      const s =
+        dotted !== undefined
+          ? `phase \`${dotted}\` cannot be referenced: \`.\` separates the phase from the key; rename the phase without dots`
+          : (didYouMean(src.phase, ctx.phaseNames) ??
+            (deps.length > 0 ? `reference one of the phases in \`depends_on\`: ${deps.map((d) => `\`${d}\``).join(', ')}` : `add the phase it reads to \`depends_on\`, and reference it as \`phase_name.key\``));
+      out.push(wiringError(ctx, path, 'input-unknown-phase', raw, `${label} references unknown phase \`${src.phase}\``, s));
       return undefined;
     }
     if (src.phase === ctx.phaseName) {
