@@ -85,7 +85,10 @@ export class SchemaCompiler {
     try {
       fn = ajv.compile(body);
     } catch (e) {
-      return { ok: false, problems: [{ path: [], message: (e as Error).message }] };
+      // an unresolvable `$ref` (ajv's MissingRefError names it): point at the `$ref` that holds it
+      const missing = (e as { missingRef?: unknown }).missingRef;
+      const at = typeof missing === 'string' ? refPath(body, missing) : undefined;
+      return { ok: false, problems: [{ path: at ?? [], message: (e as Error).message }] };
     }
     const validator: SchemaValidator = {
       schema,
@@ -99,6 +102,21 @@ export class SchemaCompiler {
     };
     return { ok: true, validator };
   }
+}
+
+/** The path of the first `$ref` whose value is `ref` (or ends in it: ajv resolves it against the base id). */
+function refPath(schema: unknown, ref: string): (string | number)[] | undefined {
+  const stack: { v: unknown; path: (string | number)[] }[] = [{ v: schema, path: [] }];
+  for (let n = 0; stack.length > 0 && n < 100_000; n++) {
+    const { v, path } = stack.pop()!;
+    if (Array.isArray(v)) v.forEach((x, i) => stack.push({ v: x, path: [...path, i] }));
+    else if (isPlainObject(v)) {
+      const r = v['$ref'];
+      if (typeof r === 'string' && r !== '' && (r === ref || ref.endsWith(r))) return [...path, '$ref'];
+      for (const [k, x] of Object.entries(v)) stack.push({ v: x, path: [...path, k] });
+    }
+  }
+  return undefined;
 }
 
 const AJV_OPTIONS = { allErrors: true, strict: false, validateFormats: false, logger: false } as const;
