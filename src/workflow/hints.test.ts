@@ -39,6 +39,14 @@ describe('wrong-type and invalid-value hints', () => {
   });
 });
 
+describe('invalid-type hints', () => {
+  test('a misspelt wrapper key (`requird: false`) is named', () => {
+    const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    outputs:\n      w: {type: array, requird: false}\n      n: {type: string, nulable: true}\n`);
+    expect(h['invalid-type workflow.a.outputs.w.requird']).toContain('`required`');
+    expect(h['invalid-type workflow.a.outputs.n.nulable']).toContain('`nullable`');
+  });
+});
+
 describe('input-unknown-phase hints', () => {
   test('they name the phases of depends_on, or say a phase named with a dot cannot be referenced', () => {
     const h = hints(`${HEAD}workflow:\n  research: {assign: a}\n  "v1.2": {assign: a}\n  b:\n    assign: a\n    depends_on: [research, "v1.2"]\n    inputs: {x: zzzzzz.k, y: v1.2.k}\n`);
