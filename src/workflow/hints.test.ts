@@ -39,6 +39,14 @@ describe('wrong-type and invalid-value hints', () => {
   });
 });
 
+describe('unknown-key hints', () => {
+  test('a key that starts like a known one is pointed to it (`retries` -> `retry`, `timeout` -> `timeout_ms`)', () => {
+    const h = hints(`${HEAD}workflow:\n  a: {assign: x, retries: 3, timeout: 5}\n`);
+    expect(h['unknown-key workflow.a.retries']).toContain('`retry`');
+    expect(h['unknown-key workflow.a.timeout']).toContain('`timeout_ms`');
+  });
+});
+
 describe('invalid-type hints', () => {
   test('a misspelt wrapper key (`requird: false`) is named', () => {
     const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    outputs:\n      w: {type: array, requird: false}\n      n: {type: string, nulable: true}\n`);

@@ -179,6 +179,22 @@ export function checkObject(value: Record<string, unknown>, fields: Readonly<Rec
   reportUnknownKeys(value, Object.keys(fields), path, out);
 }
 
+/** A known key that shares most of its start with `key` (`retries` -> `retry`, `timeout` -> `timeout_ms`), as a hint. */
+function samePrefix(key: string, known: readonly string[]): string | undefined {
+  const lk = key.toLowerCase();
+  let best: string | undefined;
+  let bestN = 0;
+  for (const k of known) {
+    let n = 0;
+    while (n < lk.length && n < k.length && lk[n] === k[n]) n++;
+    if (n >= 4 && n >= 0.75 * Math.min(lk.length, k.length) && n > bestN) {
+      best = k;
+      bestN = n;
+    }
+  }
+  return best === undefined ? undefined : `did you mean \`${best}\`?`;
+}
+
 /** Examples for the required fields of the 1.0 form and of contracts, for the hint of a missing or empty one. */
 const EXAMPLES: Readonly<Record<string, string>> = {
   name: ', e.g. `name: "Research Pipeline"`',
@@ -197,7 +213,7 @@ function exampleOf(name: string | number | undefined): string {
 export function reportUnknownKeys(value: Record<string, unknown>, known: readonly string[], path: Path, out: Diagnostic[]): void {
   for (const key of Object.keys(value)) {
     if (known.includes(key) || key.startsWith('x-')) continue;
-    const hint = didYouMean(key, known);
+    const hint = didYouMean(key, known) ?? samePrefix(key, known);
     out.push(
       warning('unknown-key', [...path, key], `unknown key \`${key}\``, {
         target: 'key',
