@@ -272,6 +272,8 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
       out.push(error('wrong-type', ['workflow', name], `phase \`${name}\` must be a mapping`, { hint: 'give it at least `assign: agent-id`' }));
       continue;
     }
+    // the phase name is its identifier (depends_on, inputs, task ids): an empty one names nothing
+    if (name.trim() === '') out.push(error('invalid-value', ['workflow', name], 'a phase name must not be empty', { target: 'key', hint: 'name the phase: `research: {assign: researcher}`' }));
     // a fan-out item's task is keyed `phase[index]` (engine/state.ts): a phase name must not look like one
     if (/\[\d+\]$/.test(name)) out.push(error('reserved-name', ['workflow', name], `phase name \`${name}\` ends in \`[N]\`, which Baton keeps for fan-out items (\`phase[index]\`)`, { target: 'key', hint: 'rename the phase' }));
     checkObject(raw, phaseFields, ['workflow', name], out);
