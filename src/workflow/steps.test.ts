@@ -82,6 +82,9 @@ describe('the step form', () => {
     const r = parseWorkflow('workflow:\n  name: x\n  steps:\n    - id: a\n      agent: x\n      dependsOn: [b]\n    - id: c\n      agent: x\n      dependsOn: [d]\n    - id: d\n      agent: x\n      dependsOn: [c]\n');
     expect(r.diagnostics.map((d) => d.code).sort()).toEqual(['dependency-cycle', 'unknown-dependency']);
     for (const d of r.diagnostics) expect(`${d.message} ${d.hint ?? ''}`).not.toMatch(/\bphases?\b/i);
+    // an example in a hint is written as a step
+    const empty = parseWorkflow('workflow:\n  name: x\n  steps: []\n');
+    expect(empty.diagnostics.map((d) => `${d.code} ${d.hint ?? ''}`)).toEqual(['empty-workflow add a step: `- {id: research, agent: researcher}`']);
   });
 
   test('formOf and artifactPath', () => {

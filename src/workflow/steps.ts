@@ -170,6 +170,8 @@ export function stepWords(message: string): string {
   return message
     // a step fans out over an artifact, written `{$ref: ...}`, not over `phase.key`
     .replace(/`for_each: (?:phase\.key|outline\.sections)`/g, '`forEach: {$ref: "artifacts.outline.sections"}`')
+    // the 1.0 form's example phase, as a step
+    .replace(/`(\w+): \{assign: (\w+)\}`/g, '`- {id: $1, agent: $2}`')
     .replace(/`assign`/g, '`agent`')
     .replace(/\bdepends_on\b/g, 'dependsOn')
     .replace(/\bfor_each\b/g, 'forEach')
