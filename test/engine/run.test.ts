@@ -6,6 +6,7 @@ import type { WorkflowModel } from '../../src/workflow/model.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../../src/engine/agent.js';
 import type { RunEvent } from '../../src/engine/events.js';
 import { runWorkflow, type RunOptions } from '../../src/api/run.js';
+import { subprocessAgent } from '../../src/agents/subprocess.js';
 import { replay } from '../../src/engine/state.js';
 import { toResult } from '../../src/engine/result.js';
 import { createEngine } from '../../src/api/engine.js';
@@ -266,6 +267,15 @@ workflow:
     expect(result.phases['declared']).toMatchObject({ status: 'failed', error: { code: 'MissingOutputError', details: { missing_keys: ['k', 'n'] } } });
     const async = await run(N, { x: () => Promise.resolve(undefined) });
     expect(async.result.phases['free']!.status).toBe('completed');
+    // a subprocess that prints nothing, likewise
+    const silent = subprocessAgent({ command: [process.execPath, '-e', ''] });
+    try {
+      const sub = await run(N, { x: silent });
+      expect(sub.result.phases['free']).toMatchObject({ status: 'completed', output: {} });
+      expect(sub.result.phases['declared']).toMatchObject({ status: 'failed', error: { code: 'MissingOutputError' } });
+    } finally {
+      await silent.close();
+    }
   });
 
   test('no coercion: a boolean is not a number, NaN is not JSON', async () => {
