@@ -270,7 +270,7 @@ workflow:
     // a subprocess that prints nothing, likewise
     const silent = subprocessAgent({ command: [process.execPath, '-e', ''] });
     try {
-      const sub = await run(N, { x: silent });
+      const sub = await run(N, { x: silent.handler });
       expect(sub.result.phases['free']).toMatchObject({ status: 'completed', output: {} });
       expect(sub.result.phases['declared']).toMatchObject({ status: 'failed', error: { code: 'MissingOutputError' } });
     } finally {
