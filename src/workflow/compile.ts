@@ -485,12 +485,20 @@ function a2aOf(raw: unknown, path: (string | number)[], out: Diagnostic[]): A2aD
   };
 }
 
+/** The output key an agent reports its spend in: taken as cost and removed before validation (docs/executor.md). */
+const COST_KEY = '_cost';
+
+function costKeyError(path: Path, target: 'key' | 'value'): Diagnostic {
+  return error('reserved-name', path, `\`${COST_KEY}\` cannot be an output: an agent's \`${COST_KEY}\` is taken as its spend in USD and removed from the output, so the phase could never complete`, { target, hint: 'name the output otherwise, e.g. `cost_usd`' });
+}
+
 function compileOutputs(raw: unknown, phase: string, registry: TypeRegistry, any: CompiledType, out: Diagnostic[]): OutputDecl[] | undefined {
   if (raw === undefined || raw === null) return undefined;
   if (Array.isArray(raw)) {
     // list form: `outputs: [findings, recommendations]` declares keys without types
     const decls: OutputDecl[] = [];
-    raw.forEach((k) => {
+    raw.forEach((k, i) => {
+      if (k === COST_KEY) out.push(costKeyError(['workflow', phase, 'outputs', i], 'value'));
       if (typeof k === 'string' && k !== '') decls.push({ key: k, type: any, required: true });
     });
     return decls;
@@ -498,6 +506,7 @@ function compileOutputs(raw: unknown, phase: string, registry: TypeRegistry, any
   if (!isPlainObject(raw)) return undefined;
   const decls: OutputDecl[] = [];
   for (const [key, expr] of Object.entries(raw)) {
+    if (key === COST_KEY) out.push(costKeyError(['workflow', phase, 'outputs', key], 'key'));
     const r = registry.compile(expr, ['workflow', phase, 'outputs', key]);
     out.push(...r.diagnostics);
     decls.push({ key, type: r.type ?? any, required: r.required });
