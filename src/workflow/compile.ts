@@ -224,6 +224,10 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     return undefined;
   }
   reportUnknownKeys(doc, TOP_LEVEL_KEYS, [], out);
+  // accepted so that workflows written for the whole protocol load, but nothing reads it: say so once
+  if (doc['channels'] !== undefined && doc['channels'] !== null) {
+    out.push(warning('ignored-section', ['channels'], '`channels` (agent-to-agent messaging, RFC-0021) is accepted but not acted on: Baton does not create or relay channels', { target: 'key', hint: 'agents that message each other do it outside Baton; phases exchange data through `inputs` and `outputs`' }));
+  }
   checkReservedNames(doc, out);
 
   // openintent
