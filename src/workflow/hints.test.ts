@@ -55,6 +55,15 @@ describe('invalid-type hints', () => {
   });
 });
 
+describe('input-bad-syntax hints', () => {
+  test('spaces around a good reference, a dot too many, a part that is not a name', () => {
+    const h = hints(`${HEAD}workflow:\n  r: {assign: a, outputs: {x: string}}\n  b:\n    assign: a\n    depends_on: [r]\n    inputs: {a: " r.x ", c: "r..x", d: "r.x y"}\n`);
+    expect(h['input-bad-syntax workflow.b.inputs.a']).toContain('`r.x`');
+    expect(h['input-bad-syntax workflow.b.inputs.c']).toContain('`.`');
+    expect(h['input-bad-syntax workflow.b.inputs.d']).toContain('`x y`');
+  });
+});
+
 describe('input-unknown-phase hints', () => {
   test('they name the phases of depends_on, or say a phase named with a dot cannot be referenced', () => {
     const h = hints(`${HEAD}workflow:\n  research: {assign: a}\n  "v1.2": {assign: a}\n  b:\n    assign: a\n    depends_on: [research, "v1.2"]\n    inputs: {x: zzzzzz.k, y: v1.2.k}\n`);
