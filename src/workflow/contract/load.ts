@@ -10,6 +10,7 @@ import type { Path } from '../../core/path.js';
 import { error, hasErrors, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import type { SchemaCompiler } from '../json-schema.js';
 import { parseYamlSource } from '../source.js';
+import { withSubOffset } from '../sub-offset.js';
 import type { AgentContract } from './model.js';
 import { parseContract } from './parse.js';
 
@@ -47,7 +48,7 @@ export function parseContractText(text: string, file: string, compiler: SchemaCo
     d.file = file;
     if (!d.range) {
       const r = source.locate(d.path, d.target ?? 'value');
-      if (r) d.range = r;
+      if (r) d.range = withSubOffset(d, r, text, source.value);
     }
     for (const rel of d.related ?? []) if (!rel.range) {
       const r = source.locate(rel.path, rel.target ?? 'value');
