@@ -137,6 +137,7 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
         if (d.file !== undefined) continue; // inside a contract file: its own paths, its own words
         d.path = t.mapPath(d.path);
         d.message = stepWords(d.message);
+        if (d.data?.['field'] === 'assign') d.data['field'] = 'agent';
         if (d.hint !== undefined) d.hint = stepWords(d.hint);
         for (const r of d.related ?? []) r.path = t.mapPath(r.path);
       }

@@ -87,6 +87,16 @@ describe('the step form', () => {
     expect(empty.diagnostics.map((d) => `${d.code} ${d.hint ?? ''}`)).toEqual(['empty-workflow add a step: `- {id: research, agent: researcher}`']);
   });
 
+  test('InputWiringError diagnostics of the step form carry the RFC fields (phase_name, invalid_refs, suggestion)', () => {
+    const r = parseWorkflow('workflow:\n  name: x\n  steps:\n    - id: a\n      agent: x\n      outputs: {o: {$store: artifacts.o}}\n    - id: b\n      dependsOn: [a]\n      inputs: {v: {$ref: artifacts.p}, w: {$nope: 1}, u: {$ref: "memory/x.yaml"}}\n');
+    const wiring = r.diagnostics.filter((d) => d.error === 'InputWiringError');
+    expect(wiring.map((d) => d.code).sort()).toEqual(['input-bad-syntax', 'input-bad-syntax', 'unknown-artifact']);
+    for (const d of wiring) expect(Object.keys(d.data ?? {}).sort()).toEqual(['invalid_refs', 'phase_name', 'suggestion']);
+    expect(wiring.find((d) => d.code === 'unknown-artifact')!.data).toMatchObject({ phase_name: 'b', invalid_refs: ['artifacts.p'] });
+    // a missing `agent` is named in the step form's words, its field too
+    expect(r.diagnostics.find((d) => d.code === 'missing-field')!.data).toEqual({ field: 'agent' });
+  });
+
   test('formOf and artifactPath', () => {
     expect(formOf({ workflow: { steps: [] } })).toBe('steps');
     expect(formOf({ openintent: '1.0', workflow: { steps: {} } })).toBe('openintent');
