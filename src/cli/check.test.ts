@@ -48,7 +48,6 @@ describe('baton check', () => {
       ['contracts/contracts/empty.yaml', false],
       ['contracts/contracts/required.yaml', false],
       ['contracts/contracts/section-drafter.yaml', true],
-      ['contracts/contracts/tokens.yaml', false],
     ]);
     expect(doc.contracts[1]!.diagnostics.map((d) => `${d.code} ${d.line}:${d.column}`)).toEqual(['wrong-type 1:1']);
   });
