@@ -84,6 +84,13 @@ describe('subprocess agent, once mode', () => {
     expect(stderr.endsWith('something broke\n')).toBe(true);
   });
 
+  it('a process that prints nothing returned nothing (RFC-0024 §9): undefined, for the completion check to judge', async () => {
+    const a = agent({ command: [process.execPath, '-e', ''] });
+    expect(await run(a, ctx())).toBeUndefined();
+    const spaces = agent({ command: [process.execPath, '-e', 'process.stdout.write(" \\n")'] });
+    expect(await run(spaces, ctx())).toBeUndefined();
+  });
+
   it('fails with SubprocessBadOutput when stdout is not JSON', async () => {
     const a = agent({ command: node('garbage.mjs') });
     const e = await failure(run(a, ctx()));

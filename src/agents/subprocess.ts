@@ -328,12 +328,17 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
           return;
         }
         const text = Buffer.concat(stdout).toString('utf8').trim();
+        // a process that prints nothing returned nothing (RFC-0024 §9: "any dict (or nothing)"): the
+        // completion check accepts it when the phase declares no required output, else MissingOutputError
+        if (text === '') {
+          resolve(undefined);
+          return;
+        }
         const parsed = parseOutput(text);
         if (parsed.ok) resolve(parsed.value);
         else if (parsed.tooDeep) reject(tooDeepError(name, text, err));
         else {
-          const what = text === '' ? 'printed nothing on stdout' : 'printed something other than one JSON value on stdout';
-          reject(new AgentError('SubprocessBadOutput', `${name} ${what}`, { stdout: text.slice(0, STDOUT_EXCERPT_CHARS), stderr: err }));
+          reject(new AgentError('SubprocessBadOutput', `${name} printed something other than one JSON value on stdout`, { stdout: text.slice(0, STDOUT_EXCERPT_CHARS), stderr: err }));
         }
       });
     };

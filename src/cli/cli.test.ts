@@ -52,6 +52,17 @@ describe('baton validate', () => {
     expect(typeof d['column']).toBe('number');
   });
 
+  test('--json names WorkflowValidationError on the diagnostics that stand for it (missing field, unknown dependency, cycle)', async () => {
+    const io = capture(fixtures);
+    await run(['validate', '--json', 'diagnostics/missing-field.yaml', 'diagnostics/unknown-dependency.yaml', 'diagnostics/dependency-cycle.yaml'], io);
+    const doc = JSON.parse(io.out()) as { files: { diagnostics: Record<string, unknown>[] }[] };
+    const ds = doc.files.flatMap((f) => f.diagnostics).filter((d) => ['missing-field', 'unknown-dependency', 'dependency-cycle'].includes(d['code'] as string));
+    expect(new Set(ds.map((d) => d['code']))).toEqual(new Set(['missing-field', 'unknown-dependency', 'dependency-cycle']));
+    for (const d of ds) expect(d['error']).toBe('WorkflowValidationError');
+    const dep = ds.find((d) => d['code'] === 'unknown-dependency')!;
+    expect([typeof dep['phase_name'], typeof dep['dependency']]).toEqual(['string', 'string']);
+  });
+
   test('an unreadable file exits 2; no file is a usage error', async () => {
     expect(await run(['validate', 'nope.yaml'], capture())).toBe(2);
     expect(await run(['validate'], capture())).toBe(2);

@@ -15,6 +15,7 @@ export const DIAGNOSTIC_CODES = [
   'wrong-type',
   'invalid-value',
   'unknown-key',
+  'ignored-section',
   'unsupported-version',
   'empty-workflow',
   // graph

@@ -329,6 +329,9 @@ function safeText(v: unknown): string {
 /** The outcome of an attempt from what its handler returned (or threw). */
 export function toOutcome(ok: boolean, value: unknown): Outcome {
   if (!ok) return { ok: false, failure: toFailure(value) };
+  // returning nothing is allowed (RFC-0024 §9: "the agent may return any dict (or nothing)"): it goes to
+  // completion-time validation as no output, accepted when no required output is declared, else MissingOutputError
+  if (value === undefined) return { ok: true, output: null, costUsd: 0 };
   const unreadable = (e: unknown): Outcome => ({ ok: false, failure: { code: 'InvalidOutput', message: `the agent's output could not be read (${describe(e)})`, retryable: true } });
   try {
     // an array goes on to completion-time validation: OutputTypeMismatchError, as for a subprocess (RFC-0024 §3.3)

@@ -10,7 +10,7 @@ import { latestVersion, MIGRATIONS, type Migration } from './migrations.js';
 
 const NOW_V = latestVersion(MIGRATIONS);
 import { concurrentWriters, consistency, killedWriter } from './processes.js';
-import { SqliteStore, pinned } from './sqlite.js';
+import { SqliteStore, makeDirs, pinned } from './sqlite.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'baton-sqlite-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -48,6 +48,14 @@ describe('sqlite store', () => {
     expect(pragma(full, 'busy_timeout')).toBe(5000);
     await full.close();
     await normal.close();
+  });
+
+  it('makes the folders a store file needs, and fails at once where one cannot be made (under /proc)', async () => {
+    const s = new SqliteStore(file('deep/er/store.db'));
+    await s.close();
+    // Node's own recursive mkdirSync retries a path under /proc forever
+    if (process.platform === 'linux') expect(codeOf(() => makeDirs('/proc/baton-nope/x'))).toBe('ENOENT');
+    expect(codeOf(() => makeDirs(file('deep/er')))).toBe('returned');
   });
 
   it('refuses a file that is not a SQLite database, naming it (store-corrupt)', () => {

@@ -167,7 +167,7 @@ export class SqliteStore implements RunStore {
     try {
       if (opts.readonly) this.db = pinned(openReadonly(file, this.busyMs));
       else {
-        if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+        if (file !== ':memory:') makeDirs(dirname(file));
         this.db = pinned(Database.open(file, { timeout: this.busyMs }));
       }
     } catch (err) {
@@ -658,4 +658,21 @@ function migrate(db: Database.Database, location: string, migrations: readonly M
 
 function jsonList(keys: string[] | null): string | null {
   return keys ? JSON.stringify(keys) : null;
+}
+
+/**
+ * `mkdir -p`, one level at a time: Node's own recursive mkdirSync never returns for a path under /proc
+ * (mkdir there fails with ENOENT under a parent that exists, and Node retries it forever).
+ */
+export function makeDirs(dir: string): void {
+  try {
+    mkdirSync(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return; // a file in its place is reported when the database is opened
+    const parent = dirname(dir);
+    if (code !== 'ENOENT' || parent === dir) throw e;
+    makeDirs(parent);
+    mkdirSync(dir);
+  }
 }

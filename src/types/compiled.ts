@@ -241,8 +241,11 @@ function walk(node: TypeNode, value: unknown, pointer: string, out: ValueIssue[]
       return;
     case 'enum': {
       const t = jsonTypeOf(value);
+      // a named enum (`RiskLevel`) is shown with its values: the message says what would pass
+      const listed = typeText(node);
+      const oneOf = expected === listed ? listed : `${expected} (${listed})`;
       if (t === 'object' || t === 'array' || node.values.some((v) => v === value)) {
-        if (t === 'object' || t === 'array') out.push({ pointer, kind: 'enum', expected, actual: t, message: `${pointer === '' ? 'the value' : `\`${pointer}\``}: expected one of ${expected}, got ${t}` });
+        if (t === 'object' || t === 'array') out.push({ pointer, kind: 'enum', expected, actual: t, message: `${pointer === '' ? 'the value' : `\`${pointer}\``}: expected one of ${oneOf}, got ${t}` });
         return;
       }
       out.push({
@@ -250,7 +253,7 @@ function walk(node: TypeNode, value: unknown, pointer: string, out: ValueIssue[]
         kind: t === 'non-finite number' || t === 'undefined' || t === 'function' || t === 'bigint' || t === 'symbol' || t === 'non-plain object' ? 'not-json' : 'enum',
         expected,
         actual: t,
-        message: `${pointer === '' ? 'the value' : `\`${pointer}\``}: expected one of ${expected}, got ${describeValue(value)}`,
+        message: `${pointer === '' ? 'the value' : `\`${pointer}\``}: expected one of ${oneOf}, got ${describeValue(value)}`,
       });
       return;
     }

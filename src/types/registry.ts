@@ -250,7 +250,11 @@ export function buildTypeRef(raw: unknown, path: Path, reg: Registry, out: Diagn
     return { node: buildRecord(raw, path, reg, out), required: true };
   }
   const what = raw === null || raw === undefined ? 'nothing' : `${jsonTypeOf(raw)} ${JSON.stringify(raw)}`;
-  out.push(error('invalid-type', path, `expected a type, got ${what}`, { hint: 'write a type such as `string`, `number`, `Finding` or `array<string>`' }));
+  // `{type: array, requird: false}` reads as a record with fields `type` and `requird`: name the wrapper key it misspells
+  const key = path.at(-1);
+  const near = typeof key === 'string' && !WRAPPER_KEYS.has(key) && (typeof raw === 'boolean' || typeof raw === 'number') ? closest(key, WRAPPER_KEYS) : undefined;
+  const hint = near !== undefined ? `did you mean \`${near}\`? (a mapping with a key other than ${[...WRAPPER_KEYS].map((k) => `\`${k}\``).join(', ')} is a record, whose fields are types)` : 'write a type such as `string`, `number`, `Finding` or `array<string>`';
+  out.push(error('invalid-type', path, `expected a type, got ${what}`, { hint }));
   return { node: undefined, required: true };
 }
 

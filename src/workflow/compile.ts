@@ -15,6 +15,7 @@ import type { A2aDecl, AgentDecl, ForEachModel, Governance, OutputDecl, PhaseMod
 import { agentFields, governanceFields, infoFields, llmFields, PHASE_GATE_HOURS, phaseFields, TOP_LEVEL_KEYS } from './schema.js';
 import { checkObject, checkShape, reportUnknownKeys } from './shape.js';
 import { parseYamlSource, type ParsedSource } from './source.js';
+import { withSubOffset } from './sub-offset.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
 import { checkInputs, type WiringContext } from './wiring.js';
@@ -136,6 +137,7 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
         if (d.file !== undefined) continue; // inside a contract file: its own paths, its own words
         d.path = t.mapPath(d.path);
         d.message = stepWords(d.message);
+        if (d.data?.['field'] === 'assign') d.data['field'] = 'agent';
         if (d.hint !== undefined) d.hint = stepWords(d.hint);
         for (const r of d.related ?? []) r.path = t.mapPath(r.path);
       }
@@ -166,21 +168,12 @@ interface Extras {
 function positionAll(source: ParsedSource, text: string, diagnostics: Diagnostic[]): void {
   for (const d of diagnostics) {
     if (d.file !== undefined) continue; // positioned in its own file (a contract)
-    if (!d.range) d.range = withSubOffset(d, source.locate(d.path, d.target ?? 'value'), text);
+    if (!d.range) d.range = withSubOffset(d, source.locate(d.path, d.target ?? 'value'), text, source.value);
     for (const rel of d.related ?? []) if (!rel.range) rel.range = source.locate(rel.path, rel.target ?? 'value');
   }
   diagnostics.sort((a, b) => (a.file ?? '').localeCompare(b.file ?? '') || (a.range?.[0] ?? -1) - (b.range?.[0] ?? -1));
 }
 
-/** Expression diagnostics point inside the string: shift by the offset (and the opening quote). */
-function withSubOffset(d: Diagnostic, r: readonly [number, number], text: string): readonly [number, number] {
-  const sub = d.data?.['offset'];
-  if (typeof sub !== 'number') return r;
-  const quoted = text[r[0]] === '"' || text[r[0]] === "'" ? 1 : 0;
-  const start = Math.min(r[0] + quoted + sub, r[1]);
-  const len = typeof d.data?.['length'] === 'number' ? Math.max(1, d.data['length']) : 1;
-  return [start, Math.max(start + 1, Math.min(r[1], start + len))];
-}
 
 const ANY_TYPE = 'any';
 
@@ -192,12 +185,16 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     return undefined;
   }
   reportUnknownKeys(doc, TOP_LEVEL_KEYS, [], out);
+  // accepted so that workflows written for the whole protocol load, but nothing reads it: say so once
+  if (doc['channels'] !== undefined && doc['channels'] !== null) {
+    out.push(warning('ignored-section', ['channels'], '`channels` (agent-to-agent messaging, RFC-0021) is accepted but not acted on: Baton does not create or relay channels', { target: 'key', hint: 'agents that message each other do it outside Baton; phases exchange data through `inputs` and `outputs`' }));
+  }
   checkReservedNames(doc, out);
 
   // openintent
   const version = doc['openintent'];
   if (version === undefined || version === null) {
-    out.push(error('missing-field', [], "Missing 'openintent' version field", { hint: 'Add \'openintent: "1.0"\' at the top of your file', data: { field: 'openintent' } })); // the spec's words (Example Validation Errors)
+    out.push(error('missing-field', [], "Missing 'openintent' version field", { hint: 'Add \'openintent: "1.0"\' at the top of your file', error: 'WorkflowValidationError', data: { field: 'openintent' } })); // the spec's words (Example Validation Errors)
   } else if (version === 1) {
     out.push(warning('wrong-type', ['openintent'], 'the version should be the string "1.0"', { hint: 'quote it: `openintent: "1.0"`' }));
   } else if (typeof version !== 'string') {
@@ -208,7 +205,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
 
   // info
   const info = doc['info'];
-  if (info === undefined || info === null) out.push(error('missing-field', [], 'missing required field `info`', { hint: 'add `info:` with at least `name: "..."`', data: { field: 'info' } }));
+  if (info === undefined || info === null) out.push(error('missing-field', [], 'missing required field `info`', { hint: 'add `info:` with at least `name: "..."`', error: 'WorkflowValidationError', data: { field: 'info' } }));
   else checkShape(info, { t: 'object', fields: infoFields }, ['info'], out);
 
   if (doc['governance'] != null) checkShape(doc['governance'], { t: 'object', fields: governanceFields }, ['governance'], out);
@@ -222,7 +219,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
 
   const wf = doc['workflow'];
   if (wf === undefined || wf === null) {
-    out.push(error('missing-field', [], 'missing required field `workflow`', { hint: 'add `workflow:` with at least one phase', data: { field: 'workflow' } }));
+    out.push(error('missing-field', [], 'missing required field `workflow`', { hint: 'add `workflow:` with at least one phase', error: 'WorkflowValidationError', data: { field: 'workflow' } }));
     return undefined;
   }
   if (!isPlainObject(wf)) {
@@ -240,6 +237,8 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
       out.push(error('wrong-type', ['workflow', name], `phase \`${name}\` must be a mapping`, { hint: 'give it at least `assign: agent-id`' }));
       continue;
     }
+    // the phase name is its identifier (depends_on, inputs, task ids): an empty one names nothing
+    if (name.trim() === '') out.push(error('invalid-value', ['workflow', name], 'a phase name must not be empty', { target: 'key', hint: 'name the phase: `research: {assign: researcher}`' }));
     // a fan-out item's task is keyed `phase[index]` (engine/state.ts): a phase name must not look like one
     if (/\[\d+\]$/.test(name)) out.push(error('reserved-name', ['workflow', name], `phase name \`${name}\` ends in \`[N]\`, which Baton keeps for fan-out items (\`phase[index]\`)`, { target: 'key', hint: 'rename the phase' }));
     checkObject(raw, phaseFields, ['workflow', name], out);
@@ -452,12 +451,20 @@ function a2aOf(raw: unknown, path: (string | number)[], out: Diagnostic[]): A2aD
   };
 }
 
+/** The output key an agent reports its spend in: taken as cost and removed before validation (docs/executor.md). */
+const COST_KEY = '_cost';
+
+function costKeyError(path: Path, target: 'key' | 'value'): Diagnostic {
+  return error('reserved-name', path, `\`${COST_KEY}\` cannot be an output: an agent's \`${COST_KEY}\` is taken as its spend in USD and removed from the output, so the phase could never complete`, { target, hint: 'name the output otherwise, e.g. `cost_usd`' });
+}
+
 function compileOutputs(raw: unknown, phase: string, registry: TypeRegistry, any: CompiledType, out: Diagnostic[]): OutputDecl[] | undefined {
   if (raw === undefined || raw === null) return undefined;
   if (Array.isArray(raw)) {
     // list form: `outputs: [findings, recommendations]` declares keys without types
     const decls: OutputDecl[] = [];
-    raw.forEach((k) => {
+    raw.forEach((k, i) => {
+      if (k === COST_KEY) out.push(costKeyError(['workflow', phase, 'outputs', i], 'value'));
       if (typeof k === 'string' && k !== '') decls.push({ key: k, type: any, required: true });
     });
     return decls;
@@ -465,6 +472,7 @@ function compileOutputs(raw: unknown, phase: string, registry: TypeRegistry, any
   if (!isPlainObject(raw)) return undefined;
   const decls: OutputDecl[] = [];
   for (const [key, expr] of Object.entries(raw)) {
+    if (key === COST_KEY) out.push(costKeyError(['workflow', phase, 'outputs', key], 'key'));
     const r = registry.compile(expr, ['workflow', phase, 'outputs', key]);
     out.push(...r.diagnostics);
     decls.push({ key, type: r.type ?? any, required: r.required });

@@ -28,7 +28,7 @@ export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Ma
           ? `\`${dep}\` is the title of phase \`${titled}\`; depends_on takes phase names: use \`${titled}\``
           : (didYouMean(dep, names) ?? `Available phases: ${firstOf(names, 12).join(', ')}${names.size > 12 ? ', ...' : ''}`);
         // the spec's words (Example Validation Errors)
-        out.push(error('unknown-dependency', path, `Phase '${p.name}' depends on unknown phase '${dep}'`, { hint, data: { phase_name: p.name, dependency: dep } }));
+        out.push(error('unknown-dependency', path, `Phase '${p.name}' depends on unknown phase '${dep}'`, { hint, error: 'WorkflowValidationError', data: { phase_name: p.name, dependency: dep } }));
         continue;
       }
       if (seen.has(dep)) {
@@ -75,6 +75,7 @@ function findCycles(phases: readonly GraphPhase[], edges: Map<string, string[]>,
         out.push(
           error('dependency-cycle', ['workflow', top.name, 'depends_on', entry?.index ?? 0], `Circular dependency detected: ${cycle.join(' -> ')}`, {
             hint: 'Remove one of the dependencies to break the cycle',
+            error: 'WorkflowValidationError',
             data: { cycle },
           }),
         );

@@ -27,6 +27,48 @@ describe('wrong-type and invalid-value hints', () => {
     const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    retry: {backoff: 3}\n  b:\n    assign: ""\n`);
     expect(h['wrong-type workflow.a.retry.backoff']).toContain('`exponential`');
     expect(h['invalid-value workflow.b.assign']).toBeDefined();
+    // a required field cannot be removed: the hint does not offer to
+    expect(h['invalid-value workflow.b.assign']).not.toMatch(/remove/);
+  });
+
+  test('a missing or empty required field: the hint names the field to add (`name`, `assign`, an allow entry\'s `level`)', () => {
+    const h = hints(`openintent: "1.0"\ninfo: {version: "1"}\nworkflow:\n  a: {title: A}\n  b:\n    assign: x\n    permissions: {allow: [{agent: y, level: }]}\n`);
+    expect(h['missing-field info']).toContain('`name:`');
+    expect(h['missing-field workflow.a']).toContain('`assign:`');
+    expect(h['missing-field workflow.b.permissions.allow.0.level']).toContain('`read`');
+  });
+});
+
+describe('unknown-key hints', () => {
+  test('a key that starts like a known one is pointed to it (`retries` -> `retry`, `timeout` -> `timeout_ms`)', () => {
+    const h = hints(`${HEAD}workflow:\n  a: {assign: x, retries: 3, timeout: 5}\n`);
+    expect(h['unknown-key workflow.a.retries']).toContain('`retry`');
+    expect(h['unknown-key workflow.a.timeout']).toContain('`timeout_ms`');
+  });
+});
+
+describe('invalid-type hints', () => {
+  test('a misspelt wrapper key (`requird: false`) is named', () => {
+    const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    outputs:\n      w: {type: array, requird: false}\n      n: {type: string, nulable: true}\n`);
+    expect(h['invalid-type workflow.a.outputs.w.requird']).toContain('`required`');
+    expect(h['invalid-type workflow.a.outputs.n.nulable']).toContain('`nullable`');
+  });
+});
+
+describe('input-bad-syntax hints', () => {
+  test('spaces around a good reference, a dot too many, a part that is not a name', () => {
+    const h = hints(`${HEAD}workflow:\n  r: {assign: a, outputs: {x: string}}\n  b:\n    assign: a\n    depends_on: [r]\n    inputs: {a: " r.x ", c: "r..x", d: "r.x y"}\n`);
+    expect(h['input-bad-syntax workflow.b.inputs.a']).toContain('`r.x`');
+    expect(h['input-bad-syntax workflow.b.inputs.c']).toContain('`.`');
+    expect(h['input-bad-syntax workflow.b.inputs.d']).toContain('`x y`');
+  });
+});
+
+describe('input-unknown-phase hints', () => {
+  test('they name the phases of depends_on, or say a phase named with a dot cannot be referenced', () => {
+    const h = hints(`${HEAD}workflow:\n  research: {assign: a}\n  "v1.2": {assign: a}\n  b:\n    assign: a\n    depends_on: [research, "v1.2"]\n    inputs: {x: zzzzzz.k, y: v1.2.k}\n`);
+    expect(h['input-unknown-phase workflow.b.inputs.x']).toContain('`research`');
+    expect(h['input-unknown-phase workflow.b.inputs.y']).toContain('`v1.2`');
   });
 });
 

@@ -85,7 +85,10 @@ export class SchemaCompiler {
     try {
       fn = ajv.compile(body);
     } catch (e) {
-      return { ok: false, problems: [{ path: [], message: (e as Error).message }] };
+      // an unresolvable `$ref` (ajv's MissingRefError names it): point at the `$ref` that holds it
+      const missing = (e as { missingRef?: unknown }).missingRef;
+      const at = typeof missing === 'string' ? refPath(body, missing) : undefined;
+      return { ok: false, problems: [{ path: at ?? [], message: (e as Error).message }] };
     }
     const validator: SchemaValidator = {
       schema,
@@ -99,6 +102,21 @@ export class SchemaCompiler {
     };
     return { ok: true, validator };
   }
+}
+
+/** The path of the first `$ref` whose value is `ref` (or ends in it: ajv resolves it against the base id). */
+function refPath(schema: unknown, ref: string): (string | number)[] | undefined {
+  const stack: { v: unknown; path: (string | number)[] }[] = [{ v: schema, path: [] }];
+  for (let n = 0; stack.length > 0 && n < 100_000; n++) {
+    const { v, path } = stack.pop()!;
+    if (Array.isArray(v)) v.forEach((x, i) => stack.push({ v: x, path: [...path, i] }));
+    else if (isPlainObject(v)) {
+      const r = v['$ref'];
+      if (typeof r === 'string' && r !== '' && (r === ref || ref.endsWith(r))) return [...path, '$ref'];
+      for (const [k, x] of Object.entries(v)) stack.push({ v: x, path: [...path, k] });
+    }
+  }
+  return undefined;
 }
 
 const AJV_OPTIONS = { allErrors: true, strict: false, validateFormats: false, logger: false } as const;
@@ -198,6 +216,31 @@ export function formatErrors(errors: readonly ErrorObject[], root: unknown): Sch
         err = { path: jsonPath(path), message: `Additional properties are not allowed (${repr(extra)} was unexpected)`, expected: 'no other properties', received: `a property ${repr(extra)}` };
         break;
       }
+      // bounds as the spec's example words them (`$.count: -5 is less than minimum 0`), what was expected readable
+      case 'minimum':
+      case 'maximum':
+      case 'exclusiveMinimum':
+      case 'exclusiveMaximum': {
+        const limit = repr(p['limit']);
+        const words = { minimum: ['is less than minimum', '>='], maximum: ['is greater than maximum', '<='], exclusiveMinimum: ['is less than or equal to exclusive minimum', '>'], exclusiveMaximum: ['is greater than or equal to exclusive maximum', '<'] }[e.keyword];
+        err = { path: jsonPath(path), message: `${repr(value)} ${words[0]} ${limit}`, expected: `a number ${words[1]} ${limit}`, received: repr(value) };
+        break;
+      }
+      case 'minLength':
+      case 'minItems':
+      case 'maxLength':
+      case 'maxItems': {
+        const min = e.keyword.startsWith('min');
+        const unit = e.keyword.endsWith('Length') ? 'characters' : 'items';
+        err = { path: jsonPath(path), message: `${repr(value)} is too ${min ? 'short' : 'long'}`, expected: `${min ? 'at least' : 'at most'} ${repr(p['limit'])} ${unit}`, received: repr(value) };
+        break;
+      }
+      case 'pattern':
+        err = { path: jsonPath(path), message: `${repr(value)} does not match ${repr(p['pattern'])}`, expected: `a string matching ${repr(p['pattern'])}`, received: repr(value) };
+        break;
+      case 'multipleOf':
+        err = { path: jsonPath(path), message: `${repr(value)} is not a multiple of ${repr(p['multipleOf'])}`, expected: `a multiple of ${repr(p['multipleOf'])}`, received: repr(value) };
+        break;
       default:
         err = { path: jsonPath(path), message: `${repr(value)} ${e.message ?? 'is invalid'}`, expected: `${e.keyword} ${JSON.stringify(p)}`, received: repr(value) };
     }

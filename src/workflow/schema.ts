@@ -1,10 +1,32 @@
 /** The structure of an OpenIntent Workflow YAML 1.0 document, field by field (see docs/workflow-format.md). */
 import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import { jsonTypeOf } from '../core/json.js';
+import { jsonIssues } from '../types/compiled.js';
+import { pointerToPath } from './json-schema.js';
 import { error } from '../diagnostics/diagnostic.js';
 import type { Field, Shape } from './shape.js';
 import { forEachFields } from './fan-out.js';
 import { filesField } from './files.js';
+
+/**
+ * Data a phase hands to agents and stores (`initial_state`, `constraints`): JSON only. YAML's `.inf` and `.nan`
+ * have no JSON form (they would reach an agent as Infinity and be stored as null, a "non-null" static input that
+ * is null): refused where they are written.
+ */
+const jsonData: Shape = {
+  t: 'custom',
+  expected: 'JSON data',
+  check: (value, path, out) => {
+    for (const i of jsonIssues(value)) {
+      out.push(error('invalid-value', [...path, ...pointerToPath(i.pointer)], `${i.actual === 'non-finite number' ? String(valueAt(value, i.pointer)) : i.actual} is not JSON data`, { hint: 'YAML’s `.inf` and `.nan` have no JSON form: write a finite number, or a string (`".inf"`)' }));
+    }
+  },
+};
+
+function valueAt(v: unknown, pointer: string): unknown {
+  for (const seg of pointerToPath(pointer)) v = (v as Record<string | number, unknown>)[seg];
+  return v;
+}
 
 const str: Field = { t: 'string' };
 const strList: Shape = { t: 'list', of: { t: 'string' } };
@@ -62,8 +84,8 @@ export const phaseFields: Record<string, Field> = {
   description: str,
   assign: { t: 'string', nonEmpty: true, required: true },
   depends_on: { t: 'list', of: { t: 'string', nonEmpty: true } },
-  constraints: { t: 'list', of: { t: 'any' } },
-  initial_state: { t: 'map', of: { t: 'any' } },
+  constraints: { t: 'list', of: jsonData },
+  initial_state: { t: 'map', of: jsonData },
   inputs: { t: 'map', of: { t: 'any' } },
   outputs: { t: 'union', options: [{ t: 'map', of: { t: 'any' } }, { t: 'list', of: { t: 'string', nonEmpty: true } }] },
   skip_when: { t: 'string', nonEmpty: true },

@@ -111,7 +111,7 @@ export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagno
       return;
     case 'string':
       if (typeof value !== 'string') return wrong('a string');
-      if (shape.nonEmpty && value.trim() === '') out.push(error('invalid-value', path, 'must not be empty', { hint: 'give it a value, or remove the key' }));
+      if (shape.nonEmpty && value.trim() === '') out.push(error('invalid-value', path, 'must not be empty', { hint: (shape as Field).required ? `give it a value${exampleOf(path.at(-1))}` : 'give it a value, or remove the key' }));
       if (shape.timestamp && !isIsoTimestamp(value)) out.push(error('invalid-value', path, `\`${value}\` is not an ISO 8601 timestamp`, { hint: 'write it as `2026-12-31T00:00:00Z` (or a date: `2026-12-31`)' }));
       return;
     case 'boolean':
@@ -165,12 +165,12 @@ export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagno
 export function checkObject(value: Record<string, unknown>, fields: Readonly<Record<string, Field>>, path: Path, out: Diagnostic[]): void {
   for (const [name, field] of Object.entries(fields)) {
     if (!Object.prototype.hasOwnProperty.call(value, name) || value[name] === undefined) {
-      if (field.required) out.push(error('missing-field', path, `missing required field \`${name}\``, { target: 'key', data: { field: name } }));
+      if (field.required) out.push(error('missing-field', path, `missing required field \`${name}\``, { target: 'key', hint: `add \`${name}:\`${exampleOf(name)}`, error: 'WorkflowValidationError', data: { field: name } }));
       continue;
     }
     const v = value[name];
     if (v === null && field.required) {
-      out.push(error('missing-field', [...path, name], `\`${name}\` must have a value`, { data: { field: name } }));
+      out.push(error('missing-field', [...path, name], `\`${name}\` must have a value`, { hint: `give it a value${exampleOf(name)}`, error: 'WorkflowValidationError', data: { field: name } }));
       continue;
     }
     if (v === null) continue; // an empty optional field (`description:`) reads as absent
@@ -179,10 +179,41 @@ export function checkObject(value: Record<string, unknown>, fields: Readonly<Rec
   reportUnknownKeys(value, Object.keys(fields), path, out);
 }
 
+/** A known key that shares most of its start with `key` (`retries` -> `retry`, `timeout` -> `timeout_ms`), as a hint. */
+function samePrefix(key: string, known: readonly string[]): string | undefined {
+  const lk = key.toLowerCase();
+  let best: string | undefined;
+  let bestN = 0;
+  for (const k of known) {
+    let n = 0;
+    while (n < lk.length && n < k.length && lk[n] === k[n]) n++;
+    if (n >= 4 && n >= 0.75 * Math.min(lk.length, k.length) && n > bestN) {
+      best = k;
+      bestN = n;
+    }
+  }
+  return best === undefined ? undefined : `did you mean \`${best}\`?`;
+}
+
+/** Examples for the required fields of the 1.0 form and of contracts, for the hint of a missing or empty one. */
+const EXAMPLES: Readonly<Record<string, string>> = {
+  name: ', e.g. `name: "Research Pipeline"`',
+  assign: ', the id of the agent that runs this phase, e.g. `assign: researcher`',
+  agent: ', an agent or role id, e.g. `agent: auditor`',
+  level: ': `read`, `write` or `admin`',
+  filename: ', e.g. `filename: report.pdf`',
+  command: ', the program that serves this MCP server, e.g. `command: npx`',
+  path: ', a path relative to the workspace, e.g. `path: out/report.md`',
+};
+
+function exampleOf(name: string | number | undefined): string {
+  return (typeof name === 'string' && Object.prototype.hasOwnProperty.call(EXAMPLES, name) ? EXAMPLES[name] : undefined) ?? '';
+}
+
 export function reportUnknownKeys(value: Record<string, unknown>, known: readonly string[], path: Path, out: Diagnostic[]): void {
   for (const key of Object.keys(value)) {
     if (known.includes(key) || key.startsWith('x-')) continue;
-    const hint = didYouMean(key, known);
+    const hint = didYouMean(key, known) ?? samePrefix(key, known);
     out.push(
       warning('unknown-key', [...path, key], `unknown key \`${key}\``, {
         target: 'key',

@@ -98,6 +98,13 @@ export function parseYamlSource(text: string): ParsedSource {
         return fail([error('alias-limit', [], `alias \`*${a.name}\` refers to a node that contains it (a cycle)`, { range: [a.offset, a.offset + 1 + a.name.length], hint: 'an alias may only repeat a node defined before and outside it' })]);
       }
     }
+    // a key that is a list or a mapping: only where the text could hold one (an explicit `? ` key, or `]:` / `}:`)
+    if (/\?[ \t\r\n]|[\]}][ \t\r\n]*:/.test(text)) {
+      const keys = positions().collectionKeys();
+      if (keys.length > 0) {
+        return fail(keys.map((range) => error('wrong-type', [], 'a key must be a name (a string), not a list or a mapping', { range, hint: 'YAML would turn this key into text such as `a,b`; write the name itself: `name: ...`' })));
+      }
+    }
     return { value, diagnostics: [], locate };
   } catch (e) {
     return fail(explain(e, text, positions));

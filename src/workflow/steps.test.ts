@@ -87,6 +87,25 @@ describe('the step form', () => {
     ]);
   });
 
+  test('the spec\'s parse-time errors speak of steps, capitalised or not (`Step \'b\' depends on unknown step`)', () => {
+    const r = parseWorkflow('workflow:\n  name: x\n  steps:\n    - id: a\n      agent: x\n      dependsOn: [b]\n    - id: c\n      agent: x\n      dependsOn: [d]\n    - id: d\n      agent: x\n      dependsOn: [c]\n');
+    expect(r.diagnostics.map((d) => d.code).sort()).toEqual(['dependency-cycle', 'unknown-dependency']);
+    for (const d of r.diagnostics) expect(`${d.message} ${d.hint ?? ''}`).not.toMatch(/\bphases?\b/i);
+    // an example in a hint is written as a step
+    const empty = parseWorkflow('workflow:\n  name: x\n  steps: []\n');
+    expect(empty.diagnostics.map((d) => `${d.code} ${d.hint ?? ''}`)).toEqual(['empty-workflow add a step: `- {id: research, agent: researcher}`']);
+  });
+
+  test('InputWiringError diagnostics of the step form carry the RFC fields (phase_name, invalid_refs, suggestion)', () => {
+    const r = parseWorkflow('workflow:\n  name: x\n  steps:\n    - id: a\n      agent: x\n      outputs: {o: {$store: artifacts.o}}\n    - id: b\n      dependsOn: [a]\n      inputs: {v: {$ref: artifacts.p}, w: {$nope: 1}, u: {$ref: "memory/x.yaml"}}\n');
+    const wiring = r.diagnostics.filter((d) => d.error === 'InputWiringError');
+    expect(wiring.map((d) => d.code).sort()).toEqual(['input-bad-syntax', 'input-bad-syntax', 'unknown-artifact']);
+    for (const d of wiring) expect(Object.keys(d.data ?? {}).sort()).toEqual(['invalid_refs', 'phase_name', 'suggestion']);
+    expect(wiring.find((d) => d.code === 'unknown-artifact')!.data).toMatchObject({ phase_name: 'b', invalid_refs: ['artifacts.p'] });
+    // a missing `agent` is named in the step form's words, its field too
+    expect(r.diagnostics.find((d) => d.code === 'missing-field')!.data).toEqual({ field: 'agent' });
+  });
+
   test('formOf and artifactPath', () => {
     expect(formOf({ workflow: { steps: [] } })).toBe('steps');
     expect(formOf({ openintent: '1.0', workflow: { steps: {} } })).toBe('openintent');

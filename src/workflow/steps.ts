@@ -65,7 +65,7 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
     rawSteps.forEach((s, index) => {
       if (!isPlainObject(s)) return void out.push(error('wrong-type', at('steps', index), 'a step must be a mapping', { hint: 'give it at least `id` and `agent`' }));
       const id = s['id'];
-      if (id === undefined || id === null) return void out.push(error('missing-field', at('steps', index), 'missing required field `id`', { target: 'key', hint: 'give the step an id: `- id: draft`', data: { field: 'id' } }));
+      if (id === undefined || id === null) return void out.push(error('missing-field', at('steps', index), 'missing required field `id`', { target: 'key', hint: 'give the step an id: `- id: draft`', error: 'WorkflowValidationError', data: { field: 'id' } }));
       if (typeof id !== 'string' || id === '') return void out.push(error('wrong-type', at('steps', index, 'id'), 'a step `id` must be a non-empty string', { hint: 'name the step: `id: draft`' }));
       const first = seen.get(id);
       if (first !== undefined) {
@@ -108,9 +108,9 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
     const read = new Set<string>();
     for (const [k, v] of Object.entries(s.raw)) {
       if (k === 'id' || k === 'contract') continue;
-      if (k === 'inputs' && isPlainObject(v)) p['inputs'] = translateInputs(v, at('steps', s.index, 'inputs'), artifacts, read, out);
+      if (k === 'inputs' && isPlainObject(v)) p['inputs'] = translateInputs(v, at('steps', s.index, 'inputs'), s.id, artifacts, read, out);
       else if (k === 'forEach') {
-        const ref = refText(v, at('steps', s.index, 'forEach'), artifacts, read, out, ['$ref', '$input']);
+        const ref = refText(v, at('steps', s.index, 'forEach'), s.id, artifacts, read, out, ['$ref', '$input']);
         if (ref !== undefined) p['for_each'] = ref;
       } else if (k === 'outputs' && isPlainObject(v)) p['outputs'] = translateOutputs(v);
       else p[RENAMED[k] ?? k] = v as JsonObject[string];
@@ -170,11 +170,15 @@ export function stepWords(message: string): string {
   return message
     // a step fans out over an artifact, written `{$ref: ...}`, not over `phase.key`
     .replace(/`for_each: (?:phase\.key|outline\.sections)`/g, '`forEach: {$ref: "artifacts.outline.sections"}`')
-    .replace(/`assign`/g, '`agent`')
+    // the 1.0 form's example phase, as a step
+    .replace(/`(\w+): \{assign: (\w+)\}`/g, '`- {id: $1, agent: $2}`')
+    .replace(/`assign(:?(?: [^`]*)?)`/g, '`agent$1`')
     .replace(/\bdepends_on\b/g, 'dependsOn')
     .replace(/\bfor_each\b/g, 'forEach')
     .replace(/\bphases\b/g, 'steps')
-    .replace(/\bphase\b/g, 'step');
+    .replace(/\bphase\b/g, 'step')
+    .replace(/\bPhases\b/g, 'Steps')
+    .replace(/\bPhase\b/g, 'Step');
 }
 
 /** Every `{$store: "artifacts.a.b"}` of every step: its target in the artifacts tree. */
@@ -275,14 +279,19 @@ function ancestorsOf(id: string, byId: ReadonlyMap<string, Step>): Set<string> {
   return seen;
 }
 
-function translateInputs(v: Record<string, unknown>, at: Path, artifacts: ArtifactTarget[], read: Set<string>, out: Diagnostic[]): JsonObject {
+function translateInputs(v: Record<string, unknown>, at: Path, step: string, artifacts: ArtifactTarget[], read: Set<string>, out: Diagnostic[]): JsonObject {
   const inputs: JsonObject = {};
   for (const [key, x] of Object.entries(v)) {
-    const ref = refText(x, [...at, key], artifacts, read, out, ['$input', '$ref', '$item']);
+    const ref = refText(x, [...at, key], step, artifacts, read, out, ['$input', '$ref', '$item']);
     // an unknown `$ref` was reported: the input is left out, so it is not reported twice
     if (ref !== undefined) inputs[key] = ref;
   }
   return inputs;
+}
+
+/** An InputWiringError (RFC-0024 §4.4) of the step form, with the RFC's fields as the 1.0 form's have them. */
+function wiring(code: 'input-bad-syntax' | 'unknown-artifact', at: Path, step: string, ref: string, message: string, suggestion: string): Diagnostic {
+  return error(code, at, message, { hint: suggestion, error: 'InputWiringError', data: { phase_name: step, invalid_refs: [ref], suggestion } });
 }
 
 /**
@@ -290,12 +299,12 @@ function translateInputs(v: Record<string, unknown>, at: Path, artifacts: Artifa
  * a string stays as written (the 1.0 form's own references). Anything else goes on as written, so the
  * compiler reports it where it is.
  */
-function refText(x: unknown, at: Path, artifacts: ArtifactTarget[], read: Set<string>, out: Diagnostic[], allowed: readonly string[]): string | undefined {
+function refText(x: unknown, at: Path, step: string, artifacts: ArtifactTarget[], read: Set<string>, out: Diagnostic[], allowed: readonly string[]): string | undefined {
   if (!isPlainObject(x)) {
     // `forEach: "artifacts.outline.sections"`: an artifact read as a plain string, which the 1.0 form would take for a step `artifacts`
     const path = typeof x === 'string' && allowed.includes('$ref') ? artifactPath(x) : undefined;
     if (path?.every((s) => typeof s === 'string') && artifacts.some((t) => literalPrefix(t.path).every((s, i) => path[i] === s))) {
-      out.push(error('input-bad-syntax', at, `\`${x as string}\` names an artifact: read it with \`$ref\``, { hint: `\`{$ref: ${JSON.stringify(x)}}\``, error: 'InputWiringError' }));
+      out.push(wiring('input-bad-syntax', at, step, x as string, `\`${x as string}\` names an artifact: read it with \`$ref\``, `\`{$ref: ${JSON.stringify(x)}}\``));
       return undefined;
     }
     return x as string;
@@ -304,7 +313,7 @@ function refText(x: unknown, at: Path, artifacts: ArtifactTarget[], read: Set<st
   const k = keys[0];
   if (keys.length !== 1 || k === undefined || !allowed.includes(k)) {
     const examples: Record<string, string> = { $input: '`{$input: topic}`', $ref: '`{$ref: "artifacts.outline"}`', $item: '`{$item: name}`' };
-    out.push(error('input-bad-syntax', at, `expected one of ${allowed.map((a) => `\`{${a}: ...}\``).join(', ')}`, { hint: `e.g. ${allowed.map((a) => examples[a] ?? a).join(' or ')}`, error: 'InputWiringError' }));
+    out.push(wiring('input-bad-syntax', at, step, JSON.stringify(x), `expected one of ${allowed.map((a) => `\`{${a}: ...}\``).join(', ')}`, `e.g. ${allowed.map((a) => examples[a] ?? a).join(' or ')}`));
     return undefined;
   }
   const v = x[k];
@@ -317,7 +326,7 @@ function refText(x: unknown, at: Path, artifacts: ArtifactTarget[], read: Set<st
   if (k === '$item') return v === '' ? '$item' : `$item.${v}`;
   const path = artifactPath(v);
   if (!path || path.some((s) => typeof s !== 'string')) {
-    out.push(error('input-bad-syntax', here, `\`$ref\` must read \`artifacts.name[.path]\`, got \`${v}\``, { hint: 'read an artifact a step stores with `$store`', error: 'InputWiringError' }));
+    out.push(wiring('input-bad-syntax', here, step, v, `\`$ref\` must read \`artifacts.name[.path]\`, got \`${v}\``, 'read an artifact a step stores with `$store`'));
     return undefined;
   }
   const names = path as string[];
@@ -325,7 +334,7 @@ function refText(x: unknown, at: Path, artifacts: ArtifactTarget[], read: Set<st
   if (!target) {
     const known = artifacts.map((t) => t.text);
     const s = didYouMean(v, known);
-    out.push(error('unknown-artifact', here, `no step stores \`${v}\``, { hint: s ?? (known.length > 0 ? `stored artifacts: ${known.join(', ')}` : 'store an output with `{$store: "artifacts.name"}`') }));
+    out.push(wiring('unknown-artifact', here, step, v, `no step stores \`${v}\``, s ?? (known.length > 0 ? `stored artifacts: ${known.join(', ')}` : 'store an output with `{$store: "artifacts.name"}`')));
     return undefined;
   }
   read.add(target.phase);

@@ -11,12 +11,20 @@ import type { InputBinding, InputSource, OutputDecl } from './model.js';
 
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
 
+/** What is wrong with the parts between the dots, when one of them is: an empty one, or one that is not a name. */
+function segmentHint(parts: readonly string[]): string | undefined {
+  if (parts.some((p) => p === '')) return 'a `.` too many: each part between dots names a phase, a key or a field';
+  const bad = parts.find((p) => !SEGMENT.test(p));
+  return bad === undefined ? undefined : `\`${bad}\` is not a name: names hold letters, digits, \`_\` and \`-\` (an array element is \`.0\`)`;
+}
+
 export type RefParse = { ok: true; source: InputSource } | { ok: false; message: string; suggestion: string };
 
 /** Parses `phase.key[.path]`, `$trigger.key[.path]`, `$initial_state.key[.path]`, and (with `items`) `$item[.path]`, `$index`. */
 export function parseInputRef(ref: string, items = true): RefParse {
   const syntax = 'use `phase_name.key`, `$trigger.key` or `$initial_state.key`';
   const trimmed = ref.trim();
+  if (trimmed !== ref && trimmed !== '' && parseInputRef(trimmed, items).ok) return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: `remove the spaces around it: \`${trimmed}\`` };
   if (trimmed !== ref || ref === '') return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: syntax };
   const parts = ref.split('.');
   const head = parts[0] ?? '';
@@ -35,12 +43,12 @@ export function parseInputRef(ref: string, items = true): RefParse {
       return { ok: false, message: `unknown input source \`${head}\``, suggestion: s ? `${s} (${syntax})` : syntax };
     }
     if (rest.length === 0 || rest[0] === '') return { ok: false, message: `\`${ref}\` needs a key: \`${head}.key\``, suggestion: `name the key, e.g. \`${head}.topic\`` };
-    if (!rest.every((s) => SEGMENT.test(s))) return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: syntax };
+    if (!rest.every((s) => SEGMENT.test(s))) return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: segmentHint(rest) ?? syntax };
     const [key, ...path] = rest as [string, ...string[]];
     return { ok: true, source: { kind: head === '$trigger' ? 'trigger' : 'initial_state', key, path } };
   }
   if (parts.length < 2 || !parts.every((s) => SEGMENT.test(s))) {
-    return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: parts.length < 2 ? `reference an output key: \`${ref}.key\` (${syntax})` : syntax };
+    return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: parts.length < 2 ? `reference an output key: \`${ref}.key\` (${syntax})` : (segmentHint(parts) ?? syntax) };
   }
   const [phase, key, ...path] = parts as [string, string, ...string[]];
   return { ok: true, source: { kind: 'phase', phase, key, path } };
@@ -115,8 +123,14 @@ export function resolveRef(raw: string, label: string, path: Path, ctx: WiringCo
   }
   if (src.kind === 'phase') {
     if (!ctx.phaseNames.has(src.phase)) {
-      const s = didYouMean(src.phase, ctx.phaseNames);
-      out.push(wiringError(ctx, path, 'input-unknown-phase', raw, `${label} references unknown phase \`${src.phase}\``, s ?? `reference one of the phases in \`depends_on\``));
+      const dotted = [...ctx.phaseNames].find((n) => n.includes('.') && raw.startsWith(`${n}.`));
+      const deps = [...ctx.dependsOn];
+      const s =
+        dotted !== undefined
+          ? `phase \`${dotted}\` cannot be referenced: \`.\` separates the phase from the key; rename the phase without dots`
+          : (didYouMean(src.phase, ctx.phaseNames) ??
+            (deps.length > 0 ? `reference one of the phases in \`depends_on\`: ${deps.map((d) => `\`${d}\``).join(', ')}` : `add the phase it reads to \`depends_on\`, and reference it as \`phase_name.key\``));
+      out.push(wiringError(ctx, path, 'input-unknown-phase', raw, `${label} references unknown phase \`${src.phase}\``, s));
       return undefined;
     }
     if (src.phase === ctx.phaseName) {

@@ -203,6 +203,25 @@ export class PositionIndex {
     return best;
   }
 
+  /**
+   * Keys that are collections (`? [a, b]\n: x`, `{[a]: x}`): js-yaml turns them into the text `a,b` or
+   * `[object Object]`, a name nobody wrote. A collection inside a mapping followed by `:` is one.
+   */
+  collectionKeys(): Range[] {
+    const out: Range[] = [];
+    const stack: IndexNode[] = this.root ? [this.root] : [];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      if (n.kind === 'map') {
+        for (const c of n.children) {
+          if ((c.kind === 'map' || c.kind === 'seq') && this.text.charCodeAt(contentStart(this.text, c.end)) === 58 /* : */) out.push([c.start, Math.max(c.end, c.start + 1)]);
+        }
+      }
+      for (const c of n.children) stack.push(c);
+    }
+    return out.sort((a, b) => a[0] - b[0]);
+  }
+
   /** Every repeated key of every mapping, with the first occurrence. */
   duplicates(): { path: (string | number)[]; key: string; at: Range; first: Range }[] {
     const out: { path: (string | number)[]; key: string; at: Range; first: Range }[] = [];

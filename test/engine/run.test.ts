@@ -6,6 +6,7 @@ import type { WorkflowModel } from '../../src/workflow/model.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../../src/engine/agent.js';
 import type { RunEvent } from '../../src/engine/events.js';
 import { runWorkflow, type RunOptions } from '../../src/api/run.js';
+import { subprocessAgent } from '../../src/agents/subprocess.js';
 import { replay } from '../../src/engine/state.js';
 import { toResult } from '../../src/engine/result.js';
 import { createEngine } from '../../src/api/engine.js';
@@ -253,6 +254,28 @@ workflow:
     const rejected = result.events.find((e) => e.type === 'task.rejected') as Extract<RunEvent, { type: 'task.rejected' }>;
     expect(rejected.error).toMatchObject({ error: 'OutputTypeMismatchError', phase_name: 'research', key: 'findings', expected_type: 'Finding[]' });
     expect(rejected.error['issues']).toEqual([expect.objectContaining({ pointer: '/findings/0/confidence', expected: 'number', actual: 'string' })]);
+  });
+
+  test('an agent may return nothing (§9): accepted without outputs declared, MissingOutputError with required ones', async () => {
+    const N = wf(`${header()}workflow:
+  free: {assign: x}
+  optional: {assign: x, outputs: {k: {type: string, required: false}}}
+  declared: {assign: x, outputs: {k: string, n: number}}`);
+    const { result } = await run(N, { x: () => undefined });
+    expect(result.phases['free']).toMatchObject({ status: 'completed', output: {} });
+    expect(result.phases['optional']).toMatchObject({ status: 'completed', output: {} });
+    expect(result.phases['declared']).toMatchObject({ status: 'failed', error: { code: 'MissingOutputError', details: { missing_keys: ['k', 'n'] } } });
+    const async = await run(N, { x: () => Promise.resolve(undefined) });
+    expect(async.result.phases['free']!.status).toBe('completed');
+    // a subprocess that prints nothing, likewise
+    const silent = subprocessAgent({ command: [process.execPath, '-e', ''] });
+    try {
+      const sub = await run(N, { x: silent.handler });
+      expect(sub.result.phases['free']).toMatchObject({ status: 'completed', output: {} });
+      expect(sub.result.phases['declared']).toMatchObject({ status: 'failed', error: { code: 'MissingOutputError' } });
+    } finally {
+      await silent.close();
+    }
   });
 
   test('no coercion: a boolean is not a number, NaN is not JSON', async () => {

@@ -124,7 +124,10 @@ describe('the enforcement loop', () => {
     const sys = model.calls[0]!.prompt[0]!;
     expect(sys.role).toBe('system');
     const text = sys.content as string;
-    expect(text).toContain('## Output');
+    // the spec's section (agent output schema §3.1), last
+    expect(text).toContain('## Required Output Format');
+    expect(text.slice(text.lastIndexOf('\n## '))).toContain('## Required Output Format');
+    expect(text).toContain('You MUST provide structured output as JSON conforming to this schema:');
     expect(text).toContain('comments[].severity: "low" | "medium" | "high"');
     expect(text).toContain('summary (string)');
     expect(text.trim().endsWith('no comments, no trailing commas.')).toBe(true);
@@ -158,6 +161,8 @@ describe('the enforcement loop', () => {
     for (const p of ['$.summary', '$.comments[0].line', '$.comments[0].severity']) expect(reprompt).toContain(`- ${p}:`);
     expect(reprompt).toContain(`'critical' is not one of ['low', 'medium', 'high']`);
     expect(reprompt).toContain('expected integer, received string');
+    // the spec's sections (§3.3)
+    for (const h of ['<output-validation-error>', '## Validation Errors', '## Required Schema', '</output-validation-error>']) expect(reprompt).toContain(h);
     expect(c.events.filter((e) => e.kind === 'output_reprompt')).toHaveLength(1);
   });
 

@@ -10,9 +10,19 @@ import type { PhaseModel } from '../../workflow/model.js';
 
 type Schema = Record<string, unknown>;
 
-/** The last section of the system prompt when a schema applies. */
+/** The last section of the system prompt when a schema applies: the spec's heading and words (agent output schema §3.1), then help. */
 export function outputSection(schema: Schema): string {
-  const lines = ['## Output', '', 'Reply with a single JSON value and nothing else: no prose before or after it. It must conform to this JSON Schema:', '', '```json', JSON.stringify(schema, null, 2), '```'];
+  const lines = [
+    '## Required Output Format',
+    '',
+    'You MUST provide structured output as JSON conforming to this schema:',
+    '',
+    '```json',
+    JSON.stringify(schema, null, 2),
+    '```',
+    '',
+    'Your response MUST be valid JSON that matches this schema exactly. Output ONLY the JSON, no additional text.',
+  ];
   const fields = describeFields(schema);
   if (fields.required.length > 0) lines.push('', 'Required fields:', ...fields.required.map((f) => `- ${f}`));
   if (fields.enums.length > 0) lines.push('', 'Allowed values (use exactly these strings):', ...fields.enums.map((f) => `- ${f}`));
@@ -26,14 +36,14 @@ export function textSection(): string {
   return '## Output\n\nReply with the answer as plain text.';
 }
 
-/** The re-prompt after an invalid reply: every error with its path, what was expected and what came. */
+/** The re-prompt after an invalid reply, in the spec's sections (§3.3): every error with its path, what was expected and what came. */
 export function repromptText(errors: readonly SchemaError[], schema: Schema): string {
-  const lines = ['<output-validation-error>', 'Your reply did not match the required output schema.', '', 'Errors:'];
+  const lines = ['<output-validation-error>', 'Your output did not match the required schema.', '', '## Validation Errors'];
   for (const e of errors) {
     const detail = e.expected !== undefined || e.received !== undefined ? ` (expected ${e.expected ?? '?'}, received ${e.received ?? '?'})` : '';
     lines.push(`- ${e.path}: ${e.message}${detail}`);
   }
-  lines.push('', 'Reply again with the complete corrected JSON value only. The schema is:', '', '```json', JSON.stringify(schema, null, 2), '```', '</output-validation-error>');
+  lines.push('', '## Required Schema', '```json', JSON.stringify(schema, null, 2), '```', '', 'Please provide output matching the schema exactly: the complete corrected JSON value only.', '</output-validation-error>');
   return lines.join('\n');
 }
 

@@ -148,6 +148,15 @@ describe('parseAgentReply: replies as models write them', () => {
 });
 
 describe('parseAgentReply: errors', () => {
+  test('bounds in the spec form: `$.count: -5 is less than minimum 0`', () => {
+    const schema = { type: 'object', properties: { count: { type: 'integer', minimum: 0 }, score: { type: 'number', maximum: 10 }, name: { type: 'string', minLength: 2 } } };
+    const r = parseAgentReply(JSON.stringify({ count: -5, score: 11, name: 'x' }), schema);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors).toContainEqual({ path: '$.count', message: '-5 is less than minimum 0', expected: 'a number >= 0', received: '-5' });
+    expect(r.errors).toContainEqual(expect.objectContaining({ path: '$.score', message: '11 is greater than maximum 10' }));
+    expect(r.errors).toContainEqual(expect.objectContaining({ path: '$.name', message: `'x' is too short`, expected: 'at least 2 characters' }));
+  });
   test('errors in the spec form with JSON paths', () => {
     const r = parseAgentReply(JSON.stringify({ summary: 'x', approval: 'approve', comments: [{}, {}, { file: 'a', line: 1, severity: 'critical' }] }), review);
     expect(r.ok).toBe(false);

@@ -256,7 +256,13 @@ function report(findings: readonly SchemaFinding[], side: 'input' | 'output', p:
     const subject = side === 'input' ? `phase \`${p.name}\`'s input` : `agent \`${agent}\`'s ${schemaName}`;
     const against = side === 'input' ? `agent \`${agent}\`'s ${schemaName}${inFile(schemaAt)}` : `phase \`${p.name}\`'s declared outputs`;
     if (side === 'output') {
-      out.push(sev('output-schema-mismatch', path, `${where}${f.message} (${subject} against ${against})`, { ...extra, hint: f.kind === 'missing' ? `add \`${f.path.at(-1)}\` to the ${schemaName}'s properties and \`required\`` : 'make the two agree: change the output type or the schema' }));
+      // the subschema check reads "the schema" as the consumer: here the phase's declared outputs, and "here" as the agent's schema
+      const required = f.path.length === 1 ? `\`${f.path[0]}\` is a required output of phase \`${p.name}\`` : `\`${f.path.join('.').replace(/\.\*/g, '[]')}\` is required by phase \`${p.name}\`'s declared outputs`;
+      const message =
+        f.kind === 'missing' ? `${required} and ${subject} ${f.severity === 'error' ? 'can never produce it' : 'does not declare it'}`
+        : f.kind === 'optional' ? `${required} and optional in ${subject}`
+        : `${where}${f.message} (${subject} against ${against})`;
+      out.push(sev('output-schema-mismatch', path, message, { ...extra, hint: f.kind === 'missing' ? `add \`${f.path.at(-1)}\` to the ${schemaName}'s properties and \`required\`` : 'make the two agree: change the output type or the schema' }));
     } else if (f.kind === 'missing') {
       out.push(sev('input-schema-missing', path, `${where}${f.message} (${against}); phase \`${p.name}\` does not wire it`, { ...extra, hint: head === FS_ROOT_KEY ? 'the host injects it when the phase (or its agent) declares `inputsFiles` / `outputsFiles`' : head !== undefined && f.path.length === 1 ? `wire it: \`inputs: {${head}: <phase>.<key>}\`` : 'declare the key in the upstream output type' }));
     } else if (f.kind === 'unknown-key') {

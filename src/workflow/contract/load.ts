@@ -10,6 +10,7 @@ import type { Path } from '../../core/path.js';
 import { error, hasErrors, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import type { SchemaCompiler } from '../json-schema.js';
 import { parseYamlSource } from '../source.js';
+import { withSubOffset } from '../sub-offset.js';
 import type { AgentContract } from './model.js';
 import { parseContract } from './parse.js';
 
@@ -29,7 +30,8 @@ export function loadContractFile(path: string, compiler: SchemaCompiler): Loaded
     text = readFileSync(path, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    return { ok: false, file: path, text: '', contract: undefined, diagnostics: [{ ...error('file-unreadable', [], `cannot read contract ${path}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`), file: path }] };
+    const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : (e as Error).message;
+    return { ok: false, file: path, text: '', contract: undefined, diagnostics: [{ ...error('file-unreadable', [], `cannot read contract ${path}: ${reason}`, { data: { reason } }), file: path }] };
   }
   return parseContractText(text, path, compiler);
 }
@@ -46,7 +48,7 @@ export function parseContractText(text: string, file: string, compiler: SchemaCo
     d.file = file;
     if (!d.range) {
       const r = source.locate(d.path, d.target ?? 'value');
-      if (r) d.range = r;
+      if (r) d.range = withSubOffset(d, r, text, source.value);
     }
     for (const rel of d.related ?? []) if (!rel.range) {
       const r = source.locate(rel.path, rel.target ?? 'value');
@@ -78,9 +80,11 @@ export function contractOf(id: string, raw: Record<string, unknown>, workflowFil
     loaded = loadContractFile(path, compiler);
     files.set(path, loaded);
   }
-  if (loaded.diagnostics.some((d) => d.code === 'file-unreadable')) {
+  const unreadable = loaded.diagnostics.find((d) => d.code === 'file-unreadable');
+  if (unreadable) {
     // reported at each reference, in the workflow (there is no contract text to point into)
-    out.push(error('file-unreadable', at, `cannot read contract ${ref}: no such file or unreadable`));
+    const reason = typeof unreadable.data?.['reason'] === 'string' ? unreadable.data['reason'] : 'no such file or unreadable';
+    out.push(error('file-unreadable', at, `cannot read contract ${ref}: ${reason}`));
     return undefined;
   }
   if (first) out.push(...loaded.diagnostics);

@@ -91,6 +91,13 @@ describe('baton types', () => {
     expect(compileHandlers(GOOD.replace('({ draft:', '({ drafts:'))).not.toEqual([]);
   }, 30_000);
 
+  test('a phase without required outputs may return nothing (RFC-0024 §9); one with them may not', () => {
+    const wf = 'openintent: "1.0"\ninfo: {name: x}\nworkflow:\n  notify: {assign: n}\n  soft: {assign: s, outputs: {k: {type: string, required: false}}}\n  hard: {assign: h, outputs: {k: string}}\n';
+    const program = (h: string): string => `import { defineHandlers } from './workflow.types.js';\nexport default defineHandlers({ n: () => {}, s: async () => undefined, h: ${h} });\n`;
+    expect(compile(program("() => ({ k: 'x' })"), wf)).toEqual([]);
+    expect(compile(program('() => {}'), wf)).toEqual(['TS2322 agents.ts']);
+  }, 30_000);
+
   test('a handler for an agent the workflow does not have fails tsc', () => {
     // TS2322 names the id; its handler then has no context type (TS7006 under strict)
     expect(compileHandlers(GOOD.replace('researcher:', 'researchr:'))).toEqual(['TS2322 agents.ts', 'TS7006 agents.ts']);

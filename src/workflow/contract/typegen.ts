@@ -79,7 +79,11 @@ export function generateTypes(model: WorkflowModel, opts: TypegenOptions = {}): 
     const files = filesOfPhase(model, undefined, p.name, p.assign);
     const input = ts.typeOf(withFsRoot({ ...p.inputType.jsonSchema(), additionalProperties: false }, files !== undefined && files.inputs.length + files.outputs.length > 0));
     const contract = decl?.contract;
-    const output = p.outputType ? ts.typeOf(p.outputType.jsonSchema()) : contract?.output ? ts.typeOf(contract.output.schema, tsName(p.assign)) : 'Record<string, unknown>';
+    const typed = p.outputType ? ts.typeOf(p.outputType.jsonSchema()) : contract?.output ? ts.typeOf(contract.output.schema, tsName(p.assign)) : 'Record<string, unknown>';
+    // RFC-0024 §9: with no required output (none declared, or all optional) the agent may return nothing,
+    // unless its contract's output schema asks for an object
+    const mayReturnNothing = !contract?.output && (p.outputs ?? []).every((o) => !o.required);
+    const output = mayReturnNothing ? `${typed} | void` : typed;
     phaseLines.push(`/** Phase \`${p.name}\` (agent \`${p.assign}\`): what ctx.input holds. */`);
     phaseLines.push(`export type ${base}Input = ${input === 'Record<string, unknown>' ? 'Record<string, never>' : input};`);
     phaseLines.push(`/** Phase \`${p.name}\`: what its agent must return. */`);
