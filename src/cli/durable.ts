@@ -244,6 +244,12 @@ export function storeFlag(values: { store?: string | undefined }): string {
   return values.store !== undefined ? ` --store ${shellQuote(values.store)}` : '';
 }
 
+/** The `--as` a printed approve or deny of a gate with approvers needs: its one approver's name, or a placeholder for one of several. */
+export function asFlag(approvers: readonly string[]): string {
+  if (approvers.length === 0) return '';
+  return ` --as ${approvers.length === 1 ? shellQuote(approvers[0]!) : 'NAME'}`;
+}
+
 export function shellQuote(s: string): string {
   return /^[A-Za-z0-9_./:@%+=-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }

@@ -17,7 +17,7 @@ import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { RunState } from '../engine/state.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
-import { UsageError, bindFromFlags, cliEngine, cliTelemetry, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
+import { UsageError, asFlag, bindFromFlags, cliEngine, cliTelemetry, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
 import { useColor } from './color.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
@@ -205,7 +205,7 @@ export function gateNotice(e: RunEvent, state: RunState, io: CliIo, values: { st
       ? `baton respond ${on} --value retry|skip|fail${storeFlag(values)}`
       : g.kind === 'input'
       ? `baton respond ${on} --value '<JSON>'${storeFlag(values)}${g.choices ? `   (choices: ${g.choices.map((c) => JSON.stringify(c)).join(', ')})` : ''}`
-      : `baton approve ${on}${storeFlag(values)}   (or: baton deny ${on}${storeFlag(values)})`;
+      : `baton approve ${on}${asFlag(g.approvers)}${storeFlag(values)}   (or: baton deny ${on}${asFlag(g.approvers)}${storeFlag(values)})`;
   // a detached run is not followed here: it waits in the store, and a worker (or baton resume) continues it once decided
   const waiting = detached ? 'the run waits in the store until it is decided' : `waiting; the run continues when it is decided (Ctrl-C leaves it waiting in the store: baton resume ${state.runId}${storeFlag(values)})`;
   io.stderr(`\n⏸ ${g.escalation ? 'decision' : g.kind === 'input' ? 'input' : 'approval'} needed: ${safeText(g.reason)}${who}\n  ${cmd}\n  ${waiting}\n`);

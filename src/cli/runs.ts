@@ -10,7 +10,7 @@ import type { RunRecord, RunStore, TaskRow } from '../engine/ports.js';
 import { ownerIsDeadOnThisHost } from '../engine/worker.js';
 import type { GateResult } from '../engine/result.js';
 import { colorsFor, useColor } from './color.js';
-import { UsageError, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
+import { UsageError, asFlag, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
 import { RUNS_OPTIONS, SHOW_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
 import { describeEvent } from './run.js';
@@ -185,7 +185,7 @@ export function nextSteps(record: RunRecord, tasks: readonly TaskRow[], gates: r
     // quoted for the command: a fan-out item's gate (`input-draft[3]-1`) is a glob to a shell
     const arg = shellQuote(id);
     if (g.kind === 'input') lines.push(`gate ${id} waits for ${g.escalation ? 'a decision' : 'an answer'}: baton respond ${run} ${arg} --value ${g.escalation ? 'retry|skip|fail' : "'<JSON>'"}${flag}`);
-    else lines.push(`gate ${id} waits for a decision: baton approve ${run} ${arg}${flag} (or baton deny ${run} ${arg}${flag})`);
+    else lines.push(`gate ${id} waits for a decision: baton approve ${run} ${arg}${asFlag(g.approvers)}${flag} (or baton deny ${run} ${arg}${asFlag(g.approvers)}${flag})`);
   }
   if (!live) lines.push(`no process is working on this run: continue it with baton resume ${run}${flag} (or a baton worker that binds its agents)`);
   return lines;

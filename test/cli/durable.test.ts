@@ -162,7 +162,11 @@ describe('approval from a second terminal', () => {
     const first = baton(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'g1'], { cwd });
     let stderr = '';
     first.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    await until(() => /baton approve g1 approve-publish/.test(stderr));
+    // the printed command names the gate's one approver (without --as it would be refused)
+    await until(() => /baton approve g1 approve-publish --as alice/.test(stderr));
+    const shown0 = capture(cwd);
+    expect(await run(['show', 'g1'], shown0)).toBe(0);
+    expect(shown0.out()).toContain('baton approve g1 approve-publish --as alice (or baton deny g1 approve-publish --as alice)');
     const runs = capture(cwd);
     expect(await run(['runs', '--status', 'waiting', '--json'], runs)).toBe(0);
     expect((JSON.parse(runs.out()) as { run_id: string }[]).map((r) => r.run_id)).toEqual(['g1']);
