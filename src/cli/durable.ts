@@ -75,7 +75,7 @@ export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo
       const locked = e instanceof BatonError && e.code === 'store-locked';
       lastLocked = locked;
       const blip = e instanceof BatonError && e.code === 'store-unreachable' && waitUnreachable === 'blip' ? blipMs(e) : 0;
-      const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && (waitUnreachable === true || waited < blip);
+      const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && !incurable(e) && (waitUnreachable === true || waited < blip);
       if (!(locked || unreachable) || waited >= forMs) throw e;
       if (!said) io.stderr(`store unavailable, retrying${blip > 0 && !locked ? ` for up to ${blip / 1000} s` : ''}: ${safeText((e as Error).message, 300)}\n`);
       said = true;
@@ -87,10 +87,26 @@ export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo
 /** Connection failures that a database restart or a network cut gives, which waiting may cure. */
 const TRANSIENT = new Set(['ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN', '57P01', '57P02', '57P03']);
 
+/**
+ * Failures no wait cures, said at once even by a worker or a server (which wait out anything else for
+ * minutes): a database that does not exist, a refused password or role, a host name that does not
+ * resolve. A worker given a mistyped database used to wait 5 minutes behind one `retrying` line.
+ */
+const INCURABLE = new Set(['3D000', '28P01', '28000', 'ENOTFOUND']);
+
+function causeCode(e: BatonError): string {
+  const cause = e.cause as { code?: unknown } | undefined;
+  return typeof cause?.code === 'string' ? cause.code : '';
+}
+
+function incurable(e: BatonError): boolean {
+  return INCURABLE.has(causeCode(e));
+}
+
 /** How long a start-up failure is worth waiting out: 0 for one that waiting cannot cure. */
 function blipMs(e: BatonError): number {
   const cause = e.cause as { code?: unknown; message?: unknown } | undefined;
-  const code = typeof cause?.code === 'string' ? cause.code : '';
+  const code = causeCode(e);
   if (code === 'ECONNREFUSED') return START_REFUSED_MS;
   if (TRANSIENT.has(code) || code.startsWith('08')) return START_BLIP_MS;
   return code === '' && /Connection terminated|connection timeout|timeout expired/i.test(typeof cause?.message === 'string' ? cause.message : e.message) ? START_BLIP_MS : 0;

@@ -17,6 +17,7 @@
  *   them is committed and accepted; the run's next attempts here start after the copy (worker-files.ts).
  */
 import { BatonError } from '../core/errors.js';
+import { DueTimes } from '../core/due-times.js';
 import { StopSignal } from './attempt.js';
 import { shareSlots, type SlotClaim } from './slot-share.js';
 import type { Fact, FactResult } from './decide.js';
@@ -50,6 +51,8 @@ const FULL_LOOK_MS = 1_000;
 const IDLE_SCAN_GAP_MS = 25;
 /** How soon the worker looks at the store again after a look failed (the store is down: is it back?). */
 const TROUBLE_SCAN_MS = 250;
+/** How many due times of parked runs a serving worker keeps (beyond them, its poll finds the rest). */
+const PARKED_DUE_TIMES = 10_000;
 /**
  * Runs whose ready tasks need agents this worker does not bind that it remembers, so that findWork
  * stops offering those tasks (`skip`): beyond it the oldest are forgotten (and offered, loaded and
@@ -80,6 +83,20 @@ export class Worker extends WorkerAttempts {
   private kickFn: (() => void) | undefined;
   /** Next look at the store for expired leases and (serving) new work, in store time. */
   private nextScanAt = 0;
+  /**
+   * When the runs this serving worker parked come due (store time): it sleeps until the earliest and
+   * then asks the store, instead of finding them at its next poll (up to pollMs late). Numbers only.
+   */
+  private readonly parkedDue = new DueTimes(PARKED_DUE_TIMES);
+  /** The store time at which the loop last decided whether to look for work (idle() drops what was due by then). */
+  private turnAt = -Infinity;
+  /**
+   * The wait for a change in the store, armed before a look for work and kept until a change (or the
+   * poll's time) ends it: a change made between the look and the idle wait (a run created or a gate
+   * decided by another engine of this process: memory and SQLite wake only the waits already there)
+   * ends the idle wait at once. Armed only at the idle wait, it was missed until the next poll.
+   */
+  private changeWait: Promise<'store'> | undefined;
   /** Next look that also reads the live leases of this host's workers (scanWork), in store time. */
   private nextOwnersLook = 0;
   /** Last check of local owners' processes (monotonic ms). */
@@ -244,6 +261,7 @@ export class Worker extends WorkerAttempts {
       if (this.crashed !== undefined || this.closed) break;
       this.checkDeadOwners();
       const now = this.storeNow();
+      this.turnAt = now;
       // new work is looked for on a turn that committed nothing, while a slot is free (not again at once after a look that found none);
       // while the store is away, only at the trouble scan's pace (nextScanAt): every turn of a worker whose held runs' commits
       // back off would otherwise ask a store that is refusing connections
@@ -260,6 +278,7 @@ export class Worker extends WorkerAttempts {
       const leaseLook = now >= this.leaseLookAt();
       if (look || now >= this.nextScanAt || leaseLook) {
         this.scanOwed = false;
+        void this.armChangeWait();
         if (await this.scanWork()) {
           did = true;
           this.lastEmptyScan = -Infinity;
@@ -513,6 +532,11 @@ export class Worker extends WorkerAttempts {
     for (const ctx of this.runs.values()) if (!ctx.ended) wake = Math.min(wake, this.dueAt(ctx));
     wake = Math.min(wake, this.leaseLookAt());
     if (this.storeAway) wake = Math.min(wake, this.nextScanAt);
+    if (this.serving) {
+      // a parked run due by the turn that just ran had its look then (or is looked for once a slot frees)
+      this.parkedDue.dropUntil(this.turnAt);
+      if (!this.draining && !this.storeAway && this.active < this.concurrency) wake = Math.min(wake, this.parkedDue.peek());
+    }
     const now = this.storeNow();
     // a look for new work put off on a busy turn is made once its gap has passed (real time: a throttle, not a due time)
     const owed = this.scanOwed ? Math.max(0, this.lastEmptyScan + IDLE_SCAN_GAP_MS - monotonicNow()) : Infinity;
@@ -526,7 +550,7 @@ export class Worker extends WorkerAttempts {
       }),
     ];
     // watched even while attempts run: a cancel or a gate decision from another process must reach them
-    waits.push(this.store.waitForChange(this.pollMs, ctl.signal).then(() => 'store'));
+    waits.push(this.armChangeWait());
     if (wake !== Infinity) waits.push(this.clock.sleep(Math.max(0, wake - now), ctl.signal).then(() => 'timer', () => undefined));
     let owedTimer: NodeJS.Timeout | undefined;
     if (owed !== Infinity) waits.push(new Promise<void>((r) => (owedTimer = setTimeout(r, owed))));
@@ -539,11 +563,16 @@ export class Worker extends WorkerAttempts {
     this.idleCtl.signal.removeEventListener('abort', onIdleAbort);
     this.kickFn = undefined;
     if (why === 'store') {
+      this.changeWait = undefined;
       // a store whose wait returns at once (closed, or changing all the time) must not starve timers
       // and I/O: idle turns reset the busy count, so yield to the event loop here
       await new Promise<void>((r) => setImmediate(r));
       await this.refresh();
     }
+  }
+
+  private armChangeWait(): Promise<'store'> {
+    return (this.changeWait ??= this.store.waitForChange(this.pollMs, this.idleCtl.signal).then(() => 'store' as const));
   }
 
   private lastFullLook = monotonicNow();
@@ -601,22 +630,28 @@ export class Worker extends WorkerAttempts {
     // park() deletes the entry being visited, which a Map's iteration allows
     for (const ctx of this.runs.values()) {
       if ((ctx.driven && !ctx.ended) || ctx.flushing || ctx.stale || ctx.attempts.size > 0 || ctx.busy.size > 0 || ctx.facts.length > 0 || ctx.waiters.length > 0 || ctx.filesWork.size > 0 || ctx.ending) continue;
-      if (ctx.ended || (this.serving && !this.runsAnythingSoon(ctx))) this.park(ctx);
+      if (ctx.ended) this.park(ctx);
+      else if (this.serving) {
+        const due = this.nextDueOf(ctx);
+        if (due > this.storeNow() + 1000) {
+          this.park(ctx);
+          this.parkedDue.add(due);
+        }
+      }
     }
   }
 
   /**
-   * Whether the run has work for this worker in the next moment (kept loaded rather than re-read): a
-   * claim, or a timer (a gate's expiry, an escalation, the run's deadline). A run taken up because its
-   * timer came due must stay held until the commit that fires it: parked again at once, it was taken up
-   * and parked at every look and the timer never fired.
+   * When the run next has work for this worker (store time; Infinity: not until something else
+   * changes): a claim, or a timer (a gate's expiry, an escalation, the run's deadline). One due within
+   * a second keeps the run loaded rather than re-read (evict): a run taken up because its timer came
+   * due must stay held until the commit that fires it (parked again at once, it was taken up and
+   * parked at every look and the timer never fired). A later one is parked and its time kept.
    */
-  private runsAnythingSoon(ctx: RunCtx): boolean {
-    const soon = this.storeNow() + 1000;
-    const c = nextClaim(ctx.plan, ctx.state, this.claimant(ctx));
-    if (c !== undefined && c <= soon) return true;
-    const t = nextTimer(ctx.state);
-    return t !== null && t <= soon;
+  private nextDueOf(ctx: RunCtx): number {
+    const c = nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity;
+    const t = nextTimer(ctx.state) ?? Infinity;
+    return Math.min(c, t);
   }
 
   /** Remembers the agents of a run's ready tasks this worker does not bind (see `foreign`). */

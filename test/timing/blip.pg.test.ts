@@ -210,6 +210,21 @@ describe('baton run rides out a database blip', () => {
     expect(r.stderr).not.toContain('retrying');
     expect(r.stderr).toMatch(/does not exist/);
   }, 60_000);
+
+  test('so is it to a worker (which waits minutes for a store that is away), and an unknown role too', async () => {
+    const u = new URL(storeUrl());
+    u.pathname = '/baton_test_blip_no_such_database';
+    const role = new URL(storeUrl());
+    role.username = 'baton_test_no_such_role';
+    for (const store of [u.href, role.href]) {
+      const t0 = performance.now();
+      const r = await baton(['worker', '--agents', 'agents.mjs', '--store', store], { cwd: dir, env: { CALLS: join(dir, 'calls-none') } }).done;
+      expect(r.code, r.stderr).toBe(2);
+      expect(performance.now() - t0).toBeLessThan(10_000);
+      expect(r.stderr).not.toContain('retrying');
+      expect(r.stderr).toMatch(/does not exist/);
+    }
+  }, 60_000);
 });
 
 describe('baton serve rides out a database blip with remote agents', () => {
