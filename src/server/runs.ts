@@ -225,7 +225,13 @@ export class RunRoutes {
     const { result } = await this.o.engine.inspect(r.params['id']!);
     const name = r.params['phase']!;
     const p = Object.prototype.hasOwnProperty.call(result.phases, name) ? result.phases[name] : undefined;
-    if (!p) throw new HttpError(404, 'unknown-phase', `run ${r.params['id']!} has no phase \`${name}\` (phases: ${Object.keys(result.phases).join(', ')})`);
+    if (!p) {
+      // the phases by name, not a fan-out's items (20,000 of them made a 250 KB error message)
+      const names = Object.keys(result.phases);
+      const phases = names.filter((n) => parseItemKey(n) === undefined);
+      const items = names.length - phases.length;
+      throw new HttpError(404, 'unknown-phase', `run ${r.params['id']!} has no phase \`${name}\` (phases: ${phases.join(', ')}${items > 0 ? `; and ${items} fan-out items, PHASE[INDEX], listed by /runs/{id}/phases/PHASE/items` : ''})`);
+    }
     return r.c.json({ name, ...p } as unknown as JsonObject);
   }
 

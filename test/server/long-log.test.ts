@@ -2,8 +2,8 @@
  * A run with a long event log (a 1,500-item fan-out: about 4,500 events) behind a real server on a
  * loopback port, over SQLite: a page of its events reads what it shows (and a chunk more at most when
  * filtered), not the whole log after the cursor, and a stream from its start delivers every event once,
- * in order, a chunk of the store at a time. The store is the real one; a wrapper counts what its
- * `events` returned.
+ * in order, a chunk of the store at a time; an unknown phase is named without listing every item. The
+ * store is the real one; a wrapper counts what its `events` returned.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -103,4 +103,16 @@ test('a stream from the start delivers every event once, in order, and ends, rea
   expect(largest).toBeLessThanOrEqual(1000);
   const resumed = await readStream(`${server.url}/runs/long/events`, { lastEventId: String(total - 1500), timeoutMs: 60_000 });
   expect(eventsOf(resumed.messages).map((e) => e.seq)).toEqual(Array.from({ length: 1500 }, (_, i) => total - 1500 + i + 1));
+});
+
+test("an unknown phase of a fan-out run is 404 naming the phases, not each of the fan-out's items", async () => {
+  for (const name of ['nope', 'each%5B1500%5D']) {
+    const r = await api(server.url, 'GET', `/runs/long/phases/${name}`);
+    expect(r.status).toBe(404);
+    const message = (r.body['error'] as { code: string; message: string }).message;
+    expect(r.body['error']).toMatchObject({ code: 'unknown-phase' });
+    expect(message).toMatch(/\(phases: each; and 1500 fan-out items/);
+    expect(message.length).toBeLessThan(400);
+  }
+  expect((await api(server.url, 'GET', '/runs/long/phases/each%5B7%5D')).body).toMatchObject({ name: 'each[7]', status: 'completed' });
 });
