@@ -15,7 +15,7 @@
  *   before then only drops the request.
  */
 import { BatonError, networkErrorText } from '../core/errors.js';
-import { isPlainObject, type JsonObject } from '../core/json.js';
+import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
 import { StopSignal } from '../engine/attempt.js';
 import type { A2aDecl } from '../workflow/model.js';
@@ -170,9 +170,11 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
       let reply: Reply | undefined = await resumed(ctx, conn.client, name);
       if (reply?.kind === 'task') known(reply.task);
       reply ??= await send(message(sdk.Role.ROLE_USER, [dataPart(ctx.input)]));
+      /** The agent's refusal of the last answer, told to the human with the question asked again. */
+      let refused: string | undefined;
       for (;;) {
         if (reply.kind === 'message') return outputOf(reply.message.parts, name);
-        let task = reply.task;
+        let task: A2aTask = reply.task;
         // a blocking send may come back before the task ends (an agent that answers at once): poll it
         while (!isTerminal(stateOf(task)) && !isInterrupted(stateOf(task))) {
           await pause(opts.pollMs ?? 1000, ctx.signal);
@@ -186,8 +188,22 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
           const said = textOf(task.status?.message?.parts ?? []);
           const question = said !== '' ? said : state === 8 ? `${name} asks for authentication (auth-required)` : `${name} asks for input (input-required)`;
           ctx.record('a2a.interrupted', { task_id: task.id, state: stateName(state), question });
-          const answer = await ctx.requestInput({ question });
-          reply = await send(message(sdk.Role.ROLE_USER, [typeof answer === 'string' ? textPart(answer) : dataPart(answer)], { taskId: task.id, contextId: task.contextId }));
+          // a peer that names its choices (a Baton server's data part does): the gate checks the answer here
+          const choices = choicesOf(task.status?.message?.parts ?? []);
+          const answer = await ctx.requestInput({ question: refused !== undefined ? `${question} (${refused})` : question, ...(choices ? { choices } : {}) });
+          try {
+            reply = await send(message(sdk.Role.ROLE_USER, [typeof answer === 'string' ? textPart(answer) : dataPart(answer)], { taskId: task.id, contextId: task.contextId }));
+            refused = undefined;
+          } catch (e) {
+            // The agent refused the answer (an invalid-params error: not one of its choices, say) and its task
+            // still asks: the human is asked again, told why. Before, the attempt failed on the human's typo.
+            const again: A2aTask | undefined = isRefusal(e) ? await conn.client.getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: ctx.signal }).catch(() => undefined) : undefined;
+            if (!again || !isInterrupted(stateOf(again)) || ctx.signal.aborted) throw e;
+            const said = (e as Error).message;
+            refused = `the agent refused the answer: ${said.startsWith(`${name}: `) ? said.slice(name.length + 2) : said}`;
+            ctx.record('a2a.answer_refused', { task_id: task.id, message: said });
+            reply = { kind: 'task', task: again };
+          }
           continue;
         }
         if (state === 3) return outputOf(resultParts(task), name);
@@ -200,6 +216,17 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
       if (ctx.signal.aborted && taskId !== undefined) onAbort();
     }
   };
+}
+
+/** The peer's own refusal of a request (JSON-RPC invalid params or request), not a network failure or a fault. */
+function isRefusal(e: unknown): boolean {
+  return e instanceof AgentError && e.code === 'A2AError' && e.details['error'] === 'RequestMalformedError';
+}
+
+/** `choices` of the status message's data part (a list of JSON values), when the peer names them. */
+function choicesOf(parts: A2aMessage['parts']): Json[] | undefined {
+  const c = dataOf(parts)?.['choices'];
+  return Array.isArray(c) && c.length > 0 ? c : undefined;
 }
 
 function isHandOver(reason: unknown): boolean {

@@ -36,6 +36,9 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
       const v = values[f];
       if (v !== undefined && v !== false) throw new UsageError(`--${f} does not go with --server: the server binds the agents and keeps the runs (see its baton serve flags)`);
     }
+    // the server stages and syncs declared files in its own working directory: a folder named here was
+    // never read or written, whatever the run did
+    if (values.workspace !== undefined) throw new UsageError('--workspace does not go with --server: a run on a server reads and writes its declared files (inputsFiles / outputsFiles) in the server\'s working directory');
     const key = values['api-key'] ?? io.env['BATON_API_KEY'];
     const client = new ServerClient({ url: values.server!, ...(key !== undefined && key !== '' ? { key } : {}) });
     const target = resolveTarget(arg, io.cwd);

@@ -179,6 +179,22 @@ export type RunEvent =
 
 export type RunEventType = RunEvent['type'];
 
+/**
+ * Every event type, for those who take them as words (`GET /runs/{id}/events?type=`): a typo there is
+ * refused, not an empty page. The check below fails to compile when a type is added to RunEvent only.
+ */
+export const RUN_EVENT_TYPES = [
+  'run.started', 'run.completed', 'run.failed', 'run.cancelled',
+  'task.ready', 'task.claimed', 'task.claim_rejected', 'task.rejected', 'task.attempt_failed', 'task.checkpoint',
+  'task.warning', 'task.retrying', 'task.completed', 'task.failed', 'task.skipped', 'task.cancelled',
+  'task.lease_expired', 'task.resumed', 'task.fanned_out', 'task.file', 'task.log', 'task.cost',
+  'task.agent_event', 'task.sibling_output', 'task.stale_outcome',
+  'gate.opened', 'gate.decided', 'gate.answered', 'gate.refused', 'gate.withdrawn', 'gate.expired', 'gate.escalated',
+  'budget.alert',
+] as const satisfies readonly RunEventType[];
+const everyEventType: [Exclude<RunEventType, (typeof RUN_EVENT_TYPES)[number]>] extends [never] ? true : never = true;
+void everyEventType;
+
 /** The `task.agent_event` kind of a completion its contract refused while the attempt goes on (a remote agent's 422): a contract rejection on the attempt span. */
 export const OUTPUT_REJECTED_KIND = 'remote_output_rejected';
 

@@ -230,8 +230,11 @@ export interface RunStore {
   run(runId: string): Promise<RunRecord | undefined>;
   runs(filter?: RunFilter): Promise<RunRecord[]>;
   workflow(hash: string): Promise<WorkflowRecord | undefined>;
-  /** Events with seq > afterSeq, in order. */
-  events(runId: string, afterSeq?: number): Promise<RunEvent[]>;
+  /**
+   * Events with seq > afterSeq, in order; the first `limit` of them when given (a page of a long log is
+   * then read without the rest of it). A store that does not know `limit` returns them all: callers slice.
+   */
+  events(runId: string, afterSeq?: number, limit?: number): Promise<RunEvent[]>;
   tasks(runId: string): Promise<TaskRow[]>;
 
   /**

@@ -189,6 +189,10 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
         if (e instanceof StopSignal || e instanceof AgentError) throw new HttpError(409, 'task-ended', `the input request ended the attempt: ${e.message}`, { stop: true });
         throw new HttpError(409, 'task-ended', 'the attempt ended while it waited for input', { stop: true });
       }
+      // the attempt ended while the poll waited (a cancel, a timeout, a lost lease): the 409 every call with
+      // its token now gets, stop: true, rather than a 202 that asks the agent to poll again (a server that
+      // stops answers 202, docs/server.md: the agent polls the server that comes back)
+      if (!slot.answered && !remote.stopping && remote.peek(r.params['token']!) === undefined) live(r);
       if (!slot.answered) return r.c.json({ input: n, answered: false }, 202);
       return r.c.json({ input: n, answered: true, value: slot.value ?? null });
     },

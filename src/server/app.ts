@@ -165,8 +165,13 @@ export async function createServerApp(opts: ServerAppOptions): Promise<ServerApp
   if (opts.a2a && a2aRoutes) a2aRoutes.mountA2a(app, { modules: sdkModules(opts.a2a), engine, workflows: opts.workflows ?? new Map(), hub, closing: closing.signal, edge: edgeOpts, ...(opts.version !== undefined ? { version: opts.version } : {}) });
   app.notFound((c) => {
     const other = ROUTES.filter((r) => pathRegex(r.path).test(c.req.path));
-    if (other.length > 0) return methodNotAllowed(c, other.map((r) => r.method.toUpperCase()));
-    return c.json({ error: { code: 'not-found', message: `no route ${c.req.method} ${c.req.path.slice(0, 200)} (the routes are in /openapi.json)` } }, 404);
+    const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
+    // a path a route has under this very method missed it only by a trailing slash (Hono matches
+    // strictly): a 405 would tell the caller to use the method it used
+    const slash = other.some((r) => r.method.toUpperCase() === method);
+    if (other.length > 0 && !slash) return methodNotAllowed(c, other.map((r) => r.method.toUpperCase()));
+    const hint = slash ? `: without the trailing slash, ${c.req.path.replace(/\/+$/, '').slice(0, 200)}` : ' (the routes are in /openapi.json)';
+    return c.json({ error: { code: 'not-found', message: `no route ${c.req.method} ${c.req.path.slice(0, 200)}${hint}` } }, 404);
   });
   app.onError((e, c) => {
     const { status, body, headers } = errorAnswer(e, log);

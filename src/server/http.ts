@@ -107,13 +107,13 @@ export function edge(spec: RouteSpec, opts: EdgeOptions, handler: (r: Request) =
       const all = c.req.queries();
       for (const k of names) {
         const n = all[k]?.length ?? 1;
-        if (n > 1) throw new HttpError(400, 'invalid-request', `the query parameter ${k.slice(0, 60)} is given ${n} times; give it once (a list is comma-separated: ${k.slice(0, 60)}=a,b)`);
+        if (n > 1) throw new HttpError(400, 'invalid-request', `the query parameter ${k.slice(0, 60)} is given ${n} times; give it once (a list is comma-separated: ${k.slice(0, 60)}=a,b)`, { issues: [{ path: `?${k.slice(0, 60)}`, message: `given ${n} times` }] });
       }
     }
     if (v.query) {
       const issues = v.query(query);
       if (issues.length > 0) throw invalid(issues, 'query');
-    } else if (Object.keys(query).length > 0) throw new HttpError(400, 'invalid-request', `${spec.method.toUpperCase()} ${spec.path} takes no query parameters, got \`${Object.keys(query)[0]!}\``);
+    } else if (names.length > 0) throw new HttpError(400, 'invalid-request', `${spec.method.toUpperCase()} ${spec.path} takes no query parameters, got \`${names[0]!.slice(0, 60)}\``, { issues: [{ path: `?${names[0]!.slice(0, 60)}`, message: 'unknown query parameter' }] });
     let body: Record<string, Json> = {};
     if (spec.body && v.body) {
       body = await readJsonBody(c, opts.bodyLimit);

@@ -13,7 +13,7 @@ export function decodeCursor<T>(text: string, ok: (v: Record<string, unknown>) =
   } catch {
     v = undefined;
   }
-  if (v === null || typeof v !== 'object' || Array.isArray(v) || !ok(v as Record<string, unknown>)) throw new HttpError(400, 'invalid-request', 'the query parameter cursor is not a cursor this route gave (use next_cursor as it came)');
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || !ok(v as Record<string, unknown>)) throw new HttpError(400, 'invalid-request', 'the query parameter cursor is not a cursor this route gave (use next_cursor as it came)', { issues: [{ path: '?cursor', message: 'not a cursor this route gave' }] });
   return v as T;
 }
 

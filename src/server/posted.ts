@@ -1,8 +1,9 @@
 /**
  * What a posted workflow text may reach on the server's host. `x-command` agents and MCP servers
  * (`mcp.servers`) run commands; `x-a2a` agents call URLs from the server's network (with a token
- * from its environment); `x-contract: FILE` and `x-blueprint: FILE` read files (and their
- * diagnostics would tell what is there). Found in the YAML before anything is compiled, so a refused
+ * from its environment); an LLM block's `x-base_url` sends the server's provider key (OPENAI_API_KEY,
+ * ANTHROPIC_API_KEY, ...) to the URL it names; `x-contract: FILE`, `x-blueprint: FILE` and
+ * `x-replies: FILE` read files (and their diagnostics would tell what is there). Found in the YAML before anything is compiled, so a refused
  * text has read nothing. A workflow registered with `--workflows DIR` was put there by whoever runs the
  * server, and may do all of this.
  */
@@ -34,7 +35,9 @@ export function hostReach(text: string): string[] {
       if (k === 'x-command') out.push(`${at} (runs a command)`);
       // the server would call any URL from its own network (and send a token from its environment)
       else if (k === 'x-a2a') out.push(`${at} (calls a URL from the server's network)`);
-      else if ((k === 'x-contract' || k === 'x-blueprint') && typeof x === 'string') out.push(`${at} (reads a file)`);
+      else if ((k === 'x-contract' || k === 'x-blueprint' || k === 'x-replies') && typeof x === 'string') out.push(`${at} (reads a file)`);
+      // an LLM provider's URL: the server would send its own provider key (OPENAI_API_KEY, ...) there
+      else if (k === 'x-base_url') out.push(`${at} (sends the server's provider key to a URL)`);
       else if (k === 'mcp' && path === '' && x !== null && typeof x === 'object' && Object.keys((x as Record<string, unknown>)['servers'] ?? {}).length > 0) out.push(`${at}.servers (runs commands)`);
       else walk(x, at, depth + 1);
     }

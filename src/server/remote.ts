@@ -701,6 +701,11 @@ export class RemoteAgents {
    * (not answered), instead of a connection cut a second later with no answer at all. Parked attempts
    * stay: the worker's stop hands them back.
    */
+  /** The server is stopping (close() was called): waiting polls are answered as not answered, 202. */
+  get stopping(): boolean {
+    return this.closed;
+  }
+
   close(): void {
     this.closed = true;
     for (const ws of this.waiters.values()) for (const w of ws.splice(0)) w.take(undefined);

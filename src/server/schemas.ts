@@ -6,6 +6,7 @@
  */
 import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import type { JsonObject } from '../core/json.js';
+import { RUN_EVENT_TYPES } from '../engine/events.js';
 import type { Action } from './keys.js';
 
 export type Schema = JsonObject;
@@ -32,13 +33,14 @@ export const RUN_ID = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,
 const NAME = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' } as const satisfies Schema;
 /** A comma-separated list of known words: a typo is a 400, not an empty page. */
 function listOf(words: readonly string[], what: string): Schema {
-  const one = `(${words.join('|')})`;
+  const one = `(${words.map((w) => w.replace(/\./g, '\\.')).join('|')})`;
   return { type: 'string', pattern: `^${one}(,${one})*$`, description: `comma-separated ${what}: ${words.join(', ')}` };
 }
 const STATUS_LIST = listOf(['running', 'waiting', 'completed', 'failed', 'cancelled'], 'run statuses');
 // engine/events.ts's TaskStatus, and 'partial' (a phase result's); engine/state.ts's GateStatus
 const PHASE_STATUS_LIST = listOf(['pending', 'ready', 'running', 'awaiting_approval', 'suspended_awaiting_input', 'completed', 'failed', 'skipped', 'cancelled', 'partial'], 'phase statuses');
 const GATE_STATUS_LIST = listOf(['open', 'approved', 'denied', 'answered', 'withdrawn', 'closed'], 'gate statuses');
+const EVENT_TYPE_LIST = listOf(RUN_EVENT_TYPES, 'event types');
 const LIMIT = { type: 'integer', minimum: 1, maximum: 1000, description: 'at most this many items (default 100)' } as const satisfies Schema;
 const CURSOR = { type: 'string', maxLength: 400, description: '`next_cursor` of the previous page' } as const satisfies Schema;
 const JSON_OBJECT = { type: 'object' } as const satisfies Schema;
@@ -128,7 +130,7 @@ const RUN_ROUTES: readonly RouteSpec[] = [
   { method: 'get', path: '/runs/{id}/gates', operationId: 'listGates', summary: 'the gates of a run', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { status: GATE_STATUS_LIST, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of gates', schema: PAGE('gates', OBJ) }, ...ERRORS, ...NOT_FOUND } },
   {
     method: 'get', path: '/runs/{id}/events', operationId: 'runEvents', summary: 'the event log: a JSON page, or with `Accept: text/event-stream` a live stream resumable with Last-Event-ID (the seq)', action: 'read', params: ID_PARAM,
-    query: { type: 'object', additionalProperties: false, properties: { after: { type: 'integer', minimum: 0, description: 'events with a greater seq' }, type: { type: 'string', pattern: '^[a-z_.]+(,[a-z_.]+)*$', description: 'comma-separated event types' }, limit: LIMIT, cursor: CURSOR } },
+    query: { type: 'object', additionalProperties: false, properties: { after: { type: 'integer', minimum: 0, description: 'events with a greater seq' }, type: EVENT_TYPE_LIST, limit: LIMIT, cursor: CURSOR } },
     responses: { '200': { description: 'a page of events, or the stream (text/event-stream: `id` is the seq, `event` the type, `data` the event)', schema: PAGE('events', OBJ), sse: true, resumable: true }, ...ERRORS, ...NOT_FOUND },
   },
   { method: 'get', path: '/runs/{id}/artifacts', operationId: 'runArtifacts', summary: 'the files agents declared and read or wrote (as `baton show --artifacts --json`)', action: 'read', params: ID_PARAM, query: { type: 'object', additionalProperties: false, properties: { phase: NAME, limit: LIMIT, cursor: CURSOR } }, responses: { '200': { description: 'a page of artifacts', schema: PAGE('artifacts', OBJ) }, ...ERRORS, ...NOT_FOUND } },

@@ -34,6 +34,8 @@ const BY_ID = 64;
  * between reads is sent once, as it is then.
  */
 const DASHBOARD_GAP_MS = 200;
+/** Events a run stream reads from the store at once. */
+const STREAM_CHUNK = 1000;
 
 export interface StreamHost {
   store: RunStore;
@@ -72,7 +74,9 @@ async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: strin
   let wrote = performance.now();
   while (!signal.aborted) {
     const seen = host.hub.version(runId);
-    const batch = await host.store.events(runId, seq);
+    // a chunk at a time: a stream that starts at the beginning of a long log (a dashboard opening a
+    // 20,000-item fan-out) holds a chunk in memory, not the whole log, and writes it as the client reads
+    const batch = await host.store.events(runId, seq, STREAM_CHUNK);
     for (const e of batch) {
       seq = e.seq;
       if (!types || types.has(e.type)) {
@@ -85,6 +89,8 @@ async function followRun(stream: SSEStreamingApi, host: StreamHost, runId: strin
     // since has raised the version past `seen`, and the wait below returns at once for it. So a
     // stream that got events waits for the next change instead of reading again to find none (on a
     // busy run that second read, and the run read after it, were two of every three queries).
+    // a full chunk: more may be there already, read on at once
+    if (batch.length >= STREAM_CHUNK) continue;
     if (batch.length > 0 && host.hub.version(runId) === seen) {
       await host.hub.next(runId, seen, KEEPALIVE_MS, signal);
       continue;

@@ -79,6 +79,12 @@ export function storeConformance(name: string, h: StoreHarness): void {
         // store failure (PostgreSQL's integer column refused 2^31 with 22003: a 503 for a caller's number)
         for (const after of [3, 2 ** 31, 1e20, Number.MAX_SAFE_INTEGER]) expect(await s.events('r1', after)).toEqual([]);
         for (const before of [0, -1, -(2 ** 31) - 1]) expect((await s.events('r1', before)).map((e) => e.seq)).toEqual([1, 2, 3]);
+        // a limit: the first events after the seq, no more (a page of a long log reads what it shows)
+        expect((await s.events('r1', 0, 2)).map((e) => e.seq)).toEqual([1, 2]);
+        expect((await s.events('r1', 1, 1)).map((e) => e.seq)).toEqual([2]);
+        expect((await s.events('r1', 2, 5)).map((e) => e.seq)).toEqual([3]);
+        expect((await s.events('r1', -1, 1)).map((e) => e.seq)).toEqual([1]);
+        expect(await s.events('r1', 2 ** 31, 1)).toEqual([]);
 
         const tasks = (await s.tasks('r1')).sort((x, y) => (x.phase < y.phase ? -1 : 1));
         expect(tasks).toEqual(init.commit.tasks);

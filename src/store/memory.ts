@@ -78,11 +78,12 @@ export class MemoryStore implements RunStore {
     return Promise.resolve(w ? { ...w } : undefined);
   }
 
-  events(runId: string, afterSeq = 0): Promise<RunEvent[]> {
+  events(runId: string, afterSeq = 0, limit?: number): Promise<RunEvent[]> {
     const e = this.entries.get(runId);
     if (!e) return Promise.resolve([]);
     // seq n is at index n - 1 (gap-free); a seq before the first is every event (slice(-n) would be the last n)
-    return Promise.resolve(e.events.slice(afterSeq > 0 ? afterSeq : 0));
+    const from = afterSeq > 0 ? afterSeq : 0;
+    return Promise.resolve(e.events.slice(from, limit !== undefined ? from + limit : undefined));
   }
 
   tasks(runId: string): Promise<TaskRow[]> {

@@ -10,7 +10,7 @@ import { RUN_COLUMNS, TASK_COLUMNS } from './rows.js';
 /** HELD (ports.ts) as SQL: the partial index tasks_due leaves such tasks out, and findWork says so to use it. */
 export const HELD_SQL = '9007199254740991';
 
-export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'createMany' | 'run' | 'runs' | 'runsOfWorkflow' | 'workflow' | 'events' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many' | 'readState' | 'saveSnapshot' | 'clockNow';
+export type StatementName = 'lock' | 'tryLock' | 'read' | 'write' | 'create' | 'createMany' | 'run' | 'runs' | 'runsOfWorkflow' | 'workflow' | 'events' | 'eventsLimit' | 'tasks' | 'findWork' | 'findWorkReserve' | 'renew' | 'many' | 'readState' | 'saveSnapshot' | 'clockNow';
 
 /**
  * JSON columns travel as one JSON array per column (`JSON.stringify` of the whole batch, sent as one
@@ -158,6 +158,7 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
     runsOfWorkflow: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE workflow_name = $5::text AND (created_at, run_id) < ($3::bigint, $4::text) AND ($1::text[] IS NULL OR status = ANY($1::text[])) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
     workflow: `SELECT hash, name, source, path FROM ${s}.workflows WHERE hash = $1`,
     events: `SELECT body FROM ${s}.events WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
+    eventsLimit: `SELECT body FROM ${s}.events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     // the latest snapshot of the format asked and the events after it, in one statement (one moment):
     // the snapshot's row comes first (k = 0), then the events in order
     readState: `WITH sn AS (SELECT seq, format, body FROM ${s}.snapshots WHERE run_id = $1 AND format = $2)

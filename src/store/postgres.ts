@@ -343,11 +343,12 @@ export class PostgresStore implements RunStore {
     return w ? workflowFromRow(w) : undefined;
   }
 
-  async events(runId: string, afterSeq = 0): Promise<RunEvent[]> {
+  async events(runId: string, afterSeq = 0, limit?: number): Promise<RunEvent[]> {
     // seq is an `integer` column: a caller's seq past it (`?after=`, Last-Event-ID) has nothing after it, where
     // PostgreSQL would refuse the parameter (22003); a seq before the first has every event
     const after = afterSeq >= INT4_MAX ? INT4_MAX : afterSeq > 0 ? Math.floor(afterSeq) : 0;
-    return (await this.query<{ body: string }>('events', [runId, after])).map((r) => eventFromBody(r.body));
+    const rows = limit !== undefined ? await this.query<{ body: string }>('eventsLimit', [runId, after, limit]) : await this.query<{ body: string }>('events', [runId, after]);
+    return rows.map((r) => eventFromBody(r.body));
   }
 
   async readState(runId: string, format: number): Promise<{ snapshot: StoredSnapshot | undefined; events: RunEvent[] }> {

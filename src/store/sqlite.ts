@@ -132,6 +132,7 @@ export class SqliteStore implements RunStore {
   private readonly s: Record<
     | 'runSeq'
     | 'eventsAfter'
+    | 'eventsAfterLimit'
     | 'insertEvent'
     | 'upsertTask'
     | 'updateRun'
@@ -205,6 +206,7 @@ export class SqliteStore implements RunStore {
     return {
       runSeq: p('SELECT seq FROM runs WHERE run_id = ?').pluck(),
       eventsAfter: p('SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq').pluck(),
+      eventsAfterLimit: p('SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?').pluck(),
       insertEvent: p('INSERT INTO events (run_id, seq, type, at, phase, body) VALUES (?, ?, ?, ?, ?, ?)'),
       upsertTask: p(
         `INSERT INTO tasks (${TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -362,8 +364,8 @@ export class SqliteStore implements RunStore {
     });
   }
 
-  events(runId: string, afterSeq = 0): Promise<RunEvent[]> {
-    return this.read(() => (this.s.eventsAfter.all(runId, afterSeq) as string[]).map(eventFromBody));
+  events(runId: string, afterSeq = 0, limit?: number): Promise<RunEvent[]> {
+    return this.read(() => ((limit !== undefined ? this.s.eventsAfterLimit.all(runId, afterSeq, limit) : this.s.eventsAfter.all(runId, afterSeq)) as string[]).map(eventFromBody));
   }
 
   tasks(runId: string): Promise<TaskRow[]> {
