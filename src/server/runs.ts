@@ -54,7 +54,8 @@ export class RunRoutes {
   }
 
   /** A workflow by text or by registered name, compiled; `file` is the name its diagnostics carry. */
-  private async compile(body: Record<string, Json>, principal: Principal): Promise<{ result: CompileResult; path: string; posted: boolean }> {
+  /** `toRun`: the text is to run (POST /runs), not only to be validated: what it reaches only when it runs counts too. */
+  private async compile(body: Record<string, Json>, principal: Principal, toRun: boolean): Promise<{ result: CompileResult; path: string; posted: boolean }> {
     if (typeof body['workflow_name'] === 'string') {
       const w = this.o.workflows.get(body['workflow_name']);
       if (!w) throw new HttpError(404, 'unknown-workflow', `no workflow \`${body['workflow_name']}\` is registered here${this.o.workflows.size > 0 ? ` (registered: ${[...this.o.workflows.keys()].slice(0, 20).join(', ')})` : ' (baton serve --workflows DIR registers them)'}`);
@@ -66,18 +67,20 @@ export class RunRoutes {
     const path = resolve(this.o.cwd, 'workflow.yaml');
     const known = this.posted.get(text);
     if (known) return { result: { ...known, file }, path, posted: true };
-    // a posted text that would run commands or read files on this host: admins only (checked before anything is read)
+    // a posted text that would run commands or read or write files on this host: admins only (checked before anything is read)
     const reach = hostReach(text);
-    if (reach.length > 0 && !principal.roles.some((x) => x.kind === 'admin'))
-      throw new HttpError(403, 'forbidden', `the posted workflow reaches the server's host: ${reach.join(', ')}; only an admin key may post such a workflow (or register it with baton serve --workflows DIR)`);
+    const refused = toRun ? reach.all : reach.all.filter((l) => !reach.whenRun.includes(l));
+    if (refused.length > 0 && !principal.roles.some((x) => x.kind === 'admin'))
+      throw new HttpError(403, 'forbidden', `the posted workflow reaches the server's host: ${refused.join(', ')}; only an admin key may ${toRun ? 'run' : 'post'} such a workflow (or register it with baton serve --workflows DIR)`);
     const result = parseWorkflow(text, { file: path });
-    // a text that reads files may compile differently tomorrow: only one that reaches nothing is remembered
-    if (reach.length === 0 && text.length <= REMEMBER_TEXT_CHARS) this.posted.set(text, result);
+    // a text that reads files may compile differently tomorrow, and one remembered is not looked at again:
+    // only one that reaches nothing is remembered
+    if (reach.all.length === 0 && text.length <= REMEMBER_TEXT_CHARS) this.posted.set(text, result);
     return { result: { ...result, file }, path, posted: true };
   }
 
   async validate(r: Request): Promise<Response> {
-    const { result } = await this.compile(r.body, r.principal);
+    const { result } = await this.compile(r.body, r.principal, false);
     return r.c.json(validationReport([result], this.o.cwd));
   }
 
@@ -91,7 +94,7 @@ export class RunRoutes {
     const { body, principal } = r;
     // auto-approval decides every gate, named approvers or not: admins only
     if (body['auto_approve'] === true && !principal.roles.some((x) => x.kind === 'admin')) throw new HttpError(403, 'forbidden', 'auto_approve decides every gate of the run, whoever its approvers are: only an admin key may ask for it');
-    const { result, path, posted } = await this.compile(body, principal);
+    const { result, path, posted } = await this.compile(body, principal, true);
     if (!result.ok) {
       // `{"workflow": "NAME"}` where NAME is registered: the caller meant workflow_name
       const named = typeof body['workflow'] === 'string' && this.o.workflows.has(body['workflow'].trim()) ? `; \`workflow\` is the workflow's text: to start the registered workflow \`${body['workflow'].trim()}\`, send {"workflow_name": "${body['workflow'].trim()}"}` : '';

@@ -145,6 +145,16 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
       expect((await api(h.url, 'GET', `/runs/${ran.id}/phases/a`, { key: reader })).body).toMatchObject({ output: { n: 7 } });
       // the server remembers compiled texts, but never one that reaches the host: an admin's run of it does not open it to others
       expect((await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: cmd } })).status).toBe(403);
+      // AIP-16 files are read and written in the server's folder (its agents module, its keys, its store) when
+      // the workflow runs: validating one is open to every reader, running one is for admins (registered ones aside)
+      const files = `openintent: "1.0"\ninfo: {name: f}\nworkflow:\n  a:\n    assign: x\n    outputsFiles: {o: {path: agents.mjs}}\n`;
+      expect((await api(h.url, 'POST', '/workflows/validate', { key: reader, body: { workflow: files } })).status).toBe(200);
+      for (const wf of [files, files.replace('outputsFiles: {o: {path: agents.mjs}}', 'inputsFiles: {k: {path: keys.env}}')]) {
+        const r = await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: wf } });
+        expect(r.status, wf).toBe(403);
+        expect((r.body['error'] as { message: string }).message).toMatch(/reaches the server's host: workflow\.a\.(outputsFiles \(writes|inputsFiles \(reads) files in the server's workspace\); only an admin key may run/);
+      }
+      expect((await h.store.runs({ limit: 1000 })).length).toBe(before + 1);
     });
   });
 

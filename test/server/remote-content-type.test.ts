@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createEngine, createRemoteAgent, openStore, type RunStore } from '@baton-run/baton';
 import { parseKeysEnv, RemoteAgents, startServer, type BatonServer } from '@baton-run/baton/server';
 import { until } from '../helpers/spawn.js';
-import { KEYS_ENV, api, startRun, toEnd } from './harness.js';
+import { KEYS, KEYS_ENV, api, startRun, toEnd } from './harness.js';
 
 const RKEY = 'remote-ctype-r-key-0123456789';
 const WF = `openintent: "1.0"
@@ -48,7 +48,7 @@ afterAll(async () => {
 });
 
 test('a declared content type that is no header value is served as application/octet-stream; one that is, as declared', async () => {
-  const id = await startRun(server, WF);
+  const id = await startRun(server, WF, undefined, KEYS.admin);
   const c = await api(server.url, 'POST', '/agents/r/claim?wait=10', { key: RKEY });
   expect(c.body['run_id']).toBe(id);
   const token = c.body['token'] as string;

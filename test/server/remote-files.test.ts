@@ -146,7 +146,7 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
     });
     let id: string;
     try {
-      id = await startRun(h, FILES);
+      id = await startRun(h, FILES, undefined, KEYS.admin);
       const { status, events } = await toEnd(h, id);
       expect(status).toBe('completed');
       expect(events.find((e) => e.type === 'task.completed' && e['phase'] === 'b')!['output']).toEqual({ lines: 3 });
@@ -171,7 +171,7 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
   }, 60_000);
 
   test('by hand: the claim lists the files; inputs fetched, outputs sent; every refusal (a key not declared, too large, a path out of the root, another agent’s key)', async () => {
-    const id = await startRun(h, FILES);
+    const id = await startRun(h, FILES, undefined, KEYS.admin);
     const c = await claim(h);
     expect(c.status).toBe(200);
     expect(c.body['files']).toEqual({
@@ -242,7 +242,7 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
   }, 60_000);
 
   test('a cut upload leaves nothing: neither the file nor a part of it', async () => {
-    const id = await startRun(h, FILES);
+    const id = await startRun(h, FILES, undefined, KEYS.admin);
     const c = await claim(h);
     const token = c.body['token'] as string;
     // the server's root (this test runs on its host): where the upload is written
@@ -265,7 +265,7 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
   }, 60_000);
 
   test('an old token after a takeover (its lease lost) is refused for files as for a completion; the new attempt has its own root', async () => {
-    const id = await startRun(h, FILES);
+    const id = await startRun(h, FILES, undefined, KEYS.admin);
     const first = await claim(h);
     const oldToken = first.body['token'] as string;
     expect((await putFile(h, oldToken, 'summary', 'from attempt 1')).status).toBe(200);
@@ -301,7 +301,7 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
       },
     });
     try {
-      const id = await startRun(h, FAN, { list: ['alpha', 'beta', 'gamma'] });
+      const id = await startRun(h, FAN, { list: ['alpha', 'beta', 'gamma'] }, KEYS.admin);
       const { status, events } = await toEnd(h, id);
       expect(status).toBe('completed');
       const synced = events.filter((e) => e.type === 'task.file' && e['direction'] === 'synced').map((e) => [e['item'], e['path']]);
@@ -322,12 +322,12 @@ describe('the file routes without a socket (createServerApp, a web Request)', ()
     const { store, drop } = await openTestStore('memory', dir);
     const remote = new RemoteAgents({ leaseMs: 10_000 });
     const engine = createEngine({ store, agents: {}, bindRun: remote.bindRun, onEvent: remote.onEvent });
-    const built = await createServerApp({ engine, keys: parseKeysEnv(`ops:operator:${KEYS.operator},rk:agent:r:${RKEY}`), remote, cwd: dir, fileLimit: 16, log: (l) => logged.push(l) });
+    const built = await createServerApp({ engine, keys: parseKeysEnv(`root:admin:${KEYS.admin},rk:agent:r:${RKEY}`), remote, cwd: dir, fileLimit: 16, log: (l) => logged.push(l) });
     const worker = new AbortController();
     const serving = engine.serve(worker.signal);
     const auth = { authorization: `Bearer ${RKEY}` };
     try {
-      const started = await built.app.request('/runs', { method: 'POST', headers: { authorization: `Bearer ${KEYS.operator}`, 'content-type': 'application/json' }, body: JSON.stringify({ workflow: FILES }) });
+      const started = await built.app.request('/runs', { method: 'POST', headers: { authorization: `Bearer ${KEYS.admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ workflow: FILES }) });
       expect(started.status).toBe(201);
       const c = await built.app.request('/agents/r/claim?wait=10', { method: 'POST', headers: auth });
       const token = ((await c.json()) as { token: string }).token;
@@ -369,7 +369,7 @@ describe('createRemoteAgent and files the server refuses', () => {
       },
     });
     try {
-      const id = await startRun(h, FILES.replace('outputs: {lines: number}', 'outputs: {lines: number}\n    retry: {max_attempts: 2}'));
+      const id = await startRun(h, FILES.replace('outputs: {lines: number}', 'outputs: {lines: number}\n    retry: {max_attempts: 2}'), undefined, KEYS.admin);
       const { status, events } = await toEnd(h, id);
       expect(status).toBe('completed');
       expect(events.filter((e) => e.type === 'task.attempt_failed').map((e) => (e['failure'] as { code: string }).code)).toEqual(['Flaky']);
@@ -413,7 +413,7 @@ describe.skipIf(!python)('the Python example with files (standard library only)'
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     try {
-      const id = await startRun(h, PY);
+      const id = await startRun(h, PY, undefined, KEYS.admin);
       const { status, events } = await toEnd(h, id);
       expect(status, err).toBe('completed');
       expect(events.find((e) => e.type === 'task.completed')!['output']).toEqual({ m: 'python saw n=None and 3 lines' });

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine, openStore, type RunStore } from '@baton-run/baton';
 import { parseKeysEnv, RemoteAgents, startServer, type BatonServer } from '@baton-run/baton/server';
-import { KEYS_ENV, api, startRun, toEnd } from './harness.js';
+import { KEYS, KEYS_ENV, api, startRun, toEnd } from './harness.js';
 
 const RKEY = 'remote-stall-r-key-0123456789';
 const FILES = `openintent: "1.0"
@@ -63,7 +63,7 @@ function rawPut(token: string, size: number): Promise<Socket> {
 }
 
 async function claimOne(): Promise<{ id: string; token: string }> {
-  const id = await startRun({ url }, FILES);
+  const id = await startRun({ url }, FILES, undefined, KEYS.admin);
   const c = await api(url, 'POST', '/agents/r/claim?wait=10', { key: RKEY });
   expect(c.status).toBe(200);
   expect(c.body['run_id']).toBe(id);
