@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { newRunId, type Engine } from '../api/engine.js';
 import { itemCounts, itemRows } from '../api/items.js';
+import { fileRows } from '../api/artifacts.js';
 import { WorkflowSpec } from '../api/spec.js';
 import { jsonDiagnostics, validationReport } from '../api/validation.js';
 import { MAX_TIMEOUT_MS } from '../core/clock.js';
@@ -228,13 +229,7 @@ export class RunRoutes {
     const { result } = await this.o.engine.inspect(r.params['id']!);
     const name = r.params['phase']!;
     const p = Object.prototype.hasOwnProperty.call(result.phases, name) ? result.phases[name] : undefined;
-    if (!p) {
-      // the phases by name, not a fan-out's items (20,000 of them made a 250 KB error message)
-      const names = Object.keys(result.phases);
-      const phases = names.filter((n) => parseItemKey(n) === undefined);
-      const items = names.length - phases.length;
-      throw new HttpError(404, 'unknown-phase', `run ${r.params['id']!} has no phase \`${name}\` (phases: ${phases.join(', ')}${items > 0 ? `; and ${items} fan-out items, PHASE[INDEX], listed by /runs/{id}/phases/PHASE/items` : ''})`);
-    }
+    if (!p) throw unknownPhase(r.params['id']!, name, result.phases);
     return r.c.json({ name, ...p } as unknown as JsonObject);
   }
 
@@ -262,12 +257,12 @@ export class RunRoutes {
   async artifacts(r: Request): Promise<Response> {
     const { record, result } = await this.o.engine.inspect(r.params['id']!);
     const phase = typeof r.query['phase'] === 'string' ? r.query['phase'] : undefined;
-    const rows = result.events.flatMap((e) =>
-      e.type === 'task.agent_event' && (e.kind === 'file_read' || e.kind === 'file_written') && (phase === undefined || e.phase === phase)
-        ? [{ run_id: record.runId, phase: e.phase, attempt: e.attempt, access: e.kind === 'file_read' ? 'read' : 'written', path: e.data['path'] ?? null, sha256: e.data['sha256'] ?? null, size: e.data['size'] ?? null }]
-        : [],
-    );
-    return r.c.json(pageOf('artifacts', rows, r.query));
+    // a typo is a 404, as for /phases/{phase}, not an empty page
+    if (phase !== undefined && !Object.prototype.hasOwnProperty.call(result.phases, phase)) throw unknownPhase(record.runId, phase, result.phases);
+    // the rows of `baton show --artifacts --json`: AIP-16 files the engine staged and synced, and contract sideEffects files;
+    // a fan-out phase's own with its items' (PHASE[INDEX])
+    const rows = fileRows(record.runId, result.events).filter((f) => phase === undefined || f.phase === phase || parseItemKey(f.phase)?.parent === phase);
+    return r.c.json(pageOf('artifacts', rows as unknown as JsonObject[], r.query));
   }
 
   async cancel(r: Request): Promise<Response> {
@@ -347,4 +342,12 @@ async function eventsPage(store: RunStore, runId: string, after: number, want: n
     if (!last || batch.length < chunk || out.length >= want) return out;
     from = last.seq;
   }
+}
+
+/** A 404 for a phase a run does not have: its phases by name, not a fan-out's items (20,000 of them made a 250 KB message). */
+function unknownPhase(runId: string, name: string, phases: Readonly<Record<string, unknown>>): HttpError {
+  const names = Object.keys(phases);
+  const own = names.filter((n) => parseItemKey(n) === undefined);
+  const items = names.length - own.length;
+  return new HttpError(404, 'unknown-phase', `run ${runId} has no phase \`${name}\` (phases: ${own.join(', ')}${items > 0 ? `; and ${items} fan-out items, PHASE[INDEX], listed by /runs/{id}/phases/PHASE/items` : ''})`);
 }

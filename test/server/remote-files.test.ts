@@ -239,6 +239,14 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('remote agents with A
     expect(events.filter((e) => e.type === 'task.file' && e['direction'] === 'synced').map((e) => [e['key'], e['sha256']])).toEqual([['summary', sha('written remotely\n')]]);
     await until(() => existsSync(join(h.dir, 'out', id, 'summary.txt')), 10_000);
     expect(readFileSync(join(h.dir, 'out', id, 'summary.txt'), 'utf8')).toBe('written remotely\n');
+    // the run's artifacts, as `baton show --artifacts --json` lists them: the file staged and the one synced
+    const listed = await api(h.url, 'GET', `/runs/${id}/artifacts?phase=b`, { key: KEYS.reader });
+    expect(listed.body['artifacts']).toEqual([
+      { run_id: id, phase: 'b', attempt: 1, item: null, key: 'notes', access: 'read', direction: 'staged', path: 'notes.txt', sha256: sha('one\ntwo\nthree\n'), size: 14 },
+      { run_id: id, phase: 'b', attempt: 1, item: null, key: 'summary', access: 'written', direction: 'synced', path: `out/${id}/summary.txt`, sha256: sha('written remotely\n'), size: 17 },
+    ]);
+    // a phase the run does not have: 404, as /phases/{phase} answers, not an empty page
+    expect(await api(h.url, 'GET', `/runs/${id}/artifacts?phase=nope`, { key: KEYS.reader })).toMatchObject({ status: 404, body: { error: { code: 'unknown-phase' } } });
   }, 60_000);
 
   test('a cut upload leaves nothing: neither the file nor a part of it', async () => {
