@@ -330,7 +330,7 @@ export function describeEvent(e: RunEvent): string {
     case 'gate.escalated':
       return `${e.gate_id} escalated${e.contact ? ` to ${e.contact}` : ''}`;
     case 'task.lease_expired':
-      return e.handed_back ? `${e.owner} handed attempt ${e.attempt} back; it runs again` : `the worker ${e.owner} is gone; attempt ${e.attempt} runs again`;
+      return e.handed_back ? `${e.owner} handed attempt ${e.attempt} back; it runs again` : `${e.owner} lost attempt ${e.attempt} (its lease ran out: the worker stopped or stalled); it runs again`;
     case 'task.stale_outcome':
       return `late ${e.outcome} of attempt ${e.attempt} ignored: ${e.reason}`;
     default:
