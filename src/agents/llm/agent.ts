@@ -47,7 +47,11 @@ export interface LlmAgentOptions {
   rateLimitWaits?: number | undefined;
   /** A longer retry-after fails the attempt at once (the phase's retry policy takes over). Default 60 s. */
   maxRateLimitWaitMs?: number | undefined;
+  /** The most of one tool result the model is given, in UTF-8 bytes (default 100,000; BATON_MCP_MAX_RESULT_BYTES). */
+  maxToolResultBytes?: number | undefined;
 }
+
+export const DEFAULT_MAX_TOOL_RESULT_BYTES = 100_000;
 
 export function llmAgent(o: LlmAgentOptions): AgentHandler {
   return (ctx) => runLlm(o, ctx);
@@ -279,9 +283,14 @@ async function runTool(o: LlmAgentOptions, ctx: AgentContext, offered: readonly 
   const span = startToolSpan(ctx, name, tool.ref, id, args);
   try {
     const r = await o.toolHost.call(tool, isPlainObject(args) ? (args) : {}, ctx.signal);
-    endToolSpan(ctx, span, r.text, r.isError);
-    ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: Buffer.byteLength(r.text), is_error: r.isError, duration_ms: o.now() - started });
-    return { type: 'tool-result', toolCallId: id, toolName: name, output: r.isError ? { type: 'error-text', value: r.text } : { type: 'text', value: r.text } };
+    // a tool that answers megabytes would overflow the model's context (a rejected call, or a large bill):
+    // the model gets the head and a note saying what was cut
+    const bytes = Buffer.byteLength(r.text);
+    const cap = o.maxToolResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES;
+    const text = bytes > cap ? `${headOf(r.text, cap)}\n\n[cut by Baton: the tool returned ${bytes} bytes; only the first ${cap} are shown]` : r.text;
+    endToolSpan(ctx, span, text, r.isError);
+    ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: bytes, ...(bytes > cap ? { truncated_to_bytes: cap } : {}), is_error: r.isError, duration_ms: o.now() - started });
+    return { type: 'tool-result', toolCallId: id, toolName: name, output: r.isError ? { type: 'error-text', value: text } : { type: 'text', value: text } };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     failSpan(span, e instanceof AgentError ? e.code : 'tool_error', message);
@@ -289,6 +298,15 @@ async function runTool(o: LlmAgentOptions, ctx: AgentContext, offered: readonly 
     ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: 0, is_error: true, error: message, duration_ms: o.now() - started });
     return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `the tool failed: ${message}` } };
   }
+}
+
+/** The first `max` UTF-8 bytes of `text`, never half a character. */
+function headOf(text: string, max: number): string {
+  const buf = Buffer.from(text.slice(0, max), 'utf8');
+  let end = Math.min(max, buf.length);
+  // back up over continuation bytes (10xxxxxx) to the start of the character that would be split
+  if (end < buf.length) while (end > 0 && ((buf[end] ?? 0) & 0xc0) === 0x80) end--;
+  return buf.subarray(0, end).toString('utf8');
 }
 
 function safeJson(s: string): JsonObject {
