@@ -279,23 +279,29 @@ async function runTool(o: LlmAgentOptions, ctx: AgentContext, offered: readonly 
     ctx.record('tool_call_refused', { tool: name, arguments: isPlainObject(args) ? args : {}, reason: 'not offered to this agent' });
     return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `tool '${name}' is not available; use only the tools you were given` } };
   }
+  const parsed = toolArguments(input);
+  if (!parsed.ok) {
+    // never run with the arguments dropped (a write_file called with {}): the model is told and may call again
+    ctx.record('tool_call_refused', { tool: tool.ref, arguments: {}, reason: parsed.reason });
+    return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `the tool was not called: ${parsed.reason}; call it again with a JSON object of arguments` } };
+  }
   const started = o.now();
-  const span = startToolSpan(ctx, name, tool.ref, id, args);
+  const span = startToolSpan(ctx, name, tool.ref, id, parsed.value);
   try {
-    const r = await o.toolHost.call(tool, isPlainObject(args) ? (args) : {}, ctx.signal);
+    const r = await o.toolHost.call(tool, parsed.value, ctx.signal);
     // a tool that answers megabytes would overflow the model's context (a rejected call, or a large bill):
     // the model gets the head and a note saying what was cut
     const bytes = Buffer.byteLength(r.text);
     const cap = o.maxToolResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES;
     const text = bytes > cap ? `${headOf(r.text, cap)}\n\n[cut by Baton: the tool returned ${bytes} bytes; only the first ${cap} are shown]` : r.text;
     endToolSpan(ctx, span, text, r.isError);
-    ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: bytes, ...(bytes > cap ? { truncated_to_bytes: cap } : {}), is_error: r.isError, duration_ms: o.now() - started });
+    ctx.record('tool_call', { tool: tool.ref, arguments: parsed.value, result_bytes: bytes, ...(bytes > cap ? { truncated_to_bytes: cap } : {}), is_error: r.isError, duration_ms: o.now() - started });
     return { type: 'tool-result', toolCallId: id, toolName: name, output: r.isError ? { type: 'error-text', value: text } : { type: 'text', value: text } };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     failSpan(span, e instanceof AgentError ? e.code : 'tool_error', message);
     if (e instanceof AgentError) throw e;
-    ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: 0, is_error: true, error: message, duration_ms: o.now() - started });
+    ctx.record('tool_call', { tool: tool.ref, arguments: parsed.value, result_bytes: 0, is_error: true, error: message, duration_ms: o.now() - started });
     return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `the tool failed: ${message}` } };
   }
 }
@@ -307,6 +313,18 @@ function headOf(text: string, max: number): string {
   // back up over continuation bytes (10xxxxxx) to the start of the character that would be split
   if (end < buf.length) while (end > 0 && ((buf[end] ?? 0) & 0xc0) === 0x80) end--;
   return buf.subarray(0, end).toString('utf8');
+}
+
+/** A tool call's arguments: a JSON object, or nothing at all (a tool without parameters). */
+function toolArguments(input: string): { ok: true; value: JsonObject } | { ok: false; reason: string } {
+  if (input.trim() === '') return { ok: true, value: {} };
+  let v: unknown;
+  try {
+    v = JSON.parse(input);
+  } catch {
+    return { ok: false, reason: `its arguments are not valid JSON (${input.length > 200 ? `${input.slice(0, 200)}...` : input})` };
+  }
+  return isPlainObject(v) ? { ok: true, value: v as JsonObject } : { ok: false, reason: `its arguments are ${Array.isArray(v) ? 'a list' : v === null ? 'null' : `a ${typeof v}`}, not a JSON object` };
 }
 
 function safeJson(s: string): JsonObject {

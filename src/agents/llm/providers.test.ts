@@ -15,6 +15,7 @@ import { DEFAULT_PRICES } from './pricing.js';
 import { makeProvider } from './providers.js';
 import { resolveSettings } from './settings.js';
 import { recordingContext } from './testing.js';
+import type { ToolHost } from './tools.js';
 
 type Reply = { status: number; headers?: Record<string, string>; body: unknown };
 interface Exchange {
@@ -180,6 +181,43 @@ describe('openai over the wire', () => {
     queue = [openaiReply(null, { refusal: "I'm sorry, I can't help with that." })];
     const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
     expect([e.code, e.retryable]).toEqual(['llm_refusal', false]);
+  });
+
+  test('a tool call whose arguments are not a JSON object is refused, never run with its arguments dropped', async () => {
+    const called: unknown[] = [];
+    const host: ToolHost = {
+      offer: () => Promise.resolve({ tools: [{ name: 'files__write_file', ref: 'mcp:files/write_file', inputSchema: { type: 'object' } }], skipped: [] }),
+      call: (_t, args) => {
+        called.push(args);
+        return Promise.resolve({ text: 'written', isError: false });
+      },
+      close: () => Promise.resolve(),
+    };
+    const wf = workflow('openai');
+    const settings = resolveSettings(wf, undefined);
+    const handler = llmAgent({
+      workflow: wf,
+      agentId: 'judge',
+      blueprint: { maxOutputRetries: 1, tools: ['mcp:files/write_file'], llm: {}, outputSchema: schema },
+      settings,
+      provider: () => makeProvider(settings, { env: { OPENAI_API_KEY: 'sk-test' }, cwd: '.', scripts: new Map() }),
+      compiler: new SchemaCompiler(),
+      prices: DEFAULT_PRICES,
+      tools: ['mcp:files/write_file'],
+      toolHost: host,
+      sleep: () => Promise.resolve(),
+      now: () => 0,
+    });
+    const calls = (args: string[]): Reply => openaiReply(null, { tool_calls: args.map((a, i) => ({ id: `call_${i}`, type: 'function', function: { name: 'files__write_file', arguments: a } })) }, 'tool_calls');
+    // cut JSON, a JSON string, a list: none is an arguments object; an empty string is no arguments
+    queue = [calls(['{"path": "a.ts", "text": "x"', '"a.ts"', '[1]', '']), openaiReply(JSON.stringify(good))];
+    seen.length = 0;
+    const c = ctx();
+    expect(await handler(c)).toEqual(good);
+    expect(called).toEqual([{}]);
+    expect(c.events.filter((e) => e.kind === 'tool_call_refused').map((e) => e.data['tool'])).toEqual(['mcp:files/write_file', 'mcp:files/write_file', 'mcp:files/write_file']);
+    const answers = (seen[1]!.body['messages'] as { role: string; content: string }[]).filter((m) => m.role === 'tool');
+    expect(answers.map((m) => m.content === 'written')).toEqual([false, false, false, true]);
   });
 
   test('a connection refused is a retryable transport error', async () => {
