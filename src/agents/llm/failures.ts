@@ -71,7 +71,9 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
       return llmError('llm_rate_limited', `${who}: rate limited by the provider${after !== undefined ? ` (retry after ${Math.ceil(after / 1000)} s)` : ''}`, { ...base, ...(after !== undefined ? { retry_after_ms: after } : {}) }, true);
     }
     if (status === 401 || status === 403) return llmError('llm_auth_failed', `${who}: the provider refused the API key (HTTP ${status})`, base, false);
-    if (status === undefined || status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: ${e.message}`, base, true);
+    if (status === undefined) return llmError('llm_transport_error', `${who}: ${e.message}`, base, true);
+    // the status leads: the provider's own text (`Overloaded`, `boom`) alone does not say a server failed
+    if (status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status}: ${e.message}`, base, true);
     // a 2xx whose body could not be read (not JSON, cut off): a broken proxy or server, not a refusal of the request
     if (status >= 200 && status < 300) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with a body that is not a valid reply: ${e.message}`, base, true);
     return llmError('llm_request_rejected', `${who}: the provider rejected the request (HTTP ${status}): ${e.message}`, base, false);

@@ -156,6 +156,7 @@ describe('openai over the wire', () => {
     const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
     expect(queue).toEqual([]);
     expect([e.code, e.retryable, e.details['status']]).toEqual(['llm_transport_error', true, 500]);
+    expect(e.message).toContain('HTTP 500');
     queue = [{ status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } } }];
     const a = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-bad' })(ctx()));
     expect([a.code, a.retryable]).toEqual(['llm_auth_failed', false]);
