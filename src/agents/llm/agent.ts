@@ -202,12 +202,15 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     } finally {
       clearTimeout(timer);
     }
-    const inTok = res.usage.inputTokens.total ?? 0;
-    const outTok = res.usage.outputTokens.total ?? 0;
+    // a provider that reports no usage (some OpenAI-compatible servers) is not free: its tokens are estimated
+    // as the budget check does (~4 characters a token), so spend and budgets still count, and the event says so
+    const estimated = res.usage.inputTokens.total === undefined || res.usage.outputTokens.total === undefined;
+    const inTok = res.usage.inputTokens.total ?? Math.ceil((JSON.stringify(messages).length + JSON.stringify(sdkTools).length) / 4);
+    const outTok = res.usage.outputTokens.total ?? Math.ceil(res.content.reduce((n, c) => n + (c.type === 'text' ? c.text.length : c.type === 'tool-call' ? c.input.length : 0), 0) / 4);
     tokensUsed += inTok + outTok;
     endChatSpan(ctx, span, res, inTok, outTok);
     const usd = price ? costUsd(price, inTok, outTok) : 0;
-    ctx.record('llm_call', { call, provider: provider.name, model: model.modelId, input_tokens: inTok, output_tokens: outTok, cost_usd: usd, finish_reason: res.finishReason.unified, duration_ms: o.now() - started });
+    ctx.record('llm_call', { call, provider: provider.name, model: model.modelId, input_tokens: inTok, output_tokens: outTok, cost_usd: usd, finish_reason: res.finishReason.unified, ...(estimated ? { usage_estimated: true } : {}), duration_ms: o.now() - started });
     if (usd > 0) ctx.reportCost(usd);
     if (res.warnings.length > 0) ctx.record('provider_warnings', { call, warnings: res.warnings.map((w) => JSON.stringify(w)) });
 

@@ -141,6 +141,20 @@ describe('openai over the wire', () => {
     expect(c.costUsd).toBeCloseTo((412 * 1.75 + 18 * 14) / 1e6, 12);
   });
 
+  test('a reply without usage is costed from an estimate (and says so), not as free', async () => {
+    const reply = openaiReply(JSON.stringify(good));
+    delete (reply.body as Record<string, unknown>)['usage'];
+    queue = [reply];
+    const c = ctx();
+    expect(await agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(c)).toEqual(good);
+    const call = c.events.find((e) => e.kind === 'llm_call')!.data;
+    expect(call['usage_estimated']).toBe(true);
+    expect(call['input_tokens']).toBeGreaterThan(100);
+    expect(call['output_tokens']).toBe(Math.ceil(JSON.stringify(good).length / 4));
+    expect(c.costUsd).toBeGreaterThan(0);
+    expect(call['cost_usd']).toBe(c.costUsd);
+  });
+
   test('429 with retry-after is waited out (injected sleep), then the reply is used', async () => {
     seen.length = 0;
     queue = [{ status: 429, headers: { 'retry-after': '3' }, body: { error: { message: 'Rate limit reached', type: 'requests' } } }, openaiReply(JSON.stringify(good))];
