@@ -75,7 +75,13 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
     // the status leads: the provider's own text (`Overloaded`, `boom`) alone does not say a server failed
     if (status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status}: ${e.message}`, base, true);
     // a 2xx whose body could not be read (not JSON, cut off): a broken proxy or server, not a refusal of the request
-    if (status >= 200 && status < 300) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with a body that is not a valid reply: ${e.message}`, base, true);
+    if (status >= 200 && status < 300) {
+      // Baton asks for one whole reply; a server (or proxy) that streams regardless is named as such
+      const type = Object.entries(e.responseHeaders ?? {}).find(([h]) => h.toLowerCase() === 'content-type')?.[1] ?? '';
+      const streamed = /text\/event-stream/i.test(type) || /^\s*(data|event):/.test(e.responseBody ?? '');
+      const why = streamed ? 'an event stream (streaming), where Baton asks for one whole reply (`stream: false`): the server at the base URL ignores that' : `a body that is not a valid reply: ${e.message}`;
+      return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with ${why}`, { ...base, ...(streamed ? { streamed: true } : {}) }, true);
+    }
     return llmError('llm_request_rejected', `${who}: the provider rejected the request (HTTP ${status}): ${e.message}`, base, false);
   }
   if (e instanceof ScriptExhaustedError) return llmError('llm_script_exhausted', `${who}: ${e.message}`, {}, false);

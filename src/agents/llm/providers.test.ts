@@ -235,6 +235,14 @@ describe('openai over the wire', () => {
     expect(answers.map((m) => m.content === 'written')).toEqual([false, false, false, true]);
   });
 
+  test('a server that streams although asked not to is named as such (a retryable transport error)', async () => {
+    const sse: Reply = { status: 200, headers: { 'content-type': 'text/event-stream' }, body: 'data: {"choices":[{"delta":{"content":"{}"}}]}' };
+    queue = [sse, sse, sse];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect(queue).toEqual([]);
+    expect([e.code, e.retryable, e.details['status'], e.details['streamed']]).toEqual(['llm_transport_error', true, 200, true]);
+  });
+
   test('a connection refused is a retryable transport error', async () => {
     const wf = parseWorkflow(`
 openintent: "1.0"
