@@ -82,6 +82,8 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
       const why = streamed ? 'an event stream (streaming), where Baton asks for one whole reply (`stream: false`): the server at the base URL ignores that' : `a body that is not a valid reply: ${e.message}`;
       return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with ${why}`, { ...base, ...(streamed ? { streamed: true } : {}) }, true);
     }
+    // a 404 is most often a base URL without its version path (`http://host:11434` for `http://host:11434/v1`)
+    if (status === 404) return llmError('llm_request_rejected', `${who}: the provider answered HTTP 404 for ${e.url}: ${e.message} (check llm.x-base_url or the provider's *_BASE_URL: it usually ends in /v1)`, base, false);
     return llmError('llm_request_rejected', `${who}: the provider rejected the request (HTTP ${status}): ${e.message}`, base, false);
   }
   if (e instanceof ScriptExhaustedError) return llmError('llm_script_exhausted', `${who}: ${e.message}`, {}, false);

@@ -235,6 +235,13 @@ describe('openai over the wire', () => {
     expect(answers.map((m) => m.content === 'written')).toEqual([false, false, false, true]);
   });
 
+  test('a 404 names the URL that was called (a base URL without /v1), not retried', async () => {
+    queue = [{ status: 404, body: { error: { message: 'Not Found' } } }];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect([e.code, e.retryable, e.details['status']]).toEqual(['llm_request_rejected', false, 404]);
+    expect(e.message).toContain(`${base}/chat/completions`);
+  });
+
   test('a server that streams although asked not to is named as such (a retryable transport error)', async () => {
     const sse: Reply = { status: 200, headers: { 'content-type': 'text/event-stream' }, body: 'data: {"choices":[{"delta":{"content":"{}"}}]}' };
     queue = [sse, sse, sse];
