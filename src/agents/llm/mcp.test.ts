@@ -98,6 +98,19 @@ describe('a server that exits between calls', () => {
   });
 });
 
+describe('tool names the model sees', () => {
+  test('two references that clean to the same name (a.b and a_b) are offered under distinct names, each calling its own server', async () => {
+    const decl = (id: string): McpServerDecl => ({ id, command: process.execPath, args: [join(dir, 'hang-server.mjs'), 'pid'], env: {}, allowedTools: undefined });
+    const h = new McpHost({ servers: { 'a.b': decl('a.b'), a_b: decl('a_b') }, env: {}, cwd: dir });
+    hosts.push(h);
+    const { tools } = await h.offer(['mcp:a.b/pid', 'mcp:a_b/pid'], signal);
+    expect(tools.map((t) => t.ref)).toEqual(['mcp:a.b/pid', 'mcp:a_b/pid']);
+    expect(new Set(tools.map((t) => t.name)).size).toBe(2);
+    const [x, y] = await Promise.all(tools.map((t) => h.call(t, {}, signal)));
+    expect(x!.text).not.toBe(y!.text);
+  });
+});
+
 describe('an LLM agent with MCP tools', () => {
   test('the model reads a file through the tool, a disallowed tool is never called, and the answer is enforced', async () => {
     const log = logFile();

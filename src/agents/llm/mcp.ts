@@ -86,7 +86,13 @@ export class McpHost implements ToolHost {
         skipped.push({ ref, reason: `server \`${r.server}\` does not list a tool \`${r.tool}\`` });
         continue;
       }
-      tools.push({ name: modelToolName(ref), ref, ...(listed.description !== undefined ? { description: listed.description } : {}), inputSchema: listed.inputSchema });
+      if (tools.some((t) => t.ref === ref)) continue; // declared twice
+      // names are cleaned to what providers accept (and cut at 64): `a.b` and `a_b` would both be `a_b__tool`,
+      // and the model's call would reach whichever came first; a taken name gets a suffix
+      const base = modelToolName(ref);
+      let name = base;
+      for (let i = 2; tools.some((t) => t.name === name); i++) name = `${base.slice(0, 63 - String(i).length)}_${i}`;
+      tools.push({ name, ref, ...(listed.description !== undefined ? { description: listed.description } : {}), inputSchema: listed.inputSchema });
     }
     return { tools, skipped };
   }
