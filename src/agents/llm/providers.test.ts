@@ -141,6 +141,37 @@ describe('openai over the wire', () => {
     expect(c.costUsd).toBeCloseTo((412 * 1.75 + 18 * 14) / 1e6, 12);
   });
 
+  test('a free-form object output (`object`, no properties) is not sent as strict: closing it would allow only {}', async () => {
+    const wf = parseWorkflow(`
+openintent: "1.0"
+info: {name: free}
+llm: {provider: openai, x-base_url: ${base}, max_tokens: 300}
+workflow:
+  judge:
+    assign: judge
+    outputs: {verdict: string, data: object, rows: array}
+`).model!;
+    const settings = resolveSettings(wf, undefined);
+    const handler = llmAgent({
+      workflow: wf,
+      agentId: 'judge',
+      blueprint: undefined,
+      settings,
+      provider: () => makeProvider(settings, { env: { OPENAI_API_KEY: 'sk-test' }, cwd: '.', scripts: new Map() }),
+      compiler: new SchemaCompiler(),
+      prices: DEFAULT_PRICES,
+      sleep: () => Promise.resolve(),
+      now: () => 0,
+    });
+    const value = { verdict: 'pass', data: { files: 3, clean: true }, rows: [1, 'a'] };
+    queue = [openaiReply(JSON.stringify(value))];
+    seen.length = 0;
+    const c = ctx();
+    expect(await handler(c)).toEqual(value);
+    expect(seen[0]!.body['response_format']).not.toMatchObject({ type: 'json_schema' });
+    expect(c.events.find((e) => e.kind === 'structured_output_fallback')!.data['reason']).toContain('$.data');
+  });
+
   test('a reply without usage is costed from an estimate (and says so), not as free', async () => {
     const reply = openaiReply(JSON.stringify(good));
     delete (reply.body as Record<string, unknown>)['usage'];
