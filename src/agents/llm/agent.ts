@@ -22,7 +22,7 @@ import { costUsd, priceOf, type PriceTable } from './pricing.js';
 import { asModel, nativeOptionsOf, planNative, type LlmProvider } from './provider.js';
 import { parseAgentReply } from './reply.js';
 import { SCRIPT_KEY } from './scripted.js';
-import type { LlmSettings } from './settings.js';
+import { DEFAULT_MODELS, type LlmSettings } from './settings.js';
 import type { OfferedTool, ToolHost } from './tools.js';
 import { describeAgentSpan, endChatSpan, endToolSpan, failSpan, startChatSpan, startToolSpan } from './trace.js';
 
@@ -61,6 +61,9 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
   const who = `agent '${o.agentId}'`;
   const bp = o.blueprint;
   const phase = o.workflow.byName.get(ctx.phase);
+  // the attempt is an agent invocation from its start: one that fails before its provider exists (a bad
+  // input, a missing key) is traced as one too; named again below once the provider says its model
+  describeAgentSpan(ctx, o.agentId, o.settings.provider, o.settings.model ?? DEFAULT_MODELS[o.settings.provider]);
 
   // 1. parameters_schema, before any model call
   if (bp?.parametersSchema) {
