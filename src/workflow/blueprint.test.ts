@@ -225,3 +225,33 @@ workflow:
 `);
   expect(r.diagnostics).toEqual([]);
 });
+
+test('openai-compatible has no default model: an LLM agent that would run on it without one is an error at validate time, not at the first call', () => {
+  const r = parseWorkflow(`
+openintent: "1.0"
+info: {name: x}
+llm: {provider: openai-compatible}
+agents:
+  a: {system_prompt: hi}
+  b: {system_prompt: hi, llm: {model: llama3.1}}
+  c: {system_prompt: hi, llm: {provider: openai-compatible}}
+  d: {system_prompt: hi, llm: {provider: openai}}
+workflow:
+  p: {assign: a}
+  q: {assign: b}
+  s: {assign: c}
+  t: {assign: d}
+`);
+  expect(r.diagnostics.map((d) => [d.severity, d.code, d.path.join('.')])).toEqual([
+    ['error', 'missing-field', 'agents.a'],
+    ['error', 'missing-field', 'agents.c.llm'],
+  ]);
+  const bare = parseWorkflow(`
+openintent: "1.0"
+info: {name: x}
+llm: {provider: openai-compatible}
+workflow:
+  p: {assign: a}
+`);
+  expect(bare.diagnostics.map((d) => [d.severity, d.code, d.path.join('.')])).toEqual([['warning', 'missing-field', 'llm']]);
+});
