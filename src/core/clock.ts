@@ -28,7 +28,7 @@ export interface Clock {
 }
 
 /** setTimeout's limit: longer delays fire at once (TimeoutOverflowWarning), so long sleeps are chained. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The wall clock for timestamps; sleeps measure their duration on the monotonic clock, so a step of

@@ -180,3 +180,78 @@ workflow:
     ['invalid-value', 'agents.w.llm.provider', 'did you mean `anthropic`?'],
   ]);
 });
+
+test("Baton's own llm keys (x-request_timeout_ms, x-transport_retries, x-prices, ...) are checked where they are written, not silently replaced by defaults", () => {
+  const r = parseWorkflow(`
+openintent: "1.0"
+info: {name: x}
+llm:
+  x-request_timeout_ms: -1
+  x-transport_retries: lots
+  x-structured_outputs: "yes"
+  x-base_url: 42
+  x-replies: ""
+  x-prices: {my-model: {input: 3, output_per_mtok: 15}}
+agents:
+  w: {system_prompt: hi, llm: {x-request_timeout_ms: 3000000000, x-transport_retries: 11}}
+workflow:
+  p: {assign: w}
+`);
+  const found = r.diagnostics.map((d) => [d.severity, d.code, d.path.join('.')]);
+  expect(found).toEqual(
+    expect.arrayContaining([
+      ['error', 'invalid-value', 'llm.x-request_timeout_ms'],
+      ['error', 'wrong-type', 'llm.x-transport_retries'],
+      ['error', 'wrong-type', 'llm.x-structured_outputs'],
+      ['error', 'wrong-type', 'llm.x-base_url'],
+      ['error', 'missing-field', 'llm.x-prices.my-model'],
+      ['error', 'invalid-value', 'agents.w.llm.x-request_timeout_ms'],
+      ['error', 'invalid-value', 'agents.w.llm.x-transport_retries'],
+    ]),
+  );
+  expect(found.some(([, , p]) => p === 'llm.x-replies')).toBe(true);
+  for (const d of r.diagnostics) expect(d.range).toBeDefined();
+});
+
+test('good values of those keys pass without a word', () => {
+  const r = parseWorkflow(`
+openintent: "1.0"
+info: {name: x}
+llm: {provider: openai, x-request_timeout_ms: 5000, x-transport_retries: 0, x-structured_outputs: true, x-base_url: "http://127.0.0.1:1/v1", x-prices: {m: {input_per_mtok: 1, output_per_mtok: 2}}}
+agents:
+  w: {system_prompt: hi}
+workflow:
+  p: {assign: w}
+`);
+  expect(r.diagnostics).toEqual([]);
+});
+
+test('openai-compatible has no default model: an LLM agent that would run on it without one is an error at validate time, not at the first call', () => {
+  const r = parseWorkflow(`
+openintent: "1.0"
+info: {name: x}
+llm: {provider: openai-compatible}
+agents:
+  a: {system_prompt: hi}
+  b: {system_prompt: hi, llm: {model: llama3.1}}
+  c: {system_prompt: hi, llm: {provider: openai-compatible}}
+  d: {system_prompt: hi, llm: {provider: openai}}
+workflow:
+  p: {assign: a}
+  q: {assign: b}
+  s: {assign: c}
+  t: {assign: d}
+`);
+  expect(r.diagnostics.map((d) => [d.severity, d.code, d.path.join('.')])).toEqual([
+    ['error', 'missing-field', 'agents.a'],
+    ['error', 'missing-field', 'agents.c.llm'],
+  ]);
+  const bare = parseWorkflow(`
+openintent: "1.0"
+info: {name: x}
+llm: {provider: openai-compatible}
+workflow:
+  p: {assign: a}
+`);
+  expect(bare.diagnostics.map((d) => [d.severity, d.code, d.path.join('.')])).toEqual([['warning', 'missing-field', 'llm']]);
+});

@@ -8,7 +8,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { isPlainObject, type JsonObject } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { didYouMean } from '../core/suggest.js';
-import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
+import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import { SchemaCompiler } from './json-schema.js';
 import type { AgentDecl, Blueprint, McpConfig, McpServerDecl, PhaseModel } from './model.js';
 import { llmFields } from './schema.js';
@@ -30,6 +30,8 @@ export function checkBlueprints(doc: Record<string, unknown>, agents: Record<str
   const mcp = checkMcp(doc['mcp'], out);
   if (isPlainObject(doc['llm'])) checkProvider(doc['llm']['provider'], ['llm', 'provider'], out);
   const compiler = new SchemaCompiler();
+  const wfLlm = isPlainObject(doc['llm']) ? doc['llm'] : {};
+  let needsModel = false;
   const rawAgents = isPlainObject(doc['agents']) ? doc['agents'] : {};
   for (const [id, decl] of Object.entries(agents ?? {})) {
     const raw = rawAgents[id];
@@ -86,6 +88,10 @@ export function checkBlueprints(doc: Record<string, unknown>, agents: Record<str
         bp.llm = llm as JsonObject;
       } else out.push(error('wrong-type', where('llm'), `\`llm\` must be a mapping${inFile('llm')}`));
     }
+    if (modelless(bp.llm, wfLlm)) {
+      needsModel = true;
+      out.push(error('missing-field', bp.llm['provider'] !== undefined ? [...at, 'llm'] : at, `agent \`${id}\` runs on \`openai-compatible\`, which has no default model: set \`model\` in its \`llm\` or the workflow's`, { hint: 'the name the server knows, e.g. `model: llama3.1`' }));
+    }
     for (const f of ['parameters_schema', 'output_schema'] as const) {
       const s = fields[f];
       if (s === undefined || s === null) continue;
@@ -104,7 +110,16 @@ export function checkBlueprints(doc: Record<string, unknown>, agents: Record<str
       if (bp.prompt !== undefined) checkTemplate(bp.prompt, p, where('prompt'), fromFile !== undefined && raw['prompt'] === undefined, out);
     }
   }
+  // agents bound to a model at run time (--llm, --llm-agents) use the workflow's block as it is
+  if (!needsModel && modelless({}, wfLlm)) out.push(warning('missing-field', ['llm'], '`provider: openai-compatible` has no default model: an agent run on a model (--llm, --llm-agents) needs `model`', { hint: 'the name the server knows, e.g. `model: llama3.1`' }));
   return { mcp };
+}
+
+/** Whether an agent's effective settings name openai-compatible (which has no default model) and no model. */
+function modelless(own: Record<string, unknown>, wf: Record<string, unknown>): boolean {
+  const pick = (k: string): unknown => (own[k] !== undefined && own[k] !== null ? own[k] : wf[k]);
+  const model = pick('model');
+  return pick('provider') === 'openai-compatible' && (typeof model !== 'string' || model === '');
 }
 
 /** The providers Baton runs (src/agents/llm/providers.ts); the spec names openai, anthropic and env. */

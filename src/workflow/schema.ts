@@ -1,5 +1,5 @@
 /** The structure of an OpenIntent Workflow YAML 1.0 document, field by field (see docs/workflow-format.md). */
-import { MAX_TIMEOUT_MS } from '../core/clock.js';
+import { MAX_TIMEOUT_MS, MAX_TIMER_MS } from '../core/clock.js';
 import { jsonTypeOf } from '../core/json.js';
 import { jsonIssues } from '../types/compiled.js';
 import { pointerToPath } from './json-schema.js';
@@ -184,6 +184,18 @@ export const llmFields: Record<string, Field> = {
   temperature: { t: 'number', min: 0, max: 2 },
   max_tokens: { t: 'number', integer: true, min: 1 },
   system_prompt: str,
+  // Baton's extensions (docs/llm-agents.md): checked here, so a bad value is an error where it is written
+  // instead of a default taking its place at run time
+  'x-base_url': { t: 'string', nonEmpty: true },
+  'x-replies': { t: 'string', nonEmpty: true },
+  'x-structured_outputs': { t: 'boolean' },
+  // a timer's longest delay (Node fires a longer one at once)
+  'x-request_timeout_ms': { t: 'number', integer: true, min: 1, max: MAX_TIMER_MS },
+  'x-transport_retries': { t: 'number', integer: true, min: 0, max: 10 },
+  'x-prices': {
+    t: 'map',
+    of: { t: 'object', what: 'a model price', fields: { input_per_mtok: { ...nonNeg, required: true }, output_per_mtok: { ...nonNeg, required: true } } },
+  },
 };
 
 export const infoFields: Record<string, Field> = {

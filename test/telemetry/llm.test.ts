@@ -60,6 +60,29 @@ describe('LLM agents in traces', () => {
     for (const s of spans) for (const k of Object.keys(s.attributes)) expect(k).not.toMatch(/messages|system_instructions|call\.arguments|call\.result/);
   }, 30_000);
 
+  test('an LLM attempt that fails before any model call (parameters_schema, a missing key) is still invoke_agent {agent}', async () => {
+    const t = traced();
+    const spec = WorkflowSpec.fromString(`
+openintent: "1.0"
+info: {name: early}
+llm: {provider: openai, model: gpt-5-mini}
+agents:
+  judge: {parameters_schema: {type: object, required: [code], properties: {code: {type: string, minLength: 3}}}}
+  keyless: {system_prompt: judge}
+workflow:
+  first: {assign: judge, inputs: {code: $trigger.code}, outputs: {v: integer}}
+  second: {assign: keyless, outputs: {v: integer}}
+`);
+    const r = await runWorkflow(spec, { runId: 'run-llm-early', trigger: { code: 'x' }, llm: { env: {} }, telemetry: t.telemetry });
+    expect(r.status).toBe('failed');
+    const spans = await t.spans();
+    for (const [agent, code] of [['judge', 'parameters_schema_validation_failed'], ['keyless', 'llm_missing_key']] as const) {
+      const a = byName(spans, `invoke_agent ${agent}`);
+      expect(a).toHaveLength(1);
+      expect(a[0]!.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': agent, 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-5-mini', 'error.type': code });
+    }
+  }, 30_000);
+
   test('prompts, replies and tool arguments are recorded only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true', async () => {
     const t = traced({ env: { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' } });
     await review(t, 'run-llm-content');

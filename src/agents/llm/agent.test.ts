@@ -396,6 +396,24 @@ describe('text results and tools', () => {
     expect(toolMsg.content[0]).toMatchObject({ type: 'tool-result', output: { type: 'text', value: 'x = 1\n' } });
   });
 
+  test('a huge tool result is cut before it reaches the model (the default cap, and maxToolResultBytes); the event keeps its real size', async () => {
+    const huge = 'é'.repeat(3_000_000); // 6 MB of two-byte characters: the cut must not split one
+    const big: ToolHost = { ...host(), call: () => Promise.resolve({ text: huge, isError: false }) };
+    const round = [{ tool_calls: [{ tool: 'mcp:files/read_file', arguments: { path: 'a.ts' } }] }, JSON.stringify(good)];
+    for (const [over, cap] of [[{}, 100_000], [{ maxToolResultBytes: 1001 }, 1001]] as const) {
+      const { handler, model } = setup(round, { tools: ['mcp:files/read_file'], toolHost: big, ...over });
+      const c = ctx();
+      expect(await handler(c)).toEqual(good);
+      const part = model.calls[1]!.prompt.find((m) => m.role === 'tool')!.content[0] as { output: { type: string; value: string } };
+      expect(part.output.type).toBe('text');
+      const [kept, note] = part.output.value.split('\n\n[');
+      expect(Buffer.byteLength(kept!)).toBe(cap - (cap % 2));
+      expect(kept).toBe('é'.repeat(Math.floor(cap / 2)));
+      expect(note).toContain('6000000');
+      expect(c.events.find((e) => e.kind === 'tool_call')!.data).toMatchObject({ result_bytes: 6_000_000, truncated_to_bytes: cap });
+    }
+  });
+
   test('a tool that is not allowed is never called', async () => {
     const h = host();
     const { handler } = setup([{ tool_calls: [{ tool: 'mcp:files/write_file', arguments: { path: 'a.ts' } }] }, JSON.stringify(good)], { tools: ['mcp:files/read_file', 'mcp:files/write_file'], toolHost: h });

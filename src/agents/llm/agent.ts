@@ -22,7 +22,7 @@ import { costUsd, priceOf, type PriceTable } from './pricing.js';
 import { asModel, nativeOptionsOf, planNative, type LlmProvider } from './provider.js';
 import { parseAgentReply } from './reply.js';
 import { SCRIPT_KEY } from './scripted.js';
-import type { LlmSettings } from './settings.js';
+import { DEFAULT_MODELS, type LlmSettings } from './settings.js';
 import type { OfferedTool, ToolHost } from './tools.js';
 import { describeAgentSpan, endChatSpan, endToolSpan, failSpan, startChatSpan, startToolSpan } from './trace.js';
 
@@ -47,7 +47,11 @@ export interface LlmAgentOptions {
   rateLimitWaits?: number | undefined;
   /** A longer retry-after fails the attempt at once (the phase's retry policy takes over). Default 60 s. */
   maxRateLimitWaitMs?: number | undefined;
+  /** The most of one tool result the model is given, in UTF-8 bytes (default 100,000; BATON_MCP_MAX_RESULT_BYTES). */
+  maxToolResultBytes?: number | undefined;
 }
+
+export const DEFAULT_MAX_TOOL_RESULT_BYTES = 100_000;
 
 export function llmAgent(o: LlmAgentOptions): AgentHandler {
   return (ctx) => runLlm(o, ctx);
@@ -57,6 +61,9 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
   const who = `agent '${o.agentId}'`;
   const bp = o.blueprint;
   const phase = o.workflow.byName.get(ctx.phase);
+  // the attempt is an agent invocation from its start: one that fails before its provider exists (a bad
+  // input, a missing key) is traced as one too; named again below once the provider says its model
+  describeAgentSpan(ctx, o.agentId, o.settings.provider, o.settings.model ?? DEFAULT_MODELS[o.settings.provider]);
 
   // 1. parameters_schema, before any model call
   if (bp?.parametersSchema) {
@@ -198,12 +205,15 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     } finally {
       clearTimeout(timer);
     }
-    const inTok = res.usage.inputTokens.total ?? 0;
-    const outTok = res.usage.outputTokens.total ?? 0;
+    // a provider that reports no usage (some OpenAI-compatible servers) is not free: its tokens are estimated
+    // as the budget check does (~4 characters a token), so spend and budgets still count, and the event says so
+    const estimated = res.usage.inputTokens.total === undefined || res.usage.outputTokens.total === undefined;
+    const inTok = res.usage.inputTokens.total ?? Math.ceil((JSON.stringify(messages).length + JSON.stringify(sdkTools).length) / 4);
+    const outTok = res.usage.outputTokens.total ?? Math.ceil(res.content.reduce((n, c) => n + (c.type === 'text' ? c.text.length : c.type === 'tool-call' ? c.input.length : 0), 0) / 4);
     tokensUsed += inTok + outTok;
     endChatSpan(ctx, span, res, inTok, outTok);
     const usd = price ? costUsd(price, inTok, outTok) : 0;
-    ctx.record('llm_call', { call, provider: provider.name, model: model.modelId, input_tokens: inTok, output_tokens: outTok, cost_usd: usd, finish_reason: res.finishReason.unified, duration_ms: o.now() - started });
+    ctx.record('llm_call', { call, provider: provider.name, model: model.modelId, input_tokens: inTok, output_tokens: outTok, cost_usd: usd, finish_reason: res.finishReason.unified, ...(estimated ? { usage_estimated: true } : {}), duration_ms: o.now() - started });
     if (usd > 0) ctx.reportCost(usd);
     if (res.warnings.length > 0) ctx.record('provider_warnings', { call, warnings: res.warnings.map((w) => JSON.stringify(w)) });
 
@@ -275,20 +285,52 @@ async function runTool(o: LlmAgentOptions, ctx: AgentContext, offered: readonly 
     ctx.record('tool_call_refused', { tool: name, arguments: isPlainObject(args) ? args : {}, reason: 'not offered to this agent' });
     return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `tool '${name}' is not available; use only the tools you were given` } };
   }
+  const parsed = toolArguments(input);
+  if (!parsed.ok) {
+    // never run with the arguments dropped (a write_file called with {}): the model is told and may call again
+    ctx.record('tool_call_refused', { tool: tool.ref, arguments: {}, reason: parsed.reason });
+    return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `the tool was not called: ${parsed.reason}; call it again with a JSON object of arguments` } };
+  }
   const started = o.now();
-  const span = startToolSpan(ctx, name, tool.ref, id, args);
+  const span = startToolSpan(ctx, name, tool.ref, id, parsed.value);
   try {
-    const r = await o.toolHost.call(tool, isPlainObject(args) ? (args) : {}, ctx.signal);
-    endToolSpan(ctx, span, r.text, r.isError);
-    ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: Buffer.byteLength(r.text), is_error: r.isError, duration_ms: o.now() - started });
-    return { type: 'tool-result', toolCallId: id, toolName: name, output: r.isError ? { type: 'error-text', value: r.text } : { type: 'text', value: r.text } };
+    const r = await o.toolHost.call(tool, parsed.value, ctx.signal);
+    // a tool that answers megabytes would overflow the model's context (a rejected call, or a large bill):
+    // the model gets the head and a note saying what was cut
+    const bytes = Buffer.byteLength(r.text);
+    const cap = o.maxToolResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES;
+    const text = bytes > cap ? `${headOf(r.text, cap)}\n\n[cut by Baton: the tool returned ${bytes} bytes; only the first ${cap} are shown]` : r.text;
+    endToolSpan(ctx, span, text, r.isError);
+    ctx.record('tool_call', { tool: tool.ref, arguments: parsed.value, result_bytes: bytes, ...(bytes > cap ? { truncated_to_bytes: cap } : {}), is_error: r.isError, duration_ms: o.now() - started });
+    return { type: 'tool-result', toolCallId: id, toolName: name, output: r.isError ? { type: 'error-text', value: text } : { type: 'text', value: text } };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     failSpan(span, e instanceof AgentError ? e.code : 'tool_error', message);
     if (e instanceof AgentError) throw e;
-    ctx.record('tool_call', { tool: tool.ref, arguments: isPlainObject(args) ? args : {}, result_bytes: 0, is_error: true, error: message, duration_ms: o.now() - started });
+    ctx.record('tool_call', { tool: tool.ref, arguments: parsed.value, result_bytes: 0, is_error: true, error: message, duration_ms: o.now() - started });
     return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `the tool failed: ${message}` } };
   }
+}
+
+/** The first `max` UTF-8 bytes of `text`, never half a character. */
+function headOf(text: string, max: number): string {
+  const buf = Buffer.from(text.slice(0, max), 'utf8');
+  let end = Math.min(max, buf.length);
+  // back up over continuation bytes (10xxxxxx) to the start of the character that would be split
+  if (end < buf.length) while (end > 0 && ((buf[end] ?? 0) & 0xc0) === 0x80) end--;
+  return buf.subarray(0, end).toString('utf8');
+}
+
+/** A tool call's arguments: a JSON object, or nothing at all (a tool without parameters). */
+function toolArguments(input: string): { ok: true; value: JsonObject } | { ok: false; reason: string } {
+  if (input.trim() === '') return { ok: true, value: {} };
+  let v: unknown;
+  try {
+    v = JSON.parse(input);
+  } catch {
+    return { ok: false, reason: `its arguments are not valid JSON (${input.length > 200 ? `${input.slice(0, 200)}...` : input})` };
+  }
+  return isPlainObject(v) ? { ok: true, value: v as JsonObject } : { ok: false, reason: `its arguments are ${Array.isArray(v) ? 'a list' : v === null ? 'null' : `a ${typeof v}`}, not a JSON object` };
 }
 
 function safeJson(s: string): JsonObject {

@@ -83,6 +83,7 @@ export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: L
   };
   const startTimeoutMs = ms('BATON_MCP_START_TIMEOUT_MS');
   const callTimeoutMs = ms('BATON_MCP_CALL_TIMEOUT_MS');
+  const maxToolResultBytes = ms('BATON_MCP_MAX_RESULT_BYTES');
   const host = model.mcp && Object.keys(model.mcp.servers).length > 0 ? new McpHost({ servers: model.mcp.servers, env, cwd, ...(startTimeoutMs ? { startTimeoutMs } : {}), ...(callTimeoutMs ? { callTimeoutMs } : {}) }) : undefined;
   const handlers: Record<string, AgentHandler> = {};
   for (const id of ids) {
@@ -107,6 +108,7 @@ export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: L
       prices,
       ...(tools.length > 0 ? { tools } : {}),
       ...(host ? { toolHost: host } : {}),
+      ...(maxToolResultBytes ? { maxToolResultBytes: Math.floor(maxToolResultBytes) } : {}),
       sleep: (ms, signal) => clock.sleep(ms, signal),
       now: () => clock.now(),
     });

@@ -6,7 +6,7 @@ export function describeAgentEvent(kind: string, d: JsonObject): string {
   const s = (k: string): string => (typeof d[k] === 'string' ? d[k] : JSON.stringify(d[k] ?? null));
   switch (kind) {
     case 'llm_call':
-      return `${s('model')}: ${n('input_tokens')} in, ${n('output_tokens')} out, $${typeof d['cost_usd'] === 'number' ? +d['cost_usd'].toFixed(6) : 0} (${s('finish_reason')})`;
+      return `${s('model')}: ${n('input_tokens')} in, ${n('output_tokens')} out, $${typeof d['cost_usd'] === 'number' ? +d['cost_usd'].toFixed(6) : 0} (${s('finish_reason')})${d['usage_estimated'] === true ? ' (usage estimated: the provider reported none)' : ''}`;
     case 'output_reprompt': {
       const errs = Array.isArray(d['validation_errors']) ? d['validation_errors'] : [];
       return `re-prompt: ${errs.length} error${errs.length === 1 ? '' : 's'}${typeof errs[0] === 'string' ? ` (${errs[0]})` : ''}`;
@@ -14,7 +14,7 @@ export function describeAgentEvent(kind: string, d: JsonObject): string {
     case 'json_repair':
       return `repaired JSON: ${Array.isArray(d['repairs']) ? d['repairs'].filter((r): r is string => typeof r === 'string').join(', ') : ''}`;
     case 'tool_call':
-      return `tool ${s('tool')} ${JSON.stringify(d['arguments'] ?? {})}: ${n('result_bytes')} bytes in ${n('duration_ms')} ms${d['is_error'] === true ? ' (error)' : ''}`;
+      return `tool ${s('tool')} ${JSON.stringify(d['arguments'] ?? {})}: ${n('result_bytes')} bytes in ${n('duration_ms')} ms${typeof d['truncated_to_bytes'] === 'number' ? ` (the model got the first ${n('truncated_to_bytes')})` : ''}${d['is_error'] === true ? ' (error)' : ''}`;
     case 'tool_call_refused':
       return `refused tool ${s('tool')}: ${s('reason')}`;
     case 'tool_not_offered':
@@ -27,6 +27,16 @@ export function describeAgentEvent(kind: string, d: JsonObject): string {
       return `rate limited: waiting ${n('wait_ms')} ms`;
     case 'truncation_reprompt':
       return `reply cut at max_tokens (${n('max_tokens')}): asking for a shorter one`;
+    case 'transport_retry':
+      return `transport failure, retrying in ${n('wait_ms')} ms: ${s('message')}`;
+    case 'llm_error':
+      return `model call failed: ${s('code')}: ${s('message')}`;
+    case 'provider_warnings': {
+      const w = Array.isArray(d['warnings']) ? d['warnings'].filter((x): x is string => typeof x === 'string') : [];
+      return `provider warnings: ${w.join('; ')}`;
+    }
+    case 'price_unknown':
+      return `no price for ${s('model')}: calls are not costed or budgeted (add it to llm.x-prices)`;
     case 'result':
       return 'result_data' in d ? 'result_data validated' : 'result_text';
     default:

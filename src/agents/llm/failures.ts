@@ -71,9 +71,19 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
       return llmError('llm_rate_limited', `${who}: rate limited by the provider${after !== undefined ? ` (retry after ${Math.ceil(after / 1000)} s)` : ''}`, { ...base, ...(after !== undefined ? { retry_after_ms: after } : {}) }, true);
     }
     if (status === 401 || status === 403) return llmError('llm_auth_failed', `${who}: the provider refused the API key (HTTP ${status})`, base, false);
-    if (status === undefined || status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: ${e.message}`, base, true);
+    if (status === undefined) return llmError('llm_transport_error', `${who}: ${e.message}`, base, true);
+    // the status leads: the provider's own text (`Overloaded`, `boom`) alone does not say a server failed
+    if (status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status}: ${e.message}`, base, true);
     // a 2xx whose body could not be read (not JSON, cut off): a broken proxy or server, not a refusal of the request
-    if (status >= 200 && status < 300) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with a body that is not a valid reply: ${e.message}`, base, true);
+    if (status >= 200 && status < 300) {
+      // Baton asks for one whole reply; a server (or proxy) that streams regardless is named as such
+      const type = Object.entries(e.responseHeaders ?? {}).find(([h]) => h.toLowerCase() === 'content-type')?.[1] ?? '';
+      const streamed = /text\/event-stream/i.test(type) || /^\s*(data|event):/.test(e.responseBody ?? '');
+      const why = streamed ? 'an event stream (streaming), where Baton asks for one whole reply (`stream: false`): the server at the base URL ignores that' : `a body that is not a valid reply: ${e.message}`;
+      return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with ${why}`, { ...base, ...(streamed ? { streamed: true } : {}) }, true);
+    }
+    // a 404 is most often a base URL without its version path (`http://host:11434` for `http://host:11434/v1`)
+    if (status === 404) return llmError('llm_request_rejected', `${who}: the provider answered HTTP 404 for ${e.url}: ${e.message} (check llm.x-base_url or the provider's *_BASE_URL: it usually ends in /v1)`, base, false);
     return llmError('llm_request_rejected', `${who}: the provider rejected the request (HTTP ${status}): ${e.message}`, base, false);
   }
   if (e instanceof ScriptExhaustedError) return llmError('llm_script_exhausted', `${who}: ${e.message}`, {}, false);

@@ -2,7 +2,7 @@
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 import { AgentError } from '../../engine/agent.js';
 import { parseWorkflow } from '../../workflow/compile.js';
 import { SchemaCompiler } from '../../workflow/json-schema.js';
@@ -78,6 +78,36 @@ describe('McpHost', () => {
       (x: unknown) => x,
     );
     expect((e as AgentError).code).toBe('mcp_server_failed');
+  });
+});
+
+describe('a server that exits between calls', () => {
+  test('is started again on the next call, which does not fail with "Not connected"', async () => {
+    const h = new McpHost({ servers: { p: { id: 'p', command: process.execPath, args: [join(dir, 'hang-server.mjs'), 'pid'], env: {}, allowedTools: undefined } }, env: {}, cwd: dir });
+    hosts.push(h);
+    const { tools } = await h.offer(['mcp:p/pid'], signal);
+    const first = await h.call(tools[0]!, {}, signal);
+    expect(first.isError).toBe(false);
+    process.kill(Number(first.text), 'SIGKILL');
+    // until the client has seen the process close (what a server that crashed a while ago looks like)
+    const conns = (h as unknown as { conns: Map<string, Promise<{ client: { transport: unknown } }>> }).conns;
+    await vi.waitFor(async () => expect((await conns.get('p'))?.client.transport).toBeUndefined(), { timeout: 10_000, interval: 20 });
+    const second = await h.call(tools[0]!, {}, signal);
+    expect(second.isError).toBe(false);
+    expect(second.text).not.toBe(first.text);
+  });
+});
+
+describe('tool names the model sees', () => {
+  test('two references that clean to the same name (a.b and a_b) are offered under distinct names, each calling its own server', async () => {
+    const decl = (id: string): McpServerDecl => ({ id, command: process.execPath, args: [join(dir, 'hang-server.mjs'), 'pid'], env: {}, allowedTools: undefined });
+    const h = new McpHost({ servers: { 'a.b': decl('a.b'), a_b: decl('a_b') }, env: {}, cwd: dir });
+    hosts.push(h);
+    const { tools } = await h.offer(['mcp:a.b/pid', 'mcp:a_b/pid'], signal);
+    expect(tools.map((t) => t.ref)).toEqual(['mcp:a.b/pid', 'mcp:a_b/pid']);
+    expect(new Set(tools.map((t) => t.name)).size).toBe(2);
+    const [x, y] = await Promise.all(tools.map((t) => h.call(t, {}, signal)));
+    expect(x!.text).not.toBe(y!.text);
   });
 });
 

@@ -48,6 +48,8 @@ interface Listed {
 
 interface Connection {
   client: Client;
+  /** The promise this connection is cached under (to drop it, and only it, once its server has exited). */
+  promise?: Promise<Connection>;
   tools: Map<string, Listed>;
   stderr: () => string;
 }
@@ -84,7 +86,13 @@ export class McpHost implements ToolHost {
         skipped.push({ ref, reason: `server \`${r.server}\` does not list a tool \`${r.tool}\`` });
         continue;
       }
-      tools.push({ name: modelToolName(ref), ref, ...(listed.description !== undefined ? { description: listed.description } : {}), inputSchema: listed.inputSchema });
+      if (tools.some((t) => t.ref === ref)) continue; // declared twice
+      // names are cleaned to what providers accept (and cut at 64): `a.b` and `a_b` would both be `a_b__tool`,
+      // and the model's call would reach whichever came first; a taken name gets a suffix
+      const base = modelToolName(ref);
+      let name = base;
+      for (let i = 2; tools.some((t) => t.name === name); i++) name = `${base.slice(0, 63 - String(i).length)}_${i}`;
+      tools.push({ name, ref, ...(listed.description !== undefined ? { description: listed.description } : {}), inputSchema: listed.inputSchema });
     }
     return { tools, skipped };
   }
@@ -94,14 +102,20 @@ export class McpHost implements ToolHost {
     const decl = r ? this.o.servers[r.server] : undefined;
     // offer() is the only way to an OfferedTool, but the gate is kept here too: a tool not allowed is never called
     if (!r || !decl || (decl.allowedTools && !decl.allowedTools.includes(r.tool))) return { text: `tool ${tool.ref} is not allowed`, isError: true };
-    const conn = await this.connect(decl, signal);
+    let conn = await this.connect(decl, signal);
+    if (conn.client.transport === undefined) {
+      // the server exited since its last use (crashed, killed, an idle exit): nothing was sent to it, so it is
+      // started again for this call instead of the call failing with "Not connected"
+      if (this.conns.get(decl.id) === conn.promise) this.conns.delete(decl.id);
+      conn = await this.connect(decl, signal);
+    }
     if (!conn.tools.has(r.tool)) return { text: `tool ${tool.ref} is not listed by its server`, isError: true };
     let res: Awaited<ReturnType<Client['callTool']>>;
     try {
       res = await conn.client.callTool({ name: r.tool, arguments: args }, undefined, { signal, timeout: this.o.callTimeoutMs ?? 60_000 });
     } catch (e) {
       // a server that died is started again on the next use, not kept as a broken connection
-      if (conn.client.transport === undefined) this.conns.delete(decl.id);
+      if (conn.client.transport === undefined && this.conns.get(decl.id) === conn.promise) this.conns.delete(decl.id);
       throw e;
     }
     const content = Array.isArray(res.content) ? (res.content as unknown[]) : [];
@@ -120,7 +134,8 @@ export class McpHost implements ToolHost {
     if (this.closed) return Promise.reject(llmError('mcp_server_failed', `MCP server '${decl.id}': the tool host is closed`, { server: decl.id }, false));
     let p = this.conns.get(decl.id);
     if (!p) {
-      p = this.start(decl, signal);
+      const cached: Promise<Connection> = this.start(decl, signal).then((c) => Object.assign(c, { promise: cached }));
+      p = cached;
       this.conns.set(decl.id, p);
       // a failed start is not cached: the next attempt tries again
       p.catch(() => {

@@ -90,6 +90,11 @@ function toStrict(node: unknown, at: string, why: string[], depth: number): unkn
     else out[k] = v;
   }
   const isObject = node['type'] === 'object' || isPlainObject(node['properties']);
+  // a free-form value cannot be closed: `{type: object}` closed allows only {}, and strict mode needs
+  // `items` for an array and a type (or a $ref, anyOf, enum, const) for every value
+  if (isObject && !isPlainObject(node['properties'])) why.push(`${at}: a free-form object (no properties) is outside OpenAI's strict subset`);
+  if (node['type'] === 'array' && node['items'] === undefined) why.push(`${at}: an array without \`items\` is outside OpenAI's strict subset`);
+  if (!['type', '$ref', 'anyOf', 'enum', 'const'].some((k) => k in node)) why.push(`${at}: a value of any type is outside OpenAI's strict subset`);
   if (isObject) {
     const props = isPlainObject(node['properties']) ? Object.keys(node['properties']) : [];
     const req = new Set(Array.isArray(node['required']) ? node['required'] : []);

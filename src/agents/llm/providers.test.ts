@@ -15,6 +15,7 @@ import { DEFAULT_PRICES } from './pricing.js';
 import { makeProvider } from './providers.js';
 import { resolveSettings } from './settings.js';
 import { recordingContext } from './testing.js';
+import type { ToolHost } from './tools.js';
 
 type Reply = { status: number; headers?: Record<string, string>; body: unknown };
 interface Exchange {
@@ -140,6 +141,51 @@ describe('openai over the wire', () => {
     expect(c.costUsd).toBeCloseTo((412 * 1.75 + 18 * 14) / 1e6, 12);
   });
 
+  test('a free-form object output (`object`, no properties) is not sent as strict: closing it would allow only {}', async () => {
+    const wf = parseWorkflow(`
+openintent: "1.0"
+info: {name: free}
+llm: {provider: openai, x-base_url: ${base}, max_tokens: 300}
+workflow:
+  judge:
+    assign: judge
+    outputs: {verdict: string, data: object, rows: array}
+`).model!;
+    const settings = resolveSettings(wf, undefined);
+    const handler = llmAgent({
+      workflow: wf,
+      agentId: 'judge',
+      blueprint: undefined,
+      settings,
+      provider: () => makeProvider(settings, { env: { OPENAI_API_KEY: 'sk-test' }, cwd: '.', scripts: new Map() }),
+      compiler: new SchemaCompiler(),
+      prices: DEFAULT_PRICES,
+      sleep: () => Promise.resolve(),
+      now: () => 0,
+    });
+    const value = { verdict: 'pass', data: { files: 3, clean: true }, rows: [1, 'a'] };
+    queue = [openaiReply(JSON.stringify(value))];
+    seen.length = 0;
+    const c = ctx();
+    expect(await handler(c)).toEqual(value);
+    expect(seen[0]!.body['response_format']).not.toMatchObject({ type: 'json_schema' });
+    expect(c.events.find((e) => e.kind === 'structured_output_fallback')!.data['reason']).toContain('$.data');
+  });
+
+  test('a reply without usage is costed from an estimate (and says so), not as free', async () => {
+    const reply = openaiReply(JSON.stringify(good));
+    delete (reply.body as Record<string, unknown>)['usage'];
+    queue = [reply];
+    const c = ctx();
+    expect(await agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(c)).toEqual(good);
+    const call = c.events.find((e) => e.kind === 'llm_call')!.data;
+    expect(call['usage_estimated']).toBe(true);
+    expect(call['input_tokens']).toBeGreaterThan(100);
+    expect(call['output_tokens']).toBe(Math.ceil(JSON.stringify(good).length / 4));
+    expect(c.costUsd).toBeGreaterThan(0);
+    expect(call['cost_usd']).toBe(c.costUsd);
+  });
+
   test('429 with retry-after is waited out (injected sleep), then the reply is used', async () => {
     seen.length = 0;
     queue = [{ status: 429, headers: { 'retry-after': '3' }, body: { error: { message: 'Rate limit reached', type: 'requests' } } }, openaiReply(JSON.stringify(good))];
@@ -155,6 +201,7 @@ describe('openai over the wire', () => {
     const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
     expect(queue).toEqual([]);
     expect([e.code, e.retryable, e.details['status']]).toEqual(['llm_transport_error', true, 500]);
+    expect(e.message).toContain('HTTP 500');
     queue = [{ status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } } }];
     const a = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-bad' })(ctx()));
     expect([a.code, a.retryable]).toEqual(['llm_auth_failed', false]);
@@ -180,6 +227,58 @@ describe('openai over the wire', () => {
     queue = [openaiReply(null, { refusal: "I'm sorry, I can't help with that." })];
     const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
     expect([e.code, e.retryable]).toEqual(['llm_refusal', false]);
+  });
+
+  test('a tool call whose arguments are not a JSON object is refused, never run with its arguments dropped', async () => {
+    const called: unknown[] = [];
+    const host: ToolHost = {
+      offer: () => Promise.resolve({ tools: [{ name: 'files__write_file', ref: 'mcp:files/write_file', inputSchema: { type: 'object' } }], skipped: [] }),
+      call: (_t, args) => {
+        called.push(args);
+        return Promise.resolve({ text: 'written', isError: false });
+      },
+      close: () => Promise.resolve(),
+    };
+    const wf = workflow('openai');
+    const settings = resolveSettings(wf, undefined);
+    const handler = llmAgent({
+      workflow: wf,
+      agentId: 'judge',
+      blueprint: { maxOutputRetries: 1, tools: ['mcp:files/write_file'], llm: {}, outputSchema: schema },
+      settings,
+      provider: () => makeProvider(settings, { env: { OPENAI_API_KEY: 'sk-test' }, cwd: '.', scripts: new Map() }),
+      compiler: new SchemaCompiler(),
+      prices: DEFAULT_PRICES,
+      tools: ['mcp:files/write_file'],
+      toolHost: host,
+      sleep: () => Promise.resolve(),
+      now: () => 0,
+    });
+    const calls = (args: string[]): Reply => openaiReply(null, { tool_calls: args.map((a, i) => ({ id: `call_${i}`, type: 'function', function: { name: 'files__write_file', arguments: a } })) }, 'tool_calls');
+    // cut JSON, a JSON string, a list: none is an arguments object; an empty string is no arguments
+    queue = [calls(['{"path": "a.ts", "text": "x"', '"a.ts"', '[1]', '']), openaiReply(JSON.stringify(good))];
+    seen.length = 0;
+    const c = ctx();
+    expect(await handler(c)).toEqual(good);
+    expect(called).toEqual([{}]);
+    expect(c.events.filter((e) => e.kind === 'tool_call_refused').map((e) => e.data['tool'])).toEqual(['mcp:files/write_file', 'mcp:files/write_file', 'mcp:files/write_file']);
+    const answers = (seen[1]!.body['messages'] as { role: string; content: string }[]).filter((m) => m.role === 'tool');
+    expect(answers.map((m) => m.content === 'written')).toEqual([false, false, false, true]);
+  });
+
+  test('a 404 names the URL that was called (a base URL without /v1), not retried', async () => {
+    queue = [{ status: 404, body: { error: { message: 'Not Found' } } }];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect([e.code, e.retryable, e.details['status']]).toEqual(['llm_request_rejected', false, 404]);
+    expect(e.message).toContain(`${base}/chat/completions`);
+  });
+
+  test('a server that streams although asked not to is named as such (a retryable transport error)', async () => {
+    const sse: Reply = { status: 200, headers: { 'content-type': 'text/event-stream' }, body: 'data: {"choices":[{"delta":{"content":"{}"}}]}' };
+    queue = [sse, sse, sse];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect(queue).toEqual([]);
+    expect([e.code, e.retryable, e.details['status'], e.details['streamed']]).toEqual(['llm_transport_error', true, 200, true]);
   });
 
   test('a connection refused is a retryable transport error', async () => {

@@ -236,3 +236,16 @@ describe('parseAgentReply: never throws, never hangs', () => {
     expect(performance.now() - t0).toBeLessThan(20_000);
   });
 });
+
+describe('numbers JSON cannot hold', () => {
+  test('a literal past the double range (1e400 reads as Infinity) is an error at its path, not a valid integer that is stored as null', () => {
+    const schema = { type: 'object', required: ['a'], properties: { a: { type: 'integer' }, b: { type: 'array', items: { type: 'number' } } } };
+    const r = parseAgentReply('{"a": 1e400, "b": [1, -1e999]}', schema);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors.map((e) => e.path)).toEqual(['$.a', '$.b[1]']);
+    expect(r.noJson).toBe(false);
+    // the re-prompt's next reply, finite, is taken
+    expect(parseAgentReply('{"a": 1e300}', { type: 'object', properties: { a: { type: 'number' } } }).ok).toBe(true);
+  });
+});

@@ -3,7 +3,8 @@
  * reason it does not. Candidates come from the whole reply, fenced blocks and JSON in prose; each is
  * parsed (repaired when broken) and validated; among those that fit, the last one wins. Never throws.
  */
-import { SchemaCompiler, type SchemaError, type SchemaValidator } from '../../workflow/json-schema.js';
+import { jsonIssues } from '../../types/compiled.js';
+import { jsonPath, pointerToPath, SchemaCompiler, valueAt, type SchemaError, type SchemaValidator } from '../../workflow/json-schema.js';
 import { findCandidates, type CandidateKind } from './extract.js';
 import { parseJsonLenient, type RepairKind } from './repair.js';
 
@@ -49,6 +50,18 @@ function toCheck(schema: ReplySchema, compiler: SchemaCompiler): Check {
   return (v) => c.validator.validate(v);
 }
 
+/**
+ * A number literal past the double range (`1e400`) parses as Infinity, which JSON Schema's `number` and
+ * `integer` accept and JSON cannot hold (it would be stored, and reach the next phase, as null).
+ */
+function nonFinite(value: unknown): SchemaError[] {
+  return jsonIssues(value).map((i) => {
+    const path = pointerToPath(i.pointer);
+    const v = String(valueAt(value, path));
+    return { path: jsonPath(path), message: `${v} is not a finite number (a literal past the double range, such as 1e400)`, expected: 'a finite number', received: v };
+  });
+}
+
 function isValidator(s: ReplySchema): s is SchemaValidator {
   return typeof (s as Partial<SchemaValidator>).validate === 'function' && typeof (s as Partial<SchemaValidator>).check === 'function';
 }
@@ -65,7 +78,8 @@ function parse(text: string, check: Check): ParsedReply {
       lastParseError = parsed.message;
       continue;
     }
-    const errors = check(parsed.value);
+    const inf = nonFinite(parsed.value);
+    const errors = [...inf, ...check(parsed.value).filter((e) => !inf.some((i) => i.path === e.path))];
     if (errors.length === 0) winner = { value: parsed.value, repairs: parsed.repairs, source: cand.kind };
     else lastInvalid = { value: parsed.value, errors, repairs: parsed.repairs };
   }

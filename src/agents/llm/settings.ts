@@ -2,6 +2,7 @@
  * The model settings of one LLM agent: spec defaults, then the workflow's `llm` block, then the
  * blueprint's `llm` overrides. Provider defaults follow the spec's provider table.
  */
+import { MAX_TIMER_MS } from '../../core/clock.js';
 import { isPlainObject, type JsonObject } from '../../core/json.js';
 import type { Blueprint, WorkflowModel } from '../../workflow/model.js';
 
@@ -64,7 +65,8 @@ export function resolveSettings(workflow: WorkflowModel, blueprint: Blueprint | 
     replies: str('x-replies'),
     structuredOutputs: pick('x-structured_outputs') === true,
     prices,
-    requestTimeoutMs: positive(num('x-request_timeout_ms')) ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    // validated at load (1 to setTimeout's limit); clamped here too, for a model built another way
+    requestTimeoutMs: Math.min(MAX_TIMER_MS, positive(num('x-request_timeout_ms')) ?? DEFAULT_REQUEST_TIMEOUT_MS),
     transportRetries: Math.min(10, Math.floor(nonNegative(num('x-transport_retries')) ?? DEFAULT_TRANSPORT_RETRIES)),
   };
 }

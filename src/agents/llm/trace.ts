@@ -9,8 +9,8 @@ import type { AgentContext } from '../../engine/agent.js';
 import type { SpanHandle } from '../../engine/telemetry.js';
 
 /** The attempt's span as an agent invocation. */
-export function describeAgentSpan(ctx: AgentContext, agentId: string, provider: string, model: string): void {
-  ctx.trace?.describe(`invoke_agent ${agentId}`, { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': agentId, 'gen_ai.provider.name': provider, 'gen_ai.request.model': model });
+export function describeAgentSpan(ctx: AgentContext, agentId: string, provider: string, model: string | undefined): void {
+  ctx.trace?.describe(`invoke_agent ${agentId}`, { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': agentId, 'gen_ai.provider.name': provider, ...(model !== undefined ? { 'gen_ai.request.model': model } : {}) });
 }
 
 export function startChatSpan(ctx: AgentContext, provider: string, model: string, call: number, req: { maxTokens: number; temperature: number | undefined; messages: readonly LanguageModelV3Message[] }): SpanHandle | undefined {
