@@ -90,7 +90,8 @@ export function checkBlueprints(doc: Record<string, unknown>, agents: Record<str
     }
     if (modelless(bp.llm, wfLlm)) {
       needsModel = true;
-      out.push(error('missing-field', bp.llm['provider'] !== undefined ? [...at, 'llm'] : at, `agent \`${id}\` runs on \`openai-compatible\`, which has no default model: set \`model\` in its \`llm\` or the workflow's`, { hint: 'the name the server knows, e.g. `model: llama3.1`' }));
+      // a warning: the agent may be bound to a handler (--agents), which validation cannot see; as an LLM agent it fails at its first call
+      out.push(warning('missing-field', bp.llm['provider'] !== undefined ? [...at, 'llm'] : at, `agent \`${id}\` runs on \`openai-compatible\`, which has no default model: set \`model\` in its \`llm\` or the workflow's (run as an LLM agent, it fails at its first call)`, { hint: 'the name the server knows, e.g. `model: llama3.1`' }));
     }
     for (const f of ['parameters_schema', 'output_schema'] as const) {
       const s = fields[f];
