@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -249,4 +249,16 @@ describe('baton list and baton new', () => {
     const r = capture(dir);
     expect(await run(['run', 'my-first-flow', '--quiet'], r)).toBe(0);
   });
+
+  test('new into a folder that cannot be made says why, and returns (a path under /proc used to hang)', async () => {
+    const dir = tmp();
+    symlinkSync(join(dir, 'nowhere'), join(dir, 'dangling'));
+    const targets = [join(dir, 'dangling', 'sub'), join(dir, 'dangling')];
+    if (process.platform === 'linux') targets.push('/proc/baton-nope/flow');
+    for (const target of targets) {
+      const io = capture(dir);
+      expect(await run(['new', 'Flow', '--dir', target], io)).toBe(2);
+      expect(io.err()).toMatch(/baton new: cannot write .*: (a part of the path is a file|the folder cannot be created there)/);
+    }
+  }, 10_000);
 });

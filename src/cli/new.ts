@@ -1,6 +1,7 @@
 /** `baton new "Name"`: a commented starter workflow, its agents and a trigger, that validates and runs. */
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
+import { makeDirs } from '../core/make-dirs.js';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { escapeControls } from '../diagnostics/terminal.js';
@@ -111,13 +112,13 @@ export async function newCommand(args: string[], io: CliIo): Promise<number> {
     return 2;
   }
   try {
-    await mkdir(dir, { recursive: true });
+    makeDirs(dir);
     await writeFile(wf, starterWorkflow(name));
     await writeFile(join(dir, 'agents.mjs'), STARTER_AGENTS);
     await writeFile(join(dir, 'trigger.json'), JSON.stringify({ topic: 'multi-agent pipelines' }, null, 2) + '\n');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    const why = code === 'ENOTDIR' || code === 'EEXIST' ? 'a part of the path is a file, not a directory' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'EROFS' ? 'the file system is read-only' : (code ?? (e as Error).message);
+    const why = code === 'ENOTDIR' || code === 'EEXIST' ? 'a part of the path is a file, not a directory' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'EROFS' ? 'the file system is read-only' : code === 'ENOENT' ? 'the folder cannot be created there (a broken link, or a file system that takes no folders)' : (code ?? (e as Error).message);
     printFailure(io, 'new', 'usage', `cannot write ${relative(io.cwd, dir) || dir}: ${why}`);
     return 2;
   }

@@ -8,7 +8,8 @@
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { lstat, mkdir, mkdtemp, open, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { makeDirs } from '../core/make-dirs.js';
+import { lstat, mkdtemp, open, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { escapeProblem, keyProblem } from '../workflow/files.js';
@@ -71,7 +72,7 @@ export function localFileStager(opts: { workspace: string; tmpDir?: string }): F
           return 'missing';
         }
         if (!made.has(dirname(to))) {
-          await mkdir(dirname(to), { recursive: true });
+          makeDirs(dirname(to));
           made.add(dirname(to));
         }
         // written beside the target and renamed over it: a reader never sees half a file. The copy's name

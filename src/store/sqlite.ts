@@ -9,9 +9,9 @@
  * timeout for the lock instead of failing; past it, `store-locked`. WAL keeps readers unblocked.
  * `decide` is synchronous, so no await ever happens while the lock is held.
  */
-import { mkdirSync } from 'node:fs';
 import { checkSchema, openReadonly } from './sqlite-readonly.js';
 import { dirname } from 'node:path';
+import { makeDirs } from '../core/make-dirs.js';
 import * as Database from './sqlite-driver.js';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
@@ -662,19 +662,4 @@ function jsonList(keys: string[] | null): string | null {
   return keys ? JSON.stringify(keys) : null;
 }
 
-/**
- * `mkdir -p`, one level at a time: Node's own recursive mkdirSync never returns for a path under /proc
- * (mkdir there fails with ENOENT under a parent that exists, and Node retries it forever).
- */
-export function makeDirs(dir: string): void {
-  try {
-    mkdirSync(dir);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return; // a file in its place is reported when the database is opened
-    const parent = dirname(dir);
-    if (code !== 'ENOENT' || parent === dir) throw e;
-    makeDirs(parent);
-    mkdirSync(dir);
-  }
-}
+export { makeDirs };
