@@ -190,6 +190,21 @@ describe('subprocess agent, serve mode', () => {
     expect(pids.has(again.pid)).toBe(true);
   });
 
+  it('reads a long answer line arriving in many chunks in linear time (it was quadratic: seconds for 30 MB)', async () => {
+    // 30 writes of 1 MiB, each flushed: the answer line reaches Baton in hundreds of pipe chunks
+    const script = `require('readline').createInterface({ input: process.stdin }).on('line', async (l) => {
+      const { id } = JSON.parse(l); const w = (s) => new Promise((r) => process.stdout.write(s, r));
+      await w('{"id":' + JSON.stringify(id) + ',"output":{"y":"');
+      for (let i = 0; i < 30; i++) await w('a'.repeat(1 << 20));
+      await w('"}}\\n');
+    });`;
+    const a = agent({ command: [process.execPath, '-e', script], mode: 'serve' });
+    const started = Date.now();
+    const out = (await run(a, ctx())) as { y: string };
+    expect(out.y.length).toBe(30 << 20);
+    expect(Date.now() - started).toBeLessThan(2500);
+  }, 20_000);
+
   it('saves a checkpoint line through ctx.checkpoint and passes last_checkpoint to a retry', async () => {
     const a = serve();
     const saved: unknown[] = [];

@@ -533,14 +533,19 @@ class ServeProcess {
   }
 
   private onStdout(chunk: string): void {
-    this.partial += chunk;
+    if (this.overflow) return; // the process is being killed: what it still prints is dropped
+    // only the new chunk is searched for a newline: a long line arriving in many chunks stays linear
+    // (searching the whole pending line again on every chunk made a 30 MB answer take seconds)
+    let start = 0;
     let nl: number;
-    while ((nl = this.partial.indexOf('\n')) >= 0) {
-      const line = this.partial.slice(0, nl);
-      this.partial = this.partial.slice(nl + 1);
+    while ((nl = chunk.indexOf('\n', start)) >= 0) {
+      const line = this.partial + chunk.slice(start, nl);
+      this.partial = '';
+      start = nl + 1;
       this.onLine(line);
     }
-    if (this.partial.length > MAX_STDOUT_BYTES && !this.overflow) {
+    this.partial += chunk.slice(start);
+    if (this.partial.length > MAX_STDOUT_BYTES) {
       this.overflow = true;
       this.partial = '';
       killGroup(this.child, 'SIGKILL');
