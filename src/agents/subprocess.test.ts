@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { JsonObject } from '../core/json.js';
@@ -104,6 +107,16 @@ describe('subprocess agent, once mode', () => {
     expect(e.code).toBe('SubprocessSpawn');
     expect(e.retryable).toBe(false);
     expect(e.details['errno']).toBe('ENOENT');
+  });
+
+  it('says in words that a command is not executable (it printed Node\'s `spawn X EACCES`)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-noexec-'));
+    writeFileSync(join(dir, 'agent.sh'), '#!/bin/sh\necho {}\n', { mode: 0o644 });
+    const a = agent({ command: ['./agent.sh'], cwd: dir });
+    const e = await failure(run(a, ctx()));
+    expect(e.code).toBe('SubprocessSpawn');
+    expect(e.details['errno']).toBe('EACCES');
+    expect(e.message).toBe("agent 'researcher': cannot start './agent.sh': permission denied (is the file executable? chmod +x it, or run it through its interpreter)");
   });
 
   it('kills the process when the attempt is aborted', async () => {

@@ -174,7 +174,12 @@ function commandText(l: Launch): string {
 
 function spawnError(name: string, l: Launch, err: unknown): AgentError {
   const e = err as NodeJS.ErrnoException;
-  const why = e.code === 'ENOENT' ? 'command or working directory not found' : e.message;
+  const why =
+    e.code === 'ENOENT'
+      ? 'command or working directory not found'
+      : e.code === 'EACCES'
+        ? 'permission denied (is the file executable? chmod +x it, or run it through its interpreter)'
+        : e.message;
   return new AgentError('SubprocessSpawn', `${name}: cannot start '${commandText(l)}': ${why}`, { command: commandText(l), ...(e.code ? { errno: e.code } : {}) }, false);
 }
 
