@@ -109,6 +109,14 @@ describe('subprocess agent, once mode', () => {
     expect(e.details['errno']).toBe('ENOENT');
   });
 
+  it('tells a missing working directory from a missing command (one message said both)', async () => {
+    const gone = join(tmpdir(), 'baton-no-such-dir-' + process.pid);
+    const e = await failure(run(agent({ command: [process.execPath, '-e', ''], cwd: gone }), ctx()));
+    expect(e.message).toBe(`agent 'researcher': cannot start '${process.execPath} -e ': the working directory ${gone} does not exist`);
+    const e2 = await failure(run(agent({ command: ['/nonexistent/baton-agent'] }), ctx()));
+    expect(e2.message).toBe("agent 'researcher': cannot start '/nonexistent/baton-agent': command not found (or the interpreter its #! line names)");
+  });
+
   it('says in words that a command is not executable (it printed Node\'s `spawn X EACCES`)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'baton-noexec-'));
     writeFileSync(join(dir, 'agent.sh'), '#!/bin/sh\necho {}\n', { mode: 0o644 });

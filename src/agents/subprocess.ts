@@ -5,6 +5,7 @@
  * documented in docs/agents.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { processStartTime } from '../core/process.js';
 import { isPlainObject, type Json } from '../core/json.js';
@@ -176,7 +177,9 @@ function spawnError(name: string, l: Launch, err: unknown): AgentError {
   const e = err as NodeJS.ErrnoException;
   const why =
     e.code === 'ENOENT'
-      ? 'command or working directory not found'
+      ? l.cwd !== undefined && !existsSync(l.cwd)
+        ? `the working directory ${l.cwd} does not exist`
+        : 'command not found (or the interpreter its #! line names)'
       : e.code === 'EACCES'
         ? 'permission denied (is the file executable? chmod +x it, or run it through its interpreter)'
         : e.message;
