@@ -572,7 +572,14 @@ export class Worker extends WorkerAttempts {
   }
 
   private armChangeWait(): Promise<'store'> {
-    return (this.changeWait ??= this.store.waitForChange(this.pollMs, this.idleCtl.signal).then(() => 'store' as const));
+    if (this.changeWait) return this.changeWait;
+    const p = this.store.waitForChange(this.pollMs, this.idleCtl.signal).then(() => 'store' as const);
+    // armed before a look and raced only by the idle wait: a store whose wait fails (the built-in ones never
+    // do) fails that race as before, never as an unhandled rejection meanwhile
+    p.catch(() => {
+      if (this.changeWait === p) this.changeWait = undefined;
+    });
+    return (this.changeWait = p);
   }
 
   private lastFullLook = monotonicNow();
