@@ -75,7 +75,7 @@ export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo
       const locked = e instanceof BatonError && e.code === 'store-locked';
       lastLocked = locked;
       const blip = e instanceof BatonError && e.code === 'store-unreachable' && waitUnreachable === 'blip' ? blipMs(e) : 0;
-      const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && !incurable(e) && (waitUnreachable === true || waited < blip);
+      const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && !incurable(e, waitUnreachable === true) && (waitUnreachable === true || waited < blip);
       if (!(locked || unreachable) || waited >= forMs) throw e;
       if (!said) io.stderr(`store unavailable, retrying${blip > 0 && !locked ? ` for up to ${blip / 1000} s` : ''}: ${safeText((e as Error).message, 300)}\n`);
       said = true;
@@ -99,8 +99,14 @@ function causeCode(e: BatonError): string {
   return typeof cause?.code === 'string' ? cause.code : '';
 }
 
-function incurable(e: BatonError): boolean {
-  return INCURABLE.has(causeCode(e));
+/**
+ * `longLived` (a worker, a server): a host name that does not resolve yet is waited for, as a refused
+ * connection is: a database container started beside the worker gets its name in the network's DNS only
+ * once it is up (compose, Kubernetes); to a command it is a mistyped address, said at once.
+ */
+function incurable(e: BatonError, longLived: boolean): boolean {
+  const code = causeCode(e);
+  return INCURABLE.has(code) && !(longLived && code === 'ENOTFOUND');
 }
 
 /** How long a start-up failure is worth waiting out: 0 for one that waiting cannot cure. */

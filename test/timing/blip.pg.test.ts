@@ -225,6 +225,25 @@ describe('baton run rides out a database blip', () => {
       expect(r.stderr).toMatch(/does not exist/);
     }
   }, 60_000);
+
+  test('a host name that does not resolve yet is waited for by a worker (a database container not up yet), and said at once to a command', async () => {
+    const store = 'postgres://postgres@baton-test-no-such-host.invalid:5432/x';
+    const run = await baton(['runs', '--store', store], { cwd: dir }).done;
+    expect(run.code, run.stderr).toBe(2);
+    const worker = baton(['worker', '--agents', 'agents.mjs', '--store', store], { cwd: dir, env: { CALLS: join(dir, 'calls-none') } });
+    let err = '';
+    worker.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    let exited = false;
+    void worker.done.then(() => (exited = true));
+    try {
+      await until(() => err.includes('retrying') || exited, 15_000);
+      expect(exited, err).toBe(false);
+      expect(err).toMatch(/store unavailable, retrying/);
+    } finally {
+      worker.kill('SIGTERM');
+      await worker.done;
+    }
+  }, 60_000);
 });
 
 describe('baton serve rides out a database blip with remote agents', () => {
