@@ -259,8 +259,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     };
     add(this.opts.agents ?? {});
     if (this.opts.bindRun) add(await this.opts.bindRun(record, model));
-    const w = await this.storedWorkflow(record.workflowHash);
-    const cwd = typeof record.options['cwd'] === 'string' ? record.options['cwd'] : w ? dirname(resolvePath(w.path)) : process.cwd();
+    const cwd = runCwd(record, await this.storedWorkflow(record.workflowHash));
     for (const [id, decl] of Object.entries(model.agents ?? {})) {
       if (handlers[id] || !decl.command) continue;
       handlers[id] = withReplyEnforcement(this.subprocess(id, decl.command, decl.mode ?? 'once', cwd), model, this.compiler);
@@ -320,10 +319,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     for (const [id, c] of carried) if (!contracts.has(id)) contracts.set(id, c);
     const declares = model.phases.some((p) => p.files) || Object.values(model.agents ?? {}).some((a) => a.files) || [...contracts.values()].some((c) => c.files);
     if (!declares) return undefined;
-    const recorded = typeof record.options['workspace'] === 'string' ? record.options['workspace'] : undefined;
-    const workspace = resolvePath(this.opts.workspace ?? recorded ?? cwd);
-    const stagerFor = (ws: string): FileStager => (this.opts.fileStager ? this.opts.fileStager(ws) : localFileStager({ workspace: ws }));
-    const stager = stagerFor(workspace);
+    const { stager, stagerFor } = this.stagers(record, cwd);
     for (const [id, h] of Object.entries(handlers)) {
       const wrapped = withFiles(h, { stager, stagerFor, model, contracts, now: () => this.clock.now() });
       // still a defineAgent to the rest of the engine (its contract steers the decisions)
@@ -524,16 +520,20 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   /** The output files of a rerun's reused phases (rerun-files.ts), over the workspace its runs use. */
   private async rerunFiles(model: WorkflowModel, record: RunRecord, w: WorkflowRecord | undefined, state: RunState, events: readonly RunEvent[], reused: ReadonlySet<string>, newRunId: string): Promise<Map<string, CarriedFile[]>> {
     if (!events.some((e) => e.type === 'task.file' && e.direction === 'synced')) return new Map();
-    const cwd = typeof record.options['cwd'] === 'string' ? record.options['cwd'] : w ? dirname(resolvePath(w.path)) : process.cwd();
-    const recorded = typeof record.options['workspace'] === 'string' ? record.options['workspace'] : undefined;
-    const stagerFor = (ws: string): FileStager => (this.opts.fileStager ? this.opts.fileStager(ws) : localFileStager({ workspace: ws }));
     const contracts = new Map(planOf(model).contracts);
     for (const [id, b] of Object.entries(this.opts.agents ?? {})) {
       const c = contractOfHandler(typeof b === 'function' ? b : b.handler);
       if (c && !contracts.has(id)) contracts.set(id, c);
     }
     const now = this.clock.now();
-    return carryRerunFiles({ model, contracts, state, events, reused, newRunId, now, stager: stagerFor(resolvePath(this.opts.workspace ?? recorded ?? cwd)), stagerFor });
+    return carryRerunFiles({ model, contracts, state, events, reused, newRunId, now, ...this.stagers(record, runCwd(record, w)) });
+  }
+
+  /** The file stager over the workspace a run's attempts use (the engine's, else the run's recorded one, else its cwd), and one for another workspace. */
+  private stagers(record: RunRecord, cwd: string): { stager: FileStager; stagerFor: (workspace: string) => FileStager } {
+    const recorded = typeof record.options['workspace'] === 'string' ? record.options['workspace'] : undefined;
+    const stagerFor = (ws: string): FileStager => (this.opts.fileStager ? this.opts.fileStager(ws) : localFileStager({ workspace: ws }));
+    return { stager: stagerFor(resolvePath(this.opts.workspace ?? recorded ?? cwd)), stagerFor };
   }
 
   /**
@@ -795,4 +795,9 @@ export function newRunId(now: number): string {
     .toString(36)
     .padStart(6, '0');
   return `run_${now.toString(36)}${counter.toString(36).padStart(2, '0')}${rand}`;
+}
+
+/** Where a run's agents run and its relative paths start: the run's recorded cwd, else its workflow file's folder, else this process's. */
+function runCwd(record: RunRecord, w: WorkflowRecord | undefined): string {
+  return typeof record.options['cwd'] === 'string' ? record.options['cwd'] : w ? dirname(resolvePath(w.path)) : process.cwd();
 }
