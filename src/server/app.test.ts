@@ -105,4 +105,39 @@ describe('createServerApp in memory', () => {
       await engine.close();
     }
   });
+  test('a filtered page goes on where the last one ended when items leave the filter between pages: no gap, no repeat', async () => {
+    const engine = createEngine({ store: new MemoryStore(), stubAgents: true });
+    const server = await createServerApp({ engine, keys: parseKeysEnv(`ops:operator:${KEY}`), log: () => undefined });
+    const { app } = server;
+    try {
+      const auth = { authorization: `Bearer ${KEY}` };
+      const wf = ['openintent: "1.0"', 'info: {name: m}', 'workflow:', ...['a', 'b', 'c', 'd', 'e'].map((n) => `  ${n}: {assign: x, outputs: {n: number}, x-require_approval: true}`), ''].join('\n');
+      expect((await app.request('/runs', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ workflow: wf, run_id: 'p-1' }) })).status).toBe(201);
+      const walk = async (list: 'gates' | 'phases', filter: string, field: 'id' | 'name', decide: (first: string) => Promise<void>): Promise<string[]> => {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const page = (await (await app.request(`/runs/p-1/${list}?${filter}&limit=2${cursor ? `&cursor=${cursor}` : ''}`, { headers: auth })).json()) as Record<string, unknown>;
+          const items = page[list] as Record<string, string>[];
+          seen.push(...items.map((i) => i[field]!));
+          // the first item shown leaves the filter before the next page is read
+          if (pages === 0) await decide(items[0]![field]!);
+          cursor = page['next_cursor'] as string | null;
+          pages++;
+        } while (cursor && pages < 10);
+        return seen;
+      };
+      // a decided gate is no longer open: the open gates after it were skipped (the cursor was an offset in the filtered list)
+      expect(await walk('gates', 'status=open', 'id', async (g) => void (await engine.approve('p-1', g, 'ops')))).toEqual(['approve-a', 'approve-b', 'approve-c', 'approve-d', 'approve-e']);
+      // likewise a phase whose gate was decided is no longer awaiting approval
+      expect(await walk('phases', 'status=awaiting_approval', 'name', async (p) => void (await engine.approve('p-1', `approve-${p}`, 'ops')))).toEqual(['b', 'c', 'd', 'e']);
+      // unfiltered, and the last page has a match: no empty page after it
+      const all = (await (await app.request('/runs/p-1/phases?limit=5', { headers: auth })).json()) as { next_cursor: string | null };
+      expect(all.next_cursor).toBeNull();
+    } finally {
+      server.close();
+      await engine.close();
+    }
+  });
 });

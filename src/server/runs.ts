@@ -207,8 +207,8 @@ export class RunRoutes {
   async phases(r: Request): Promise<Response> {
     const { result, state } = await this.o.engine.inspect(r.params['id']!);
     const wanted = typeof r.query['status'] === 'string' ? new Set(r.query['status'].split(',')) : undefined;
-    const all = Object.entries(withoutItems(result.phases, state)).map(([name, p]) => ({ name, ...p }) as unknown as JsonObject).filter((p) => !wanted || wanted.has(p['status'] as string));
-    return r.c.json(pageOf('phases', all, r.query));
+    const all = Object.entries(withoutItems(result.phases, state)).map(([name, p]) => ({ name, ...p }) as unknown as JsonObject);
+    return r.c.json(pageOf('phases', all, r.query, (p) => !wanted || wanted.has(p['status'] as string)));
   }
 
   async items(r: Request): Promise<Response> {
@@ -236,8 +236,7 @@ export class RunRoutes {
   async gates(r: Request): Promise<Response> {
     const { result } = await this.o.engine.inspect(r.params['id']!);
     const wanted = typeof r.query['status'] === 'string' ? new Set(r.query['status'].split(',')) : undefined;
-    const all = result.gates.filter((g) => !wanted || wanted.has(g.status)) as unknown as JsonObject[];
-    return r.c.json(pageOf('gates', all, r.query));
+    return r.c.json(pageOf('gates', result.gates as unknown as JsonObject[], r.query, (g) => !wanted || wanted.has(g['status'] as string)));
   }
 
   async events(r: Request): Promise<Response> {
@@ -261,8 +260,8 @@ export class RunRoutes {
     if (phase !== undefined && !Object.prototype.hasOwnProperty.call(result.phases, phase)) throw unknownPhase(record.runId, phase, result.phases);
     // the rows of `baton show --artifacts --json`: AIP-16 files the engine staged and synced, and contract sideEffects files;
     // a fan-out phase's own with its items' (PHASE[INDEX])
-    const rows = fileRows(record.runId, result.events).filter((f) => phase === undefined || f.phase === phase || parseItemKey(f.phase)?.parent === phase);
-    return r.c.json(pageOf('artifacts', rows as unknown as JsonObject[], r.query));
+    const rows = fileRows(record.runId, result.events) as unknown as JsonObject[];
+    return r.c.json(pageOf('artifacts', rows, r.query, (f) => phase === undefined || f['phase'] === phase || parseItemKey(f['phase'] as string)?.parent === phase));
   }
 
   async cancel(r: Request): Promise<Response> {
