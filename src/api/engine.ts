@@ -32,7 +32,7 @@ import { planOf } from '../engine/plan.js';
 import { withFiles, type FileStager } from '../engine/files.js';
 import { localFileStager } from '../engine/files-local.js';
 import { runFiles, type RunFiles } from '../engine/files-leftovers.js';
-import { Worker, type WorkerOptions, type WorkerTuning } from '../engine/worker.js';
+import { ownerIsDeadOnThisHost, Worker, type WorkerOptions, type WorkerTuning } from '../engine/worker.js';
 import { DEFAULT_STORE_RETRY_MS } from '../engine/worker-base.js';
 import { parseWorkflow } from '../workflow/compile.js';
 import { SchemaCompiler } from '../workflow/json-schema.js';
@@ -154,6 +154,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   private readonly compiler = new SchemaCompiler();
   private readonly subprocesses = new Map<string, AgentHandler>();
   private worker: Worker | undefined;
+  /** Whether the process whose attempt asked a question is known to be gone (an answer then needs no grace for it). */
+  private readonly ownerGone = (owner: string): boolean => owner !== this.worker?.id && (this.opts.isOwnerDead ?? ownerIsDeadOnThisHost)(owner);
   /** The handles' waits on the runs the worker holds (handle.ts). */
   private readonly moved = new RunWatch();
   /** What the run handles wait on for a run this engine holds. */
@@ -599,7 +601,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   }
 
   respond(runId: string, gateId: string, value: Json, by: string): Promise<void> {
-    return this.gate(runId, { kind: 'respond', gateId, value, by });
+    return this.gate(runId, { kind: 'respond', gateId, value, by, ownerGone: this.ownerGone });
   }
 
   async cancel(runId: string, reason = 'cancelled'): Promise<void> {

@@ -82,7 +82,10 @@ export function respond(ctx: Ctx, f: Extract<Fact, { kind: 'respond' }>): FactRe
     emit(ctx, { type: 'gate.refused', gate_id: g.id, by: f.by, reason });
     return { kind: 'gate', ok: false, code: 'gate-refused', message: reason };
   }
-  emit(ctx, { type: 'gate.answered', gate_id: g.id, value: json.value, by: f.by });
+  // the process whose attempt asked is gone (this host knows): no grace kept for it to continue
+  const asker = g.phase !== undefined && !g.escalation ? ctx.state.phases.get(g.phase) : undefined;
+  const gone = asker?.status === 'suspended_awaiting_input' && asker.leaseOwner !== undefined && f.ownerGone?.(asker.leaseOwner) === true;
+  emit(ctx, { type: 'gate.answered', gate_id: g.id, value: json.value, by: f.by, ...(gone ? { owner_gone: true as const } : {}) });
   if (g.escalation) afterEscalation(ctx, g, json.value, f.by);
   return { kind: 'gate', ok: true };
 }

@@ -47,12 +47,13 @@ export type Fact =
   /** A warning about a running or just-finished attempt (task.warning). */
   | { kind: 'warn'; phase: string; attempt: number; code: string; message: string; details?: JsonObject }
   /** A running task whose worker is gone (its lease expired, or its process is known dead). */
-  | { kind: 'lease_expired'; phase: string; attempt: number; owner: string; /** The owner's process is gone (no wait for its lease). */ dead?: boolean; /** The owner hands its own attempt back (a stopping worker). */ handBack?: boolean }
+  | { kind: 'lease_expired'; phase: string; attempt: number; owner: string; /** The owner's process is gone (no wait for its lease). */ dead?: boolean; /** The owner hands its own attempt back (a stopping worker). */ handBack?: boolean; /** A hand-back of an attempt that waits for an answer (suspended, or answered and not yet resumed): no lease in the store to check. */ waiting?: boolean }
   /** Timers: the run deadline, gate expiries, escalations. */
   | { kind: 'tick' }
   | { kind: 'cancel'; reason: string }
   | { kind: 'decide_gate'; gateId: string; decision: 'approved' | 'denied'; by: string; comment?: string }
-  | { kind: 'respond'; gateId: string; value: Json; by: string }
+  /** `ownerGone`: whether the process that asked is known to be gone (this host's check): its task is resumed at once, by any worker. */
+  | { kind: 'respond'; gateId: string; value: Json; by: string; ownerGone?: ((owner: string) => boolean) | undefined }
   | { kind: 'request_input'; phase: string; attempt: number; worker: string; index: number; question: string; choices?: Json[]; schema?: JsonObject; timeoutMs?: number }
   /** The process whose attempt asked for input continues it with the answer. */
   | { kind: 'resume'; phase: string; attempt: number; worker: string; leaseMs: number };

@@ -97,6 +97,9 @@ function one(ctx: Ctx, f: Fact): FactResult {
       const p = state.phases.get(f.phase);
       if (p && p.status === 'running' && p.attempts === f.attempt && p.leaseOwner === f.owner) {
         emit(ctx, { type: 'task.lease_expired', phase: f.phase, task_id: p.taskId, attempt: f.attempt, owner: f.owner, ...(f.handBack ? { handed_back: true } : {}) });
+      } else if (p && f.handBack && f.waiting && p.attempts === f.attempt && (p.status === 'suspended_awaiting_input' ? p.leaseOwner === f.owner : p.status === 'ready' && p.resumable?.attempt === f.attempt && p.resumable.owner === f.owner)) {
+        // a stopping worker's attempt that waits for an answer: its task is anyone's once answered
+        emit(ctx, { type: 'task.lease_expired', phase: f.phase, task_id: p.taskId, attempt: f.attempt, owner: f.owner, handed_back: true });
       }
       return DONE;
     }

@@ -114,6 +114,9 @@ export type RunEvent =
   /**
    * The worker holding the attempt stopped renewing its lease (it died), or handed the attempt back itself
    * (`handed_back`: a stopping worker, a remote agent's release): the task is ready for a new attempt.
+   * Handed back while it waits for an answer (suspended, or answered and not yet resumed), the task keeps
+   * its status and its question; only the attempt's owner is dropped, so the answer is taken up at once by
+   * any worker (no grace for a process that could continue the attempt: it is gone).
    */
   | (TaskBase & { type: 'task.lease_expired'; attempt: number; owner: string; handed_back?: boolean })
   /** An outcome that arrived after its attempt was taken over or the task settled: recorded, never applied. */
@@ -163,7 +166,8 @@ export type RunEvent =
       escalation?: { failure: FailureRecord };
     })
   | (Base & { type: 'gate.decided'; gate_id: string; decision: 'approved' | 'denied'; by: string; comment?: string; auto: boolean })
-  | (Base & { type: 'gate.answered'; gate_id: string; value: Json; by: string })
+  /** `owner_gone`: the process whose attempt asked was known to be gone: any worker resumes the task at once (no grace). */
+  | (Base & { type: 'gate.answered'; gate_id: string; value: Json; by: string; owner_gone?: true })
   | (Base & { type: 'gate.refused'; gate_id: string; by: string; reason: string })
   | (Base & { type: 'gate.expired'; gate_id: string; action: OnTimeout })
   /**

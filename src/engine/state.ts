@@ -495,6 +495,16 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     }
     case 'task.lease_expired': {
       const p = phaseOf(state, e.phase, e.task_id);
+      // an attempt waiting for an answer, handed back by its stopping worker: the question stays, the owner goes
+      if (p.status === 'suspended_awaiting_input') {
+        p.leaseOwner = undefined;
+        return;
+      }
+      if (p.status === 'ready' && p.resumable !== undefined) {
+        p.resumable = { attempt: p.resumable.attempt, owner: undefined, until: Math.min(p.resumable.until, e.at) };
+        markWait(state, e.phase, p);
+        return;
+      }
       setStatus(state, e.phase, p, 'ready');
       return;
     }
@@ -643,9 +653,10 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       if (g.phase !== undefined && !g.escalation) {
         const p = state.phases.get(g.phase);
         if (p && p.status === 'suspended_awaiting_input') {
-          const owner = p.leaseOwner;
+          // no grace when nobody may continue the attempt (its worker handed it back, or is known gone)
+          const owner = e.owner_gone ? undefined : p.leaseOwner;
           setStatus(state, g.phase, p, 'ready');
-          p.resumable = { attempt: g.attempt ?? p.attempts, owner, until: e.at + RESUME_GRACE_MS };
+          p.resumable = { attempt: g.attempt ?? p.attempts, owner, until: owner === undefined ? e.at : e.at + RESUME_GRACE_MS };
           markWait(state, g.phase, p);
         }
       }

@@ -19,7 +19,8 @@ export function fences(facts: readonly Fact[], made: readonly RunEvent[], now: n
   for (const e of made) {
     if (e.type !== 'task.lease_expired') continue;
     const f = facts.find((x): x is Extract<Fact, { kind: 'lease_expired' }> => x.kind === 'lease_expired' && x.phase === e.phase && x.attempt === e.attempt);
-    if (!f) continue;
+    // an attempt that waits for an answer holds no lease in the store (its decision checked the owner)
+    if (!f || f.waiting) continue;
     (out ??= []).push({ phase: e.phase, attempt: e.attempt, owner: f.owner, ...(f.dead || f.handBack ? {} : { expiredBefore: now }) });
   }
   return out;

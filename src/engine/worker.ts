@@ -178,6 +178,9 @@ export class Worker extends WorkerAttempts {
         if (a.settled) continue;
         const p = ctx.state.phases.get(a.key);
         if (p?.status === 'running' && p.attempts === a.attempt && p.leaseOwner === this.id) ctx.facts.push({ kind: 'lease_expired', phase: a.key, attempt: a.attempt, owner: this.id, handBack: true });
+        // one that waits for an answer: whoever takes the answer up continues it, without waiting out this process's grace
+        else if (p !== undefined && p.attempts === a.attempt && (p.status === 'suspended_awaiting_input' ? p.leaseOwner === this.id : p.status === 'ready' && p.resumable?.owner === this.id))
+          ctx.facts.push({ kind: 'lease_expired', phase: a.key, attempt: a.attempt, owner: this.id, handBack: true, waiting: true });
         a.abort(new StopSignal('the worker stopped', true));
       }
     }

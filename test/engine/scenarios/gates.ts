@@ -1,6 +1,7 @@
 /** Gate scenarios: run, phase, access and input gates; timeouts and escalation; decisions from another engine; restarts while waiting. */
 import { expect } from 'vitest';
 import { ManualClock } from '../../../src/core/clock.js';
+import { BatonError } from '../../../src/core/errors.js';
 import { createEngine } from '../../../src/api/engine.js';
 import type { AgentContext } from '../../../src/engine/agent.js';
 import { AgentError } from '../../../src/engine/agent.js';
@@ -441,6 +442,9 @@ export async function resumeAfterRestartApproval(makeStore: StoreFactory): Promi
 }
 
 /** The process that asked is gone: a new attempt gets ctx.inputResponse, and asking again returns the answer with no new gate. */
+/** The store calls that write (a dead process makes none of them). */
+const WRITES = new Set(['transact', 'commitMany', 'saveSnapshot', 'renewLeases', 'createRun', 'createRuns']);
+
 export async function resumeAfterRestartInput(makeStore: StoreFactory): Promise<void> {
   for (const how of ['dead-owner', 'grace-expired'] as const) {
     const store = await makeStore();
@@ -453,12 +457,24 @@ export async function resumeAfterRestartInput(makeStore: StoreFactory): Promise<
       return { answer: s.answer };
     };
     const agents = { asker, plain: () => ({}) };
-    const a = engineOn(store, clock, agents, { workerId: 'A', isOwnerDead: () => false });
+    // A's process dies while its attempt waits (a crash: nothing more of it reaches the store, so it hands nothing back)
+    let dead = false;
+    const died = new Proxy(store, {
+      get(target, prop, receiver) {
+        const v: unknown = Reflect.get(target, prop, receiver);
+        if (typeof v !== 'function' || !WRITES.has(String(prop))) return v;
+        return (...args: unknown[]) => (dead ? Promise.reject(new BatonError('fault-injected', 'the process died')) : (v as (...a: unknown[]) => unknown).apply(target, args));
+      },
+    });
+    const a = engineOn(died, clock, agents, { workerId: 'A', isOwnerDead: () => false });
     const id = await a.create(ASK);
     const pa = a.drive(id, undefined);
     await untilStatus(store, id, 'waiting');
+    dead = true;
     await a.close();
     await expect(pa).rejects.toBeDefined();
+    expect((await store.events(id)).filter((e) => e.type === 'task.lease_expired')).toEqual([]);
+    // the answer comes from a process that knows A is gone (same host), or knows nothing of it
     const b = engineOn(store, clock, agents, { workerId: 'B', isOwnerDead: how === 'dead-owner' ? (o) => o === 'A' : () => false });
     await b.respond(id, 'input-ask-1', 'blue', 'dave');
     const r = await withClock(clock, b.resume(id));
