@@ -137,6 +137,22 @@ workflow:
   });
 });
 
+describe('a raw reply to a single string output', () => {
+  test('a subprocess agent whose result_text is a JSON object of the output key gives that string, not the JSON text', async () => {
+    const script = 'process.stdout.write(JSON.stringify({result_text: JSON.stringify({note: "all good"})}))';
+    const wf = parseWorkflow(`
+openintent: "1.0"
+info: {name: raw-note}
+agents:
+  w: {x-command: [${JSON.stringify(process.execPath)}, "-e", ${JSON.stringify(script)}]}
+workflow:
+  write: {assign: w, outputs: {note: string}}
+`);
+    const r = await runWorkflow(wf.model!);
+    expect(r.phases['write']!.output).toEqual({ note: 'all good' });
+  });
+});
+
 describe('--llm-agents on the corpus', () => {
   const corpus = join(root, 'test', 'fixtures', 'corpus');
   // mcp_workflow.yaml is left out: its servers are `npx -y ...` packages (network); MCP has its own tests

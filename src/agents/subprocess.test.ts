@@ -243,6 +243,20 @@ describe('subprocess agent, serve mode', () => {
     expect((await failure(run(a, ctx({ fail: true, retryable: false })))).retryable).toBe(false);
   });
 
+  it('an answer whose `error` is null carries no error: its output completes the attempt (JSON-RPC 1.0, a Python dict with error None)', async () => {
+    const script = `require('readline').createInterface({ input: process.stdin }).on('line', (l) => {
+      const { id, input } = JSON.parse(l);
+      if (input.step) process.stdout.write(JSON.stringify({ id, checkpoint: { step: 1 }, error: null }) + '\\n');
+      process.stdout.write(JSON.stringify(input.bare ? { id, error: null } : { id, output: { v: 1 }, error: null }) + '\\n');
+    });`;
+    const a = agent({ command: [process.execPath, '-e', script], mode: 'serve' });
+    expect(await run(a, ctx())).toEqual({ v: 1 });
+    const saved: unknown[] = [];
+    expect(await run(a, ctx({ step: true }, { checkpoint: (v) => (saved.push(v), Promise.resolve()) }))).toEqual({ v: 1 });
+    expect(saved).toEqual([{ step: 1 }]);
+    expect((await failure(run(a, ctx({ bare: true })))).code).toBe('SubprocessBadOutput');
+  });
+
   it('rejects pending requests when the process exits, and restarts it on the next request', async () => {
     const a = serve();
     const first = (await run(a, ctx({}))) as { pid: number };

@@ -584,13 +584,15 @@ class ServeProcess {
     }
     const p = this.pending.get(id);
     if (!p) return; // the late answer of an aborted request
-    if (Object.prototype.hasOwnProperty.call(msg, 'checkpoint') && !Object.prototype.hasOwnProperty.call(msg, 'output') && !Object.prototype.hasOwnProperty.call(msg, 'error')) {
+    // `"error": null` says there is none (JSON-RPC 1.0 answers carry it on success; so does a Python dict with `error: None`)
+    const hasError = Object.prototype.hasOwnProperty.call(msg, 'error') && msg['error'] !== null;
+    if (Object.prototype.hasOwnProperty.call(msg, 'checkpoint') && !Object.prototype.hasOwnProperty.call(msg, 'output') && !hasError) {
       p.checkpoint?.(msg['checkpoint']);
       return;
     }
     this.pending.delete(id);
     this.updateRef();
-    if (Object.prototype.hasOwnProperty.call(msg, 'error')) p.reject(this.errorOf(msg['error']));
+    if (hasError) p.reject(this.errorOf(msg['error']));
     else if (Object.prototype.hasOwnProperty.call(msg, 'output')) p.resolve(msg['output']);
     else p.reject(new AgentError('SubprocessBadOutput', `${this.name} answered request ${id} with neither "output" nor "error"`, { stdout: line.slice(0, STDOUT_EXCERPT_CHARS) }));
   }

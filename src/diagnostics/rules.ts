@@ -21,7 +21,7 @@ export const RULES: Readonly<Record<DiagnosticCode, RuleInfo>> = {
   'wrong-type': { summary: 'A field has the wrong JSON shape', severity: 'error' },
   'invalid-value': { summary: 'A value of the right shape that is not allowed', severity: 'error' },
   'unknown-key': { summary: 'A key Baton does not know (x- keys are extensions)', severity: 'warning' },
-  'ignored-section': { summary: 'A section of another OpenIntent RFC (`channels`) that Baton accepts and does not act on', severity: 'warning' },
+  'ignored-section': { summary: 'A section or key Baton accepts and does not act on (`channels`, `leasing`, `attachments`, a type’s `default`)', severity: 'warning' },
   'unsupported-version': { summary: '`openintent` is not "1.0", or a contract’s `contractVersion` is not "1.0.0"', severity: 'error' },
   'empty-workflow': { summary: '`workflow` has no phases', severity: 'error' },
   'unknown-dependency': { summary: '`depends_on` names a phase that does not exist', severity: 'error' },

@@ -4,6 +4,7 @@
  */
 import type { Json } from '../core/json.js';
 import { UpstreamIntentSuspendedError } from '../workflow/errors.js';
+import type { PhaseModel } from '../workflow/model.js';
 import type { FailureRecord } from './events.js';
 import { checkAnswer } from './answers.js';
 import { toJson } from './attempt.js';
@@ -119,14 +120,22 @@ export function requestInput(ctx: Ctx, f: Extract<Fact, { kind: 'request_input' 
       ...(f.schema !== undefined ? { schema: f.schema } : {}),
     },
   );
-  // RFC-0025: claims of downstream tasks are rejected while the upstream intent is suspended
+  // RFC-0024's RFC-0026 patch: claims of the downstream tasks whose declared inputs read the suspended
+  // phase are rejected while it is suspended (a dependent that reads nothing from it is only pending)
   const expected = gate.expiresAt !== undefined ? new Date(gate.expiresAt).toISOString() : null;
   for (const d of ctx.plan.dependents.get(f.phase) ?? []) {
+    if (!readsPhase(model(ctx, d), f.phase)) continue;
     const dp = ctx.state.phases.get(d)!;
     const err = new UpstreamIntentSuspendedError(dp.taskId, d, p.taskId, expected);
     emit(ctx, { type: 'task.claim_rejected', phase: d, task_id: dp.taskId, error: err.toJSON() });
   }
   return { kind: 'input', gateId: id, answered: false };
+}
+
+/** Whether a phase's declared inputs (or its `for_each`) read an output of `upstream`. */
+function readsPhase(phase: PhaseModel, upstream: string): boolean {
+  if (phase.forEach?.source.kind === 'phase' && phase.forEach.source.phase === upstream) return true;
+  return phase.inputs?.some((b) => b.source.kind === 'phase' && b.source.phase === upstream) === true;
 }
 
 /** The human's answer to an escalation. */

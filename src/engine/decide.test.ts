@@ -730,3 +730,18 @@ describe('gates when a run ends', () => {
     h.expectReplays();
   });
 });
+
+describe('upstream suspended (RFC-0024, RFC-0026 patch)', () => {
+  test('only a dependent whose declared inputs (or for_each) read the suspended phase is rejected at claim', () => {
+    const h = harness(`workflow:
+  a: {assign: x, outputs: {v: number, items: "number[]"}}
+  reads: {assign: y, depends_on: [a], inputs: {v: a.v}}
+  waits: {assign: y, depends_on: [a]}
+  fans: {assign: y, depends_on: [a], for_each: a.items}
+`);
+    h.feed(0, { kind: 'start' }, claim('A', 1));
+    const ask = h.feed(10, { kind: 'request_input', phase: 'a', attempt: 1, worker: 'A', index: 0, question: 'n?' });
+    expect(typesOf(ask.events)).toEqual(['gate.opened input-a-1', 'task.claim_rejected reads', 'task.claim_rejected fans']);
+    h.expectReplays();
+  });
+});

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { MAX_TIMEOUT_MS } from '../core/clock.js';
 import type { RetryPolicy } from '../workflow/model.js';
-import { backoffDelay } from './retry.js';
+import { backoffDelay, isRetryable } from './retry.js';
 
 const policy = (p: Partial<RetryPolicy>): RetryPolicy => ({ maxAttempts: 3, backoff: 'exponential', initialDelayMs: 1000, maxDelayMs: undefined, retryableErrors: [], fallbackAgent: undefined, ...p });
 
@@ -18,5 +18,26 @@ describe('backoffDelay', () => {
     expect(backoffDelay(policy({ maxAttempts: 100 }), 100)).toBe(MAX_TIMEOUT_MS);
     expect(backoffDelay(policy({ backoff: 'constant', initialDelayMs: 1e19 }), 1)).toBe(MAX_TIMEOUT_MS);
     expect(backoffDelay(policy({ maxAttempts: 2000 }), 2000)).toBe(MAX_TIMEOUT_MS);
+  });
+});
+
+describe('isRetryable', () => {
+  const failure = (code: string, retryable = true) => ({ code, message: 'm', retryable });
+
+  test('retryable_errors lists codes; an empty list retries every retryable failure', () => {
+    expect(isRetryable(policy({}), failure('Anything'))).toBe(true);
+    expect(isRetryable(policy({}), failure('Anything', false))).toBe(false);
+    expect(isRetryable(policy({ retryableErrors: ['OCR_FAILURE'] }), failure('OCR_FAILURE'))).toBe(true);
+    expect(isRetryable(policy({ retryableErrors: ['OCR_FAILURE'] }), failure('Timeout'))).toBe(false);
+  });
+
+  test('the spec’s names TIMEOUT and RATE_LIMIT match Baton’s timeout and rate-limit failures', () => {
+    expect(isRetryable(policy({ retryableErrors: ['TIMEOUT', 'OCR_FAILURE'] }), failure('Timeout'))).toBe(true);
+    expect(isRetryable(policy({ retryableErrors: ['RATE_LIMIT'] }), failure('llm_rate_limited'))).toBe(true);
+    expect(isRetryable(policy({ retryableErrors: ['TIMEOUT'] }), failure('TIMEOUT'))).toBe(true);
+    expect(isRetryable(policy({ retryableErrors: ['TIMEOUT'] }), failure('llm_rate_limited'))).toBe(false);
+    expect(isRetryable(policy({ retryableErrors: ['TIMEOUT'] }), failure('Timeout', false))).toBe(false);
+    // names an object has are not a table lookup
+    expect(isRetryable(policy({ retryableErrors: ['constructor', '__proto__'] }), failure('Timeout'))).toBe(false);
   });
 });

@@ -28,8 +28,23 @@ export function backoffDelay(policy: RetryPolicy, failedAttempts: number): numbe
   return Math.max(0, Math.round(Math.min(d, MAX_TIMEOUT_MS)));
 }
 
+/**
+ * The names the Workflow YAML spec gives failures in `retryable_errors` (its example lists `TIMEOUT` and
+ * `RATE_LIMIT`, RFC-0010) for the failures Baton records under codes of its own: a file written from the
+ * spec (the corpus's compliance review lists `TIMEOUT`) would otherwise never retry a timed-out attempt.
+ */
+const SPEC_ERROR_NAMES: ReadonlyMap<string, readonly string[]> = new Map([
+  ['TIMEOUT', ['Timeout']],
+  ['RATE_LIMIT', ['llm_rate_limited']],
+]);
+
+/** Whether `retryable_errors` lists the failure's code, itself or under the spec's name for it. */
+function listsError(names: readonly string[], code: string): boolean {
+  return names.some((n) => n === code || SPEC_ERROR_NAMES.get(n)?.includes(code) === true);
+}
+
 /** A failure is retried when it is retryable and, if the policy lists `retryable_errors`, its code is listed. */
 export function isRetryable(policy: RetryPolicy, failure: FailureRecord): boolean {
   if (!failure.retryable) return false;
-  return policy.retryableErrors.length === 0 || policy.retryableErrors.includes(failure.code);
+  return policy.retryableErrors.length === 0 || listsError(policy.retryableErrors, failure.code);
 }

@@ -9,7 +9,7 @@ import { BoundedMap } from '../core/lru.js';
 import { isPlainObject, jsonTypeOf, type Json } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { closest } from '../core/suggest.js';
-import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
+import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import { wrongTypeHint } from '../diagnostics/hints.js';
 import type { CompileTypes, CompiledType, ElementLookup, PathLookup, RecordField, TypeNode, TypeRegistry } from './api.js';
 import { CompiledTypeImpl, resolveNode, typeText, type TypeEnv } from './compiled.js';
@@ -233,6 +233,8 @@ export function buildTypeRef(raw: unknown, path: Path, reg: Registry, out: Diagn
         if (typeof raw['required'] !== 'boolean') out.push(error('wrong-type', [...path, 'required'], '`required` must be true or false', { hint: wrongTypeHint(raw['required'], 'boolean') ?? 'write `required: false` for an optional value' }));
         else required = raw['required'];
       }
+      // kept as a wrapper key (so `{type: string, default: x}` is not read as a record), but validation never fills values in
+      if (raw['default'] !== undefined) out.push(warning('ignored-section', [...path, 'default'], '`default` is accepted but not applied: Baton validates values and never fills them in, so an absent optional value stays absent', { target: 'key', hint: 'have the agent return the value, or read it with `has(...)` in a condition; remove `default` to silence this' }));
       let node = fromString(raw['type'] as string, [...path, 'type'], reg, out);
       if (node && raw['items'] !== undefined) {
         if (node.kind !== 'primitive' || node.name !== 'array') out.push(error('invalid-type', [...path, 'items'], '`items` applies only to `type: array`', { target: 'key' }));

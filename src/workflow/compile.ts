@@ -19,6 +19,7 @@ import { withSubOffset } from './sub-offset.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
 import { checkInputs, type WiringContext } from './wiring.js';
+import { reportIgnoredPhaseKeys } from './ignored.js';
 import { checkFanOutSettings, checkForEach, checkItemPaths, checkNullItems, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, namesFile, toleratesAny } from './fan-out.js';
 import { fileContractOf, tokenKind, tokensOf } from './files.js';
 import type { Expression } from './expr.js';
@@ -246,6 +247,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     const gate = raw['x-require_approval'];
     if (isPlainObject(gate) && gate['timeout_hours'] !== undefined) checkShape(gate['timeout_hours'], PHASE_GATE_HOURS, ['workflow', name, 'x-require_approval', 'timeout_hours'], out);
     checkFanOutSettings(raw, ['workflow', name], out);
+    reportIgnoredPhaseKeys(raw, ['workflow', name], out);
     phaseRaw.set(name, raw);
   }
 

@@ -156,9 +156,10 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
       const v = (raw['inputs'])[String(rest[0])];
       if (isPlainObject(v) && Object.keys(v).length === 1) return at('steps', i, 'inputs', rest[0]!, Object.keys(v)[0]!);
     }
-    if (key === 'outputs' && rest.length === 1 && isPlainObject(raw?.['outputs'])) {
+    if (key === 'outputs' && rest.length >= 1 && isPlainObject(raw?.['outputs'])) {
       const v = (raw['outputs'])[String(rest[0])];
-      if (isPlainObject(v) && v['$store'] !== undefined && v['type'] !== undefined && Object.keys(v).length === 2) return at('steps', i, 'outputs', rest[0]!, 'type');
+      // `{$store, type: T}` is translated to T itself: a path into it (`default`, `nullable`) is a path under `type`
+      if (isPlainObject(v) && v['$store'] !== undefined && v['type'] !== undefined && Object.keys(v).length === 2) return at('steps', i, 'outputs', rest[0]!, 'type', ...rest.slice(1));
     }
     return at('steps', i, key, ...rest);
   };

@@ -370,6 +370,18 @@ describe('text results and tools', () => {
     expect(c.events.some((e) => e.kind === 'price_unknown')).toBe(true);
   });
 
+  test('a single string output answered with a JSON object of that key (bare or fenced) gets the string, not the JSON text', async () => {
+    const wf = workflow();
+    const replies = ['{"note": "all good"}', '```json\n{"note": "fenced"}\n```', '{"note": "a", "other": 1}', '{"note": 5}', '{not json}'];
+    const s = parseScript({ phases: { write: replies } });
+    if (!s.ok) throw new Error(s.message);
+    const handler = llmAgent({ workflow: wf, agentId: 'writer', blueprint: undefined, settings: resolveSettings(wf, undefined), provider: scriptedProvider(s.script, 'unpriced-model'), compiler: new SchemaCompiler(), prices: DEFAULT_PRICES, sleep: () => Promise.resolve(), now: () => 0 });
+    const notes: unknown[] = [];
+    for (let i = 0; i < replies.length; i++) notes.push(await handler(recordingContext({ phase: 'write', agent: 'writer' })));
+    // anything but exactly {note: string} is the note as written
+    expect(notes).toEqual([{ note: 'all good' }, { note: 'fenced' }, { note: '{"note": "a", "other": 1}' }, { note: '{"note": 5}' }, { note: '{not json}' }]);
+  });
+
   function host(): ToolHost & { called: string[] } {
     const tool: OfferedTool = { name: 'files__read_file', ref: 'mcp:files/read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } };
     const called: string[] = [];

@@ -15,7 +15,7 @@ import { isPlainObject } from '../../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../../engine/agent.js';
 import type { SchemaCompiler } from '../../workflow/json-schema.js';
 import type { Blueprint, WorkflowModel } from '../../workflow/model.js';
-import { buildContract, outputOf, type Contract } from './contract.js';
+import { buildContract, outputOf, textOutput, type Contract } from './contract.js';
 import { llmError, providerFailure, validationDetails } from './failures.js';
 import { outputSection, phaseMessage, renderTemplate, repromptText, textSection, truncationText } from './prompt.js';
 import { costUsd, priceOf, type PriceTable } from './pricing.js';
@@ -240,7 +240,7 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     if (contract.mode === 'text') {
       if (finish === 'length') throw llmError('llm_truncated', `${who}: the reply was cut at max_tokens (${o.settings.maxTokens})`, { max_tokens: o.settings.maxTokens, output_tokens: outTok, text: text.slice(0, 2000) }, false);
       ctx.record('result', { result_text: text });
-      return contract.key !== undefined ? { [contract.key]: text } : { result_text: text };
+      return contract.key !== undefined ? textOutput(contract.key, text) : { result_text: text };
     }
 
     const parsed = parseAgentReply(text, contract.validate);

@@ -4,7 +4,7 @@
  * applies. With no `output_schema`, the phase's outputs are the schema; a phase whose single
  * declared output is a string takes the text.
  */
-import type { Json, JsonObject } from '../../core/json.js';
+import { isPlainObject, type Json, type JsonObject } from '../../core/json.js';
 import type { ValueIssue } from '../../types/api.js';
 import { jsonPath, pointerToPath, repr, valueAt, type SchemaCompiler, type SchemaError } from '../../workflow/json-schema.js';
 import type { Blueprint, PhaseModel } from '../../workflow/model.js';
@@ -57,6 +57,30 @@ export function issuesToErrors(issues: readonly ValueIssue[], root: unknown): Sc
  * `result_data`. A `_cost` key is dropped: the engine reads it as spend, and a model must not set
  * its own bill (cost comes from token usage).
  */
+const FENCED = /^```[A-Za-z]*[ \t]*\r?\n([\s\S]*?)\r?\n[ \t]*```$/;
+
+/**
+ * The output of a phase whose single declared output `key` is a string, which takes the reply's text.
+ * A reply that is exactly a JSON object giving that key a string (`{"note": "..."}`, bare or in a fenced
+ * block: what many models answer whatever they are told) is that string: its JSON text reached the
+ * output, and so every downstream phase, as the note itself.
+ */
+export function textOutput(key: string, text: string): JsonObject {
+  let t = text.trim();
+  const fenced = FENCED.exec(t);
+  if (fenced) t = fenced[1]!.trim();
+  if (t.startsWith('{') && t.endsWith('}')) {
+    let v: unknown;
+    try {
+      v = JSON.parse(t);
+    } catch {
+      v = undefined; // text that only looks like an object
+    }
+    if (isPlainObject(v) && Object.keys(v).length === 1 && Object.prototype.hasOwnProperty.call(v, key) && typeof v[key] === 'string') return { [key]: v[key] };
+  }
+  return { [key]: text };
+}
+
 export function outputOf(value: unknown): JsonObject {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { result_data: value as Json };
   if (!Object.prototype.hasOwnProperty.call(value, '_cost')) return value as JsonObject;

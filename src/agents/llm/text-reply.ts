@@ -8,7 +8,7 @@ import { isPlainObject, type JsonObject } from '../../core/json.js';
 import type { AgentContext, AgentHandler } from '../../engine/agent.js';
 import type { SchemaCompiler } from '../../workflow/json-schema.js';
 import type { WorkflowModel } from '../../workflow/model.js';
-import { buildContract, outputOf } from './contract.js';
+import { buildContract, outputOf, textOutput } from './contract.js';
 import { llmError, validationDetails } from './failures.js';
 import { parseAgentReply } from './reply.js';
 
@@ -30,7 +30,7 @@ export function enforceTextReply(result: unknown, ctx: AgentContext, model: Work
   const built = buildContract(phase, model.agents?.[ctx.agent]?.blueprint, compiler);
   if (!built.ok) throw llmError('llm_config_invalid', `agent '${ctx.agent}': ${built.message}`, validationDetails(built.errors), false);
   const c = built.contract;
-  if (c.mode === 'text') return c.key !== undefined ? { [c.key]: text, ...cost } : result;
+  if (c.mode === 'text') return c.key !== undefined ? { ...textOutput(c.key, text), ...cost } : result;
   const parsed = parseAgentReply(text, c.validate);
   if (!parsed.ok) {
     const first = parsed.errors[0];
