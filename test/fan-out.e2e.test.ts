@@ -165,6 +165,17 @@ describe('a workflow with for_each', () => {
     expect(doc.workflowState.context.artifacts['drafts']).toEqual({ 'name-1': 'any', 'name-2': 'any' });
   });
 
+  test('`baton run`: the summary counts the items a failed fan-out never opened, as `baton show` does', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-unopened-'));
+    writeFileSync(join(dir, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: unopened}\nx-trigger: {items: "integer[]"}\nworkflow:\n  each:\n    assign: w\n    for_each: $trigger.items\n    max_parallel: 1\n    inputs: {v: $item}\n    outputs: {v: integer}\n');
+    writeFileSync(join(dir, 'agents.mjs'), "export default { w: () => { throw new Error('no'); } };\n");
+    let out = '';
+    const io: CliIo = { stdout: (s) => void (out += s), stderr: (s) => void (out += s), isTTY: false, cwd: dir, env: { USER: 't' } };
+    expect(await run(['run', 'workflow.yaml', '--store', 'memory', '--trigger', '{"items": [1, 2, 3, 4]}', '-q'], io)).toBe(1);
+    // one item ran and failed; with max_parallel 1 the other three were never opened
+    expect(out).toMatch(/^ {2}each: 1 failed, 3 pending items$/m);
+  });
+
   test("stub agents honour the contract's output schema: each item's output passes section-drafter's (required: [draftContent, completionStatus] beside the schema)", async () => {
     const r = await loadWorkflow(join(writePaper, 'workflow.yaml'));
     const store = new MemoryStore();

@@ -242,6 +242,10 @@ export function summary(r: RunResult, color: boolean, warnings: readonly RunEven
     put('skipped', p.items.skipped);
     put('cancelled', p.items.cancelled);
     for (const [s, n] of listed ?? []) if (!m.has(s) && !['completed', 'partial', 'failed', 'skipped', 'cancelled'].includes(s)) m.set(s, n);
+    // items never opened (a fan-out failed past tolerated_failures, or cancelled, before they ran) are in
+    // no count: said as `baton show` says them, so the numbers add up to the items there are
+    const unopened = p.items.count - [...m.values()].reduce((a, b) => a + b, 0);
+    if (unopened > 0) m.set('pending', (m.get('pending') ?? 0) + unopened);
     if (m.size > 0) items.set(name, m);
   }
   const status = r.status === 'completed' ? c.green(c.bold('completed')) : c.red(c.bold(r.status));
