@@ -43,6 +43,22 @@ describe('a workflow with for_each', () => {
     await engine.close();
   });
 
+  test('without declared outputs, an item returning the key `__proto__` is gathered as a key, and the phase output stays readable', async () => {
+    const r = parseWorkflow('openintent: "1.0"\ninfo: {name: proto}\nx-trigger: {items: "any[]"}\nworkflow:\n  each:\n    assign: w\n    for_each: $trigger.items\n    inputs: {v: $item}\n  after:\n    assign: g\n    depends_on: [each]\n    inputs: {vs: each.v}\n', { file: 'proto.yaml' });
+    expect(r.ok).toBe(true);
+    const store = new MemoryStore();
+    const engine = createEngine({ store, agents: { w: (ctx) => ctx.input['v'] as Record<string, unknown>, g: (ctx) => ({ vs: ctx.input['vs'] as unknown[] }) } });
+    // JSON's "__proto__" is an ordinary own key, as an agent's parsed reply would hold it
+    const res = await engine.run(r.model!, { trigger: { items: JSON.parse('[{"__proto__": {"v": 1}}, {"v": 2}]') as unknown[] } });
+    expect(res.status, JSON.stringify(res.phases['after']?.error)).toBe('completed');
+    expect(res.phases['after']!.output).toEqual({ vs: [null, 2] });
+    const gathered = res.phases['each']!.output!;
+    expect(Object.getPrototypeOf(gathered)).toBe(Object.prototype);
+    expect(Object.keys(gathered)).toEqual(['__proto__', 'v']);
+    expect(JSON.stringify(gathered)).toBe('{"__proto__":[{"v":1},null],"v":[null,2]}');
+    await engine.close();
+  });
+
   test('the step form runs its items with the spec\'s write-paper agents', async () => {
     const r = await loadWorkflow(join(writePaper, 'workflow.yaml'));
     const store = new MemoryStore();
