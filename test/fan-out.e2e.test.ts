@@ -10,6 +10,7 @@ import { createEngine } from '../src/api/engine.js';
 import { workflowState } from '../src/api/workflow-state.js';
 import type { CliIo } from '../src/cli/io.js';
 import { run } from '../src/cli/main.js';
+import type { Json } from '../src/core/json.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { loadWorkflow, parseWorkflow } from '../src/workflow/compile.js';
 import { SchemaCompiler } from '../src/workflow/json-schema.js';
@@ -49,7 +50,7 @@ describe('a workflow with for_each', () => {
     const store = new MemoryStore();
     const engine = createEngine({ store, agents: { w: (ctx) => ctx.input['v'] as Record<string, unknown>, g: (ctx) => ({ vs: ctx.input['vs'] as unknown[] }) } });
     // JSON's "__proto__" is an ordinary own key, as an agent's parsed reply would hold it
-    const res = await engine.run(r.model!, { trigger: { items: JSON.parse('[{"__proto__": {"v": 1}}, {"v": 2}]') as unknown[] } });
+    const res = await engine.run(r.model!, { trigger: { items: JSON.parse('[{"__proto__": {"v": 1}}, {"v": 2}]') as Json[] } });
     expect(res.status, JSON.stringify(res.phases['after']?.error)).toBe('completed');
     expect(res.phases['after']!.output).toEqual({ vs: [null, 2] });
     const gathered = res.phases['each']!.output!;
