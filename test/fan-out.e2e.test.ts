@@ -193,6 +193,18 @@ describe('a workflow with for_each', () => {
     expect(out).toMatch(/^ {2}each: 1 failed, 3 pending items$/m);
   });
 
+  test("`baton run`: the summary names a few of a fan-out's item warnings of one code and counts the rest", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-warned-'));
+    // every item declares an output file it does not write: a DeclaredFileMissing warning each
+    writeFileSync(join(dir, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: warned}\nx-trigger: {items: "integer[]"}\nworkflow:\n  each:\n    assign: w\n    for_each: $trigger.items\n    inputs: {v: $item}\n    outputsFiles: {o: {path: "out/<index>.txt"}}\n    outputs: {v: integer}\n');
+    writeFileSync(join(dir, 'agents.mjs'), 'export default { w: (ctx) => ({ v: ctx.input.v }) };\n');
+    let out = '';
+    const io: CliIo = { stdout: (s) => void (out += s), stderr: (s) => void (out += s), isTTY: false, cwd: dir, env: { USER: 't' } };
+    expect(await run(['run', 'workflow.yaml', '--store', 'memory', '--trigger', '{"items": [1, 2, 3, 4, 5, 6, 7, 8]}', '-q'], io)).toBe(0);
+    expect(out.match(/^ {2}! each\[\d\] \(attempt 1\): DeclaredFileMissing: /gm)).toHaveLength(5);
+    expect(out).toMatch(/^ {2}… 3 more DeclaredFileMissing warnings of items of each: baton show \S+ --events$/m);
+  });
+
   test("stub agents honour the contract's output schema: each item's output passes section-drafter's (required: [draftContent, completionStatus] beside the schema)", async () => {
     const r = await loadWorkflow(join(writePaper, 'workflow.yaml'));
     const store = new MemoryStore();
