@@ -2,7 +2,7 @@
  * Fan-out at run time, end to end: `for_each` phases run one stored task per item, through the
  * library and through `baton run`, in the 1.0 form and in the contract spec's step form.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -191,6 +191,7 @@ describe('a workflow with for_each', () => {
     expect(await run(['run', 'workflow.yaml', '--store', 'memory', '--trigger', '{"items": [1, 2, 3, 4]}', '-q'], io)).toBe(1);
     // one item ran and failed; with max_parallel 1 the other three were never opened
     expect(out).toMatch(/^ {2}each: 1 failed, 3 pending items$/m);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test("`baton run`: the summary names a few of a fan-out's item warnings of one code and counts the rest", async () => {
@@ -203,6 +204,7 @@ describe('a workflow with for_each', () => {
     expect(await run(['run', 'workflow.yaml', '--store', 'memory', '--trigger', '{"items": [1, 2, 3, 4, 5, 6, 7, 8]}', '-q'], io)).toBe(0);
     expect(out.match(/^ {2}! each\[\d\] \(attempt 1\): DeclaredFileMissing: /gm)).toHaveLength(5);
     expect(out).toMatch(/^ {2}… 3 more DeclaredFileMissing warnings of items of each: baton show \S+ --events$/m);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test("stub agents honour the contract's output schema: each item's output passes section-drafter's (required: [draftContent, completionStatus] beside the schema)", async () => {
