@@ -2,7 +2,7 @@
  * Fan-out at run time, end to end: `for_each` phases run one stored task per item, through the
  * library and through `baton run`, in the 1.0 form and in the contract spec's step form.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -10,6 +10,7 @@ import { createEngine } from '../src/api/engine.js';
 import { workflowState } from '../src/api/workflow-state.js';
 import type { CliIo } from '../src/cli/io.js';
 import { run } from '../src/cli/main.js';
+import type { Json } from '../src/core/json.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { loadWorkflow, parseWorkflow } from '../src/workflow/compile.js';
 import { SchemaCompiler } from '../src/workflow/json-schema.js';
@@ -40,6 +41,22 @@ describe('a workflow with for_each', () => {
     expect(res.status).toBe('completed');
     expect(res.phases['draft']!.output).toEqual({ text: ['x#0', 'y#1', 'z#2'] });
     expect((await store.tasks(res.runId)).map((t) => t.phase).sort()).toEqual(['draft', 'draft[0]', 'draft[1]', 'draft[2]', 'outline']);
+    await engine.close();
+  });
+
+  test('without declared outputs, an item returning the key `__proto__` is gathered as a key, and the phase output stays readable', async () => {
+    const r = parseWorkflow('openintent: "1.0"\ninfo: {name: proto}\nx-trigger: {items: "any[]"}\nworkflow:\n  each:\n    assign: w\n    for_each: $trigger.items\n    inputs: {v: $item}\n  after:\n    assign: g\n    depends_on: [each]\n    inputs: {vs: each.v}\n', { file: 'proto.yaml' });
+    expect(r.ok).toBe(true);
+    const store = new MemoryStore();
+    const engine = createEngine({ store, agents: { w: (ctx) => ctx.input['v'] as Record<string, unknown>, g: (ctx) => ({ vs: ctx.input['vs'] as unknown[] }) } });
+    // JSON's "__proto__" is an ordinary own key, as an agent's parsed reply would hold it
+    const res = await engine.run(r.model!, { trigger: { items: JSON.parse('[{"__proto__": {"v": 1}}, {"v": 2}]') as Json[] } });
+    expect(res.status, JSON.stringify(res.phases['after']?.error)).toBe('completed');
+    expect(res.phases['after']!.output).toEqual({ vs: [null, 2] });
+    const gathered = res.phases['each']!.output!;
+    expect(Object.getPrototypeOf(gathered)).toBe(Object.prototype);
+    expect(Object.keys(gathered)).toEqual(['__proto__', 'v']);
+    expect(JSON.stringify(gathered)).toBe('{"__proto__":[{"v":1},null],"v":[null,2]}');
     await engine.close();
   });
 
@@ -163,6 +180,31 @@ describe('a workflow with for_each', () => {
     expect(err).not.toMatch(/\n\s+at /);
     const doc = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { workflowState: { context: { artifacts: Record<string, unknown> } } };
     expect(doc.workflowState.context.artifacts['drafts']).toEqual({ 'name-1': 'any', 'name-2': 'any' });
+  });
+
+  test('`baton run`: the summary counts the items a failed fan-out never opened, as `baton show` does', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-unopened-'));
+    writeFileSync(join(dir, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: unopened}\nx-trigger: {items: "integer[]"}\nworkflow:\n  each:\n    assign: w\n    for_each: $trigger.items\n    max_parallel: 1\n    inputs: {v: $item}\n    outputs: {v: integer}\n');
+    writeFileSync(join(dir, 'agents.mjs'), "export default { w: () => { throw new Error('no'); } };\n");
+    let out = '';
+    const io: CliIo = { stdout: (s) => void (out += s), stderr: (s) => void (out += s), isTTY: false, cwd: dir, env: { USER: 't' } };
+    expect(await run(['run', 'workflow.yaml', '--store', 'memory', '--trigger', '{"items": [1, 2, 3, 4]}', '-q'], io)).toBe(1);
+    // one item ran and failed; with max_parallel 1 the other three were never opened
+    expect(out).toMatch(/^ {2}each: 1 failed, 3 pending items$/m);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("`baton run`: the summary names a few of a fan-out's item warnings of one code and counts the rest", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-warned-'));
+    // every item declares an output file it does not write: a DeclaredFileMissing warning each
+    writeFileSync(join(dir, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: warned}\nx-trigger: {items: "integer[]"}\nworkflow:\n  each:\n    assign: w\n    for_each: $trigger.items\n    inputs: {v: $item}\n    outputsFiles: {o: {path: "out/<index>.txt"}}\n    outputs: {v: integer}\n');
+    writeFileSync(join(dir, 'agents.mjs'), 'export default { w: (ctx) => ({ v: ctx.input.v }) };\n');
+    let out = '';
+    const io: CliIo = { stdout: (s) => void (out += s), stderr: (s) => void (out += s), isTTY: false, cwd: dir, env: { USER: 't' } };
+    expect(await run(['run', 'workflow.yaml', '--store', 'memory', '--trigger', '{"items": [1, 2, 3, 4, 5, 6, 7, 8]}', '-q'], io)).toBe(0);
+    expect(out.match(/^ {2}! each\[\d\] \(attempt 1\): DeclaredFileMissing: /gm)).toHaveLength(5);
+    expect(out).toMatch(/^ {2}… 3 more DeclaredFileMissing warnings of items of each: baton show \S+ --events$/m);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test("stub agents honour the contract's output schema: each item's output passes section-drafter's (required: [draftContent, completionStatus] beside the schema)", async () => {

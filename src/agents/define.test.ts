@@ -48,5 +48,24 @@ describe('defineIO (AIP-16)', () => {
   test('a schema that is neither JSON Schema nor zod is misuse', () => {
     expect(() => defineIO({ inputs: 'string' as never })).toThrow(TypeError);
   });
+
+  test('a malformed file block is misuse, said at its entry (it failed in staging with an error about undefined)', () => {
+    for (const [def, at] of [
+      [{ outputsFiles: { o: {} } }, /`outputsFiles\.o`\.path/],
+      [{ outputsFiles: { o: 'x.txt' } }, /`outputsFiles\.o` must be a file entry/],
+      [{ inputsFiles: { i: { path: 5 } } }, /`inputsFiles\.i`\.path/],
+      [{ inputsFiles: { i: { path: '' } } }, /`inputsFiles\.i`\.path/],
+      [{ inputsFiles: [{ path: 'x' }] }, /`inputsFiles` must be an object/],
+      [{ inputsFiles: { i: { path: 'x', mode: 'rx' } } }, /`inputsFiles\.i`\.mode/],
+      [{ outputsFiles: { o: { path: 'x', contentType: 1 } } }, /`outputsFiles\.o`\.contentType/],
+    ] as const) {
+      expect(() => defineIO(def as never)).toThrow(TypeError);
+      expect(() => defineIO(def as never)).toThrow(at);
+    }
+    // a key that names a prototype is a key like any other (a path is checked when it is used)
+    const io = defineIO({ inputsFiles: JSON.parse('{"__proto__": {"path": "../x"}}') as never });
+    expect(Object.keys(io.inputsFiles)).toEqual(['__proto__']);
+    expect(Object.getPrototypeOf(io.inputsFiles)).toBe(Object.prototype);
+  });
 });
 

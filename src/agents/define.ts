@@ -178,14 +178,34 @@ function toJsonSchema(s: StandardSchemaV1, io: 'input' | 'output'): { schema: JS
   return { why: `${vendor} schemas have no JSON Schema converter Baton knows (${vendor === 'zod' ? 'zod 3: upgrade to zod 4, or write JSON Schema' : 'no `~standard.jsonSchema`'})` };
 }
 
+/**
+ * A file block in canonical shape: `{<key>: {path, mode?, contentType?}}`. A malformed one (JavaScript, or
+ * JSON read at run time) is refused here, as a malformed schema is: it would fail inside staging with an
+ * error about `undefined`. What a path names (`..`, an absolute path, a token) is checked when it is used.
+ */
+function fileBlock(raw: unknown, what: 'inputsFiles' | 'outputsFiles'): Record<string, FileContractEntry> {
+  if (raw === undefined || raw === null) return {};
+  if (!isPlainObject(raw)) throw new TypeError(`defineIO: \`${what}\` must be an object of file entries \`{<key>: {path, mode?, contentType?}}\``);
+  const out: [string, FileContractEntry][] = [];
+  for (const [key, e] of Object.entries(raw)) {
+    const at = `defineIO: \`${what}.${key}\``;
+    if (!isPlainObject(e)) throw new TypeError(`${at} must be a file entry \`{path, mode?, contentType?}\``);
+    if (typeof e['path'] !== 'string' || e['path'] === '') throw new TypeError(`${at}.path must be a non-empty string (a workspace-relative path)`);
+    if (e['mode'] !== undefined && e['mode'] !== 'ro' && e['mode'] !== 'rw') throw new TypeError(`${at}.mode must be \`ro\` or \`rw\``);
+    if (e['contentType'] !== undefined && typeof e['contentType'] !== 'string') throw new TypeError(`${at}.contentType must be a string`);
+    out.push([key, e as unknown as FileContractEntry]);
+  }
+  return Object.fromEntries(out);
+}
+
 /** AIP-16: the four IO blocks in canonical shape, and input validation for adapters. */
 export function defineIO<D extends IODefinition>(definition: D): IOHandle<Infer<D['inputs']>, Infer<D['outputs']>> {
   let compiler: SchemaCompiler | undefined;
   const get = (): SchemaCompiler => (compiler ??= new SchemaCompiler());
   const inputs = side(definition.inputs, get, 'inputs');
   const outputs = side(definition.outputs, get, 'outputs');
-  const inputsFiles = { ...(definition.inputsFiles ?? {}) };
-  const outputsFiles = { ...(definition.outputsFiles ?? {}) };
+  const inputsFiles = fileBlock(definition.inputsFiles, 'inputsFiles');
+  const outputsFiles = fileBlock(definition.outputsFiles, 'outputsFiles');
   const files = Object.keys(inputsFiles).length + Object.keys(outputsFiles).length > 0;
   const unchecked = { ...(inputs.unchecked !== undefined ? { inputs: inputs.unchecked } : {}), ...(outputs.unchecked !== undefined ? { outputs: outputs.unchecked } : {}) };
   const rootProblem = (value: unknown): string | undefined => {

@@ -76,16 +76,17 @@ export async function carryRerunFiles(o: RerunFilesInput): Promise<Map<string, C
           list.push({ key: f.key, path: f.path, ...item, failed: (err as Error).message });
           continue;
         }
-        // a path that names no run (or date) is the same file: it is there already
-        if (path === f.path) {
-          list.push({ key: f.key, path, sha256: f.sha256, size: f.size, ...item });
-          continue;
-        }
         try {
           root ??= await stager.open({ runId: o.newRunId, workflowId: o.model.info.name, phase, attempt: p.attempts, ...(p.item ? { item: { index: p.item.index, value: null } } : {}) });
+          // read back even where nothing is copied: a record says these bytes are at the path
           const d = await root.stage(f.key, f.path);
           if (d.sha256 !== f.sha256) {
             list.push({ key: f.key, path, ...item, failed: `${f.path} no longer holds the bytes the first run recorded (sha256 ${f.sha256.slice(0, 12)}…, now ${d.sha256.slice(0, 12)}…)` });
+            continue;
+          }
+          // a path that names no run (or date) is the same file: it is there already
+          if (path === f.path) {
+            list.push({ key: f.key, path, sha256: f.sha256, size: f.size, ...item });
             continue;
           }
           const s = await root.sync(f.key, path, d);

@@ -114,6 +114,13 @@ describe('baton check --agents', () => {
     expect(await run(['check', 'workflow.yaml'], text)).toBe(1);
     expect(text.out()).toMatch(/workflow\.yaml:8:15: error\[output-schema-mismatch\]/);
   });
+  test('an agent the workflow assigns without declaring it (no agents block) is checked by its defineAgent contract too', async () => {
+    const io = capture(join(fixtures, 'define-undeclared'));
+    expect(await run(['check', 'workflow.yaml', '--agents', 'agents.ts', '--json'], io)).toBe(1);
+    const doc = JSON.parse(io.out()) as { bindings: { contract: string }[]; diagnostics: { code: string; line: number; column: number }[] };
+    expect(doc.bindings[0]?.contract).toBe('typescript');
+    expect(doc.diagnostics.map((d) => `${d.code} ${d.line}:${d.column}`).sort()).toEqual(['input-schema-missing 6:13', 'output-schema-mismatch 8:15', 'side-effect-conflict 7:15']);
+  });
   test('baton run checks them too: a module whose contracts do not fit the workflow runs nothing', async () => {
     const io = capture(join(fixtures, 'define'));
     expect(await run(['run', 'workflow.yaml', '--agents', 'agents.ts', '--store', 'memory', '--quiet'], io)).toBe(2);

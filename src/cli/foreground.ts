@@ -202,7 +202,7 @@ function describeCounts(r: RunResult): string {
   return [...counts].map(([s, n]) => `${n} ${s}`).join(', ');
 }
 
-/** Failed items of one fan-out phase named in the summary; the rest are counted. */
+/** Failed items of one fan-out phase (and its items' warnings of one code) named in the summary; the rest are counted. */
 const FAILED_ITEMS_LISTED = 5;
 
 /** The run's last words; `warnings`: its task.warning events when `r.events` was not kept. */
@@ -242,6 +242,10 @@ export function summary(r: RunResult, color: boolean, warnings: readonly RunEven
     put('skipped', p.items.skipped);
     put('cancelled', p.items.cancelled);
     for (const [s, n] of listed ?? []) if (!m.has(s) && !['completed', 'partial', 'failed', 'skipped', 'cancelled'].includes(s)) m.set(s, n);
+    // items never opened (a fan-out failed past tolerated_failures, or cancelled, before they ran) are in
+    // no count: said as `baton show` says them, so the numbers add up to the items there are
+    const unopened = p.items.count - [...m.values()].reduce((a, b) => a + b, 0);
+    if (unopened > 0) m.set('pending', (m.get('pending') ?? 0) + unopened);
     if (m.size > 0) items.set(name, m);
   }
   const status = r.status === 'completed' ? c.green(c.bold('completed')) : c.red(c.bold(r.status));
@@ -261,7 +265,21 @@ export function summary(r: RunResult, color: boolean, warnings: readonly RunEven
     else if (p.status === 'partial') lines.push(`  ${c.yellow('◐')} ${safeText(name, 200)}: partial result, accepted by its agent's contract`);
   }
   for (const [phase, k] of listed) if (k > FAILED_ITEMS_LISTED) lines.push(`  … ${(k - FAILED_ITEMS_LISTED).toLocaleString('en-US')} more failed items of ${safeText(phase, 200)}: baton show ${r.runId} --items ${safeText(phase, 200)}`);
-  for (const e of r.events.length > 0 ? r.events : warnings) if (e.type === 'task.warning') lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)}${e.attempt > 0 ? ` (attempt ${e.attempt})` : ''}: ${safeText(e.code, 200)}: ${safeText(e.message)}`);
+  // as failed items: a few warnings of one code per fan-out phase (2,000 items whose files a rerun could not
+  // carry would print 2,000 lines), the rest counted
+  const warned = new Map<string, { phase: string; code: string; n: number }>();
+  for (const e of r.events.length > 0 ? r.events : warnings) {
+    if (e.type !== 'task.warning') continue;
+    const parent = parseItemKey(e.phase)?.parent;
+    if (parent !== undefined) {
+      const k = `${parent}\u0000${e.code}`;
+      const w = warned.get(k) ?? { phase: parent, code: e.code, n: 0 };
+      warned.set(k, w);
+      if (++w.n > FAILED_ITEMS_LISTED) continue;
+    }
+    lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)}${e.attempt > 0 ? ` (attempt ${e.attempt})` : ''}: ${safeText(e.code, 200)}: ${safeText(e.message)}`);
+  }
+  for (const w of warned.values()) if (w.n > FAILED_ITEMS_LISTED) lines.push(`  … ${(w.n - FAILED_ITEMS_LISTED).toLocaleString('en-US')} more ${safeText(w.code, 200)} warnings of items of ${safeText(w.phase, 200)}: baton show ${r.runId} --events`);
   if (r.error && r.status !== 'completed') lines.push(`  ${safeText(r.error.code, 200)}: ${safeText(r.error.message)}`);
   return lines.join('\n') + '\n';
 }

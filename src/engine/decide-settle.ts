@@ -3,7 +3,7 @@
  * held at its gate or made ready; a terminal event queues its dependents and may open the run gate;
  * the run ends when nothing is open, or is stopped.
  */
-import { cloneJson, isPlainObject, type Json, type JsonObject } from '../core/json.js';
+import { cloneJson, isPlainObject, ownGet, type Json, type JsonObject } from '../core/json.js';
 import { resolveBinding, unresolvable } from '../workflow/runtime.js';
 import { itemStorePath } from '../workflow/steps.js';
 import { filesOfPhase, itemFileCollisions } from '../workflow/files.js';
@@ -467,10 +467,14 @@ function finish(ctx: Ctx, name: string): void {
     const col: Json[] = new Array<Json>(fan.count);
     for (let i = 0; i < fan.count; i++) {
       const o = outs[i];
-      const v = o !== undefined && isPlainObject(o) ? o[k] : undefined;
+      // own keys only: an item that did not return `__proto__` would give Object.prototype for it
+      const v = o !== undefined && isPlainObject(o) ? (ownGet(o, k) as Json | undefined) : undefined;
       col[i] = v === undefined ? null : v;
     }
-    output[k] = col;
+    // `output.__proto__ = col` would set the prototype (the phase's output would stop being a plain
+    // object) and drop the key: JSON's "__proto__", which an agent without declared outputs may return, is a key
+    if (k === '__proto__') Object.defineProperty(output, k, { value: col, enumerable: true, writable: true, configurable: true });
+    else output[k] = col;
   }
   terminal(ctx, { type: 'task.completed', phase: name, task_id: p.taskId, attempt: 0, output, extra_keys: [], cost_usd: Math.round(cost * 1e9) / 1e9 });
 }

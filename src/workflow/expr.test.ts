@@ -34,6 +34,18 @@ describe('parseExpression', () => {
     if (!r.ok) throw new Error('parse failed');
     expect(() => r.expression.evaluate({ x: {} })).toThrow(/constructor/);
   });
+  test('data holding a `constructor` key is a map like any other (it was "Unsupported type: object")', () => {
+    const r = parseExpression("has(_item.name) && _item.name == 'intro' && _item.constructor == 'c' && size(_item) == 2 && size(doc.parts) == 1");
+    if (!r.ok) throw new Error('parse failed');
+    const item = JSON.parse('{"name": "intro", "constructor": "c"}') as Record<string, unknown>;
+    const doc = { parts: [{ constructor: { x: 1 } }] };
+    expect(r.expression.evaluate({ _item: item, doc })).toBe(true);
+    expect(r.expression.evaluate({ _item: { ...item, name: 'end' }, doc })).toBe(false);
+    // still no prototype access on data without it, and other errors are what they were
+    const proto = parseExpression('x.constructor');
+    if (!proto.ok) throw new Error('parse failed');
+    expect(() => proto.expression.evaluate({ x: {} })).toThrow(/constructor/);
+  });
   test('numbers from JSON (doubles) mix with integer literals in arithmetic, as users write it', () => {
     const ev = (src: string, ctx: Record<string, unknown>): unknown => {
       const r = parseExpression(src);

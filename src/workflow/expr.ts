@@ -161,6 +161,18 @@ function collectNames(node: unknown, bound: ReadonlySet<string>, out: Collected)
   for (const a of args) collectNames(a, bound, out);
 }
 
+function firstLine(e: unknown): string {
+  return String((e as { message?: string }).message ?? e).split('\n')[0] ?? 'evaluation failed';
+}
+
+/** A JSON value for cel-js: objects holding a `constructor` key become Maps (field access and `has()` read them alike). */
+function celValue(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(celValue);
+  if (v === null || typeof v !== 'object' || v instanceof Map) return v;
+  const entries = Object.entries(v).map(([k, x]): [string, unknown] => [k, celValue(x)]);
+  return Object.prototype.hasOwnProperty.call(v, 'constructor') ? new Map(entries) : Object.fromEntries(entries);
+}
+
 /** Parses a condition once (its names collected for the compiler's checks); JSON numbers are evaluated as CEL doubles (see environment()). */
 export function parseExpression(source: string): ExpressionParse {
   if (source.trim() === '') return { ok: false, message: 'empty expression', offset: 0 };
@@ -191,8 +203,17 @@ export function parseExpression(source: string): ExpressionParse {
       try {
         return fn(context);
       } catch (e) {
-        const msg = String((e as { message?: string }).message ?? e).split('\n')[0] ?? 'evaluation failed';
-        throw new ExpressionError(msg);
+        // cel-js tells a map by its `constructor`: data with a "constructor" key (an item, an output) is not
+        // one to it ("Unsupported type: object"). Such objects are handed over as Maps, only then: the usual
+        // context is passed as it is, without a copy per evaluation
+        if ((e as { code?: unknown }).code === 'unsupported_type' && context !== undefined) {
+          try {
+            return fn(celValue(context) as Record<string, unknown>);
+          } catch (again) {
+            throw new ExpressionError(firstLine(again));
+          }
+        }
+        throw new ExpressionError(firstLine(e));
       }
     },
   };

@@ -5,6 +5,7 @@
  * (`array<T | null>` when a slot may be empty: a tolerated failure, an item skipped, an optional output).
  * Executing items is the engine's business; until it can, the engine refuses such a workflow (plan.ts).
  */
+import { isPlainObject } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import type { CompiledType, TypeNode, TypeRegistry } from '../types/api.js';
@@ -191,12 +192,27 @@ export function checkItemTokens(files: FileContract | undefined, base: Path, ite
   }
 }
 
-/** Whether a value of this type may be a string or a number (what a file path token can hold). */
+/**
+ * Whether a value of this type may be a string or a number (what a file path token can hold). A null
+ * names no file (the item's is refused at run time), so `S | null` over a record is never one.
+ */
 export function namesFile(t: CompiledType): boolean {
-  if (t.check('a') || t.check(0) || t.check(0.5) || t.check(null)) return true;
-  // an enum of some strings or numbers (or a type such as one) accepts what it samples
-  const v = t.sample();
-  return typeof v === 'string' || typeof v === 'number';
+  if (t.check('a') || t.check(0) || t.check(0.5)) return true;
+  // an enum of some strings or numbers (or a type such as one, nullable or not) accepts one of its values
+  return [t.sample(), ...enumValues(t.jsonSchema())].some((v) => (typeof v === 'string' || typeof v === 'number') && t.check(v));
+}
+
+/** Every value an `enum` (or `const`) anywhere in a JSON Schema lists. */
+function enumValues(schema: unknown, out: unknown[] = []): unknown[] {
+  if (Array.isArray(schema)) for (const s of schema) enumValues(s, out);
+  else if (isPlainObject(schema)) {
+    for (const [k, v] of Object.entries(schema)) {
+      if (k === 'enum' && Array.isArray(v)) out.push(...(v as unknown[]));
+      else if (k === 'const') out.push(v);
+      else enumValues(v, out);
+    }
+  }
+  return out;
 }
 
 /** `$item` / `$index` in a CEL condition: CEL names cannot start with `$`, so they are read as `_item` / `_index` (same length: offsets hold). */

@@ -77,7 +77,15 @@ export function checkContracts(doc: Record<string, unknown>, agents: Record<stri
       out.push(warning('schema-not-comparable', ['agents', id], `agent \`${id}\`'s ${side} schema (defineAgent in ${bound!.module}): ${why}; static contract checks are skipped, it is validated at run time`, { hint: 'use a schema library with a JSON Schema converter (zod 4, arktype, valibot with @valibot/to-json-schema), or JSON Schema' }));
     }
   }
-  const contract = (agent: string): AgentContract | undefined => agents?.[agent]?.contract;
+  // a defineAgent bound to an agent the workflow does not declare (without an `agents` block every `assign`
+  // is one) carries its contract all the same: `baton run` applies it, so it is checked as a declared one's
+  const coded = new Map<string, AgentContract>();
+  for (const [id, code] of Object.entries(bound?.agents ?? {})) {
+    if (agents?.[id]?.contract !== undefined || isPlainObject(rawAgents[id])) continue;
+    const c = fromCode(code.contract, bound?.module);
+    if (c) coded.set(id, c);
+  }
+  const contract = (agent: string): AgentContract | undefined => agents?.[agent]?.contract ?? coded.get(agent);
   const report: ContractReport = { bindings: [], edges: [] };
   const cache = new Map<string, SubschemaResult>();
   // AIP-16 files: the phase's, its agent's, and its contract's (a defineAgent's are in its sideEffects already)

@@ -562,9 +562,59 @@ export async function rerunLeavesAChangedFile(makeStore: StoreFactory): Promise<
   });
 }
 
+/**
+ * A reused file at a path that names no run (`notes/<phase>.md`) is not copied, but it is recorded as the
+ * reused phase's: edited or removed since, it is not recorded with bytes it no longer holds (a warning
+ * says why), and a phase that reads it reads what is there, as in any run.
+ */
+export async function rerunRecordsNoChangedFileInPlace(makeStore: StoreFactory): Promise<void> {
+  return inDirs(async ({ ws, roots }) => {
+    const store = await makeStore();
+    const clock = new ManualClock(0);
+    let fixed = false;
+    const agents: Record<string, AgentHandler> = {
+      w: (ctx) => {
+        const root = ctx.input['_workflowFsRoot'] as string;
+        for (const k of ctx.phase === 'draft' ? ['draft.md', 'notes.md'] : ['s.md']) writeFileSync(join(root, k), `${k} of ${ctx.phase}`);
+        return { n: 1 };
+      },
+      a: (ctx) => {
+        if (!fixed) throw new AgentError('Broken', 'not yet', {}, false);
+        return { text: readFileSync(join(ctx.input['_workflowFsRoot'] as string, 'notes.md'), 'utf8') };
+      },
+    };
+    const e = engineOn(store, clock, agents, { workspace: ws, fileStager: (w) => localFileStager({ workspace: w, tmpDir: roots }) });
+    const first = await e.run(PAPER_RERUN, { trigger: { titles: ['intro'] } });
+    expect(first.status).toBe('failed');
+    fixed = true;
+    writeFileSync(join(ws, 'notes/draft.md'), 'edited by hand');
+    const r = await e.drive(await e.rerun(first.runId, 'assemble'), undefined);
+    expect(r.status).toBe('completed');
+    expect(r.phases['assemble']!.output).toEqual({ text: 'edited by hand' });
+    const files = r.events.filter((x): x is Extract<RunEvent, { type: 'task.file' }> => x.type === 'task.file' && x.path === 'notes/draft.md');
+    // only assemble's staging of the edited bytes: no `synced` record of bytes the file no longer holds
+    expect(files.map((x) => [x.phase, x.direction, x.sha256])).toEqual([['assemble', 'staged', sha('edited by hand')]]);
+    const warnings = r.events.filter((x): x is Extract<RunEvent, { type: 'task.warning' }> => x.type === 'task.warning');
+    expect(warnings).toEqual([expect.objectContaining({ phase: 'draft', code: 'FileNotCarried', details: { key: 'notes.md', path: 'notes/draft.md' } })]);
+
+    // removed: not recorded either, and the phase that reads it fails as it would
+    fixed = false;
+    const second = await e.run(PAPER_RERUN, { trigger: { titles: ['intro'] } });
+    fixed = true;
+    rmSync(join(ws, 'notes/draft.md'));
+    const r2 = await e.drive(await e.rerun(second.runId, 'assemble'), undefined);
+    expect(r2.events.filter((x) => x.type === 'task.file' && x.path === 'notes/draft.md')).toEqual([]);
+    expect(r2.events.filter((x) => x.type === 'task.warning')).toEqual([expect.objectContaining({ code: 'FileNotCarried', details: { key: 'notes.md', path: 'notes/draft.md' } })]);
+    expect(r2.phases['assemble']!.error).toMatchObject({ code: 'MissingInputFile', details: { key: 'notes.md' } });
+    expect(rootsLeft(roots)).toEqual([]);
+    await e.close();
+  });
+}
+
 export const FILE_SCENARIOS: Record<string, (makeStore: StoreFactory) => Promise<unknown>> = {
   rerunCarriesTheFilesOfReusedPhases,
   rerunLeavesAChangedFile,
+  rerunRecordsNoChangedFileInPlace,
   filesOfCancelledItemsStayOut,
   filesSyncedByTheNextWorker,
   filesCrashEverywhere,
