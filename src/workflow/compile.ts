@@ -155,7 +155,9 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
   }
   if (model) model.sourceText = text;
   positionAll(source, text, diagnostics);
-  const form = source.diagnostics.length === 0 ? formOf(source.value) : undefined;
+  // a text that is neither form (empty, a scalar, a mapping with neither `openintent` nor `workflow`) names none
+  const doc = source.value;
+  const form = source.diagnostics.length === 0 && isPlainObject(doc) && (doc['openintent'] !== undefined || doc['workflow'] !== undefined) ? formOf(doc) : undefined;
   const rest = { diagnostics, file, text, ...(form !== undefined ? { form } : {}), ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
   return model && !hasErrors(diagnostics) ? { ok: true, model, ...rest } : { ok: false, model: undefined, ...rest };
 }

@@ -26,6 +26,13 @@ function shape(m: WorkflowModel): unknown {
 }
 
 describe('the step form', () => {
+  test('a text in neither form names no form (docs/server.md: `form` absent)', () => {
+    for (const text of ['', '# only a comment\n', 'foo: 1\n', '- a\n', '42\n']) expect(parseWorkflow(text).form, JSON.stringify(text)).toBeUndefined();
+    expect(parseWorkflow('workflow: {}\n').form).toBe('openintent');
+    expect(parseWorkflow('workflow: {steps: []}\n').form).toBe('steps');
+    expect(parseWorkflow('openintent: "1.0"\n').form).toBe('openintent');
+  });
+
   test('the spec\u2019s write-paper example compiles to the same model as its 1.0 form', async () => {
     const steps = await loadWorkflow(join(dir, 'workflow.yaml'));
     const yaml = await loadWorkflow(join(dir, 'openintent.yaml'));
