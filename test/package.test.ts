@@ -4,7 +4,7 @@
  * dependency allows Node 20, 22 and 24. The tarball is built into a scratch folder (the worktree's
  * dist/ is left alone) and listed with `npm pack --dry-run --json`.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -111,6 +111,25 @@ describe('dependencies', () => {
       for (const v of ['20.19.0', '22.13.0', '24.0.0']) expect([name, v, satisfies(v, range)]).toEqual([name, v, true]);
     }
     for (const v of ['20.19.0', '22.13.0', '24.0.0']) expect(satisfies(v, pkg.engines.node)).toBe(true);
+  });
+
+  it('engines admits only the Node lines that require() ES modules without a flag (cel-js is required on the first condition)', () => {
+    for (const v of ['20.19.0', '20.20.2', '22.12.0', '22.13.0', '23.0.0', '24.0.0']) expect([v, satisfies(v, pkg.engines.node)]).toEqual([v, true]);
+    for (const v of ['20.18.3', '21.7.3', '22.0.0', '22.11.0']) expect([v, satisfies(v, pkg.engines.node)]).toEqual([v, false]);
+  });
+
+  it('`baton` on a Node that cannot require() ES modules refuses in one line (exit 2), instead of calling every condition a syntax error', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-esm-'));
+    try {
+      writeFileSync(join(dir, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: w}\nworkflow:\n  a:\n    title: A\n    assign: a\n    skip_when: "1 > 2"\n');
+      // what Node 21 and 22.0-22.11 do by default, on the Node running this test
+      const r = spawnSync(process.execPath, ['--no-experimental-require-module', join(root, 'bin', 'baton.js'), 'validate', 'workflow.yaml'], { cwd: dir, encoding: 'utf8' });
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/^baton: Node\.js v[\d.]+ cannot require\(\) ES modules, which Baton needs: use Node \^20\.19 or >= 22\.12 without --no-experimental-require-module\n$/);
+      expect(r.status).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
