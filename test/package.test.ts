@@ -217,7 +217,7 @@ describe('the tarball', () => {
 
     it('each subpath imports, and its first use is a missing-package error naming the install command', async () => {
       const program = `
-        const { createEngine, MemoryStore, openStore, telemetryFromEnv } = await import('@baton-run/baton');
+        const { BatonError, createEngine, MemoryStore, openStore, telemetryFromEnv } = await import('@baton-run/baton');
         const engine = () => createEngine({ store: new MemoryStore() });
         const uses = {
           postgres: async () => (await import('@baton-run/baton/postgres')).openPostgresStore('postgres://127.0.0.1:1/x'),
@@ -228,15 +228,21 @@ describe('the tarball', () => {
           createServerApp: async () => (await import('@baton-run/baton/server')).createServerApp({ engine: engine() }),
           startServer: async () => (await import('@baton-run/baton/server')).startServer({ engine: engine(), port: 0 }),
           loadA2aServer: async () => (await import('@baton-run/baton/a2a')).loadA2aServer(),
+          loadAgentsModule: async () => {
+            const fs = await import('node:fs'), os = await import('node:os'), path = await import('node:path');
+            const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-ts-agents-'));
+            fs.writeFileSync(path.join(dir, 'agents.ts'), 'export default { a: (): object => ({}) };');
+            try { return await (await import('@baton-run/baton/typescript')).loadAgentsModule('agents.ts', dir); } finally { fs.rmSync(dir, { recursive: true }); }
+          },
         };
         const out = {};
         for (const [name, use] of Object.entries(uses)) {
-          try { await use(); out[name] = 'no error'; } catch (e) { out[name] = { name: e.name, code: e.code, message: e.message }; }
+          try { await use(); out[name] = 'no error'; } catch (e) { out[name] = { name: e.name, code: e.code, message: e.message, baton: e instanceof BatonError }; }
         }
         console.log(JSON.stringify(out));`;
       const ran = await spawned(process.execPath, ['--input-type=module', '-e', program], { cwd: work });
       expect(ran.stderr).toBe('');
-      const out = JSON.parse(ran.stdout) as Record<string, { name: string; code: string; message: string }>;
+      const out = JSON.parse(ran.stdout) as Record<string, { name: string; code: string; message: string; baton: boolean }>;
       const otel = '@opentelemetry/api @opentelemetry/sdk-trace-base @opentelemetry/resources';
       const installs: Record<string, string> = {
         postgres: 'pg',
@@ -252,6 +258,8 @@ describe('the tarball', () => {
         expect([use, out[use]?.name, out[use]?.code]).toEqual([use, 'BatonError', 'missing-package']);
         expect(out[use]!.message).toMatch(new RegExp(`: npm install ${install.replace(/[.*+?^$()|[\]\\/]/g, '\\$&')}$`));
       }
+      // a TypeScript agents module without tsx: its own class, and a BatonError with the same code
+      expect(out['loadAgentsModule']).toEqual({ name: 'AgentsModuleError', code: 'missing-package', baton: true, message: 'agents.ts: TypeScript agents need the `tsx` package: npm install tsx (or compile it to .js)' });
     });
 
     it('OTEL_* variables without the OpenTelemetry packages: `baton run` says so in one line (exit 2), or a JSON error', async () => {
