@@ -113,6 +113,19 @@ describe('dependencies', () => {
     for (const v of ['20.19.0', '22.13.0', '24.0.0']) expect(satisfies(v, pkg.engines.node)).toBe(true);
   });
 
+  it('`npm run build` empties dist/ first: a module gone from src/ (or test code built before it was excluded) is never packed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-prebuild-'));
+    try {
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'x', private: true, scripts: { prebuild: (pkg as unknown as { scripts: Record<string, string> }).scripts['prebuild'] } }));
+      mkdirSync(join(dir, 'dist', 'store'), { recursive: true });
+      writeFileSync(join(dir, 'dist', 'store', 'conformance.js'), "import 'vitest';\n");
+      execFileSync('npm', ['run', 'prebuild', '--silent'], { cwd: dir, stdio: 'pipe' });
+      expect(existsSync(join(dir, 'dist'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('engines admits only the Node lines that require() ES modules without a flag (cel-js is required on the first condition)', () => {
     for (const v of ['20.19.0', '20.20.2', '22.12.0', '22.13.0', '23.0.0', '24.0.0']) expect([v, satisfies(v, pkg.engines.node)]).toEqual([v, true]);
     for (const v of ['20.18.3', '21.7.3', '22.0.0', '22.11.0']) expect([v, satisfies(v, pkg.engines.node)]).toEqual([v, false]);
