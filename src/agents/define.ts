@@ -283,8 +283,8 @@ export interface AgentDefinition<In, Out, R = Out> {
   handler: (ctx: TypedContext<In>) => AgentOutput<Out, R> | Promise<AgentOutput<Out, R>>;
   errorHandling?: ErrorHandlingDecl | undefined;
   sideEffects?: SideEffectsDecl | undefined;
-  resources?: { estimatedTime?: string; tokenBudget?: number; memoryRequired?: string } | undefined;
-  compatibility?: { requiresContext?: string[]; providesContext?: string[] } | undefined;
+  resources?: { estimatedTime?: string | undefined; tokenBudget?: number | undefined; memoryRequired?: string | undefined } | undefined;
+  compatibility?: { requiresContext?: string[] | undefined; providesContext?: string[] | undefined } | undefined;
   /** Where AIP-16 file paths are relative to (default: the run's workspace; called outside an engine, the working directory). */
   workspace?: string | undefined;
 }
@@ -413,7 +413,8 @@ function contractFor<In, Out, R>(def: AgentDefinition<In, Out, R>, io: IOHandle<
     externalCalls: (def.sideEffects?.externalCalls ?? []).map((name, i) => ({ name, at: { path: ['sideEffects', 'externalCalls', i] } })),
   };
   if (def.resources) {
-    c.resources = { ...def.resources };
+    // a field given as undefined is left out, as if not given (exactOptionalPropertyTypes callers pass `x ?? undefined`)
+    c.resources = Object.fromEntries(Object.entries(def.resources).filter(([, v]) => v !== undefined));
     // "5-15 minutes": the upper bound is the default attempt timeout, as for a contract file
     const ms = def.resources.estimatedTime !== undefined ? parseDuration(def.resources.estimatedTime) : undefined;
     if (ms) c.resources.estimatedMs = ms;
