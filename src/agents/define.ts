@@ -256,17 +256,17 @@ function asyncChecks(io: IOHandle<unknown, unknown>): AsyncChecks {
 type FileDecl = string | { path: string; description?: string };
 
 export interface SideEffectsDecl {
-  filesWritten?: FileDecl[];
-  filesRead?: FileDecl[];
-  externalCalls?: string[];
+  filesWritten?: FileDecl[] | undefined;
+  filesRead?: FileDecl[] | undefined;
+  externalCalls?: string[] | undefined;
 }
 
 /** The contract spec's `errorHandling`, as written in TypeScript (defaults as in a contract file). */
 export interface ErrorHandlingDecl {
-  onInputValidationFailure?: { action: 'reject'; message?: string };
-  onPartialCompletion?: { action: 'return_partial' | 'fail'; requiresFlags?: string[] };
-  onTimeout?: { action: 'checkpoint_and_retry' | 'retry' | 'fail'; maxRetries?: number };
-  onAgentFailure?: { action: 'escalate_to_user' | 'fallback' | 'retry' | 'fail'; fallbackAgent?: string | null };
+  onInputValidationFailure?: { action: 'reject'; message?: string | undefined } | undefined;
+  onPartialCompletion?: { action: 'return_partial' | 'fail'; requiresFlags?: string[] | undefined } | undefined;
+  onTimeout?: { action: 'checkpoint_and_retry' | 'retry' | 'fail'; maxRetries?: number | undefined } | undefined;
+  onAgentFailure?: { action: 'escalate_to_user' | 'fallback' | 'retry' | 'fail'; fallbackAgent?: string | null | undefined } | undefined;
 }
 
 /** An AgentContext whose input is the parsed, typed value. */
