@@ -4,7 +4,7 @@
  * dependency allows Node 20, 22 and 24. The tarball is built into a scratch folder (the worktree's
  * dist/ is left alone) and listed with `npm pack --dry-run --json`.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -112,6 +112,38 @@ describe('dependencies', () => {
     }
     for (const v of ['20.19.0', '22.13.0', '24.0.0']) expect(satisfies(v, pkg.engines.node)).toBe(true);
   });
+
+  it('`npm run build` empties dist/ first: a module gone from src/ (or test code built before it was excluded) is never packed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-prebuild-'));
+    try {
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'x', private: true, scripts: { prebuild: (pkg as unknown as { scripts: Record<string, string> }).scripts['prebuild'] } }));
+      mkdirSync(join(dir, 'dist', 'store'), { recursive: true });
+      writeFileSync(join(dir, 'dist', 'store', 'conformance.js'), "import 'vitest';\n");
+      execFileSync('npm', ['run', 'prebuild', '--silent'], { cwd: dir, stdio: 'pipe' });
+      expect(existsSync(join(dir, 'dist'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('engines admits only the Node lines that require() ES modules without a flag (cel-js is required on the first condition)', () => {
+    for (const v of ['20.19.0', '20.20.2', '22.12.0', '22.13.0', '23.0.0', '24.0.0']) expect([v, satisfies(v, pkg.engines.node)]).toEqual([v, true]);
+    for (const v of ['20.18.3', '21.7.3', '22.0.0', '22.11.0']) expect([v, satisfies(v, pkg.engines.node)]).toEqual([v, false]);
+  });
+
+  it('`baton` on a Node that cannot require() ES modules refuses in one line (exit 2), instead of calling every condition a syntax error', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-esm-'));
+    try {
+      writeFileSync(join(dir, 'workflow.yaml'), 'openintent: "1.0"\ninfo: {name: w}\nworkflow:\n  a:\n    title: A\n    assign: a\n    skip_when: "1 > 2"\n');
+      // what Node 21 and 22.0-22.11 do by default, on the Node running this test
+      const r = spawnSync(process.execPath, ['--no-experimental-require-module', join(root, 'bin', 'baton.js'), 'validate', 'workflow.yaml'], { cwd: dir, encoding: 'utf8' });
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/^baton: Node\.js v[\d.]+ cannot require\(\) ES modules, which Baton needs: use Node \^20\.19 or >= 22\.12 without --no-experimental-require-module\n$/);
+      expect(r.status).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('the tarball', () => {
@@ -198,7 +230,7 @@ describe('the tarball', () => {
 
     it('each subpath imports, and its first use is a missing-package error naming the install command', async () => {
       const program = `
-        const { createEngine, MemoryStore, openStore, telemetryFromEnv } = await import('@baton-run/baton');
+        const { BatonError, createEngine, MemoryStore, openStore, telemetryFromEnv } = await import('@baton-run/baton');
         const engine = () => createEngine({ store: new MemoryStore() });
         const uses = {
           postgres: async () => (await import('@baton-run/baton/postgres')).openPostgresStore('postgres://127.0.0.1:1/x'),
@@ -209,15 +241,21 @@ describe('the tarball', () => {
           createServerApp: async () => (await import('@baton-run/baton/server')).createServerApp({ engine: engine() }),
           startServer: async () => (await import('@baton-run/baton/server')).startServer({ engine: engine(), port: 0 }),
           loadA2aServer: async () => (await import('@baton-run/baton/a2a')).loadA2aServer(),
+          loadAgentsModule: async () => {
+            const fs = await import('node:fs'), os = await import('node:os'), path = await import('node:path');
+            const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-ts-agents-'));
+            fs.writeFileSync(path.join(dir, 'agents.ts'), 'export default { a: (): object => ({}) };');
+            try { return await (await import('@baton-run/baton/typescript')).loadAgentsModule('agents.ts', dir); } finally { fs.rmSync(dir, { recursive: true }); }
+          },
         };
         const out = {};
         for (const [name, use] of Object.entries(uses)) {
-          try { await use(); out[name] = 'no error'; } catch (e) { out[name] = { name: e.name, code: e.code, message: e.message }; }
+          try { await use(); out[name] = 'no error'; } catch (e) { out[name] = { name: e.name, code: e.code, message: e.message, baton: e instanceof BatonError }; }
         }
         console.log(JSON.stringify(out));`;
       const ran = await spawned(process.execPath, ['--input-type=module', '-e', program], { cwd: work });
       expect(ran.stderr).toBe('');
-      const out = JSON.parse(ran.stdout) as Record<string, { name: string; code: string; message: string }>;
+      const out = JSON.parse(ran.stdout) as Record<string, { name: string; code: string; message: string; baton: boolean }>;
       const otel = '@opentelemetry/api @opentelemetry/sdk-trace-base @opentelemetry/resources';
       const installs: Record<string, string> = {
         postgres: 'pg',
@@ -233,6 +271,8 @@ describe('the tarball', () => {
         expect([use, out[use]?.name, out[use]?.code]).toEqual([use, 'BatonError', 'missing-package']);
         expect(out[use]!.message).toMatch(new RegExp(`: npm install ${install.replace(/[.*+?^$()|[\]\\/]/g, '\\$&')}$`));
       }
+      // a TypeScript agents module without tsx: its own class, and a BatonError with the same code
+      expect(out['loadAgentsModule']).toEqual({ name: 'AgentsModuleError', code: 'missing-package', baton: true, message: 'agents.ts: TypeScript agents need the `tsx` package: npm install tsx (or compile it to .js)' });
     });
 
     it('OTEL_* variables without the OpenTelemetry packages: `baton run` says so in one line (exit 2), or a JSON error', async () => {

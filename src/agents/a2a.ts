@@ -25,11 +25,11 @@ export interface A2aAgentOptions extends A2aDecl {
   /** Names the agent in messages. */
   agentId: string;
   /** Where `tokenEnv` is read (default: process.env). */
-  env?: Readonly<Record<string, string | undefined>>;
+  env?: Readonly<Record<string, string | undefined>> | undefined;
   /** The fetch the client uses (default: the global one). */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /** How often a task that a blocking send left running is polled (default 1000 ms). */
-  pollMs?: number;
+  pollMs?: number | undefined;
 }
 
 type Client = Awaited<ReturnType<InstanceType<A2aClientSdk['ClientFactory']>['createFromUrl']>>;

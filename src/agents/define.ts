@@ -276,17 +276,17 @@ function asyncChecks(io: IOHandle<unknown, unknown>): AsyncChecks {
 type FileDecl = string | { path: string; description?: string };
 
 export interface SideEffectsDecl {
-  filesWritten?: FileDecl[];
-  filesRead?: FileDecl[];
-  externalCalls?: string[];
+  filesWritten?: FileDecl[] | undefined;
+  filesRead?: FileDecl[] | undefined;
+  externalCalls?: string[] | undefined;
 }
 
 /** The contract spec's `errorHandling`, as written in TypeScript (defaults as in a contract file). */
 export interface ErrorHandlingDecl {
-  onInputValidationFailure?: { action: 'reject'; message?: string };
-  onPartialCompletion?: { action: 'return_partial' | 'fail'; requiresFlags?: string[] };
-  onTimeout?: { action: 'checkpoint_and_retry' | 'retry' | 'fail'; maxRetries?: number };
-  onAgentFailure?: { action: 'escalate_to_user' | 'fallback' | 'retry' | 'fail'; fallbackAgent?: string | null };
+  onInputValidationFailure?: { action: 'reject'; message?: string | undefined } | undefined;
+  onPartialCompletion?: { action: 'return_partial' | 'fail'; requiresFlags?: string[] | undefined } | undefined;
+  onTimeout?: { action: 'checkpoint_and_retry' | 'retry' | 'fail'; maxRetries?: number | undefined } | undefined;
+  onAgentFailure?: { action: 'escalate_to_user' | 'fallback' | 'retry' | 'fail'; fallbackAgent?: string | null | undefined } | undefined;
 }
 
 /** An AgentContext whose input is the parsed, typed value. */
@@ -303,8 +303,8 @@ export interface AgentDefinition<In, Out, R = Out> {
   handler: (ctx: TypedContext<In>) => AgentOutput<Out, R> | Promise<AgentOutput<Out, R>>;
   errorHandling?: ErrorHandlingDecl | undefined;
   sideEffects?: SideEffectsDecl | undefined;
-  resources?: { estimatedTime?: string; tokenBudget?: number; memoryRequired?: string } | undefined;
-  compatibility?: { requiresContext?: string[]; providesContext?: string[] } | undefined;
+  resources?: { estimatedTime?: string | undefined; tokenBudget?: number | undefined; memoryRequired?: string | undefined } | undefined;
+  compatibility?: { requiresContext?: string[] | undefined; providesContext?: string[] | undefined } | undefined;
   /** Where AIP-16 file paths are relative to (default: the run's workspace; called outside an engine, the working directory). */
   workspace?: string | undefined;
 }
@@ -433,7 +433,8 @@ function contractFor<In, Out, R>(def: AgentDefinition<In, Out, R>, io: IOHandle<
     externalCalls: (def.sideEffects?.externalCalls ?? []).map((name, i) => ({ name, at: { path: ['sideEffects', 'externalCalls', i] } })),
   };
   if (def.resources) {
-    c.resources = { ...def.resources };
+    // a field given as undefined is left out, as if not given (exactOptionalPropertyTypes callers pass `x ?? undefined`)
+    c.resources = Object.fromEntries(Object.entries(def.resources).filter(([, v]) => v !== undefined));
     // "5-15 minutes": the upper bound is the default attempt timeout, as for a contract file
     const ms = def.resources.estimatedTime !== undefined ? parseDuration(def.resources.estimatedTime) : undefined;
     if (ms) c.resources.estimatedMs = ms;

@@ -4,14 +4,22 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { contractOfHandler } from '../agents/define.js';
+import { BatonError } from '../core/errors.js';
 import { isPlainObject } from '../core/json.js';
 import { isMissingPackage } from '../core/optional.js';
 import type { BoundAgents } from '../workflow/contract/check.js';
 
 export type HandlerMap = Record<string, (ctx: never) => unknown>;
 
-export class AgentsModuleError extends Error {
+/**
+ * An agents module that cannot be loaded or is no handler map: a BatonError with code `usage`, or
+ * `missing-package` when a TypeScript module needs `tsx` (as every other missing optional peer).
+ */
+export class AgentsModuleError extends BatonError {
   override readonly name = 'AgentsModuleError';
+  constructor(message: string, code: 'usage' | 'missing-package' = 'usage') {
+    super(code, message);
+  }
 }
 
 /** How long an agents module may take to load (its top-level code and awaits); BATON_MODULE_LOAD_TIMEOUT_MS overrides. */
@@ -32,7 +40,7 @@ export async function loadAgentsModule(path: string, cwd: string): Promise<Handl
   } catch (e) {
     if (e instanceof AgentsModuleError) throw e;
     // tsx is an optional peer dependency: only TypeScript agents need it
-    if (isMissingPackage(e, 'tsx')) throw new AgentsModuleError(`${path}: TypeScript agents need the \`tsx\` package: npm install tsx (or compile it to .js)`);
+    if (isMissingPackage(e, 'tsx')) throw new AgentsModuleError(`${path}: TypeScript agents need the \`tsx\` package: npm install tsx (or compile it to .js)`, 'missing-package');
     throw new AgentsModuleError(loadFailure(path, abs, e));
   } finally {
     clearTimeout(timer);

@@ -92,7 +92,7 @@ const OPAQUE = new Set([
 
 export interface SubschemaOptions {
   /** Max findings kept (the first ones, depth-first). */
-  limit?: number;
+  limit?: number | undefined;
 }
 
 /**

@@ -60,8 +60,8 @@ interface CompileOutcome {
 
 /** `bound`: agents bound from code (`defineAgent` handlers of an `--agents` module), whose contracts and versions the contract checks use. */
 export interface CompileOptions {
-  file?: string;
-  bound?: BoundAgents;
+  file?: string | undefined;
+  bound?: BoundAgents | undefined;
 }
 
 /** Largest workflow file read (a 10,000-phase workflow is 3.4 MB); `/dev/zero` or a runaway pipe stops here. */

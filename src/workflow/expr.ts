@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 
 // cel-js is loaded on the first expression, not with the core (a workflow without skip_when never
-// needs it); require() of this ES module is synchronous on Node >= 20.19, as parsing is
+// needs it); require() of this ES module is synchronous on Node ^20.19 and >= 22.12 (engines), as parsing is
 type Cel = typeof import('@marcbachmann/cel-js');
 let env: InstanceType<Cel['Environment']> | undefined;
 const celParse = (source: string): ReturnType<Cel['parse']> => (env ??= environment()).parse(source);

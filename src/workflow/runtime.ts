@@ -29,7 +29,7 @@ export interface FanOutItem {
 
 export interface ClaimOptions extends ResolveOptions {
   /** Upstream phases currently suspended awaiting input (RFC-0026): name -> intent id and resume estimate. */
-  suspended?: Readonly<Record<string, { intentId?: string; expectedResumeAt?: string | null }>> | undefined;
+  suspended?: Readonly<Record<string, { intentId?: string | undefined; expectedResumeAt?: string | null | undefined }>> | undefined;
 }
 
 function upstreamOf(outputs: UpstreamOutputs, phase: string): unknown {
