@@ -5,7 +5,7 @@ import { captureIo } from '../../test/helpers/cli-io.js';
 import { Foreground } from './foreground.js';
 
 /** An engine whose drive fails as a worker does once the store kept failing past storeRetryMs. */
-function failingEngine(code: string): Engine {
+function failingEngine(code: ConstructorParameters<typeof BatonError>[0]): Engine {
   return {
     store: { location: 'postgres://db/runs' },
     drive: () => Promise.reject(new BatonError(code, 'the store kept failing for 300 s: cannot reach the PostgreSQL store postgres://db/runs: connect ECONNREFUSED')),
