@@ -118,11 +118,14 @@ function killGroup(child: ChildProcess, sig: NodeJS.Signals): boolean {
  * worker that takes the task over on this host ends that group before it starts the next attempt,
  * so no orphan runs beside its successor. The process's start time guards against a reused pid.
  */
-function recordProcess(child: ChildProcess, ctx: AgentContext): void {
+function recordProcess(child: ChildProcess, ctx: AgentContext, shared = false): void {
   const pid = child.pid;
   if (pid === undefined || !GROUPS) return;
   const started = processStartTime(pid);
-  ctx.record('process', { pid, pgid: pid, host: hostname(), ...(started !== undefined ? { start_time: started } : {}) });
+  // a serve process answers every attempt of its Baton: ended by a takeover only once that Baton is gone
+  const owner = shared ? processStartTime(process.pid) : undefined;
+  const ownedBy = shared ? { owner_pid: process.pid, ...(owner !== undefined ? { owner_start: owner } : {}) } : {};
+  ctx.record('process', { pid, pgid: pid, host: hostname(), ...(started !== undefined ? { start_time: started } : {}), ...ownedBy });
 }
 
 /** After an attempt settled: whatever the agent left behind in its group gets SIGTERM, then SIGKILL. */
@@ -666,6 +669,9 @@ function serveAgent(l: Launch): ClosableAgent {
       }
       const p = proc;
       const id = String(++seq);
+      // kill -9 of Baton leaves the process finishing what it holds (the documented readline loop does):
+      // a takeover on this host ends it before the next attempt, as it ends a once-mode group
+      recordProcess(p.child, ctx, true);
       return new Promise<unknown>((resolve, reject) => {
         const onAbort = (): void => {
           if (p.cancel(id)) reject(abortedError(name, ctx.signal));

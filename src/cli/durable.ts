@@ -76,7 +76,11 @@ export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo
       lastLocked = locked;
       const blip = e instanceof BatonError && e.code === 'store-unreachable' && waitUnreachable === 'blip' ? blipMs(e) : 0;
       const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && !incurable(e, waitUnreachable === true) && (waitUnreachable === true || waited < blip);
-      if (!(locked || unreachable) || waited >= forMs) throw e;
+      if (!(locked || unreachable) || waited >= forMs) {
+        // after the `retrying` line, the last failure says that this is the end of the wait (a worker's said only the cause, 5 minutes later)
+        if (said && e instanceof BatonError && (locked || e.code === 'store-unreachable')) throw new BatonError(e.code, `gave up after ${Math.round(waited / 1000)} s of retrying: ${e.message}`, { cause: e });
+        throw e;
+      }
       if (!said) io.stderr(`store unavailable, retrying${blip > 0 && !locked ? ` for up to ${blip / 1000} s` : ''}: ${safeText((e as Error).message, 300)}\n`);
       said = true;
       await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(6, n - 1))));

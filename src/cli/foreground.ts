@@ -147,6 +147,9 @@ export class Foreground {
       // the whole log stays in the store, not in memory, unless the whole result is printed or saved
       result = await engine.drive(runId, ctl.signal, { keepEvents: values.json === true || values.output !== undefined });
     } catch (e) {
+      // the store stayed away past the engine's storeRetryMs: the run stays there as last committed, to be continued
+      if (!this.stop && !this.inMemory && e instanceof BatonError && (e.code === 'store-unreachable' || e.code === 'store-locked'))
+        throw new BatonError(e.code, `${e.message}; run ${runId} stays in ${safeText(engine.store.location, 500)} as last committed: continue it with baton resume ${runId}${flag} once the store answers`, { cause: e });
       // a stop closes the engine under the drive: what the run is now is read back from the store
       if (!this.stop || this.inMemory) throw e;
     } finally {

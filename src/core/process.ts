@@ -20,6 +20,22 @@ export interface RecordedProcess {
   pgid: number;
   host: string;
   start_time?: string;
+  /**
+   * A serve-mode process, shared by the attempts of the Baton process that started it (its pid and start
+   * time): ended only once that Baton is gone, never under a live one (its other requests are its own).
+   */
+  owner_pid?: number;
+  owner_start?: string;
+}
+
+/** Whether no process has this pid (kill(pid, 0) fails with ESRCH). */
+function ownerGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as { code?: unknown }).code === 'ESRCH';
+  }
 }
 
 /**
@@ -28,6 +44,12 @@ export interface RecordedProcess {
  */
 export function endRecordedGroup(p: RecordedProcess): boolean {
   if (p.host !== hostname() || process.platform === 'win32') return false;
+  if (p.owner_pid !== undefined) {
+    const owner = processStartTime(p.owner_pid);
+    // the Baton that started the shared process still runs (or, off Linux, cannot be told apart): its process stays
+    if (p.owner_pid === process.pid || (owner !== undefined && (p.owner_start === undefined || owner === p.owner_start))) return false;
+    if (owner === undefined && !ownerGone(p.owner_pid)) return false;
+  }
   if (p.start_time !== undefined) {
     const now = processStartTime(p.pid);
     // the leader is gone (or another process has its pid): its group may live on, but only a group we can name safely is ended

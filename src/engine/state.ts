@@ -51,7 +51,7 @@ export interface PhaseState {
   /** Escalation gates opened for this phase (`onAgentFailure: escalate_to_user`). */
   escalations: number;
   /** The process group of the last attempt that recorded one (a subprocess agent). */
-  process: { attempt: number; pid: number; pgid: number; host: string; start_time?: string } | undefined;
+  process: { attempt: number; pid: number; pgid: number; host: string; start_time?: string; owner_pid?: number; owner_start?: string } | undefined;
   /** A fan-out phase (`for_each`) once its items are known (`task.fanned_out`): counts of its item tasks. */
   fan: FanState | undefined;
   /** An item task of a fan-out phase (`phase[index]`): the phase and the item's index. */
@@ -537,7 +537,17 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       if (e.kind === 'process' && typeof e.data['pid'] === 'number' && typeof e.data['pgid'] === 'number' && typeof e.data['host'] === 'string') {
         const p = phaseOf(state, e.phase, e.task_id);
         const st = e.data['start_time'];
-        p.process = { attempt: e.attempt, pid: e.data['pid'], pgid: e.data['pgid'], host: e.data['host'], ...(typeof st === 'string' ? { start_time: st } : {}) };
+        const op = e.data['owner_pid'];
+        const os = e.data['owner_start'];
+        p.process = {
+          attempt: e.attempt,
+          pid: e.data['pid'],
+          pgid: e.data['pgid'],
+          host: e.data['host'],
+          ...(typeof st === 'string' ? { start_time: st } : {}),
+          ...(typeof op === 'number' ? { owner_pid: op } : {}),
+          ...(typeof os === 'string' ? { owner_start: os } : {}),
+        };
       }
       return;
     }

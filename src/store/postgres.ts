@@ -725,5 +725,10 @@ export function pgFault(err: unknown, location: string): unknown {
   // serialization failures, deadlocks, lock timeouts, too many connections: try again later
   if (code === '40001' || code === '40P01' || code === '55P03' || code === '53300' || code === '53400')
     return new BatonError('store-locked', `the PostgreSQL store ${location} is busy: ${message} (${code})`, { cause: err });
+  // pg-pool's wait for a free connection ran past connectTimeoutMs: every connection of this process is
+  // in use (waiting on a run's lock, a burst of commands beside workers), a busy store to wait out. It
+  // was a plain store error, so engine.approve()/cancel() and a run's creation failed at once.
+  if (code === '' && /timeout exceeded when trying to connect/i.test(message))
+    return new BatonError('store-locked', `the PostgreSQL store ${location} is busy: no connection of the pool came free in time (${message})`, { cause: err });
   return new BatonError('store', `PostgreSQL store ${location}: ${message}${code ? ` (${code})` : ''}`, { cause: err });
 }
