@@ -118,12 +118,15 @@ function killGroup(child: ChildProcess, sig: NodeJS.Signals): boolean {
  * worker that takes the task over on this host ends that group before it starts the next attempt,
  * so no orphan runs beside its successor. The process's start time guards against a reused pid.
  */
+/** This process's start time, read once (a serve agent records it with every attempt). */
+let selfStart: { at: string | undefined } | undefined;
+
 function recordProcess(child: ChildProcess, ctx: AgentContext, shared = false): void {
   const pid = child.pid;
   if (pid === undefined || !GROUPS) return;
   const started = processStartTime(pid);
   // a serve process answers every attempt of its Baton: ended by a takeover only once that Baton is gone
-  const owner = shared ? processStartTime(process.pid) : undefined;
+  const owner = shared ? (selfStart ??= { at: processStartTime(process.pid) }).at : undefined;
   const ownedBy = shared ? { owner_pid: process.pid, ...(owner !== undefined ? { owner_start: owner } : {}) } : {};
   ctx.record('process', { pid, pgid: pid, host: hostname(), ...(started !== undefined ? { start_time: started } : {}), ...ownedBy });
 }
