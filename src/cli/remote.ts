@@ -13,6 +13,7 @@ import { safeText } from '../diagnostics/terminal.js';
 import type { RunResult } from '../engine/result.js';
 import { ServerAnswerError, ServerClient } from '../server/client.js';
 import { loadWorkflow } from '../workflow/compile.js';
+import { useColor } from './color.js';
 import { UsageError, exitFor, shellQuote } from './durable.js';
 import { printFailure } from './fail.js';
 import { riding } from './riding.js';
@@ -112,7 +113,7 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
     const result = { ...doc, runId, events } as unknown as RunResult;
     const saved = values.output ? await saveResult(result, resolve(io.cwd, values.output), values.output, io) : true;
     if (values.json) await printJson(result, io);
-    else io.stdout(summary(result, io.isTTY));
+    else io.stdout(summary(result, useColor(io, 'stdout')));
     if (!saved) return 2;
     return result.status === 'completed' ? 0 : 1;
   } catch (e) {
