@@ -83,8 +83,26 @@ const MAX_CHECKPOINT_LINE = 4 * 1024 * 1024;
  */
 export const ALIVE_FD = 4;
 
+/**
+ * Agent processes whose group may still be alive. Each leads its own group (GROUPS), so neither a
+ * terminal's Ctrl-C or hang-up nor Baton's own end reaches it: when this process exits before an
+ * agent was ended (a second Ctrl-C, the bound on a stop, `process.exit` in a host program), every
+ * group still here gets SIGKILL, synchronously in the 'exit' event, so none outlives Baton. Process-wide
+ * because process exit is: an entry leaves once its group got SIGKILL or was found gone.
+ */
+const live = new Set<ChildProcess>();
+let exitHook = false;
+
+function killLiveGroups(): void {
+  for (const child of live) killGroup(child, 'SIGKILL');
+}
+
 function start(l: Launch, checkpoints = false): ChildProcess {
-  return spawn(l.file, l.args, {
+  if (!exitHook) {
+    exitHook = true;
+    process.on('exit', killLiveGroups);
+  }
+  const child = spawn(l.file, l.args, {
     stdio: checkpoints ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
     shell: l.shell,
     env: l.env,
@@ -92,6 +110,8 @@ function start(l: Launch, checkpoints = false): ChildProcess {
     detached: GROUPS,
     ...(l.cwd !== undefined ? { cwd: l.cwd } : {}),
   });
+  if (child.pid !== undefined) live.add(child);
+  return child;
 }
 
 /**
@@ -105,12 +125,16 @@ function killGroup(child: ChildProcess, sig: NodeJS.Signals): boolean {
   if (GROUPS) {
     try {
       process.kill(-pid, sig);
+      if (sig === 'SIGKILL') live.delete(child);
       return true;
     } catch {
       // ESRCH: the group is gone
+      live.delete(child);
     }
   }
-  return child.exitCode === null && child.signalCode === null ? child.kill(sig) : false;
+  const sent = child.exitCode === null && child.signalCode === null ? child.kill(sig) : false;
+  if (!sent || sig === 'SIGKILL') live.delete(child);
+  return sent;
 }
 
 /**

@@ -47,7 +47,7 @@ export interface ForegroundValues {
   store?: string | undefined;
 }
 
-type Stop = { kind: 'signal'; signal: 'SIGINT' | 'SIGTERM' } | { kind: 'reader' } | { kind: 'unanswerable'; gate: string; gateKind: string };
+type Stop = { kind: 'signal'; signal: keyof typeof SIGNAL_EXIT } | { kind: 'reader' } | { kind: 'unanswerable'; gate: string; gateKind: string };
 
 
 export class Foreground {

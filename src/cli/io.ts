@@ -17,15 +17,18 @@ export interface CliIo {
   stderrStream?: NodeJS.WriteStream;
   /** Ends the process at once (absent in tests). */
   exit?: (code: number) => void;
-  /** Registers a handler of SIGINT, SIGTERM and a reader that went away; returns the function that removes it (absent in tests). */
+  /** Registers a handler of SIGINT, SIGTERM, SIGHUP and a reader that went away; returns the function that removes it (absent in tests). */
   onInterrupt?: (handler: (why: Interruption) => void) => () => void;
 }
 
-/** What interrupts a command: a signal (however it arrives: a terminal, `kill PID`, a supervisor) or a closed pipe. */
-export type Interruption = 'SIGINT' | 'SIGTERM' | 'reader-gone';
+/**
+ * What interrupts a command: a signal (however it arrives: a terminal, `kill PID`, a supervisor; SIGHUP
+ * when the terminal closes) or a closed pipe.
+ */
+export type Interruption = 'SIGINT' | 'SIGTERM' | 'SIGHUP' | 'reader-gone';
 
 /** Exit status of a process ended by a signal, as a shell reports it. */
-export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
 
 export function processIo(): CliIo {
   const interrupts = new Set<(why: Interruption) => void>();
@@ -57,14 +60,19 @@ export function processIo(): CliIo {
     onInterrupt: (handler) => {
       const onInt = (): void => handler('SIGINT');
       const onTerm = (): void => handler('SIGTERM');
+      // a closed terminal (an ssh session that dropped): stopped as SIGTERM is, not killed outright,
+      // which would leave the agents (each in its own process group, out of the hang-up's reach) running
+      const onHup = (): void => handler('SIGHUP');
       process.on('SIGINT', onInt);
       process.on('SIGTERM', onTerm);
+      process.on('SIGHUP', onHup);
       interrupts.add(handler);
       // a reader that went away before the handler was registered
       if (readerGone) queueMicrotask(() => handler('reader-gone'));
       return () => {
         process.off('SIGINT', onInt);
         process.off('SIGTERM', onTerm);
+        process.off('SIGHUP', onHup);
         interrupts.delete(handler);
       };
     },
