@@ -17,6 +17,13 @@ export interface CliIo {
   stderrStream?: NodeJS.WriteStream;
   /** Ends the process at once (absent in tests). */
   exit?: (code: number) => void;
+  /**
+   * Keeps stdout for what Baton prints (`--json`): from then on, whatever else in the process writes to
+   * stdout (an agent's `console.log`, a module's banner) goes to stderr instead (absent in tests).
+   */
+  claimStdout?: () => void;
+  /** Baton's own write to the real stdout, returning what `stream.write` does (backpressure); absent in tests. */
+  stdoutWrite?: (s: string) => boolean;
   /** Registers a handler of SIGINT, SIGTERM, SIGHUP and a reader that went away; returns the function that removes it (absent in tests). */
   onInterrupt?: (handler: (why: Interruption) => void) => () => void;
 }
@@ -42,14 +49,24 @@ export function processIo(): CliIo {
   };
   process.stdout.on('error', onWriteError);
   process.stderr.on('error', onWriteError);
+  // Baton's own writes to stdout go through the write stdout had at the start: claimStdout may send
+  // everyone else's to stderr, so that a `--json` document is all that stdout carries
+  const out = process.stdout;
+  const realWrite = out.write.bind(out);
+  const stdoutWrite = (s: string): boolean => realWrite(s);
   const writer =
-    (stream: NodeJS.WriteStream) =>
+    (stream: NodeJS.WriteStream, write: (s: string) => unknown) =>
     (s: string): void => {
-      if (!stream.destroyed && !stream.writableEnded) stream.write(s);
+      if (!stream.destroyed && !stream.writableEnded) write(s);
     };
   return {
-    stdout: writer(process.stdout),
-    stderr: writer(process.stderr),
+    stdout: writer(out, stdoutWrite),
+    stdoutWrite,
+    claimStdout: () => {
+      const err = process.stderr;
+      out.write = ((...args: Parameters<typeof err.write>) => err.write(...args)) as typeof out.write;
+    },
+    stderr: writer(process.stderr, (s) => process.stderr.write(s)),
     isTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
     cwd: process.cwd(),
