@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { processStartTime } from '../core/process.js';
+import { stderrGist } from '../core/stderr-gist.js';
 import { isPlainObject, type Json } from '../core/json.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { AgentError, type AgentContext, type ClosableAgent } from '../engine/agent.js';
@@ -216,10 +217,10 @@ function abortedError(name: string, signal: AbortSignal, details: Record<string,
   return new AgentError('Aborted', `${name}: the attempt was aborted (${why})`, { ...details, reason: why });
 }
 
-function lastLine(text: string): string {
-  const lines = text.trim().split('\n');
-  const line = lines[lines.length - 1]?.trim() ?? '';
-  return line ? `: ${line.length > 300 ? `${line.slice(0, 300)}...` : line}` : '';
+/** `: what stderr says`, or nothing: the line naming the error (`Error: Cannot find module ...`), not Node's closing `Node.js v20`. */
+function stderrWords(text: string): string {
+  const gist = stderrGist(text);
+  return gist ? `: ${gist}` : '';
 }
 
 function exitText(code: number | null, signal: NodeJS.Signals | null): string {
@@ -356,7 +357,7 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
       finish(() => {
         const err = stderr.toString();
         if (code !== 0) {
-          reject(new AgentError('SubprocessExit', `${name} ${exitText(code, sig)}${lastLine(err)}`, { exit_code: code, signal: sig, stderr: err }));
+          reject(new AgentError('SubprocessExit', `${name} ${exitText(code, sig)}${stderrWords(err)}`, { exit_code: code, signal: sig, stderr: err }));
           return;
         }
         const text = Buffer.concat(stdout).toString('utf8').trim();
@@ -503,7 +504,7 @@ class ServeProcess {
         this.alive = false;
         const err = this.stderr.toString();
         this.finish(
-          new AgentError('SubprocessExit', `${name} (serve process ${child.pid ?? '?'}) closed its stdout and kept running: no answer could come, so it was stopped${lastLine(err)}`, {
+          new AgentError('SubprocessExit', `${name} (serve process ${child.pid ?? '?'}) closed its stdout and kept running: no answer could come, so it was stopped${stderrWords(err)}`, {
             exit_code: null,
             signal: null,
             stdout_closed: true,
@@ -638,7 +639,7 @@ class ServeProcess {
     const why = this.overflow ? ` (stopped: a stdout line longer than ${MAX_STDOUT_BYTES} bytes)` : '';
     return new AgentError(
       'SubprocessExit',
-      `${this.name} (serve process ${this.child.pid ?? '?'}) ${exitText(code, sig)}${why}${lastLine(err)}`,
+      `${this.name} (serve process ${this.child.pid ?? '?'}) ${exitText(code, sig)}${why}${stderrWords(err)}`,
       { exit_code: code, signal: sig, stderr: err, ...(this.noise.length > 0 ? { stdout_noise: this.noise.join('\n') } : {}) },
     );
   }
