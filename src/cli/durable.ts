@@ -136,6 +136,7 @@ export async function bindFromFlags(flags: BindingFlags, io: CliIo, cwd: string,
     record['module'] = abs;
   }
   const commands: JsonObject[] = [];
+  const bound = new Map<string, string>();
   for (const [flag, mode] of [['agent-command', 'once'], ['agent-serve', 'serve']] as const) {
     for (const spec of flags[flag] ?? []) {
       const eq = spec.indexOf('=');
@@ -144,6 +145,10 @@ export async function bindFromFlags(flags: BindingFlags, io: CliIo, cwd: string,
       const command = spec.slice(eq + 1);
       const unknown = model ? unknownBinding(flag, id, model) : undefined;
       if (unknown) throw new UsageError(unknown);
+      // a second binding of one agent would silently replace the first: say which two
+      const before = bound.get(id);
+      if (before !== undefined) throw new UsageError(`agent \`${id}\` is bound twice: ${before} and --${flag} ${spec}; keep one`);
+      bound.set(id, `--${flag} ${spec}`);
       agents[id] = subprocessAgent({ command, mode, agentId: id, cwd });
       commands.push({ id, command, mode, cwd });
     }
