@@ -240,6 +240,8 @@ export async function missingAgents(engine: Engine, runId: string): Promise<stri
 
 /** Who decides a gate: `--as`, else BATON_USER, else the login name (USER, LOGNAME, else the account of this process: `uid N` when it has no name). */
 export function actor(as: string | undefined, io: CliIo): string {
+  // an explicit but empty --as is a mistake, not a request to be recorded as the login user
+  if (as !== undefined && as.trim() === '') throw new UsageError('--as needs a name (who decides), got an empty one');
   const named = as ?? io.env['BATON_USER'] ?? io.env['USER'] ?? io.env['LOGNAME'];
   if (named !== undefined && named.trim() !== '') return named;
   try {
