@@ -50,6 +50,19 @@ function isRunning(pid: number): boolean {
 }
 
 describe('subprocess agent, once mode', () => {
+  it("a process that exits names its error from stderr, not Node's closing `Node.js v20` line", async () => {
+    const missing = await failure(run(agent({ command: [process.execPath, '-e', "require('no-such-module-anywhere')"] }), ctx()));
+    expect(missing.code).toBe('SubprocessExit');
+    expect(missing.message).toContain("Cannot find module 'no-such-module-anywhere'");
+    expect(missing.message).not.toMatch(/Node\.js v\d/);
+    // for Python, the traceback's last line is the error
+    const py = await failure(run(agent({ command: 'printf \'Traceback (most recent call last):\\n  File "a.py", line 1, in <module>\\nValueError: bad input\\n\' >&2; exit 1' }), ctx()));
+    expect(py.message).toMatch(/: ValueError: bad input$/);
+    // the same rule serves a serve-mode process that dies
+    const serve = await failure(run(agent({ command: [process.execPath, '-e', "require('no-such-module-anywhere')"], mode: 'serve' }), ctx()));
+    expect(serve.message).toContain("Cannot find module 'no-such-module-anywhere'");
+  });
+
   it('writes the request as JSON on stdin and returns the JSON printed on stdout', async () => {
     const a = agent({ command: node('echo-once.mjs'), cwd: fixtures, env: { BATON_FIXTURE: 'yes' } });
     const out = await run(a, ctx({ topic: 'tides' }, { attempt: 2 }));

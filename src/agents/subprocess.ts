@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { processStartTime } from '../core/process.js';
+import { stderrGist } from '../core/stderr-gist.js';
 import { isPlainObject, type Json } from '../core/json.js';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import { AgentError, type AgentContext, type ClosableAgent } from '../engine/agent.js';
@@ -83,8 +84,26 @@ const MAX_CHECKPOINT_LINE = 4 * 1024 * 1024;
  */
 export const ALIVE_FD = 4;
 
+/**
+ * Agent processes whose group may still be alive. Each leads its own group (GROUPS), so neither a
+ * terminal's Ctrl-C or hang-up nor Baton's own end reaches it: when this process exits before an
+ * agent was ended (a second Ctrl-C, the bound on a stop, `process.exit` in a host program), every
+ * group still here gets SIGKILL, synchronously in the 'exit' event, so none outlives Baton. Process-wide
+ * because process exit is: an entry leaves once its group got SIGKILL or was found gone.
+ */
+const live = new Set<ChildProcess>();
+let exitHook = false;
+
+function killLiveGroups(): void {
+  for (const child of live) killGroup(child, 'SIGKILL');
+}
+
 function start(l: Launch, checkpoints = false): ChildProcess {
-  return spawn(l.file, l.args, {
+  if (!exitHook) {
+    exitHook = true;
+    process.on('exit', killLiveGroups);
+  }
+  const child = spawn(l.file, l.args, {
     stdio: checkpoints ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
     shell: l.shell,
     env: l.env,
@@ -92,6 +111,8 @@ function start(l: Launch, checkpoints = false): ChildProcess {
     detached: GROUPS,
     ...(l.cwd !== undefined ? { cwd: l.cwd } : {}),
   });
+  if (child.pid !== undefined) live.add(child);
+  return child;
 }
 
 /**
@@ -105,12 +126,16 @@ function killGroup(child: ChildProcess, sig: NodeJS.Signals): boolean {
   if (GROUPS) {
     try {
       process.kill(-pid, sig);
+      if (sig === 'SIGKILL') live.delete(child);
       return true;
     } catch {
       // ESRCH: the group is gone
+      live.delete(child);
     }
   }
-  return child.exitCode === null && child.signalCode === null ? child.kill(sig) : false;
+  const sent = child.exitCode === null && child.signalCode === null ? child.kill(sig) : false;
+  if (!sent || sig === 'SIGKILL') live.delete(child);
+  return sent;
 }
 
 /**
@@ -198,10 +223,10 @@ function abortedError(name: string, signal: AbortSignal, details: Record<string,
   return new AgentError('Aborted', `${name}: the attempt was aborted (${why})`, { ...details, reason: why });
 }
 
-function lastLine(text: string): string {
-  const lines = text.trim().split('\n');
-  const line = lines[lines.length - 1]?.trim() ?? '';
-  return line ? `: ${line.length > 300 ? `${line.slice(0, 300)}...` : line}` : '';
+/** `: what stderr says`, or nothing: the line naming the error (`Error: Cannot find module ...`), not Node's closing `Node.js v20`. */
+function stderrWords(text: string): string {
+  const gist = stderrGist(text);
+  return gist ? `: ${gist}` : '';
 }
 
 function exitText(code: number | null, signal: NodeJS.Signals | null): string {
@@ -338,7 +363,7 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
       finish(() => {
         const err = stderr.toString();
         if (code !== 0) {
-          reject(new AgentError('SubprocessExit', `${name} ${exitText(code, sig)}${lastLine(err)}`, { exit_code: code, signal: sig, stderr: err }));
+          reject(new AgentError('SubprocessExit', `${name} ${exitText(code, sig)}${stderrWords(err)}`, { exit_code: code, signal: sig, stderr: err }));
           return;
         }
         const text = Buffer.concat(stdout).toString('utf8').trim();
@@ -485,7 +510,7 @@ class ServeProcess {
         this.alive = false;
         const err = this.stderr.toString();
         this.finish(
-          new AgentError('SubprocessExit', `${name} (serve process ${child.pid ?? '?'}) closed its stdout and kept running: no answer could come, so it was stopped${lastLine(err)}`, {
+          new AgentError('SubprocessExit', `${name} (serve process ${child.pid ?? '?'}) closed its stdout and kept running: no answer could come, so it was stopped${stderrWords(err)}`, {
             exit_code: null,
             signal: null,
             stdout_closed: true,
@@ -622,7 +647,7 @@ class ServeProcess {
     const why = this.overflow ? ` (stopped: a stdout line longer than ${MAX_STDOUT_BYTES} bytes)` : '';
     return new AgentError(
       'SubprocessExit',
-      `${this.name} (serve process ${this.child.pid ?? '?'}) ${exitText(code, sig)}${why}${lastLine(err)}`,
+      `${this.name} (serve process ${this.child.pid ?? '?'}) ${exitText(code, sig)}${why}${stderrWords(err)}`,
       { exit_code: code, signal: sig, stderr: err, ...(this.noise.length > 0 ? { stdout_noise: this.noise.join('\n') } : {}) },
     );
   }

@@ -157,6 +157,12 @@ describe('baton run', () => {
     expect(r.phases['a']!.output).toEqual({ greeting: 'hello ada' });
     expect(r.phases['b']!.output['echo']).toEqual({ g: 'hello ada' });
     expect(await run(['run', 'wf.yaml', '--agent-command', 'py'], capture(dir))).toBe(2);
+    // one agent bound twice is refused before anything runs, not the last binding silently taken
+    for (const second of [['--agent-command', 'py=python3 other.py'], ['--agent-serve', 'py=node other.mjs']]) {
+      const twice = capture(dir);
+      expect(await run(['run', 'wf.yaml', '--json', '--store', 'memory', '--agent-command', `py=python3 ${join(agentsDir, 'agent.py')}`, ...second, '--agent-serve', `js=node ${join(agentsDir, 'serve.mjs')}`], twice)).toBe(2);
+      expect((JSON.parse(twice.out()) as { error: { code: string } }).error.code).toBe('usage');
+    }
   });
 
   test.each(['compliance_review.yaml', 'mcp_workflow.yaml', 'research_pipeline.yaml'])('corpus %s runs with --stub-agents', async (f) => {

@@ -81,3 +81,20 @@ describe('through the CLI', () => {
     expect(await out(['validate', bad], { isTTY: true, env: { NO_COLOR: '' } })).toMatch(/\x1b\[/);
   });
 });
+
+describe("a run's closing summary on stdout", () => {
+  const run_ = async (argv: string[], over: Partial<CliIo> & { env?: Record<string, string> }): Promise<string> => {
+    let s = '';
+    expect(await run(['run', 'research-pipeline', '--store', 'memory', '-q', ...argv], io({ ...over, stdout: (x) => void (s += x) }))).toBe(0);
+    return s;
+  };
+
+  test('follows --color, NO_COLOR, TERM=dumb and FORCE_COLOR, as every other output does', async () => {
+    expect(await run_([], { isTTY: true })).toMatch(/\x1b\[/);
+    expect(await run_(['--color', 'never'], { isTTY: true })).not.toMatch(/\x1b\[/);
+    expect(await run_([], { isTTY: true, env: { NO_COLOR: '1' } })).not.toMatch(/\x1b\[/);
+    expect(await run_([], { isTTY: true, env: { TERM: 'dumb' } })).not.toMatch(/\x1b\[/);
+    expect(await run_([], { env: { FORCE_COLOR: '1' } })).toMatch(/\x1b\[/);
+    expect(await run_(['--color', 'always'], { env: { NO_COLOR: '1' } })).toMatch(/\x1b\[/);
+  });
+});

@@ -140,6 +140,7 @@ export async function bindFromFlags(flags: BindingFlags, io: CliIo, cwd: string,
     record['module'] = abs;
   }
   const commands: JsonObject[] = [];
+  const bound = new Map<string, string>();
   for (const [flag, mode] of [['agent-command', 'once'], ['agent-serve', 'serve']] as const) {
     for (const spec of flags[flag] ?? []) {
       const eq = spec.indexOf('=');
@@ -148,6 +149,10 @@ export async function bindFromFlags(flags: BindingFlags, io: CliIo, cwd: string,
       const command = spec.slice(eq + 1);
       const unknown = model ? unknownBinding(flag, id, model) : undefined;
       if (unknown) throw new UsageError(unknown);
+      // a second binding of one agent would silently replace the first: say which two
+      const before = bound.get(id);
+      if (before !== undefined) throw new UsageError(`agent \`${id}\` is bound twice: ${before} and --${flag} ${spec}; keep one`);
+      bound.set(id, `--${flag} ${spec}`);
       agents[id] = subprocessAgent({ command, mode, agentId: id, cwd });
       commands.push({ id, command, mode, cwd });
     }
@@ -239,6 +244,8 @@ export async function missingAgents(engine: Engine, runId: string): Promise<stri
 
 /** Who decides a gate: `--as`, else BATON_USER, else the login name (USER, LOGNAME, else the account of this process: `uid N` when it has no name). */
 export function actor(as: string | undefined, io: CliIo): string {
+  // an explicit but empty --as is a mistake, not a request to be recorded as the login user
+  if (as !== undefined && as.trim() === '') throw new UsageError('--as needs a name (who decides), got an empty one');
   const named = as ?? io.env['BATON_USER'] ?? io.env['USER'] ?? io.env['LOGNAME'];
   if (named !== undefined && named.trim() !== '') return named;
   try {

@@ -23,6 +23,7 @@ import { safeText } from '../diagnostics/terminal.js';
 import type { RunEvent } from '../engine/events.js';
 import { parseItemKey, runStatusOf, type RunState } from '../engine/state.js';
 import type { RunResult } from '../engine/result.js';
+import { useColor } from './color.js';
 import { storeFlag } from './durable.js';
 import { SIGNAL_EXIT, type CliIo, type Interruption } from './io.js';
 import { printJson, saveResult } from './output.js';
@@ -46,7 +47,7 @@ export interface ForegroundValues {
   store?: string | undefined;
 }
 
-type Stop = { kind: 'signal'; signal: 'SIGINT' | 'SIGTERM' } | { kind: 'reader' } | { kind: 'unanswerable'; gate: string; gateKind: string };
+type Stop = { kind: 'signal'; signal: keyof typeof SIGNAL_EXIT } | { kind: 'reader' } | { kind: 'unanswerable'; gate: string; gateKind: string };
 
 
 export class Foreground {
@@ -182,7 +183,7 @@ export class Foreground {
     // streamed: a result of hundreds of megabytes is never one string; an unwritable file never loses it
     const saved = values.output ? await saveResult(result, resolve(io.cwd, values.output), values.output, io) : true;
     if (values.json) await printJson(result, io);
-    else io.stdout(summary(result, io.isTTY, this.warnings));
+    else io.stdout(summary(result, useColor(io, 'stdout'), this.warnings));
     if (!saved) return 2;
     if (stop?.kind === 'unanswerable') return 2;
     if (stop?.kind === 'signal') return SIGNAL_EXIT[stop.signal];

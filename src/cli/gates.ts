@@ -120,7 +120,7 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
         // the gate as the server lists it
         const gates = (await riding(io, () => client.request('GET', `/runs/${seg(runId)}/gates`))).body['gates'];
         const gate = Array.isArray(gates) ? (gates as JsonObject[]).find((g) => g['id'] === gateId) : undefined;
-        value = bareWordAnswer(values.value, notJson, gateId, Array.isArray(gate?.['choices']) ? gate['choices'] : undefined);
+        value = gate?.['kind'] === 'input' ? bareWordAnswer(values.value, notJson, gateId, Array.isArray(gate['choices']) ? gate['choices'] : undefined) : values.value;
       }
       const answer = value;
       const r = await riding(
@@ -138,7 +138,11 @@ export async function respondCommand(args: string[], io: CliIo): Promise<number>
     const opened = await decidingEngine(values, io);
     store = opened.store;
     const engine = opened.engine;
-    if (value === undefined) value = bareWordAnswer(values.value, notJson, gateId, (await engine.inspect(runId)).result.gates.find((g) => g.id === gateId)?.choices);
+    if (value === undefined) {
+      const gate = (await engine.inspect(runId)).result.gates.find((g) => g.id === gateId);
+      // a gate that takes no answer (an approval) or none at all: the engine's refusal says what to do, not a JSON error
+      value = gate?.kind === 'input' ? bareWordAnswer(values.value, notJson, gateId, gate.choices) : values.value;
+    }
     const by = actor(values.as, io);
     await engine.respond(runId, gateId, value, by);
     io.stdout(values.json ? JSON.stringify({ runId, gateId, decision: 'answered', value, by }, null, 2) + '\n' : `gate ${gateId} of run ${runId} answered by ${by}\n`);

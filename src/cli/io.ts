@@ -17,15 +17,25 @@ export interface CliIo {
   stderrStream?: NodeJS.WriteStream;
   /** Ends the process at once (absent in tests). */
   exit?: (code: number) => void;
-  /** Registers a handler of SIGINT, SIGTERM and a reader that went away; returns the function that removes it (absent in tests). */
+  /**
+   * Keeps stdout for what Baton prints (`--json`): from then on, whatever else in the process writes to
+   * stdout (an agent's `console.log`, a module's banner) goes to stderr instead (absent in tests).
+   */
+  claimStdout?: () => void;
+  /** Baton's own write to the real stdout, returning what `stream.write` does (backpressure); absent in tests. */
+  stdoutWrite?: (s: string) => boolean;
+  /** Registers a handler of SIGINT, SIGTERM, SIGHUP and a reader that went away; returns the function that removes it (absent in tests). */
   onInterrupt?: (handler: (why: Interruption) => void) => () => void;
 }
 
-/** What interrupts a command: a signal (however it arrives: a terminal, `kill PID`, a supervisor) or a closed pipe. */
-export type Interruption = 'SIGINT' | 'SIGTERM' | 'reader-gone';
+/**
+ * What interrupts a command: a signal (however it arrives: a terminal, `kill PID`, a supervisor; SIGHUP
+ * when the terminal closes) or a closed pipe.
+ */
+export type Interruption = 'SIGINT' | 'SIGTERM' | 'SIGHUP' | 'reader-gone';
 
 /** Exit status of a process ended by a signal, as a shell reports it. */
-export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
 
 export function processIo(): CliIo {
   const interrupts = new Set<(why: Interruption) => void>();
@@ -39,14 +49,24 @@ export function processIo(): CliIo {
   };
   process.stdout.on('error', onWriteError);
   process.stderr.on('error', onWriteError);
+  // Baton's own writes to stdout go through the write stdout had at the start: claimStdout may send
+  // everyone else's to stderr, so that a `--json` document is all that stdout carries
+  const out = process.stdout;
+  const realWrite = out.write.bind(out);
+  const stdoutWrite = (s: string): boolean => realWrite(s);
   const writer =
-    (stream: NodeJS.WriteStream) =>
+    (stream: NodeJS.WriteStream, write: (s: string) => unknown) =>
     (s: string): void => {
-      if (!stream.destroyed && !stream.writableEnded) stream.write(s);
+      if (!stream.destroyed && !stream.writableEnded) write(s);
     };
   return {
-    stdout: writer(process.stdout),
-    stderr: writer(process.stderr),
+    stdout: writer(out, stdoutWrite),
+    stdoutWrite,
+    claimStdout: () => {
+      const err = process.stderr;
+      out.write = ((...args: Parameters<typeof err.write>) => err.write(...args)) as typeof out.write;
+    },
+    stderr: writer(process.stderr, (s) => process.stderr.write(s)),
     isTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
     cwd: process.cwd(),
@@ -57,14 +77,19 @@ export function processIo(): CliIo {
     onInterrupt: (handler) => {
       const onInt = (): void => handler('SIGINT');
       const onTerm = (): void => handler('SIGTERM');
+      // a closed terminal (an ssh session that dropped): stopped as SIGTERM is, not killed outright,
+      // which would leave the agents (each in its own process group, out of the hang-up's reach) running
+      const onHup = (): void => handler('SIGHUP');
       process.on('SIGINT', onInt);
       process.on('SIGTERM', onTerm);
+      process.on('SIGHUP', onHup);
       interrupts.add(handler);
       // a reader that went away before the handler was registered
       if (readerGone) queueMicrotask(() => handler('reader-gone'));
       return () => {
         process.off('SIGINT', onInt);
         process.off('SIGTERM', onTerm);
+        process.off('SIGHUP', onHup);
         interrupts.delete(handler);
       };
     },

@@ -103,10 +103,10 @@ export function* jsonChunks(value: unknown): Generator<string> {
  * Writes chunks to a stream, waiting for it to drain (memory stays bounded). Stops quietly when the
  * stream errors or closes (a reader that went away: `| head`).
  */
-export async function writeChunks(chunks: Iterable<string>, stream: NodeJS.WritableStream & { destroyed?: boolean; writableEnded?: boolean }): Promise<void> {
+export async function writeChunks(chunks: Iterable<string>, stream: NodeJS.WritableStream & { destroyed?: boolean; writableEnded?: boolean }, write: (c: string) => boolean = (c) => stream.write(c)): Promise<void> {
   for (const c of chunks) {
     if (stream.destroyed || stream.writableEnded) return;
-    if (!stream.write(c)) {
+    if (!write(c)) {
       const ac = new AbortController();
       await Promise.race([once(stream, 'drain', { signal: ac.signal }), once(stream, 'close', { signal: ac.signal }), once(stream, 'error', { signal: ac.signal })]).catch(() => undefined);
       ac.abort();

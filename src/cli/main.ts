@@ -90,6 +90,8 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     io.stdout(commandHelp(spec));
     return 0;
   }
+  // a JSON document on stdout is for a program: nothing an agent or a module prints may land in it
+  if (flags.json) io.claimStdout?.();
   const cio: CliIo = { ...io, ...(flags.color !== undefined ? { color: flags.color } : {}), json: flags.json };
   try {
     return await (await load())(flags.args, cio);

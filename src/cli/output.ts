@@ -103,6 +103,7 @@ export async function printJson(value: unknown, io: CliIo): Promise<void> {
         yield '\n';
       })(),
       io.stdoutStream,
+      io.stdoutWrite,
     );
   } else {
     for (const c of jsonChunks(value)) io.stdout(c);

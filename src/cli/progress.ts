@@ -4,7 +4,8 @@
  */
 import type { createLogUpdate } from 'log-update';
 import pc from 'picocolors';
-import { escapeControls, safeText } from '../diagnostics/terminal.js';
+import { safeText } from '../diagnostics/terminal.js';
+import { cells, displayWidth } from '../diagnostics/width.js';
 import { parseItemKey } from '../engine/state.js';
 
 /** The part of an engine event the view reads. */
@@ -133,7 +134,8 @@ export class ProgressView {
       cancelled: c.dim('⊘'),
       waiting: c.yellow('⏸'),
     };
-    const width = Math.min(32, Math.max(...[...this.rows.keys()].map((k) => escapeControls(k).length), 5));
+    // in terminal columns, not UTF-16 units: a CJK name or an emoji takes two, and one is never cut in half
+    const width = Math.min(32, Math.max(...[...this.rows.keys()].map((k) => displayWidth(k.slice(0, NAME_UNITS))), 5));
     const now = this.now();
     const counts = new Map<string, number>();
     const lines: string[] = [];
@@ -141,7 +143,7 @@ export class ProgressView {
       counts.set(r.state, (counts.get(r.state) ?? 0) + 1);
       const elapsed = r.startedAt === undefined ? '' : `${(((r.endedAt ?? now) - r.startedAt) / 1000).toFixed(1)}s`;
       const attempts = r.attempts > 1 ? c.yellow(`×${r.attempts}`) : '';
-      lines.push(`${icon[r.state] ?? ' '} ${escapeControls(name).slice(0, width).padEnd(width)} ${r.state.padEnd(10)} ${elapsed.padStart(7)} ${attempts} ${c.dim(safeText(r.note, 200))}`.trimEnd());
+      lines.push(`${icon[r.state] ?? ' '} ${fitColumns(name.slice(0, NAME_UNITS), width)} ${r.state.padEnd(10)} ${elapsed.padStart(7)} ${attempts} ${c.dim(safeText(r.note, 200))}`.trimEnd());
     }
     // a long workflow shows its active rows and a tally instead of thousands of lines
     const shown = lines.length > 40 ? lines.filter((_, i) => ['running', 'retrying', 'failed'].includes([...this.rows.values()][i]!.state)).slice(0, 30) : lines;
@@ -164,4 +166,19 @@ export class ProgressView {
       this.log.done();
     }
   }
+}
+
+/** More UTF-16 units than the name column (32) can ever show: a longer name is measured and cut from these. */
+const NAME_UNITS = 128;
+
+/** `s` escaped, cut and padded to exactly `width` terminal columns, at a grapheme boundary. */
+export function fitColumns(s: string, width: number): string {
+  let out = '';
+  let w = 0;
+  for (const c of cells(s)) {
+    if (w + c.width > width) break;
+    out += c.text;
+    w += c.width;
+  }
+  return out + ' '.repeat(width - w);
 }

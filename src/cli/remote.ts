@@ -13,11 +13,12 @@ import { safeText } from '../diagnostics/terminal.js';
 import type { RunResult } from '../engine/result.js';
 import { ServerAnswerError, ServerClient } from '../server/client.js';
 import { loadWorkflow } from '../workflow/compile.js';
+import { useColor } from './color.js';
 import { UsageError, exitFor, shellQuote } from './durable.js';
 import { printFailure } from './fail.js';
 import { riding } from './riding.js';
 import { summary } from './foreground.js';
-import type { CliIo } from './io.js';
+import { SIGNAL_EXIT, type CliIo } from './io.js';
 import { inputProblem, outputProblem, printJson, saveResult } from './output.js';
 import { progressView, readJsonObject, toViewEvent } from './run.js';
 import { resolveTarget } from './examples.js';
@@ -83,7 +84,7 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
     if (!values.quiet) io.stderr(`run ${safeText(runId, 200)} on ${safeText(values.server!, 500)}${started.status === 200 && values['run-id'] !== undefined ? ' (already started with this id: following it)' : ''}\n`);
     const view = values.quiet ? undefined : await progressView(r.model.phases.map((p) => p.name), io, values.json === true);
     const ctl = new AbortController();
-    let interrupted: 'SIGINT' | 'SIGTERM' | undefined;
+    let interrupted: keyof typeof SIGNAL_EXIT | undefined;
     const off = io.onInterrupt?.((why) => {
       if (why === 'reader-gone') return;
       interrupted = why;
@@ -106,13 +107,13 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
     }
     if (interrupted) {
       io.stderr(`\n${interrupted}: stopped following run ${runId}; it goes on on the server (GET ${safeText(values.server!, 500)}/runs/${runId})\n`);
-      return interrupted === 'SIGINT' ? 130 : 143;
+      return SIGNAL_EXIT[interrupted];
     }
     const doc = (await riding(io, () => client.request('GET', `/runs/${encodeURIComponent(runId)}`))).body;
     const result = { ...doc, runId, events } as unknown as RunResult;
     const saved = values.output ? await saveResult(result, resolve(io.cwd, values.output), values.output, io) : true;
     if (values.json) await printJson(result, io);
-    else io.stdout(summary(result, io.isTTY));
+    else io.stdout(summary(result, useColor(io, 'stdout')));
     if (!saved) return 2;
     return result.status === 'completed' ? 0 : 1;
   } catch (e) {

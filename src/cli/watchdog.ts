@@ -14,7 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 // starts BATON_TICKS ticks, and Baton is killed when they are out.
 const SCRIPT = `
 p=$BATON_PID; n=0; left=-1
-trap 'n=$((n+1)); if [ $n -ge 2 ]; then kill -9 $p 2>/dev/null; echo "baton: stopped at once (second signal). $BATON_HINT" >&2; exit 0; fi; left=$BATON_TICKS' INT TERM
+trap 'n=$((n+1)); if [ $n -ge 2 ]; then kill -9 $p 2>/dev/null; echo "baton: stopped at once (second signal). $BATON_HINT" >&2; exit 0; fi; left=$BATON_TICKS' INT TERM HUP
 while kill -0 $p 2>/dev/null; do
   if [ $left -eq 0 ]; then kill -9 $p 2>/dev/null; echo "baton: an agent held the process $BATON_GRACE s after the signal; stopped. $BATON_HINT" >&2; exit 0; fi
   if [ $left -gt 0 ]; then left=$((left-1)); fi

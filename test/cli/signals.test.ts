@@ -67,7 +67,9 @@ const REACHED: Record<Where, RegExp> = {
   'retry-delay': /task\.retrying\s+b/,
 };
 
-describe.each(['SIGINT', 'SIGTERM'] as const)('%s sent to the process alone', (signal) => {
+const EXIT = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
+
+describe.each(['SIGINT', 'SIGTERM', 'SIGHUP'] as const)('%s sent to the process alone', (signal) => {
   test.each(['gate', 'attempt', 'retry-delay'] as const)('at a %s: the run is left as it was, finished phases keep their outputs, and it can be finished', async (where) => {
     const cwd = project(WORKFLOW[where], AGENTS);
     const id = `s-${signal}-${where}`;
@@ -80,7 +82,7 @@ describe.each(['SIGINT', 'SIGTERM'] as const)('%s sent to the process alone', (s
     await until(() => REACHED[where].test(out));
     child.kill(signal);
     const done = await child.done;
-    expect(done.code).toBe(signal === 'SIGINT' ? 130 : 143);
+    expect(done.code).toBe(EXIT[signal]);
     expect(done.stderr).toContain(`baton resume ${id}`);
     expect(done.stderr).not.toMatch(STACK);
     if (json.length > 0) expect((JSON.parse(done.stdout) as { runId: string; status: string }).status).toBe(where === 'gate' ? 'waiting' : 'running');
@@ -181,5 +183,50 @@ describe('the bound on a stop', () => {
     expect(ms).toBeGreaterThan(3_000);
     expect(done.stderr).toMatch(/run deaf1 left running in .*baton resume deaf1/);
     expect((await show(cwd, 'deaf1')).status).toBe('running');
+  }, 30_000);
+});
+
+describe('no agent process outlives Baton', () => {
+  // the agent leads its own process group, so neither a signal to Baton nor its exit reaches it by itself
+  const SUB = `openintent: "1.0"
+info: {name: "Orphans"}
+agents:
+  slow: {x-command: [node, slow.mjs]}
+workflow:
+  a: {assign: slow, outputs: {n: integer}}
+`;
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  test.each([
+    ['SIGHUP (the terminal closed)', ['SIGHUP'], 129],
+    ['a second Ctrl-C (exits at once)', ['SIGINT', 'SIGINT'], 130],
+  ] as const)('%s: the subprocess agent is ended with it', async (_, signals, code) => {
+    const cwd = mkdtempSync(join(tmpdir(), 'baton-sig-'));
+    writeFileSync(join(cwd, 'workflow.yaml'), SUB);
+    // an agent that ignores SIGTERM and never answers
+    writeFileSync(join(cwd, 'slow.mjs'), `import { writeFileSync } from 'node:fs';\nprocess.on('SIGTERM', () => undefined);\nwriteFileSync(new URL('./pid', import.meta.url), String(process.pid));\nsetInterval(() => undefined, 1000);\n`);
+    const child = baton(['run', 'workflow.yaml', '--run-id', 'orph'], { cwd });
+    await until(() => existsSync(join(cwd, 'pid')) && readFileSync(join(cwd, 'pid'), 'utf8') !== '');
+    const pid = Number(readFileSync(join(cwd, 'pid'), 'utf8'));
+    try {
+      for (const s of signals) {
+        child.kill(s);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const done = await child.done;
+      expect(done.code).toBe(code);
+      expect(done.stderr).not.toMatch(STACK);
+      await until(() => !alive(pid), 3_000);
+      expect((await show(cwd, 'orph')).status).toBe('running');
+    } finally {
+      if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
   }, 30_000);
 });

@@ -13,6 +13,7 @@ import type { CliIo } from '../../src/cli/io.js';
 import { jsonChunks } from '../../src/cli/json-stream.js';
 import { run } from '../../src/cli/main.js';
 import { shellQuote, slugify } from '../../src/cli/new.js';
+import { baton, batonRun, until } from '../helpers/spawn.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const STACK = /\n\s+at .+:\d+:\d+/;
@@ -109,6 +110,28 @@ describe('--json streams', () => {
     const r = JSON.parse(io.out()) as { phases: { p: { output: { rows: unknown[] } } } };
     expect(r.phases.p.output.rows).toHaveLength(40_000);
   });
+});
+
+describe('--json stdout carries the document alone', () => {
+  it("what an agents module or an agent prints to stdout goes to stderr: run and worker", async () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'wf.yaml'), `openintent: "1.0"\ninfo: {name: "Chatty"}\nworkflow:\n  p: {assign: a, outputs: {n: integer}}\n`);
+    writeFileSync(join(dir, 'agents.mjs'), `console.log('module banner');\nexport default { a: () => { console.log('from the agent'); console.info({ x: 1 }); process.stdout.write('a raw write\\n'); return { n: 1 }; } };\n`);
+    const r = await batonRun(['run', 'wf.yaml', '--agents', 'agents.mjs', '--json', '--store', 'memory'], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { status: string }).status).toBe('completed');
+    for (const said of ['module banner', 'from the agent', 'a raw write']) expect(r.stderr).toContain(said);
+    // a worker's JSON lines too
+    expect((await batonRun(['run', 'wf.yaml', '--agents', 'agents.mjs', '--detach', '--run-id', 'c1'], { cwd: dir })).code).toBe(0);
+    const w = baton(['worker', '--agents', 'agents.mjs', '--json'], { cwd: dir });
+    let seen = '';
+    w.stdout!.on('data', (d: Buffer) => (seen += d.toString()));
+    await until(() => /run\.completed/.test(seen), 30_000);
+    w.kill('SIGTERM');
+    const done = await w.done;
+    for (const line of done.stdout.trim().split('\n')) expect(() => JSON.parse(line) as unknown, line).not.toThrow();
+    expect(done.stderr).toContain('from the agent');
+  }, 60_000);
 });
 
 /** Runs the CLI in a real process whose stdout reader goes away after the first bytes (`| head -c 1`). */

@@ -97,4 +97,25 @@ describe('gates', () => {
     expect(await run(['respond', 'e1', 'escalate-draft-1', '--value', 'retry'], capture(d))).toBe(0);
     expect(await done).toBe(0);
   });
+
+  it('respond --value WORD to an approval gate says to approve or deny it, not that WORD is not JSON; an empty --as is refused', async () => {
+    const d = dir();
+    writeFileSync(join(d, 'wf.yaml'), 'openintent: "1.0"\ninfo: {name: "G"}\nworkflow:\n  a: {assign: x, x-require_approval: true}\n');
+    expect(await run(['run', 'wf.yaml', '--stub-agents', '--run-id', 'r1', '--detach'], capture(d))).toBe(0);
+    for (const value of ['yes', '"yes"']) {
+      const io = capture(d);
+      await run(['respond', 'r1', 'approve-a', '--value', value, '--json'], io);
+      expect((JSON.parse(io.out()) as { error: { code: string } }).error.code, value).toBe('gate-refused');
+    }
+    // an empty --as is refused, not replaced by the login user; the gate stays open
+    for (const cmd of ['approve', 'deny']) {
+      const empty = capture(d);
+      expect(await run([cmd, 'r1', 'approve-a', '--as', ' ', '--json'], empty)).toBe(2);
+      expect((JSON.parse(empty.out()) as { error: { code: string } }).error.code).toBe('usage');
+    }
+    // a gate the run does not have is named as such
+    const io = capture(d);
+    expect(await run(['respond', 'r1', 'nope', '--value', 'yes', '--json'], io)).toBe(2);
+    expect((JSON.parse(io.out()) as { error: { code: string } }).error.code).toBe('unknown-gate');
+  });
 });

@@ -9,6 +9,7 @@ import { describe, expect, test } from 'vitest';
 import type { CliIo } from '../../src/cli/io.js';
 import { run } from '../../src/cli/main.js';
 import { ProgressView } from '../../src/cli/progress.js';
+import { displayWidth } from '../../src/diagnostics/width.js';
 
 const RAW = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]/;
 
@@ -31,6 +32,19 @@ describe('terminal output is escaped', () => {
     expect(out).not.toMatch(RAW);
     expect(v.render()).not.toMatch(RAW);
     expect(v.render()).toContain('\\u{202E}');
+  });
+
+  test('the live table measures names in terminal columns: wide names align, an emoji is never cut in half', () => {
+    const names = ['a'.repeat(31) + '🚀' + 'z'.repeat(10), '調査', '📝 write', 'b', 'tab\there'];
+    const v = new ProgressView(names, { write: () => undefined, isTTY: false });
+    const rows = v.render().split('\n').slice(0, names.length);
+    const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+    for (const r of rows) expect(r).not.toMatch(LONE);
+    // the state column starts at the same terminal column on every row
+    const stateAt = rows.map((r) => displayWidth(r.slice(0, r.indexOf(' pending'))));
+    expect(new Set(stateAt).size, rows.join('\n')).toBe(1);
+    expect(rows[0]).toContain('a'.repeat(31) + '  pending'); // the emoji did not fit: cut whole
+    expect(rows[1]).toContain('調査');
   });
 
   test('a run with hostile phase names, agent messages and agent ids', async () => {

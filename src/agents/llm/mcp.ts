@@ -10,6 +10,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { JsonObject } from '../../core/json.js';
 import { isPlainObject } from '../../core/json.js';
 import { isMissingPackage } from '../../core/optional.js';
+import { stderrGist } from '../../core/stderr-gist.js';
 import type { McpServerDecl } from '../../workflow/model.js';
 import { llmError } from './failures.js';
 import { modelToolName, parseToolRef } from './names.js';
@@ -27,19 +28,6 @@ export interface McpHostOptions {
   callTimeoutMs?: number | undefined;
 }
 
-/**
- * What a failed server's stderr says, in a line: the lines that name an error (`Error: Cannot find
- * module ...`), not the last ones, which for Node are the stack's closing brace and `Node.js v20`.
- */
-export function stderrGist(stderr: string): string {
-  const lines = stderr
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !/^at\s/.test(l) && !/^Node\.js v\d/.test(l) && !/^[\s{}()[\],;^~|]*$/.test(l) && !/^code: /.test(l) && !/^requireStack:/.test(l));
-  const telling = lines.filter((l) => /error|cannot|can't|not found|no such|denied|refused|failed|exception|ENOENT|EACCES|traceback/i.test(l));
-  return (telling.length > 0 ? telling.slice(0, 2) : lines.slice(-3)).join(' | ').slice(0, 1000);
-}
-
 interface Listed {
   name: string;
   description?: string;
@@ -55,6 +43,8 @@ interface Connection {
 }
 
 const STDERR_TAIL = 4000;
+
+export { stderrGist };
 
 export class McpHost implements ToolHost {
   private readonly conns = new Map<string, Promise<Connection>>();
