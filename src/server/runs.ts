@@ -158,8 +158,10 @@ export class RunRoutes {
   private same(r: Request, existing: RunRecord, wanted: { hash: string; trigger: Json; initialState: Json; autoApprove: boolean; timeoutMs: number | undefined }): Response {
     const diffs: string[] = [];
     if (existing.workflowHash !== wanted.hash) diffs.push('workflow');
-    if (canonical(existing.trigger) !== canonical(wanted.trigger)) diffs.push('trigger');
-    if (canonical(existing.initialState) !== canonical(wanted.initialState)) diffs.push('initial_state');
+    // none given and `{}` start the same run (run.started records `{}` for both)
+    const plain = (v: Json | undefined): string => canonical(v === null || v === undefined ? {} : v);
+    if (plain(existing.trigger) !== plain(wanted.trigger)) diffs.push('trigger');
+    if (plain(existing.initialState) !== plain(wanted.initialState)) diffs.push('initial_state');
     if ((existing.options['auto_approve'] === true) !== wanted.autoApprove) diffs.push('auto_approve');
     if ((typeof existing.options['timeout_ms'] === 'number' ? existing.options['timeout_ms'] : undefined) !== wanted.timeoutMs) diffs.push('timeout_s');
     if (diffs.length > 0) throw new HttpError(409, 'run-exists', `run ${existing.runId} exists with another ${diffs.join(', ')}; a start with the same run_id must repeat the same body`, { run_id: existing.runId });

@@ -272,6 +272,10 @@ describe.each<StoreKind>(['memory', 'sqlite', 'postgres'])('the API over the %s 
       const cid = `idem-race-${kind}`;
       const answers = await Promise.all([1, 2, 3, 4].map(() => api(h.url, 'POST', '/runs', { key: operator, body: { workflow: CHAIN, run_id: cid } })));
       expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 201]);
+      // a trigger or initial state left out is the `{}` given: the same start
+      expect((await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: CHAIN, run_id: cid, trigger: {}, initial_state: {} } })).status).toBe(200);
+      expect((await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: CHAIN, run_id: id.replace('idem', 'idem-none'), trigger: {} } })).status).toBe(201);
+      expect((await api(h.url, 'POST', '/runs', { key: operator, body: { workflow: CHAIN, run_id: id.replace('idem', 'idem-none') } })).status).toBe(200);
       await readStream(`${h.url}/runs/${cid}/events`, { key: reader });
       await readStream(`${h.url}/runs/${id}/events`, { key: reader });
     });
