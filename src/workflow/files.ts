@@ -29,7 +29,7 @@ export const RUN_TOKENS = ['runId', 'workflowId', 'toolId', 'isoDate', 'phase', 
 export const ITEM_TOKENS = ['index', 'item'] as const;
 
 const TOKEN = /<([^<>]*)>/g;
-const ITEM_PATH = /^item(\.[A-Za-z0-9_][A-Za-z0-9_-]*)*$/;
+const ITEM_PATH = /^item(\.[\p{L}\p{N}_][\p{L}\p{M}\p{N}_-]*)*$/u;
 
 /** The `<token>`s of a path, with their offsets. */
 export function tokensOf(path: string): { name: string; offset: number }[] {

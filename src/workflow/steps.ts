@@ -214,7 +214,7 @@ export function artifactPath(text: string): ArtifactSegment[] | undefined {
   if (!m) return undefined;
   const segs: ArtifactSegment[] = [];
   for (const part of m[1]!.split(/\.(?![^{]*\})/)) {
-    const item = /^\{\$item((?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)*)\}$/.exec(part);
+    const item = /^\{\$item((?:\.[\p{L}\p{N}_][\p{L}\p{M}\p{N}_-]*)*)\}$/u.exec(part);
     if (item) segs.push({ item: item[1] ? item[1].slice(1).split('.') : [] });
     else if (/^[A-Za-z0-9_][A-Za-z0-9_-]*$/.test(part)) segs.push(part);
     else return undefined;

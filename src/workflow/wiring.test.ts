@@ -11,11 +11,15 @@ describe('parseInputRef', () => {
     ['$item', { kind: 'item', path: [] }],
     ['$item.outline.title', { kind: 'item', path: ['outline', 'title'] }],
     ['$index', { kind: 'index' }],
+    // a name in any script (YAML keys are Unicode; a phase named so must be reachable)
+    ['調査.結果', { kind: 'phase', phase: '調査', key: '結果', path: [] }],
+    ['café.résumé.titre_1', { kind: 'phase', phase: 'café', key: 'résumé', path: ['titre_1'] }],
+    ['$item.नाम', { kind: 'item', path: ['नाम'] }],
   ])('%s', (ref, source) => {
     expect(parseInputRef(ref)).toEqual({ ok: true, source });
   });
 
-  test.each(['findings', '$trigger.', '$trigger', '$initial_state.', '$env.HOME', 'a..b', ' research.x', 'research.', '.x', '', '$index.x', '$item..x', '$items.x'])('rejects %j', (ref) => {
+  test.each(['findings', '$trigger.', '$trigger', '$initial_state.', '$env.HOME', 'a..b', ' research.x', 'research.', '.x', '', '$index.x', '$item..x', '$items.x', 'a b.x', 'a.b c', 'a.-x', '調査.🙂'])('rejects %j', (ref) => {
     expect(parseInputRef(ref).ok).toBe(false);
   });
 });

@@ -9,7 +9,8 @@ import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
 import type { InputBinding, InputSource, OutputDecl } from './model.js';
 
-const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
+/** A part of a reference: a phase, key or field name in any script (a phase may be named `調査`), or an index. */
+const SEGMENT = /^[\p{L}\p{N}_][\p{L}\p{M}\p{N}_-]*$/u;
 
 /** What is wrong with the parts between the dots, when one of them is: an empty one, or one that is not a name. */
 function segmentHint(parts: readonly string[]): string | undefined {
