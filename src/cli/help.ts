@@ -56,7 +56,7 @@ ${lines.join('\n')}
 Options of every command:
 ${optionLines({ ...GLOBAL_OPTIONS, version: { type: 'boolean', short: 'v', desc: 'print the version' } })}
 
-Exit codes: 0 success, 1 invalid workflow (validate, check, types) or failed run, 2 usage error or unreadable/invalid input.
+Exit codes: 0 success, 1 invalid workflow (validate, check, types), failed run, or a refused decision (approve, deny, respond, cancel: gate already decided, run ended), 2 usage error or unreadable/invalid input.
 
 ${environmentHelp()}`;
 }
