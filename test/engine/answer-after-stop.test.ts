@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createEngine } from '../../src/api/engine.js';
 import type { RunStore } from '../../src/engine/ports.js';
+import type { RunResult } from '../../src/engine/result.js';
 import { RESUME_GRACE_MS } from '../../src/engine/state.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { openSqliteStore } from '../../src/store/sqlite.js';
@@ -48,75 +49,77 @@ function agents(who: string, asked: () => void) {
   };
 }
 
+/** An engine serving on the store under `id`, and its stop. */
+function serving(store: RunStore, id: string, asked: () => void): { engine: ReturnType<typeof createEngine>; end(): Promise<void> } {
+  const engine = createEngine({ store, workerId: id, isOwnerDead: () => false, agents: agents(id, asked) });
+  const stop = new AbortController();
+  const loop = engine.serve(stop.signal);
+  return {
+    engine,
+    end: async () => {
+      stop.abort();
+      await loop.catch(() => undefined);
+      await engine.close();
+    },
+  };
+}
+
+/** Worker A serves a run until its agent asks its question. */
+async function asking(store: RunStore, asked: () => void): Promise<{ a: ReturnType<typeof serving>; id: string }> {
+  const a = serving(store, 'A', asked);
+  const { id } = await a.engine.start(MODEL, { detach: true });
+  await until(async () => (await store.run(id))?.status === 'waiting', 'the question is asked', 100_000);
+  return { a, id };
+}
+
+/** The run completes within PROMPT_MS of `t0`; its phases as the store has them. */
+async function completesSoon(store: RunStore, engine: ReturnType<typeof createEngine>, id: string, t0: number): Promise<RunResult['phases']> {
+  await until(async () => (await store.run(id))?.status === 'completed', 'the run completes', 100_000);
+  expect(performance.now() - t0).toBeLessThan(PROMPT_MS);
+  return (await engine.inspect(id)).result.phases;
+}
+
 for (const [kind, open] of STORES) {
   describe(`${kind}: an answer given after the asking worker is gone`, () => {
     test('a worker that stopped cleanly: the next serving worker resumes the answered task at once', async () => {
       const store = await open();
       let asked = 0;
-      const a = createEngine({ store, workerId: 'A', isOwnerDead: () => false, agents: agents('A', () => asked++) });
-      const stopA = new AbortController();
-      const servingA = a.serve(stopA.signal);
-      const { id } = await a.start(MODEL, { detach: true });
-      await until(async () => (await store.run(id))?.status === 'waiting', 'the question is asked', 100_000);
-      await a.stop(1000);
-      stopA.abort();
-      await servingA.catch(() => undefined);
+      const { a, id } = await asking(store, () => asked++);
+      await a.engine.stop(1000);
+      await a.end();
       // the hand-back is recorded; the question stays open
-      const handed = eventsOf(await store.events(id), 'task.lease_expired');
-      expect(handed).toMatchObject([{ phase: 'ask', owner: 'A', handed_back: true }]);
+      expect(eventsOf(await store.events(id), 'task.lease_expired')).toMatchObject([{ phase: 'ask', owner: 'A', handed_back: true }]);
       expect((await store.run(id))?.status).toBe('waiting');
-
       // no process is ever known dead here: only the hand-back lets the answer go at once
-      const b = createEngine({ store, workerId: 'B', isOwnerDead: () => false, agents: agents('B', () => asked++) });
-      const stopB = new AbortController();
-      const servingB = b.serve(stopB.signal);
+      const b = serving(store, 'B', () => asked++);
       try {
         const t0 = performance.now();
-        await b.respond(id, 'input-ask-1', 'blue', 'tester');
-        await until(async () => (await store.run(id))?.status === 'completed', 'the run completes', 100_000);
-        expect(performance.now() - t0).toBeLessThan(PROMPT_MS);
-        const r = (await b.inspect(id)).result;
-        expect(r.phases['ask']).toMatchObject({ attempts: 2, output: { answer: 'blue (B)' } });
-        expect(r.phases['after']).toMatchObject({ output: { echo: 'blue (B)' } });
+        await b.engine.respond(id, 'input-ask-1', 'blue', 'tester');
+        const phases = await completesSoon(store, b.engine, id, t0);
+        expect(phases['ask']).toMatchObject({ attempts: 2, output: { answer: 'blue (B)' } });
+        expect(phases['after']).toMatchObject({ output: { echo: 'blue (B)' } });
         expect(asked).toBe(2);
       } finally {
-        stopB.abort();
-        await servingB.catch(() => undefined);
-        await b.close();
-        await a.close();
+        await b.end();
       }
     }, 60_000);
 
     test('a worker known dead on this host: the answer says so, and a serving worker resumes at once', async () => {
       const store = await open();
-      let asked = 0;
-      const a = createEngine({ store, workerId: 'A', isOwnerDead: () => false, agents: agents('A', () => asked++) });
-      const stopA = new AbortController();
-      const servingA = a.serve(stopA.signal);
-      const { id } = await a.start(MODEL, { detach: true });
-      await until(async () => (await store.run(id))?.status === 'waiting', 'the question is asked', 100_000);
-      // A "dies": it commits nothing more (no hand-back), and this host knows its process is gone
-      stopA.abort();
-      await a.close();
-      await servingA.catch(() => undefined);
+      const { a, id } = await asking(store, () => undefined);
+      // A "dies": its serve loop ends before any stop (no hand-back), and this host knows its process is gone
+      await a.end();
       expect(eventsOf(await store.events(id), 'task.lease_expired')).toEqual([]);
-
       // the serving worker never learns of A's death itself: the answer carries it
-      const b = createEngine({ store, workerId: 'B', isOwnerDead: () => false, agents: agents('B', () => asked++) });
+      const b = serving(store, 'B', () => undefined);
       const answering = createEngine({ store, workerId: 'C', isOwnerDead: (o) => o === 'A' });
-      const stopB = new AbortController();
-      const servingB = b.serve(stopB.signal);
       try {
         const t0 = performance.now();
         await answering.respond(id, 'input-ask-1', 'red', 'tester');
         expect(eventsOf(await store.events(id), 'gate.answered')).toMatchObject([{ gate_id: 'input-ask-1', owner_gone: true }]);
-        await until(async () => (await store.run(id))?.status === 'completed', 'the run completes', 100_000);
-        expect(performance.now() - t0).toBeLessThan(PROMPT_MS);
-        expect((await b.inspect(id)).result.phases['ask']).toMatchObject({ attempts: 2, output: { answer: 'red (B)' } });
+        expect((await completesSoon(store, b.engine, id, t0))['ask']).toMatchObject({ attempts: 2, output: { answer: 'red (B)' } });
       } finally {
-        stopB.abort();
-        await servingB.catch(() => undefined);
-        await b.close();
+        await b.end();
         await answering.close();
       }
     }, 60_000);
@@ -124,22 +127,16 @@ for (const [kind, open] of STORES) {
     test('a live asker keeps its attempt: an answer given elsewhere is continued by the process that asked', async () => {
       const store = await open();
       let asked = 0;
-      const a = createEngine({ store, workerId: 'A', isOwnerDead: () => false, agents: agents('A', () => asked++) });
-      const stopA = new AbortController();
-      const servingA = a.serve(stopA.signal);
+      const { a, id } = await asking(store, () => asked++);
       const answering = createEngine({ store, workerId: 'C', isOwnerDead: () => false });
       try {
-        const { id } = await a.start(MODEL, { detach: true });
-        await until(async () => (await store.run(id))?.status === 'waiting', 'the question is asked', 100_000);
+        const t0 = performance.now();
         await answering.respond(id, 'input-ask-1', 'green', 'tester');
         expect(eventsOf(await store.events(id), 'gate.answered')[0]).not.toHaveProperty('owner_gone');
-        await until(async () => (await store.run(id))?.status === 'completed', 'the run completes', 100_000);
-        expect((await a.inspect(id)).result.phases['ask']).toMatchObject({ attempts: 1, output: { answer: 'green (A)' } });
+        expect((await completesSoon(store, a.engine, id, t0))['ask']).toMatchObject({ attempts: 1, output: { answer: 'green (A)' } });
         expect(asked).toBe(1);
       } finally {
-        stopA.abort();
-        await servingA.catch(() => undefined);
-        await a.close();
+        await a.end();
         await answering.close();
       }
     }, 60_000);
