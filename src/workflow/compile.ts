@@ -19,7 +19,7 @@ import { withSubOffset } from './sub-offset.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
 import { checkInputs, type WiringContext } from './wiring.js';
-import { reportIgnoredPhaseKeys } from './ignored.js';
+import { reportIgnoredKeys } from './ignored.js';
 import { checkFanOutSettings, checkForEach, checkItemPaths, checkNullItems, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, namesFile, toleratesAny } from './fan-out.js';
 import { fileContractOf, tokenKind, tokensOf } from './files.js';
 import type { Expression } from './expr.js';
@@ -188,10 +188,8 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     return undefined;
   }
   reportUnknownKeys(doc, TOP_LEVEL_KEYS, [], out);
-  // accepted so that workflows written for the whole protocol load, but nothing reads it: say so once
-  if (doc['channels'] !== undefined && doc['channels'] !== null) {
-    out.push(warning('ignored-section', ['channels'], '`channels` (agent-to-agent messaging, RFC-0021) is accepted but not acted on: Baton does not create or relay channels', { target: 'key', hint: 'agents that message each other do it outside Baton; phases exchange data through `inputs` and `outputs`' }));
-  }
+  // accepted so that workflows written for the whole protocol load, but nothing reads them: said once each
+  reportIgnoredKeys(doc, [], out);
   checkReservedNames(doc, out);
 
   // openintent
@@ -249,7 +247,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     const gate = raw['x-require_approval'];
     if (isPlainObject(gate) && gate['timeout_hours'] !== undefined) checkShape(gate['timeout_hours'], PHASE_GATE_HOURS, ['workflow', name, 'x-require_approval', 'timeout_hours'], out);
     checkFanOutSettings(raw, ['workflow', name], out);
-    reportIgnoredPhaseKeys(raw, ['workflow', name], out);
+    reportIgnoredKeys(raw, ['workflow', name], out);
     phaseRaw.set(name, raw);
   }
 
