@@ -28,7 +28,7 @@ export { BINDING_OPTIONS, STORE_OPTIONS } from './spec.js';
 
 /** `access: 'read'`: the command only reads the store (runs, show), which then needs no write access. */
 export async function openCliStore(
-  values: { store?: string | undefined; sync?: string | undefined },
+  values: { store?: string | undefined; sync?: string | undefined; 'store-retry'?: string | undefined },
   io: CliIo,
   access: 'read' | 'write' = 'write',
   waitUnreachable: boolean | 'blip' = false,
@@ -36,7 +36,26 @@ export async function openCliStore(
 ): Promise<RunStore> {
   const sync = values.sync;
   if (sync !== undefined && sync !== 'full' && sync !== 'normal') throw new UsageError(`--sync expects full or normal, got \`${sync}\``);
-  return openWhenReachable(() => openStore(values.store, { cwd: io.cwd, env: io.env, access, ...(sync ? { sync } : {}), ...(listen ? { listen } : {}) }), io, waitUnreachable);
+  const retryMs = storeRetryMs(values, io);
+  return openWhenReachable(() => openStore(values.store, { cwd: io.cwd, env: io.env, access, ...(sync ? { sync } : {}), ...(listen ? { listen } : {}) }), io, waitUnreachable, retryMs ?? DEFAULT_OPEN_WAIT_MS, retryMs);
+}
+
+/** How long a long-lived command waits for a store it cannot open or that is locked, unless told (--store-retry). */
+const DEFAULT_OPEN_WAIT_MS = 300_000;
+
+/**
+ * `--store-retry SECONDS`, else `BATON_STORE_RETRY`: how long store failures are retried (the engine's
+ * `storeRetryMs`, and the wait for a store as a command starts); undefined when neither is given (the
+ * defaults: 5 minutes for a running worker, START_BLIP_MS for a start). 0 gives up at the first failure.
+ */
+export function storeRetryMs(values: { 'store-retry'?: string | undefined }, io: CliIo): number | undefined {
+  const flag = values['store-retry'];
+  const env = io.env['BATON_STORE_RETRY'];
+  const raw = flag ?? (env === '' ? undefined : env);
+  if (raw === undefined) return undefined;
+  const seconds = /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isFinite(seconds) || seconds > 7 * 24 * 3600) throw new UsageError(`${flag !== undefined ? '--store-retry' : 'BATON_STORE_RETRY'} expects a number of seconds (0 to 604800), got \`${raw}\``);
+  return Math.round(seconds * 1000);
 }
 
 /** How long a command rides out a database it cannot reach as it starts (a restart, a cut): then exit 2. */
@@ -59,7 +78,7 @@ export const START_REFUSED_MS = 5_000;
  * (exit 2), and so is any unreachable store to a command that only looks (runs, show...: a mistyped
  * address answers at once).
  */
-export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, waitUnreachable: boolean | 'blip', forMs = 300_000): Promise<RunStore> {
+export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo, waitUnreachable: boolean | 'blip', forMs = DEFAULT_OPEN_WAIT_MS, blipCapMs?: number): Promise<RunStore> {
   const start = performance.now();
   let said = false;
   let lastLocked = false;
@@ -74,7 +93,7 @@ export async function openWhenReachable(open: () => Promise<RunStore>, io: CliIo
       const waited = performance.now() - start;
       const locked = e instanceof BatonError && e.code === 'store-locked';
       lastLocked = locked;
-      const blip = e instanceof BatonError && e.code === 'store-unreachable' && waitUnreachable === 'blip' ? blipMs(e) : 0;
+      const blip = e instanceof BatonError && e.code === 'store-unreachable' && waitUnreachable === 'blip' ? Math.min(blipMs(e), blipCapMs ?? Infinity) : 0;
       const unreachable = e instanceof BatonError && e.code === 'store-unreachable' && !incurable(e, waitUnreachable === true) && (waitUnreachable === true || waited < blip);
       if (!(locked || unreachable) || waited >= forMs) {
         // after the `retrying` line, the last failure says that this is the end of the wait (a worker's said only the cause, 5 minutes later)

@@ -5,6 +5,7 @@ import { COMMANDS, GLOBAL_OPTIONS, type CommandSpec, type OptionSpec } from './s
 export const ENVIRONMENT: readonly { name: string; desc: string }[] = [
   { name: 'BATON_STORE', desc: 'the store when --store is not given: a SQLite file, postgres://..., or memory (default .baton/baton.db)' },
   { name: 'BATON_SQLITE', desc: 'the SQLite binding: node (node:sqlite, Node >= 22.13) or better-sqlite3 (default: node:sqlite when available)' },
+  { name: 'BATON_STORE_RETRY', desc: 'seconds run, resume, rerun, worker and serve retry a failing store when --store-retry is not given (default 300)' },
   { name: 'BATON_CLOCK_OFFSET_MS', desc: 'testing aid: shifts the clock of run, resume, rerun and worker by N ms (a machine whose clock is wrong)' },
   { name: 'BATON_USER', desc: 'who approves, denies or answers a gate when --as is not given' },
   { name: 'USER', desc: 'who decides a gate when neither --as nor BATON_USER is set' },

@@ -6,7 +6,7 @@ import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, unboundAgents, type Engine } from '../api/engine.js';
 import { BatonError } from '../core/errors.js';
 import type { RunStore } from '../engine/ports.js';
-import { START_BLIP_MS, UsageError, bindFromFlags, cliClock, cliEngine, cliTelemetry, exitFor, missingAgents, openCliStore, storeFlag, storeTroubleLine } from './durable.js';
+import { START_BLIP_MS, UsageError, bindFromFlags, cliClock, cliEngine, cliTelemetry, exitFor, missingAgents, openCliStore, storeFlag, storeRetryMs, storeTroubleLine } from './durable.js';
 import { StoreWaits } from '../engine/create-batch.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
@@ -36,7 +36,7 @@ async function resumeHere(args: string[], io: CliIo, held: { fg?: Foreground }):
     store = await openCliStore(values, io, 'write', 'blip');
     const opened = store;
     // a cut right after the store opened is ridden out as the run's own commits will be
-    const waits = new StoreWaits(cliClock(io), START_BLIP_MS, storeTroubleLine(io));
+    const waits = new StoreWaits(cliClock(io), Math.min(START_BLIP_MS, storeRetryMs(values, io) ?? Infinity), storeTroubleLine(io));
     const record = await waits.run(() => opened.run(runId));
     if (!record) throw new UsageError(`no run ${runId} in ${store.location} (see \`baton runs\`)`);
     if (record.status !== 'running' && record.status !== 'waiting') {
@@ -117,14 +117,16 @@ interface ViewHolder {
   fg: Foreground;
 }
 
-async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: string | undefined; json?: boolean | undefined; store?: string | undefined; workspace?: string | undefined } & Parameters<typeof bindFromFlags>[0], holder: ViewHolder): Promise<Engine> {
+async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: string | undefined; json?: boolean | undefined; store?: string | undefined; workspace?: string | undefined; 'store-retry'?: string | undefined } & Parameters<typeof bindFromFlags>[0], holder: ViewHolder): Promise<Engine> {
   const workspaceWhy = await workspaceRefusal(values.workspace, io.cwd);
   if (workspaceWhy) throw new UsageError(`${workspaceWhy}; nothing was run`);
   const bound = await bindFromFlags(values, io, io.cwd);
   const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
   if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
+  const retryMs = storeRetryMs(values, io);
   const engine = cliEngine(store, io, bound.agents, {
     ...(await cliTelemetry(io)),
+    ...(retryMs !== undefined ? { storeRetryMs: retryMs } : {}),
     stubAgents: values['stub-agents'] === true,
     ...(concurrency !== undefined ? { concurrency } : {}),
     ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
@@ -151,6 +153,7 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
     if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
     const lease = values.lease === undefined ? undefined : Number(values.lease);
     if (lease !== undefined && !(Number.isFinite(lease) && lease >= 0.5)) throw new UsageError(`--lease expects a number of seconds (at least 0.5), got \`${values.lease}\``);
+    const retryMs = storeRetryMs(values, io);
     const workspaceWhy = await workspaceRefusal(values.workspace, io.cwd);
     if (workspaceWhy) throw new UsageError(workspaceWhy);
     const bound = await bindFromFlags(values, io, io.cwd);
@@ -165,6 +168,7 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),
+      ...(retryMs !== undefined ? { storeRetryMs: retryMs } : {}),
       ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
       onStoreTrouble: storeTroubleLine(io),
       // names and messages come from files and agents: escaped, never sent raw to a terminal

@@ -17,7 +17,7 @@ import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { RunState } from '../engine/state.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
-import { UsageError, asFlag, bindFromFlags, cliEngine, cliTelemetry, exitFor, openCliStore, shellQuote, storeFlag } from './durable.js';
+import { UsageError, asFlag, bindFromFlags, cliEngine, cliTelemetry, exitFor, openCliStore, shellQuote, storeFlag, storeRetryMs } from './durable.js';
 import { useColor } from './color.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
@@ -123,8 +123,10 @@ async function runHere(args: string[], io: CliIo, held: { fg?: Foreground }): Pr
     if (values.llm || values['llm-agents'] || replies !== undefined) bound.record['llm'] = { ...(values.llm ? { agents: values.llm } : {}), ...(values['llm-agents'] ? { all_unbound: true } : {}), ...(replies !== undefined ? { replies } : {}) };
     const fg = (held.fg = new Foreground(io, values, store.kind === 'memory'));
     const stateOut = values['state-out'] !== undefined ? new StateOut(resolve(io.cwd, values['state-out']), spec.model, initialState as JsonObject | undefined, (m) => io.stderr(`${m}\n`), values['state-out']) : undefined;
+    const retryMs = storeRetryMs(values, io);
     engine = cliEngine(store, io, bound.agents, {
       ...(await cliTelemetry(io)),
+      ...(retryMs !== undefined ? { storeRetryMs: retryMs } : {}),
       stubAgents: values['stub-agents'] === true,
       llm,
       ...(concurrency !== undefined ? { concurrency } : {}),

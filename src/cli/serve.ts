@@ -10,7 +10,7 @@ import { createEngine, type Engine } from '../api/engine.js';
 import { safeText } from '../diagnostics/terminal.js';
 import { requirePackages } from '../core/optional.js';
 import type { RunStore } from '../engine/ports.js';
-import { UsageError, bindFromFlags, cliClock, cliTelemetry, exitFor, openCliStore, storeTroubleLine } from './durable.js';
+import { UsageError, bindFromFlags, cliClock, cliTelemetry, exitFor, openCliStore, storeRetryMs, storeTroubleLine } from './durable.js';
 import { SIGNAL_EXIT, type CliIo } from './io.js';
 import { describeEvent } from './run.js';
 import { SERVE_OPTIONS } from './spec.js';
@@ -38,6 +38,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) throw new UsageError(`--concurrency expects a positive integer, got \`${values.concurrency}\``);
     const lease = values.lease === undefined ? undefined : Number(values.lease);
     if (lease !== undefined && !(Number.isFinite(lease) && lease >= 0.5)) throw new UsageError(`--lease expects a number of seconds (at least 0.5), got \`${values.lease}\``);
+    const retryMs = storeRetryMs(values, io);
     const server = await loadServer();
     const keys = readKeys(server, values.keys, io);
     const host = values.host ?? '127.0.0.1';
@@ -62,6 +63,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
       stubAgents: values['stub-agents'] === true,
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(lease !== undefined ? { leaseMs: lease * 1000 } : {}),
+      ...(retryMs !== undefined ? { storeRetryMs: retryMs } : {}),
       onStoreTrouble: storeTroubleLine(io),
       onEvent: (e, state) => {
         metrics.onEvent(e, state);

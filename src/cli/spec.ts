@@ -50,6 +50,8 @@ const FORMAT_OPTION = { type: 'string', arg: 'FORMAT', desc: 'text, json, sarif 
 const QUIET_OPTION = { type: 'boolean', short: 'q', default: false, desc: 'no progress output' } as const satisfies OptionSpec;
 const CONCURRENCY_OPTION = { type: 'string', arg: 'N', desc: 'attempts running at the same time', shown: '32' } as const satisfies OptionSpec;
 const OUTPUT_OPTION = { type: 'string', arg: 'FILE', desc: 'write the run result as JSON to FILE' } as const satisfies OptionSpec;
+/** How long the commands that run work ride out a store that fails (run, resume, rerun, worker, serve). */
+const STORE_RETRY_OPTION = { type: 'string', arg: 'SECONDS', desc: 'how long a store that fails (a cut, a restart, a held lock) is retried before giving up', shown: 'BATON_STORE_RETRY, else 300' } as const satisfies OptionSpec;
 const WORKSPACE_OPTION = { type: 'string', arg: 'DIR', desc: 'where declared files (inputsFiles / outputsFiles) are read and written', shown: 'the workflow file’s folder' } as const satisfies OptionSpec;
 
 export const VALIDATE_OPTIONS = { json: { ...JSON_OPTION, desc: 'the same as --format json' }, format: FORMAT_OPTION } as const satisfies OptionTable;
@@ -85,6 +87,7 @@ export const RUN_OPTIONS = {
   workspace: { ...WORKSPACE_OPTION, shown: 'the workflow file’s folder; for a bundled example that writes files, installed, a copy of it in ./NAME' },
   timeout: { type: 'string', arg: 'SECONDS', desc: 'timeout for the whole run', shown: 'governance.timeout_hours' },
   quiet: QUIET_OPTION,
+  'store-retry': STORE_RETRY_OPTION,
   server: { type: 'string', arg: 'URL', desc: 'run on a Baton server (`baton serve`) instead of here: post the run and follow its events' },
   'api-key': { type: 'string', arg: 'KEY', desc: 'the API key for --server', shown: 'BATON_API_KEY' },
 } as const satisfies OptionTable;
@@ -116,6 +119,7 @@ export const RESUME_OPTIONS = {
   quiet: QUIET_OPTION,
   concurrency: CONCURRENCY_OPTION,
   workspace: { ...WORKSPACE_OPTION, shown: 'the one the run recorded' },
+  'store-retry': STORE_RETRY_OPTION,
 } as const satisfies OptionTable;
 
 export const RERUN_OPTIONS = {
@@ -132,6 +136,7 @@ export const WORKER_OPTIONS = {
   concurrency: CONCURRENCY_OPTION,
   workspace: { ...WORKSPACE_OPTION, shown: 'the one each run recorded' },
   lease: { type: 'string', arg: 'SECONDS', desc: 'how long a claimed attempt is this worker’s before another may take it', shown: '30' },
+  'store-retry': STORE_RETRY_OPTION,
   quiet: { ...QUIET_OPTION, desc: 'no event lines' },
   json: { ...JSON_OPTION, desc: 'print the start and every event as a JSON line on stdout' },
 } as const satisfies OptionTable;
@@ -149,6 +154,7 @@ export const SERVE_OPTIONS = {
   a2a: { type: 'boolean', desc: 'publish the --workflows as one A2A agent (card at /.well-known/agent-card.json, JSON-RPC at /a2a; needs @a2a-js/sdk)' },
   concurrency: CONCURRENCY_OPTION,
   lease: WORKER_OPTIONS.lease,
+  'store-retry': STORE_RETRY_OPTION,
   quiet: { ...QUIET_OPTION, desc: 'no event lines' },
   json: { ...JSON_OPTION, desc: 'print the start and every event as a JSON line on stdout' },
 } as const satisfies OptionTable;
