@@ -19,7 +19,7 @@ import { edge, errorResponse, methodNotAllowed, nodeEdge, type Request } from '.
 import { HttpError, type EdgeOptions } from './http-types.js';
 import { checkDistinctKeys, mayDo, type ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
-import { RemoteAgents } from './remote.js';
+import { RemoteAgents, tokenSecretOf } from './remote.js';
 import type { A2aServerModules } from './a2a/modules.js';
 import { sdkModules } from './a2a/card.js';
 import { openApiDocument } from './openapi.js';
@@ -111,6 +111,8 @@ export async function createServerApp(opts: ServerAppOptions): Promise<ServerApp
   const runs = new RunRoutes({ engine, workflows: opts.workflows ?? new Map(), cwd: opts.cwd ?? process.cwd() });
   const openapi = openApiDocument(ROUTES, opts.version ?? '0.0.0');
   const remote = opts.remote ?? new RemoteAgents();
+  // the same keys after a restart read the tokens made before it (their late outcomes are recorded)
+  remote.useTokenSecret(tokenSecretOf(edgeOpts.keys.map((k) => k.hash)));
 
   const agentRoutes = agentRouteHandlers({ engine, remote, log, fileLimit: opts.fileLimit });
   const handlers: Record<string, (r: Request) => Promise<Response> | Response> = {
@@ -184,7 +186,7 @@ export async function createServerApp(opts: ServerAppOptions): Promise<ServerApp
   // costs about 20 µs a request here, measured in a loop). A path Hono would read differently (a query,
   // an escaped character) goes through Hono.
   const completeEdge = nodeEdge(routeSpec('completeTask'), edgeOpts);
-  const COMPLETE = /^\/tasks\/(rt_[A-Za-z0-9_-]+)\/complete$/;
+  const COMPLETE = /^\/tasks\/(rt_[A-Za-z0-9_.-]+)\/complete$/;
   const fastPath = (req: IncomingMessage, res: ServerResponse): boolean => {
     if (req.method !== 'POST') return false;
     const m = COMPLETE.exec(req.url ?? '');

@@ -17,7 +17,7 @@
  * - A remote agent that stops heartbeating for `leaseMs` loses the task: it is handed back to the
  *   engine (`task.lease_expired`, as for a worker that died), and a new attempt is claimed and parked.
  */
-import { randomFillSync } from 'node:crypto';
+import { createHmac, randomFillSync, timingSafeEqual } from 'node:crypto';
 import type { Json, JsonObject } from '../core/json.js';
 import { AgentError, type AgentContext, type AgentHandler } from '../engine/agent.js';
 import { Attempt, neverHoldsThread } from '../engine/attempt.js';
@@ -146,20 +146,57 @@ interface CommitWait {
   resolve: ((status: string) => void) | undefined;
 }
 
-/** A task's fencing token (unguessable: it is the task's only credential besides the agent key). */
-function newToken(): string {
+/**
+ * A task's fencing token (unguessable: it is the task's only credential besides the agent key):
+ * `rt_RANDOM.ATTEMPT.MAC`, where ATTEMPT names the run, the task, the attempt and the agent, and MAC
+ * is an HMAC of both under the hub's secret (startServer derives it from the server's keys). A token
+ * from before a restart is then no longer live, but it still says which attempt it was, and only this
+ * server (with the same keys) could have made it: its late outcome is recorded on that run
+ * (`task.stale_outcome`), as a late outcome of a live server's ended token is (issue 17).
+ */
+function newToken(secret: Buffer, runId: string, key: string, attempt: number, agent: string): string {
   // from a pool the CSPRNG fills 4 KiB at a time: one call into it per 227 tokens, not one per task
   if (poolAt + TOKEN_BYTES > pool.length) {
     randomFillSync(pool);
     poolAt = 0;
   }
-  const token = `rt_${pool.toString('base64url', poolAt, poolAt + TOKEN_BYTES)}`;
+  const random = pool.toString('base64url', poolAt, poolAt + TOKEN_BYTES);
   poolAt += TOKEN_BYTES;
-  return token;
+  const named = Buffer.from(JSON.stringify([runId, key, attempt, agent])).toString('base64url');
+  return `rt_${random}.${named}.${tokenMac(secret, random, named)}`;
 }
 const TOKEN_BYTES = 18;
 const pool = Buffer.alloc(4096);
 let poolAt = pool.length;
+
+function tokenMac(secret: Buffer, random: string, named: string): string {
+  return createHmac('sha256', secret).update(random).update('.').update(named).digest().subarray(0, 16).toString('base64url');
+}
+
+/** The attempt a token of this hub's secret names (one from before a restart too); undefined for any other string. */
+export function attemptOfToken(secret: Buffer, token: string): { runId: string; key: string; attempt: number; agent: string } | undefined {
+  const m = /^rt_([A-Za-z0-9_-]{16,64})\.([A-Za-z0-9_-]{1,4096})\.([A-Za-z0-9_-]{22})$/.exec(token);
+  if (!m) return undefined;
+  const want = Buffer.from(tokenMac(secret, m[1]!, m[2]!));
+  const got = Buffer.from(m[3]!);
+  if (want.length !== got.length || !timingSafeEqual(want, got)) return undefined;
+  try {
+    const v = JSON.parse(Buffer.from(m[2]!, 'base64url').toString('utf8')) as unknown;
+    if (!Array.isArray(v) || v.length !== 4) return undefined;
+    const [runId, key, attempt, agent] = v as unknown[];
+    if (typeof runId !== 'string' || typeof key !== 'string' || !Number.isSafeInteger(attempt) || typeof agent !== 'string') return undefined;
+    return { runId, key, attempt: attempt as number, agent };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The secret of a hub's tokens from a server's keys: the same keys, the same secret, across restarts. */
+export function tokenSecretOf(keyHashes: readonly Buffer[]): Buffer {
+  const h = createHmac('sha256', 'baton remote task tokens');
+  for (const k of [...keyHashes].sort((a, b) => Buffer.compare(a, b))) h.update(k);
+  return h.digest();
+}
 
 export class RemoteAgents {
   readonly leaseMs: number;
@@ -184,6 +221,8 @@ export class RemoteAgents {
   private readonly rejections: ClaimRejections;
   private observed = false;
   private closed = false;
+  /** What a token's MAC is keyed with (startServer sets it from the server's keys; tokenSecretOf). */
+  private secret: Buffer = tokenSecretOf([]);
 
   constructor(opts: RemoteAgentsOptions = {}) {
     this.fixed = new Set(opts.agents ?? []);
@@ -244,6 +283,16 @@ export class RemoteAgents {
     this.engine = engine;
   }
 
+  /** The secret of the tokens made from now on (startServer: from its keys, so that a restart with them reads its old tokens). */
+  useTokenSecret(secret: Buffer): void {
+    this.secret = secret;
+  }
+
+  /** The attempt an unknown token names when this hub's secret made it (a token from before a restart). */
+  attemptOfToken(token: string): { runId: string; key: string; attempt: number; agent: string } | undefined {
+    return attemptOfToken(this.secret, token);
+  }
+
   /** Agents a phase of `agent` delegates to (for the claim route's role check). */
   delegatesOf(agent: string): string[] {
     return [...(this.delegates.get(agent) ?? [])];
@@ -258,11 +307,12 @@ export class RemoteAgents {
           reject(new AgentError('RemoteAgentUnknownPhase', `phase ${ctx.phase} is not in the workflow`, {}, false));
           return;
         }
+        const key = taskKeyOf(ctx);
         const task: RemoteTask = {
-          token: newToken(),
+          token: newToken(this.secret, ctx.runId, key, ctx.attempt, agent),
           agent,
           ctx,
-          key: taskKeyOf(ctx),
+          key,
           phase: pm,
           delegatedTo: pm.permissions?.delegate?.to ?? [],
           state: 'queued',
@@ -394,7 +444,7 @@ export class RemoteAgents {
     // the old token is told apart from the new one: a late use of it gets 409
     this.live.delete(t.token);
     this.ended.set(t.token, { runId: t.ctx.runId, phase: t.key, attempt: t.ctx.attempt, agent: t.agent, delegatedTo: t.delegatedTo, status: 'released', reason: 'its claim was cancelled before the answer was read' });
-    t.token = newToken();
+    t.token = newToken(this.secret, t.ctx.runId, t.key, t.ctx.attempt, t.agent);
     this.live.set(t.token, t);
     t.state = 'queued';
     this.held--;

@@ -145,7 +145,7 @@ const RUN_ROUTES: readonly RouteSpec[] = [
 // ---- remote agents (agents.ts, remote.ts): the pull protocol --------------------------------------
 
 const AGENT_PARAM = { agent: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$', description: 'an agent id' } } as const;
-const TOKEN_PARAM = { token: { type: 'string', pattern: '^rt_[A-Za-z0-9_-]{16,64}$', description: 'the task token a claim returned (its fencing token)' } } as const;
+const TOKEN_PARAM = { token: { type: 'string', pattern: '^rt_[A-Za-z0-9_-]{16,64}(\\.[A-Za-z0-9_-]{1,4096}\\.[A-Za-z0-9_-]{22})?$', description: 'the task token a claim returned (its fencing token)' } } as const;
 /** The longest long poll a claim or an input poll may ask for (`?wait=`), seconds. */
 export const MAX_WAIT_S = 60;
 const WAIT_QUERY = { type: 'object', additionalProperties: false, properties: { wait: { type: 'number', minimum: 0, maximum: MAX_WAIT_S, description: `seconds to wait (long poll), at most ${MAX_WAIT_S}; default 20` } } } as const satisfies Schema;
