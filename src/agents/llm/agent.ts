@@ -193,12 +193,16 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
         }
       }
       if (f.code === 'llm_transport_error' && transportRetries < o.settings.transportRetries) {
-        // transport failures are the network's weather: bounded retries with backoff, then the phase's policy
-        const wait = 1000 * 2 ** transportRetries;
-        transportRetries++;
-        ctx.record('transport_retry', { call, wait_ms: wait, message: f.message });
-        await o.sleep(wait, ctx.signal);
-        continue;
+        // transport failures are the network's weather: bounded retries with backoff, then the phase's policy;
+        // an overloaded provider's retry-after (503, 529) is waited out when it is short, else the phase's
+        // retry policy takes over at once (and waits at least that long)
+        const wait = Math.max(1000 * 2 ** transportRetries, typeof after === 'number' ? after : 0);
+        if (wait <= (o.maxRateLimitWaitMs ?? 60_000)) {
+          transportRetries++;
+          ctx.record('transport_retry', { call, wait_ms: wait, message: f.message });
+          await o.sleep(wait, ctx.signal);
+          continue;
+        }
       }
       ctx.record('llm_error', { call, code: f.code, message: f.message });
       throw f;

@@ -52,6 +52,20 @@ export function retryAfterMs(headers: Record<string, string> | undefined, now: n
   return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
 }
 
+/** OpenAI's `{"error": {"code": "insufficient_quota"}}` (also as `type`): billing, not a rate. */
+function quotaExhausted(body: string | undefined): boolean {
+  if (body === undefined || !body.includes('insufficient_quota')) return false;
+  try {
+    const v: unknown = JSON.parse(body);
+    const err = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)['error'] : undefined;
+    if (typeof err !== 'object' || err === null) return false;
+    const { code, type } = err as Record<string, unknown>;
+    return code === 'insufficient_quota' || type === 'insufficient_quota';
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The AI SDK's `APICallError.isInstance`, without loading the SDK: its errors carry a marker symbol
  * (so the check also holds across two copies of the package).
@@ -66,14 +80,19 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
   if (isApiCallError(e)) {
     const status = e.statusCode;
     const base = { status: status ?? null, url: e.url, ...(e.responseBody ? { response: e.responseBody.slice(0, 2000) } : {}) };
+    const after = retryAfterMs(e.responseHeaders, now);
+    const afterText = after !== undefined ? ` (retry after ${Math.ceil(after / 1000)} s)` : '';
+    const afterDetail = after !== undefined ? { retry_after_ms: after } : {};
     if (status === 429) {
-      const after = retryAfterMs(e.responseHeaders, now);
-      return llmError('llm_rate_limited', `${who}: rate limited by the provider${after !== undefined ? ` (retry after ${Math.ceil(after / 1000)} s)` : ''}`, { ...base, ...(after !== undefined ? { retry_after_ms: after } : {}) }, true);
+      // OpenAI answers an account with no credit left with a 429 too: waiting does not help, paying does
+      if (quotaExhausted(e.responseBody)) return llmError('llm_request_rejected', `${who}: the provider refused the request: the account's quota is used up (HTTP 429 insufficient_quota): ${e.message}`, { ...base, quota_exhausted: true }, false);
+      return llmError('llm_rate_limited', `${who}: rate limited by the provider${afterText}: ${e.message}`, { ...base, ...afterDetail }, true);
     }
     if (status === 401 || status === 403) return llmError('llm_auth_failed', `${who}: the provider refused the API key (HTTP ${status})`, base, false);
     if (status === undefined) return llmError('llm_transport_error', `${who}: ${e.message}`, base, true);
     // the status leads: the provider's own text (`Overloaded`, `boom`) alone does not say a server failed
-    if (status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status}: ${e.message}`, base, true);
+    // a 503 or 529 (overloaded) may say when to come back: the waits inside the attempt and the phase's retry respect it
+    if (status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status}${afterText}: ${e.message}`, { ...base, ...afterDetail }, true);
     // a 2xx whose body could not be read (not JSON, cut off): a broken proxy or server, not a refusal of the request
     if (status >= 200 && status < 300) {
       // Baton asks for one whole reply; a server (or proxy) that streams regardless is named as such
