@@ -52,6 +52,19 @@ export function retryAfterMs(headers: Record<string, string> | undefined, now: n
   return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
 }
 
+/** The `error.message` (or `error` string) of a JSON error body, cut to 500 characters. */
+function errorMessageOf(body: string | undefined): string | undefined {
+  if (body === undefined || !body.includes('error')) return undefined;
+  try {
+    const v: unknown = JSON.parse(body);
+    const err = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)['error'] : undefined;
+    const msg = typeof err === 'string' ? err : typeof err === 'object' && err !== null ? (err as Record<string, unknown>)['message'] : undefined;
+    return typeof msg === 'string' && msg.trim() !== '' ? msg.slice(0, 500) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** OpenAI's `{"error": {"code": "insufficient_quota"}}` (also as `type`): billing, not a rate. */
 function quotaExhausted(body: string | undefined): boolean {
   if (body === undefined || !body.includes('insufficient_quota')) return false;
@@ -98,7 +111,9 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
       // Baton asks for one whole reply; a server (or proxy) that streams regardless is named as such
       const type = Object.entries(e.responseHeaders ?? {}).find(([h]) => h.toLowerCase() === 'content-type')?.[1] ?? '';
       const streamed = /text\/event-stream/i.test(type) || /^\s*(data|event):/.test(e.responseBody ?? '');
-      const why = streamed ? 'an event stream (streaming), where Baton asks for one whole reply (`stream: false`): the server at the base URL ignores that' : `a body that is not a valid reply: ${e.message}`;
+      // some gateways (OpenRouter, LiteLLM) answer an upstream failure as HTTP 200 with `{"error": {...}}`: its message is the news
+      const said = streamed ? undefined : errorMessageOf(e.responseBody);
+      const why = streamed ? 'an event stream (streaming), where Baton asks for one whole reply (`stream: false`): the server at the base URL ignores that' : said !== undefined ? `an error instead of a reply: ${said}` : `a body that is not a valid reply: ${e.message}`;
       return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with ${why}`, { ...base, ...(streamed ? { streamed: true } : {}) }, true);
     }
     // a 404 is most often a base URL without its version path (`http://host:11434` for `http://host:11434/v1`)

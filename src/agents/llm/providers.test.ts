@@ -316,6 +316,14 @@ workflow:
     expect([e.code, e.retryable, e.details['status'], e.details['streamed']]).toEqual(['llm_transport_error', true, 200, true]);
   });
 
+  test("an HTTP 200 whose body is an error object (a gateway's upstream failure) says the provider's message", async () => {
+    const err = { status: 200, body: { error: { message: 'Upstream model is overloaded, try another provider', code: 502 } } };
+    queue = [err, err, err];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect([e.code, e.retryable]).toEqual(['llm_transport_error', true]);
+    expect(e.message).toContain('Upstream model is overloaded');
+  });
+
   test('a connection refused is a retryable transport error', async () => {
     const wf = parseWorkflow(`
 openintent: "1.0"
