@@ -71,7 +71,10 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     if (!c.ok) throw llmError('llm_config_invalid', `${who}: parameters_schema does not compile: ${c.problems[0]?.message ?? ''}`, {}, false);
     const errors = c.validator.validate(ctx.input);
     if (errors.length > 0) {
-      throw llmError('parameters_schema_validation_failed', `${who}: the input does not match parameters_schema (${errors.length} error${errors.length === 1 ? '' : 's'}; no model call was made)`, validationDetails(errors), false);
+      // the message names what is wrong (it is what `baton run` prints): a count alone sent the user to the event log
+      const shown = errors.slice(0, 5).map((e) => `${e.path}: ${e.message}`);
+      const more = errors.length > shown.length ? `; and ${errors.length - shown.length} more` : '';
+      throw llmError('parameters_schema_validation_failed', `${who}: the input does not match parameters_schema: ${shown.join('; ')}${more} (no model call was made)`, validationDetails(errors), false);
     }
   }
 
