@@ -213,6 +213,26 @@ workflow:
   for (const d of r.diagnostics) expect(d.range).toBeDefined();
 });
 
+test('x-base_url must be an http(s) URL: a malformed one is an error where it is written, not three transport failures at run time', () => {
+  const r = parseWorkflow(`
+openintent: "1.0"
+info: {name: x}
+llm: {provider: openai-compatible, model: m, x-base_url: "localhost:11434/v1"}
+agents:
+  w: {system_prompt: hi, llm: {x-base_url: "not a url"}}
+  v: {system_prompt: hi, llm: {x-base_url: "ftp://models.example/v1"}}
+workflow:
+  p: {assign: w}
+  q: {assign: v}
+`);
+  expect(r.diagnostics.map((d) => [d.severity, d.code, d.path.join('.')])).toEqual([
+    ['error', 'invalid-value', 'llm.x-base_url'],
+    ['error', 'invalid-value', 'agents.w.llm.x-base_url'],
+    ['error', 'invalid-value', 'agents.v.llm.x-base_url'],
+  ]);
+  for (const d of r.diagnostics) expect(d.range).toBeDefined();
+});
+
 test('good values of those keys pass without a word', () => {
   const r = parseWorkflow(`
 openintent: "1.0"

@@ -189,7 +189,9 @@ export function formatErrors(errors: readonly ErrorObject[], root: unknown): Sch
   const seen = new Set<string>();
   for (const e of errors) {
     const path = pointerToPath(e.instancePath);
-    const value = valueAt(root, path);
+    // under `propertyNames` the value an inner keyword (pattern, maxLength) judged is a key, not the object
+    const name = (e as { propertyName?: unknown }).propertyName;
+    const value = typeof name === 'string' && e.keyword !== 'propertyNames' ? name : valueAt(root, path);
     const p = e.params as Record<string, unknown>;
     let err: SchemaError;
     switch (e.keyword) {
@@ -240,6 +242,47 @@ export function formatErrors(errors: readonly ErrorObject[], root: unknown): Sch
         break;
       case 'multipleOf':
         err = { path: jsonPath(path), message: `${repr(value)} is not a multiple of ${repr(p['multipleOf'])}`, expected: `a multiple of ${repr(p['multipleOf'])}`, received: repr(value) };
+        break;
+      // the rest in the spec's (Python jsonschema's) words too, with what was expected readable: ajv's own
+      // words and params (`must NOT have fewer than 2 properties`, `minProperties {"limit":2}`) reached the model
+      case 'minProperties':
+      case 'maxProperties': {
+        const min = e.keyword === 'minProperties';
+        const n = isPlainObject(value) ? Object.keys(value).length : 0;
+        err = { path: jsonPath(path), message: `${repr(value)} ${min ? 'does not have enough properties' : 'has too many properties'}`, expected: `${min ? 'at least' : 'at most'} ${repr(p['limit'])} properties`, received: `${n} ${n === 1 ? 'property' : 'properties'}` };
+        break;
+      }
+      case 'uniqueItems':
+        err = { path: jsonPath(path), message: `${repr(value)} has non-unique elements`, expected: 'unique items', received: `items ${repr(p['j'])} and ${repr(p['i'])} are equal` };
+        break;
+      case 'dependencies':
+      case 'dependentRequired': {
+        const need = repr(String(p['missingProperty']));
+        const given = repr(String(p['property']));
+        err = { path: jsonPath(path), message: `${need} is a dependency of ${given}`, expected: `a property ${need} (required with ${given})`, received: 'nothing' };
+        break;
+      }
+      case 'additionalItems':
+        err = { path: jsonPath(path), message: `Additional items are not allowed (${repr(value)} has more than ${repr(p['limit'])})`, expected: `at most ${repr(p['limit'])} items`, received: repr(value) };
+        break;
+      case 'anyOf':
+        err = { path: jsonPath(path), message: `${repr(value)} is not valid under any of the given schemas`, expected: 'a value matching one of the `anyOf` schemas (see the errors above)', received: repr(value) };
+        break;
+      case 'oneOf': {
+        const passing = Array.isArray(p['passingSchemas']) ? (p['passingSchemas'] as unknown[]) : undefined;
+        err = passing
+          ? { path: jsonPath(path), message: `${repr(value)} is valid under more than one of the given schemas (${passing.join(' and ')})`, expected: 'a value matching exactly one of the `oneOf` schemas', received: `a value matching ${passing.length} of them` }
+          : { path: jsonPath(path), message: `${repr(value)} is not valid under any of the given schemas`, expected: 'a value matching exactly one of the `oneOf` schemas (see the errors above)', received: repr(value) };
+        break;
+      }
+      case 'not':
+        err = { path: jsonPath(path), message: `${repr(value)} should not be valid under the \`not\` schema`, expected: 'a value the `not` schema rejects', received: repr(value) };
+        break;
+      case 'contains':
+        err = { path: jsonPath(path), message: `${repr(value)} does not contain items matching the given schema`, expected: `at least ${repr(p['minContains'] ?? 1)} item${p['minContains'] === 1 || p['minContains'] === undefined ? '' : 's'} matching the \`contains\` schema`, received: repr(value) };
+        break;
+      case 'propertyNames':
+        err = { path: jsonPath(path), message: `property name ${repr(String(p['propertyName']))} is invalid`, expected: 'property names matching the `propertyNames` schema', received: repr(String(p['propertyName'])) };
         break;
       default:
         err = { path: jsonPath(path), message: `${repr(value)} ${e.message ?? 'is invalid'}`, expected: `${e.keyword} ${JSON.stringify(p)}`, received: repr(value) };

@@ -186,7 +186,7 @@ export const llmFields: Record<string, Field> = {
   system_prompt: str,
   // Baton's extensions (docs/llm-agents.md): checked here, so a bad value is an error where it is written
   // instead of a default taking its place at run time
-  'x-base_url': { t: 'string', nonEmpty: true },
+  'x-base_url': { t: 'string', nonEmpty: true, url: true },
   'x-replies': { t: 'string', nonEmpty: true },
   'x-structured_outputs': { t: 'boolean' },
   // a timer's longest delay (Node fires a longer one at once)

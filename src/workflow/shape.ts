@@ -10,7 +10,7 @@ import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import { wrongTypeHint } from '../diagnostics/hints.js';
 
 export type Shape =
-  | { t: 'string'; nonEmpty?: boolean; timestamp?: boolean }
+  | { t: 'string'; nonEmpty?: boolean; timestamp?: boolean; url?: boolean }
   | { t: 'number'; min?: number; exclusiveMin?: boolean; max?: number; integer?: boolean }
   | { t: 'boolean' }
   | { t: 'enum'; values: readonly string[] }
@@ -113,6 +113,7 @@ export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagno
       if (typeof value !== 'string') return wrong('a string');
       if (shape.nonEmpty && value.trim() === '') out.push(error('invalid-value', path, 'must not be empty', { hint: (shape as Field).required ? `give it a value${exampleOf(path.at(-1))}` : 'give it a value, or remove the key' }));
       if (shape.timestamp && !isIsoTimestamp(value)) out.push(error('invalid-value', path, `\`${value}\` is not an ISO 8601 timestamp`, { hint: 'write it as `2026-12-31T00:00:00Z` (or a date: `2026-12-31`)' }));
+      if (shape.url && value.trim() !== '' && !isHttpUrl(value)) out.push(error('invalid-value', path, `\`${value}\` is not an http(s) URL`, { hint: 'write it as `http://localhost:11434/v1` (scheme, host, and the API\'s version path)' }));
       return;
     case 'boolean':
       if (typeof value !== 'boolean') wrong('a boolean (true or false)');
@@ -231,4 +232,14 @@ function isIsoTimestamp(v: string): boolean {
   const day = new Date(Date.UTC(y, mo - 1, d));
   if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) return false;
   return (m[4] === undefined || Number(m[4]) < 24) && (m[5] === undefined || Number(m[5]) < 60) && (m[6] === undefined || Number(m[6]) < 61);
+}
+
+/** An absolute http: or https: URL with a host (what a provider's base URL must be). */
+function isHttpUrl(s: string): boolean {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
 }

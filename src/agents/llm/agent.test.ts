@@ -207,6 +207,9 @@ describe('the enforcement loop', () => {
     expect(e.code).toBe('parameters_schema_validation_failed');
     expect(e.retryable).toBe(false);
     expect([...(e.details['validation_errors'] as string[])].sort()).toEqual([`$.code: 5 is not of type 'string'`, `$: 'lang' is a required property`].sort());
+    // what `baton run` prints says what is wrong, not only how many things are
+    expect(e.message).toContain(`$.code: 5 is not of type 'string'`);
+    expect(e.message).toContain(`$: 'lang' is a required property`);
     expect(model.calls).toHaveLength(0);
     expect(c.costUsd).toBe(0);
   });

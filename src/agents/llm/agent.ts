@@ -71,7 +71,10 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     if (!c.ok) throw llmError('llm_config_invalid', `${who}: parameters_schema does not compile: ${c.problems[0]?.message ?? ''}`, {}, false);
     const errors = c.validator.validate(ctx.input);
     if (errors.length > 0) {
-      throw llmError('parameters_schema_validation_failed', `${who}: the input does not match parameters_schema (${errors.length} error${errors.length === 1 ? '' : 's'}; no model call was made)`, validationDetails(errors), false);
+      // the message names what is wrong (it is what `baton run` prints): a count alone sent the user to the event log
+      const shown = errors.slice(0, 5).map((e) => `${e.path}: ${e.message}`);
+      const more = errors.length > shown.length ? `; and ${errors.length - shown.length} more` : '';
+      throw llmError('parameters_schema_validation_failed', `${who}: the input does not match parameters_schema: ${shown.join('; ')}${more} (no model call was made)`, validationDetails(errors), false);
     }
   }
 
@@ -193,12 +196,16 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
         }
       }
       if (f.code === 'llm_transport_error' && transportRetries < o.settings.transportRetries) {
-        // transport failures are the network's weather: bounded retries with backoff, then the phase's policy
-        const wait = 1000 * 2 ** transportRetries;
-        transportRetries++;
-        ctx.record('transport_retry', { call, wait_ms: wait, message: f.message });
-        await o.sleep(wait, ctx.signal);
-        continue;
+        // transport failures are the network's weather: bounded retries with backoff, then the phase's policy;
+        // an overloaded provider's retry-after (503, 529) is waited out when it is short, else the phase's
+        // retry policy takes over at once (and waits at least that long)
+        const wait = Math.max(1000 * 2 ** transportRetries, typeof after === 'number' ? after : 0);
+        if (wait <= (o.maxRateLimitWaitMs ?? 60_000)) {
+          transportRetries++;
+          ctx.record('transport_retry', { call, wait_ms: wait, message: f.message });
+          await o.sleep(wait, ctx.signal);
+          continue;
+        }
       }
       ctx.record('llm_error', { call, code: f.code, message: f.message });
       throw f;

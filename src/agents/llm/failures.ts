@@ -52,6 +52,33 @@ export function retryAfterMs(headers: Record<string, string> | undefined, now: n
   return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
 }
 
+/** The `error.message` (or `error` string) of a JSON error body, cut to 500 characters. */
+function errorMessageOf(body: string | undefined): string | undefined {
+  if (body === undefined || !body.includes('error')) return undefined;
+  try {
+    const v: unknown = JSON.parse(body);
+    const err = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)['error'] : undefined;
+    const msg = typeof err === 'string' ? err : typeof err === 'object' && err !== null ? (err as Record<string, unknown>)['message'] : undefined;
+    return typeof msg === 'string' && msg.trim() !== '' ? msg.slice(0, 500) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** OpenAI's `{"error": {"code": "insufficient_quota"}}` (also as `type`): billing, not a rate. */
+function quotaExhausted(body: string | undefined): boolean {
+  if (body === undefined || !body.includes('insufficient_quota')) return false;
+  try {
+    const v: unknown = JSON.parse(body);
+    const err = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)['error'] : undefined;
+    if (typeof err !== 'object' || err === null) return false;
+    const { code, type } = err as Record<string, unknown>;
+    return code === 'insufficient_quota' || type === 'insufficient_quota';
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The AI SDK's `APICallError.isInstance`, without loading the SDK: its errors carry a marker symbol
  * (so the check also holds across two copies of the package).
@@ -66,20 +93,27 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
   if (isApiCallError(e)) {
     const status = e.statusCode;
     const base = { status: status ?? null, url: e.url, ...(e.responseBody ? { response: e.responseBody.slice(0, 2000) } : {}) };
+    const after = retryAfterMs(e.responseHeaders, now);
+    const afterText = after !== undefined ? ` (retry after ${Math.ceil(after / 1000)} s)` : '';
+    const afterDetail = after !== undefined ? { retry_after_ms: after } : {};
     if (status === 429) {
-      const after = retryAfterMs(e.responseHeaders, now);
-      return llmError('llm_rate_limited', `${who}: rate limited by the provider${after !== undefined ? ` (retry after ${Math.ceil(after / 1000)} s)` : ''}`, { ...base, ...(after !== undefined ? { retry_after_ms: after } : {}) }, true);
+      // OpenAI answers an account with no credit left with a 429 too: waiting does not help, paying does
+      if (quotaExhausted(e.responseBody)) return llmError('llm_request_rejected', `${who}: the provider refused the request: the account's quota is used up (HTTP 429 insufficient_quota): ${e.message}`, { ...base, quota_exhausted: true }, false);
+      return llmError('llm_rate_limited', `${who}: rate limited by the provider${afterText}: ${e.message}`, { ...base, ...afterDetail }, true);
     }
     if (status === 401 || status === 403) return llmError('llm_auth_failed', `${who}: the provider refused the API key (HTTP ${status})`, base, false);
     if (status === undefined) return llmError('llm_transport_error', `${who}: ${e.message}`, base, true);
     // the status leads: the provider's own text (`Overloaded`, `boom`) alone does not say a server failed
-    if (status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status}: ${e.message}`, base, true);
+    // a 503 or 529 (overloaded) may say when to come back: the waits inside the attempt and the phase's retry respect it
+    if (status >= 500 || status === 408) return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status}${afterText}: ${e.message}`, { ...base, ...afterDetail }, true);
     // a 2xx whose body could not be read (not JSON, cut off): a broken proxy or server, not a refusal of the request
     if (status >= 200 && status < 300) {
       // Baton asks for one whole reply; a server (or proxy) that streams regardless is named as such
       const type = Object.entries(e.responseHeaders ?? {}).find(([h]) => h.toLowerCase() === 'content-type')?.[1] ?? '';
       const streamed = /text\/event-stream/i.test(type) || /^\s*(data|event):/.test(e.responseBody ?? '');
-      const why = streamed ? 'an event stream (streaming), where Baton asks for one whole reply (`stream: false`): the server at the base URL ignores that' : `a body that is not a valid reply: ${e.message}`;
+      // some gateways (OpenRouter, LiteLLM) answer an upstream failure as HTTP 200 with `{"error": {...}}`: its message is the news
+      const said = streamed ? undefined : errorMessageOf(e.responseBody);
+      const why = streamed ? 'an event stream (streaming), where Baton asks for one whole reply (`stream: false`): the server at the base URL ignores that' : said !== undefined ? `an error instead of a reply: ${said}` : `a body that is not a valid reply: ${e.message}`;
       return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with ${why}`, { ...base, ...(streamed ? { streamed: true } : {}) }, true);
     }
     // a 404 is most often a base URL without its version path (`http://host:11434` for `http://host:11434/v1`)

@@ -81,6 +81,38 @@ describe('McpHost', () => {
   });
 });
 
+describe('a server shared by attempts', () => {
+  test('an attempt aborted while the server starts does not fail the others waiting on it', async () => {
+    const log = logFile();
+    const h = host({ LOG: log }, { env: { BATON_MCP_LOG: '${LOG}', BATON_MCP_START_DELAY_MS: '400' } });
+    const early = new AbortController();
+    const aborted = h.offer(['mcp:files/read_file'], early.signal).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
+    const waiting = h.offer(['mcp:files/read_file'], signal);
+    // the first attempt times out (or is cancelled) while the server is still starting
+    setTimeout(() => early.abort(new Error('the attempt timed out')), 50);
+    expect(await aborted).toBeInstanceOf(Error);
+    const r = await waiting;
+    expect(r.tools.map((t) => t.ref)).toEqual(['mcp:files/read_file']);
+    expect((await h.call(r.tools[0]!, { path: 'sample.ts' }, signal)).isError).toBe(false);
+  });
+
+  test('close() stops a server that is still starting, without waiting out its start', async () => {
+    const h = host({ LOG: logFile() }, { env: { BATON_MCP_LOG: '${LOG}', BATON_MCP_START_DELAY_MS: '5000' } });
+    const pending = h.offer(['mcp:files/read_file'], signal).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await h.close();
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(((await pending) as AgentError).code).toBe('mcp_server_failed');
+  });
+});
+
 describe('a server that exits between calls', () => {
   test('is started again on the next call, which does not fail with "Not connected"', async () => {
     const h = new McpHost({ servers: { p: { id: 'p', command: process.execPath, args: [join(dir, 'hang-server.mjs'), 'pid'], env: {}, allowedTools: undefined } }, env: {}, cwd: dir });

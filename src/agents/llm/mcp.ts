@@ -48,6 +48,8 @@ export { stderrGist };
 
 export class McpHost implements ToolHost {
   private readonly conns = new Map<string, Promise<Connection>>();
+  /** Aborted by close(): stops servers still starting. */
+  private readonly stopping = new AbortController();
   private closed = false;
 
   constructor(private readonly o: McpHostOptions) {}
@@ -115,6 +117,7 @@ export class McpHost implements ToolHost {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.stopping.abort(new Error('the tool host is closed'));
     const all = [...this.conns.values()];
     this.conns.clear();
     await Promise.allSettled(all.map(async (p) => (await p).client.close()));
@@ -124,7 +127,10 @@ export class McpHost implements ToolHost {
     if (this.closed) return Promise.reject(llmError('mcp_server_failed', `MCP server '${decl.id}': the tool host is closed`, { server: decl.id }, false));
     let p = this.conns.get(decl.id);
     if (!p) {
-      const cached: Promise<Connection> = this.start(decl, signal).then((c) => Object.assign(c, { promise: cached }));
+      // the server is shared by every attempt that names it: its start is bounded by the start timeout and
+      // the host's close, never by the attempt that happened to start it (a phase that timed out or was
+      // cancelled while the server started would fail every other phase waiting on it)
+      const cached: Promise<Connection> = this.start(decl, this.stopping.signal).then((c) => Object.assign(c, { promise: cached }));
       p = cached;
       this.conns.set(decl.id, p);
       // a failed start is not cached: the next attempt tries again
@@ -132,7 +138,7 @@ export class McpHost implements ToolHost {
         if (this.conns.get(decl.id) === p) this.conns.delete(decl.id);
       });
     }
-    return p;
+    return untilAborted(p, signal);
   }
 
   private async start(decl: McpServerDecl, signal: AbortSignal): Promise<Connection> {
@@ -172,6 +178,29 @@ export class McpHost implements ToolHost {
       throw llmError('mcp_server_failed', `MCP server '${decl.id}' (${[decl.command, ...decl.args].join(' ')}) failed to start: ${why}${tail ? ` (stderr: ${tail})` : ''}`, { server: decl.id, command: decl.command, args: decl.args, stderr }, false);
     }
   }
+}
+
+/** `p`, or a rejection as soon as `signal` aborts (`p` goes on for whoever else waits on it). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
+function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error('aborted');
 }
 
 const SDK = '@modelcontextprotocol/sdk';

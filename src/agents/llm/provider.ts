@@ -72,6 +72,8 @@ const STRICT_KEYWORDS = new Set([
 ]);
 
 function toStrict(node: unknown, at: string, why: string[], depth: number): unknown {
+  // `true` / `false` as a schema (`properties: {x: true}`, `items: true`): strict mode takes schema objects only
+  if (typeof node === 'boolean') why.push(`${at}: a boolean schema (\`${node}\`) is outside OpenAI's strict subset`);
   if (!isPlainObject(node)) return node;
   if (depth > 20) {
     why.push(`${at}: too deep`);
@@ -85,20 +87,26 @@ function toStrict(node: unknown, at: string, why: string[], depth: number): unkn
     }
     if (k === 'properties' && isPlainObject(v)) out[k] = Object.fromEntries(Object.entries(v).map(([p, s]) => [p, toStrict(s, `${at}.${p}`, why, depth + 1)]));
     else if ((k === '$defs' || k === 'definitions') && isPlainObject(v)) out[k] = Object.fromEntries(Object.entries(v).map(([p, s]) => [p, toStrict(s, `#${k}/${p}`, why, depth + 1)]));
-    else if (k === 'items') out[k] = toStrict(v, `${at}[]`, why, depth + 1);
+    else if (k === 'items') {
+      // draft-07's tuple form (`items: [{...}, {...}]`) is not a schema strict mode accepts
+      if (Array.isArray(v)) why.push(`${at}: tuple \`items\` (a list of schemas) are outside OpenAI's strict subset`);
+      out[k] = toStrict(v, `${at}[]`, why, depth + 1);
+    }
     else if (k === 'anyOf' && Array.isArray(v)) out[k] = v.map((s, i) => toStrict(s, `${at}|${i}`, why, depth + 1));
     else out[k] = v;
   }
-  const isObject = node['type'] === 'object' || isPlainObject(node['properties']);
-  // a free-form value cannot be closed: `{type: object}` closed allows only {}, and strict mode needs
-  // `items` for an array and a type (or a $ref, anyOf, enum, const) for every value
-  if (isObject && !isPlainObject(node['properties'])) why.push(`${at}: a free-form object (no properties) is outside OpenAI's strict subset`);
-  if (node['type'] === 'array' && node['items'] === undefined) why.push(`${at}: an array without \`items\` is outside OpenAI's strict subset`);
+  const types = Array.isArray(node['type']) ? (node['type'] as unknown[]) : [node['type']];
+  const isObject = types.includes('object') || isPlainObject(node['properties']);
+  // a free-form value cannot be closed: `{type: object}` (or `properties: {}` left open, or a nullable
+  // `[object, null]`) closed allows only {}, and strict mode needs `items` for an array and a type (or a
+  // $ref, anyOf, enum, const) for every value
+  const props = isPlainObject(node['properties']) ? Object.keys(node['properties']) : undefined;
+  if (isObject && (props === undefined || (props.length === 0 && node['additionalProperties'] !== false))) why.push(`${at}: a free-form object (no properties) is outside OpenAI's strict subset`);
+  if (types.includes('array') && node['items'] === undefined) why.push(`${at}: an array without \`items\` is outside OpenAI's strict subset`);
   if (!['type', '$ref', 'anyOf', 'enum', 'const'].some((k) => k in node)) why.push(`${at}: a value of any type is outside OpenAI's strict subset`);
   if (isObject) {
-    const props = isPlainObject(node['properties']) ? Object.keys(node['properties']) : [];
     const req = new Set(Array.isArray(node['required']) ? node['required'] : []);
-    const optional = props.filter((p) => !req.has(p));
+    const optional = (props ?? []).filter((p) => !req.has(p));
     if (optional.length > 0) why.push(`${at}: optional properties (${optional.slice(0, 3).join(', ')}) are outside OpenAI's strict subset`);
     const ap = node['additionalProperties'];
     if (ap !== undefined && ap !== false) why.push(`${at}: open objects (additionalProperties) are outside OpenAI's strict subset`);

@@ -195,6 +195,41 @@ workflow:
     expect(seen).toHaveLength(2);
   });
 
+  test('429 insufficient_quota (no credit left) is not a rate limit: not waited on, not retried, the provider says why', async () => {
+    seen.length = 0;
+    queue = [{ status: 429, body: { error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', code: 'insufficient_quota' } } }];
+    const sleeps: number[] = [];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' }, sleeps)(ctx()));
+    expect([e.code, e.retryable, e.details['quota_exhausted']]).toEqual(['llm_request_rejected', false, true]);
+    expect(e.message).toContain('exceeded your current quota');
+    expect(sleeps).toEqual([]);
+    expect(seen).toHaveLength(1);
+  });
+
+  test("a rate limit's failure carries the provider's own message", async () => {
+    queue = [{ status: 429, headers: { 'retry-after': '600' }, body: { error: { message: 'Rate limit reached for gpt-5.2 on tokens per min (TPM)', type: 'tokens', code: 'rate_limit_exceeded' } } }];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect(e.code).toBe('llm_rate_limited');
+    expect(e.message).toContain('tokens per min');
+  });
+
+  test("a 503 with retry-after is retried after that wait, not the 1 s backoff; a long one goes to the phase's policy with retry_after_ms", async () => {
+    seen.length = 0;
+    queue = [{ status: 503, headers: { 'retry-after': '20' }, body: { error: { message: 'The engine is currently overloaded' } } }, openaiReply(JSON.stringify(good))];
+    const sleeps: number[] = [];
+    expect(await agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' }, sleeps)(ctx())).toEqual(good);
+    expect(sleeps).toEqual([20_000]);
+    expect(seen).toHaveLength(2);
+
+    seen.length = 0;
+    queue = [{ status: 503, headers: { 'retry-after': '300' }, body: { error: { message: 'The engine is currently overloaded' } } }];
+    const later: number[] = [];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' }, later)(ctx()));
+    expect([e.code, e.retryable, e.details['retry_after_ms']]).toEqual(['llm_transport_error', true, 300_000]);
+    expect(later).toEqual([]);
+    expect(seen).toHaveLength(1);
+  });
+
   test('500 is a retryable transport error; 401 is not retryable', async () => {
     const err = { status: 500, body: { error: { message: 'The server had an error' } } };
     queue = [err, err, err]; // retried twice within the attempt (llm.x-transport_retries)
@@ -281,6 +316,14 @@ workflow:
     expect([e.code, e.retryable, e.details['status'], e.details['streamed']]).toEqual(['llm_transport_error', true, 200, true]);
   });
 
+  test("an HTTP 200 whose body is an error object (a gateway's upstream failure) says the provider's message", async () => {
+    const err = { status: 200, body: { error: { message: 'Upstream model is overloaded, try another provider', code: 502 } } };
+    queue = [err, err, err];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect([e.code, e.retryable]).toEqual(['llm_transport_error', true]);
+    expect(e.message).toContain('Upstream model is overloaded');
+  });
+
   test('a connection refused is a retryable transport error', async () => {
     const wf = parseWorkflow(`
 openintent: "1.0"
@@ -322,6 +365,14 @@ describe('anthropic over the wire', () => {
     queue = [anthropicReply([{ type: 'text', text: 'I cannot help with that.' }], 'refusal')];
     const e = await failure(agent(workflow('anthropic', '  model: claude-sonnet-4-5'), { ANTHROPIC_API_KEY: 'k' })(ctx()));
     expect(e.code).toBe('llm_refusal');
+  });
+
+  test('529 overloaded with retry-after waits that long before trying again', async () => {
+    seen.length = 0;
+    queue = [{ status: 529, headers: { 'retry-after': '15' }, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } }, anthropicReply([{ type: 'tool_use', id: 'toolu_1', name: 'json', input: good }], 'tool_use')];
+    const sleeps: number[] = [];
+    expect(await agent(workflow('anthropic'), { ANTHROPIC_API_KEY: 'k' }, sleeps)(ctx())).toEqual(good);
+    expect(sleeps).toEqual([15_000]);
   });
 
   test('429 with a long retry-after fails retryable with retry_after_ms', async () => {

@@ -167,6 +167,40 @@ describe('parseAgentReply: errors', () => {
     expect(r.value).toBeDefined();
   });
 
+  test("every keyword in the spec's words, with what was expected readable (not ajv's params)", () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        few: { type: 'object', minProperties: 2 },
+        many: { type: 'object', maxProperties: 1 },
+        tags: { type: 'array', uniqueItems: true },
+        dep: { type: 'object', dependencies: { card: ['billing'] } },
+        one: { oneOf: [{ type: 'integer' }, { type: 'number' }] },
+        any: { anyOf: [{ type: 'string' }, { type: 'integer' }] },
+        not: { not: { type: 'string' } },
+        has: { type: 'array', contains: { type: 'string' } },
+        keys: { type: 'object', propertyNames: { pattern: '^x' } },
+        pair: { type: 'array', items: [{ type: 'string' }], additionalItems: false },
+      },
+    };
+    const r = parseAgentReply(JSON.stringify({ few: { a: 1 }, many: { a: 1, b: 2 }, tags: [1, 1], dep: { card: 1 }, one: 5, any: true, not: 's', has: [1], keys: { y: 1 }, pair: ['a', 2] }), schema);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    const at = (path: string): string[] => r.errors.filter((e) => e.path === path).map((e) => `${e.message} | ${e.expected} | ${e.received}`);
+    expect(at('$.few')).toEqual(['{"a":1} does not have enough properties | at least 2 properties | 1 property']);
+    expect(at('$.many')).toEqual(['{"a":1,"b":2} has too many properties | at most 1 properties | 2 properties']);
+    expect(at('$.tags')).toEqual(['[1, 1] has non-unique elements | unique items | items 0 and 1 are equal']);
+    expect(at('$.dep')).toEqual([`'billing' is a dependency of 'card' | a property 'billing' (required with 'card') | nothing`]);
+    expect(at('$.one')).toEqual(['5 is valid under more than one of the given schemas (0 and 1) | a value matching exactly one of the `oneOf` schemas | a value matching 2 of them']);
+    expect(at('$.any')).toContain('true is not valid under any of the given schemas | a value matching one of the `anyOf` schemas (see the errors above) | true');
+    expect(at('$.not')).toEqual(["'s' should not be valid under the `not` schema | a value the `not` schema rejects | 's'"]);
+    expect(at('$.has')).toEqual(['[1] does not contain items matching the given schema | at least 1 item matching the `contains` schema | [1]']);
+    // the key is what did not match, not the object holding it
+    expect(at('$.keys')).toEqual([`'y' does not match '^x' | a string matching '^x' | 'y'`, `property name 'y' is invalid | property names matching the \`propertyNames\` schema | 'y'`]);
+    expect(at('$.pair')).toEqual([`Additional items are not allowed (['a', 2] has more than 1) | at most 1 items | ['a', 2]`]);
+    expect(r.errors.some((e) => /must NOT|\{"/.test(e.expected ?? ''))).toBe(false);
+  });
+
   test('no JSON at all', () => {
     for (const text of ['', '   ', 'I cannot help with that.', 'Sure! Here you go: (nothing)']) {
       const r = parseAgentReply(text, review);
