@@ -68,6 +68,8 @@ export interface ParsedSource {
   diagnostics: Diagnostic[];
   /** The source range of the node at `path` (or of the nearest existing ancestor; [0, 0] in an empty file). */
   locate(path: Path, target?: 'key' | 'value'): Range;
+  /** The diagnostics are duplicate keys only, and `value` holds the document read with the last of each: check it too. */
+  recovered?: true;
 }
 
 export function parseYamlSource(text: string): ParsedSource {
@@ -88,9 +90,10 @@ export function parseYamlSource(text: string): ParsedSource {
   }
 
   // Aliases are counted only when the text could hold one: the listener costs nothing otherwise.
-  const guard = text.includes('*') ? aliasGuard(text) : undefined;
-  try {
-    const value: unknown = jsyaml.load(text, { schema: CORE12, maxDepth: MAX_NESTING, ...(guard ? { listener: guard.listener } : {}) } as jsyaml.LoadOptions);
+  const load = (recovered: Diagnostic[]): ParsedSource => {
+    const guard = text.includes('*') ? aliasGuard(text) : undefined;
+    // `json: true` after a duplicate key: the last occurrence wins (as `locate` assumes), so every other check still runs
+    const value: unknown = jsyaml.load(text, { schema: CORE12, maxDepth: MAX_NESTING, ...(recovered.length > 0 ? { json: true } : {}), ...(guard ? { listener: guard.listener } : {}) } as jsyaml.LoadOptions);
     if (guard && guard.aliases.length > 0) {
       const cyclic = findCycle(value);
       if (cyclic) {
@@ -105,9 +108,23 @@ export function parseYamlSource(text: string): ParsedSource {
         return fail(keys.map((range) => error('wrong-type', [], 'a key must be a name (a string), not a list or a mapping', { range, hint: 'YAML would turn this key into text such as `a,b`; write the name itself: `name: ...`' })));
       }
     }
-    return { value, diagnostics: [], locate };
+    return recovered.length > 0 ? { value, diagnostics: recovered, locate, recovered: true } : { value, diagnostics: [], locate };
+  };
+  try {
+    return load([]);
   } catch (e) {
-    return fail(explain(e, text, positions));
+    const diagnostics = explain(e, text, positions);
+    // duplicate keys alone: reported, and the document is still checked whole (every problem in one pass)
+    if (diagnostics.length > 0 && diagnostics.every((d) => d.code === 'duplicate-key')) {
+      try {
+        const again = load(diagnostics);
+        return again.recovered ? again : fail([...diagnostics, ...again.diagnostics]);
+      } catch (again) {
+        // the rest of the text may fail in its own way (an alias past the limit): said beside the duplicates
+        return fail([...diagnostics, ...explain(again, text, positions).filter((d) => d.code !== 'duplicate-key')]);
+      }
+    }
+    return fail(diagnostics);
   }
 }
 
