@@ -201,7 +201,9 @@ function syntaxErrors(text: string): Diagnostic[] {
       continue;
     }
     const [message, extra] = syntaxMessage(firstLine(e.message));
-    out.push(error('yaml-syntax', [], message, { ...extra, range: [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)] }));
+    // the parser reports an unclosed quote where the text ends: point at the quote that opens it
+    const open = /^Missing closing ["']?quote/.test(e.message) ? unclosedQuote(text, e.pos[0]) : undefined;
+    out.push(error('yaml-syntax', [], open === undefined ? message : `this ${text[open] === "'" ? 'single' : 'double'} quote is never closed`, { ...extra, range: open === undefined ? [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)] : [open, open + 1] }));
   }
   if (followOn > 0) {
     const last = out[lostAfter]!;
@@ -212,6 +214,30 @@ function syntaxErrors(text: string): Diagnostic[] {
 }
 
 const FOLLOW_ON = /^Unexpected [\w-]+ token in YAML stream/;
+
+/** The offset of the quote that opens the quoted scalar running on to `end` (an unclosed one), if any. */
+function unclosedQuote(text: string, end: number): number | undefined {
+  let best: number | undefined;
+  const walk = (x: unknown): void => {
+    if (typeof x !== 'object' || x === null) return;
+    if (Array.isArray(x)) {
+      for (const y of x) walk(y);
+      return;
+    }
+    const t = x as { type?: unknown; offset?: unknown; source?: unknown };
+    if ((t.type === 'double-quoted-scalar' || t.type === 'single-quoted-scalar') && typeof t.offset === 'number' && typeof t.source === 'string') {
+      if (t.offset < end && t.offset + t.source.length >= end && (best === undefined || t.offset > best)) best = t.offset;
+      return;
+    }
+    for (const [k, v] of Object.entries(x)) if (k !== 'source') walk(v);
+  };
+  try {
+    for (const token of new (yaml().Parser)().parse(text)) walk(token);
+  } catch {
+    return undefined;
+  }
+  return best;
+}
 
 /** The `yaml` library's messages in a user's words where they address a programmer ("please use YAML.parseAllDocuments()"). */
 function syntaxMessage(message: string): [string, { hint?: string }] {
@@ -230,7 +256,7 @@ const SYNTAX_HINTS: readonly [RegExp, string][] = [
   [/missed comma between flow collection entries/i, 'separate the entries of a `[...]` or `{...}` with commas'],
   [/All mapping items must start at the same column|bad indentation of a mapping entry|end of the stream or a document separator is expected/i, 'indent each key of a mapping by as many spaces as the keys beside it'],
   [/Nested mappings are not allowed in compact mappings|Block collections are not allowed within flow collections|a multiline key may not be an implicit key/i, 'a value holding `: ` must be quoted: `description: "step 1: draft"`'],
-  [/Missing closing "?quote|within a (double|single) quoted scalar/i, 'close the quote that opens this value'],
+  [/Missing closing ["']?quote|within a (double|single) quoted scalar/i, 'close the quote that opens this value'],
   [/Unexpected flow-(seq|map)-start at node end/i, 'a value with `[` or `{` after other text must be quoted: `items: "It[]"`'],
   [/Unexpected scalar at node end/i, 'a quoted value ends at its closing quote: to keep quotes inside, quote the whole value with the other kind, e.g. `skip_when: \'x == "y"\'`'],
   [/Plain value cannot start with reserved character|cannot start any token/i, 'a value that starts with `@` or a backtick must be quoted: `"@team"`'],
