@@ -322,6 +322,103 @@ function checkAliasCycles(reg: Registry, basePath: Path, out: Diagnostic[]): voi
   for (const n of bad) reg.define(n, ANY);
 }
 
+/**
+ * A record that requires itself (`Node: {next: Node}`), directly or through other named types, has no
+ * finite value: every one needs another inside it. Only the ways a value must go count: a required
+ * field, an alias, an inline record; an optional field, `T | null` and `T[]` (null, the empty array)
+ * end the chain. Each type of such a cycle is an error, at the field (or alias) that continues it.
+ */
+function checkRequiredCycles(reg: Registry, basePath: Path, out: Diagnostic[]): void {
+  interface Edge { to: string; path: Path }
+  const edges = new Map<string, Edge[]>();
+  const collect = (node: TypeNode | undefined, path: Path, acc: Edge[]): void => {
+    if (!node) return;
+    if (node.kind === 'named') acc.push({ to: node.name, path });
+    else if (node.kind === 'record') for (const f of node.fields) if (f.required) collect(f.type, [...path, f.name], acc);
+  };
+  for (const n of reg.names) {
+    const acc: Edge[] = [];
+    collect(reg.definition(n), [...basePath, n], acc);
+    edges.set(n, acc.filter((e) => reg.has(e.to)));
+  }
+  // Tarjan's strongly connected components, iterative (a chain of thousands of types must not overflow the stack)
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const comp = new Map<string, number>();
+  let next = 0;
+  let comps = 0;
+  for (const root of reg.names) {
+    if (index.has(root)) continue;
+    const work: { n: string; i: number }[] = [{ n: root, i: 0 }];
+    index.set(root, next);
+    low.set(root, next++);
+    stack.push(root);
+    onStack.add(root);
+    while (work.length > 0) {
+      const top = work[work.length - 1]!;
+      const es = edges.get(top.n)!;
+      if (top.i < es.length) {
+        const to = es[top.i++]!.to;
+        if (!index.has(to)) {
+          index.set(to, next);
+          low.set(to, next++);
+          stack.push(to);
+          onStack.add(to);
+          work.push({ n: to, i: 0 });
+        } else if (onStack.has(to)) low.set(top.n, Math.min(low.get(top.n)!, index.get(to)!));
+        continue;
+      }
+      work.pop();
+      if (work.length > 0) {
+        const parent = work[work.length - 1]!.n;
+        low.set(parent, Math.min(low.get(parent)!, low.get(top.n)!));
+      }
+      if (low.get(top.n) === index.get(top.n)) {
+        let m: string;
+        do {
+          m = stack.pop()!;
+          onStack.delete(m);
+          comp.set(m, comps);
+        } while (m !== top.n);
+        comps++;
+      }
+    }
+  }
+  const size = new Map<number, number>();
+  for (const c of comp.values()) size.set(c, (size.get(c) ?? 0) + 1);
+  for (const n of reg.names) {
+    const c = comp.get(n)!;
+    const inCycle = (e: Edge): boolean => comp.get(e.to) === c && (size.get(c)! > 1 || e.to === n);
+    const edge = edges.get(n)!.find(inCycle);
+    if (!edge) continue;
+    // the shortest way back to `n` inside its component, for the message
+    const prev = new Map<string, string>([[edge.to, n]]);
+    const queue = [edge.to];
+    for (let q = 0; q < queue.length && !prev.has(n) && queue.length <= 1000; q++) {
+      for (const e of edges.get(queue[q]!)!) {
+        if (comp.get(e.to) !== c || prev.has(e.to)) continue;
+        prev.set(e.to, queue[q]!);
+        queue.push(e.to);
+      }
+    }
+    const order = [n];
+    if (edge.to === n) order.push(n);
+    else if (prev.has(n)) {
+      const back: string[] = [];
+      for (let cur: string = n; cur !== edge.to; cur = prev.get(cur)!) back.push(cur);
+      order.push(edge.to, ...back.reverse());
+    } else order.push(edge.to, '...', n);
+    const shown = order.length <= 12 ? order.join(' -> ') : `${order.slice(0, 5).join(' -> ')} -> ... (${order.length - 7} more) -> ${order.slice(-2).join(' -> ')}`;
+    out.push(
+      error('recursive-type', edge.path, `type \`${n}\` requires itself (${shown}): no finite value fits it`, {
+        hint: 'make the field optional (`{type: T, required: false}`), nullable (`T | null`) or a list (`T[]`)',
+      }),
+    );
+  }
+}
+
 /** Types nested past MAX_TYPE_DEPTH through their names: one error at the deepest, and they become `any`. */
 function checkTypeDepth(reg: Registry, basePath: Path, out: Diagnostic[]): void {
   const depths = typeDepths(reg.names, (n) => reg.definition(n));
@@ -361,6 +458,7 @@ export const compileTypes: CompileTypes = (typesBlock, basePath) => {
   }
   for (const [name, raw] of entries) buildDeclaration(name, raw, reg, diagnostics, basePath);
   checkAliasCycles(reg, basePath, diagnostics);
+  checkRequiredCycles(reg, basePath, diagnostics);
   checkTypeDepth(reg, basePath, diagnostics);
   return { registry: reg, diagnostics };
 };

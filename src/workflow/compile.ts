@@ -125,7 +125,7 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
   const diagnostics = [...source.diagnostics];
   let model: WorkflowModel | undefined;
   const extras: Extras = opts.bound ? { bound: opts.bound } : {};
-  if (source.diagnostics.length === 0) {
+  if (source.diagnostics.length === 0 || source.recovered) {
     if (formOf(source.value) === 'steps') {
       // the contract spec's step form: translated, compiled as the 1.0 form, positioned in the file as written
       // (offsets inside strings hold: conditions and file paths are copied as written)
@@ -157,7 +157,7 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
   positionAll(source, text, diagnostics);
   // a text that is neither form (empty, a scalar, a mapping with neither `openintent` nor `workflow`) names none
   const doc = source.value;
-  const form = source.diagnostics.length === 0 && isPlainObject(doc) && (doc['openintent'] !== undefined || doc['workflow'] !== undefined) ? formOf(doc) : undefined;
+  const form = (source.diagnostics.length === 0 || source.recovered) && isPlainObject(doc) && (doc['openintent'] !== undefined || doc['workflow'] !== undefined) ? formOf(doc) : undefined;
   const rest = { diagnostics, file, text, ...(form !== undefined ? { form } : {}), ...(extras.sources ? { sources: extras.sources } : {}), ...(extras.contracts ? { contracts: extras.contracts } : {}) };
   return model && !hasErrors(diagnostics) ? { ok: true, model, ...rest } : { ok: false, model: undefined, ...rest };
 }

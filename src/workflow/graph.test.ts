@@ -38,6 +38,17 @@ describe('checkGraph', () => {
     expect(out[0]?.path).toEqual(['workflow', 'b', 'depends_on', 0]);
   });
 
+  test('the hint never offers the phase itself (depending on it would be a cycle)', () => {
+    const out: Diagnostic[] = [];
+    checkGraph([phase('a', ['b'], 'b'), phase('c', ['zz']), phase('d', [])], out);
+    expect(out.map((d) => d.code)).toEqual(['unknown-dependency', 'unknown-dependency']);
+    expect(out[0]?.hint).not.toContain('`a`');
+    expect(out[1]?.hint).toBe('Available phases: a, d');
+    const alone: Diagnostic[] = [];
+    checkGraph([phase('a', ['b'])], alone);
+    expect(alone[0]?.hint).not.toContain('`a`?');
+  });
+
   test('a 20,000-phase chain does not overflow the stack', () => {
     const phases = Array.from({ length: 20_000 }, (_, i) => phase(`p${i}`, i === 0 ? [] : [`p${i - 1}`]));
     const out: Diagnostic[] = [];

@@ -23,10 +23,15 @@ export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Ma
     for (const { name: dep, index } of p.dependsOn) {
       const path: Path = ['workflow', p.name, 'depends_on', index];
       if (!names.has(dep)) {
+        // never the phase itself: depending on it is a cycle (the spec's example lists the others)
         const titled = byTitle.get(dep.toLowerCase());
-        const hint = titled
-          ? `\`${dep}\` is the title of phase \`${titled}\`; depends_on takes phase names: use \`${titled}\``
-          : (didYouMean(dep, names) ?? `Available phases: ${firstOf(names, 12).join(', ')}${names.size > 12 ? ', ...' : ''}`);
+        const others = names.size - 1;
+        const hint =
+          titled !== undefined && titled !== p.name
+            ? `\`${dep}\` is the title of phase \`${titled}\`; depends_on takes phase names: use \`${titled}\``
+            : others === 0
+              ? `\`${p.name}\` is the only phase: add the phase \`${dep}\` to \`workflow\`, or remove this entry`
+              : (didYouMean(dep, except(names, p.name)) ?? `Available phases: ${firstOf(except(names, p.name), 12).join(', ')}${others > 12 ? ', ...' : ''}`);
         // the spec's words (Example Validation Errors)
         out.push(error('unknown-dependency', path, `Phase '${p.name}' depends on unknown phase '${dep}'`, { hint, error: 'WorkflowValidationError', data: { phase_name: p.name, dependency: dep } }));
         continue;
@@ -116,6 +121,11 @@ export function topologicalOrder(names: readonly string[], edges: Map<string, st
     for (const n of names) if (!placed.has(n)) order.push(n);
   }
   return order;
+}
+
+/** The items but one, without copying a large set for each diagnostic. */
+function* except(items: Iterable<string>, skip: string): Iterable<string> {
+  for (const x of items) if (x !== skip) yield x;
 }
 
 /** The first `n` items, without copying a large set for each diagnostic. */

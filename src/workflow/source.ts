@@ -68,6 +68,8 @@ export interface ParsedSource {
   diagnostics: Diagnostic[];
   /** The source range of the node at `path` (or of the nearest existing ancestor; [0, 0] in an empty file). */
   locate(path: Path, target?: 'key' | 'value'): Range;
+  /** The diagnostics are duplicate keys only, and `value` holds the document read with the last of each: check it too. */
+  recovered?: true;
 }
 
 export function parseYamlSource(text: string): ParsedSource {
@@ -88,9 +90,10 @@ export function parseYamlSource(text: string): ParsedSource {
   }
 
   // Aliases are counted only when the text could hold one: the listener costs nothing otherwise.
-  const guard = text.includes('*') ? aliasGuard(text) : undefined;
-  try {
-    const value: unknown = jsyaml.load(text, { schema: CORE12, maxDepth: MAX_NESTING, ...(guard ? { listener: guard.listener } : {}) } as jsyaml.LoadOptions);
+  const load = (recovered: Diagnostic[]): ParsedSource => {
+    const guard = text.includes('*') ? aliasGuard(text) : undefined;
+    // `json: true` after a duplicate key: the last occurrence wins (as `locate` assumes), so every other check still runs
+    const value: unknown = jsyaml.load(text, { schema: CORE12, maxDepth: MAX_NESTING, ...(recovered.length > 0 ? { json: true } : {}), ...(guard ? { listener: guard.listener } : {}) } as jsyaml.LoadOptions);
     if (guard && guard.aliases.length > 0) {
       const cyclic = findCycle(value);
       if (cyclic) {
@@ -105,9 +108,23 @@ export function parseYamlSource(text: string): ParsedSource {
         return fail(keys.map((range) => error('wrong-type', [], 'a key must be a name (a string), not a list or a mapping', { range, hint: 'YAML would turn this key into text such as `a,b`; write the name itself: `name: ...`' })));
       }
     }
-    return { value, diagnostics: [], locate };
+    return recovered.length > 0 ? { value, diagnostics: recovered, locate, recovered: true } : { value, diagnostics: [], locate };
+  };
+  try {
+    return load([]);
   } catch (e) {
-    return fail(explain(e, text, positions));
+    const diagnostics = explain(e, text, positions);
+    // duplicate keys alone: reported, and the document is still checked whole (every problem in one pass)
+    if (diagnostics.length > 0 && diagnostics.every((d) => d.code === 'duplicate-key')) {
+      try {
+        const again = load(diagnostics);
+        return again.recovered ? again : fail([...diagnostics, ...again.diagnostics]);
+      } catch (again) {
+        // the rest of the text may fail in its own way (an alias past the limit): said beside the duplicates
+        return fail([...diagnostics, ...explain(again, text, positions).filter((d) => d.code !== 'duplicate-key')]);
+      }
+    }
+    return fail(diagnostics);
   }
 }
 
@@ -184,7 +201,9 @@ function syntaxErrors(text: string): Diagnostic[] {
       continue;
     }
     const [message, extra] = syntaxMessage(firstLine(e.message));
-    out.push(error('yaml-syntax', [], message, { ...extra, range: [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)] }));
+    // the parser reports an unclosed quote where the text ends: point at the quote that opens it
+    const open = /^Missing closing ["']?quote/.test(e.message) ? unclosedQuote(text, e.pos[0]) : undefined;
+    out.push(error('yaml-syntax', [], open === undefined ? message : `this ${text[open] === "'" ? 'single' : 'double'} quote is never closed`, { ...extra, range: open === undefined ? [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)] : [open, open + 1] }));
   }
   if (followOn > 0) {
     const last = out[lostAfter]!;
@@ -195,6 +214,30 @@ function syntaxErrors(text: string): Diagnostic[] {
 }
 
 const FOLLOW_ON = /^Unexpected [\w-]+ token in YAML stream/;
+
+/** The offset of the quote that opens the quoted scalar running on to `end` (an unclosed one), if any. */
+function unclosedQuote(text: string, end: number): number | undefined {
+  let best: number | undefined;
+  const walk = (x: unknown): void => {
+    if (typeof x !== 'object' || x === null) return;
+    if (Array.isArray(x)) {
+      for (const y of x) walk(y);
+      return;
+    }
+    const t = x as { type?: unknown; offset?: unknown; source?: unknown };
+    if ((t.type === 'double-quoted-scalar' || t.type === 'single-quoted-scalar') && typeof t.offset === 'number' && typeof t.source === 'string') {
+      if (t.offset < end && t.offset + t.source.length >= end && (best === undefined || t.offset > best)) best = t.offset;
+      return;
+    }
+    for (const [k, v] of Object.entries(x)) if (k !== 'source') walk(v);
+  };
+  try {
+    for (const token of new (yaml().Parser)().parse(text)) walk(token);
+  } catch {
+    return undefined;
+  }
+  return best;
+}
 
 /** The `yaml` library's messages in a user's words where they address a programmer ("please use YAML.parseAllDocuments()"). */
 function syntaxMessage(message: string): [string, { hint?: string }] {
@@ -213,7 +256,7 @@ const SYNTAX_HINTS: readonly [RegExp, string][] = [
   [/missed comma between flow collection entries/i, 'separate the entries of a `[...]` or `{...}` with commas'],
   [/All mapping items must start at the same column|bad indentation of a mapping entry|end of the stream or a document separator is expected/i, 'indent each key of a mapping by as many spaces as the keys beside it'],
   [/Nested mappings are not allowed in compact mappings|Block collections are not allowed within flow collections|a multiline key may not be an implicit key/i, 'a value holding `: ` must be quoted: `description: "step 1: draft"`'],
-  [/Missing closing "?quote|within a (double|single) quoted scalar/i, 'close the quote that opens this value'],
+  [/Missing closing ["']?quote|within a (double|single) quoted scalar/i, 'close the quote that opens this value'],
   [/Unexpected flow-(seq|map)-start at node end/i, 'a value with `[` or `{` after other text must be quoted: `items: "It[]"`'],
   [/Unexpected scalar at node end/i, 'a quoted value ends at its closing quote: to keep quotes inside, quote the whole value with the other kind, e.g. `skip_when: \'x == "y"\'`'],
   [/Plain value cannot start with reserved character|cannot start any token/i, 'a value that starts with `@` or a backtick must be quoted: `"@team"`'],

@@ -12,6 +12,15 @@ export function withSubOffset(d: Diagnostic, r: readonly [number, number], text:
   if (typeof sub !== 'number') return r;
   const len = typeof d.data?.['length'] === 'number' ? Math.max(1, d.data['length']) : 1;
   const value = valueAtPath(doc, d.path);
+  if (typeof value === 'string' && sub >= value.length && r[1] > r[0]) {
+    // the end of the value (an expression cut short: `a.k > 3 &&`): after its last character as written, or at
+    // the closing quote; a block scalar's end would otherwise land inside the next line's indentation
+    let end = r[1];
+    while (end > r[0] + 1 && /\s/.test(text[end - 1]!)) end--;
+    const closing = text[r[0]] === '"' || text[r[0]] === "'" ? text[r[0]] : undefined;
+    const start = closing !== undefined && text[end - 1] === closing ? end - 1 : end;
+    return [start, start + 1];
+  }
   const written = typeof value === 'string' ? writtenAt(value, sub, len, text, r) : undefined;
   if (written !== undefined) return [written, written + len];
   const quoted = text[r[0]] === '"' || text[r[0]] === "'" ? 1 : 0;

@@ -52,7 +52,7 @@ describe('alias bombs', () => {
 
   test('with a duplicate key or a syntax error too, nothing is expanded', () => {
     const dup = laughs(12).replace('    assign: x\n', '    assign: x\n    assign: y\n');
-    expect(at(parseWorkflow(dup))).toEqual(['duplicate-key 6:5']);
+    expect(at(parseWorkflow(dup))).toEqual(['duplicate-key 6:5', 'alias-limit 13:51']);
     const broken = laughs(12).replace('    assign: x\n', '    assign: [x\n');
     const r = timed(() => parseWorkflow(broken));
     expect(r.value.diagnostics.map((d) => d.code)).toContain('yaml-syntax');

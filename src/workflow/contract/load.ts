@@ -40,7 +40,7 @@ export function parseContractText(text: string, file: string, compiler: SchemaCo
   const source = parseYamlSource(text);
   const diagnostics: Diagnostic[] = [...source.diagnostics];
   let contract: AgentContract | undefined;
-  if (source.diagnostics.length === 0) {
+  if (source.diagnostics.length === 0 || source.recovered) {
     if (source.value === undefined || source.value === null) diagnostics.push(error('wrong-type', [], 'the contract file is empty', { range: [0, 0], hint: 'start with `contractVersion: "1.0.0"` and `agentId:`' }));
     else contract = parseContract(source.value, { base: [], file, compiler }, diagnostics);
   }
