@@ -95,6 +95,12 @@ function settle(ctx: Ctx, name: string): void {
       }
     }
   }
+  // the array a `for_each` runs over is an input too: from a skipped phase there is nothing to fan out
+  const fe = p.forEach?.source;
+  if (fe?.kind === 'phase' && state.phases.get(fe.phase)!.status === 'skipped') {
+    terminal(ctx, { type: 'task.skipped', phase: name, task_id, reason: 'upstream_skipped', detail: `for_each (${p.forEach!.ref}) comes from skipped phase '${fe.phase}'` });
+    return;
+  }
   // a skip_when that reads `$item` / `$index` skips single items (fill), never the whole phase
   if (p.skipWhen && !p.forEach?.itemSkip) {
     const r = evaluate(ctx, p.skipWhen, p);
