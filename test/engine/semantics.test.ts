@@ -42,3 +42,23 @@ workflow:
     expect(r.phases['after']).toMatchObject({ status: 'completed' });
   });
 });
+
+describe('the order ready phases start in (docs/executor.md, Concurrency)', () => {
+  test('with one slot: in the order they became ready, those that became ready together in document order', async () => {
+    const order: string[] = [];
+    const r = await runWorkflow(
+      wf(`${header()}
+workflow:
+  z: {assign: x}
+  late: {assign: x, depends_on: [z]}
+  y: {assign: x}
+  c: {assign: x, depends_on: [y]}
+  b: {assign: x, depends_on: [y]}
+  w: {assign: x}
+`),
+      { agents: { x: (ctx) => (order.push(ctx.phase), {}) }, store: new MemoryStore(), concurrency: 1 },
+    );
+    expect(r.status).toBe('completed');
+    expect(order).toEqual(['z', 'y', 'w', 'late', 'c', 'b']);
+  });
+});
