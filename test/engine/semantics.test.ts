@@ -62,3 +62,23 @@ workflow:
     expect(order).toEqual(['z', 'y', 'w', 'late', 'c', 'b']);
   });
 });
+
+describe('skip_when reading a skipped phase', () => {
+  const yaml = (cond: string) => `
+workflow:
+  classify: {assign: x, skip_when: "true", outputs: {risk: string}}
+  review: {assign: x, depends_on: [classify], skip_when: ${JSON.stringify(cond)}}
+`;
+  test('fails with SkipConditionError naming how the phase ended and the test for it, not only "Unknown variable"', async () => {
+    const r = await run(yaml("classify.risk == 'low'"), { x: () => ({ risk: 'low' }) });
+    expect(r.phases['review']).toMatchObject({ status: 'failed', error: { code: 'SkipConditionError' } });
+    expect(r.phases['review']!.error!.message).toContain('`phases.classify.status`');
+  });
+
+  test('the test the message suggests works: `phases.NAME.status` guards the read', async () => {
+    const skip = await run(yaml("phases.classify.status == 'skipped' || classify.risk == 'low'"), { x: () => ({ risk: 'low' }) });
+    expect(skip.phases['review']).toMatchObject({ status: 'skipped', skipped_reason: 'skip_when' });
+    const runs = await run(yaml("phases.classify.status != 'skipped' && classify.risk == 'low'"), { x: () => ({ risk: 'low' }) });
+    expect(runs.phases['review']).toMatchObject({ status: 'completed' });
+  });
+});
