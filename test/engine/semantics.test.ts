@@ -82,3 +82,36 @@ workflow:
     expect(runs.phases['review']).toMatchObject({ status: 'completed' });
   });
 });
+
+describe('spend adds up without float drift', () => {
+  test('0.1 + 0.2 is 0.3: in task.cost totals, budget.alert, and ctx.remainingBudgetUsd()', async () => {
+    const left: (number | undefined)[] = [];
+    const r = await run(
+      `
+governance: {max_cost_usd: 0.6}
+workflow:
+  a: {assign: x, cost_tracking: {budget_usd: 1}}
+  b: {assign: x, depends_on: [a]}
+`,
+      {
+        x: (ctx) => {
+          for (const usd of [0.1, 0.2]) {
+            ctx.reportCost(usd);
+            left.push(ctx.remainingBudgetUsd());
+          }
+          return {};
+        },
+      },
+    );
+    expect(r.status).toBe('completed');
+    expect(eventsOf(r.events, 'task.cost').map((e) => [e.phase_total_usd, e.run_total_usd])).toEqual([
+      [0.1, 0.1],
+      [0.3, 0.3],
+      [0.1, 0.4],
+      [0.3, 0.6],
+    ]);
+    // a: min(phase 1 - spent, run 0.6 - spent); b: the run's 0.6 - spent
+    expect(left).toEqual([0.5, 0.3, 0.2, 0]);
+    expect(eventsOf(r.events, 'budget.alert').map((e) => e.spent_usd)).toEqual([0.6]);
+  });
+});
