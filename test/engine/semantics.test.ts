@@ -1,9 +1,14 @@
 /** Run-time semantics read from the specs (RFC-0024 §3, issue 3's skip rules), as a user's acceptance tests would. */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { subprocessAgent } from '../../src/agents/subprocess.js';
 import { runWorkflow } from '../../src/api/run.js';
+import { ManualClock } from '../../src/core/clock.js';
 import type { AgentHandler } from '../../src/engine/agent.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { eventsOf, header, wf } from './helpers.js';
+import { eventsOf, header, until, wf } from './helpers.js';
 
 async function run(yaml: string, agents: Record<string, AgentHandler>) {
   return runWorkflow(wf(`${header()}${yaml}`), { agents, store: new MemoryStore() });
@@ -113,5 +118,30 @@ workflow:
     // a: min(phase 1 - spent, run 0.6 - spent); b: the run's 0.6 - spent
     expect(left).toEqual([0.5, 0.3, 0.2, 0]);
     expect(eventsOf(r.events, 'budget.alert').map((e) => e.spent_usd)).toEqual([0.6]);
+  });
+});
+
+describe('a subprocess agent that never exits', () => {
+  test("what it wrote on stderr before its timeout is recorded (task.agent_event kind stderr), not lost with the process", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-sem-'));
+    const marker = join(dir, 'said');
+    const clock = new ManualClock(0);
+    const agent = subprocessAgent({ command: ['sh', '-c', `echo 'waiting for the API' >&2; touch '${marker}'; exec sleep 60`] });
+    try {
+      const p = runWorkflow(wf(`${header()}workflow:\n  a: {assign: x, timeout_ms: 1000}\n`), { agents: { x: agent }, store: new MemoryStore(), clock });
+      await until(() => existsSync(marker), 'the agent to write on stderr');
+      // the line is in the pipe before the marker exists: a few poll phases of the event loop read it
+      for (let i = 0; i < 5; i++) await new Promise<void>((r) => setTimeout(r, 5));
+      await clock.advance(1000);
+      const r = await p;
+      expect(r.phases['a']).toMatchObject({ status: 'failed', error: { code: 'Timeout' } });
+      const said = eventsOf(r.events, 'task.agent_event').filter((e) => e.kind === 'stderr');
+      expect(said).toMatchObject([{ phase: 'a', attempt: 1, data: { stderr: 'waiting for the API\n' } }]);
+      // recorded while the attempt still held its task: before its failure
+      expect(said[0]!.seq).toBeLessThan(eventsOf(r.events, 'task.attempt_failed')[0]!.seq);
+    } finally {
+      await agent.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
