@@ -13,6 +13,7 @@ import { foldedItem, sumUsd, taskIdFor, type PhaseState } from './state.js';
 import type { Fact } from './decide-types.js';
 import { emit, model, openGate, type Ctx } from './decide-context.js';
 import { stop, terminal } from './decide-settle.js';
+import { rejectReaders } from './decide-gates.js';
 
 // ---- outcomes -----------------------------------------------------------------------------------
 
@@ -194,7 +195,7 @@ export const ESCALATION_CHOICES: readonly string[] = ['retry', 'skip', 'fail'];
 function escalate(ctx: Ctx, name: string, failure: FailureRecord): void {
   const p = ctx.state.phases.get(name)!;
   const question = `phase \`${name}\` failed after ${p.attempts} attempt${p.attempts === 1 ? '' : 's'} (${failure.code}: ${failure.message.slice(0, 500)}); retry, skip or fail it?`;
-  openGate(ctx, `escalate-${name}-${p.escalations + 1}`, 'input', { approvers: [], timeoutHours: undefined, onTimeout: undefined }, question, {
+  const gate = openGate(ctx, `escalate-${name}-${p.escalations + 1}`, 'input', { approvers: [], timeoutHours: undefined, onTimeout: undefined }, question, {
     phase: name,
     task_id: p.taskId,
     agent: p.agent ?? model(ctx, name).assign,
@@ -203,6 +204,7 @@ function escalate(ctx: Ctx, name: string, failure: FailureRecord): void {
     choices: [...ESCALATION_CHOICES],
     escalation: { failure },
   });
+  rejectReaders(ctx, name, gate);
 }
 
 export function addCost(ctx: Ctx, name: string, attempt: number, usd: number): void {

@@ -6,9 +6,10 @@ import { describe, expect, test } from 'vitest';
 import { subprocessAgent } from '../../src/agents/subprocess.js';
 import { runWorkflow } from '../../src/api/run.js';
 import { ManualClock } from '../../src/core/clock.js';
-import type { AgentHandler } from '../../src/engine/agent.js';
+import { AgentError, type AgentHandler } from '../../src/engine/agent.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { eventsOf, header, until, wf } from './helpers.js';
+import { engineOn, untilStatus } from './scenarios/common.js';
 
 async function run(yaml: string, agents: Record<string, AgentHandler>) {
   return runWorkflow(wf(`${header()}${yaml}`), { agents, store: new MemoryStore() });
@@ -142,6 +143,46 @@ describe('a subprocess agent that never exits', () => {
     } finally {
       await agent.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('RFC-0026 patch: a phase escalated to a human is suspended like one that asked', () => {
+  test("claims of the phases that read it are rejected with UpstreamIntentSuspendedError, as for ctx.requestInput; one that reads nothing is not", async () => {
+    const store = new MemoryStore();
+    const clock = new ManualClock(0);
+    let calls = 0;
+    const e = engineOn(store, clock, {
+      drafter: () => {
+        if (++calls === 1) throw new AgentError('Broken', 'no', {}, false);
+        return { draft: 'done' };
+      },
+      reviewer: (ctx) => ({ text: ctx.input['text'] ?? null }),
+    });
+    try {
+      const id = await e.create(
+        wf(`${header(`agents:
+  drafter:
+    x-contract:
+      errorHandling: {onAgentFailure: {action: escalate_to_user}}
+  reviewer: {}`)}workflow:
+  draft: {assign: drafter, outputs: {draft: string}}
+  review: {assign: reviewer, depends_on: [draft], inputs: {text: draft.draft}}
+  notify: {assign: reviewer, depends_on: [draft]}`),
+      );
+      const p = e.drive(id);
+      await untilStatus(store, id, 'waiting');
+      const rejected = eventsOf(await store.events(id), 'task.claim_rejected');
+      expect(rejected.map((x) => [x.phase, x.error])).toEqual([
+        ['review', { error: 'UpstreamIntentSuspendedError', task_id: `${id}:review`, phase_name: 'review', suspended_intent_id: `${id}:draft`, expected_resume_at: null, message: expect.any(String) as string }],
+      ]);
+      expect((await e.inspect(id)).result.suspended_phases).toMatchObject([{ phase_name: 'draft', intent_id: `${id}:draft`, expires_at: null }]);
+      await e.respond(id, 'escalate-draft-1', 'retry', 'ana');
+      const r = await p;
+      expect(r.status).toBe('completed');
+      expect(r.phases['review']!.output).toEqual({ text: 'done' });
+    } finally {
+      await e.close();
     }
   });
 });
