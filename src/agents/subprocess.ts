@@ -217,9 +217,13 @@ function spawnError(name: string, l: Launch, err: unknown): AgentError {
   return new AgentError('SubprocessSpawn', `${name}: cannot start '${commandText(l)}': ${why}`, { command: commandText(l), ...(e.code ? { errno: e.code } : {}) }, false);
 }
 
-function abortedError(name: string, signal: AbortSignal, details: Record<string, unknown> = {}): AgentError {
+function reasonOf(signal: AbortSignal): string {
   const r: unknown = signal.reason;
-  const why = r instanceof Error ? r.message : String(r);
+  return r instanceof Error ? r.message : String(r);
+}
+
+function abortedError(name: string, signal: AbortSignal, details: Record<string, unknown> = {}): AgentError {
+  const why = reasonOf(signal);
   return new AgentError('Aborted', `${name}: the attempt was aborted (${why})`, { ...details, reason: why });
 }
 
@@ -341,7 +345,13 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
       killTimer = setTimeout(() => killGroup(child, 'SIGKILL'), l.graceMs);
       killTimer.unref();
     };
-    const onAbort = (): void => terminate((sig) => abortedError(name, signal, { signal: sig, stderr: stderr.toString() }));
+    const onAbort = (): void => {
+      // the engine settles an aborted attempt at once with its own reason (`Timeout`, a cancellation), not with
+      // the Aborted error below: what the process said on stderr (why it hangs) is recorded here, or it is lost
+      const said = stderr.toString();
+      if (said !== '') ctx.record('stderr', { stderr: said, reason: reasonOf(signal) });
+      terminate((sig) => abortedError(name, signal, { signal: sig, stderr: stderr.toString() }));
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     running.add(entry);
 

@@ -120,16 +120,24 @@ export function requestInput(ctx: Ctx, f: Extract<Fact, { kind: 'request_input' 
       ...(f.schema !== undefined ? { schema: f.schema } : {}),
     },
   );
-  // RFC-0024's RFC-0026 patch: claims of the downstream tasks whose declared inputs read the suspended
-  // phase are rejected while it is suspended (a dependent that reads nothing from it is only pending)
+  rejectReaders(ctx, f.phase, gate);
+  return { kind: 'input', gateId: id, answered: false };
+}
+
+/**
+ * RFC-0024's RFC-0026 patch: claims of the downstream tasks whose declared inputs read a suspended phase
+ * (an agent's question, or an escalation to a human) are rejected while it is suspended (a dependent that
+ * reads nothing from it is only pending).
+ */
+export function rejectReaders(ctx: Ctx, phase: string, gate: GateState): void {
+  const p = ctx.state.phases.get(phase)!;
   const expected = gate.expiresAt !== undefined ? new Date(gate.expiresAt).toISOString() : null;
-  for (const d of ctx.plan.dependents.get(f.phase) ?? []) {
-    if (!readsPhase(model(ctx, d), f.phase)) continue;
+  for (const d of ctx.plan.dependents.get(phase) ?? []) {
+    if (!readsPhase(model(ctx, d), phase)) continue;
     const dp = ctx.state.phases.get(d)!;
     const err = new UpstreamIntentSuspendedError(dp.taskId, d, p.taskId, expected);
     emit(ctx, { type: 'task.claim_rejected', phase: d, task_id: dp.taskId, error: err.toJSON() });
   }
-  return { kind: 'input', gateId: id, answered: false };
 }
 
 /** Whether a phase's declared inputs (or its `for_each`) read an output of `upstream`. */

@@ -9,10 +9,11 @@ import { BudgetExceededError } from './errors.js';
 import type { FailureRecord, RunEvent } from './events.js';
 import { contractOfPhase } from './plan.js';
 import { backoffDelay, isRetryable } from './retry.js';
-import { foldedItem, taskIdFor, type PhaseState } from './state.js';
+import { foldedItem, sumUsd, taskIdFor, type PhaseState } from './state.js';
 import type { Fact } from './decide-types.js';
 import { emit, model, openGate, type Ctx } from './decide-context.js';
 import { stop, terminal } from './decide-settle.js';
+import { rejectReaders } from './decide-gates.js';
 
 // ---- outcomes -----------------------------------------------------------------------------------
 
@@ -194,7 +195,7 @@ export const ESCALATION_CHOICES: readonly string[] = ['retry', 'skip', 'fail'];
 function escalate(ctx: Ctx, name: string, failure: FailureRecord): void {
   const p = ctx.state.phases.get(name)!;
   const question = `phase \`${name}\` failed after ${p.attempts} attempt${p.attempts === 1 ? '' : 's'} (${failure.code}: ${failure.message.slice(0, 500)}); retry, skip or fail it?`;
-  openGate(ctx, `escalate-${name}-${p.escalations + 1}`, 'input', { approvers: [], timeoutHours: undefined, onTimeout: undefined }, question, {
+  const gate = openGate(ctx, `escalate-${name}-${p.escalations + 1}`, 'input', { approvers: [], timeoutHours: undefined, onTimeout: undefined }, question, {
     phase: name,
     task_id: p.taskId,
     agent: p.agent ?? model(ctx, name).assign,
@@ -203,6 +204,7 @@ function escalate(ctx: Ctx, name: string, failure: FailureRecord): void {
     choices: [...ESCALATION_CHOICES],
     escalation: { failure },
   });
+  rejectReaders(ctx, name, gate);
 }
 
 export function addCost(ctx: Ctx, name: string, attempt: number, usd: number): void {
@@ -210,8 +212,10 @@ export function addCost(ctx: Ctx, name: string, attempt: number, usd: number): v
   const { state } = ctx;
   const pm = model(ctx, name);
   const ps: PhaseState = state.phases.get(name)!;
-  const phaseTotal = ps.costUsd + usd;
-  const runTotal = state.costUsd + usd;
+  // running sums of float costs drift (0.1 + 0.2 is 0.30000000000000004): the totals are kept to 1e-12 USD,
+  // so the events, the state folded from them and ctx.remainingBudgetUsd() say 0.3
+  const phaseTotal = sumUsd(ps.costUsd, usd);
+  const runTotal = sumUsd(state.costUsd, usd);
   emit(ctx, { type: 'task.cost', phase: name, task_id: ps.taskId, attempt, usd, phase_total_usd: phaseTotal, run_total_usd: runTotal });
   const ct = pm.costTracking;
   if (ct && ct.enabled && ct.budgetUsd !== undefined) {

@@ -95,6 +95,12 @@ function settle(ctx: Ctx, name: string): void {
       }
     }
   }
+  // the array a `for_each` runs over is an input too: from a skipped phase there is nothing to fan out
+  const fe = p.forEach?.source;
+  if (fe?.kind === 'phase' && state.phases.get(fe.phase)!.status === 'skipped') {
+    terminal(ctx, { type: 'task.skipped', phase: name, task_id, reason: 'upstream_skipped', detail: `for_each (${p.forEach!.ref}) comes from skipped phase '${fe.phase}'` });
+    return;
+  }
   // a skip_when that reads `$item` / `$index` skips single items (fill), never the whole phase
   if (p.skipWhen && !p.forEach?.itemSkip) {
     const r = evaluate(ctx, p.skipWhen, p);
@@ -140,7 +146,7 @@ export function evaluate(ctx: Ctx, expr: NonNullable<PhaseModel['skipWhen']>, p:
   try {
     v = expr.evaluate(scope);
   } catch (e) {
-    return { ok: false, message: `could not be evaluated: ${(e as Error).message}${missingKeyHint(ctx, expr.names, (e as Error).message)}` };
+    return { ok: false, message: `could not be evaluated: ${(e as Error).message}${missingKeyHint(ctx, expr.names, (e as Error).message)}${noOutputHint(ctx, expr.names, scope)}` };
   }
   if (typeof v !== 'boolean') return { ok: false, message: `gave ${JSON.stringify(v) ?? typeof v}, not a boolean` };
   return { ok: true, value: v };
@@ -157,6 +163,21 @@ function missingKeyHint(ctx: Ctx, names: readonly string[], message: string): st
     const decl = phaseModelOf(ctx.plan, n)?.outputs?.find((o) => o.key === key);
     const out = ctx.state.phases.get(n)?.output;
     if (decl && !decl.required && out !== undefined && !Object.hasOwn(out, key)) return ` (\`${n}.${key}\` is an optional output that \`${n}\` did not return: test it first, \`has(${n}.${key})\`)`;
+  }
+  return '';
+}
+
+/**
+ * A condition that reads a phase with no outputs (skipped, or failed under `tolerated_failures`...) met an
+ * unbound name: cel-js says `Unknown variable: a`, which reads as a typo. Say how the phase ended, and how
+ * to test it (`phases.a.status`).
+ */
+function noOutputHint(ctx: Ctx, names: readonly string[], scope: Record<string, unknown>): string {
+  for (const n of names) {
+    if (Object.hasOwn(scope, n) || phaseModelOf(ctx.plan, n) === undefined) continue;
+    const status = ctx.state.phases.get(n)?.status;
+    if (status === undefined) continue;
+    return ` (phase \`${n}\` is ${status} and has no outputs: test \`phases.${n}.status\` first)`;
   }
   return '';
 }

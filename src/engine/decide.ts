@@ -157,5 +157,6 @@ export function remainingBudget(plan: Plan, state: RunState, phase: string, pend
   if (ct && ct.enabled && ct.budgetUsd !== undefined) left = ct.budgetUsd - (scope?.costUsd ?? 0) - scopePending;
   const max = plan.model.governance.maxCostUsd;
   if (max !== undefined) left = Math.min(left ?? Infinity, max - state.costUsd - runPending);
-  return left === undefined ? undefined : Math.max(0, left);
+  // to 1e-12 USD, as the totals are (decide-outcomes.ts): 1 - 0.6 is 0.4, not 0.3999999999999999
+  return left === undefined ? undefined : Math.max(0, Math.round(left * 1e12) / 1e12);
 }

@@ -423,7 +423,7 @@ export function applyEvent(state: RunState, e: RunEvent): void {
     if (f) {
       if (e.type === 'task.cost') {
         state.costUsd = e.run_total_usd;
-        f.parent.costUsd += e.usd;
+        f.parent.costUsd = sumUsd(f.parent.costUsd, e.usd);
         f.fan.doneCost += e.usd;
       }
       return;
@@ -558,7 +558,7 @@ export function applyEvent(state: RunState, e: RunEvent): void {
       // a fan-out phase's spend is its items' (its budget counts them together)
       if (p.item) {
         const parent = state.phases.get(p.item.parent);
-        if (parent) parent.costUsd += e.usd;
+        if (parent) parent.costUsd = sumUsd(parent.costUsd, e.usd);
       }
       return;
     }
@@ -764,4 +764,9 @@ export function runStatusOf(state: RunState): RunStatus {
     if (agent === undefined || state.gates.get(`access-${agent}`)?.status !== 'open') return 'running';
   }
   return 'waiting';
+}
+
+/** a + b to 1e-12 USD: far below any price, far above a float sum's drift (0.1 + 0.2 is 0.30000000000000004). */
+export function sumUsd(a: number, b: number): number {
+  return Math.round((a + b) * 1e12) / 1e12;
 }
