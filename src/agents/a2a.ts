@@ -169,7 +169,8 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
     try {
       let reply: Reply | undefined = await resumed(ctx, conn.client, name);
       if (reply?.kind === 'task') known(reply.task);
-      reply ??= await send(message(sdk.Role.ROLE_USER, [dataPart(ctx.input)]));
+      // the skill in the message's metadata too: an executor reads `requestContext.userMessage`, seldom the request
+      reply ??= await send(message(sdk.Role.ROLE_USER, [dataPart(ctx.input)], {}, metadata));
       /** The agent's refusal of the last answer, told to the human with the question asked again. */
       let refused: string | undefined;
       for (;;) {

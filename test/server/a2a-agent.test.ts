@@ -92,7 +92,8 @@ describe('an A2A agent as a phase', () => {
       const part = p.received[0]!.parts[0]!;
       expect(part.mediaType).toBe('application/json');
       expect(part.content).toEqual({ $case: 'data', value: { question: 'why', mode: 'plain' } });
-      expect(p.received[0]!.metadata).toBeUndefined();
+      // the skill is named in the message's metadata (where an executor reads it) and the request's
+      expect(p.received[0]!.metadata).toEqual({ skill: 'answer' });
     });
   }
 
