@@ -179,10 +179,11 @@ describe('an A2A agent as a phase', () => {
     expect(r.events.some((e) => e.type === 'task.log' && /is completed; starting another/.test(e.message))).toBe(true);
   });
 
-  test('cancelling the run cancels the A2A task (CancelTask)', async () => {
-    const p = await peer();
+  for (const streaming of [true, false]) {
+  test(`cancelling the run cancels the A2A task (CancelTask; ${streaming ? 'streaming' : 'non-streaming: the send returns the task at once'})`, async () => {
+    const p = await peer({ streaming });
     const r = await rig();
-    const run = await r.engine.start(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'q', mode: 'hang' } });
+    const run = await r.engine.start(WorkflowSpec.fromString(flow(p.url, { streaming })), { trigger: { question: 'q', mode: 'hang' } });
     const taskId = await p.hanging;
     // the agent has seen the A2A task (its id is in the run's log) before the run is cancelled
     await r.waitFor('task.agent_event');
@@ -194,6 +195,7 @@ describe('an A2A agent as a phase', () => {
     // the run ends first, and the peer hears of it when it does; poll's default 1 s is less than that limit
     await expect.poll(() => p.cancelled, { timeout: 10_000 }).toContain(taskId);
   });
+  }
 
   test('an unreachable agent fails the attempt with A2AUnavailable (retryable), not a crash', async () => {
     const p = await peer();
