@@ -136,8 +136,10 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
     };
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     const send = async (msg: A2aMessage): Promise<Reply> => {
-      // without a stream the task is asked for at once (then polled), so its id is known and an abort can cancel it
-      const req = { tenant: '', message: msg, configuration: { acceptedOutputModes: ['application/json', 'text/plain'], taskPushNotificationConfig: undefined, returnImmediately: !stream }, metadata };
+      // Without a stream a new task is asked for at once (then polled), so its id is known and an abort can
+      // cancel it. A follow-up (an answer) blocks as before: its task id is known, and the first event an
+      // SDK executor publishes for it is the stored task, still input-required, which would ask the human again.
+      const req = { tenant: '', message: msg, configuration: { acceptedOutputModes: ['application/json', 'text/plain'], taskPushNotificationConfig: undefined, returnImmediately: !stream && msg.taskId === '' }, metadata };
       try {
         if (!stream) {
           const r = await conn.client.sendMessage(req, { signal: ctx.signal });

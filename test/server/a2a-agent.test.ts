@@ -116,11 +116,11 @@ describe('an A2A agent as a phase', () => {
     expect(result.phases['ask']!.output).toEqual({ answer: 'from text' });
   });
 
-  for (const mode of ['ask', 'auth'] as const) {
-    test(`${mode === 'ask' ? 'input-required' : 'auth-required'} becomes an input gate; the answer continues the same A2A task`, async () => {
-      const p = await peer();
+  for (const [mode, streaming] of [['ask', true], ['auth', true], ['ask', false]] as const) {
+    test(`${mode === 'ask' ? 'input-required' : 'auth-required'} becomes an input gate; the answer continues the same A2A task (${streaming ? 'streaming' : 'non-streaming'})`, async () => {
+      const p = await peer({ streaming });
       const r = await rig();
-      const run = await r.engine.start(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'q', mode } });
+      const run = await r.engine.start(WorkflowSpec.fromString(flow(p.url, { streaming })), { trigger: { question: 'q', mode } });
       const opened = (await r.waitFor('gate.opened')) as Extract<RunEvent, { type: 'gate.opened' }>;
       expect(opened).toMatchObject({ kind: 'input', question: 'which colour?' });
       await r.engine.respond(run.id, opened.gate_id, 'blue', 'tester');
@@ -134,6 +134,8 @@ describe('an A2A agent as a phase', () => {
       expect(second!.taskId).toBe(first!.taskId);
       expect(second!.contextId).toBe(first!.contextId);
       expect(second!.parts[0]!.content).toEqual({ $case: 'text', value: 'blue' });
+      // one question: the answer's reply was not taken for the task still asking (its first event is the stored task)
+      expect(r.events.filter((e) => e.type === 'gate.opened')).toHaveLength(1);
     });
   }
 
