@@ -51,7 +51,7 @@ try {
     const r = await engine.run(WorkflowSpec.fromString(fanText(PHASES, 'peer', `{x-a2a: {url: "${peer.url}"}}`)), { trigger: { question: 'q' } });
     const ms = performance.now() - t0;
     if (r.status !== 'completed') throw new Error(`A2A fan ${r.status}`);
-    rows.push(['client', `x-a2a agent, ${streaming ? 'SendStreamingMessage' : 'blocking SendMessage'}`, String(PHASES), `${ms.toFixed(0)} ms`, `${(ms / PHASES).toFixed(2)} ms`, `${(ms / inproc).toFixed(1)}x`]);
+    rows.push(['client', `x-a2a agent, ${streaming ? 'SendStreamingMessage' : 'SendMessage (returnImmediately), GetTask polls'}`, String(PHASES), `${ms.toFixed(0)} ms`, `${(ms / PHASES).toFixed(2)} ms`, `${(ms / inproc).toFixed(1)}x`]);
     await engine.close();
     await store.close();
     await peer.close();

@@ -47,16 +47,26 @@ async function checkOne(id: string, decl: A2aDecl, opts: CardCheckOptions): Prom
   const outModes = skill && skill.outputModes.length > 0 ? skill.outputModes : card.defaultOutputModes;
   if (inModes.length > 0 && !inModes.some(takesJson)) out.push(error('a2a-mode-mismatch', where, `\`${id}\`: its ${whose} takes ${inModes.join(', ')}, not ${JSON_MODE}: Baton sends the phase's input as a JSON data part`));
   if (outModes.length > 0 && !outModes.some(takesJson)) {
-    const text = outModes.some((m) => m === 'text/plain' || m === 'text');
+    const text = outModes.some((m) => mediaType(m) === 'text/plain' || mediaType(m) === 'text');
     const msg = `\`${id}\`: its ${whose} gives ${outModes.join(', ')}, not ${JSON_MODE}: the phase's outputs are read from a JSON data part`;
     out.push(text ? warning('a2a-mode-mismatch', where, `${msg}; its text replies go through the reply extraction LLM replies get`) : error('a2a-mode-mismatch', where, msg));
   }
   return out;
 }
 
+/** A mode's media type without its parameters (`application/json; charset=utf-8` is `application/json`), lower case. */
+function mediaType(mode: string): string {
+  return mode.split(';')[0]!.trim().toLowerCase();
+}
+
+/**
+ * Whether a mode takes JSON: `application/json` with or without parameters, a `+json` structured
+ * suffix (RFC 6839: `application/vnd.acme+json`), a wildcard, or the SDK's names of a data part.
+ * (`application/json; charset=utf-8` was refused before: an error on a card that takes JSON.)
+ */
 function takesJson(mode: string): boolean {
-  const m = mode.trim().toLowerCase();
-  return m === JSON_MODE || m === 'application/*' || m === '*/*' || m === 'data' || m === 'json';
+  const m = mediaType(mode);
+  return m === JSON_MODE || m.endsWith('+json') || m === 'application/*' || m === '*/*' || m === 'data' || m === 'json';
 }
 
 async function fetchCard(decl: A2aDecl, opts: CardCheckOptions): Promise<A2aCard> {

@@ -11,8 +11,9 @@
  *   are checkpointed first, so an attempt that replaces this one after a restart continues the same
  *   A2A task instead of starting another.
  * - The attempt's AbortSignal (cancel, timeout, lost lease) cancels the A2A task (`CancelTask`).
- *   Over a blocking (non-streaming) send the task id is known only once the reply comes, so an abort
- *   before then only drops the request.
+ *   Without streaming the message is sent with `returnImmediately`, so the task id is known at once
+ *   (the task is then polled with `GetTask`): a blocking send kept it unknown until the task ended,
+ *   and an abort before then only dropped the request while the peer worked on.
  */
 import { BatonError, networkErrorText } from '../core/errors.js';
 import { isPlainObject, type Json, type JsonObject } from '../core/json.js';
@@ -28,7 +29,7 @@ export interface A2aAgentOptions extends A2aDecl {
   env?: Readonly<Record<string, string | undefined>> | undefined;
   /** The fetch the client uses (default: the global one). */
   fetch?: typeof fetch | undefined;
-  /** How often a task that a blocking send left running is polled (default 1000 ms). */
+  /** How often, at most, a task that a non-streaming send left running is polled (default 1000 ms; the first polls come sooner). */
   pollMs?: number | undefined;
 }
 
@@ -135,7 +136,10 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
     };
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     const send = async (msg: A2aMessage): Promise<Reply> => {
-      const req = { tenant: '', message: msg, configuration: { acceptedOutputModes: ['application/json', 'text/plain'], taskPushNotificationConfig: undefined, returnImmediately: false }, metadata };
+      // Without a stream a new task is asked for at once (then polled), so its id is known and an abort can
+      // cancel it. A follow-up (an answer) blocks as before: its task id is known, and the first event an
+      // SDK executor publishes for it is the stored task, still input-required, which would ask the human again.
+      const req = { tenant: '', message: msg, configuration: { acceptedOutputModes: ['application/json', 'text/plain'], taskPushNotificationConfig: undefined, returnImmediately: !stream && msg.taskId === '' }, metadata };
       try {
         if (!stream) {
           const r = await conn.client.sendMessage(req, { signal: ctx.signal });
@@ -169,15 +173,17 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
     try {
       let reply: Reply | undefined = await resumed(ctx, conn.client, name);
       if (reply?.kind === 'task') known(reply.task);
-      reply ??= await send(message(sdk.Role.ROLE_USER, [dataPart(ctx.input)]));
+      // the skill in the message's metadata too: an executor reads `requestContext.userMessage`, seldom the request
+      reply ??= await send(message(sdk.Role.ROLE_USER, [dataPart(ctx.input)], {}, metadata));
       /** The agent's refusal of the last answer, told to the human with the question asked again. */
       let refused: string | undefined;
       for (;;) {
         if (reply.kind === 'message') return outputOf(reply.message.parts, name);
         let task: A2aTask = reply.task;
-        // a blocking send may come back before the task ends (an agent that answers at once): poll it
-        while (!isTerminal(stateOf(task)) && !isInterrupted(stateOf(task))) {
-          await pause(opts.pollMs ?? 1000, ctx.signal);
+        // a send that returned at once (or a task read back after a restart) is polled until it ends or asks:
+        // soon at first (a quick agent is not made to wait a second), then every pollMs
+        for (let wait = Math.min(25, opts.pollMs ?? 1000); !isTerminal(stateOf(task)) && !isInterrupted(stateOf(task)); wait = Math.min(wait * 2, opts.pollMs ?? 1000)) {
+          await pause(wait, ctx.signal);
           task = await conn.client.getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: ctx.signal }).catch((e: unknown) => {
             throw failureOf(e, ctx, name);
           });

@@ -92,7 +92,8 @@ describe('an A2A agent as a phase', () => {
       const part = p.received[0]!.parts[0]!;
       expect(part.mediaType).toBe('application/json');
       expect(part.content).toEqual({ $case: 'data', value: { question: 'why', mode: 'plain' } });
-      expect(p.received[0]!.metadata).toBeUndefined();
+      // the skill is named in the message's metadata (where an executor reads it) and the request's
+      expect(p.received[0]!.metadata).toEqual({ skill: 'answer' });
     });
   }
 
@@ -115,11 +116,11 @@ describe('an A2A agent as a phase', () => {
     expect(result.phases['ask']!.output).toEqual({ answer: 'from text' });
   });
 
-  for (const mode of ['ask', 'auth'] as const) {
-    test(`${mode === 'ask' ? 'input-required' : 'auth-required'} becomes an input gate; the answer continues the same A2A task`, async () => {
-      const p = await peer();
+  for (const [mode, streaming] of [['ask', true], ['auth', true], ['ask', false]] as const) {
+    test(`${mode === 'ask' ? 'input-required' : 'auth-required'} becomes an input gate; the answer continues the same A2A task (${streaming ? 'streaming' : 'non-streaming'})`, async () => {
+      const p = await peer({ streaming });
       const r = await rig();
-      const run = await r.engine.start(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'q', mode } });
+      const run = await r.engine.start(WorkflowSpec.fromString(flow(p.url, { streaming })), { trigger: { question: 'q', mode } });
       const opened = (await r.waitFor('gate.opened')) as Extract<RunEvent, { type: 'gate.opened' }>;
       expect(opened).toMatchObject({ kind: 'input', question: 'which colour?' });
       await r.engine.respond(run.id, opened.gate_id, 'blue', 'tester');
@@ -133,6 +134,8 @@ describe('an A2A agent as a phase', () => {
       expect(second!.taskId).toBe(first!.taskId);
       expect(second!.contextId).toBe(first!.contextId);
       expect(second!.parts[0]!.content).toEqual({ $case: 'text', value: 'blue' });
+      // one question: the answer's reply was not taken for the task still asking (its first event is the stored task)
+      expect(r.events.filter((e) => e.type === 'gate.opened')).toHaveLength(1);
     });
   }
 
@@ -178,10 +181,11 @@ describe('an A2A agent as a phase', () => {
     expect(r.events.some((e) => e.type === 'task.log' && /is completed; starting another/.test(e.message))).toBe(true);
   });
 
-  test('cancelling the run cancels the A2A task (CancelTask)', async () => {
-    const p = await peer();
+  for (const streaming of [true, false]) {
+  test(`cancelling the run cancels the A2A task (CancelTask; ${streaming ? 'streaming' : 'non-streaming: the send returns the task at once'})`, async () => {
+    const p = await peer({ streaming });
     const r = await rig();
-    const run = await r.engine.start(WorkflowSpec.fromString(flow(p.url)), { trigger: { question: 'q', mode: 'hang' } });
+    const run = await r.engine.start(WorkflowSpec.fromString(flow(p.url, { streaming })), { trigger: { question: 'q', mode: 'hang' } });
     const taskId = await p.hanging;
     // the agent has seen the A2A task (its id is in the run's log) before the run is cancelled
     await r.waitFor('task.agent_event');
@@ -193,6 +197,7 @@ describe('an A2A agent as a phase', () => {
     // the run ends first, and the peer hears of it when it does; poll's default 1 s is less than that limit
     await expect.poll(() => p.cancelled, { timeout: 10_000 }).toContain(taskId);
   });
+  }
 
   test('an unreachable agent fails the attempt with A2AUnavailable (retryable), not a crash', async () => {
     const p = await peer();

@@ -16,7 +16,14 @@ let textOnly: A2aPeer;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'baton-a2a-check-'));
-  good = await startA2aPeer({ skills: [{ id: 'answer' }, { id: 'images', inputModes: ['image/png'] }] });
+  good = await startA2aPeer({
+    skills: [
+      { id: 'answer' },
+      { id: 'images', inputModes: ['image/png'] },
+      { id: 'params', inputModes: ['application/json; charset=utf-8'], outputModes: ['application/vnd.acme.result+json'] },
+      { id: 'textish', outputModes: ['text/plain; charset=utf-8'] },
+    ],
+  });
   textOnly = await startA2aPeer({ defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'] });
 });
 afterAll(async () => {
@@ -67,6 +74,14 @@ describe('baton check reads x-a2a agent cards', () => {
       ['a2a-mode-mismatch', 'error', 'agents.peer.x-a2a.url'],
       ['a2a-mode-mismatch', 'warning', 'agents.peer.x-a2a.url'],
     ]);
+  });
+
+  test('a media type with parameters or a +json suffix is JSON; text/plain with a charset is text', async () => {
+    const r = await check(flow(`{url: "${good.url}", skill: params}`));
+    expect(r.diagnostics).toEqual([]);
+    expect(r.code).toBe(0);
+    const t = await check(flow(`{url: "${good.url}", skill: textish}`));
+    expect(t.diagnostics.map((d) => [d.code, d.severity, d.path])).toEqual([['a2a-mode-mismatch', 'warning', 'agents.peer.x-a2a.skill']]);
   });
 
   test('an unreachable card is a warning at x-a2a.url, not a crash', async () => {

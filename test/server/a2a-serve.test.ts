@@ -97,6 +97,17 @@ describe('a Baton workflow called as an A2A agent', () => {
     expect(anon.status).toBe(401);
   });
 
+  test('the card follows the workflows folder: a workflow added after the start is a skill, one removed is not', async () => {
+    const skills = async (): Promise<string[]> => (await (await client()).getAgentCard()).skills.map((s) => s.id).sort();
+    writeFileSync(join(dir, 'flows', 'later.yaml'), HELLO);
+    try {
+      expect(await skills()).toEqual(['ask', 'gated', 'hello', 'later', 'slow']);
+    } finally {
+      rmSync(join(dir, 'flows', 'later.yaml'));
+    }
+    expect(await skills()).toEqual(['ask', 'gated', 'hello', 'slow']);
+  });
+
   test('SendMessage runs the workflow to completion; its output is a data-part artifact; GetTask reads the run', async () => {
     const c = await client();
     const t = asTask(await c.sendMessage(send(msg([data({ name: 'ada' })], { skill: 'hello' }))));

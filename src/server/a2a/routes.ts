@@ -14,6 +14,7 @@ import type { AgentCard } from '@a2a-js/sdk';
 import { authenticate, HttpError, methodNotAllowed, readJsonBody } from '../http.js';
 import { mayDo, type Principal } from '../keys.js';
 import type { RouteSpec } from '../schemas.js';
+import { WorkflowFolder } from '../workflows.js';
 import { agentCard, type A2aMountOptions, type A2aSdkModules } from './card.js';
 import { A2A_PATH, CARD_PATH } from './modules.js';
 import { A2aTasks, GONE, PRINCIPAL } from './tasks.js';
@@ -30,6 +31,9 @@ export function mountA2a(app: Hono, o: A2aMountOptions): void {
 
   app.get(CARD_PATH, (c) => {
     origin = new URL(c.req.url).origin;
+    // one skill per workflow the folder holds now, as GET /workflows lists them: one added since the last
+    // read is offered, one removed is not (the card listed the folder as it was when last read otherwise)
+    if (o.workflows instanceof WorkflowFolder) o.workflows.refresh();
     return c.json(sdk.AgentCard.toJSON(card()) as Record<string, unknown>);
   });
 
