@@ -222,8 +222,9 @@ export function addCost(ctx: Ctx, name: string, attempt: number, usd: number): v
     // a fan-out item's spend counts against its phase's budget, with its siblings' (the event above added it)
     const scope = ps.item ? ps.item.parent : name;
     const spent = ps.item ? state.phases.get(scope)!.costUsd : phaseTotal;
-    const pct = ct.budgetUsd > 0 ? (spent / ct.budgetUsd) * 100 : Infinity;
-    if (ct.alertAtPercent !== undefined && pct >= ct.alertAtPercent && !state.alerted.has(scope)) {
+    // a zero budget has no percentages (x / 0 is Infinity, which JSON stores as null): any spend exceeds it, below
+    const pct = (spent / ct.budgetUsd) * 100;
+    if (ct.budgetUsd > 0 && ct.alertAtPercent !== undefined && pct >= ct.alertAtPercent && !state.alerted.has(scope)) {
       emit(ctx, { type: 'budget.alert', scope: 'phase', phase: scope, budget_usd: ct.budgetUsd, spent_usd: spent, percent: Math.round(pct * 10) / 10 });
     }
     if (spent > ct.budgetUsd + 1e-12) {
@@ -234,7 +235,7 @@ export function addCost(ctx: Ctx, name: string, attempt: number, usd: number): v
   }
   const max = ctx.plan.model.governance.maxCostUsd;
   if (max !== undefined) {
-    if (!state.alerted.has('') && runTotal >= max * 0.8) {
+    if (max > 0 && !state.alerted.has('') && runTotal >= max * 0.8) {
       emit(ctx, { type: 'budget.alert', scope: 'run', budget_usd: max, spent_usd: runTotal, percent: Math.round((runTotal / max) * 1000) / 10 });
     }
     if (runTotal > max + 1e-12) {

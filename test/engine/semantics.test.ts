@@ -186,3 +186,15 @@ describe('RFC-0026 patch: a phase escalated to a human is suspended like one tha
     }
   });
 });
+
+describe('a zero budget', () => {
+  test('any spend stops the run with BudgetExceededError, and no budget.alert carries a percent JSON cannot hold (Infinity)', async () => {
+    for (const yaml of ['governance: {max_cost_usd: 0}\nworkflow:\n  a: {assign: x}\n', 'workflow:\n  a: {assign: x, cost_tracking: {budget_usd: 0, alert_at_percent: 50}}\n']) {
+      const r = await run(yaml, { x: () => ({ _cost: 0.1 }) });
+      expect(r.status, yaml).toBe('failed');
+      expect(r.error, yaml).toMatchObject({ code: 'BudgetExceededError' });
+      // what a store, --json and the HTTP API give back is the event itself
+      expect(JSON.parse(JSON.stringify(r.events)), yaml).toEqual(r.events);
+    }
+  });
+});

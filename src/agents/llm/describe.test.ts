@@ -13,6 +13,10 @@ describe('describeAgentEvent', () => {
     expect(describeAgentEvent('provider_warnings', kinds[2]![1] as never)).toContain('temperature');
   });
 
+  test("a subprocess agent's stderr at its abort: the last line, with the reason", () => {
+    expect(describeAgentEvent('stderr', { stderr: 'connecting\nwaiting for the API\n', reason: 'the attempt timed out after 1000 ms' })).toBe('stderr when aborted (the attempt timed out after 1000 ms): waiting for the API');
+  });
+
   test('a cut tool result and an estimated usage are said', () => {
     expect(describeAgentEvent('tool_call', { tool: 'mcp:t/x', arguments: {}, result_bytes: 6, truncated_to_bytes: 4, duration_ms: 1, is_error: false })).toContain('first 4');
     expect(describeAgentEvent('llm_call', { model: 'm', input_tokens: 1, output_tokens: 1, cost_usd: 0, finish_reason: 'stop', usage_estimated: true })).toContain('estimated');

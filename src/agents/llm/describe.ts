@@ -1,4 +1,4 @@
-/** One line for an LLM agent's event (`task.agent_event`) in the CLI's progress view. */
+/** One line for a `task.agent_event` in the CLI's progress view: an LLM agent's events, a subprocess's stderr at its abort. */
 import type { JsonObject } from '../../core/json.js';
 
 export function describeAgentEvent(kind: string, d: JsonObject): string {
@@ -37,6 +37,11 @@ export function describeAgentEvent(kind: string, d: JsonObject): string {
     }
     case 'price_unknown':
       return `no price for ${s('model')}: calls are not costed or budgeted (add it to llm.x-prices)`;
+    case 'stderr': {
+      // a subprocess agent's stderr when Baton aborted it (agents/subprocess.ts): its last line says why it hung
+      const lines = s('stderr').trimEnd().split('\n');
+      return `stderr when aborted (${s('reason')}): ${(lines[lines.length - 1] ?? '').slice(-200)}`;
+    }
     case 'result':
       return 'result_data' in d ? 'result_data validated' : 'result_text';
     default:
