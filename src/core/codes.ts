@@ -60,6 +60,8 @@ export const DIAGNOSTIC_CODES = [
   'item-outside-for-each',
   'fan-out-shared-write',
   'fan-out-setting-unused',
+  // retry
+  'retry-setting-unused',
   'item-may-be-null',
   // AIP-16 file contracts (`inputsFiles` / `outputsFiles`)
   'path-escape',

@@ -247,6 +247,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     const gate = raw['x-require_approval'];
     if (isPlainObject(gate) && gate['timeout_hours'] !== undefined) checkShape(gate['timeout_hours'], PHASE_GATE_HOURS, ['workflow', name, 'x-require_approval', 'timeout_hours'], out);
     checkFanOutSettings(raw, ['workflow', name], out);
+    checkRetrySettings(raw, ['workflow', name], out);
     reportIgnoredKeys(raw, ['workflow', name], out);
     phaseRaw.set(name, raw);
   }
@@ -599,4 +600,18 @@ function checkStoreItems(model: WorkflowModel, doc: Record<string, unknown>, out
       );
     }
   }
+}
+
+/**
+ * `retryable_errors: []` lists no error, which reads as "retry nothing" but acts as no filter at all
+ * (the key absent: every retryable failure is retried). Said, not guessed: a warning at the key.
+ */
+function checkRetrySettings(raw: Record<string, unknown>, at: Path, out: Diagnostic[]): void {
+  const retry = raw['retry'];
+  if (!isPlainObject(retry) || !Array.isArray(retry['retryable_errors']) || retry['retryable_errors'].length > 0) return;
+  out.push(
+    warning('retry-setting-unused', [...at, 'retry', 'retryable_errors'], 'an empty `retryable_errors` filters nothing: every retryable failure is retried, as without the key', {
+      hint: 'list the error codes to retry (`[Timeout, llm_rate_limited]`), remove the key, or set `max_attempts: 1` to retry nothing',
+    }),
+  );
 }
