@@ -101,7 +101,8 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
       if (quotaExhausted(e.responseBody)) return llmError('llm_request_rejected', `${who}: the provider refused the request: the account's quota is used up (HTTP 429 insufficient_quota): ${e.message}`, { ...base, quota_exhausted: true }, false);
       return llmError('llm_rate_limited', `${who}: rate limited by the provider${afterText}: ${e.message}`, { ...base, ...afterDetail }, true);
     }
-    if (status === 401 || status === 403) return llmError('llm_auth_failed', `${who}: the provider refused the API key (HTTP ${status})`, base, false);
+    // the provider's words say which: a wrong key (401), or a key without access to this model or region (403)
+    if (status === 401 || status === 403) return llmError('llm_auth_failed', `${who}: the provider refused ${status === 401 ? 'the API key' : 'the request with this API key'} (HTTP ${status}): ${e.message}`, base, false);
     if (status === undefined) return llmError('llm_transport_error', `${who}: ${e.message}`, base, true);
     // the status leads: the provider's own text (`Overloaded`, `boom`) alone does not say a server failed
     // a 503 or 529 (overloaded) may say when to come back: the waits inside the attempt and the phase's retry respect it

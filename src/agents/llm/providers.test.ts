@@ -230,6 +230,14 @@ workflow:
     expect(seen).toHaveLength(1);
   });
 
+  test("a 403 says what the provider said (a model this key may not use), not only that the key was refused", async () => {
+    queue = [{ status: 403, body: { error: { message: 'Project proj_abc does not have access to model gpt-5.2', type: 'invalid_request_error', code: 'model_not_found' } } }];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect([e.code, e.retryable]).toEqual(['llm_auth_failed', false]);
+    expect(e.message).toContain('does not have access to model gpt-5.2');
+    expect(e.message).toContain('HTTP 403');
+  });
+
   test('500 is a retryable transport error; 401 is not retryable', async () => {
     const err = { status: 500, body: { error: { message: 'The server had an error' } } };
     queue = [err, err, err]; // retried twice within the attempt (llm.x-transport_retries)
