@@ -117,7 +117,11 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
       const why = streamed ? 'an event stream (streaming), where Baton asks for one whole reply (`stream: false`): the server at the base URL ignores that' : said !== undefined ? `an error instead of a reply: ${said}` : `a body that is not a valid reply: ${e.message}`;
       return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with ${why}`, { ...base, ...(streamed ? { streamed: true } : {}) }, true);
     }
-    // a 404 is most often a base URL without its version path (`http://host:11434` for `http://host:11434/v1`)
+    // a 404 is a model the provider does not have (`The model \`gpt-9\` does not exist`, Ollama's `model "x" not
+    // found, try pulling it first`): the base URL was right, so the hint below would send the user the wrong way
+    const said = errorMessageOf(e.responseBody);
+    if (status === 404 && said !== undefined && /\bmodel\b/i.test(said)) return llmError('llm_request_rejected', `${who}: the provider answered HTTP 404: ${said} (check llm.model)`, base, false);
+    // else most often a base URL without its version path (`http://host:11434` for `http://host:11434/v1`)
     if (status === 404) return llmError('llm_request_rejected', `${who}: the provider answered HTTP 404 for ${e.url}: ${e.message} (check llm.x-base_url or the provider's *_BASE_URL: it usually ends in /v1)`, base, false);
     return llmError('llm_request_rejected', `${who}: the provider rejected the request (HTTP ${status}): ${e.message}`, base, false);
   }

@@ -316,6 +316,17 @@ workflow:
     expect(e.message).toContain(`${base}/chat/completions`);
   });
 
+  test('a 404 for a model the provider does not have names the model, without the base-URL hint', async () => {
+    for (const body of [{ error: { message: 'The model `gpt-9` does not exist or you do not have access to it.', type: 'invalid_request_error', code: 'model_not_found' } }, { error: 'model "llama9" not found, try pulling it first' }]) {
+      queue = [{ status: 404, body }];
+      const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+      expect([e.code, e.retryable]).toEqual(['llm_request_rejected', false]);
+      expect(e.message).toMatch(/gpt-9|llama9/);
+      expect(e.message).toContain('llm.model');
+      expect(e.message).not.toContain('/v1');
+    }
+  });
+
   test('a server that streams although asked not to is named as such (a retryable transport error)', async () => {
     const sse: Reply = { status: 200, headers: { 'content-type': 'text/event-stream' }, body: 'data: {"choices":[{"delta":{"content":"{}"}}]}' };
     queue = [sse, sse, sse];
