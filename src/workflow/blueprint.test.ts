@@ -274,4 +274,15 @@ workflow:
   p: {assign: a}
 `);
   expect(bare.diagnostics.map((d) => [d.severity, d.code, d.path.join('.')])).toEqual([['warning', 'missing-field', 'llm']]);
+  // an agent that moves to openai-compatible does not take the workflow's OpenAI model with it
+  const moved = parseWorkflow(`
+openintent: "1.0"
+info: {name: x}
+llm: {provider: openai, model: gpt-4o}
+agents:
+  a: {system_prompt: hi, llm: {provider: openai-compatible, x-base_url: "http://127.0.0.1:11434/v1"}}
+workflow:
+  p: {assign: a}
+`);
+  expect(moved.diagnostics.map((d) => [d.severity, d.code, d.path.join('.')])).toEqual([['warning', 'missing-field', 'agents.a.llm']]);
 });

@@ -116,9 +116,27 @@ export function checkBlueprints(doc: Record<string, unknown>, agents: Record<str
   return { mcp };
 }
 
+/** Keys that belong to one provider: its model, where it listens, what it supports. */
+const PROVIDER_KEYS = new Set(['model', 'x-base_url', 'x-structured_outputs']);
+
+/**
+ * An agent's `llm` setting `k`: its own, else the workflow's, except that an agent naming another provider
+ * than the workflow's does not inherit that provider's keys (the workflow's `model: gpt-4o` and OpenAI
+ * proxy `x-base_url` sent to Anthropic). `env` picks a provider at run time, so it shares them.
+ */
+export function llmSetting(own: Record<string, unknown>, wf: Record<string, unknown>, k: string): unknown {
+  if (own[k] !== undefined && own[k] !== null) return own[k];
+  if (PROVIDER_KEYS.has(k)) {
+    const mine = own['provider'];
+    const theirs = typeof wf['provider'] === 'string' && wf['provider'] !== '' ? wf['provider'] : 'openai';
+    if (typeof mine === 'string' && mine !== '' && mine !== theirs && mine !== 'env' && theirs !== 'env') return undefined;
+  }
+  return wf[k];
+}
+
 /** Whether an agent's effective settings name openai-compatible (which has no default model) and no model. */
 function modelless(own: Record<string, unknown>, wf: Record<string, unknown>): boolean {
-  const pick = (k: string): unknown => (own[k] !== undefined && own[k] !== null ? own[k] : wf[k]);
+  const pick = (k: string): unknown => llmSetting(own, wf, k);
   const model = pick('model');
   return pick('provider') === 'openai-compatible' && (typeof model !== 'string' || model === '');
 }

@@ -101,7 +101,8 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
       if (quotaExhausted(e.responseBody)) return llmError('llm_request_rejected', `${who}: the provider refused the request: the account's quota is used up (HTTP 429 insufficient_quota): ${e.message}`, { ...base, quota_exhausted: true }, false);
       return llmError('llm_rate_limited', `${who}: rate limited by the provider${afterText}: ${e.message}`, { ...base, ...afterDetail }, true);
     }
-    if (status === 401 || status === 403) return llmError('llm_auth_failed', `${who}: the provider refused the API key (HTTP ${status})`, base, false);
+    // the provider's words say which: a wrong key (401), or a key without access to this model or region (403)
+    if (status === 401 || status === 403) return llmError('llm_auth_failed', `${who}: the provider refused ${status === 401 ? 'the API key' : 'the request with this API key'} (HTTP ${status}): ${e.message}`, base, false);
     if (status === undefined) return llmError('llm_transport_error', `${who}: ${e.message}`, base, true);
     // the status leads: the provider's own text (`Overloaded`, `boom`) alone does not say a server failed
     // a 503 or 529 (overloaded) may say when to come back: the waits inside the attempt and the phase's retry respect it
@@ -116,7 +117,11 @@ export function providerFailure(e: unknown, who: string, now: number): AgentErro
       const why = streamed ? 'an event stream (streaming), where Baton asks for one whole reply (`stream: false`): the server at the base URL ignores that' : said !== undefined ? `an error instead of a reply: ${said}` : `a body that is not a valid reply: ${e.message}`;
       return llmError('llm_transport_error', `${who}: the provider answered HTTP ${status} with ${why}`, { ...base, ...(streamed ? { streamed: true } : {}) }, true);
     }
-    // a 404 is most often a base URL without its version path (`http://host:11434` for `http://host:11434/v1`)
+    // a 404 is a model the provider does not have (`The model \`gpt-9\` does not exist`, Ollama's `model "x" not
+    // found, try pulling it first`): the base URL was right, so the hint below would send the user the wrong way
+    const said = errorMessageOf(e.responseBody);
+    if (status === 404 && said !== undefined && /\bmodel\b/i.test(said)) return llmError('llm_request_rejected', `${who}: the provider answered HTTP 404: ${said} (check llm.model)`, base, false);
+    // else most often a base URL without its version path (`http://host:11434` for `http://host:11434/v1`)
     if (status === 404) return llmError('llm_request_rejected', `${who}: the provider answered HTTP 404 for ${e.url}: ${e.message} (check llm.x-base_url or the provider's *_BASE_URL: it usually ends in /v1)`, base, false);
     return llmError('llm_request_rejected', `${who}: the provider rejected the request (HTTP ${status}): ${e.message}`, base, false);
   }

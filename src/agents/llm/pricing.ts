@@ -30,13 +30,19 @@ export const DEFAULT_PRICES: PriceTable = {
   scripted: { inputPerMTok: 0, outputPerMTok: 0 },
 };
 
-/** The price of a model: an exact id first, then the longest table key the id starts with (dated ids). */
+/** A snapshot's date after the model's name: OpenAI's `-2025-12-11`, Anthropic's `-20250929`. */
+const DATED = /^-(\d{4}-\d{2}-\d{2}|\d{8})$/;
+
+/**
+ * The price of a model: an exact id, else the table key the id is a dated snapshot of
+ * (`gpt-5.2-2025-12-11` -> `gpt-5.2`). Any other suffix is another model at another price
+ * (`gpt-5.2-pro`, `gpt-4.1-nano`, `gpt-5-codex`): pricing it as its prefix would under-count it,
+ * and so under-enforce every budget, without a word; unknown, it gets a `price_unknown` event.
+ */
 export function priceOf(model: string, table: PriceTable): ModelPrice | undefined {
-  const exact = table[model];
-  if (exact) return exact;
-  let best: string | undefined;
-  for (const k of Object.keys(table)) if (model.startsWith(k) && (best === undefined || k.length > best.length)) best = k;
-  return best === undefined ? undefined : table[best];
+  if (Object.prototype.hasOwnProperty.call(table, model)) return table[model];
+  for (const k of Object.keys(table)) if (model.startsWith(k) && DATED.test(model.slice(k.length))) return table[k];
+  return undefined;
 }
 
 export function costUsd(price: ModelPrice, inputTokens: number, outputTokens: number): number {

@@ -230,6 +230,14 @@ workflow:
     expect(seen).toHaveLength(1);
   });
 
+  test("a 403 says what the provider said (a model this key may not use), not only that the key was refused", async () => {
+    queue = [{ status: 403, body: { error: { message: 'Project proj_abc does not have access to model gpt-5.2', type: 'invalid_request_error', code: 'model_not_found' } } }];
+    const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+    expect([e.code, e.retryable]).toEqual(['llm_auth_failed', false]);
+    expect(e.message).toContain('does not have access to model gpt-5.2');
+    expect(e.message).toContain('HTTP 403');
+  });
+
   test('500 is a retryable transport error; 401 is not retryable', async () => {
     const err = { status: 500, body: { error: { message: 'The server had an error' } } };
     queue = [err, err, err]; // retried twice within the attempt (llm.x-transport_retries)
@@ -306,6 +314,17 @@ workflow:
     const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
     expect([e.code, e.retryable, e.details['status']]).toEqual(['llm_request_rejected', false, 404]);
     expect(e.message).toContain(`${base}/chat/completions`);
+  });
+
+  test('a 404 for a model the provider does not have names the model, without the base-URL hint', async () => {
+    for (const body of [{ error: { message: 'The model `gpt-9` does not exist or you do not have access to it.', type: 'invalid_request_error', code: 'model_not_found' } }, { error: 'model "llama9" not found, try pulling it first' }]) {
+      queue = [{ status: 404, body }];
+      const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));
+      expect([e.code, e.retryable]).toEqual(['llm_request_rejected', false]);
+      expect(e.message).toMatch(/gpt-9|llama9/);
+      expect(e.message).toContain('llm.model');
+      expect(e.message).not.toContain('/v1');
+    }
   });
 
   test('a server that streams although asked not to is named as such (a retryable transport error)', async () => {

@@ -4,6 +4,7 @@
  */
 import { MAX_TIMER_MS } from '../../core/clock.js';
 import { isPlainObject, type JsonObject } from '../../core/json.js';
+import { llmSetting } from '../../workflow/blueprint.js';
 import type { Blueprint, WorkflowModel } from '../../workflow/model.js';
 
 export interface LlmSettings {
@@ -42,7 +43,8 @@ export const DEFAULT_MODELS: Readonly<Record<string, string>> = {
 export function resolveSettings(workflow: WorkflowModel, blueprint: Blueprint | undefined): LlmSettings {
   const base: JsonObject = workflow.llm ?? {};
   const over: JsonObject = blueprint?.llm ?? {};
-  const pick = (k: string): unknown => (over[k] !== undefined && over[k] !== null ? over[k] : base[k]);
+  // a blueprint naming another provider keeps none of the workflow's model, base URL or structured-output flag
+  const pick = (k: string): unknown => llmSetting(over, base, k);
   const str = (k: string): string | undefined => {
     const v = pick(k);
     return typeof v === 'string' && v !== '' ? v : undefined;
