@@ -166,6 +166,20 @@ describe('the enforcement loop', () => {
     expect(c.events.filter((e) => e.kind === 'output_reprompt')).toHaveLength(1);
   });
 
+  test('a reply with thousands of errors: the re-prompt lists the first 50 and counts the rest; the event keeps 100 and the count', async () => {
+    // 3,000 items each with a wrong line and a wrong severity: 6,000 errors, which filled the model's context
+    const bad = { summary: 'x', comments: Array.from({ length: 3000 }, () => ({ file: 'a', line: 'one', severity: 'critical' })) };
+    const { handler, model } = setup([JSON.stringify(bad), JSON.stringify(good)]);
+    const c = ctx();
+    expect(await handler(c)).toEqual(good);
+    const reprompt = userTexts(model, 1)[1]!;
+    expect(reprompt.split('\n').filter((l) => l.startsWith('- $.'))).toHaveLength(50);
+    expect(reprompt).toContain('- ... and 5950 more errors (6000 in all)');
+    const e = c.events.find((x) => x.kind === 'output_reprompt')!;
+    expect(e.data['validation_errors']).toHaveLength(100);
+    expect(e.data['error_count']).toBe(6000);
+  });
+
   test('invalid twice: output_schema_validation_failed with validation_errors, nothing returned', async () => {
     const bad = JSON.stringify({ summary: 'x', comments: [{ file: 'a', line: 1, severity: 'critical' }] });
     const { handler, model } = setup([bad, bad]);

@@ -9,7 +9,8 @@ export function describeAgentEvent(kind: string, d: JsonObject): string {
       return `${s('model')}: ${n('input_tokens')} in, ${n('output_tokens')} out, $${typeof d['cost_usd'] === 'number' ? +d['cost_usd'].toFixed(6) : 0} (${s('finish_reason')})${d['usage_estimated'] === true ? ' (usage estimated: the provider reported none)' : ''}`;
     case 'output_reprompt': {
       const errs = Array.isArray(d['validation_errors']) ? d['validation_errors'] : [];
-      return `re-prompt: ${errs.length} error${errs.length === 1 ? '' : 's'}${typeof errs[0] === 'string' ? ` (${errs[0]})` : ''}`;
+      const count = typeof d['error_count'] === 'number' ? d['error_count'] : errs.length;
+      return `re-prompt: ${count} error${count === 1 ? '' : 's'}${typeof errs[0] === 'string' ? ` (${errs[0]})` : ''}`;
     }
     case 'json_repair':
       return `repaired JSON: ${Array.isArray(d['repairs']) ? d['repairs'].filter((r): r is string => typeof r === 'string').join(', ') : ''}`;

@@ -34,9 +34,13 @@ export function llmError(code: LlmFailureCode, message: string, details: Record<
   return new AgentError(code, message, details, retryable);
 }
 
-/** `validation_errors` in the spec's form (`$.severity: 'critical' is not one of [...]`), plus the structured list. */
+/** Errors an event or a failure keeps (the count says how many there were): a stored event stays small. */
+export const RECORDED_MAX_ERRORS = 100;
+
+/** `validation_errors` in the spec's form (`$.severity: 'critical' is not one of [...]`), plus the structured list; the first RECORDED_MAX_ERRORS, with `error_count`. */
 export function validationDetails(errors: readonly SchemaError[]): Record<string, unknown> {
-  return { validation_errors: errors.map((e) => `${e.path}: ${e.message}`), errors: errors.map((e) => ({ ...e })) };
+  const kept = errors.slice(0, RECORDED_MAX_ERRORS);
+  return { validation_errors: kept.map((e) => `${e.path}: ${e.message}`), errors: kept.map((e) => ({ ...e })), ...(errors.length > kept.length ? { error_count: errors.length } : {}) };
 }
 
 /** Milliseconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date). */

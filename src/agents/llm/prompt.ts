@@ -36,13 +36,20 @@ export function textSection(): string {
   return '## Output\n\nReply with the answer as plain text.';
 }
 
-/** The re-prompt after an invalid reply, in the spec's sections (§3.3): every error with its path, what was expected and what came. */
+/**
+ * Errors a re-prompt lists: a reply with thousands of wrong items (5,000 bad items gave 10,000 errors)
+ * would otherwise fill the model's context with them; past this many, one line counts the rest.
+ */
+export const REPROMPT_MAX_ERRORS = 50;
+
+/** The re-prompt after an invalid reply, in the spec's sections (§3.3): each error with its path, what was expected and what came. */
 export function repromptText(errors: readonly SchemaError[], schema: Schema): string {
   const lines = ['<output-validation-error>', 'Your output did not match the required schema.', '', '## Validation Errors'];
-  for (const e of errors) {
+  for (const e of errors.slice(0, REPROMPT_MAX_ERRORS)) {
     const detail = e.expected !== undefined || e.received !== undefined ? ` (expected ${e.expected ?? '?'}, received ${e.received ?? '?'})` : '';
     lines.push(`- ${e.path}: ${e.message}${detail}`);
   }
+  if (errors.length > REPROMPT_MAX_ERRORS) lines.push(`- ... and ${errors.length - REPROMPT_MAX_ERRORS} more errors (${errors.length} in all): check every value against the schema`);
   lines.push('', '## Required Schema', '```json', JSON.stringify(schema, null, 2), '```', '', 'Please provide output matching the schema exactly: the complete corrected JSON value only.', '</output-validation-error>');
   return lines.join('\n');
 }
