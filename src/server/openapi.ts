@@ -68,6 +68,8 @@ export function openApiDocument(routes: readonly RouteSpec[], version: string, e
     if (r.body) responses['413'] = { description: 'the body is larger than the server’s limit', content: { 'application/json': { schema: ERROR } } };
     if (r.body) responses['415'] = { description: 'the body is not application/json', content: { 'application/json': { schema: ERROR } } };
     if (r.rawBody) responses['415'] = { description: 'the body is compressed (a Content-Encoding other than identity)', content: { 'application/json': { schema: ERROR } } };
+    // every route behind a key reads or writes the store, whose failure is a 503 (docs/server.md#errors)
+    if (r.action !== 'public' && !responses['503']) responses['503'] = { description: 'the store does not answer (`store`, `store-unreachable`, `store-locked`); also `server-stopping` while the server stops', content: { 'application/json': { schema: ERROR } } };
     const op: JsonObject = {
       operationId: r.operationId,
       summary: r.summary,
