@@ -105,7 +105,10 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
     return connecting;
   };
 
+  // the attempt's span as a GenAI agent invocation (also when the card cannot be read), as an LLM agent's is
+  const where = serverOf(opts.url);
   return async (ctx: AgentContext) => {
+    ctx.trace?.describe(`invoke_agent ${opts.agentId}`, { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': opts.agentId, 'baton.a2a.url': opts.url, ...where });
     let conn: Connected;
     try {
       conn = await connect();
@@ -125,6 +128,7 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
       if (taskId === t.id) return;
       taskId = t.id;
       ctx.record('a2a.task', { task_id: t.id, context_id: t.contextId });
+      ctx.trace?.describe(undefined, { 'baton.a2a.task_id': t.id, ...(t.contextId !== '' ? { 'gen_ai.conversation.id': t.contextId } : {}) });
     };
     // an A2A task the attempt started is cancelled when the attempt is aborted
     let cancelSent = false;
@@ -222,6 +226,17 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
       if (ctx.signal.aborted && taskId !== undefined) onAbort();
     }
   };
+}
+
+/** `server.address` and `server.port` of the agent's URL (OpenTelemetry's attributes of a client call). */
+function serverOf(url: string): { 'server.address'?: string; 'server.port'?: number } {
+  try {
+    const u = new URL(url);
+    const port = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+    return { 'server.address': u.hostname.replace(/^\[|\]$/g, ''), 'server.port': port };
+  } catch {
+    return {};
+  }
 }
 
 /** The peer's own refusal of a request (JSON-RPC invalid params or request), not a network failure or a fault. */

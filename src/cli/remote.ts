@@ -25,6 +25,7 @@ import { resolveTarget } from './examples.js';
 import type { RUN_OPTIONS } from './spec.js';
 import { jsonDiagnostics } from '../api/validation.js';
 import { printDiagnostics, renderOptionsFor } from './validate.js';
+import { parseTraceparent } from '../engine/telemetry.js';
 
 type RunValues = { [K in keyof typeof RUN_OPTIONS]?: (typeof RUN_OPTIONS)[K] extends { type: 'boolean' } ? boolean | undefined : (typeof RUN_OPTIONS)[K] extends { multiple: true } ? string[] | undefined : string | undefined };
 
@@ -75,7 +76,9 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
       ...(timeout !== undefined ? { timeout_s: timeout } : {}),
     };
     // a restart or a cut of the server is ridden out (riding.ts), as approve and cancel do
-    const started = await riding(io, () => client.request('POST', '/runs', body));
+    // a caller's trace (TRACEPARENT, as `baton run` without --server reads it) goes to the server, whose run continues it
+    const tp = io.env['TRACEPARENT'];
+    const started = await riding(io, () => client.request('POST', '/runs', body, parseTraceparent(tp) ? { traceparent: tp!.trim() } : {}));
     const runId = started.body['run_id'] as string;
     if (values.detach) {
       io.stdout(values.json ? JSON.stringify({ runId, status: started.body['status'], server: values.server }) + '\n' : `${runId}\n`);

@@ -20,9 +20,9 @@ import { HttpError, type EdgeOptions } from './http-types.js';
 import { checkDistinctKeys, mayDo, type ApiKey } from './keys.js';
 import { ServerMetrics } from './metrics.js';
 import { RemoteAgents, tokenSecretOf } from './remote.js';
-import type { A2aServerModules } from './a2a/modules.js';
 import { sdkModules } from './a2a/card.js';
-import { openApiDocument } from './openapi.js';
+import { a2aPaths, openApiDocument } from './openapi.js';
+import { A2A_PATH, CARD_PATH, type A2aServerModules } from './a2a/modules.js';
 import { RunRoutes } from './runs.js';
 import { ROUTES, routeSpec } from './schemas.js';
 import { routeCompiler } from './validate.js';
@@ -109,7 +109,8 @@ export async function createServerApp(opts: ServerAppOptions): Promise<ServerApp
   const closing = new AbortController();
   const streams = { store: engine.store, hub, closing: closing.signal };
   const runs = new RunRoutes({ engine, workflows: opts.workflows ?? new Map(), cwd: opts.cwd ?? process.cwd() });
-  const openapi = openApiDocument(ROUTES, opts.version ?? '0.0.0');
+  // every route the app answers is in the document: the A2A routes too when they are mounted
+  const openapi = openApiDocument(ROUTES, opts.version ?? '0.0.0', opts.a2a ? a2aPaths(A2A_PATH, CARD_PATH) : {});
   const remote = opts.remote ?? new RemoteAgents();
   // the same keys after a restart read the tokens made before it (their late outcomes are recorded)
   remote.useTokenSecret(tokenSecretOf(edgeOpts.keys.map((k) => k.hash)));

@@ -72,12 +72,12 @@ export class ServerClient {
   }
 
   /** A JSON request; a non-2xx answer throws ServerAnswerError, an unreachable server BatonError `store-unreachable`. */
-  async request(method: 'GET' | 'POST', path: string, body?: JsonObject): Promise<{ status: number; body: JsonObject }> {
+  async request(method: 'GET' | 'POST', path: string, body?: JsonObject, extraHeaders: Record<string, string> = {}): Promise<{ status: number; body: JsonObject }> {
     let res: Response;
     try {
       res = await fetch(this.base + path, {
         method,
-        headers: this.headers(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        headers: this.headers({ ...extraHeaders, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }),
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: AbortSignal.timeout(this.o.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
       });

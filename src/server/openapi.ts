@@ -10,7 +10,45 @@ function bodyRequired(schema: Schema): boolean {
   return Array.isArray(oneOf) && oneOf.length > 0 && oneOf.every((b) => typeof b === 'object' && b !== null && !Array.isArray(b) && bodyRequired(b));
 }
 
-export function openApiDocument(routes: readonly RouteSpec[], version: string): JsonObject {
+/**
+ * The A2A routes of `baton serve --a2a` (a2a/routes.ts), which the SDK's transport handler answers rather
+ * than the route table: the card, and the JSON-RPC endpoint (the A2A methods, SSE for the streaming ones).
+ * Their bodies are the A2A protocol's, checked by the SDK; the envelope is JSON-RPC 2.0.
+ */
+export function a2aPaths(a2aPath: string, cardPath: string): Record<string, Record<string, JsonObject>> {
+  const rpcAnswer = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer', 'null'] }, result: {}, error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' }, data: {} } } } };
+  const error = (description: string): JsonObject => ({ description, content: { 'application/json': { schema: ERROR } } });
+  return {
+    [cardPath]: {
+      get: {
+        operationId: 'a2aAgentCard',
+        summary: 'the A2A agent card: one skill per registered workflow (public, as discovery is)',
+        responses: { '200': { description: 'the agent card (A2A 1.0)', content: { 'application/json': { schema: { type: 'object', required: ['name', 'supportedInterfaces', 'skills'] } } } } },
+        security: [],
+      },
+    },
+    [a2aPath]: {
+      post: {
+        operationId: 'a2a',
+        summary: 'A2A 1.0 JSON-RPC: SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask (SendMessage, SendStreamingMessage and CancelTask need an operator or admin key)',
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { type: 'object', required: ['jsonrpc', 'method'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer', 'null'], description: 'without it, a notification: carried out, answered 204' }, method: { type: 'string', minLength: 1 }, params: { type: 'object' } } } } },
+        },
+        responses: {
+          '200': { description: 'a JSON-RPC response (errors included: a refused request is a JSON-RPC error), or an SSE stream of them for SendStreamingMessage and SubscribeToTask', content: { 'application/json': { schema: rpcAnswer }, 'text/event-stream': { schema: { type: 'string' } } } },
+          '204': { description: 'a notification (no `id`): carried out, never answered' },
+          '401': error('no key, or an unknown key'),
+          '403': { description: 'the key’s roles do not allow the method (a JSON-RPC error, or an error object for a notification)', content: { 'application/json': { schema: { oneOf: [rpcAnswer, ERROR] } } } },
+          '413': error('the body is larger than the server’s limit'),
+        },
+        'x-baton-action': 'read',
+      },
+    },
+  };
+}
+
+export function openApiDocument(routes: readonly RouteSpec[], version: string, extra: Record<string, Record<string, JsonObject>> = {}): JsonObject {
   const paths: Record<string, Record<string, JsonObject>> = {};
   for (const r of routes) {
     const parameters: JsonObject[] = [];
@@ -30,6 +68,8 @@ export function openApiDocument(routes: readonly RouteSpec[], version: string): 
     if (r.body) responses['413'] = { description: 'the body is larger than the server’s limit', content: { 'application/json': { schema: ERROR } } };
     if (r.body) responses['415'] = { description: 'the body is not application/json', content: { 'application/json': { schema: ERROR } } };
     if (r.rawBody) responses['415'] = { description: 'the body is compressed (a Content-Encoding other than identity)', content: { 'application/json': { schema: ERROR } } };
+    // every route behind a key reads or writes the store, whose failure is a 503 (docs/server.md#errors)
+    if (r.action !== 'public' && !responses['503']) responses['503'] = { description: 'the store does not answer (`store`, `store-unreachable`, `store-locked`); also `server-stopping` while the server stops', content: { 'application/json': { schema: ERROR } } };
     const op: JsonObject = {
       operationId: r.operationId,
       summary: r.summary,
@@ -42,6 +82,7 @@ export function openApiDocument(routes: readonly RouteSpec[], version: string): 
     };
     (paths[r.path] ??= {})[r.method] = op;
   }
+  for (const [path, item] of Object.entries(extra)) paths[path] = { ...paths[path], ...item };
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',

@@ -120,6 +120,7 @@ export class RunRoutes {
     // the client goes away: a start answered 503, or abandoned, is never created later by this server.
     const id = runId ?? newRunId(this.o.engine.clock.now());
     const gone = r.c.req.raw.signal;
+    const traceparent = r.c.req.header('traceparent');
     try {
       if (runId !== undefined) {
         const existing = await this.store.run(runId);
@@ -134,6 +135,9 @@ export class RunRoutes {
         bindings: { server: true, started_by: principal.name },
         path,
         ...(posted ? { cwd: this.o.cwd } : {}),
+        // the caller's W3C trace context (its `traceparent` header): the run's trace continues it, as
+        // `baton run` continues TRACEPARENT (a malformed one is ignored)
+        ...(traceparent !== undefined ? { traceparent } : {}),
         storeRetryMs: 0,
         createSignal: gone,
       });

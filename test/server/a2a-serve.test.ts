@@ -108,6 +108,15 @@ describe('a Baton workflow called as an A2A agent', () => {
     expect(await skills()).toEqual(['ask', 'gated', 'hello', 'slow']);
   });
 
+  test('/openapi.json documents the A2A routes the app answers: the card (public) and the JSON-RPC endpoint', async () => {
+    const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { operationId: string; security?: unknown[]; responses: Record<string, { content?: Record<string, unknown> }> }>> };
+    expect(doc.paths['/.well-known/agent-card.json']?.['get']).toMatchObject({ operationId: 'a2aAgentCard', security: [] });
+    const rpc = doc.paths['/a2a']?.['post'];
+    expect(rpc?.operationId).toBe('a2a');
+    expect(Object.keys(rpc!.responses).sort()).toEqual(['200', '204', '401', '403', '413']);
+    expect(Object.keys(rpc!.responses['200']!.content!).sort()).toEqual(['application/json', 'text/event-stream']);
+  });
+
   test('SendMessage runs the workflow to completion; its output is a data-part artifact; GetTask reads the run', async () => {
     const c = await client();
     const t = asTask(await c.sendMessage(send(msg([data({ name: 'ada' })], { skill: 'hello' }))));

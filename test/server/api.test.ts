@@ -706,6 +706,8 @@ describe('the OpenAPI document', () => {
       if (r.body) expect(op!.requestBody!.content['application/json'].schema).toEqual(r.body);
       for (const [name, schema] of Object.entries((r.query?.['properties'] ?? {}) as Record<string, unknown>)) expect(op!.parameters!.find((p) => p.name === name && p.in === 'query')?.schema).toEqual(schema);
       for (const [name, schema] of Object.entries(r.params ?? {})) expect(op!.parameters!.find((p) => p.name === name && p.in === 'path')?.schema).toEqual(schema);
+      // a store that does not answer is a 503 on every route behind a key (as /health's)
+      if (r.action !== 'public') expect(Object.keys((op as unknown as { responses: object }).responses)).toContain('503');
     }
     // and a field the document does not list is refused
     const startBody = ROUTES.find((r) => r.operationId === 'startRun')!.body!;

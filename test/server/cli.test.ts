@@ -65,6 +65,13 @@ describe('baton run FILE --server URL', () => {
     expect(result.events).toEqual(JSON.parse(JSON.stringify(await h.store.events('cli-json'))));
   });
 
+  test('TRACEPARENT goes to the server with the start: the run records it, so its trace continues the caller\'s', async () => {
+    const tp = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const t = io(dir, { BATON_API_KEY: KEYS.operator, TRACEPARENT: tp });
+    expect(await cli(['run', 'chain.yaml', '--server', h.url, '-q', '--run-id', 'cli-traced'], t)).toBe(0);
+    expect((await h.store.run('cli-traced'))?.options['traceparent']).toBe(tp);
+  });
+
   test('a failed run exits 1; --detach prints the id and exits 0', async () => {
     expect(await cli(['run', 'fails.yaml', '--server', h.url, '--api-key', KEYS.operator, '-q'], io(dir))).toBe(1);
     const t = io(dir);

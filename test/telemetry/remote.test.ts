@@ -115,6 +115,18 @@ describe('remote agents in traces', () => {
     expect(parentOf(att)).toBe(run.spanContext().spanId);
   });
 
+  test("POST /runs with a traceparent header: the run's trace continues the caller's, its span a child of the caller's", async () => {
+    const callerTrace = '0af7651916cd43dd8448eb211c80319c';
+    const callerSpan = 'b7ad6b7169203331';
+    const noRemote = MIXED.replace('assign: r,', 'assign: x,').replace('outputs: {m: string}', 'outputs: {n: number}');
+    const r = await api(server.url, 'POST', '/runs', { key: ADMIN, body: { workflow: noRemote, run_id: 'run-traced' }, headers: { traceparent: `00-${callerTrace}-${callerSpan}-01` } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    await engine.handle('run-traced').result();
+    const run = byName(await serverSide.spans(), 'invoke_workflow mixed').find((s) => s.attributes['baton.run.id'] === 'run-traced')!;
+    expect(run.spanContext().traceId).toBe(callerTrace);
+    expect(parentOf(run)).toBe(callerSpan);
+  });
+
   test('without telemetry in the remote process, ctx.traceparent is the attempt span (for spans of its own tracer)', async () => {
     const seen: (string | undefined)[] = [];
     const agent = createRemoteAgent({ url: server.url, key: RKEY, agent: 'r', waitS: 1, handler: (ctx) => (seen.push(ctx.traceparent), { m: 'ok' }) });

@@ -1,0 +1,66 @@
+/** An x-a2a agent's attempt in traces: a GenAI agent invocation, against an @a2a-js/sdk server on a loopback port. */
+import { afterEach, describe, expect, test } from 'vitest';
+import { createEngine, openStore, WorkflowSpec } from '@baton-run/baton';
+import { startA2aPeer, type A2aPeer } from '../helpers/a2a-peer.js';
+import { byName, parentOf, traced } from './helpers.js';
+
+const flow = (url: string): string => `openintent: "1.0"
+info: {name: via-a2a}
+agents:
+  peer:
+    x-a2a: {url: "${url}", skill: answer}
+x-trigger: {question: string, mode: string}
+workflow:
+  ask:
+    assign: peer
+    inputs: {question: $trigger.question, mode: $trigger.mode}
+    outputs: {answer: string}
+`;
+
+const open: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const f of open.splice(0).reverse()) await f();
+});
+
+describe('A2A agents in traces', () => {
+  test('an x-a2a attempt is invoke_agent {agent}, with the peer as server.address/port and its task and context', async () => {
+    const peer: A2aPeer = await startA2aPeer();
+    open.push(() => peer.close());
+    const t = traced();
+    const store = await openStore('memory');
+    const engine = createEngine({ store, telemetry: t.telemetry });
+    open.push(async () => {
+      await engine.close();
+      await store.close();
+    });
+    const result = await engine.run(WorkflowSpec.fromString(flow(peer.url)), { trigger: { question: 'why', mode: 'plain' } });
+    expect(result.status).toBe('completed');
+    const spans = await t.spans();
+    const [a] = byName(spans, 'invoke_agent peer');
+    expect(a).toBeDefined();
+    const { port } = new URL(peer.url);
+    expect(a!.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'peer', 'server.address': '127.0.0.1', 'server.port': Number(port), 'baton.phase': 'ask', 'baton.attempt': 1, 'baton.outcome': 'completed' });
+    // the A2A task the peer made, as the run's log names it
+    const logged = (await store.events(result.runId)).find((e) => e.type === 'task.agent_event' && e.kind === 'a2a.task');
+    expect(a!.attributes['baton.a2a.task_id']).toBe((logged as { data: { task_id: string } } | undefined)?.data.task_id);
+    expect(typeof a!.attributes['gen_ai.conversation.id']).toBe('string');
+    expect(parentOf(a!)).toBe(byName(spans, 'invoke_workflow via-a2a')[0]!.spanContext().spanId);
+    expect(byName(spans, 'baton.attempt ask')).toEqual([]);
+  });
+
+  test('an x-a2a attempt whose card cannot be read is still invoke_agent {agent} (failed)', async () => {
+    const t = traced();
+    const store = await openStore('memory');
+    const engine = createEngine({ store, telemetry: t.telemetry });
+    open.push(async () => {
+      await engine.close();
+      await store.close();
+    });
+    const result = await engine.run(WorkflowSpec.fromString(flow('http://127.0.0.1:9')), { trigger: { question: 'q', mode: 'plain' } });
+    expect(result.status).toBe('failed');
+    const spans = await t.spans();
+    const attempts = byName(spans, 'invoke_agent peer');
+    expect(attempts.length).toBeGreaterThan(0);
+    expect(attempts[0]!.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'error.type': 'A2AUnavailable' });
+  });
+});
