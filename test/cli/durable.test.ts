@@ -333,6 +333,25 @@ describe('the durable commands', () => {
     expect(Object.values(shown.phases).map((p) => (p.output as { n: number }).n)).toEqual([1, 2, 3, 4, 5]);
   });
 
+  test('rerun --detach of a phase behind a gate says the run waits in the store, not that this process waits, and how to continue it', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), GATED);
+    expect(await run(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'rg1', '--detach'], capture(cwd))).toBe(0);
+    const first = baton(['resume', 'rg1', '-q'], { cwd });
+    await until(async () => (await showJson(cwd, 'rg1')).gates.length === 1);
+    expect(await run(['approve', 'rg1', 'approve-publish', '--as', 'alice'], capture(cwd))).toBe(0);
+    expect((await first.done).code).toBe(0);
+    const io = capture(cwd);
+    expect(await run(['rerun', 'rg1', '--from', 'publish', '--run-id', 'rg2', '--detach'], io)).toBe(0);
+    expect(io.out()).toBe('rg2\n');
+    // the gate opens as the rerun is stored; the command exits at once, so nobody here waits for it
+    expect(io.err()).toContain('baton approve rg2 approve-publish --as alice');
+    expect(io.err()).toContain('the run waits in the store until it is decided');
+    expect(io.err()).not.toMatch(/Ctrl-C|waiting; the run continues/);
+    expect(io.err()).toContain('run rg2 stored in .baton/baton.db; continue it with: baton resume rg2');
+    expect((await showJson(cwd, 'rg2')).gates).toMatchObject([{ id: 'approve-publish', status: 'open' }]);
+  });
+
   test('a detached run is finished by a worker process', async () => {
     const cwd = dir();
     writeFileSync(join(cwd, 'workflow.yaml'), CHAIN);
