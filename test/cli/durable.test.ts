@@ -4,7 +4,7 @@
  * terminal while the first waits, and the run/show/cancel/rerun/worker commands.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -231,6 +231,30 @@ describe('input gates', () => {
     expect(await run(['respond', 'in1', 'input-ask-1', '--value', '"blue"'], capture(cwd))).toBe(0);
     expect((await first.done).code).toBe(0);
     expect((await showJson(cwd, 'in1')).phases['ask']!.output).toEqual({ color: 'blue' });
+  }, 30_000);
+
+  test('show names the process that waits for the answer, and says it is gone once it was killed', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), ASKING);
+    writeFileSync(join(cwd, 'agents.mjs'), ASKING_AGENTS);
+    const first = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'in3'], { cwd });
+    let stderr = '';
+    first.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await until(() => /baton respond in3 input-ask-1/.test(stderr));
+    const alive = capture(cwd);
+    expect(await run(['show', 'in3'], alive)).toBe(0);
+    // the foreground run holds the attempt: the answer reaches it there, no resume is needed
+    expect(alive.out()).toContain(`ask: attempt 1 waits for its answer in ${hostname()}:${first.pid}:`);
+    expect(alive.out()).not.toMatch(/no process is working on this run/);
+    first.kill('SIGKILL');
+    await first.done;
+    const gone = capture(cwd);
+    expect(await run(['show', 'in3'], gone)).toBe(0);
+    expect(gone.out()).toMatch(new RegExp(`ask: attempt 1 asked in ${hostname()}:${first.pid}:\\S+, which is gone`));
+    expect(gone.out()).toContain('no process is working on this run: continue it with baton resume in3');
+    expect(await run(['respond', 'in3', 'input-ask-1', '--value', '"red"'], capture(cwd))).toBe(0);
+    expect((await batonRun(['resume', 'in3', '-q'], { cwd })).code).toBe(0);
+    expect((await showJson(cwd, 'in3')).phases['ask']!.output).toEqual({ color: 'red' });
   }, 30_000);
 });
 
