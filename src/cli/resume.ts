@@ -6,7 +6,7 @@ import { safeText } from '../diagnostics/terminal.js';
 import { createEngine, unboundAgents, type Engine } from '../api/engine.js';
 import { BatonError } from '../core/errors.js';
 import type { RunStore } from '../engine/ports.js';
-import { START_BLIP_MS, UsageError, bindFromFlags, cliClock, cliEngine, cliTelemetry, exitFor, missingAgents, openCliStore, storeFlag, storeRetryMs, storeTroubleLine } from './durable.js';
+import { START_BLIP_MS, UsageError, bindFromFlags, cliClock, cliEngine, cliTelemetry, exitFor, missingAgents, openCliStore, shellQuote, storeFlag, storeRetryMs, storeTroubleLine } from './durable.js';
 import { StoreWaits } from '../engine/create-batch.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
@@ -79,12 +79,15 @@ async function rerunHere(args: string[], io: CliIo, held: { fg?: Foreground }): 
     if (values.from === undefined) throw new UsageError('rerun needs --from PHASE: that phase and everything after it run again');
     await checkOutput(values.output, io);
     store = await openCliStore(values, io, 'write', 'blip');
-    const holder: ViewHolder = { fg: (held.fg = new Foreground(io, values, store.kind === 'memory')) };
+    // a detached rerun is not followed here: a gate it opens at once waits in the store, not on this process
+    const holder: ViewHolder = { fg: (held.fg = new Foreground(io, values, store.kind === 'memory')), detached: values.detach === true };
     engine = await makeEngine(store, io, values, holder);
     const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}), ...(values['failed-items'] ? { failedItems: true } : {}) });
     const record = (await store.run(id))!;
     if (values.detach) {
       io.stdout(values.json ? JSON.stringify({ runId: id, status: 'running', store: store.location }) + '\n' : `${id}\n`);
+      // as `baton run --detach` says it: nothing runs it until a resume or a worker takes it up
+      io.stderr(`run ${safeText(id, 200)} stored in ${safeText(store.location, 500)}; continue it with: baton resume ${shellQuote(safeText(id, 200))}${storeFlag(values)} (or a worker that binds its agents)\n`);
       return 0;
     }
     const missing = await missingAgents(engine, id);
@@ -115,6 +118,8 @@ async function checkOutput(output: string | undefined, io: CliIo): Promise<void>
 interface ViewHolder {
   view?: ProgressView | undefined;
   fg: Foreground;
+  /** `rerun --detach`: the run is only stored, so a gate's notice must not say that this process waits */
+  detached?: boolean;
 }
 
 async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: string | undefined; json?: boolean | undefined; store?: string | undefined; workspace?: string | undefined; 'store-retry'?: string | undefined } & Parameters<typeof bindFromFlags>[0], holder: ViewHolder): Promise<Engine> {
@@ -132,7 +137,7 @@ async function makeEngine(store: RunStore, io: CliIo, values: { concurrency?: st
     ...(values.workspace !== undefined ? { workspace: resolve(io.cwd, values.workspace) } : {}),
     onEvent: (e, state) => {
       holder.view?.onEvent({ type: e.type, at: e.at, ...('phase' in e && e.phase !== undefined ? { phase: e.phase } : {}), ...('attempt' in e && e.attempt !== 0 ? { attempt: e.attempt } : {}), data: { reason: describeEvent(e) } });
-      if (!holder.fg.inMemory) gateNotice(e, state, io, values);
+      if (!holder.fg.inMemory) gateNotice(e, state, io, values, holder.detached === true);
       holder.fg.onEvent(e, state);
     },
   });

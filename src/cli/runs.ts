@@ -15,7 +15,7 @@ import { RUNS_OPTIONS, SHOW_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
 import { describeEvent } from './run.js';
 import { itemCounts, itemRows, itemSummary } from '../api/items.js';
-import { parseItemKey } from '../engine/state.js';
+import { parseItemKey, type RunState } from '../engine/state.js';
 
 const RUN_STATES: readonly RunStatus[] = ['running', 'waiting', 'completed', 'failed', 'cancelled'];
 
@@ -145,7 +145,7 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
       out.push('', c.bold('gates'));
       for (const g of result.gates) out.push(gateLine(g, record.runId));
     }
-    const next = nextSteps(record, tasks, result.gates, values.store);
+    const next = nextSteps(record, tasks, result.gates, values.store, Date.now(), askers(state));
     if (next.length > 0) out.push('', c.bold('next'), ...next.map((l) => `  ${l}`));
     if (values.events) {
       out.push('', c.bold('events'));
@@ -164,7 +164,7 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
  * What a run that has not ended waits for, and what continues it: an attempt left by a process that
  * is gone (Ctrl-C, a signal, a crash), a gate to decide, or no process at all.
  */
-export function nextSteps(record: RunRecord, tasks: readonly TaskRow[], gates: readonly GateResult[], store: string | undefined, now = Date.now()): string[] {
+export function nextSteps(record: RunRecord, tasks: readonly TaskRow[], gates: readonly GateResult[], store: string | undefined, now = Date.now(), asking: readonly Asker[] = []): string[] {
   if (record.status !== 'running' && record.status !== 'waiting') return [];
   const run = shellQuote(safeText(record.runId, 200));
   const flag = storeFlag({ store });
@@ -179,6 +179,16 @@ export function nextSteps(record: RunRecord, tasks: readonly TaskRow[], gates: r
       lines.push(`${safeText(t.phase, 200)}: attempt ${t.attempt} is running in ${safeText(t.leaseOwner, 200)}${t.leaseExpiresAt !== null ? ` (lease until ${new Date(t.leaseExpiresAt).toISOString()})` : ''}`);
     }
   }
+  // an attempt waiting for its answer has no lease in the task rows, but the process that asked holds it in memory:
+  // while that process lives, the answer reaches it there, and another `baton resume` is not what continues it
+  for (const a of asking) {
+    if (ownerIsDeadOnThisHost(a.owner)) {
+      lines.push(`${safeText(a.phase, 200)}: attempt ${a.attempt} asked in ${safeText(a.owner, 200)}, which is gone; once answered, it runs again as a new attempt when the run is continued`);
+      continue;
+    }
+    live = true;
+    lines.push(`${safeText(a.phase, 200)}: attempt ${a.attempt} ${a.answered ? 'was answered; it continues' : 'waits for its answer'} in ${safeText(a.owner, 200)}`);
+  }
   for (const g of gates) {
     if (g.status !== 'open') continue;
     const id = safeText(g.id, 200);
@@ -189,6 +199,24 @@ export function nextSteps(record: RunRecord, tasks: readonly TaskRow[], gates: r
   }
   if (!live) lines.push(`no process is working on this run: continue it with baton resume ${run}${flag} (or a baton worker that binds its agents)`);
   return lines;
+}
+
+/** An attempt held in memory by the process that asked its question: waiting for the answer, or answered and about to continue there. */
+export interface Asker {
+  phase: string;
+  attempt: number;
+  owner: string;
+  answered: boolean;
+}
+
+/** The attempts of a run that wait for an answer in the process that asked (or continue there once answered, within its grace). */
+function askers(state: RunState, now = Date.now()): Asker[] {
+  const out: Asker[] = [];
+  for (const [phase, p] of state.phases) {
+    if (p.status === 'suspended_awaiting_input' && p.leaseOwner !== undefined) out.push({ phase, attempt: p.attempts, owner: p.leaseOwner, answered: false });
+    else if (p.status === 'ready' && p.resumable?.owner !== undefined && p.resumable.until > now) out.push({ phase, attempt: p.resumable.attempt, owner: p.resumable.owner, answered: true });
+  }
+  return out;
 }
 
 function gateLine(g: GateResult, runId: string): string {

@@ -58,6 +58,11 @@ export function failAccess(ctx: Ctx, name: string, g: GateState): void {
   terminal(ctx, { type: 'task.failed', phase: name, task_id: p.taskId, attempts: p.attempts, failure: { code: 'AccessDenied', message: `agent '${g.agent ?? ''}' was denied access${g.decidedBy ? ` by ${g.decidedBy}` : ''}`, retryable: false, details: { gate_id: g.id, agent: g.agent ?? null } } });
 }
 
+/** The refusal of a command that names a gate the run never had (a typo): `unknown-gate`, whatever the run's status. */
+export function unknownGate(ctx: Ctx, gateId: string): FactResult | undefined {
+  return ctx.state.gates.has(gateId) ? undefined : { kind: 'gate', ok: false, code: 'unknown-gate', message: `run ${ctx.state.runId} has no gate \`${gateId}\`${gateList(ctx)}` };
+}
+
 function gateList(ctx: Ctx): string {
   const ids = [...ctx.state.gates.keys()];
   return ids.length === 0 ? ' (it has no gates)' : ` (its gates: ${ids.join(', ')})`;

@@ -223,7 +223,8 @@ describe('budgets, timers, cancellation', () => {
     expect(typesOf(d.events)).toEqual(['task.cancelled a', 'task.cancelled b', 'task.cancelled c', 'run.cancelled']);
     const after = h.feed(2, claim(), { kind: 'decide_gate', gateId: 'approval', decision: 'approved', by: 'x' }, { kind: 'tick' });
     expect(after.events).toEqual([]);
-    expect(after.results).toEqual([{ kind: 'claimed', tasks: [] }, expect.objectContaining({ kind: 'gate', ok: false, code: 'gate-refused' }), { kind: 'done' }]);
+    // CHAIN has no gate `approval`: unknown, as on a live run (a gate it had is refused: the test in 'gates')
+    expect(after.results).toEqual([{ kind: 'claimed', tasks: [] }, expect.objectContaining({ kind: 'gate', ok: false, code: 'unknown-gate' }), { kind: 'done' }]);
     h.expectReplays();
   });
 });
@@ -250,6 +251,19 @@ ${CHAIN}`;
     const yes = h.feed(2, { kind: 'decide_gate', gateId: 'approval', decision: 'approved', by: 'alice' }, claim());
     expect(yes.results[0]).toEqual({ kind: 'gate', ok: true });
     expect(claimedOf(yes.results[1]).map((c) => c.phase)).toEqual(['a', 'c']);
+    h.expectReplays();
+  });
+
+  test('once the run ended, a gate it never had is still unknown (a typo, exit 2), and one it had is refused', () => {
+    const h = harness(gated('escalate'));
+    h.feed(0, { kind: 'start' });
+    h.feed(1, { kind: 'cancel', reason: 'user' });
+    expect(h.state.status).toBe('cancelled');
+    const unknown = h.feed(2, { kind: 'decide_gate', gateId: 'nope', decision: 'approved', by: 'alice' }, { kind: 'respond', gateId: 'nope', value: 'x', by: 'alice' });
+    expect(unknown.results).toEqual([expect.objectContaining({ kind: 'gate', ok: false, code: 'unknown-gate' }), expect.objectContaining({ kind: 'gate', ok: false, code: 'unknown-gate' })]);
+    const ended = h.feed(3, { kind: 'decide_gate', gateId: 'approval', decision: 'approved', by: 'alice' });
+    expect(ended.results[0]).toMatchObject({ kind: 'gate', ok: false, code: 'gate-refused' });
+    expect(unknown.events).toEqual([]);
     h.expectReplays();
   });
 

@@ -11,7 +11,7 @@ import type { RunState } from './state.js';
 import type { DecideEnv, Decisions, Fact, FactResult } from './decide-types.js';
 import { emit, isCurrent, lastAttemptOf, latestAttemptTask, taskId, type Ctx } from './decide-context.js';
 import { claim } from './decide-claims.js';
-import { decideGate, requestInput, respond } from './decide-gates.js';
+import { decideGate, requestInput, respond, unknownGate } from './decide-gates.js';
 import { addCost, outcome } from './decide-outcomes.js';
 import { drain, maybeEnd, start, stop } from './decide-settle.js';
 import { tick } from './decide-timers.js';
@@ -47,7 +47,8 @@ function one(ctx: Ctx, f: Fact): FactResult {
   }
   if (state.status !== 'running') {
     // the run ended: nothing changes any more; gate commands get a clear refusal
-    if (f.kind === 'decide_gate' || f.kind === 'respond') return { kind: 'gate', ok: false, code: 'gate-refused', message: `the run is ${state.status}` };
+    // (a gate the run never had is unknown, as on a live run: exit 2 for a typo, not 1 as for a refused decision)
+    if (f.kind === 'decide_gate' || f.kind === 'respond') return unknownGate(ctx, f.gateId) ?? { kind: 'gate', ok: false, code: 'gate-refused', message: `the run is ${state.status}` };
     if (f.kind === 'claim') return { kind: 'claimed', tasks: [] };
     if (f.kind === 'resume') return { kind: 'resumed', ok: false };
     // a late outcome is still recorded (never applied): the log shows every attempt that reported

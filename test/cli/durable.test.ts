@@ -4,7 +4,7 @@
  * terminal while the first waits, and the run/show/cancel/rerun/worker commands.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -232,6 +232,30 @@ describe('input gates', () => {
     expect((await first.done).code).toBe(0);
     expect((await showJson(cwd, 'in1')).phases['ask']!.output).toEqual({ color: 'blue' });
   }, 30_000);
+
+  test('show names the process that waits for the answer, and says it is gone once it was killed', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), ASKING);
+    writeFileSync(join(cwd, 'agents.mjs'), ASKING_AGENTS);
+    const first = baton(['run', 'workflow.yaml', '--agents', 'agents.mjs', '--run-id', 'in3'], { cwd });
+    let stderr = '';
+    first.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await until(() => /baton respond in3 input-ask-1/.test(stderr));
+    const alive = capture(cwd);
+    expect(await run(['show', 'in3'], alive)).toBe(0);
+    // the foreground run holds the attempt: the answer reaches it there, no resume is needed
+    expect(alive.out()).toContain(`ask: attempt 1 waits for its answer in ${hostname()}:${first.pid}:`);
+    expect(alive.out()).not.toMatch(/no process is working on this run/);
+    first.kill('SIGKILL');
+    await first.done;
+    const gone = capture(cwd);
+    expect(await run(['show', 'in3'], gone)).toBe(0);
+    expect(gone.out()).toMatch(new RegExp(`ask: attempt 1 asked in ${hostname()}:${first.pid}:\\S+, which is gone`));
+    expect(gone.out()).toContain('no process is working on this run: continue it with baton resume in3');
+    expect(await run(['respond', 'in3', 'input-ask-1', '--value', '"red"'], capture(cwd))).toBe(0);
+    expect((await batonRun(['resume', 'in3', '-q'], { cwd })).code).toBe(0);
+    expect((await showJson(cwd, 'in3')).phases['ask']!.output).toEqual({ color: 'red' });
+  }, 30_000);
 });
 
 const ASKING_ITEMS = `openintent: "1.0"
@@ -331,6 +355,25 @@ describe('the durable commands', () => {
     const shown = await showJson(cwd, 'r2');
     expect(shown.status).toBe('completed');
     expect(Object.values(shown.phases).map((p) => (p.output as { n: number }).n)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  test('rerun --detach of a phase behind a gate says the run waits in the store, not that this process waits, and how to continue it', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), GATED);
+    expect(await run(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'rg1', '--detach'], capture(cwd))).toBe(0);
+    const first = baton(['resume', 'rg1', '-q'], { cwd });
+    await until(async () => (await showJson(cwd, 'rg1')).gates.length === 1);
+    expect(await run(['approve', 'rg1', 'approve-publish', '--as', 'alice'], capture(cwd))).toBe(0);
+    expect((await first.done).code).toBe(0);
+    const io = capture(cwd);
+    expect(await run(['rerun', 'rg1', '--from', 'publish', '--run-id', 'rg2', '--detach'], io)).toBe(0);
+    expect(io.out()).toBe('rg2\n');
+    // the gate opens as the rerun is stored; the command exits at once, so nobody here waits for it
+    expect(io.err()).toContain('baton approve rg2 approve-publish --as alice');
+    expect(io.err()).toContain('the run waits in the store until it is decided');
+    expect(io.err()).not.toMatch(/Ctrl-C|waiting; the run continues/);
+    expect(io.err()).toContain('run rg2 stored in .baton/baton.db; continue it with: baton resume rg2');
+    expect((await showJson(cwd, 'rg2')).gates).toMatchObject([{ id: 'approve-publish', status: 'open' }]);
   });
 
   test('a detached run is finished by a worker process', async () => {

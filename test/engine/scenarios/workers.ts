@@ -115,7 +115,8 @@ export async function cancelWhileWaiting(makeStore: StoreFactory): Promise<void>
   expect(r.suspended_phases).toEqual([]);
   await until(() => aborted, 'the suspended attempt is aborted');
   await expect(other.respond(id, 'input-ask-1', 'x', 'u')).rejects.toMatchObject({ code: 'gate-refused' });
-  await expect(other.approve(id, 'approval', 'u')).rejects.toMatchObject({ code: 'gate-refused' });
+  // ASK has no run gate: a gate the run never had is unknown, ended or not
+  await expect(other.approve(id, 'approval', 'u')).rejects.toMatchObject({ code: 'unknown-gate' });
   await expect(other.resume('nope')).rejects.toMatchObject({ code: 'unknown-run' });
   // driving an ended run resolves at once with its result
   const again = await other.resume(id);
