@@ -7,6 +7,7 @@
  * depth-first walk, computed without recursion.
  */
 import type { TypeNode } from './api.js';
+import { stronglyConnected } from '../core/scc.js';
 
 /** Levels of nesting (arrays, records, nullables, named references) a declaration may reach. */
 export const MAX_TYPE_DEPTH = 200;
@@ -49,50 +50,7 @@ export function typeDepths(names: readonly string[], definition: (name: string) 
   for (const n of names) shape.set(n, localShape(definition(n)));
   const succ = (n: string): string[] => (shape.get(n)?.refs ?? []).filter((r) => shape.has(r));
 
-  // Tarjan, iterative
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const onStack = new Set<string>();
-  const stack: string[] = [];
-  const comp = new Map<string, number>();
-  const comps: string[][] = [];
-  let next = 0;
-  for (const root of names) {
-    if (index.has(root)) continue;
-    const work: { v: string; kids: string[]; i: number }[] = [{ v: root, kids: succ(root), i: 0 }];
-    index.set(root, next);
-    low.set(root, next++);
-    stack.push(root);
-    onStack.add(root);
-    while (work.length > 0) {
-      const top = work[work.length - 1]!;
-      if (top.i < top.kids.length) {
-        const w = top.kids[top.i++]!;
-        if (!index.has(w)) {
-          index.set(w, next);
-          low.set(w, next++);
-          stack.push(w);
-          onStack.add(w);
-          work.push({ v: w, kids: succ(w), i: 0 });
-        } else if (onStack.has(w)) low.set(top.v, Math.min(low.get(top.v)!, index.get(w)!));
-        continue;
-      }
-      work.pop();
-      const parent = work[work.length - 1];
-      if (parent) low.set(parent.v, Math.min(low.get(parent.v)!, low.get(top.v)!));
-      if (low.get(top.v) === index.get(top.v)) {
-        const members: string[] = [];
-        let x: string;
-        do {
-          x = stack.pop()!;
-          onStack.delete(x);
-          comp.set(x, comps.length);
-          members.push(x);
-        } while (x !== top.v);
-        comps.push(members);
-      }
-    }
-  }
+  const { comp, comps } = stronglyConnected(names, succ);
   // Tarjan emits components in reverse topological order: successors come first
   const longest: number[] = [];
   comps.forEach((members, c) => {

@@ -15,6 +15,7 @@ import type { CompileTypes, CompiledType, ElementLookup, PathLookup, RecordField
 import { CompiledTypeImpl, resolveNode, typeText, type TypeEnv } from './compiled.js';
 import { MAX_TYPE_DEPTH, typeDepths } from './depth.js';
 import { parseTypeExpr, type TypeExpr } from './parse.js';
+import { stronglyConnected } from '../core/scc.js';
 
 export const PRIMITIVES = ['string', 'number', 'integer', 'boolean', 'object', 'array', 'any', 'null'] as const;
 const PRIMITIVE_SET = new Set<string>(PRIMITIVES);
@@ -341,51 +342,7 @@ function checkRequiredCycles(reg: Registry, basePath: Path, out: Diagnostic[]): 
     collect(reg.definition(n), [...basePath, n], acc);
     edges.set(n, acc.filter((e) => reg.has(e.to)));
   }
-  // Tarjan's strongly connected components, iterative (a chain of thousands of types must not overflow the stack)
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const onStack = new Set<string>();
-  const stack: string[] = [];
-  const comp = new Map<string, number>();
-  let next = 0;
-  let comps = 0;
-  for (const root of reg.names) {
-    if (index.has(root)) continue;
-    const work: { n: string; i: number }[] = [{ n: root, i: 0 }];
-    index.set(root, next);
-    low.set(root, next++);
-    stack.push(root);
-    onStack.add(root);
-    while (work.length > 0) {
-      const top = work[work.length - 1]!;
-      const es = edges.get(top.n)!;
-      if (top.i < es.length) {
-        const to = es[top.i++]!.to;
-        if (!index.has(to)) {
-          index.set(to, next);
-          low.set(to, next++);
-          stack.push(to);
-          onStack.add(to);
-          work.push({ n: to, i: 0 });
-        } else if (onStack.has(to)) low.set(top.n, Math.min(low.get(top.n)!, index.get(to)!));
-        continue;
-      }
-      work.pop();
-      if (work.length > 0) {
-        const parent = work[work.length - 1]!.n;
-        low.set(parent, Math.min(low.get(parent)!, low.get(top.n)!));
-      }
-      if (low.get(top.n) === index.get(top.n)) {
-        let m: string;
-        do {
-          m = stack.pop()!;
-          onStack.delete(m);
-          comp.set(m, comps);
-        } while (m !== top.n);
-        comps++;
-      }
-    }
-  }
+  const { comp } = stronglyConnected(reg.names, (n) => edges.get(n)!.map((e) => e.to));
   const size = new Map<number, number>();
   for (const c of comp.values()) size.set(c, (size.get(c) ?? 0) + 1);
   for (const n of reg.names) {
