@@ -22,17 +22,23 @@ afterEach(async () => {
   for (const f of open.splice(0).reverse()) await f();
 });
 
+/** A traced engine over a memory store, closed after the test. */
+async function tracedEngine(): Promise<{ t: ReturnType<typeof traced>; store: Awaited<ReturnType<typeof openStore>>; engine: ReturnType<typeof createEngine> }> {
+  const t = traced();
+  const store = await openStore('memory');
+  const engine = createEngine({ store, telemetry: t.telemetry });
+  open.push(async () => {
+    await engine.close();
+    await store.close();
+  });
+  return { t, store, engine };
+}
+
 describe('A2A agents in traces', () => {
   test('an x-a2a attempt is invoke_agent {agent}, with the peer as server.address/port and its task and context', async () => {
     const peer: A2aPeer = await startA2aPeer();
     open.push(() => peer.close());
-    const t = traced();
-    const store = await openStore('memory');
-    const engine = createEngine({ store, telemetry: t.telemetry });
-    open.push(async () => {
-      await engine.close();
-      await store.close();
-    });
+    const { t, store, engine } = await tracedEngine();
     const result = await engine.run(WorkflowSpec.fromString(flow(peer.url)), { trigger: { question: 'why', mode: 'plain' } });
     expect(result.status).toBe('completed');
     const spans = await t.spans();
@@ -49,13 +55,7 @@ describe('A2A agents in traces', () => {
   });
 
   test('an x-a2a attempt whose card cannot be read is still invoke_agent {agent} (failed)', async () => {
-    const t = traced();
-    const store = await openStore('memory');
-    const engine = createEngine({ store, telemetry: t.telemetry });
-    open.push(async () => {
-      await engine.close();
-      await store.close();
-    });
+    const { t, engine } = await tracedEngine();
     const result = await engine.run(WorkflowSpec.fromString(flow('http://127.0.0.1:9')), { trigger: { question: 'q', mode: 'plain' } });
     expect(result.status).toBe('failed');
     const spans = await t.spans();
