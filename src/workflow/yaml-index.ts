@@ -116,12 +116,21 @@ export function pairsOf(text: string, node: IndexNode): { key: IndexNode; value:
     const c = ch[i]!;
     let j = c.end;
     while (text.charCodeAt(j) === 32 || text.charCodeAt(j) === 9) j++;
+    // an explicit key (`? depends_on` then `: [a]` on the next line): its `:` may follow line breaks and comments
+    if (text.charCodeAt(j) !== 58 && explicitKey(text, c.start)) j = contentStart(text, j);
     if (text.charCodeAt(j) === 58 /* : */ && c.kind !== 'map') {
       out.push({ key: c, value: ch[i + 1] });
       i++;
     }
   }
   return out;
+}
+
+/** Whether the node starting at `start` follows a `?` indicator (an explicit key). */
+function explicitKey(text: string, start: number): boolean {
+  let i = start - 1;
+  while (i >= 0 && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 9)) i--;
+  return text.charCodeAt(i) === 63 /* ? */ && (i === 0 || /[\s{,[]/.test(text[i - 1]!));
 }
 
 function keyText(n: IndexNode): string {
