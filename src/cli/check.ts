@@ -186,7 +186,7 @@ async function checkContractsDir(dir: string, format: Format, io: CliIo): Promis
         {
           contracts: results.map((r) => {
             const src = new SourceFile(relative(io.cwd, r.file), r.text);
-            return { file: src.name, valid: r.contract !== undefined, agentId: r.contract?.agentId ?? null, diagnostics: r.diagnostics.map((d) => diagnosticToJson(d, src)) };
+            return { file: src.name, valid: r.ok, agentId: r.contract?.agentId ?? null, diagnostics: r.diagnostics.map((d) => diagnosticToJson(d, src)) };
           }),
         },
         null,
@@ -201,10 +201,10 @@ async function checkContractsDir(dir: string, format: Format, io: CliIo): Promis
       io.stdout(r.diagnostics.map((d) => renderDiagnostic(d, src, renderOptionsFor(io, 'stdout')) + '\n\n').join(''));
       errors += count(r.diagnostics, 'error');
       warnings += count(r.diagnostics, 'warning');
-      if (r.contract) io.stdout(`${c.green('✓')} ${safeText(src.name, 500)}: valid contract${r.contract.agentId !== undefined ? ` for \`${safeText(r.contract.agentId, 200)}\`` : ''}\n`);
+      if (r.ok) io.stdout(`${c.green('✓')} ${safeText(src.name, 500)}: valid contract${r.contract.agentId !== undefined ? ` for \`${safeText(r.contract.agentId, 200)}\`` : ''}\n`);
     }
     if (results.length === 0) io.stdout(`no contract files (*.yaml, *.yml, *.json) under ${dir}\n`);
     io.stdout(summaryLine(results.length, errors, warnings, c) + '\n');
   }
-  return results.every((r) => r.contract !== undefined) ? 0 : 1;
+  return results.every((r) => r.ok) ? 0 : 1;
 }

@@ -76,7 +76,7 @@ describe('baton validate', () => {
     const io = capture(dir);
     expect(await run(['validate', 'syntax.yaml', 'dup.yaml', 'nope.yaml'], io)).toBe(2);
     const lines = io.out().split('\n');
-    expect(lines.filter((l) => l.startsWith('✗ '))).toEqual(['✗ syntax.yaml: invalid', '✗ dup.yaml: invalid', '✗ nope.yaml: cannot be read']);
+    expect(lines.filter((l) => l.startsWith('✗ '))).toEqual(['✗ syntax.yaml: invalid', '✗ dup.yaml: invalid (OpenIntent Workflow YAML 1.0)', '✗ nope.yaml: cannot be read']);
     expect(io.out()).toMatch(/3 files checked: \d+ errors/);
   });
 

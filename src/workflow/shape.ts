@@ -48,6 +48,21 @@ export function describeShape(s: Shape): string {
   }
 }
 
+/** The items of a list of `s`: `strings`, `mappings`; `values` for any value or JSON data (never `JSON datas`). */
+function plural(s: Shape): string {
+  switch (s.t) {
+    case 'enum':
+      return `values among ${s.values.map((v) => `\`${v}\``).join(', ')}`;
+    case 'any':
+    case 'custom':
+      return 'values';
+    case 'union':
+      return s.options.map(plural).join(' or ');
+    default:
+      return `${describeShape(s).replace(/^an? /, '')}s`;
+  }
+}
+
 function jsonKind(s: Shape): string | undefined {
   switch (s.t) {
     case 'string':
@@ -137,7 +152,7 @@ export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagno
       return;
     }
     case 'list':
-      if (!Array.isArray(value)) return wrong(`a list of ${describeShape(shape.of).replace(/^an? /, '')}s`);
+      if (!Array.isArray(value)) return wrong(`a list of ${plural(shape.of)}`);
       value.forEach((item, i) => checkShape(item, shape.of, [...path, i], out));
       return;
     case 'map':

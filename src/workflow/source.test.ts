@@ -15,6 +15,20 @@ describe('parseYamlSource', () => {
     expect(r.value).toMatchObject({ a: { assign: 'x', retry: { max_attempts: 2 } }, b: { assign: 'w', retry: { max_attempts: 2 }, title: 'T' }, c: { '<<': 1 } });
   });
 
+  test('a problem inside merged content is located at the `<<` entry, wherever it stands; local keys first', () => {
+    const text = 'd: &d {assign: w, retry: {backoff: fast}}\ne: &e {<<: *d, title: T}\na: {title: A, <<: *d, assign: x}\nb:\n  title: U\n  <<: [*e]\nc: {"<<": *d}\n';
+    const r = parseYamlSource(text);
+    const src = new SourceFile('f', text);
+    const at = (path: (string | number)[]): { line: number; column: number } => src.position(r.locate(path)[0]);
+    expect(at(['a', 'retry', 'backoff'])).toEqual({ line: 3, column: 15 });
+    expect(at(['a', 'assign'])).toEqual({ line: 3, column: 31 });
+    // through a merge of a merge
+    expect(at(['b', 'retry', 'backoff'])).toEqual({ line: 6, column: 3 });
+    expect(at(['b', 'title'])).toEqual({ line: 5, column: 10 });
+    // a quoted "<<" is a plain key: nothing is merged through it
+    expect(at(['c', 'assign'])).toEqual({ line: 7, column: 4 });
+  });
+
   test('locates keys and values lazily', () => {
     const text = 'workflow:\n  a:\n    depends_on: [x, y]\n';
     const r = parseYamlSource(text);

@@ -169,7 +169,14 @@ function explain(e: unknown, text: string, positions: () => PositionIndex): Diag
   if (e.reason === 'expected a single document in the stream, but found more') {
     // js-yaml marks the start of the file: point at the `---` that starts the second document
     const first = contentStart(text, 0);
-    const second = [...text.matchAll(/^---(?=[ \t]|\r?$)/gm)].find((m) => m.index > first)?.index ?? at;
+    const marker = [...text.matchAll(/^(?:---|\.\.\.)(?=[ \t]|\r?$)/gm)].find((m) => m.index > first);
+    if (marker?.[0] === '...') {
+      // `...` ends the document: the text after it is a second one, with no `---` to point at
+      const after = contentStart(text, marker.index + 3);
+      const second = after < text.length ? after : marker.index;
+      return [error('yaml-syntax', [], SECOND_AFTER_END, { range: [second, Math.min(text.length, second + 1)], hint: 'remove the `...` line (or what follows it), or put each workflow in its own file' })];
+    }
+    const second = marker?.index ?? at;
     return [error('yaml-syntax', [], 'the file must hold a single YAML document: this `---` starts a second one', { range: [second, Math.min(text.length, second + 3)], hint: 'remove the `---` line and what follows it, or put each workflow in its own file' })];
   }
   const hint = syntaxHint(e.reason);
@@ -200,7 +207,7 @@ function syntaxErrors(text: string): Diagnostic[] {
       if (followOn++ === 0) lostAfter = out.length - 1;
       continue;
     }
-    const [message, extra] = syntaxMessage(firstLine(e.message));
+    const [message, extra] = syntaxMessage(firstLine(e.message), text, e.pos[0]);
     // the parser reports an unclosed quote where the text ends: point at the quote that opens it
     const open = /^Missing closing ["']?quote/.test(e.message) ? unclosedQuote(text, e.pos[0]) : undefined;
     out.push(error('yaml-syntax', [], open === undefined ? message : `this ${text[open] === "'" ? 'single' : 'double'} quote is never closed`, { ...extra, range: open === undefined ? [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)] : [open, open + 1] }));
@@ -240,8 +247,14 @@ function unclosedQuote(text: string, end: number): number | undefined {
 }
 
 /** The `yaml` library's messages in a user's words where they address a programmer ("please use YAML.parseAllDocuments()"). */
-function syntaxMessage(message: string): [string, { hint?: string }] {
-  if (/multiple documents/i.test(message)) return ['the file must hold a single YAML document: this `---` starts a second one', { hint: 'remove the `---` line and what follows it, or put each workflow in its own file' }];
+const SECOND_AFTER_END = 'the file must hold a single YAML document: `...` ends the first, and this text after it starts a second one';
+
+function syntaxMessage(message: string, text?: string, at?: number): [string, { hint?: string }] {
+  if (/multiple documents/i.test(message)) {
+    // after a `...` end marker a second document needs no `---`: say what is there
+    if (text !== undefined && at !== undefined && !text.startsWith('---', at)) return [SECOND_AFTER_END, { hint: 'remove the `...` line (or what follows it), or put each workflow in its own file' }];
+    return ['the file must hold a single YAML document: this `---` starts a second one', { hint: 'remove the `---` line and what follows it, or put each workflow in its own file' }];
+  }
   const hint = syntaxHint(message);
   return [message, hint ? { hint } : {}];
 }

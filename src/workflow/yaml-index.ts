@@ -116,12 +116,21 @@ export function pairsOf(text: string, node: IndexNode): { key: IndexNode; value:
     const c = ch[i]!;
     let j = c.end;
     while (text.charCodeAt(j) === 32 || text.charCodeAt(j) === 9) j++;
+    // an explicit key (`? depends_on` then `: [a]` on the next line): its `:` may follow line breaks and comments
+    if (text.charCodeAt(j) !== 58 && explicitKey(text, c.start)) j = contentStart(text, j);
     if (text.charCodeAt(j) === 58 /* : */ && c.kind !== 'map') {
       out.push({ key: c, value: ch[i + 1] });
       i++;
     }
   }
   return out;
+}
+
+/** Whether the node starting at `start` follows a `?` indicator (an explicit key). */
+function explicitKey(text: string, start: number): boolean {
+  let i = start - 1;
+  while (i >= 0 && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 9)) i--;
+  return text.charCodeAt(i) === 63 /* ? */ && (i === 0 || /[\s{,[]/.test(text[i - 1]!));
 }
 
 function keyText(n: IndexNode): string {
@@ -166,6 +175,38 @@ export class PositionIndex {
     return this.anchored.get(n.value) ?? n;
   }
 
+  /** Each mapping's pairs by key: the last occurrence wins, as it does for the value. */
+  private pairsByKey(node: IndexNode): Map<string, { key: IndexNode; value: IndexNode | undefined }> {
+    let byKey = this.keyed.get(node);
+    if (!byKey) {
+      byKey = new Map();
+      for (const p of pairsOf(this.text, node)) byKey.set(keyText(p.key), p);
+      this.keyed.set(node, byKey);
+    }
+    return byKey;
+  }
+
+  /** A mapping's merge entry (`<<: *defaults`); a quoted `"<<"` is a plain key. */
+  private mergeEntry(node: IndexNode): { key: IndexNode; value: IndexNode } | undefined {
+    const mk = this.pairsByKey(node).get('<<');
+    if (!mk?.value || this.text[mk.key.start] === '"' || this.text[mk.key.start] === "'") return undefined;
+    return { key: mk.key, value: mk.value };
+  }
+
+  /** Whether the merge value (`*a`, `[*a, *b]`, or an inline mapping) supplies `key`, through nested merges too. */
+  private merges(value: IndexNode, key: string, depth: number): boolean {
+    if (depth > 64) return false;
+    const m = this.deref(value);
+    for (const source of m.kind === 'seq' ? m.children : [m]) {
+      const from = this.deref(source);
+      if (from.kind !== 'map') continue;
+      if (this.pairsByKey(from).has(key)) return true;
+      const inner = this.mergeEntry(from);
+      if (inner && this.merges(inner.value, key, depth + 1)) return true;
+    }
+    return false;
+  }
+
   /**
    * Walks `path`. Returns the key's range for target 'key' (or when the value is empty), else the
    * value's range. When the path leaves the document, returns the deepest node reached.
@@ -179,15 +220,13 @@ export class PositionIndex {
       node = this.deref(node);
       const isLast = i === path.length - 1;
       if (node.kind === 'map') {
-        let byKey = this.keyed.get(node);
-        if (!byKey) {
-          byKey = new Map();
-          // the last occurrence wins, as it does for the value
-          for (const p of pairsOf(this.text, node)) byKey.set(keyText(p.key), p);
-          this.keyed.set(node, byKey);
+        const key = String(seg);
+        const found = this.pairsByKey(node).get(key);
+        if (!found) {
+          // brought in by a merge key: reported at the `<<` entry, wherever it stands in the mapping
+          const merge = this.mergeEntry(node);
+          return merge && this.merges(merge.value, key, 0) ? [merge.key.start, Math.max(merge.key.end, merge.key.start + 1)] : best;
         }
-        const found = byKey.get(String(seg));
-        if (!found) return best;
         const keyRange: Range = [found.key.start, Math.max(found.key.end, found.key.start + 1)];
         const v = found.value;
         if (!v) return keyRange;

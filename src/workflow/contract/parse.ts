@@ -6,7 +6,7 @@
 import { isPlainObject, type JsonObject } from '../../core/json.js';
 import type { Path } from '../../core/path.js';
 import { didYouMean } from '../../core/suggest.js';
-import { error, hasErrors, warning, type Diagnostic } from '../../diagnostics/diagnostic.js';
+import { error, warning, type Diagnostic } from '../../diagnostics/diagnostic.js';
 import type { SchemaCompiler } from '../json-schema.js';
 import { checkShape } from '../shape.js';
 import { fileContractOf } from '../files.js';
@@ -23,7 +23,6 @@ export interface ParseContractOptions {
 
 export function parseContract(raw: unknown, opts: ParseContractOptions, out: Diagnostic[]): AgentContract | undefined {
   const { base, file, compiler } = opts;
-  const before = out.length;
   checkShape(raw, contractShape(file !== undefined), base, out);
   if (!isPlainObject(raw)) return undefined;
   const loc = (...p: Path): Loc => ({ ...(file !== undefined ? { file } : {}), path: [...base, ...p] });
@@ -75,7 +74,9 @@ export function parseContract(raw: unknown, opts: ParseContractOptions, out: Dia
   }
   const files = fileContractOf(raw, base, { fanOut: undefined }, out);
   if (files) c.files = files;
-  if (c.contractVersion !== CONTRACT_VERSION || hasErrors(out.slice(before))) return undefined;
+  // a contract with shape errors still takes part in the checks against the phases (an agent version, an output
+  // schema): every field above is kept only when it is well formed, so the file's other problems show in the same pass
+  if (c.contractVersion !== CONTRACT_VERSION) return undefined;
   return c;
 }
 
