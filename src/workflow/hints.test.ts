@@ -23,6 +23,13 @@ describe('wrong-type and invalid-value hints', () => {
     expect(h['wrong-type agents.a.version']).toMatch(/quote/);
   });
 
+  test('one name for a list that is the phase itself: the hint does not offer `[a]`, which would be a cycle', () => {
+    const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    depends_on: a\n  b:\n    assign: x\n    depends_on: a\n`);
+    expect(h['wrong-type workflow.a.depends_on']).not.toContain('`[a]`');
+    expect(h['wrong-type workflow.a.depends_on']).toContain('`depends_on`');
+    expect(h['wrong-type workflow.b.depends_on']).toContain('`[a]`');
+  });
+
   test('an enum given a number names the values; an empty string says what to do', () => {
     const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    retry: {backoff: 3}\n  b:\n    assign: ""\n`);
     expect(h['wrong-type workflow.a.retry.backoff']).toContain('`exponential`');

@@ -118,7 +118,9 @@ function actualName(value: unknown): string {
 
 export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagnostic[]): void {
   const wrong = (expected: string): void => {
-    const hint = hintFor(value, shape);
+    // `depends_on: a` in phase `a`: the list `[a]` would be a cycle, not a fix
+    const selfDependency = path.length === 3 && path[0] === 'workflow' && path[2] === 'depends_on' && value === path[1];
+    const hint = selfDependency ? `a phase cannot depend on itself: list the phases \`${String(path[1])}\` waits for (\`[other]\`), or remove \`depends_on\`` : hintFor(value, shape);
     out.push(error('wrong-type', path, `expected ${expected}, got ${actualName(value)}`, hint ? { hint } : {}));
   };
   switch (shape.t) {
