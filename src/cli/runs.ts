@@ -129,6 +129,11 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
     out.push(`${c.bold(`run ${safeText(record.runId, 200)}`)}  ${colorStatus(record.status, c)}  ${safeText(record.workflowName, 200)}${workflow ? ` (${safeText(workflow.path, 500)})` : ''}`);
     out.push(`  started ${new Date(record.createdAt).toISOString()}${record.endedAt !== null ? `, ended ${new Date(record.endedAt).toISOString()}` : ''}${record.costUsd > 0 ? `, cost $${record.costUsd}` : ''}`);
     if (result.error) out.push(`  ${c.red(safeText(result.error.code, 200))}: ${safeText(result.error.message)}`);
+    else if (record.status === 'cancelled') {
+      // why, as `baton cancel --reason` (or the engine) gave it
+      const cancelled = result.events.findLast((e) => e.type === 'run.cancelled');
+      if (cancelled) out.push(`  ${c.red('cancelled')}: ${safeText(cancelled.reason)}`);
+    }
     out.push('', c.bold('phases'));
     for (const [name, p] of Object.entries(result.phases)) {
       // items are counted under their phase (`--items PHASE` lists them)

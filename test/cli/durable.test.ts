@@ -313,8 +313,12 @@ describe('the durable commands', () => {
       expect(await run(args, io), args.join(' ')).toBe(2);
       expect(io.err()).not.toMatch(/\n\s+at /);
     }
-    expect(await run(['cancel', 'd1'], capture(cwd))).toBe(0);
+    expect(await run(['cancel', 'd1', '--reason', 'budget review'], capture(cwd))).toBe(0);
     expect((await showJson(cwd, 'd1')).status).toBe('cancelled');
+    // show says why (it was only in the events)
+    const shown = capture(cwd);
+    expect(await run(['show', 'd1'], shown)).toBe(0);
+    expect(shown.out()).toMatch(/^ {2}cancelled: budget review$/m);
     expect(await run(['cancel', 'd1'], capture(cwd))).toBe(1);
   });
 
