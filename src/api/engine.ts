@@ -495,8 +495,10 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const timeoutMs = typeof record.options['timeout_ms'] === 'number' ? record.options['timeout_ms'] : undefined;
     const newId = opts.runId ?? newRunId(this.clock.now());
     // a rerun is a new trace (its own run span), not a part of the first run's parent
-    const { traceparent: _tp, ...kept } = record.options;
-    const rerunOptions: JsonObject = { ...kept, rerun_of: runId, from };
+    const { traceparent: _tp, auto_approve: _aa, ...kept } = record.options;
+    // gates approve themselves as in the first run, unless the rerun says otherwise (`autoApprove: false`)
+    const autoApprove = opts.autoApprove ?? record.options['auto_approve'] === true;
+    const rerunOptions: JsonObject = { ...kept, ...(autoApprove ? { auto_approve: true } : {}), rerun_of: runId, from };
     // the files the reused phases synced, brought to this run's paths before it starts (a phase it runs reads them)
     const files = await this.rerunFiles(model, record, w, state, events, new Set(outputs.keys()), newId);
     const first = await startRun(
@@ -507,7 +509,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
         trigger: record.trigger,
         ...(record.initialState ? { initialState: record.initialState } : {}),
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : timeoutMs !== undefined ? { timeoutMs } : {}),
-        ...(opts.autoApprove || record.options['auto_approve'] === true ? { autoApprove: true } : {}),
+        ...(autoApprove ? { autoApprove: true } : {}),
         bindings: opts.bindings ?? record.bindings,
         options: rerunOptions,
         ...(w ? { path: w.path } : {}),

@@ -82,7 +82,7 @@ async function rerunHere(args: string[], io: CliIo, held: { fg?: Foreground }): 
     // a detached rerun is not followed here: a gate it opens at once waits in the store, not on this process
     const holder: ViewHolder = { fg: (held.fg = new Foreground(io, values, store.kind === 'memory')), detached: values.detach === true };
     engine = await makeEngine(store, io, values, holder);
-    const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}), ...(values['failed-items'] ? { failedItems: true } : {}) });
+    const id = await engine.rerun(positionals[0]!, values.from, { ...(values['run-id'] !== undefined ? { runId: values['run-id'] } : {}), ...(values['failed-items'] ? { failedItems: true } : {}), ...(values['no-auto-approve'] ? { autoApprove: false } : {}) });
     const record = (await store.run(id))!;
     if (values.detach) {
       io.stdout(values.json ? JSON.stringify({ runId: id, status: 'running', store: store.location }) + '\n' : `${id}\n`);

@@ -128,6 +128,7 @@ export const RERUN_OPTIONS = {
   'run-id': { type: 'string', arg: 'ID', desc: 'the new run’s id', shown: 'a new id' },
   detach: { type: 'boolean', default: false, desc: 'only store the new run and print its id' },
   'failed-items': { type: 'boolean', default: false, desc: 'with a for_each PHASE: run only its failed or skipped items again, keep the others' },
+  'no-auto-approve': { type: 'boolean', default: false, desc: 'ask at every gate, though the first run was started with --auto-approve (a rerun approves as the first run did)' },
 } as const satisfies OptionTable;
 
 export const WORKER_OPTIONS = {

@@ -380,6 +380,19 @@ describe('the durable commands', () => {
     expect((await showJson(cwd, 'rg2')).gates).toMatchObject([{ id: 'approve-publish', status: 'open' }]);
   });
 
+  test('rerun of a run started with --auto-approve approves as it did; --no-auto-approve makes it ask', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), GATED);
+    expect(await run(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'ra1', '--auto-approve', '-q'], capture(cwd))).toBe(0);
+    expect((await showJson(cwd, 'ra1')).status).toBe('completed');
+    expect(await run(['rerun', 'ra1', '--from', 'publish', '--stub-agents', '--run-id', 'ra2', '-q'], capture(cwd))).toBe(0);
+    expect((await showJson(cwd, 'ra2')).status).toBe('completed');
+    const io = capture(cwd);
+    expect(await run(['rerun', 'ra1', '--from', 'publish', '--stub-agents', '--run-id', 'ra3', '--no-auto-approve', '--detach'], io)).toBe(0);
+    expect(io.err()).toContain('baton approve ra3 approve-publish');
+    expect((await showJson(cwd, 'ra3')).gates).toMatchObject([{ id: 'approve-publish', status: 'open' }]);
+  });
+
   test('a detached run is finished by a worker process', async () => {
     const cwd = dir();
     writeFileSync(join(cwd, 'workflow.yaml'), CHAIN);
