@@ -59,11 +59,11 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     }
     const ended = remote.endedTask(token);
     if (!ended) {
-      // a token made before a restart (by a server with the same keys) still names its attempt: its late outcome is recorded there
+      // a token made before a restart, or by another server with the same keys on this store, still names its attempt: its late outcome is recorded there (never applied: the outcome's worker is not the lease holder)
       const named = remote.attemptOfToken(token);
       if (named && mayActAsAgent(r.principal, named.agent)) {
         if (outcome) void recordStale(named.runId, named.key, named.attempt, `remote agent ${r.principal.name}`, outcome === 'completed');
-        throw new HttpError(409, 'unknown-token', `attempt ${named.attempt} of ${named.key} (run ${named.runId}) ended before this server started${outcome ? ': the outcome is recorded, not applied' : ''}; claim again`, { status: 'unknown', stop: true });
+        throw new HttpError(409, 'unknown-token', `this server holds no live task with this token: attempt ${named.attempt} of ${named.key} (run ${named.runId}) ended before it started, or another server holds it${outcome ? '; the outcome is recorded, not applied' : ''}; claim again`, { status: 'unknown', stop: true });
       }
       if (outcome) host.log(`remote agent ${r.principal.name}: ${outcome === 'completed' ? 'a completion' : 'a failure'} with an unknown token (made up, or from a server with other keys): refused`);
       throw new HttpError(409, 'unknown-token', 'this server knows no task with this token: it ended before a restart, or never was; claim again', { status: 'unknown', stop: true });

@@ -67,7 +67,7 @@ test('a completion with a token from before a restart is refused (409) and recor
     const late = await api(second.server.url, 'POST', `/tasks/${token}/complete`, { key: AGENT, body: { output: { i: 1 } } });
     expect(late.status).toBe(409);
     expect(late.body['error']).toMatchObject({ code: 'unknown-token', stop: true });
-    expect((late.body['error'] as { message: string }).message).toMatch(/attempt 1 of p .*recorded, not applied/);
+    expect((late.body['error'] as { message: string }).message).toMatch(/attempt 1 of p .*the outcome is recorded, not applied/);
     await until(async () => stale(await second.store.events(runId)).length > 0);
     expect(stale(await second.store.events(runId))).toEqual([expect.objectContaining({ phase: 'p', attempt: 1, outcome: 'completed', worker: 'remote agent q' })]);
     // the run goes on: attempt 2 is claimed and completed under a token of the new server
