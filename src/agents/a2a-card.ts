@@ -8,7 +8,7 @@ import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import { didYouMean } from '../core/suggest.js';
 import { networkErrorText } from '../core/errors.js';
 import type { A2aDecl, WorkflowModel } from '../workflow/model.js';
-import { authFetch, cardLocation } from './a2a.js';
+import { authFetch, cardLocation, LEGACY_COMPAT } from './a2a.js';
 import { JSON_MODE, loadA2a, type A2aCard } from './a2a-sdk.js';
 
 export interface CardCheckOptions {
@@ -35,16 +35,18 @@ async function checkOne(id: string, decl: A2aDecl, opts: CardCheckOptions): Prom
     return [warning('a2a-card-unreachable', [...at, 'url'], `cannot read the agent card of \`${id}\` at ${decl.url}: ${networkErrorText(e)}`, { hint: 'is the agent running? `baton check` reads the card at /.well-known/agent-card.json under the URL (or the URL itself when it ends in .json)' })];
   }
   const out: Diagnostic[] = [];
-  const skill = decl.skill === undefined ? undefined : card.skills.find((s) => s.id === decl.skill);
+  // a card in protobuf JSON leaves empty lists out (a skill without `inputModes` takes the card's defaults)
+  const skills = card.skills ?? [];
+  const skill = decl.skill === undefined ? undefined : skills.find((s) => s.id === decl.skill);
   if (decl.skill !== undefined && !skill) {
-    const ids = card.skills.map((s) => s.id);
+    const ids = skills.map((s) => s.id);
     const near = didYouMean(decl.skill, ids);
     out.push(error('a2a-unknown-skill', [...at, 'skill'], `the agent card of \`${id}\` (${card.name}) lists no skill \`${decl.skill}\`${near ? `; ${near}` : ''}`, { hint: ids.length > 0 ? `its skills: ${ids.slice(0, 20).join(', ')}` : 'its card lists no skills' }));
   }
   const where = skill ? [...at, 'skill'] : [...at, 'url'];
   const whose = skill ? `skill \`${skill.id}\`` : 'card';
-  const inModes = skill && skill.inputModes.length > 0 ? skill.inputModes : card.defaultInputModes;
-  const outModes = skill && skill.outputModes.length > 0 ? skill.outputModes : card.defaultOutputModes;
+  const inModes = (skill?.inputModes ?? []).length > 0 ? skill!.inputModes : (card.defaultInputModes ?? []);
+  const outModes = (skill?.outputModes ?? []).length > 0 ? skill!.outputModes : (card.defaultOutputModes ?? []);
   if (inModes.length > 0 && !inModes.some(takesJson)) out.push(error('a2a-mode-mismatch', where, `\`${id}\`: its ${whose} takes ${inModes.join(', ')}, not ${JSON_MODE}: Baton sends the phase's input as a JSON data part`));
   if (outModes.length > 0 && !outModes.some(takesJson)) {
     const text = outModes.some((m) => mediaType(m) === 'text/plain' || mediaType(m) === 'text');
@@ -77,7 +79,7 @@ async function fetchCard(decl: A2aDecl, opts: CardCheckOptions): Promise<A2aCard
   const timeoutMs = opts.timeoutMs ?? 5000;
   const timed: typeof fetch = (input, init) => base(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
   const { base: url, path } = cardLocation(decl.url);
-  const card = await new client.DefaultAgentCardResolver({ fetchImpl: timed }).resolve(url, path);
-  if (!Array.isArray(card.skills) || typeof card.name !== 'string') throw new Error('the answer is not an agent card');
+  const card = await new client.DefaultAgentCardResolver({ fetchImpl: timed, legacyCompat: LEGACY_COMPAT }).resolve(url, path);
+  if ((card.skills !== undefined && !Array.isArray(card.skills)) || typeof card.name !== 'string') throw new Error('the answer is not an agent card');
   return card;
 }

@@ -1,6 +1,7 @@
 /**
  * A2A agents (`x-a2a: {url, skill?}`): each attempt is one A2A task on another framework's agent,
- * spoken to with `@a2a-js/sdk`'s client (protocol v1.0, JSON-RPC binding). The phase's input goes
+ * spoken to with `@a2a-js/sdk`'s client (JSON-RPC binding; protocol v1.0, or v0.3 when the agent's card
+ * is of v0.3, through the SDK's own compatibility layer). The phase's input goes
  * in as a data part; the reply's data part (the completed task's artifacts, else its status
  * message, else a direct message reply) is the attempt's output, validated by the engine against
  * the phase's outputs as any agent's is. A reply with text only is handed over as
@@ -32,6 +33,9 @@ export interface A2aAgentOptions extends A2aDecl {
   /** How often, at most, a task that a non-streaming send left running is polled (default 1000 ms; the first polls come sooner). */
   pollMs?: number | undefined;
 }
+
+/** The SDK's v0.3 compatibility layer, on in the card resolver and the transport factory alike. */
+export const LEGACY_COMPAT = { enabled: true } as const;
 
 type Client = Awaited<ReturnType<InstanceType<A2aClientSdk['ClientFactory']>['createFromUrl']>>;
 
@@ -95,7 +99,14 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
     connecting ??= (async () => {
       const { client: c } = await loadA2a('an `x-a2a` agent');
       const f = refusalFetch(name, opts.tokenEnv, authFetch(tokenOf(opts, opts.env ?? process.env, opts.agentId), opts.fetch));
-      const factory = new c.ClientFactory(c.ClientFactoryOptions.createFrom(c.ClientFactoryOptions.default, { transports: [new c.JsonRpcTransportFactory({ fetchImpl: f })], cardResolver: new c.DefaultAgentCardResolver({ fetchImpl: f }) }));
+      // legacyCompat: an agent whose card is of A2A v0.3 (most agents deployed before v1.0) is spoken to in
+      // v0.3 (message/send, kind-tagged parts), chosen by the card's version; a v1.0 card is read as before
+      const factory = new c.ClientFactory(
+        c.ClientFactoryOptions.createFrom(c.ClientFactoryOptions.default, {
+          transports: [new c.JsonRpcTransportFactory({ fetchImpl: f, legacyCompat: LEGACY_COMPAT })],
+          cardResolver: new c.DefaultAgentCardResolver({ fetchImpl: f, legacyCompat: LEGACY_COMPAT }),
+        }),
+      );
       const { base, path } = cardLocation(opts.url);
       const client = await factory.createFromUrl(base, path);
       return { client, card: await client.getAgentCard() };

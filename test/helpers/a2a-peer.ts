@@ -8,12 +8,18 @@
  * (`input-required`, or `auth-required` with `{mode: 'auth'}`) and answers with what it is told
  * (`{mode: 'ask-wrong'}`: in an output of the wrong shape);
  * `{mode: 'hang'}` works until it is cancelled; `{mode: 'text'}` answers with a text part only.
+ *
+ * `legacy: true` makes it an agent of A2A v0.3, as most agents others deployed before v1.0 are: its card
+ * has v0.3's shape (`url`, `protocolVersion: "0.3.0"`, `preferredTransport`, kind-tagged security
+ * schemes) and its endpoint speaks v0.3 JSON-RPC only (`message/send`, `tasks/get`, ..., kind-tagged
+ * parts), through the SDK's own `LegacyJsonRpcTransportHandler` over the same request handler.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState, type AgentCard, type Message, type Part, type Task } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, JsonRpcTransportHandler, ServerCallContext, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
+import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 
 export interface A2aPeer {
   url: string;
@@ -36,6 +42,10 @@ export interface PeerOptions {
   defaultOutputModes?: string[];
   /** The RPC endpoint answers 401 to a request without `Authorization: Bearer <token>` (the card stays public). */
   token?: string;
+  /** An agent of A2A v0.3: a v0.3 card, v0.3 JSON-RPC only. */
+  legacy?: boolean;
+  /** The JSON-RPC methods the peer was called with (in order). */
+  methods?: string[];
 }
 
 const data = (value: unknown): Part => ({ content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType: 'application/json' });
@@ -118,13 +128,27 @@ export async function startA2aPeer(opts: PeerOptions = {}): Promise<A2aPeer> {
     skills: (opts.skills ?? [{ id: 'answer' }]).map((s) => ({ id: s.id, name: s.id, description: s.id, tags: [], examples: [], inputModes: s.inputModes ?? [], outputModes: s.outputModes ?? [], securityRequirements: [] })),
     signatures: [],
   });
-  const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
-  const rpc = new JsonRpcTransportHandler(handler);
+  // what a v0.3 agent serves at /.well-known/agent-card.json (A2A v0.3 AgentCard)
+  const legacyCard = (): Record<string, unknown> => ({
+    name: 'peer',
+    description: 'a test A2A v0.3 agent',
+    url: `${url}/a2a`,
+    preferredTransport: 'JSONRPC',
+    protocolVersion: '0.3.0',
+    version: '1.0.0',
+    capabilities: { streaming: opts.streaming ?? true, pushNotifications: false },
+    ...(opts.token !== undefined ? { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, security: [{ bearer: [] }] } : {}),
+    defaultInputModes: opts.defaultInputModes ?? ['application/json', 'text/plain'],
+    defaultOutputModes: opts.defaultOutputModes ?? ['application/json'],
+    skills: (opts.skills ?? [{ id: 'answer' }]).map((s) => ({ id: s.id, name: s.id, description: s.id, tags: [], ...(s.inputModes ? { inputModes: s.inputModes } : {}), ...(s.outputModes ? { outputModes: s.outputModes } : {}) })),
+  });
+  const handler = new DefaultRequestHandler(opts.legacy ? { ...card(), supportedInterfaces: [{ url: `${url}/a2a`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' }] } : card(), new InMemoryTaskStore(), executor);
+  const rpc = opts.legacy ? new LegacyJsonRpcTransportHandler(handler) : new JsonRpcTransportHandler(handler);
 
   const server: Server = createServer((req, res) => {
     void (async () => {
       if (req.method === 'GET' && req.url === '/.well-known/agent-card.json') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card()));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(opts.legacy ? legacyCard() : card()));
         return;
       }
       if (req.method !== 'POST' || req.url !== '/a2a') {
@@ -137,7 +161,13 @@ export async function startA2aPeer(opts: PeerOptions = {}): Promise<A2aPeer> {
         return;
       }
       const body = await readBody(req);
-      const out = await rpc.handle(body, new ServerCallContext({ requestedVersion: '1.0' }));
+      try {
+        const method = (JSON.parse(body) as { method?: unknown }).method;
+        if (typeof method === 'string') opts.methods?.push(method);
+      } catch {
+        // the handler answers a body that is no JSON
+      }
+      const out = await rpc.handle(body, new ServerCallContext({ requestedVersion: opts.legacy ? '0.3' : '1.0' }));
       if (Symbol.asyncIterator in out) {
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
         for await (const ev of out) res.write(`data: ${JSON.stringify(ev)}\n\n`);
