@@ -144,7 +144,7 @@ describe('baton check reads a v0.3 agent card', () => {
   test('its skills and modes are checked as a v1.0 card\'s are', async () => {
     const p = await peer({ skills: [{ id: 'answer' }, { id: 'images', inputModes: ['image/png'] }] });
     expect(await check(flow(p.url, { skill: 'answer' }))).toEqual([]);
-    expect(await check(flow(p.url, { skill: 'anser' }))).toEqual([{ code: 'a2a-unknown-skill', severity: 'error' }].map((d) => expect.objectContaining(d)));
+    expect(await check(flow(p.url, { skill: 'anser' }))).toEqual([expect.objectContaining({ code: 'a2a-unknown-skill', severity: 'error' })]);
     expect(await check(flow(p.url, { skill: 'images' }))).toEqual([expect.objectContaining({ code: 'a2a-mode-mismatch', severity: 'error' })]);
   });
 
