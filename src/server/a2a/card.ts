@@ -16,6 +16,9 @@ export interface A2aSdkModules {
   sdk: typeof import('@a2a-js/sdk');
   server: typeof import('@a2a-js/sdk/server');
   errors: typeof import('@a2a-js/sdk/errors');
+  /** A2A v0.3 at the same endpoint: its JSON-RPC handler, over the same request handler. */
+  legacy: typeof import('@a2a-js/sdk/compat/v0_3/server');
+  compat: typeof import('@a2a-js/sdk/compat/v0_3');
 }
 
 /** The SDK's modules behind the opaque value `loadA2aServer()` returned. */
@@ -41,7 +44,11 @@ export function agentCard(o: Pick<A2aMountOptions, 'workflows' | 'edge' | 'name'
   return {
     name: o.name ?? 'baton',
     description: `Baton workflows served over A2A: each skill runs one workflow (its id is the workflow's name); send the trigger as a data part and name the skill in the message's metadata (\`skill\`).`,
-    supportedInterfaces: [{ url: `${origin}${A2A_PATH}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    // one endpoint for both versions (routes.ts tells them apart by their method names): v1.0 first, the one v1.0 clients pick
+    supportedInterfaces: [
+      { url: `${origin}${A2A_PATH}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+      { url: `${origin}${A2A_PATH}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
+    ],
     provider: undefined,
     version: o.version ?? '0.0.0',
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
@@ -63,3 +70,36 @@ export function agentCard(o: Pick<A2aMountOptions, 'workflows' | 'edge' | 'name'
   };
 }
 
+/** v0.3's name of the card's version. */
+const V03 = '0.3.0';
+
+/**
+ * The card as an A2A v0.3 client reads it: v0.3's top-level `url`, `preferredTransport` and
+ * `protocolVersion`, and its security schemes (`{type: "http", scheme: "bearer"}`) and `security`.
+ * `full`: the v1.0 card's JSON is kept beside them (what a client that sends no `A2A-Version`
+ * header gets: v0.3 clients send none, v1.0 clients send `1.0`; a v1.0 reader sees
+ * `supportedInterfaces` and takes it as v1.0, a v0.3 reader takes the fields it knows).
+ * Otherwise (`A2A-Version: 0.3`) it is v0.3's card alone, as the SDK's own compatibility layer gives it.
+ */
+export function legacyCard(v1: Record<string, unknown>, card: AgentCard, full: boolean): Record<string, unknown> {
+  const iface = card.supportedInterfaces[0]!;
+  const keyed = Object.keys(card.securitySchemes).length > 0;
+  const v03: Record<string, unknown> = {
+    name: card.name,
+    description: card.description,
+    url: iface.url,
+    preferredTransport: 'JSONRPC',
+    protocolVersion: V03,
+    version: card.version,
+    capabilities: { streaming: card.capabilities?.streaming ?? false, pushNotifications: false },
+    defaultInputModes: card.defaultInputModes,
+    defaultOutputModes: card.defaultOutputModes,
+    skills: card.skills.map((k) => ({ id: k.id, name: k.name, description: k.description, tags: k.tags, examples: k.examples, inputModes: k.inputModes, outputModes: k.outputModes })),
+    ...(keyed ? { security: [{ bearer: [] }] } : {}),
+  };
+  if (!full) return { ...v03, ...(keyed ? { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a Baton API key (docs/server.md#keys)' } } } : {}), supportedInterfaces: v1['supportedInterfaces'] };
+  // the v1.0 card's own fields win where both versions name one (capabilities, skills); the bearer scheme
+  // carries both shapes (a v1.0 reader takes its `httpAuthSecurityScheme`, a v0.3 one its `type` and `scheme`)
+  const schemes = v1['securitySchemes'] as Record<string, Record<string, unknown>> | undefined;
+  return { ...v03, ...v1, ...(keyed && schemes?.['bearer'] ? { securitySchemes: { ...schemes, bearer: { ...schemes['bearer'], type: 'http', scheme: 'bearer' } } } : {}) };
+}

@@ -19,8 +19,8 @@ export async function loadA2aServer(): Promise<A2aServerModules> {
   const { sdk } = await loadA2a('`baton serve --a2a`');
   // the shape routes.ts reads back (A2aSdkModules)
   const modules = await loadOptional('@a2a-js/sdk', '`baton serve --a2a`', async () => {
-    const [server, errors] = await Promise.all([import('@a2a-js/sdk/server'), import('@a2a-js/sdk/errors')]);
-    return { sdk, server, errors };
+    const [server, errors, legacy, compat] = await Promise.all([import('@a2a-js/sdk/server'), import('@a2a-js/sdk/errors'), import('@a2a-js/sdk/compat/v0_3/server'), import('@a2a-js/sdk/compat/v0_3')]);
+    return { sdk, server, errors, legacy, compat };
   });
   return modules as unknown as A2aServerModules;
 }

@@ -15,7 +15,7 @@ import { authenticate, HttpError, methodNotAllowed, readJsonBody } from '../http
 import { mayDo, type Principal } from '../keys.js';
 import type { RouteSpec } from '../schemas.js';
 import { WorkflowFolder } from '../workflows.js';
-import { agentCard, type A2aMountOptions, type A2aSdkModules } from './card.js';
+import { agentCard, legacyCard, type A2aMountOptions, type A2aSdkModules } from './card.js';
 import { A2A_PATH, CARD_PATH } from './modules.js';
 import { A2aTasks, GONE, PRINCIPAL } from './tasks.js';
 
@@ -23,24 +23,35 @@ const RPC_SPEC: RouteSpec = { method: 'post', path: A2A_PATH, operationId: 'a2a'
 
 /** Adds the A2A routes to `app` (before its not-found handler). */
 export function mountA2a(app: Hono, o: A2aMountOptions): void {
-  const { server, sdk, errors } = o.modules;
+  const { server, sdk, errors, legacy, compat } = o.modules;
   let origin = 'http://127.0.0.1';
   const card = (): AgentCard => agentCard(o, origin);
   const tasks = new A2aTasks({ engine: o.engine, workflows: o.workflows, hub: o.hub, closing: o.closing, sdk, errors, card });
   const rpc = new server.JsonRpcTransportHandler(tasks);
+  // A2A v0.3 clients (most agents deployed before v1.0) at the same endpoint, told apart by their
+  // method names (`message/send`, `tasks/get`, ...) or an `A2A-Version: 0.3` header: the SDK's own
+  // compatibility layer over the same tasks
+  const legacyRpc = new legacy.LegacyJsonRpcTransportHandler(tasks);
 
   app.get(CARD_PATH, (c) => {
     origin = new URL(c.req.url).origin;
     // one skill per workflow the folder holds now, as GET /workflows lists them: one added since the last
     // read is offered, one removed is not (the card listed the folder as it was when last read otherwise)
     if (o.workflows instanceof WorkflowFolder) o.workflows.refresh();
-    return c.json(sdk.AgentCard.toJSON(card()) as Record<string, unknown>);
+    const now = card();
+    const v1 = sdk.AgentCard.toJSON(now) as Record<string, unknown>;
+    c.header('vary', 'A2A-Version');
+    // v1.0 clients send `A2A-Version: 1.0` and get v1.0's card; v0.3 clients send none (the card then
+    // carries v0.3's fields too) or `0.3` (v0.3's card alone)
+    const asked = c.req.header('a2a-version');
+    if (asked === undefined || asked === '') return c.json(legacyCard(v1, now, true));
+    return c.json(isLegacyVersion(asked) ? legacyCard(v1, now, false) : v1);
   });
 
   app.post(A2A_PATH, async (c) => {
     origin = new URL(c.req.url).origin;
     const principal = authenticate(c, RPC_SPEC, o.edge);
-    const mapError = (e: unknown): unknown => server.JsonRpcTransportHandler.mapToJSONRPCError(e);
+    const asked = c.req.header('a2a-version');
     let body: Record<string, unknown>;
     try {
       body = await readJsonBody(c, o.edge.bodyLimit);
@@ -48,10 +59,12 @@ export function mountA2a(app: Hono, o: A2aMountOptions): void {
       if (e instanceof HttpError && e.status === 413) throw e;
       return c.json({ jsonrpc: '2.0', id: null, error: bodyError(e, errors) });
     }
+    const old = compat.isLegacyJsonRpcMethod(body['method']) || (asked !== undefined && isLegacyVersion(asked));
+    const mapError = (e: unknown): unknown => (old ? legacy.LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e) : server.JsonRpcTransportHandler.mapToJSONRPCError(e));
     const malformed = notRequest(body);
     if (malformed) return c.json({ jsonrpc: '2.0', id: idOf(body), error: { code: -32600, message: malformed } });
     const notification = isNotification(body);
-    const denied = refusal(body, principal);
+    const denied = refusal(body['method'], old && typeof body['method'] === 'string' ? compat.legacyJsonRpcToV1Method(body['method']) : body['method'], principal);
     if (denied) {
       if (notification) throw new HttpError(403, 'forbidden', denied);
       return c.json({ jsonrpc: '2.0', id: idOf(body), error: { code: -32600, message: denied } }, 403);
@@ -59,13 +72,13 @@ export function mountA2a(app: Hono, o: A2aMountOptions): void {
     // the caller going away (its connection closed) ends any wait on the run; a notification's caller waits for nothing
     const left = new AbortController();
     if (notification) left.abort();
-    const context = new server.ServerCallContext({ requestedVersion: c.req.header('a2a-version') ?? '1.0', state: new Map<string, unknown>([[PRINCIPAL, principal], [GONE, AbortSignal.any([left.signal, c.req.raw.signal])]]) });
+    const context = new server.ServerCallContext({ requestedVersion: asked ?? (old ? '0.3' : '1.0'), state: new Map<string, unknown>([[PRINCIPAL, principal], [GONE, AbortSignal.any([left.signal, c.req.raw.signal])]]) });
     try {
       server.validateVersion(context.requestedVersion, card(), 'JSONRPC');
     } catch (e) {
       return notification ? c.body(null, 204) : c.json({ jsonrpc: '2.0', id: idOf(body), error: mapError(e) });
     }
-    const out = await rpc.handle(body, context);
+    const out = await (old ? legacyRpc : rpc).handle(body, context);
     if (notification) return carriedOut(c, out);
     if (!(Symbol.asyncIterator in out)) return c.json(out as unknown as Record<string, unknown>);
     // The first event is awaited before the stream starts, as the SDK's own transport glue does: a
@@ -149,10 +162,16 @@ function idOf(body: Record<string, unknown>): string | number | null {
   return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
 }
 
-/** Why the caller may not call this method (undefined: it may). Writes need operator or admin; reads any role but agent. */
-function refusal(body: Record<string, unknown>, p: Principal): string | undefined {
-  const method = typeof body['method'] === 'string' ? body['method'] : '';
-  const write = method === 'SendMessage' || method === 'SendStreamingMessage' || method === 'CancelTask';
+/** A2A-Version in v0.3's range ([0.3, 1.0)), as the SDK reads it. */
+function isLegacyVersion(v: string): boolean {
+  const m = /^(\d+)\.(\d+)/.exec(v.trim());
+  return m !== null && m[1] === '0' && Number(m[2]) >= 3;
+}
+
+/** Why the caller may not call this method (`v1`: its v1.0 name; undefined: it may). Writes need operator or admin; reads any role but agent. */
+function refusal(name: unknown, v1: unknown, p: Principal): string | undefined {
+  const method = typeof name === 'string' ? name : '';
+  const write = v1 === 'SendMessage' || v1 === 'SendStreamingMessage' || v1 === 'CancelTask';
   if (write ? mayDo(p, 'start') : mayDo(p, 'read')) return undefined;
   return `key \`${p.name}\` may not call ${method || 'this method'}: ${write ? 'starting, answering or cancelling a task needs an operator or admin key' : 'reading needs a reader, operator or admin key'}`;
 }
