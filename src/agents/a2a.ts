@@ -147,9 +147,11 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
       // a hand-over (the worker stops, the lease is lost) keeps the A2A task for the next attempt (its ids are checkpointed)
       if (taskId === undefined || cancelSent || isHandOver(ctx.signal.reason)) return;
       cancelSent = true;
-      void conn.client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+      void conn.client.cancelTask({ tenant: '', id: taskId, metadata: undefined }, { signal: AbortSignal.timeout(5000), ...traced(ctx) }).catch(() => undefined);
     };
     ctx.signal.addEventListener('abort', onAbort, { once: true });
+    // each call carries the attempt's W3C trace context (when tracing is on): the peer's spans join the run's trace
+    const call = { signal: ctx.signal, ...traced(ctx) };
     const send = async (msg: A2aMessage): Promise<Reply> => {
       // Without a stream a new task is asked for at once (then polled), so its id is known and an abort can
       // cancel it. A follow-up (an answer) blocks as before: its task id is known, and the first event an
@@ -157,13 +159,13 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
       const req = { tenant: '', message: msg, configuration: { acceptedOutputModes: ['application/json', 'text/plain'], taskPushNotificationConfig: undefined, returnImmediately: !stream && msg.taskId === '' }, metadata };
       try {
         if (!stream) {
-          const r = await conn.client.sendMessage(req, { signal: ctx.signal });
+          const r = await conn.client.sendMessage(req, call);
           if ('messageId' in r) return { kind: 'message', message: r };
           known(r);
           return { kind: 'task', task: r };
         }
         let task: A2aTask | undefined;
-        for await (const ev of conn.client.sendMessageStream(req, { signal: ctx.signal })) {
+        for await (const ev of conn.client.sendMessageStream(req, call)) {
           const p = ev.payload;
           if (!p) continue;
           if (p.$case === 'message') return { kind: 'message', message: p.value };
@@ -199,7 +201,7 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
         // soon at first (a quick agent is not made to wait a second), then every pollMs
         for (let wait = Math.min(25, opts.pollMs ?? 1000); !isTerminal(stateOf(task)) && !isInterrupted(stateOf(task)); wait = Math.min(wait * 2, opts.pollMs ?? 1000)) {
           await pause(wait, ctx.signal);
-          task = await conn.client.getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: ctx.signal }).catch((e: unknown) => {
+          task = await conn.client.getTask({ tenant: '', id: task.id, historyLength: 0 }, call).catch((e: unknown) => {
             throw failureOf(e, ctx, name);
           });
         }
@@ -218,7 +220,7 @@ export function a2aAgent(opts: A2aAgentOptions): AgentHandler {
           } catch (e) {
             // The agent refused the answer (an invalid-params error: not one of its choices, say) and its task
             // still asks: the human is asked again, told why. Before, the attempt failed on the human's typo.
-            const again: A2aTask | undefined = isRefusal(e) ? await conn.client.getTask({ tenant: '', id: task.id, historyLength: 0 }, { signal: ctx.signal }).catch(() => undefined) : undefined;
+            const again: A2aTask | undefined = isRefusal(e) ? await conn.client.getTask({ tenant: '', id: task.id, historyLength: 0 }, call).catch(() => undefined) : undefined;
             if (!again || !isInterrupted(stateOf(again)) || ctx.signal.aborted) throw e;
             const said = (e as Error).message;
             refused = `the agent refused the answer: ${said.startsWith(`${name}: `) ? said.slice(name.length + 2) : said}`;
@@ -274,7 +276,7 @@ async function resumed(ctx: AgentContext, client: Client, name: string): Promise
   const cp = ctx.lastCheckpoint;
   if (!isPlainObject(cp) || !isPlainObject(cp['a2a']) || typeof cp['a2a']['task_id'] !== 'string') return undefined;
   try {
-    const task = await client.getTask({ tenant: '', id: cp['a2a']['task_id'], historyLength: 0 }, { signal: ctx.signal });
+    const task = await client.getTask({ tenant: '', id: cp['a2a']['task_id'], historyLength: 0 }, { signal: ctx.signal, ...traced(ctx) });
     const state = stateOf(task);
     // an ended task is not continued: a new one starts. A failed or cancelled one (an attempt that timed out)
     // has nothing to give; a completed one may have given an output the phase rejected, which a retry must not get again
@@ -316,6 +318,11 @@ function failureOf(e: unknown, ctx: AgentContext, name: string): unknown {
   if (own) return own;
   if (ctx.signal.aborted) return ctx.signal.reason ?? e;
   return new AgentError('A2AError', `${name}: ${(e as Error).message}`, { error: (e as Error).name });
+}
+
+/** The attempt's `traceparent` as a request header (the SDK's transports send service parameters as headers); none untraced. */
+function traced(ctx: AgentContext): { serviceParameters?: Record<string, string> } {
+  return ctx.trace ? { serviceParameters: { traceparent: ctx.trace.traceparent } } : {};
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

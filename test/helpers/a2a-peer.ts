@@ -46,6 +46,8 @@ export interface PeerOptions {
   legacy?: boolean;
   /** The JSON-RPC methods the peer was called with (in order). */
   methods?: string[];
+  /** The `traceparent` header of each JSON-RPC request (undefined: none was sent), in order. */
+  traceparents?: (string | undefined)[];
 }
 
 const data = (value: unknown): Part => ({ content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType: 'application/json' });
@@ -161,6 +163,7 @@ export async function startA2aPeer(opts: PeerOptions = {}): Promise<A2aPeer> {
         return;
       }
       const body = await readBody(req);
+      opts.traceparents?.push(typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined);
       try {
         const method = (JSON.parse(body) as { method?: unknown }).method;
         if (typeof method === 'string') opts.methods?.push(method);

@@ -36,7 +36,8 @@ async function tracedEngine(): Promise<{ t: ReturnType<typeof traced>; store: Aw
 
 describe('A2A agents in traces', () => {
   test('an x-a2a attempt is invoke_agent {agent}, with the peer as server.address/port and its task and context', async () => {
-    const peer: A2aPeer = await startA2aPeer();
+    const traceparents: (string | undefined)[] = [];
+    const peer: A2aPeer = await startA2aPeer({ traceparents });
     open.push(() => peer.close());
     const { t, store, engine } = await tracedEngine();
     const result = await engine.run(WorkflowSpec.fromString(flow(peer.url)), { trigger: { question: 'why', mode: 'plain' } });
@@ -52,6 +53,9 @@ describe('A2A agents in traces', () => {
     expect(typeof a!.attributes['gen_ai.conversation.id']).toBe('string');
     expect(parentOf(a!)).toBe(byName(spans, 'invoke_workflow via-a2a')[0]!.spanContext().spanId);
     expect(byName(spans, 'baton.attempt ask')).toEqual([]);
+    // the request to the peer carried the attempt's trace context: the peer's spans join the run's trace
+    expect(traceparents.length).toBeGreaterThan(0);
+    for (const tp of traceparents) expect(tp).toBe(`00-${a!.spanContext().traceId}-${a!.spanContext().spanId}-01`);
   });
 
   test('an x-a2a attempt whose card cannot be read is still invoke_agent {agent} (failed)', async () => {
