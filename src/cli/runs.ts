@@ -30,9 +30,15 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
     const limit = values.limit === undefined ? 100 : Number(values.limit);
     if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit expects a positive integer, got \`${values.limit}\``);
     store = await openCliStore(values, io, 'read');
-    const runs = await store.runs({ ...(status.length > 0 ? { status: status as RunStatus[] } : {}), ...(values.workflow !== undefined ? { workflow: values.workflow } : {}), limit });
+    // one more than shown: whether the list was cut (said on stderr, so stdout stays the table or the JSON)
+    const found = await store.runs({ ...(status.length > 0 ? { status: status as RunStatus[] } : {}), ...(values.workflow !== undefined ? { workflow: values.workflow } : {}), limit: limit + 1 });
+    const runs = found.slice(0, limit);
+    const more = (): void => {
+      if (found.length > limit) io.stderr(`the newest ${limit} runs${status.length > 0 ? ` (${status.join(', ')})` : ''} are listed, and there are more: --limit N lists more, --status and --workflow narrow the list\n`);
+    };
     if (values.json) {
       io.stdout(JSON.stringify(runs.map((r) => ({ run_id: r.runId, workflow: r.workflowName, status: r.status, created_at: new Date(r.createdAt).toISOString(), updated_at: new Date(r.updatedAt).toISOString(), ended_at: r.endedAt === null ? null : new Date(r.endedAt).toISOString(), cost_usd: r.costUsd })), null, 2) + '\n');
+      more();
       return 0;
     }
     if (runs.length === 0) {
@@ -46,6 +52,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
     const line = (cells: string[]): string => cells.map((x, i) => (i < 4 ? x.padEnd(widths[i]!) : x)).join('  ').trimEnd();
     io.stdout(c.bold(line(['RUN', 'WORKFLOW', 'STATUS', 'CREATED', 'COST'])) + '\n');
     for (const row of rows) io.stdout(line(row.map((x, i) => (i === 2 ? colorStatus(x, c) + ' '.repeat(Math.max(0, widths[2]! - x.length)) : x)).map((x, i) => (i === 2 ? x : x))) + '\n');
+    more();
     return 0;
   } catch (e) {
     return exitFor(e, 'runs', io);

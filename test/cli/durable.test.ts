@@ -304,6 +304,16 @@ describe('the durable commands', () => {
     const list = capture(cwd);
     expect(await run(['runs'], list)).toBe(0);
     expect(list.out()).toMatch(/d1\s+Gated\s+running/);
+    expect(list.err()).toBe('');
+    // a list cut by --limit says so on stderr (stdout stays the table, or the JSON)
+    expect(await run(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'd0', '--detach'], capture(cwd))).toBe(0);
+    const cut = capture(cwd);
+    expect(await run(['runs', '--limit', '1', '--json'], cut)).toBe(0);
+    expect(JSON.parse(cut.out())).toHaveLength(1);
+    expect(cut.err()).toMatch(/the newest 1 runs are listed, and there are more: --limit N/);
+    const whole = capture(cwd);
+    expect(await run(['runs', '--limit', '2'], whole)).toBe(0);
+    expect(whole.err()).toBe('');
     const show = capture(cwd);
     expect(await run(['show', 'd1', '--events'], show)).toBe(0);
     expect(show.out()).toMatch(/run\.started/);
