@@ -140,6 +140,15 @@ describe('a Baton workflow called as an A2A agent', () => {
     expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(done.id).toBe(t.id);
     expect(done.artifacts[0]!.parts[0]!.content).toEqual({ $case: 'data', value: { answer: 'blue' } });
+    // the task's history: the trigger sent, the question asked, the answer given (the same on every read)
+    const read = await c.getTask({ tenant: '', id: t.id, historyLength: undefined });
+    expect(read.history.map((m) => [m.role, m.parts[0]!.content])).toEqual([
+      [Role.ROLE_USER, { $case: 'data', value: {} }],
+      [Role.ROLE_AGENT, { $case: 'text', value: 'which colour?' }],
+      [Role.ROLE_USER, { $case: 'text', value: 'blue' }],
+    ]);
+    expect((await c.getTask({ tenant: '', id: t.id, historyLength: undefined })).history.map((m) => m.messageId)).toEqual(read.history.map((m) => m.messageId));
+    expect((await c.getTask({ tenant: '', id: t.id, historyLength: 1 })).history.map((m) => m.parts[0]!.content)).toEqual([{ $case: 'text', value: 'blue' }]);
   });
 
   test('an answer the gate refuses is an error, and the gate stays open', async () => {

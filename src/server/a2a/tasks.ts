@@ -18,7 +18,7 @@ import { BatonError } from '../../core/errors.js';
 import type { Json, JsonObject } from '../../core/json.js';
 import type { GateResult } from '../../engine/result.js';
 import { loadWorkflow } from '../../workflow/compile.js';
-import { answerOf, dataOf, dataPart, isInterrupted, isTerminal, message, stateName, textPart, type A2aSdk, type A2aTask } from '../../agents/a2a-sdk.js';
+import { answerOf, dataOf, dataPart, isInterrupted, isTerminal, message, stateName, textPart, type A2aMessage, type A2aSdk, type A2aTask } from '../../agents/a2a-sdk.js';
 import type { ChangeHub } from '../../api/changes.js';
 import type { Principal } from '../keys.js';
 import type { RegisteredWorkflow } from '../workflows.js';
@@ -77,7 +77,11 @@ export class A2aTasks implements A2ARequestHandler {
   }
 
   async getTask(params: Req<'getTask'>): Promise<A2aTask> {
-    return this.task(this.taskId(params.id));
+    const t = await this.task(this.taskId(params.id));
+    // historyLength: the most recent messages only (absent: all of them)
+    const n = params.historyLength;
+    if (typeof n === 'number' && Number.isInteger(n) && n >= 0) t.history = n === 0 ? [] : t.history.slice(-n);
+    return t;
   }
 
   async cancelTask(params: Req<'cancelTask'>, context: ServerCallContext): Promise<A2aTask> {
@@ -226,9 +230,29 @@ export class A2aTasks implements A2ARequestHandler {
       contextId: ctxId,
       status: { state, message: statusMessage, timestamp: new Date(record.updatedAt).toISOString() },
       artifacts,
-      history: [],
+      history: this.history(record, result.gates, ctxId),
       metadata: { workflow: record.workflowName, run_id: runId, run_status: record.status, ...(gate ? { gate_id: gate.id } : {}) },
     };
+  }
+
+  /**
+   * The task's messages, rebuilt from the run (every read gives the same, with the same ids): the
+   * trigger the caller sent, then for each gate in the order opened, the question asked and the answer
+   * or decision given (by an A2A follow-up, `baton respond`, the API: the run does not tell which).
+   */
+  private history(record: RunRecord, gates: readonly GateResult[], contextId: string): A2aMessage[] {
+    const { Role } = this.h.sdk;
+    const runId = record.runId;
+    const ids = { taskId: runId, contextId };
+    const said = (id: string, role: number, parts: ReturnType<typeof textPart>[]): A2aMessage => ({ ...message(role, parts, ids), messageId: `${runId}.${id}` });
+    const out: A2aMessage[] = [said('trigger', Role.ROLE_USER, [dataPart(record.trigger)])];
+    for (const g of [...gates].sort((a, b) => a.opened_at - b.opened_at)) {
+      const asked = g.kind === 'input' ? (g.question ?? 'an answer') : `approve or deny: ${g.reason}`;
+      out.push(said(`${g.id}.asked`, Role.ROLE_AGENT, [textPart(asked), dataPart(gateView(g))]));
+      if (g.status === 'answered' && g.value !== undefined) out.push(said(`${g.id}.answer`, Role.ROLE_USER, [typeof g.value === 'string' ? textPart(g.value) : dataPart(g.value)]));
+      else if (g.status === 'approved' || g.status === 'denied') out.push(said(`${g.id}.answer`, Role.ROLE_USER, [textPart(`${g.status === 'approved' ? 'approve' : 'deny'}${g.comment ? `: ${g.comment}` : ''}`)]));
+    }
+    return out;
   }
 
   /** The outputs of the phases nothing depends on: the one's object, or several keyed by phase. */
