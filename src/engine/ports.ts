@@ -147,6 +147,18 @@ export interface BatchCommit {
 /** Per commit of a batch: written, or not written because the run moved on (or another writer holds it now). */
 export type BatchResult = 'ok' | 'conflict';
 
+/** `RunStore.activity`: the active runs' rows, counted. */
+export interface ActivityCounts {
+  /** Runs by status (running, waiting). */
+  runs: { running: number; waiting: number };
+  /** Tasks ready for a worker, none of them held by a gate, by agent. */
+  ready: Record<string, number>;
+  /** Tasks running (an attempt holds them), by agent. */
+  running: Record<string, number>;
+  /** The active runs that ever opened a gate: only they can have one open now (their state says which). */
+  gated: string[];
+}
+
 /** What a worker can do in a run (from `findWork`). */
 export interface WorkHint {
   runId: string;
@@ -236,6 +248,11 @@ export interface RunStore {
    */
   events(runId: string, afterSeq?: number, limit?: number): Promise<RunEvent[]>;
   tasks(runId: string): Promise<TaskRow[]>;
+  /**
+   * What the active runs (running or waiting) hold now, counted where the rows are: for gauges
+   * (`/metrics`), whatever the number of runs. Optional: without it a scrape reads the active runs one by one.
+   */
+  activity?(): Promise<ActivityCounts>;
 
   /**
    * The run's latest snapshot of `format` (engine/snapshot.ts) and the events after it, or every

@@ -116,4 +116,25 @@ workflow:
     expect(series(text, 'baton_phases_completed_total')).toEqual(new Map([['{agent="x"}', 3]]));
     expect(series(text, 'baton_phases_failed_total')).toEqual(new Map([['{agent="y"}', 1]]));
   });
+
+  test('the gauges count every active run, not the newest 1,000; a plain run costs no state read', async () => {
+    const metrics = new ServerMetrics();
+    const store = new MemoryStore();
+    const engine = createEngine({ store, agents: { x: () => ({ n: 1 }), y: () => ({ n: 2 }) } });
+    // 1,500 runs stored and not driven (each first task waits for a worker), and one gated
+    for (let i = 0; i < 1_500; i += 100) await Promise.all(Array.from({ length: 100 }, () => engine.start(CHAIN, { detach: true })));
+    await engine.start(GATED, { detach: true });
+    let reads = 0;
+    const events = store.events.bind(store);
+    store.events = (...args: Parameters<MemoryStore['events']>) => ((reads++), events(...args));
+    const readState = store.readState.bind(store);
+    store.readState = (...args: Parameters<MemoryStore['readState']>) => ((reads++), readState(...args));
+    const text = await metrics.render(store);
+    await engine.close();
+    expect(series(text, 'baton_queue_depth')).toEqual(new Map([['{agent="x"}', 1_500]]));
+    expect(series(text, 'baton_runs_active')).toEqual(new Map([['{status="running"}', 1_500], ['{status="waiting"}', 1]]));
+    expect(series(text, 'baton_gates_open').get('{kind="run"}')).toBe(1);
+    // the gated run's state only
+    expect(reads).toBe(1);
+  });
 });

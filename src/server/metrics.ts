@@ -6,13 +6,13 @@
  */
 import { BoundedMap } from '../core/lru.js';
 import type { RunEvent } from '../engine/events.js';
-import { HELD, type RunStore } from '../engine/ports.js';
+import { HELD, type ActivityCounts, type RunStore } from '../engine/ports.js';
 import { loadState } from '../engine/snapshot.js';
 import type { RunState } from '../engine/state.js';
 
 /** Seconds; a phase's attempt from its claim to its outcome. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
-/** How many active runs a scrape reads (newest first). */
+/** How many active runs a scrape reads (newest first), on a store that cannot count them itself (no RunStore.activity). */
 const SCRAPE_RUNS = 1000;
 /** Claims remembered for the latency histogram; beyond this the oldest are dropped (an attempt that never ends). */
 const MAX_OPEN_ATTEMPTS = 100_000;
@@ -145,7 +145,10 @@ export class ServerMetrics {
   }
 }
 
-async function gauges(store: RunStore, parked: ReadonlySet<string>): Promise<{ ready: Map<string, number>; running: Map<string, number>; gates: Map<string, number>; runs: Map<string, number> }> {
+type Gauges = { ready: Map<string, number>; running: Map<string, number>; gates: Map<string, number>; runs: Map<string, number> };
+
+async function gauges(store: RunStore, parked: ReadonlySet<string>): Promise<Gauges> {
+  if (store.activity) return counted(store, await store.activity(), parked);
   const ready = new Map<string, number>();
   const running = new Map<string, number>();
   const gates = new Map<string, number>([['run', 0], ['phase', 0], ['access', 0], ['input', 0]]);
@@ -160,6 +163,43 @@ async function gauges(store: RunStore, parked: ReadonlySet<string>): Promise<{ r
     // gates live in the event log; a run with none open is `running` with no task held (cheap to skip is not safe: read them)
     // from the run's latest snapshot and the events after it: a long run's whole log was replayed at every scrape
     const { state } = await loadState(store, r.runId);
+    for (const gate of state.gates.values()) if (gate.status === 'open') inc(gates, gate.kind);
+  }
+  return { ready, running, gates, runs };
+}
+
+/**
+ * The gauges from the store's own counts (RunStore.activity): every active run, whatever their number,
+ * in three statements. Open gates are read from the state of the runs that ever opened one (the others
+ * have none: a run with many plain runs beside it reads no state). A task parked for a remote agent is
+ * running in the store and counts in the queue.
+ */
+async function counted(store: RunStore, a: ActivityCounts, parked: ReadonlySet<string>): Promise<Gauges> {
+  const ready = new Map(Object.entries(a.ready));
+  const running = new Map(Object.entries(a.running));
+  const gates = new Map<string, number>([['run', 0], ['phase', 0], ['access', 0], ['input', 0]]);
+  const runs = new Map<string, number>([['running', a.runs.running], ['waiting', a.runs.waiting]]);
+  if (parked.size > 0) {
+    const byRun = new Map<string, Set<string>>();
+    for (const key of parked) {
+      const cut = key.indexOf('\u0000');
+      const runId = key.slice(0, cut);
+      let phases = byRun.get(runId);
+      if (!phases) byRun.set(runId, (phases = new Set()));
+      phases.add(key.slice(cut + 1));
+    }
+    for (const [runId, phases] of byRun) {
+      for (const t of await store.tasks(runId)) {
+        if (t.status !== 'running' || !phases.has(t.phase)) continue;
+        inc(ready, t.agent);
+        const n = (running.get(t.agent) ?? 0) - 1;
+        if (n > 0) running.set(t.agent, n);
+        else running.delete(t.agent);
+      }
+    }
+  }
+  for (const runId of a.gated) {
+    const { state } = await loadState(store, runId);
     for (const gate of state.gates.values()) if (gate.status === 'open') inc(gates, gate.kind);
   }
   return { ready, running, gates, runs };

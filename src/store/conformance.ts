@@ -461,6 +461,23 @@ export function storeConformance(name: string, h: StoreHarness): void {
       });
     });
 
+    describe('activity', () => {
+      it('counts the active runs, their ready (not held) and running tasks by agent, and names those that opened a gate', async () => {
+        const s = await fresh();
+        if (!s.activity) return;
+        expect(await s.activity()).toEqual({ runs: { running: 0, waiting: 0 }, ready: {}, running: {}, gated: [] });
+        await s.createRun(newRun('r1', { tasks: [task('a'), task('b', { notBefore: HELD }), task('c', { status: 'running', agent: 'y', attempt: 1, leaseOwner: 'w', leaseExpiresAt: T0 + 1000 }), task('d', { status: 'completed' }), task('e', { notBefore: T0 + 60_000 })] }));
+        const gated = newRun('r2', { status: 'waiting', tasks: [task('a', { agent: 'z' }), task('b', { status: 'awaiting_approval' })] });
+        gated.commit.events.push({ seq: 2, at: T0 + 2, type: 'gate.opened', gate_id: 'g1', kind: 'phase', phase: 'b', approvers: [], reason: 'approve b' } as unknown as RunEvent);
+        await s.createRun(gated);
+        // an ended run counts for nothing, whatever its rows say
+        await s.createRun(newRun('r3', { status: 'completed', tasks: [task('a'), task('b', { status: 'running', agent: 'y' })] }));
+        const a = await (await peer(s)).activity!();
+        // a ready task whose retry delay is still running waits for a worker all the same: it is in the queue
+        expect(a).toEqual({ runs: { running: 1, waiting: 1 }, ready: { x: 2, z: 1 }, running: { y: 1 }, gated: ['r2'] });
+      });
+    });
+
     describe('findWork', () => {
       const now = T0 + 10_000;
       const setup = async (): Promise<RunStore> => {

@@ -7,7 +7,7 @@ import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { StoredSnapshot } from '../engine/snapshot.js';
-import type { BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkHint, WorkflowRecord } from '../engine/ports.js';
+import { HELD, type ActivityCounts, type BatchCommit, type BatchResult, type Commit, type FindWorkQuery, type NewRun, type RunFilter, type RunRecord, type RunStore, type TaskRow, type TxDecision, type TxResult, type WorkHint, type WorkflowRecord } from '../engine/ports.js';
 import { ChangedRuns } from './changed.js';
 import { skipKeys, Waiters } from './rows.js';
 
@@ -71,6 +71,21 @@ export class MemoryStore implements RunStore {
     if (before) all = all.filter((r) => r.createdAt < before.createdAt || (r.createdAt === before.createdAt && r.runId < before.runId));
     all.sort((a, b) => b.createdAt - a.createdAt || (a.runId < b.runId ? 1 : -1));
     return Promise.resolve(all.slice(0, filter.limit ?? 100));
+  }
+
+  activity(): Promise<ActivityCounts> {
+    const out: ActivityCounts = { runs: { running: 0, waiting: 0 }, ready: {}, running: {}, gated: [] };
+    for (const e of this.entries.values()) {
+      const status = e.run.status;
+      if (status !== 'running' && status !== 'waiting') continue;
+      out.runs[status]++;
+      for (const t of e.tasks.values()) {
+        if (t.status === 'ready' && t.notBefore !== HELD) out.ready[t.agent] = (out.ready[t.agent] ?? 0) + 1;
+        else if (t.status === 'running') out.running[t.agent] = (out.running[t.agent] ?? 0) + 1;
+      }
+      if (e.events.some((ev) => ev.type === 'gate.opened')) out.gated.push(e.run.runId);
+    }
+    return Promise.resolve(out);
   }
 
   workflow(hash: string): Promise<WorkflowRecord | undefined> {

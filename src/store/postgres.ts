@@ -31,7 +31,7 @@ import { BatonError } from '../core/errors.js';
 import { requireOptional } from '../core/optional.js';
 import type { RunEvent } from '../engine/events.js';
 import type { StoredSnapshot } from '../engine/snapshot.js';
-import type { BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
+import type { ActivityCounts, BatchCommit, BatchResult, Commit, FindWorkQuery, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxOptions, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
 import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
 import { sqlFor, type StatementName } from './postgres-sql.js';
 import { checkSeq, eventFromBody, hintFromRow, skipKeys, eventPhase, jsonOrNull, runFromRow, taskFromRow, tasksByPhase, Waiters, workflowFromRow, type RunRow, type TaskRowSql, type WorkflowRow } from './rows.js';
@@ -336,6 +336,18 @@ export class PostgresStore implements RunStore {
   async runs(filter: RunFilter = {}): Promise<RunRecord[]> {
     const args = [filter.status ?? null, filter.limit ?? 100, filter.before?.createdAt ?? Number.MAX_SAFE_INTEGER, filter.before?.runId ?? ''];
     return (await (filter.workflow === undefined ? this.query<RunRow>('runs', args) : this.query<RunRow>('runsOfWorkflow', [...args, filter.workflow]))).map(runFromRow);
+  }
+
+  async activity(): Promise<ActivityCounts> {
+    const [runs, tasks, gated] = await Promise.all([
+      this.query<{ status: 'running' | 'waiting'; n: number }>('activityRuns', []),
+      this.query<{ agent: string; status: 'ready' | 'running'; n: number }>('activityTasks', []),
+      this.query<{ run_id: string }>('activityGated', []),
+    ]);
+    const out: ActivityCounts = { runs: { running: 0, waiting: 0 }, ready: {}, running: {}, gated: gated.map((r) => r.run_id) };
+    for (const r of runs) out.runs[r.status] = r.n;
+    for (const r of tasks) out[r.status][r.agent] = r.n;
+    return out;
   }
 
   async workflow(hash: string): Promise<WorkflowRecord | undefined> {

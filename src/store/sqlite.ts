@@ -17,7 +17,7 @@ import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import type { RunEvent } from '../engine/events.js';
 import type { StoredSnapshot } from '../engine/snapshot.js';
-import type { BatchCommit, BatchResult, Commit, FindWorkQuery, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
+import type { ActivityCounts, BatchCommit, BatchResult, Commit, FindWorkQuery, LeaseExpectation, NewRun, RunFilter, RunRecord, RunStore, TaskRow, TxDecision, TxResult, WorkflowRecord, WorkHint } from '../engine/ports.js';
 import { latestVersion, MIGRATIONS, pending, type Migration } from './migrations.js';
 import {
   checkSeq,
@@ -111,6 +111,19 @@ SELECT run_id, reason, phase, attempt, owner, seq FROM (
 )
 ORDER BY created_at, run_id, k, phase LIMIT :limit`;
 
+/** RunStore.activity's three counts over the active runs (`p` prepares; 9007199254740991 is HELD). */
+const ACTIVITY_SQL = (p: (sql: string) => Stmt): Record<'activityRuns' | 'activityTasks' | 'activityGated', Stmt> => ({
+  activityRuns: p("SELECT status, count(*) AS n FROM runs WHERE status IN ('running', 'waiting') GROUP BY status"),
+  activityTasks: p(
+    `SELECT t.agent, t.status, count(*) AS n FROM tasks t JOIN runs r ON r.run_id = t.run_id
+     WHERE r.status IN ('running', 'waiting') AND (t.status = 'running' OR (t.status = 'ready' AND (t.not_before IS NULL OR t.not_before < 9007199254740991)))
+     GROUP BY t.agent, t.status`,
+  ),
+  activityGated: p(
+    "SELECT r.run_id FROM runs r WHERE r.status IN ('running', 'waiting') AND EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.run_id AND e.type = 'gate.opened')",
+  ).pluck(),
+});
+
 /** Opens (creating and migrating if needed) a SQLite store. Throws store-corrupt, store-version, store-locked. */
 export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): SqliteStore {
   return new SqliteStore(file, opts);
@@ -148,7 +161,10 @@ export class SqliteStore implements RunStore {
     | 'renew'
     | 'dataVersion'
     | 'changedSince'
-    | 'lastChange',
+    | 'lastChange'
+    | 'activityRuns'
+    | 'activityTasks'
+    | 'activityGated',
     Stmt
   >;
   /** Per consumer of takeChanged: the largest changed_at it has been told of (CHANGES). */
@@ -241,6 +257,7 @@ export class SqliteStore implements RunStore {
       dataVersion: p('PRAGMA data_version').pluck(),
       changedSince: p('SELECT run_id, seq, changed_at FROM runs WHERE changed_at > ? ORDER BY changed_at LIMIT ?'),
       lastChange: p('SELECT coalesce(max(changed_at), 0) FROM runs').pluck(),
+      ...ACTIVITY_SQL(p),
     };
   }
 
@@ -355,6 +372,16 @@ export class SqliteStore implements RunStore {
         : (this.s.runsOfWorkflow.all({ workflow: filter.workflow, statuses: filter.status ? JSON.stringify(filter.status) : null, beforeAt: filter.before?.createdAt ?? Number.MAX_SAFE_INTEGER, beforeId: filter.before?.runId ?? '', limit: filter.limit ?? 100 }) as RunRow[])
       ).map(runFromRow),
     );
+  }
+
+  activity(): Promise<ActivityCounts> {
+    return this.read(() => {
+      const out: ActivityCounts = { runs: { running: 0, waiting: 0 }, ready: {}, running: {}, gated: [] };
+      for (const r of this.s.activityRuns.all() as { status: 'running' | 'waiting'; n: number }[]) out.runs[r.status] = Number(r.n);
+      for (const r of this.s.activityTasks.all() as { agent: string; status: 'ready' | 'running'; n: number }[]) out[r.status][r.agent] = Number(r.n);
+      out.gated = this.s.activityGated.all() as string[];
+      return out;
+    });
   }
 
   workflow(hash: string): Promise<WorkflowRecord | undefined> {
