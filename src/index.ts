@@ -58,7 +58,7 @@ export { loadContractFile, type LoadedContractFile } from './workflow/contract/l
 export type { ContractReport, BindingReport, EdgeReport } from './workflow/contract/check.js';
 export { isSubschema, type SubschemaResult, type SchemaFinding, type Verdict } from './types/subschema.js';
 /** Stores: the port and the in-memory store. */
-export type { RunStore, RunRecord, TaskRow, WorkflowRecord, Commit, WorkHint } from './engine/ports.js';
+export type { RunStore, RunRecord, TaskRow, WorkflowRecord, Commit, WorkHint, ActivityCounts } from './engine/ports.js';
 export { MemoryStore } from './store/memory.js';
 /** A run in the agent-contract spec's workflow-state shape (`baton show --state`). */
 export { workflowState, type WorkflowStateDoc } from './api/workflow-state.js';
