@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * Baton's public API (the core: compile, validate, run, the embedded SQLite store): explicit named
  * exports, one line of doc each. Optional capabilities live behind subpaths, each needing an optional

@@ -300,6 +300,9 @@ describe('the tarball', () => {
       const options = { strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2022', noEmit: true, types: ['node'] };
       writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['program.ts'] }));
       writeFileSync(join(app, 'tsconfig.a2a.json'), JSON.stringify({ compilerOptions: options, files: ['a2a.ts'] }));
+      // TypeScript 7 (and its `tsc --init`) defaults `types` to []: @types/node installed but not listed. The
+      // declarations name Node's types (Buffer, node:http, Symbol.asyncDispose), so each entry references them itself
+      writeFileSync(join(app, 'tsconfig.untyped.json'), JSON.stringify({ compilerOptions: { ...options, types: [], lib: ['ES2022'] }, files: ['program.ts'] }));
       writeFileSync(
         join(app, 'program.ts'),
         `import { createEngine, MemoryStore, type RunStore } from '@baton-run/baton';
@@ -328,6 +331,7 @@ export const all = [agentCard, A2aTasks];
         return r.stdout + r.stderr;
       };
       expect(await check('tsconfig.json')).toBe('');
+      expect(await check('tsconfig.untyped.json')).toBe('');
       // /a2a names the SDK's types (what it is for), and nothing of hono
       link('@a2a-js/sdk');
       try {

@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * `@baton-run/baton/llm`: LLM agents whose output Baton enforces. Each provider's package is an
  * optional peer dependency imported when an agent first uses it: `@ai-sdk/openai`,

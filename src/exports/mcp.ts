@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * `@baton-run/baton/mcp`: MCP tools over stdio for LLM agents. Needs the optional peer dependency
  * `@modelcontextprotocol/sdk` (`npm install @modelcontextprotocol/sdk`), imported when the first

@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * `@baton-run/baton/otel`: traces on OpenTelemetry (docs/telemetry.md). Needs the optional peers
  * `@opentelemetry/api`, `@opentelemetry/sdk-trace-base`, `@opentelemetry/resources` (and
