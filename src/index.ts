@@ -22,9 +22,16 @@ export {
   InputWiringError,
   WorkflowValidationError,
   type OutputIssue,
+  type WorkflowErrorPayload,
+  type MissingOutputPayload,
+  type OutputTypeMismatchPayload,
+  type UnresolvableInputPayload,
+  type UpstreamIntentSuspendedPayload,
+  type InputWiringPayload,
+  type WorkflowValidationPayload,
 } from './workflow/errors.js';
 /** Stops a run when a phase or run budget is exceeded. */
-export { BudgetExceededError } from './engine/errors.js';
+export { BudgetExceededError, type BudgetExceededPayload } from './engine/errors.js';
 /** Runs a workflow end to end with executor-owned wiring. */
 export { runWorkflow, type RunOptions, type AgentBinding } from './api/run.js';
 /** The engine: start, run, resume, serve (worker), approve, deny, respond, cancel, inspect runs in a store. */

@@ -305,7 +305,7 @@ describe('the tarball', () => {
       writeFileSync(join(app, 'tsconfig.untyped.json'), JSON.stringify({ compilerOptions: { ...options, types: [], lib: ['ES2022'] }, files: ['program.ts'] }));
       writeFileSync(
         join(app, 'program.ts'),
-        `import { createEngine, MemoryStore, type RunStore } from '@baton-run/baton';
+        `import { BudgetExceededError, createEngine, MemoryStore, MissingOutputError, OutputTypeMismatchError, type RunStore, type WorkflowError, type WorkflowErrorPayload } from '@baton-run/baton';
 import { openPostgresStore, type PostgresStore } from '@baton-run/baton/postgres';
 import { createOtelTelemetry, otelTelemetryFromEnv, type OtelSpanProcessor, type Telemetry } from '@baton-run/baton/otel';
 import { createServerApp, startServer, type BatonServer, type ServerApp } from '@baton-run/baton/server';
@@ -319,7 +319,12 @@ const fromEnv: Promise<Telemetry> = otelTelemetryFromEnv({});
 const app: Promise<ServerApp> = createServerApp({ engine });
 const server: Promise<BatonServer> = startServer({ engine, port: 0 });
 const store: Promise<RunStore> = openPostgresStore('postgres://x').then((s: PostgresStore) => s);
-export const all = [telemetry, fromEnv, app, server, store, llm, mcp, typescript];
+// toJSON() of the named errors is their payload, typed field by field (it was Record<string, unknown>)
+const missing: string[] = new MissingOutputError('t', 'p', ['k']).toJSON().missing_keys;
+const payload: WorkflowErrorPayload = (new OutputTypeMismatchError('t', 'p', 'k', 'string', 'number') as WorkflowError).toJSON();
+const expected: string | undefined = payload.error === 'OutputTypeMismatchError' ? payload.expected_type : undefined;
+const spent: number = new BudgetExceededError('run', 1, 2).toJSON().spent_usd;
+export const all = [telemetry, fromEnv, app, server, store, llm, mcp, typescript, missing, expected, spent];
 `,
       );
       writeFileSync(join(app, 'a2a.ts'), `import { agentCard, A2aTasks } from '@baton-run/baton/a2a';
