@@ -305,7 +305,7 @@ describe('the tarball', () => {
       writeFileSync(join(app, 'tsconfig.untyped.json'), JSON.stringify({ compilerOptions: { ...options, types: [], lib: ['ES2022'] }, files: ['program.ts'] }));
       writeFileSync(
         join(app, 'program.ts'),
-        `import { BudgetExceededError, createEngine, MemoryStore, MissingOutputError, OutputTypeMismatchError, type RunStore, type WorkflowError, type WorkflowErrorPayload } from '@baton-run/baton';
+        `import { BudgetExceededError, createEngine, MemoryStore, MissingOutputError, OutputTypeMismatchError, type RunEvent, type RunStore, type WorkflowError, type WorkflowErrorPayload } from '@baton-run/baton';
 import { openPostgresStore, type PostgresStore } from '@baton-run/baton/postgres';
 import { createOtelTelemetry, otelTelemetryFromEnv, type OtelSpanProcessor, type Telemetry } from '@baton-run/baton/otel';
 import { createServerApp, startServer, type BatonServer, type ServerApp } from '@baton-run/baton/server';
@@ -324,7 +324,10 @@ const missing: string[] = new MissingOutputError('t', 'p', ['k']).toJSON().missi
 const payload: WorkflowErrorPayload = (new OutputTypeMismatchError('t', 'p', 'k', 'string', 'number') as WorkflowError).toJSON();
 const expected: string | undefined = payload.error === 'OutputTypeMismatchError' ? payload.expected_type : undefined;
 const spent: number = new BudgetExceededError('run', 1, 2).toJSON().spent_usd;
-export const all = [telemetry, fromEnv, app, server, store, llm, mcp, typescript, missing, expected, spent];
+// and so are the payloads of the events that carry them
+const rejected = (e: RunEvent): string[] => (e.type === 'task.rejected' && e.error.error === 'MissingOutputError' ? e.error.missing_keys : []);
+const suspended = (e: RunEvent): string | null | undefined => (e.type === 'task.claim_rejected' && e.error.error === 'UpstreamIntentSuspendedError' ? e.error.expected_resume_at : undefined);
+export const all = [telemetry, fromEnv, app, server, store, llm, mcp, typescript, missing, expected, spent, rejected, suspended];
 `,
       );
       writeFileSync(join(app, 'a2a.ts'), `import { agentCard, A2aTasks } from '@baton-run/baton/a2a';
