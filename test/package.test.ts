@@ -312,6 +312,12 @@ import { createServerApp, startServer, type BatonServer, type ServerApp } from '
 import * as llm from '@baton-run/baton/llm';
 import * as mcp from '@baton-run/baton/mcp';
 import * as typescript from '@baton-run/baton/typescript';
+// the option objects and results of the exported functions are exported too, by name
+import type { CompileOptions, OutputCheck, JsonConversion, Json, JsonObject, SubschemaOptions, RunFilter, StoreSpec, SpanContextIds, ErrorCode, RenderOptions, JsonDiagnostic, TypeExprParseResult } from '@baton-run/baton';
+import type { ProviderDeps, LlmSettings, ScriptResult } from '@baton-run/baton/llm';
+import type { OfferedTool, ToolResult } from '@baton-run/baton/mcp';
+import type { SpanContextIds as OtelSpanContextIds } from '@baton-run/baton/otel';
+export type Named = [CompileOptions, OutputCheck, JsonConversion, Json, JsonObject, SubschemaOptions, RunFilter, StoreSpec, SpanContextIds, ErrorCode, RenderOptions, JsonDiagnostic, TypeExprParseResult, ProviderDeps, LlmSettings, ScriptResult, OfferedTool, ToolResult, OtelSpanContextIds];
 const engine = createEngine({ store: new MemoryStore() });
 const processors: OtelSpanProcessor[] = [];
 const telemetry: Promise<Telemetry> = createOtelTelemetry({ spanProcessors: processors, serviceName: 'x' });

@@ -7,3 +7,4 @@
 
 /** Starts the MCP servers a workflow declares on first use and offers only the allowed tools. */
 export { McpHost, type McpHostOptions } from '../agents/llm/mcp.js';
+export type { OfferedTool, ToolResult } from '../agents/llm/tools.js';
