@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * Baton's public API (the core: compile, validate, run, the embedded SQLite store): explicit named
  * exports, one line of doc each. Optional capabilities live behind subpaths, each needing an optional
@@ -6,11 +7,11 @@
  */
 
 /** Reads and compiles a workflow file: the model (when valid) and every diagnostic. */
-export { loadWorkflow, parseWorkflow, type CompileResult, type CompileSuccess, type CompileFailure } from './workflow/compile.js';
+export { loadWorkflow, parseWorkflow, type CompileResult, type CompileSuccess, type CompileFailure, type CompileOptions } from './workflow/compile.js';
 /** The throwing edge over the compiler, with RFC-0024 helpers and `toPortfolioSpec()`. */
 export { WorkflowSpec, toPortfolioSpec, type IntentSpec, type PortfolioSpec } from './api/spec.js';
 /** RFC-0024 runtime checks as pure functions on a compiled phase. */
-export { resolveTaskInputs, validateClaimInputs, validateTaskOutputs, checkTaskOutputs, tryResolveTaskInputs, type ClaimOptions, type ResolveOptions, type UpstreamOutputs } from './workflow/runtime.js';
+export { resolveTaskInputs, validateClaimInputs, validateTaskOutputs, checkTaskOutputs, tryResolveTaskInputs, type ClaimOptions, type ResolveOptions, type UpstreamOutputs, type OutputCheck } from './workflow/runtime.js';
 /** The named errors of RFC-0024, each with `toJSON()` equal to its event payload. */
 export {
   WorkflowError,
@@ -21,9 +22,16 @@ export {
   InputWiringError,
   WorkflowValidationError,
   type OutputIssue,
+  type WorkflowErrorPayload,
+  type MissingOutputPayload,
+  type OutputTypeMismatchPayload,
+  type UnresolvableInputPayload,
+  type UpstreamIntentSuspendedPayload,
+  type InputWiringPayload,
+  type WorkflowValidationPayload,
 } from './workflow/errors.js';
 /** Stops a run when a phase or run budget is exceeded. */
-export { BudgetExceededError } from './engine/errors.js';
+export { BudgetExceededError, type BudgetExceededPayload } from './engine/errors.js';
 /** Runs a workflow end to end with executor-owned wiring. */
 export { runWorkflow, type RunOptions, type AgentBinding } from './api/run.js';
 /** The engine: start, run, resume, serve (worker), approve, deny, respond, cancel, inspect runs in a store. */
@@ -43,7 +51,9 @@ export { localFileStager } from './engine/files-local.js';
 /** The agent port. */
 export { AgentError, type AgentContext, type AgentHandler, type ClosableAgent, type InputRequest } from './engine/agent.js';
 /** Converts an agent's return value to JSON (cycles, depth, getters): the output rules of every attempt. */
-export { toJson, MAX_OUTPUT_DEPTH } from './engine/attempt.js';
+export { toJson, MAX_OUTPUT_DEPTH, type JsonConversion } from './engine/attempt.js';
+/** JSON values as Baton types them (agent outputs, inputs, triggers, answers to input gates). */
+export type { Json, JsonObject } from './core/json.js';
 /** Event log and run state. */
 export type { RunEvent, RunEventType, FailureRecord, TaskStatus, RunStatus, GateKind } from './engine/events.js';
 export { replay, runStatusOf, type RunState, type PhaseState, type GateState } from './engine/state.js';
@@ -56,14 +66,14 @@ export type { StandardSchemaV1, StandardSchemaProps, StandardResult, StandardIss
 export type { AgentContract, ErrorHandling as ContractErrorHandling, FileEffect } from './workflow/contract/model.js';
 export { loadContractFile, type LoadedContractFile } from './workflow/contract/load.js';
 export type { ContractReport, BindingReport, EdgeReport } from './workflow/contract/check.js';
-export { isSubschema, type SubschemaResult, type SchemaFinding, type Verdict } from './types/subschema.js';
+export { isSubschema, type SubschemaResult, type SubschemaOptions, type SchemaFinding, type Verdict } from './types/subschema.js';
 /** Stores: the port and the in-memory store. */
-export type { RunStore, RunRecord, TaskRow, WorkflowRecord, Commit, WorkHint, ActivityCounts } from './engine/ports.js';
+export type { RunStore, RunRecord, RunFilter, TaskRow, WorkflowRecord, Commit, WorkHint, ActivityCounts } from './engine/ports.js';
 export { MemoryStore } from './store/memory.js';
 /** A run in the agent-contract spec's workflow-state shape (`baton show --state`). */
 export { workflowState, type WorkflowStateDoc } from './api/workflow-state.js';
 /** Opens the store a spec names: a SQLite file path (default `.baton/baton.db`), `postgres://...`, or `memory`. */
-export { openStore, parseStoreSpec, DEFAULT_STORE, type OpenStoreOptions } from './api/store.js';
+export { openStore, parseStoreSpec, DEFAULT_STORE, type OpenStoreOptions, type StoreSpec } from './api/store.js';
 /** The embedded SQLite store, for direct use (options such as the sync level); PostgreSQL: `@baton-run/baton/postgres`. */
 export { openSqliteStore, SqliteStore, type SqliteStoreOptions } from './store/sqlite.js';
 /** Agent adapters: subprocesses (once or serve) and stubs built from output types. */
@@ -77,19 +87,21 @@ export { SchemaCompiler, type SchemaValidator } from './workflow/json-schema.js'
 /** A remote agent of `baton serve` (docs/server.md): pulls its agent's tasks over HTTP, with the global fetch only. */
 export { createRemoteAgent, type RemoteAgent, type RemoteAgentOptions, type RemoteAgentContext, type OutputRejection, type ClaimRejection } from './server/remote-client.js';
 /** Traces (docs/telemetry.md): the port createEngine's `telemetry` takes, W3C traceparent helpers, and the telemetry the OTEL_* variables configure (OpenTelemetry loaded only then; `@baton-run/baton/otel` for more). */
-export { parseTraceparent, formatTraceparent, type Telemetry, type AttemptTrace, type SpanHandle, type SpanAttributes } from './engine/telemetry.js';
+export { parseTraceparent, formatTraceparent, type SpanContextIds, type Telemetry, type AttemptTrace, type SpanHandle, type SpanAttributes } from './engine/telemetry.js';
 export { telemetryFromEnv, telemetryConfigured } from './telemetry/env.js';
 /** Time as a port: the system clock and a manual clock for tests. */
 export { systemClock, ManualClock, type Clock } from './core/clock.js';
 /** Faults (misuse, infrastructure), with a stable code. */
 export { BatonError } from './core/errors.js';
+export type { ErrorCode } from './core/codes.js';
 /** Diagnostics: data, rendering and the closed list of codes. */
 export type { Diagnostic, Severity } from './diagnostics/diagnostic.js';
-export { renderDiagnostic, diagnosticToJson } from './diagnostics/render.js';
+export { renderDiagnostic, diagnosticToJson, type RenderOptions, type JsonDiagnostic } from './diagnostics/render.js';
 export { SourceFile } from './diagnostics/source.js';
 export { DIAGNOSTIC_CODES, type DiagnosticCode } from './core/codes.js';
 /** The type language. */
 export { compileTypes, parseTypeExpr } from './types/index.js';
+export type { ParseResult as TypeExprParseResult } from './types/parse.js';
 export type { CompiledType, TypeNode, TypeRegistry, ValueIssue } from './types/api.js';
 /** The workflow model (IR). */
 export type { WorkflowModel, PhaseModel, InputBinding, OutputDecl, RetryPolicy, AgentDecl, A2aDecl, Blueprint, McpConfig, McpServerDecl } from './workflow/model.js';

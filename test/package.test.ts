@@ -300,15 +300,24 @@ describe('the tarball', () => {
       const options = { strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false, module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2022', noEmit: true, types: ['node'] };
       writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['program.ts'] }));
       writeFileSync(join(app, 'tsconfig.a2a.json'), JSON.stringify({ compilerOptions: options, files: ['a2a.ts'] }));
+      // TypeScript 7 (and its `tsc --init`) defaults `types` to []: @types/node installed but not listed. The
+      // declarations name Node's types (Buffer, node:http, Symbol.asyncDispose), so each entry references them itself
+      writeFileSync(join(app, 'tsconfig.untyped.json'), JSON.stringify({ compilerOptions: { ...options, types: [], lib: ['ES2022'] }, files: ['program.ts'] }));
       writeFileSync(
         join(app, 'program.ts'),
-        `import { createEngine, MemoryStore, type RunStore } from '@baton-run/baton';
+        `import { BudgetExceededError, createEngine, MemoryStore, MissingOutputError, OutputTypeMismatchError, type RunEvent, type RunStore, type WorkflowError, type WorkflowErrorPayload } from '@baton-run/baton';
 import { openPostgresStore, type PostgresStore } from '@baton-run/baton/postgres';
 import { createOtelTelemetry, otelTelemetryFromEnv, type OtelSpanProcessor, type Telemetry } from '@baton-run/baton/otel';
 import { createServerApp, startServer, type BatonServer, type ServerApp } from '@baton-run/baton/server';
 import * as llm from '@baton-run/baton/llm';
 import * as mcp from '@baton-run/baton/mcp';
 import * as typescript from '@baton-run/baton/typescript';
+// the option objects and results of the exported functions are exported too, by name
+import type { CompileOptions, OutputCheck, JsonConversion, Json, JsonObject, SubschemaOptions, RunFilter, StoreSpec, SpanContextIds, ErrorCode, RenderOptions, JsonDiagnostic, TypeExprParseResult } from '@baton-run/baton';
+import type { ProviderDeps, LlmSettings, ScriptResult } from '@baton-run/baton/llm';
+import type { OfferedTool, ToolResult } from '@baton-run/baton/mcp';
+import type { SpanContextIds as OtelSpanContextIds } from '@baton-run/baton/otel';
+export type Named = [CompileOptions, OutputCheck, JsonConversion, Json, JsonObject, SubschemaOptions, RunFilter, StoreSpec, SpanContextIds, ErrorCode, RenderOptions, JsonDiagnostic, TypeExprParseResult, ProviderDeps, LlmSettings, ScriptResult, OfferedTool, ToolResult, OtelSpanContextIds];
 const engine = createEngine({ store: new MemoryStore() });
 const processors: OtelSpanProcessor[] = [];
 const telemetry: Promise<Telemetry> = createOtelTelemetry({ spanProcessors: processors, serviceName: 'x' });
@@ -316,7 +325,15 @@ const fromEnv: Promise<Telemetry> = otelTelemetryFromEnv({});
 const app: Promise<ServerApp> = createServerApp({ engine });
 const server: Promise<BatonServer> = startServer({ engine, port: 0 });
 const store: Promise<RunStore> = openPostgresStore('postgres://x').then((s: PostgresStore) => s);
-export const all = [telemetry, fromEnv, app, server, store, llm, mcp, typescript];
+// toJSON() of the named errors is their payload, typed field by field (it was Record<string, unknown>)
+const missing: string[] = new MissingOutputError('t', 'p', ['k']).toJSON().missing_keys;
+const payload: WorkflowErrorPayload = (new OutputTypeMismatchError('t', 'p', 'k', 'string', 'number') as WorkflowError).toJSON();
+const expected: string | undefined = payload.error === 'OutputTypeMismatchError' ? payload.expected_type : undefined;
+const spent: number = new BudgetExceededError('run', 1, 2).toJSON().spent_usd;
+// and so are the payloads of the events that carry them
+const rejected = (e: RunEvent): string[] => (e.type === 'task.rejected' && e.error.error === 'MissingOutputError' ? e.error.missing_keys : []);
+const suspended = (e: RunEvent): string | null | undefined => (e.type === 'task.claim_rejected' && e.error.error === 'UpstreamIntentSuspendedError' ? e.error.expected_resume_at : undefined);
+export const all = [telemetry, fromEnv, app, server, store, llm, mcp, typescript, missing, expected, spent, rejected, suspended];
 `,
       );
       writeFileSync(join(app, 'a2a.ts'), `import { agentCard, A2aTasks } from '@baton-run/baton/a2a';
@@ -328,6 +345,7 @@ export const all = [agentCard, A2aTasks];
         return r.stdout + r.stderr;
       };
       expect(await check('tsconfig.json')).toBe('');
+      expect(await check('tsconfig.untyped.json')).toBe('');
       // /a2a names the SDK's types (what it is for), and nothing of hono
       link('@a2a-js/sdk');
       try {

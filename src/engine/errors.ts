@@ -1,6 +1,9 @@
 /** Run-level errors of the engine (contract errors of RFC-0024 live in workflow/errors.ts). */
 import { roundUsd } from './result.js';
 
+/** `BudgetExceededError.toJSON()`: the `run.failed` failure's details. */
+export type BudgetExceededPayload = { error: 'BudgetExceededError'; scope: 'phase' | 'run'; phase_name?: string; budget_usd: number; spent_usd: number; message: string };
+
 /** A phase or run budget was exceeded: the run stops. `toJSON()` is the `run.failed` payload. */
 export class BudgetExceededError extends Error {
   readonly error = 'BudgetExceededError';
@@ -17,7 +20,7 @@ export class BudgetExceededError extends Error {
         : `the run spent $${roundUsd(spent_usd)}, over its budget of $${budget_usd} (governance.max_cost_usd)`,
     );
   }
-  toJSON(): Record<string, unknown> {
+  toJSON(): BudgetExceededPayload {
     return {
       error: this.error,
       scope: this.scope,

@@ -4,6 +4,7 @@
  * keeps the run.
  */
 import type { Json, JsonObject } from '../core/json.js';
+import type { MissingOutputPayload, OutputTypeMismatchPayload, UnresolvableInputPayload, UpstreamIntentSuspendedPayload } from '../workflow/errors.js';
 
 export type TaskStatus =
   | 'pending'
@@ -73,9 +74,9 @@ export type RunEvent =
       lease_expires_at?: number;
     })
   /** Claim-time validation failed (RFC-0024 §3.1): `error` is the UnresolvableInputError / UpstreamIntentSuspendedError payload. */
-  | (TaskBase & { type: 'task.claim_rejected'; error: Record<string, unknown> })
+  | (TaskBase & { type: 'task.claim_rejected'; error: UnresolvableInputPayload | UpstreamIntentSuspendedPayload })
   /** Completion-time validation failed (§3.3): the MissingOutputError / OutputTypeMismatchError payload. The task stays running. */
-  | (TaskBase & { type: 'task.rejected'; attempt: number; error: Record<string, unknown> })
+  | (TaskBase & { type: 'task.rejected'; attempt: number; error: MissingOutputPayload | OutputTypeMismatchPayload })
   | (TaskBase & { type: 'task.attempt_failed'; attempt: number; failure: FailureRecord })
   /** `ctx.checkpoint(value)`: progress saved durably; a later attempt of the task receives it as `ctx.lastCheckpoint`. */
   | (TaskBase & { type: 'task.checkpoint'; attempt: number; value: Json })

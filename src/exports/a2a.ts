@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * `@baton-run/baton/a2a`: Baton's A2A server side with the SDK's own types (`npm install @a2a-js/sdk`):
  * the agent card of the registered workflows and `A2aTasks`, the SDK's `A2ARequestHandler` over the

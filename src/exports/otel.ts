@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * `@baton-run/baton/otel`: traces on OpenTelemetry (docs/telemetry.md). Needs the optional peers
  * `@opentelemetry/api`, `@opentelemetry/sdk-trace-base`, `@opentelemetry/resources` (and
@@ -12,4 +13,4 @@ export type { OtelSpanProcessor, OtelSampler, OtelResource } from '../telemetry/
 /** Whether the environment configures traces, and the telemetry it configures (undefined, nothing loaded, when none). */
 export { telemetryConfigured, telemetryFromEnv } from '../telemetry/env.js';
 /** The port (engine/telemetry.ts) and the W3C traceparent helpers. */
-export { parseTraceparent, formatTraceparent, type Telemetry, type AttemptTrace, type SpanHandle, type SpanAttributes } from '../engine/telemetry.js';
+export { parseTraceparent, formatTraceparent, type SpanContextIds, type Telemetry, type AttemptTrace, type SpanHandle, type SpanAttributes } from '../engine/telemetry.js';

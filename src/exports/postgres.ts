@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * `@baton-run/baton/postgres`: the PostgreSQL store. Needs the optional peer dependency `pg`
  * (`npm install pg`), loaded when the first store opens (a missing one is a `missing-package` error):

@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * `@baton-run/baton/server`: the HTTP API of `baton serve` (docs/server.md). Needs the optional peer
  * dependencies `hono` and `@hono/node-server` (`npm install hono @hono/node-server`), imported when

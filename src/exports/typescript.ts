@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * `@baton-run/baton/typescript`: agents modules written in TypeScript, loaded without a build step.
  * Needs the optional peer dependency `tsx` (`npm install tsx`); `.js`/`.mjs` modules load without it.

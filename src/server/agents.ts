@@ -98,7 +98,7 @@ export function agentRouteHandlers(host: AgentRoutesHost): { handlers: Record<st
     if (!outcome.ok) throw new HttpError(422, outcome.failure.code, outcome.failure.message, { retryable: outcome.failure.retryable });
     const checked = checkTaskOutputs(t.phase, outcome.output, { taskId: t.ctx.taskId });
     if (!checked.ok) {
-      const payload = checked.error.toJSON() as JsonObject;
+      const payload: JsonObject = checked.error.toJSON();
       t.ctx.record('remote_output_rejected', payload);
       throw new HttpError(422, checked.error.error, checked.error.message, payload);
     }

@@ -7,7 +7,8 @@
 import type { ValueIssue } from '../types/api.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
 
-export interface OutputIssue {
+/** A type alias (not an interface), so that the payloads holding it are JSON (`JsonObject`) to TypeScript. */
+export type OutputIssue = {
   /** The output key the problem belongs to. */
   key: string;
   /** JSON Pointer from the output object: `/findings/0/confidence`. */
@@ -16,11 +17,42 @@ export interface OutputIssue {
   expected: string;
   actual: string;
   message: string;
-}
+};
+
+/** `MissingOutputError.toJSON()`: the RFC-0024 §4 payload (and of `task.attempt_failed`'s `failure.details`). */
+export type MissingOutputPayload = { error: 'MissingOutputError'; task_id: string; phase_name: string; missing_keys: string[]; issues: OutputIssue[]; message: string };
+/** `OutputTypeMismatchError.toJSON()`. */
+export type OutputTypeMismatchPayload = {
+  error: 'OutputTypeMismatchError';
+  task_id: string;
+  phase_name: string;
+  key: string;
+  expected_type: string;
+  actual_type: string;
+  issues: OutputIssue[];
+  message: string;
+};
+/** `UnresolvableInputError.toJSON()`. */
+export type UnresolvableInputPayload = { error: 'UnresolvableInputError'; task_id: string; phase_name: string; unresolvable_refs: string[]; message: string };
+/** `UpstreamIntentSuspendedError.toJSON()`. */
+export type UpstreamIntentSuspendedPayload = {
+  error: 'UpstreamIntentSuspendedError';
+  task_id: string;
+  phase_name: string;
+  suspended_intent_id: string;
+  expected_resume_at: string | null;
+  message: string;
+};
+/** `InputWiringError.toJSON()`. */
+export type InputWiringPayload = { error: 'InputWiringError'; phase_name: string; invalid_refs: string[]; suggestion: string; message: string };
+/** `WorkflowValidationError.toJSON()`. */
+export type WorkflowValidationPayload = { error: 'WorkflowValidationError'; file: string; diagnostics: Diagnostic[]; message: string };
+/** What `toJSON()` of a WorkflowError gives: one of the payloads above, narrowed on `error`. */
+export type WorkflowErrorPayload = MissingOutputPayload | OutputTypeMismatchPayload | UnresolvableInputPayload | UpstreamIntentSuspendedPayload | InputWiringPayload | WorkflowValidationPayload;
 
 export abstract class WorkflowError extends Error {
-  abstract readonly error: string;
-  abstract toJSON(): Record<string, unknown>;
+  abstract readonly error: WorkflowErrorPayload['error'];
+  abstract toJSON(): WorkflowErrorPayload;
 }
 
 export class MissingOutputError extends WorkflowError {
@@ -40,7 +72,7 @@ export class MissingOutputError extends WorkflowError {
           : `Task completion rejected: declared output keys ${missing_keys.map((k) => `'${k}'`).join(', ')} were not present in agent return value`),
     );
   }
-  toJSON(): Record<string, unknown> {
+  toJSON(): MissingOutputPayload {
     return { error: this.error, task_id: this.task_id, phase_name: this.phase_name, missing_keys: this.missing_keys, issues: this.issues, message: this.message };
   }
 }
@@ -59,7 +91,7 @@ export class OutputTypeMismatchError extends WorkflowError {
   ) {
     super(message ?? `Task completion rejected: output key '${key}' expected ${expected_type}, got ${actual_type}`);
   }
-  toJSON(): Record<string, unknown> {
+  toJSON(): OutputTypeMismatchPayload {
     return {
       error: this.error,
       task_id: this.task_id,
@@ -84,7 +116,7 @@ export class UnresolvableInputError extends WorkflowError {
   ) {
     super(message ?? `Task claim rejected: input${unresolvable_refs.length === 1 ? '' : 's'} ${unresolvable_refs.map((r) => `'${r}'`).join(', ')} could not be resolved`);
   }
-  toJSON(): Record<string, unknown> {
+  toJSON(): UnresolvableInputPayload {
     return { error: this.error, task_id: this.task_id, phase_name: this.phase_name, unresolvable_refs: this.unresolvable_refs, message: this.message };
   }
 }
@@ -101,7 +133,7 @@ export class UpstreamIntentSuspendedError extends WorkflowError {
   ) {
     super(message ?? `Task claim rejected: upstream intent '${suspended_intent_id}' is suspended awaiting input`);
   }
-  toJSON(): Record<string, unknown> {
+  toJSON(): UpstreamIntentSuspendedPayload {
     return {
       error: this.error,
       task_id: this.task_id,
@@ -124,7 +156,7 @@ export class InputWiringError extends WorkflowError {
   ) {
     super(message ?? `Phase '${phase_name}' has invalid input mapping${invalid_refs.length === 1 ? '' : 's'}: ${invalid_refs.join(', ')}`);
   }
-  toJSON(): Record<string, unknown> {
+  toJSON(): InputWiringPayload {
     return { error: this.error, phase_name: this.phase_name, invalid_refs: this.invalid_refs, suggestion: this.suggestion, message: this.message };
   }
 }
@@ -151,7 +183,7 @@ export class WorkflowValidationError extends WorkflowError {
         return new InputWiringError(str(data['phase_name']), (data['invalid_refs'] as string[] | undefined) ?? [], str(data['suggestion']), d.message);
       });
   }
-  toJSON(): Record<string, unknown> {
+  toJSON(): WorkflowValidationPayload {
     return { error: this.error, file: this.file, diagnostics: this.diagnostics, message: this.message };
   }
 }
