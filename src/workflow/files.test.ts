@@ -18,6 +18,21 @@ describe('file contract rules', () => {
     expect(['runId', 'workflowId', 'toolId', 'isoDate', 'phase', 'attempt', 'index', 'item', 'item.a.b', 'runid', 'item.', ''].map(tokenKind)).toEqual(['run', 'run', 'run', 'run', 'run', 'run', 'item', 'item', 'item', 'unknown', 'unknown', 'unknown']);
   });
 
+  test('an unknown token\u2019s hint names the near token once', () => {
+    const r = parseWorkflow(`openintent: "1.0"
+info: {name: tok}
+workflow:
+  a:
+    assign: w
+    outputsFiles:
+      o: {path: "out/<runid>.txt"}
+      p: {path: "out/<zzzzzz>.txt"}
+`);
+    const hints = r.diagnostics.filter((d) => d.code === 'unknown-token').map((d) => d.hint);
+    expect(hints[0]).toBe('did you mean `<runId>`?');
+    expect(hints[1]).toMatch(/^tokens: <runId>, /);
+  });
+
   test('a phase entry wins over its agent\u2019s of the same key', () => {
     const m = mergeFiles({ inputs: [{ key: 'a', path: 'agent.md' }, { key: 'b', path: 'b.md' }], outputs: [] }, { inputs: [{ key: 'a', path: 'phase.md' }], outputs: [{ key: 'o', path: 'o.md' }] });
     expect(m).toEqual({ inputs: [{ key: 'b', path: 'b.md' }, { key: 'a', path: 'phase.md' }], outputs: [{ key: 'o', path: 'o.md' }] });

@@ -8,7 +8,7 @@
 import { posix } from 'node:path';
 import { isPlainObject } from '../core/json.js';
 import type { Path } from '../core/path.js';
-import { didYouMean } from '../core/suggest.js';
+import { closest } from '../core/suggest.js';
 import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
 import type { FileContract, FileEntry, WorkflowModel } from './model.js';
 import type { AgentContract } from './contract/model.js';
@@ -113,7 +113,7 @@ export function checkPath(path: string, at: Path, scope: FileCheckScope, out: Di
     const kind = tokenKind(t.name);
     const span = { offset: t.offset, length: t.name.length + 2 };
     if (kind === 'unknown') {
-      const s = didYouMean(t.name, [...RUN_TOKENS, ...ITEM_TOKENS]);
+      const s = closest(t.name, [...RUN_TOKENS, ...ITEM_TOKENS]);
       out.push(error('unknown-token', at, `unknown token \`<${t.name}>\` in a file path`, { hint: s ? `did you mean \`<${s}>\`?` : `tokens: ${[...RUN_TOKENS, ...ITEM_TOKENS].map((x) => `<${x}>`).join(', ')}, <item.path>`, data: span }));
       bad = true;
     } else if (kind === 'item' && scope.fanOut === false) {
