@@ -87,4 +87,8 @@ describe('itemFileCollisions', () => {
     expect(itemFileCollisions(out('out/<item.name>.md'), [{ name: 'a' }, { name: 'b' }, { name: {} }, {}])).toEqual([]);
     expect(itemFileCollisions(out('out/<index>-<item>.md'), ['a', 'a'])).toEqual([]);
   });
+  test('a value whose path is refused (`..`) writes no file: it collides with none', () => {
+    // `out/sub/../a.md` and `out/x/../..` are refused when the items run: neither writes `out/a.md` or `.`
+    expect(itemFileCollisions(out('out/<item>'), ['a.md', 'sub/../a.md', '..', 'x/../..'])).toEqual([]);
+  });
 });

@@ -171,7 +171,8 @@ export function itemFileCollisions(outputs: readonly FileEntry[], items: readonl
         if (v === undefined) ok = false;
         return v ?? whole;
       });
-      if (!ok) return;
+      // a value that makes the path refused (`..`, `x/../..`) writes no file when its item runs
+      if (!ok || escapeProblem(path) !== undefined) return;
       // one file, however its path is spelled (`out/./a.md`, `out//a.md` and `out/a.md`)
       path = posix.normalize(path);
       const list = at.get(path);
