@@ -553,18 +553,29 @@ function compileSkipWhen(source: string, phase: string, fanOut: boolean, out: Di
   return expr && text !== source ? { ...expr, source } : expr;
 }
 
-/** An agent's files that name an item (`<index>`, `<item.x>`) fit only phases with `for_each`. */
+/**
+ * An agent's files that name an item (`<index>`, `<item.x>`) fit only phases with `for_each` (the assigned
+ * agent's and the fallback's), unless the phase declares the same key on the same side: its entry wins.
+ */
 function checkAgentItemTokens(phases: PhaseModel[], agents: Record<string, AgentDecl> | undefined, out: Diagnostic[]): void {
   if (!agents) return;
+  const reported = new Set<string>();
   for (const p of phases) {
     if (p.forEach) continue;
-    const files = agents[p.assign]?.files;
-    if (!files) continue;
-    for (const [side, list] of [['inputsFiles', files.inputs], ['outputsFiles', files.outputs]] as const) {
-      for (const e of list) {
-        const t = tokensOf(e.path).find((x) => tokenKind(x.name) === 'item');
-        if (!t) continue;
-        out.push(error('item-outside-for-each', ['agents', p.assign, side, e.key, 'path'], `\`<${t.name}>\` names a fan-out item, but phase \`${p.name}\` (agent \`${p.assign}\`) has no \`for_each\``, { hint: 'declare the file on the fan-out phase instead, or drop the item token', data: { offset: t.offset, length: t.name.length + 2 } }));
+    for (const agent of [p.assign, ...(p.retry.fallbackAgent ? [p.retry.fallbackAgent] : [])]) {
+      const files = agents[agent]?.files;
+      if (!files) continue;
+      for (const [side, list, own] of [['inputsFiles', files.inputs, p.files?.inputs], ['outputsFiles', files.outputs, p.files?.outputs]] as const) {
+        for (const e of list) {
+          if (own?.some((x) => x.key === e.key)) continue;
+          const t = tokensOf(e.path).find((x) => tokenKind(x.name) === 'item');
+          if (!t) continue;
+          // one error per entry, naming the first phase that cannot use it
+          const id = `${agent}\u0000${side}\u0000${e.key}`;
+          if (reported.has(id)) continue;
+          reported.add(id);
+          out.push(error('item-outside-for-each', ['agents', agent, side, e.key, 'path'], `\`<${t.name}>\` names a fan-out item, but phase \`${p.name}\` (agent \`${agent}\`) has no \`for_each\``, { hint: 'declare the file on the fan-out phase instead, or drop the item token', data: { offset: t.offset, length: t.name.length + 2 } }));
+        }
       }
     }
   }

@@ -33,6 +33,41 @@ workflow:
     expect(hints[1]).toMatch(/^tokens: <runId>, /);
   });
 
+  test('an item token in an agent\u2019s or its contract\u2019s file fits only a fan-out phase, unless the phase declares that key itself', () => {
+    const wf = (phase: string): string => `openintent: "1.0"
+info: {name: it}
+agents:
+  w:
+    outputsFiles:
+      d: {path: "out/<index>.md"}
+  c:
+    x-contract:
+      inputsFiles:
+        t: {path: "in/<item>.md"}
+workflow:
+  src:
+    assign: x
+    outputs: {xs: "string[]"}
+  fan:
+    assign: w
+    depends_on: [src]
+    for_each: src.xs
+  fan2:
+    assign: c
+    depends_on: [src]
+    for_each: src.xs
+${phase}`;
+    const found = (phase: string): string[] => parseWorkflow(wf(phase)).diagnostics.filter((d) => d.code === 'item-outside-for-each').map((d) => d.path.join('.'));
+    expect(found('  one:\n    assign: w\n')).toEqual(['agents.w.outputsFiles.d.path']);
+    expect(found('  one:\n    assign: c\n')).toEqual(['workflow.one.assign']);
+    expect(found('  one:\n    assign: x\n    retry: {fallback_agent: c}\n')).toEqual(['workflow.one.retry.fallback_agent']);
+    // the phase's entry of the same key (and side) wins: the agent's path is not used there
+    expect(found('  one:\n    assign: w\n    outputsFiles: {d: {path: out/one.md}}\n')).toEqual([]);
+    expect(found('  one:\n    assign: c\n    inputsFiles: {t: {path: in/one.md}}\n')).toEqual([]);
+    // another key, or the other side, does not
+    expect(found('  one:\n    assign: w\n    inputsFiles: {d: {path: out/one.md}}\n')).toEqual(['agents.w.outputsFiles.d.path']);
+  });
+
   test('a phase entry wins over its agent\u2019s of the same key', () => {
     const m = mergeFiles({ inputs: [{ key: 'a', path: 'agent.md' }, { key: 'b', path: 'b.md' }], outputs: [] }, { inputs: [{ key: 'a', path: 'phase.md' }], outputs: [{ key: 'o', path: 'o.md' }] });
     expect(m).toEqual({ inputs: [{ key: 'b', path: 'b.md' }, { key: 'a', path: 'phase.md' }], outputs: [{ key: 'o', path: 'o.md' }] });
