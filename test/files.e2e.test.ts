@@ -284,6 +284,10 @@ ${['a', 'b', 'c', 'd'].map((p) => `  ${p}:\n    assign: w\n    inputsFiles: {n: 
     out = '';
     expect(await run(['show', 'r1', '--artifacts', '--store', file], io)).toBe(0);
     expect(out).toMatch(/draft#1\s+read\s+staged\s+notes\s+"notes\/draft\.md"/);
+    // the run's warnings (a declared output not produced) are in `baton show`, not only in its events
+    out = '';
+    expect(await run(['show', 'r1', '--store', file], io)).toBe(0);
+    expect(out).toMatch(/\nwarnings\n {2}! draft \(attempt 1\): DeclaredFileMissing: declared output file `logs\/r1\.txt` was not produced\n/);
     out = '';
     expect(await run(['show', 'r1', '--state', '--store', file], io)).toBe(0);
     const state = JSON.parse(out) as { workflowState: { context: { artifacts: Record<string, { phase: string; access: string; key?: string }> } } };
