@@ -125,5 +125,7 @@ describe('itemFileCollisions', () => {
   test('a value whose path is refused (`..`) writes no file: it collides with none', () => {
     // `out/sub/../a.md` and `out/x/../..` are refused when the items run: neither writes `out/a.md` or `.`
     expect(itemFileCollisions(out('out/<item>'), ['a.md', 'sub/../a.md', '..', 'x/../..'])).toEqual([]);
+    // nor does one that leaves the path empty (`<item>` over `` or `.`) or puts a NUL in it
+    expect(itemFileCollisions(out('<item>'), ['', '.', './', 'a\0', 'a\0'])).toEqual([]);
   });
 });

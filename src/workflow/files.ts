@@ -175,6 +175,8 @@ export function itemFileCollisions(outputs: readonly FileEntry[], items: readonl
       if (!ok || escapeProblem(path) !== undefined) return;
       // one file, however its path is spelled (`out/./a.md`, `out//a.md` and `out/a.md`)
       path = posix.normalize(path);
+      // nor does one that leaves it empty or puts a NUL in it (refused too)
+      if (path === '.' || path.includes('\0')) return;
       const list = at.get(path);
       if (list) list.push(i);
       else at.set(path, [i]);
