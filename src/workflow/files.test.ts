@@ -127,5 +127,7 @@ describe('itemFileCollisions', () => {
     expect(itemFileCollisions(out('out/<item>'), ['a.md', 'sub/../a.md', '..', 'x/../..'])).toEqual([]);
     // nor does one that leaves the path empty (`<item>` over `` or `.`) or puts a NUL in it
     expect(itemFileCollisions(out('<item>'), ['', '.', './', 'a\0', 'a\0'])).toEqual([]);
+    // a trailing slash names the same file, as the engine records it
+    expect(itemFileCollisions(out('out/<item>'), ['a', 'a/', './a'])).toEqual([{ key: 'k', path: 'out/a', declared: 'out/<item>', items: [0, 1, 2] }]);
   });
 });

@@ -5,7 +5,6 @@
  * (no absolute path, no `..` segment), and every `<token>` is one Baton knows. The same functions
  * check paths again at run time, after the tokens are replaced (src/engine/files.ts).
  */
-import { posix } from 'node:path';
 import { isPlainObject } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { closest } from '../core/suggest.js';
@@ -173,10 +172,10 @@ export function itemFileCollisions(outputs: readonly FileEntry[], items: readonl
       });
       // a value that makes the path refused (`..`, `x/../..`) writes no file when its item runs
       if (!ok || escapeProblem(path) !== undefined) return;
-      // one file, however its path is spelled (`out/./a.md`, `out//a.md` and `out/a.md`)
-      path = posix.normalize(path);
-      // nor does one that leaves it empty or puts a NUL in it (refused too)
-      if (path === '.' || path.includes('\0')) return;
+      // one file, however its path is spelled (`out/./a.md`, `out//a.md`, `out/a/` and `out/a.md`), as
+      // the engine records it (expandPath); a path left empty or with a NUL is refused there too
+      path = path.split('/').filter((x) => x !== '' && x !== '.').join('/');
+      if (path === '' || path.includes('\0')) return;
       const list = at.get(path);
       if (list) list.push(i);
       else at.set(path, [i]);
