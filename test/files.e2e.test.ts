@@ -224,6 +224,36 @@ workflow:
     }
   });
 
+  test('a subprocess agent named by a relative path fails in its scratch root, and its failure says where it ran', async () => {
+    writeFileSync(join(ws, 'rel-agent.js'), "process.stdout.write('{}')");
+    writeFileSync(
+      join(ws, 'workflow.yaml'),
+      `openintent: "1.0"
+info: {name: sub}
+agents:
+  shell:
+    x-command: [node, rel-agent.js]
+workflow:
+  one:
+    assign: shell
+    inputsFiles: {in: {path: notes/draft.md}}
+`,
+    );
+    const r = await loadWorkflow(join(ws, 'workflow.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = createEngine({ store: new MemoryStore() });
+    try {
+      const res = await engine.run(r.model, { path: join(ws, 'workflow.yaml'), cwd: ws });
+      expect(res.status).toBe('failed');
+      const error = res.phases['one']?.error;
+      expect(error?.code).toBe('SubprocessExit');
+      expect(error?.message).toContain(`(a phase with files runs it in the attempt's scratch root, not in ${ws}: name the program by an absolute path)`);
+      expect(error?.message).toContain('Cannot find module');
+    } finally {
+      await engine.close();
+    }
+  });
+
   test('concurrent attempts of parallel phases never share a root', async () => {
     writeFileSync(
       join(ws, 'workflow.yaml'),
