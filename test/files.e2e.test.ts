@@ -252,6 +252,19 @@ workflow:
     } finally {
       await engine.close();
     }
+    // the program itself by a relative path: not found there either, and said why
+    writeFileSync(join(ws, 'workflow.yaml'), `openintent: "1.0"\ninfo: {name: sub}\nagents:\n  shell:\n    x-command: [./rel-agent.sh]\nworkflow:\n  one:\n    assign: shell\n    inputsFiles: {in: {path: notes/draft.md}}\n`);
+    writeFileSync(join(ws, 'rel-agent.sh'), '#!/bin/sh\necho "{}"\n', { mode: 0o755 });
+    const r2 = await loadWorkflow(join(ws, 'workflow.yaml'));
+    if (!r2.ok) throw new Error(JSON.stringify(r2.diagnostics));
+    const engine2 = createEngine({ store: new MemoryStore() });
+    try {
+      const res = await engine2.run(r2.model, { path: join(ws, 'workflow.yaml'), cwd: ws });
+      expect(res.phases['one']?.error?.code).toBe('SubprocessSpawn');
+      expect(res.phases['one']?.error?.message).toContain(`scratch root, not in ${ws}`);
+    } finally {
+      await engine2.close();
+    }
   });
 
   test('concurrent attempts of parallel phases never share a root', async () => {

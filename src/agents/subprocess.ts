@@ -212,7 +212,7 @@ function spawnError(name: string, l: Launch, err: unknown): AgentError {
     e.code === 'ENOENT'
       ? l.cwd !== undefined && !existsSync(l.cwd)
         ? `the working directory ${l.cwd} does not exist`
-        : 'command not found (or the interpreter its #! line names)'
+        : `command not found (or the interpreter its #! line names)${!l.shell && l.file.includes('/') && !l.file.startsWith('/') ? movedWords(l, 127, '') : ''}`
       : e.code === 'EACCES'
         ? 'permission denied (is the file executable? chmod +x it, or run it through its interpreter)'
         : e.message;
