@@ -11,7 +11,7 @@ import { decodeUtf8 } from '../diagnostics/text.js';
 import { compileTypes } from '../types/index.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
 import { checkGraph, topologicalOrder, type GraphPhase } from './graph.js';
-import type { A2aDecl, AgentDecl, ForEachModel, Governance, OutputDecl, PhaseModel, WorkflowForm, WorkflowModel } from './model.js';
+import type { A2aDecl, AgentDecl, FileEntry, ForEachModel, Governance, OutputDecl, PhaseModel, WorkflowForm, WorkflowModel } from './model.js';
 import { agentFields, governanceFields, infoFields, llmFields, PHASE_GATE_HOURS, phaseFields, TOP_LEVEL_KEYS } from './schema.js';
 import { checkObject, checkShape, reportUnknownKeys } from './shape.js';
 import { parseYamlSource, type ParsedSource } from './source.js';
@@ -21,7 +21,7 @@ import { buildPhase } from './phase.js';
 import { checkInputs, type WiringContext } from './wiring.js';
 import { reportIgnoredKeys } from './ignored.js';
 import { checkFanOutSettings, checkForEach, checkItemPaths, checkNullItems, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, namesFile, toleratesAny } from './fan-out.js';
-import { fileContractOf, tokenKind, tokensOf } from './files.js';
+import { fileContractOf, mergeFiles, tokenKind, tokensOf } from './files.js';
 import type { Expression } from './expr.js';
 import { checkReservedNames } from './reserved.js';
 import { checkBlueprints } from './blueprint.js';
@@ -342,6 +342,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   }
   const llmPass = checkBlueprints(doc, agents, phases, file, out); // LLM agents: blueprints, mcp (blueprint.ts)
   const contractPass = checkContracts(doc, agents, phases, file, out, extras.bound); // agent contracts (contract/check.ts)
+  checkContractItemFields(phases, agents, registry, out);
   if (contractPass.sources.size > 0) extras.sources = contractPass.sources;
   extras.contracts = contractPass.report;
   const governance = buildGovernance(doc['governance'], out);
@@ -551,6 +552,27 @@ function compileSkipWhen(source: string, phase: string, fanOut: boolean, out: Di
   const expr = compileExpression(text, path, out);
   // evaluated as rewritten; shown (in a skip's detail, a failure's message) as written
   return expr && text !== source ? { ...expr, source } : expr;
+}
+
+/**
+ * A contract's files in the fan-out phases its agent runs: `<item.x>` against each phase's item type, as an
+ * agent's own are (the contract may be in another file or in code: positioned on the phase's `assign`).
+ * Keys the agent or the phase declares themselves win over the contract's and are not its to check.
+ */
+function checkContractItemFields(phases: PhaseModel[], agents: Record<string, AgentDecl> | undefined, registry: TypeRegistry, out: Diagnostic[]): void {
+  for (const p of phases) {
+    const c = p.forEach ? agents?.[p.assign]?.contract : undefined;
+    if (!c?.files || !p.forEach) continue;
+    const own = mergeFiles(agents?.[p.assign]?.files, p.files);
+    const theirs = (list: readonly FileEntry[], mine: readonly FileEntry[] | undefined): FileEntry[] => list.filter((e) => !mine?.some((x) => x.key === e.key));
+    const found: Diagnostic[] = [];
+    checkItemTokens({ inputs: theirs(c.files.inputs, own?.inputs), outputs: theirs(c.files.outputs, own?.outputs) }, [], p.forEach.itemType, registry, found);
+    const where = c.origin.at.file !== undefined ? ` in ${c.origin.at.file}` : '';
+    for (const d of found) {
+      const [side, key] = d.path as [string, string];
+      out.push(error('input-path-invalid', ['workflow', p.name, 'assign'], `agent \`${p.assign}\`'s contract${where} declares ${side} \`${key}\`: ${d.message}`, { ...(d.hint !== undefined ? { hint: d.hint } : {}), data: { phase: p.name, agent: p.assign, key } }));
+    }
+  }
 }
 
 /**

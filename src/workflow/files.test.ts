@@ -68,6 +68,31 @@ ${phase}`;
     expect(found('  one:\n    assign: w\n    inputsFiles: {d: {path: out/one.md}}\n')).toEqual(['agents.w.outputsFiles.d.path']);
   });
 
+  test('a contract\u2019s `<item.x>` is checked against the item type of each fan-out phase its agent runs, on the binding', () => {
+    const wf = (phase: string): string => `openintent: "1.0"
+info: {name: it}
+types:
+  Sec: {name: string, n: integer}
+agents:
+  v:
+    x-contract:
+      outputsFiles:
+        o: {path: "out/<item.nmae>.md"}
+workflow:
+  src:
+    assign: x
+    outputs: {xs: "Sec[]"}
+  fan:
+    assign: v
+    depends_on: [src]
+    for_each: src.xs
+${phase}`;
+    const found = (phase: string): string[] => parseWorkflow(wf(phase)).diagnostics.filter((d) => d.code === 'input-path-invalid').map((d) => `${d.path.join('.')} ${d.hint ?? ''}`);
+    expect(found('')).toEqual(['workflow.fan.assign did you mean `name`?']);
+    // the phase's own entry of the key wins: the contract's path is not used
+    expect(found('    outputsFiles: {o: {path: "out/<index>.md"}}\n')).toEqual([]);
+  });
+
   test('a phase entry wins over its agent\u2019s of the same key', () => {
     const m = mergeFiles({ inputs: [{ key: 'a', path: 'agent.md' }, { key: 'b', path: 'b.md' }], outputs: [] }, { inputs: [{ key: 'a', path: 'phase.md' }], outputs: [{ key: 'o', path: 'o.md' }] });
     expect(m).toEqual({ inputs: [{ key: 'b', path: 'b.md' }, { key: 'a', path: 'phase.md' }], outputs: [{ key: 'o', path: 'o.md' }] });
