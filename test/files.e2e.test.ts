@@ -224,6 +224,49 @@ workflow:
     }
   });
 
+  test('a subprocess agent named by a relative path fails in its scratch root, and its failure says where it ran', async () => {
+    writeFileSync(join(ws, 'rel-agent.js'), "process.stdout.write('{}')");
+    writeFileSync(
+      join(ws, 'workflow.yaml'),
+      `openintent: "1.0"
+info: {name: sub}
+agents:
+  shell:
+    x-command: [node, rel-agent.js]
+workflow:
+  one:
+    assign: shell
+    inputsFiles: {in: {path: notes/draft.md}}
+`,
+    );
+    const r = await loadWorkflow(join(ws, 'workflow.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = createEngine({ store: new MemoryStore() });
+    try {
+      const res = await engine.run(r.model, { path: join(ws, 'workflow.yaml'), cwd: ws });
+      expect(res.status).toBe('failed');
+      const error = res.phases['one']?.error;
+      expect(error?.code).toBe('SubprocessExit');
+      expect(error?.message).toContain(`(a phase with files runs it in the attempt's scratch root, not in ${ws}: name the program by an absolute path)`);
+      expect(error?.message).toContain('Cannot find module');
+    } finally {
+      await engine.close();
+    }
+    // the program itself by a relative path: not found there either, and said why
+    writeFileSync(join(ws, 'workflow.yaml'), `openintent: "1.0"\ninfo: {name: sub}\nagents:\n  shell:\n    x-command: [./rel-agent.sh]\nworkflow:\n  one:\n    assign: shell\n    inputsFiles: {in: {path: notes/draft.md}}\n`);
+    writeFileSync(join(ws, 'rel-agent.sh'), '#!/bin/sh\necho "{}"\n', { mode: 0o755 });
+    const r2 = await loadWorkflow(join(ws, 'workflow.yaml'));
+    if (!r2.ok) throw new Error(JSON.stringify(r2.diagnostics));
+    const engine2 = createEngine({ store: new MemoryStore() });
+    try {
+      const res = await engine2.run(r2.model, { path: join(ws, 'workflow.yaml'), cwd: ws });
+      expect(res.phases['one']?.error?.code).toBe('SubprocessSpawn');
+      expect(res.phases['one']?.error?.message).toContain(`scratch root, not in ${ws}`);
+    } finally {
+      await engine2.close();
+    }
+  });
+
   test('concurrent attempts of parallel phases never share a root', async () => {
     writeFileSync(
       join(ws, 'workflow.yaml'),
@@ -284,6 +327,10 @@ ${['a', 'b', 'c', 'd'].map((p) => `  ${p}:\n    assign: w\n    inputsFiles: {n: 
     out = '';
     expect(await run(['show', 'r1', '--artifacts', '--store', file], io)).toBe(0);
     expect(out).toMatch(/draft#1\s+read\s+staged\s+notes\s+"notes\/draft\.md"/);
+    // the run's warnings (a declared output not produced) are in `baton show`, not only in its events
+    out = '';
+    expect(await run(['show', 'r1', '--store', file], io)).toBe(0);
+    expect(out).toMatch(/\nwarnings\n {2}! draft \(attempt 1\): DeclaredFileMissing: declared output file `logs\/r1\.txt` was not produced\n/);
     out = '';
     expect(await run(['show', 'r1', '--state', '--store', file], io)).toBe(0);
     const state = JSON.parse(out) as { workflowState: { context: { artifacts: Record<string, { phase: string; access: string; key?: string }> } } };

@@ -49,6 +49,8 @@ interface Launch {
   readonly env: NodeJS.ProcessEnv;
   readonly agentId: string | undefined;
   readonly graceMs: number;
+  /** Once mode in an attempt's scratch root (AIP-16 files): the directory it would have run in otherwise. */
+  readonly movedFrom?: string | undefined;
 }
 
 /** Builds a subprocess agent. Nothing is spawned until the first attempt. */
@@ -210,7 +212,7 @@ function spawnError(name: string, l: Launch, err: unknown): AgentError {
     e.code === 'ENOENT'
       ? l.cwd !== undefined && !existsSync(l.cwd)
         ? `the working directory ${l.cwd} does not exist`
-        : 'command not found (or the interpreter its #! line names)'
+        : `command not found (or the interpreter its #! line names)${!l.shell && l.file.includes('/') && !l.file.startsWith('/') ? movedWords(l, 127, '') : ''}`
       : e.code === 'EACCES'
         ? 'permission denied (is the file executable? chmod +x it, or run it through its interpreter)'
         : e.message;
@@ -231,6 +233,17 @@ function abortedError(name: string, signal: AbortSignal, details: Record<string,
 function stderrWords(text: string): string {
   const gist = stderrGist(text);
   return gist ? `: ${gist}` : '';
+}
+
+/**
+ * A once-mode process of a phase with files runs in the attempt's scratch root, where a relative path in
+ * its command (`python3 agent.py`) is not: when its failure says so (its stderr names a path in the root,
+ * or the shell found no such command, 126 / 127), the message says where it ran and where it did not.
+ */
+function movedWords(l: Launch, code: number | null, stderr: string): string {
+  if (l.movedFrom === undefined || l.cwd === undefined || l.movedFrom === l.cwd) return '';
+  if (!stderr.includes(l.cwd) && code !== 126 && code !== 127) return '';
+  return ` (a phase with files runs it in the attempt's scratch root, not in ${l.movedFrom}: name the program by an absolute path)`;
 }
 
 function exitText(code: number | null, signal: NodeJS.Signals | null): string {
@@ -269,7 +282,7 @@ function onceAgent(l: Launch): ClosableAgent {
       if (closed) return Promise.reject(closedError(nameOf(l, ctx)));
       // declared files (AIP-16): the process works in the attempt's scratch root, where they were staged
       const root = scratchRootOf(ctx);
-      return runOnce(root !== undefined ? { ...l, cwd: root } : l, ctx, running);
+      return runOnce(root !== undefined ? { ...l, cwd: root, movedFrom: l.cwd ?? process.cwd() } : l, ctx, running);
     },
     async close() {
       closed = true;
@@ -373,7 +386,7 @@ function runOnce(l: Launch, ctx: AgentContext, running: Set<Running>): Promise<u
       finish(() => {
         const err = stderr.toString();
         if (code !== 0) {
-          reject(new AgentError('SubprocessExit', `${name} ${exitText(code, sig)}${stderrWords(err)}`, { exit_code: code, signal: sig, stderr: err }));
+          reject(new AgentError('SubprocessExit', `${name} ${exitText(code, sig)}${movedWords(l, code, err)}${stderrWords(err)}`, { exit_code: code, signal: sig, stderr: err, ...(l.movedFrom !== undefined ? { cwd: l.cwd } : {}) }));
           return;
         }
         const text = Buffer.concat(stdout).toString('utf8').trim();

@@ -210,6 +210,8 @@ describe('baton run', () => {
       [['run', wf, '--concurrency', '-1'], /--concurrency expects a positive integer, got `-1`/],
       [['run', wf, '--timeout', '-1'], /--timeout expects a positive number, got `-1`/],
       [['run', wf, '--timeout', '1e306'], /--timeout expects a positive number of seconds, got `1e306`/],
+      // an option whose default is 0 takes 0: not "positive"
+      [['show', 'r', '--items', 'p', '--offset', '-1'], /--offset expects a whole number \(0 or more\), got `-1`/],
     ];
     for (const [args, message] of cases) {
       const io = capture();

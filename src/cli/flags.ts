@@ -36,8 +36,8 @@ export function checkFlags(spec: CommandSpec, args: string[]): Flags {
     }
     if (o.type === 'boolean' && t.value !== undefined) return { ok: false, json, message: `${t.rawName} takes no value, got \`${t.value}\`` };
     if (o.type === 'string' && t.value === undefined) return { ok: false, json, message: `${t.rawName} needs a value${o.arg ? ` (${o.arg})` : ''}` };
-    // every number Baton's options take is positive: a negative one is a mistake, not an option
-    if (o.type === 'string' && t.inlineValue === false && t.value !== undefined && /^-\d/.test(t.value)) return { ok: false, json, message: `${t.rawName} expects ${o.arg === 'N' ? 'a positive integer' : 'a positive number'}, got \`${t.value}\`` };
+    // no number Baton's options take is negative (most are positive; `--offset` may be 0): a mistake, not an option
+    if (o.type === 'string' && t.inlineValue === false && t.value !== undefined && /^-\d/.test(t.value)) return { ok: false, json, message: `${t.rawName} expects ${o.arg === 'N' ? (o.shown === '0' ? 'a whole number (0 or more)' : 'a positive integer') : 'a positive number'}, got \`${t.value}\`` };
     if (o.type === 'string' && t.inlineValue === false && t.value?.startsWith('-')) {
       return { ok: false, json, message: `${t.rawName} needs a value${o.arg ? ` (${o.arg})` : ''}; a value starting with a dash is written ${t.rawName}=${t.value}` };
     }

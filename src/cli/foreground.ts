@@ -209,6 +209,30 @@ function describeCounts(r: RunResult): string {
 /** Failed items of one fan-out phase (and its items' warnings of one code) named in the summary; the rest are counted. */
 const FAILED_ITEMS_LISTED = 5;
 
+/**
+ * The run's task.warning events (a declared file not produced, one not synced or not carried, ...), one
+ * line each. As failed items: a few warnings of one code per fan-out phase (2,000 items whose files a rerun
+ * could not carry would print 2,000 lines), the rest counted. Used by the summary of a run and `baton show`.
+ */
+export function warningLines(events: readonly RunEvent[], runId: string, color: boolean): string[] {
+  const c = pc.createColors(color);
+  const lines: string[] = [];
+  const warned = new Map<string, { phase: string; code: string; n: number }>();
+  for (const e of events) {
+    if (e.type !== 'task.warning') continue;
+    const parent = parseItemKey(e.phase)?.parent;
+    if (parent !== undefined) {
+      const k = `${parent}\u0000${e.code}`;
+      const w = warned.get(k) ?? { phase: parent, code: e.code, n: 0 };
+      warned.set(k, w);
+      if (++w.n > FAILED_ITEMS_LISTED) continue;
+    }
+    lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)}${e.attempt > 0 ? ` (attempt ${e.attempt})` : ''}: ${safeText(e.code, 200)}: ${safeText(e.message)}`);
+  }
+  for (const w of warned.values()) if (w.n > FAILED_ITEMS_LISTED) lines.push(`  … ${(w.n - FAILED_ITEMS_LISTED).toLocaleString('en-US')} more ${safeText(w.code, 200)} warnings of items of ${safeText(w.phase, 200)}: baton show ${safeText(runId, 200)} --events`);
+  return lines;
+}
+
 /** The run's last words; `warnings`: its task.warning events when `r.events` was not kept. */
 export function summary(r: RunResult, color: boolean, warnings: readonly RunEvent[] = r.events): string {
   const c = pc.createColors(color);
@@ -269,21 +293,7 @@ export function summary(r: RunResult, color: boolean, warnings: readonly RunEven
     else if (p.status === 'partial') lines.push(`  ${c.yellow('◐')} ${safeText(name, 200)}: partial result, accepted by its agent's contract`);
   }
   for (const [phase, k] of listed) if (k > FAILED_ITEMS_LISTED) lines.push(`  … ${(k - FAILED_ITEMS_LISTED).toLocaleString('en-US')} more failed items of ${safeText(phase, 200)}: baton show ${r.runId} --items ${safeText(phase, 200)}`);
-  // as failed items: a few warnings of one code per fan-out phase (2,000 items whose files a rerun could not
-  // carry would print 2,000 lines), the rest counted
-  const warned = new Map<string, { phase: string; code: string; n: number }>();
-  for (const e of r.events.length > 0 ? r.events : warnings) {
-    if (e.type !== 'task.warning') continue;
-    const parent = parseItemKey(e.phase)?.parent;
-    if (parent !== undefined) {
-      const k = `${parent}\u0000${e.code}`;
-      const w = warned.get(k) ?? { phase: parent, code: e.code, n: 0 };
-      warned.set(k, w);
-      if (++w.n > FAILED_ITEMS_LISTED) continue;
-    }
-    lines.push(`  ${c.yellow('!')} ${safeText(e.phase, 200)}${e.attempt > 0 ? ` (attempt ${e.attempt})` : ''}: ${safeText(e.code, 200)}: ${safeText(e.message)}`);
-  }
-  for (const w of warned.values()) if (w.n > FAILED_ITEMS_LISTED) lines.push(`  … ${(w.n - FAILED_ITEMS_LISTED).toLocaleString('en-US')} more ${safeText(w.code, 200)} warnings of items of ${safeText(w.phase, 200)}: baton show ${r.runId} --events`);
+  lines.push(...warningLines(r.events.length > 0 ? r.events : warnings, r.runId, color));
   if (r.error && r.status !== 'completed') lines.push(`  ${safeText(r.error.code, 200)}: ${safeText(r.error.message)}`);
   return lines.join('\n') + '\n';
 }

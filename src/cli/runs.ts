@@ -14,6 +14,7 @@ import { UsageError, asFlag, exitFor, openCliStore, shellQuote, storeFlag } from
 import { RUNS_OPTIONS, SHOW_OPTIONS } from './spec.js';
 import type { CliIo } from './io.js';
 import { describeEvent } from './run.js';
+import { warningLines } from './foreground.js';
 import { itemCounts, itemRows, itemSummary } from '../api/items.js';
 import { parseItemKey, type RunState } from '../engine/state.js';
 
@@ -153,6 +154,10 @@ export async function showCommand(args: string[], io: CliIo): Promise<number> {
       if (p.error) out.push(`      ${c.red(safeText(p.error.code, 200))}: ${safeText(p.error.message)}`);
       if (p.skipped_reason) out.push(`      skipped: ${safeText(p.skipped_detail ?? p.skipped_reason)}`);
     }
+    // what went wrong without failing anything (a declared file not produced, not synced, not carried): said
+    // here as the run's own summary said it, not only in the events
+    const warned = warningLines(result.events, record.runId, color);
+    if (warned.length > 0) out.push('', c.bold('warnings'), ...warned);
     if (result.gates.length > 0) {
       out.push('', c.bold('gates'));
       for (const g of result.gates) out.push(gateLine(g, record.runId));

@@ -210,7 +210,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   { name: 'types', args: 'FILE|DIR|EXAMPLE', summary: 'TypeScript types of every phase’s input and output, and a typed defineHandlers', options: TYPES_OPTIONS },
   { name: 'run', args: 'FILE|DIR|EXAMPLE', summary: 'run a workflow end to end', options: RUN_OPTIONS },
   { name: 'runs', args: '', summary: 'list the runs in the store', options: RUNS_OPTIONS },
-  { name: 'show', args: 'RUN', summary: 'a run: status, phases (input, output, failure), gates, events', options: SHOW_OPTIONS },
+  { name: 'show', args: 'RUN', summary: 'a run: status, phases (input, output, failure), warnings, gates, events', options: SHOW_OPTIONS },
   { name: 'resume', args: 'RUN', summary: 'continue a run (after a crash, Ctrl-C or a wait) in this process', options: RESUME_OPTIONS },
   { name: 'rerun', args: 'RUN', summary: 'a new run reusing every output upstream of --from PHASE', options: RERUN_OPTIONS },
   { name: 'worker', args: '', summary: 'run the ready tasks of every run in the store (PostgreSQL: many machines)', options: WORKER_OPTIONS },

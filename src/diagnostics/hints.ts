@@ -21,6 +21,8 @@ export function wrongTypeHint(value: unknown, want: 'string' | 'number' | 'integ
       // the number as YAML read it may differ from the text (`1.0` is 1): say how, not what
       if (typeof value === 'number') return 'quote it (`"..."`): unquoted, YAML reads it as a number';
       if (typeof value === 'boolean') return `quote it: \`"${String(value)}"\``;
+      // `for_each: [a.xs]`: one value in brackets
+      if (Array.isArray(value) && value.length === 1 && typeof value[0] === 'string') return `one value, not a list: \`${value[0]}\` without the brackets`;
       return undefined;
     case 'list':
       if (typeof value === 'string' || typeof value === 'number') return `a list, even of one: \`[${String(value)}]\``;

@@ -11,7 +11,7 @@ import { decodeUtf8 } from '../diagnostics/text.js';
 import { compileTypes } from '../types/index.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
 import { checkGraph, topologicalOrder, type GraphPhase } from './graph.js';
-import type { A2aDecl, AgentDecl, ForEachModel, Governance, OutputDecl, PhaseModel, WorkflowForm, WorkflowModel } from './model.js';
+import type { A2aDecl, AgentDecl, FileEntry, ForEachModel, Governance, OutputDecl, PhaseModel, WorkflowForm, WorkflowModel } from './model.js';
 import { agentFields, governanceFields, infoFields, llmFields, PHASE_GATE_HOURS, phaseFields, TOP_LEVEL_KEYS } from './schema.js';
 import { checkObject, checkShape, reportUnknownKeys } from './shape.js';
 import { parseYamlSource, type ParsedSource } from './source.js';
@@ -21,7 +21,7 @@ import { buildPhase } from './phase.js';
 import { checkInputs, type WiringContext } from './wiring.js';
 import { reportIgnoredKeys } from './ignored.js';
 import { checkFanOutSettings, checkForEach, checkItemPaths, checkNullItems, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, namesFile, toleratesAny } from './fan-out.js';
-import { fileContractOf, tokenKind, tokensOf } from './files.js';
+import { fileContractOf, mergeFiles, tokenKind, tokensOf } from './files.js';
 import type { Expression } from './expr.js';
 import { checkReservedNames } from './reserved.js';
 import { checkBlueprints } from './blueprint.js';
@@ -342,6 +342,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   }
   const llmPass = checkBlueprints(doc, agents, phases, file, out); // LLM agents: blueprints, mcp (blueprint.ts)
   const contractPass = checkContracts(doc, agents, phases, file, out, extras.bound); // agent contracts (contract/check.ts)
+  checkContractItemFields(phases, agents, registry, out);
   if (contractPass.sources.size > 0) extras.sources = contractPass.sources;
   extras.contracts = contractPass.report;
   const governance = buildGovernance(doc['governance'], out);
@@ -553,18 +554,50 @@ function compileSkipWhen(source: string, phase: string, fanOut: boolean, out: Di
   return expr && text !== source ? { ...expr, source } : expr;
 }
 
-/** An agent's files that name an item (`<index>`, `<item.x>`) fit only phases with `for_each`. */
+/**
+ * A contract's files in the fan-out phases its agent runs: `<item.x>` against each phase's item type, as an
+ * agent's own are (the contract may be in another file or in code: positioned on the phase's `assign`).
+ * Keys the agent or the phase declares themselves win over the contract's and are not its to check.
+ */
+function checkContractItemFields(phases: PhaseModel[], agents: Record<string, AgentDecl> | undefined, registry: TypeRegistry, out: Diagnostic[]): void {
+  for (const p of phases) {
+    const c = p.forEach ? agents?.[p.assign]?.contract : undefined;
+    if (!c?.files || !p.forEach) continue;
+    const own = mergeFiles(agents?.[p.assign]?.files, p.files);
+    const theirs = (list: readonly FileEntry[], mine: readonly FileEntry[] | undefined): FileEntry[] => list.filter((e) => !mine?.some((x) => x.key === e.key));
+    const found: Diagnostic[] = [];
+    checkItemTokens({ inputs: theirs(c.files.inputs, own?.inputs), outputs: theirs(c.files.outputs, own?.outputs) }, [], p.forEach.itemType, registry, found);
+    const where = c.origin.at.file !== undefined ? ` in ${c.origin.at.file}` : '';
+    for (const d of found) {
+      const [side, key] = d.path as [string, string];
+      out.push(error('input-path-invalid', ['workflow', p.name, 'assign'], `agent \`${p.assign}\`'s contract${where} declares ${side} \`${key}\`: ${d.message}`, { ...(d.hint !== undefined ? { hint: d.hint } : {}), data: { phase: p.name, agent: p.assign, key } }));
+    }
+  }
+}
+
+/**
+ * An agent's files that name an item (`<index>`, `<item.x>`) fit only phases with `for_each` (the assigned
+ * agent's and the fallback's), unless the phase declares the same key on the same side: its entry wins.
+ */
 function checkAgentItemTokens(phases: PhaseModel[], agents: Record<string, AgentDecl> | undefined, out: Diagnostic[]): void {
   if (!agents) return;
+  const reported = new Set<string>();
   for (const p of phases) {
     if (p.forEach) continue;
-    const files = agents[p.assign]?.files;
-    if (!files) continue;
-    for (const [side, list] of [['inputsFiles', files.inputs], ['outputsFiles', files.outputs]] as const) {
-      for (const e of list) {
-        const t = tokensOf(e.path).find((x) => tokenKind(x.name) === 'item');
-        if (!t) continue;
-        out.push(error('item-outside-for-each', ['agents', p.assign, side, e.key, 'path'], `\`<${t.name}>\` names a fan-out item, but phase \`${p.name}\` (agent \`${p.assign}\`) has no \`for_each\``, { hint: 'declare the file on the fan-out phase instead, or drop the item token', data: { offset: t.offset, length: t.name.length + 2 } }));
+    for (const agent of [p.assign, ...(p.retry.fallbackAgent ? [p.retry.fallbackAgent] : [])]) {
+      const files = agents[agent]?.files;
+      if (!files) continue;
+      for (const [side, list, own] of [['inputsFiles', files.inputs, p.files?.inputs], ['outputsFiles', files.outputs, p.files?.outputs]] as const) {
+        for (const e of list) {
+          if (own?.some((x) => x.key === e.key)) continue;
+          const t = tokensOf(e.path).find((x) => tokenKind(x.name) === 'item');
+          if (!t) continue;
+          // one error per entry, naming the first phase that cannot use it
+          const id = `${agent}\u0000${side}\u0000${e.key}`;
+          if (reported.has(id)) continue;
+          reported.add(id);
+          out.push(error('item-outside-for-each', ['agents', agent, side, e.key, 'path'], `\`<${t.name}>\` names a fan-out item, but phase \`${p.name}\` (agent \`${agent}\`) has no \`for_each\``, { hint: 'declare the file on the fan-out phase instead, or drop the item token', data: { offset: t.offset, length: t.name.length + 2 } }));
+        }
       }
     }
   }

@@ -5,10 +5,9 @@
  * (no absolute path, no `..` segment), and every `<token>` is one Baton knows. The same functions
  * check paths again at run time, after the tokens are replaced (src/engine/files.ts).
  */
-import { posix } from 'node:path';
 import { isPlainObject } from '../core/json.js';
 import type { Path } from '../core/path.js';
-import { didYouMean } from '../core/suggest.js';
+import { closest } from '../core/suggest.js';
 import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
 import type { FileContract, FileEntry, WorkflowModel } from './model.js';
 import type { AgentContract } from './contract/model.js';
@@ -113,7 +112,7 @@ export function checkPath(path: string, at: Path, scope: FileCheckScope, out: Di
     const kind = tokenKind(t.name);
     const span = { offset: t.offset, length: t.name.length + 2 };
     if (kind === 'unknown') {
-      const s = didYouMean(t.name, [...RUN_TOKENS, ...ITEM_TOKENS]);
+      const s = closest(t.name, [...RUN_TOKENS, ...ITEM_TOKENS]);
       out.push(error('unknown-token', at, `unknown token \`<${t.name}>\` in a file path`, { hint: s ? `did you mean \`<${s}>\`?` : `tokens: ${[...RUN_TOKENS, ...ITEM_TOKENS].map((x) => `<${x}>`).join(', ')}, <item.path>`, data: span }));
       bad = true;
     } else if (kind === 'item' && scope.fanOut === false) {
@@ -171,9 +170,12 @@ export function itemFileCollisions(outputs: readonly FileEntry[], items: readonl
         if (v === undefined) ok = false;
         return v ?? whole;
       });
-      if (!ok) return;
-      // one file, however its path is spelled (`out/./a.md`, `out//a.md` and `out/a.md`)
-      path = posix.normalize(path);
+      // a value that makes the path refused (`..`, `x/../..`) writes no file when its item runs
+      if (!ok || escapeProblem(path) !== undefined) return;
+      // one file, however its path is spelled (`out/./a.md`, `out//a.md`, `out/a/` and `out/a.md`), as
+      // the engine records it (expandPath); a path left empty or with a NUL is refused there too
+      path = path.split('/').filter((x) => x !== '' && x !== '.').join('/');
+      if (path === '' || path.includes('\0')) return;
       const list = at.get(path);
       if (list) list.push(i);
       else at.set(path, [i]);

@@ -30,6 +30,12 @@ describe('wrong-type and invalid-value hints', () => {
     expect(h['wrong-type workflow.b.depends_on']).toContain('`[a]`');
   });
 
+  test('a fan-out reference in brackets, a file entry written as its path', () => {
+    const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    outputs: {xs: "string[]"}\n  b:\n    assign: x\n    depends_on: [a]\n    for_each: [a.xs]\n    outputsFiles:\n      o: out/b.md\n`);
+    expect(h['wrong-type workflow.b.for_each']).toContain('`a.xs`');
+    expect(h['wrong-type workflow.b.outputsFiles.o']).toContain('`{path: out/b.md}`');
+  });
+
   test('an enum given a number names the values; an empty string says what to do', () => {
     const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    retry: {backoff: 3}\n  b:\n    assign: ""\n`);
     expect(h['wrong-type workflow.a.retry.backoff']).toContain('`exponential`');

@@ -95,6 +95,9 @@ function hintFor(value: unknown, shape: Shape): string | undefined {
     case 'list':
       return wrongTypeHint(value, 'list');
     case 'object':
+      // a file entry written as its path (`o: out/b.md`)
+      if (typeof value === 'string' && shape.fields['path']?.required === true) return `write the path as an entry: \`{path: ${/^[\p{L}\p{N}_./<>-]+$/u.test(value) ? value : JSON.stringify(value)}}\``;
+      return wrongTypeHint(value, 'mapping');
     case 'map':
       return wrongTypeHint(value, 'mapping');
     case 'union': {

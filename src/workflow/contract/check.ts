@@ -13,7 +13,7 @@ import { error, warning, type Diagnostic } from '../../diagnostics/diagnostic.js
 import { isSubschema, verdictOf, type SchemaFinding, type SubschemaResult, type Verdict } from '../../types/subschema.js';
 import { SchemaCompiler } from '../json-schema.js';
 import type { AgentDecl, FileContract, PhaseModel } from '../model.js';
-import { mergeFiles } from '../files.js';
+import { mergeFiles, tokenKind, tokensOf } from '../files.js';
 import { FS_ROOT_KEY } from '../wiring.js';
 import { checkSideEffects } from './effects.js';
 import { contractOf, type LoadedContractFile } from './load.js';
@@ -103,6 +103,7 @@ export function checkContracts(doc: Record<string, unknown>, agents: Record<stri
     }
   }
   checkSteps(agents, phases, out);
+  checkContractItemTokens(phases, contract, agents, out);
   checkContext(phases, contract, out);
   // a defineAgent's files are in its sideEffects already
   const effectFiles = (p: PhaseModel): FileContract | undefined => {
@@ -279,6 +280,38 @@ function report(findings: readonly SchemaFinding[], side: 'input' | 'output', p:
       out.push(sev('input-schema-mismatch', path, `${where}${f.message} (${subject} against ${against})`, { ...extra, hint: 'change the upstream output type, the wiring, or the schema' }));
     }
     n++;
+  }
+}
+
+/**
+ * A contract's files that name an item (`<index>`, `<item.x>`) fit only phases with `for_each`, as an agent's
+ * own do (compile.ts), unless the agent or the phase declares the key on the same side itself. In any other
+ * phase the file cannot be named and is never synced. Positioned on the binding (`assign`, `retry.fallback_agent`), since the contract may be in another file or in code.
+ */
+function checkContractItemTokens(phases: readonly PhaseModel[], contract: (agent: string) => AgentContract | undefined, agents: Record<string, AgentDecl> | undefined, out: Diagnostic[]): void {
+  for (const p of phases) {
+    if (p.forEach) continue;
+    const served: [string, Path][] = [[p.assign, ['workflow', p.name, 'assign']]];
+    if (p.retry.fallbackAgent) served.push([p.retry.fallbackAgent, ['workflow', p.name, 'retry', 'fallback_agent']]);
+    for (const [agent, at] of served) {
+      const c = contract(agent);
+      if (!c?.files) continue;
+      // the agent's own entry of a key, and the phase's, win over the contract's (mergeFiles)
+      const own = mergeFiles(agents?.[agent]?.files, p.files);
+      for (const [side, list, mine] of [['inputsFiles', c.files.inputs, own?.inputs], ['outputsFiles', c.files.outputs, own?.outputs]] as const) {
+        for (const e of list) {
+          if (mine?.some((x) => x.key === e.key)) continue;
+          const t = tokensOf(e.path).find((x) => tokenKind(x.name) === 'item');
+          if (!t) continue;
+          out.push(
+            error('item-outside-for-each', at, `agent \`${agent}\`'s contract${inFile(c.origin.at)} declares ${side} \`${e.key}\` at \`${e.path}\`: \`<${t.name}>\` names a fan-out item, but phase \`${p.name}\` has no \`for_each\``, {
+              hint: 'bind the agent to a phase with `for_each`, or drop the item token from the contract\'s path',
+              data: { phase: p.name, agent, key: e.key, path: e.path },
+            }),
+          );
+        }
+      }
+    }
   }
 }
 
