@@ -185,9 +185,14 @@ function explain(e: unknown, text: string, positions: () => PositionIndex): Diag
 
 /** Every syntax error the `yaml` library finds, one per place. Empty when it finds none (or gives up). */
 function syntaxErrors(text: string): Diagnostic[] {
-  let errors: { pos: [number, number]; message: string }[];
+  let errors: YamlError[];
   try {
-    errors = yaml().parseDocument(text, { uniqueKeys: false, prettyErrors: false }).errors;
+    errors = yamlErrors(text);
+    // a tab in a line's indentation makes the parser misread the lines around it: one tab gave three errors,
+    // "Nested mappings are not allowed in compact mappings" (hinting at a quote) and "All mapping items must
+    // start at the same column" on the next key, which is aligned. Report the tab, then what is still wrong
+    // once each tabbed indentation reads as spaces
+    if (errors.some((e) => e.code === 'TAB_AS_INDENT')) errors = withTabsRepaired(text, errors);
   } catch {
     return []; // a stack overflow on deep input: js-yaml's error stands
   }
@@ -221,6 +226,78 @@ function syntaxErrors(text: string): Diagnostic[] {
 }
 
 const FOLLOW_ON = /^Unexpected [\w-]+ token in YAML stream/;
+
+interface YamlError {
+  pos: [number, number];
+  message: string;
+  code: string;
+}
+
+function yamlErrors(text: string): YamlError[] {
+  const errors: YamlError[] = yaml()
+    .parseDocument(text, { uniqueKeys: false, prettyErrors: false })
+    .errors.map((e) => ({ pos: [e.pos[0], e.pos[1]], message: e.message, code: e.code }));
+  for (const e of errors) {
+    // "All mapping items must start at the same column" is reported at the start of the line: point at the key
+    if (e.code !== 'BAD_INDENT') continue;
+    let at = e.pos[0];
+    while (text[at] === ' ' || text[at] === '\t') at++;
+    if (at > e.pos[0] && at < text.length && text[at] !== '\n' && text[at] !== '\r') e.pos = [at, Math.max(at + 1, e.pos[1])];
+  }
+  return errors;
+}
+
+/**
+ * The tab errors of `errors`, and the other errors of the text once the indentation of each line a tab
+ * error is on reads as spaces: beside the line before it, or one step deeper when that line opens a
+ * block (ends with `:`), what a tab usually stands for. Positions are the original text's.
+ */
+function withTabsRepaired(text: string, errors: readonly YamlError[]): YamlError[] {
+  const tabs = errors.filter((e) => e.code === 'TAB_AS_INDENT');
+  const tabbed = new Set(tabs.map((e) => text.lastIndexOf('\n', e.pos[0] - 1) + 1));
+  // each line: where it starts in the original and in the repaired text, and its indentation in both
+  const lines: { from: number; to: number; indent: number; newIndent: number }[] = [];
+  let out = '';
+  let previous = 0;
+  let previousItem = false;
+  let opens = false;
+  for (let from = 0; from < text.length; ) {
+    const end = text.indexOf('\n', from);
+    const next = end < 0 ? text.length : end + 1;
+    const line = text.slice(from, next);
+    const indent = /^[ \t]*/.exec(line)![0].length;
+    let newIndent = indent;
+    const content = line.slice(indent).replace(/\s+#.*$/, '').trimEnd();
+    const item = /^-(\s|$)/.test(content);
+    // a `- item` beside the item before it; a key beside the keys of the item before it (`- a: 1` then `b: 2`)
+    if (tabbed.has(from) && line.slice(0, indent).includes('\t')) newIndent = previous + (previousItem && !item ? 2 : 0) + (opens ? 2 : 0);
+    lines.push({ from, to: out.length, indent, newIndent });
+    out += ' '.repeat(newIndent) + line.slice(indent);
+    if (content !== '' && !content.startsWith('#')) {
+      previous = newIndent;
+      previousItem = item;
+      opens = content.endsWith(':');
+    }
+    from = next;
+  }
+  if (out === text) return [...errors];
+  const back = (at: number): number => {
+    let lo = 0;
+    for (let hi = lines.length - 1; lo < hi; ) {
+      const mid = (lo + hi + 1) >> 1;
+      if (lines[mid]!.to <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    const l = lines[lo];
+    if (!l) return at;
+    const within = at - l.to;
+    return within < l.newIndent ? l.from + Math.min(within, l.indent) : l.from + l.indent + (within - l.newIndent);
+  };
+  const rest = yamlErrors(out)
+    .filter((e) => e.code !== 'TAB_AS_INDENT')
+    .map((e) => ({ ...e, pos: [back(e.pos[0]), Math.max(back(e.pos[0]) + 1, back(e.pos[1]))] as [number, number] }));
+  return [...tabs, ...rest].sort((a, b) => a.pos[0] - b.pos[0]);
+}
 
 /** The offset of the quote that opens the quoted scalar running on to `end` (an unclosed one), if any. */
 function unclosedQuote(text: string, end: number): number | undefined {
