@@ -3,11 +3,12 @@
  * every example of the spec documents, and the bundled examples must compile without errors; every
  * corpus workflow must run to completion with stub agents.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { runWorkflow } from '../src/api/run.js';
-import { loadWorkflow } from '../src/workflow/compile.js';
+import { loadWorkflow, parseWorkflow } from '../src/workflow/compile.js';
+import { SourceFile } from '../src/diagnostics/source.js';
 
 const corpus = join(import.meta.dirname, 'fixtures', 'corpus');
 const specExamples = join(import.meta.dirname, 'fixtures', 'spec-examples');
@@ -48,6 +49,35 @@ describe('accepted workflows', () => {
       const notCompleted = Object.entries(result.phases).filter(([, p]) => p.status !== 'completed' && p.status !== 'skipped');
       expect(notCompleted.map(([n, p]) => `${n}: ${p.status} ${p.error?.code ?? ''} ${p.error?.message ?? ''}`)).toEqual([]);
       expect(result.status).toBe('completed');
+    });
+  }
+});
+
+/** Each diagnostic of `text` as `CODE LINE:COL`. */
+function reported(text: string): string[] {
+  const src = new SourceFile('w.yaml', text);
+  return parseWorkflow(text).diagnostics.map((d) => {
+    const p = d.range ? src.position(d.range[0]) : { line: 0, column: 0 };
+    return `${d.severity} ${d.code} ${p.line}:${p.column}`;
+  });
+}
+
+describe('the mistakes users make in corpus files', () => {
+  for (const f of corpusFiles) {
+    const name = f.split('/').at(-1)!;
+    const text = readFileSync(f, 'utf8');
+    const lines = text.split('\n');
+    // the `assign:` lines (never a phase's first key in the corpus)
+    const assigns = lines.flatMap((l, i) => (/^ {4}assign: /.test(l) ? [i] : []));
+    test(`a tab in an indentation is one error, at the tab: ${name}`, () => {
+      const at = assigns.at(-1)!;
+      const mutated = lines.map((l, i) => (i === at ? `\t${l.trimStart()}` : l)).join('\n');
+      expect(reported(mutated).filter((d) => d.startsWith('error'))).toEqual([`error yaml-syntax ${at + 1}:1`]);
+    });
+    test(`a tab, and a key indented one space too far: two errors, each at its place: ${name}`, () => {
+      const [first, last] = [assigns[0]!, assigns.at(-1)!];
+      const mutated = lines.map((l, i) => (i === first ? ` ${l}` : i === last ? `  \t  ${l.trimStart()}` : l)).join('\n');
+      expect(reported(mutated).filter((d) => d.startsWith('error'))).toEqual([`error yaml-syntax ${first + 1}:6`, `error yaml-syntax ${last + 1}:3`]);
     });
   }
 });
