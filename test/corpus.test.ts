@@ -74,6 +74,16 @@ describe('the mistakes users make in corpus files', () => {
       const mutated = lines.map((l, i) => (i === at ? `\t${l.trimStart()}` : l)).join('\n');
       expect(reported(mutated).filter((d) => d.startsWith('error'))).toEqual([`error yaml-syntax ${at + 1}:1`]);
     });
+    test(`a phase pasted under the name of the phase it depends on: the duplicate, and a cycle that says why: ${name}`, () => {
+      const r0 = parseWorkflow(text);
+      const last = r0.model!.phases.at(-1)!;
+      const dep = last.dependsOn[0]!;
+      const at = lines.indexOf(`  ${last.name}:`);
+      const mutated = lines.map((l, i) => (i === at ? `  ${dep}:` : l)).join('\n');
+      const errors = parseWorkflow(mutated).diagnostics.filter((d) => d.severity === 'error');
+      expect(errors.map((d) => d.code)).toEqual(['duplicate-key', 'dependency-cycle']);
+      expect(errors[1]!.hint).toBe(`phase \`${dep}\` is defined twice, and the last definition, the one read, depends on \`${dep}\`: rename one of them`);
+    });
     test(`a tab, and a key indented one space too far: two errors, each at its place: ${name}`, () => {
       const [first, last] = [assigns[0]!, assigns.at(-1)!];
       const mutated = lines.map((l, i) => (i === first ? ` ${l}` : i === last ? `  \t  ${l.trimStart()}` : l)).join('\n');

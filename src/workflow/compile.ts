@@ -262,7 +262,9 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
       dependsOn: deps.flatMap((d, index) => (typeof d === 'string' && d !== '' ? [{ name: d, index }] : [])),
     });
   }
-  const edges = checkGraph(graphPhases, out);
+  // a phase name written twice: the last definition is read (and a copy pasted under the same name may depend on it)
+  const duplicated = new Set(out.flatMap((d) => (d.code === 'duplicate-key' && d.path.length === 2 && d.path[0] === 'workflow' && typeof d.path[1] === 'string' ? [d.path[1]] : [])));
+  const edges = checkGraph(graphPhases, out, duplicated);
 
   // outputs (all phases first: wiring reads upstream declarations)
   const outputs = new Map<string, OutputDecl[] | undefined>();
