@@ -192,7 +192,7 @@ function syntaxErrors(text: string): Diagnostic[] {
     // "Nested mappings are not allowed in compact mappings" (hinting at a quote) and "All mapping items must
     // start at the same column" on the next key, which is aligned. Report the tab, then what is still wrong
     // once each tabbed indentation reads as spaces
-    if (errors.some((e) => e.code === 'TAB_AS_INDENT')) errors = withTabsRepaired(text, errors);
+    errors = withTabsRepaired(text, errors);
   } catch {
     return []; // a stack overflow on deep input: js-yaml's error stands
   }
@@ -253,8 +253,19 @@ function yamlErrors(text: string): YamlError[] {
  * block (ends with `:`), what a tab usually stands for. Positions are the original text's.
  */
 function withTabsRepaired(text: string, errors: readonly YamlError[]): YamlError[] {
-  const tabs = errors.filter((e) => e.code === 'TAB_AS_INDENT');
-  const tabbed = new Set(tabs.map((e) => text.lastIndexOf('\n', e.pos[0] - 1) + 1));
+  // a line the parser stopped at, in its indentation, that holds a tab: the parser does not always say it
+  // is the tab (a block scalar indented with one is "Block scalars with more-indented leading empty lines
+  // must use an explicit indentation indicator"); the tab is what to fix, so it is what is reported
+  const tabs = new Map<number, YamlError>();
+  for (const e of errors) {
+    const from = text.lastIndexOf('\n', e.pos[0] - 1) + 1;
+    const indent = /^[ \t]*/.exec(text.slice(from, from + 1024))![0];
+    if (tabs.has(from) || !indent.includes('\t') || (e.code !== 'TAB_AS_INDENT' && e.pos[0] > from + indent.length)) continue;
+    const at = e.code === 'TAB_AS_INDENT' ? e.pos : ([from + indent.indexOf('\t'), from + indent.indexOf('\t') + 1] as [number, number]);
+    tabs.set(from, { pos: at, message: e.code === 'TAB_AS_INDENT' ? e.message : 'Tabs are not allowed as indentation', code: 'TAB_AS_INDENT' });
+  }
+  if (tabs.size === 0) return [...errors];
+  const tabbed = new Set(tabs.keys());
   // each line: where it starts in the original and in the repaired text, and its indentation in both
   const lines: { from: number; to: number; indent: number; newIndent: number }[] = [];
   let out = '';
@@ -276,7 +287,7 @@ function withTabsRepaired(text: string, errors: readonly YamlError[]): YamlError
     if (content !== '' && !content.startsWith('#')) {
       previous = newIndent;
       previousItem = item;
-      opens = content.endsWith(':');
+      opens = /(?:^|\s|:)(?:[|>][-+0-9]*)$/.test(content) || content.endsWith(':');
     }
     from = next;
   }
@@ -296,7 +307,7 @@ function withTabsRepaired(text: string, errors: readonly YamlError[]): YamlError
   const rest = yamlErrors(out)
     .filter((e) => e.code !== 'TAB_AS_INDENT')
     .map((e) => ({ ...e, pos: [back(e.pos[0]), Math.max(back(e.pos[0]) + 1, back(e.pos[1]))] as [number, number] }));
-  return [...tabs, ...rest].sort((a, b) => a.pos[0] - b.pos[0]);
+  return [...tabs.values(), ...rest].sort((a, b) => a.pos[0] - b.pos[0]);
 }
 
 /** The offset of the quote that opens the quoted scalar running on to `end` (an unclosed one), if any. */
