@@ -84,6 +84,15 @@ describe('the mistakes users make in corpus files', () => {
       expect(errors.map((d) => d.code)).toEqual(['duplicate-key', 'dependency-cycle']);
       expect(errors[1]!.hint).toBe(`phase \`${dep}\` is defined twice, and the last definition, the one read, depends on \`${dep}\`: rename one of them`);
     });
+    test(`a phase name without its colon, and a key without the space after it: one error each, with the fix: ${name}`, () => {
+      const phases = parseWorkflow(text).model!.phases;
+      const at = lines.indexOf(`  ${phases.at(-1)!.name}:`);
+      const glued = assigns[0]!;
+      const mutated = lines.map((l, i) => (i === at ? l.replace(/:$/, '') : i === glued ? l.replace(': ', ':') : l)).join('\n');
+      const errors = parseWorkflow(mutated).diagnostics.filter((d) => d.severity === 'error');
+      expect(reported(mutated).filter((d) => d.startsWith('error'))).toEqual([`error yaml-syntax ${glued + 1}:5`, `error yaml-syntax ${at + 1}:3`]);
+      expect(errors.map((d) => d.hint)).toEqual([`write \`${lines[glued]!.trim()}\``, `the fields below it belong to a key: write \`${phases.at(-1)!.name}:\``]);
+    });
     test(`a tab, and a key indented one space too far: two errors, each at its place: ${name}`, () => {
       const [first, last] = [assigns[0]!, assigns.at(-1)!];
       const mutated = lines.map((l, i) => (i === first ? ` ${l}` : i === last ? `  \t  ${l.trimStart()}` : l)).join('\n');
