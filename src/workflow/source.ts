@@ -287,7 +287,8 @@ function withSlipsRepaired(text: string, errors: readonly YamlError[]): YamlErro
       if (key?.[2]) {
         const fixed = `${key[1]!}: ${key[4]!}`;
         slips.set(from, { error: { pos: at, message: `\`${content.trim()}\` is not a \`key: value\` pair: a space must follow the colon`, code: 'KEY_SLIP', hint: `write \`${fixed}\`` }, mended: () => indent + fixed });
-      } else if (key?.[3] !== undefined) {
+      } else if (key?.[3] !== undefined && /^\S+$/.test(key[4]!)) {
+        // one word after a name (`assign summarizer`); more (`sentence continued here`) is likely prose, not a key
         const fixed = `${key[1]!}: ${key[4]!}`;
         slips.set(from, { error: { pos: at, message: `\`${key[1]!}\` has no colon after it`, code: 'KEY_SLIP', hint: `a key is followed by a colon and a space: \`${fixed}\`` }, mended: () => indent + fixed });
       } else if (bare) {
