@@ -1,6 +1,6 @@
 /** Where the bundled examples live, and how a workflow argument (file or example directory) is resolved. */
 import { accessSync, constants, cpSync, existsSync, openSync, closeSync, readSync, readdirSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve, sep } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { closest } from '../core/suggest.js';
 import type { WorkflowModel } from '../workflow/model.js';
@@ -64,6 +64,12 @@ export function resolveTarget(arg: string, cwd: string): ResolvedTarget | undefi
  */
 export function noWorkflowAt(arg: string, cwd: string): string {
   const said = `no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`;
+  if (isWorkflowFolder(arg, cwd)) {
+    // a folder of workflow files (the corpus): one of them is what to run
+    const dir = resolve(cwd, arg);
+    const files = workflowFilesIn(dir).map((f) => join(arg, relative(dir, f)));
+    if (files.length > 0) return `${arg} holds no workflow.yaml: name one of its workflows (${files.slice(0, 8).map((f) => `\`${f}\``).join(', ')}${files.length > 8 ? ', ...' : ''})`;
+  }
   const near = nearestTarget(arg, cwd);
   return near === undefined ? said : `${said}; did you mean \`${near}\`?`;
 }
