@@ -17,6 +17,7 @@ import { MAX_TIMEOUT_MS, systemClock, type Clock } from '../core/clock.js';
 import { asyncDispose } from '../core/dispose.js';
 import { BatonError } from '../core/errors.js';
 import { Lru } from '../core/lru.js';
+import { closest } from '../core/suggest.js';
 import type { Json, JsonObject } from '../core/json.js';
 import type { AgentHandler, ClosableAgent } from '../engine/agent.js';
 import type { CarriedFile, FactResult } from '../engine/decide.js';
@@ -418,7 +419,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       // an x-remote agent is bound only where remote agents can pull its tasks: a server
       const remote = [...unbound.keys()].filter((a) => model.agents?.[a]?.extensions['x-remote'] === true);
       const served = remote.length === 0 ? '' : `; ${remote.map((a) => `\`${a}\``).join(', ')} ${remote.length === 1 ? 'is' : 'are'} \`x-remote: true\`: remote agents pull such tasks from \`baton serve\`, or from a server whose engine and \`startServer\` share one \`RemoteAgents\` (docs/server.md#library)`;
-      throw new BatonError('unbound-agent', `no handler is bound for agent${unbound.size === 1 ? '' : 's'} ${list}; bind them with --agents, declare \`x-command\`, or dry-run with --stub-agents${served}`);
+      throw new BatonError('unbound-agent', `no handler is bound for agent${unbound.size === 1 ? '' : 's'} ${list}; bind them with --agents, declare \`x-command\`, or dry-run with --stub-agents${served}${misnamed(model, handlers, unbound)}`);
     }
     const stored: JsonObject = { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(parseTraceparent(opts.traceparent) ? { traceparent: opts.traceparent!.trim().toLowerCase() } : {}), ...runOptions };
     const first = await startRun(
@@ -768,6 +769,22 @@ export function createEngine<W extends WorkflowTypes = AnyWorkflow>(opts: Engine
 }
 
 /** Agent ids the workflow needs (assign and fallback_agent) that have no handler, with their phases. */
+/** A handler bound under a name no phase uses, close to an unbound agent's: a typo in the agents module, said with the refusal. */
+function misnamed(model: WorkflowModel, handlers: Readonly<Record<string, unknown>>, unbound: ReadonlyMap<string, string[]>): string {
+  const used = new Set<string>();
+  for (const p of model.phases) {
+    used.add(p.assign);
+    if (p.retry.fallbackAgent) used.add(p.retry.fallbackAgent);
+  }
+  const spare = Object.keys(handlers).filter((id) => !used.has(id) && model.agents?.[id] === undefined);
+  const guesses: string[] = [];
+  for (const agent of unbound.keys()) {
+    const near = closest(agent, spare);
+    if (near !== undefined) guesses.push(`\`${near}\` is bound but no phase assigns it: did you mean \`${agent}\`?`);
+  }
+  return guesses.length === 0 ? '' : `; ${guesses.join('; ')}`;
+}
+
 export function unboundAgents(model: WorkflowModel, agents: Readonly<Record<string, unknown>>): Map<string, string[]> {
   const missing = new Map<string, string[]>();
   const need = (agent: string, phase: string): void => {

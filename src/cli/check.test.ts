@@ -22,6 +22,12 @@ describe('baton check', () => {
     expect(io.out()).toMatch(/contracts\/contracts\/broken\.yaml:1:18: error\[unsupported-version\]/);
   });
 
+  test('a workflow whose phases wire no inputs (a corpus file) says it has no edge under the heading', async () => {
+    const io = capture(fixtures);
+    expect(await run(['check', 'corpus/hello_world.yaml'], io)).toBe(0);
+    expect(io.out()).toContain('corpus/hello_world.yaml: 2 binding(s), 0 with a contract; 0 edge(s)\nbindings\n  · research <- researcher: no contract\n  · summarize <- summarizer: no contract\nedges\n  none: no phase wires an input from an upstream phase (`inputs: {key: phase.output}`)\n');
+  });
+
   test('--json: bindings, edges, diagnostics with their file', async () => {
     const io = capture(fixtures);
     expect(await run(['check', '--json', 'diagnostics/input-schema-mismatch.yaml'], io)).toBe(1);

@@ -105,6 +105,8 @@ export async function checkCommand(args: string[], io: CliIo): Promise<number> {
       for (const b of report.bindings) lines.push(bindingLine(b, c));
       lines.push(c.bold('edges'));
       for (const e of report.edges) lines.push(edgeLine(e, c));
+      // a heading over nothing read as if the list had been lost (every corpus workflow: none wires `inputs`)
+      if (report.edges.length === 0) lines.push(`  ${c.dim('none: no phase wires an input from an upstream phase (`inputs: {key: phase.output}`)')}`);
       io.stdout(lines.join('\n') + '\n\n');
     }
     io.stdout(r.diagnostics.map((d) => renderDiagnostic(d, src(d), renderOptionsFor(io, 'stdout')) + '\n\n').join(''));

@@ -33,6 +33,23 @@ describe('baton validate', () => {
     expect(io.out()).toMatch(/valid/);
   });
 
+  test('a misspelt file name (a corpus file), or a folder of workflows, exits 2 with the file it likely meant', async () => {
+    const io = capture(corpus);
+    expect(await run(['validate', 'hello_wrld.yaml'], io)).toBe(2);
+    expect(io.out()).toContain('hello_wrld.yaml: error[file-unreadable]: cannot read');
+    expect(io.out()).toContain('hint: did you mean `hello_world.yaml`?');
+    const run2 = capture(fixtures);
+    expect(await run(['run', 'corpus/hello_wrld.yaml', '--stub-agents'], run2)).toBe(2);
+    expect(run2.err()).toContain('no workflow at `corpus/hello_wrld.yaml` (a file, a directory with workflow.yaml, or a bundled example: see `baton list`); did you mean `corpus/hello_world.yaml`?');
+    const example = capture(tmp());
+    expect(await run(['run', 'research-pipelin', '--stub-agents'], example)).toBe(2);
+    expect(example.err()).toContain('did you mean `research-pipeline`?');
+    // the corpus folder holds workflows but no workflow.yaml: run names them, as check does
+    const folder = capture(fixtures);
+    expect(await run(['run', 'corpus', '--stub-agents'], folder)).toBe(2);
+    expect(folder.err()).toContain('baton run: corpus holds no workflow.yaml: name one of its workflows (`corpus/compliance_review.yaml`, `corpus/content_pipeline.yaml`,');
+  });
+
   test('an invalid file exits 1 with file:line:col, code, frame and hint', async () => {
     const io = capture(fixtures);
     expect(await run(['validate', 'diagnostics/input-wiring.yaml'], io)).toBe(1);

@@ -1,7 +1,8 @@
 /** Where the bundled examples live, and how a workflow argument (file or example directory) is resolved. */
 import { accessSync, constants, cpSync, existsSync, openSync, closeSync, readSync, readdirSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve, sep } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { closest } from '../core/suggest.js';
 import type { WorkflowModel } from '../workflow/model.js';
 
 /** The package's examples/ folder (works from src/ under vitest and from dist/ when installed). */
@@ -55,6 +56,44 @@ export function resolveTarget(arg: string, cwd: string): ResolvedTarget | undefi
   const agents = dir === path || WORKFLOW_FILES.includes(basename(wf)) ? AGENT_FILES.map((f) => join(dir, f)).find((f) => existsSync(f)) : undefined;
   const trigger = join(dir, 'trigger.json');
   return { workflow: wf, agents, trigger: existsSync(trigger) ? trigger : undefined, ...(example !== undefined ? { example } : {}) };
+}
+
+/**
+ * Why `resolveTarget` found nothing at `arg`, with the file, directory or bundled example whose name is
+ * closest to what was typed (`hello_wrld.yaml`: did you mean `hello_world.yaml`?).
+ */
+export function noWorkflowAt(arg: string, cwd: string): string {
+  const said = `no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`;
+  if (isWorkflowFolder(arg, cwd)) {
+    // a folder of workflow files (the corpus): one of them is what to run
+    const dir = resolve(cwd, arg);
+    const files = workflowFilesIn(dir).map((f) => join(arg, relative(dir, f)));
+    if (files.length > 0) return `${arg} holds no workflow.yaml: name one of its workflows (${files.slice(0, 8).map((f) => `\`${f}\``).join(', ')}${files.length > 8 ? ', ...' : ''})`;
+  }
+  const near = nearestTarget(arg, cwd);
+  return near === undefined ? said : `${said}; did you mean \`${near}\`?`;
+}
+
+/** The workflow file, directory or bundled example named most like `arg`, which names none, written as the user wrote `arg`. */
+export function nearestTarget(arg: string, cwd: string): string | undefined {
+  const trimmed = arg.replace(/[/\\]+$/, '');
+  const typed = basename(trimmed);
+  if (typed === '' || typed === '.' || typed === '..') return undefined;
+  const names: string[] = [];
+  try {
+    for (const e of readdirSync(dirname(resolve(cwd, trimmed)), { withFileTypes: true })) if (e.isDirectory() || /\.ya?ml$/i.test(e.name)) names.push(e.name);
+  } catch {
+    // a folder that cannot be read suggests nothing
+  }
+  if (!/[/\\]/.test(trimmed)) {
+    try {
+      for (const e of readdirSync(examplesDir(), { withFileTypes: true })) if (e.isDirectory()) names.push(e.name);
+    } catch {
+      // no bundled examples
+    }
+  }
+  const near = closest(typed, names.filter((n) => n !== typed));
+  return near === undefined ? undefined : `${trimmed.slice(0, trimmed.length - typed.length)}${near}`;
 }
 
 /**

@@ -21,7 +21,7 @@ import { summary } from './foreground.js';
 import { SIGNAL_EXIT, type CliIo } from './io.js';
 import { inputProblem, outputProblem, printJson, saveResult } from './output.js';
 import { progressView, readJsonObject, toViewEvent } from './run.js';
-import { resolveTarget } from './examples.js';
+import { noWorkflowAt, resolveTarget } from './examples.js';
 import type { RUN_OPTIONS } from './spec.js';
 import { jsonDiagnostics } from '../api/validation.js';
 import { printDiagnostics, renderOptionsFor } from './validate.js';
@@ -44,7 +44,7 @@ export async function remoteRun(values: RunValues, arg: string, io: CliIo): Prom
     const key = values['api-key'] ?? io.env['BATON_API_KEY'];
     const client = new ServerClient({ url: values.server!, ...(key !== undefined && key !== '' ? { key } : {}) });
     const target = resolveTarget(arg, io.cwd);
-    if (!target) throw new UsageError(`no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`);
+    if (!target) throw new UsageError(noWorkflowAt(arg, io.cwd));
     const shown = relative(io.cwd, target.workflow) || target.workflow;
     if (values.output !== undefined) {
       const why = await outputProblem(resolve(io.cwd, values.output), join(values.output, 'result.json'));

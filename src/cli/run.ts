@@ -22,7 +22,7 @@ import { useColor } from './color.js';
 import { printFailure } from './fail.js';
 import { usageLine } from './help.js';
 import { RUN_OPTIONS, commandSpec } from './spec.js';
-import { copyExample, declaresFiles, examplesInstalled, resolveTarget } from './examples.js';
+import { copyExample, declaresFiles, examplesInstalled, noWorkflowAt, resolveTarget } from './examples.js';
 import { StateOut } from './state-out.js';
 import { endAfterSignal, Foreground } from './foreground.js';
 import type { CliIo } from './io.js';
@@ -50,7 +50,7 @@ async function runHere(args: string[], io: CliIo, held: { fg?: Foreground }): Pr
     if (values['api-key'] !== undefined) throw new UsageError('--api-key goes with --server URL (a run on a Baton server)');
     const arg = positionals[0]!;
     let target = resolveTarget(arg, io.cwd);
-    if (!target) throw new UsageError(`no workflow at \`${arg}\` (a file, a directory with workflow.yaml, or a bundled example: see \`baton list\`)`);
+    if (!target) throw new UsageError(noWorkflowAt(arg, io.cwd));
     const shown = relative(io.cwd, target.workflow) || target.workflow;
     // every path the run will write is checked before anything runs
     for (const [flag, given, example] of [['--output', values.output, 'result.json'], ['--state-out', values['state-out'], 'state.json']] as const) {

@@ -10,7 +10,7 @@ import { renderDiagnostic, summaryLine, type RenderOptions } from '../diagnostic
 import { escapeControls } from '../diagnostics/terminal.js';
 import { loadWorkflow, type CompileResult } from '../workflow/compile.js';
 import { colorsFor, columnsFor, useColor } from './color.js';
-import { isWorkflowFolder, resolveTarget, workflowFilesIn } from './examples.js';
+import { isWorkflowFolder, nearestTarget, resolveTarget, workflowFilesIn } from './examples.js';
 import { printFailure } from './fail.js';
 import { formatOf, printMachineFormat, type Format } from './formats.js';
 import type { CliIo } from './io.js';
@@ -49,7 +49,14 @@ export async function validateCommand(files: string[], opts: { format: Format },
     named.push({ path, file: path === resolve(io.cwd, f) ? f : displayPath(path, io.cwd) });
   }
   const results: CompileResult[] = [];
-  for (const { path, file } of named) results.push({ ...(await loadWorkflow(path)), file });
+  for (const { path, file } of named) {
+    const r = { ...(await loadWorkflow(path)), file };
+    // a misspelt name: the file beside it that was likely meant
+    const missing = r.diagnostics.find((d) => d.code === 'file-unreadable' && d.file === undefined && d.hint === undefined && d.message.endsWith(': no such file'));
+    const near = missing ? nearestTarget(file, io.cwd) : undefined;
+    if (missing && near !== undefined) missing.hint = `did you mean \`${near}\`?`;
+    results.push(r);
+  }
   const unreadable = results.some((r) => r.diagnostics.some((d) => d.code === 'file-unreadable'));
   if (opts.format === 'sarif' || opts.format === 'github') {
     await printMachineFormat(opts.format, results.map((r) => ({ diagnostics: r.diagnostics, source: sourceResolver(r, io.cwd) })), io);

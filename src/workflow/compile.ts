@@ -235,7 +235,10 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   for (const name of names) {
     const raw = wf[name];
     if (!isPlainObject(raw)) {
-      out.push(error('wrong-type', ['workflow', name], `phase \`${name}\` must be a mapping`, { hint: 'give it at least `assign: agent-id`' }));
+      // `assign:researcher` (no space after the colon) is a string to YAML, not a key and its value
+      const glued = typeof raw === 'string' ? /^([A-Za-z_][\w-]*):(\S.*)$/.exec(raw) : null;
+      const hint = glued ? `a space must follow the colon of a key: \`${glued[1]!}: ${glued[2]!}\`` : 'give it at least `assign: agent-id`';
+      out.push(error('wrong-type', ['workflow', name], `phase \`${name}\` must be a mapping`, { hint }));
       continue;
     }
     // the phase name is its identifier (depends_on, inputs, task ids): an empty one names nothing
@@ -262,7 +265,9 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
       dependsOn: deps.flatMap((d, index) => (typeof d === 'string' && d !== '' ? [{ name: d, index }] : [])),
     });
   }
-  const edges = checkGraph(graphPhases, out);
+  // a phase name written twice: the last definition is read (and a copy pasted under the same name may depend on it)
+  const duplicated = new Set(out.flatMap((d) => (d.code === 'duplicate-key' && d.path.length === 2 && d.path[0] === 'workflow' && typeof d.path[1] === 'string' ? [d.path[1]] : [])));
+  const edges = checkGraph(graphPhases, out, duplicated);
 
   // outputs (all phases first: wiring reads upstream declarations)
   const outputs = new Map<string, OutputDecl[] | undefined>();

@@ -18,10 +18,11 @@ describe('checkGraph', () => {
     expect(out.map((d) => [d.code, d.data?.['cycle']])).toEqual([['dependency-cycle', ['a', 'c', 'b', 'a']]]);
   });
 
-  test('a self-dependency is a cycle', () => {
+  test('a self-dependency is a cycle, whose hint says a phase cannot depend on itself', () => {
     const out: Diagnostic[] = [];
     checkGraph([phase('a', ['a'])], out);
     expect(out.map((d) => d.code)).toEqual(['dependency-cycle']);
+    expect(out[0]?.hint).toBe('a phase cannot depend on itself: remove `a` from its depends_on');
   });
 
   test('two separate cycles are both reported', () => {

@@ -11,7 +11,7 @@ export interface GraphPhase {
 }
 
 /** Checks depends_on references and cycles. Returns the valid edges per phase (unknown names dropped, duplicates folded). */
-export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Map<string, string[]> {
+export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[], duplicated: ReadonlySet<string> = new Set()): Map<string, string[]> {
   const names = new Set(phases.map((p) => p.name));
   const byTitle = new Map<string, string>();
   for (const p of phases) if (p.title !== undefined && !byTitle.has(p.title.toLowerCase())) byTitle.set(p.title.toLowerCase(), p.name);
@@ -45,7 +45,7 @@ export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Ma
     }
     edges.set(p.name, deps);
   }
-  findCycles(phases, edges, out);
+  findCycles(phases, edges, out, duplicated);
   return edges;
 }
 
@@ -53,7 +53,7 @@ export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Ma
  * Iterative DFS (a 10,000-phase chain must not overflow the stack). Each back edge closes one cycle,
  * reported at the depends_on entry that closes it, with the whole cycle printed.
  */
-function findCycles(phases: readonly GraphPhase[], edges: Map<string, string[]>, out: Diagnostic[]): void {
+function findCycles(phases: readonly GraphPhase[], edges: Map<string, string[]>, out: Diagnostic[], duplicated: ReadonlySet<string>): void {
   const state = new Map<string, 1 | 2>(); // 1 = on stack, 2 = done
   const indexOf = new Map<string, GraphPhase>(phases.map((p) => [p.name, p]));
   for (const root of phases) {
@@ -79,7 +79,7 @@ function findCycles(phases: readonly GraphPhase[], edges: Map<string, string[]>,
         const entry = indexOf.get(top.name)?.dependsOn.find((d) => d.name === dep);
         out.push(
           error('dependency-cycle', ['workflow', top.name, 'depends_on', entry?.index ?? 0], `Circular dependency detected: ${cycle.join(' -> ')}`, {
-            hint: 'Remove one of the dependencies to break the cycle',
+            hint: cycle.length > 2 ? 'Remove one of the dependencies to break the cycle' : selfHint(dep, duplicated.has(dep)),
             error: 'WorkflowValidationError',
             data: { cycle },
           }),
@@ -91,6 +91,15 @@ function findCycles(phases: readonly GraphPhase[], edges: Map<string, string[]>,
       }
     }
   }
+}
+
+/**
+ * A phase that depends on itself. Most often it is a copy of the phase it was meant to follow, pasted under
+ * the same name: YAML keeps the last of two equal keys, so the copy reads as depending on itself.
+ */
+function selfHint(name: string, duplicated: boolean): string {
+  if (duplicated) return `phase \`${name}\` is defined twice, and the last definition, the one read, depends on \`${name}\`: rename one of them`;
+  return `a phase cannot depend on itself: remove \`${name}\` from its depends_on`;
 }
 
 /** Kahn's algorithm, stable in document order. Phases on a cycle are appended at the end. */

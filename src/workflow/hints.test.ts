@@ -23,6 +23,12 @@ describe('wrong-type and invalid-value hints', () => {
     expect(h['wrong-type agents.a.version']).toMatch(/quote/);
   });
 
+  test('a phase whose only line is `assign:researcher` (no space after the colon, a string to YAML): the hint gives the fix', () => {
+    const h = hints(`${HEAD}workflow:\n  a:\n    assign:researcher\n  b: 3\n`);
+    expect(h['wrong-type workflow.a']).toContain('`assign: researcher`');
+    expect(h['wrong-type workflow.b']).toContain('`assign: agent-id`');
+  });
+
   test('one name for a list that is the phase itself: the hint does not offer `[a]`, which would be a cycle', () => {
     const h = hints(`${HEAD}workflow:\n  a:\n    assign: x\n    depends_on: a\n  b:\n    assign: x\n    depends_on: a\n`);
     expect(h['wrong-type workflow.a.depends_on']).not.toContain('`[a]`');

@@ -185,9 +185,11 @@ function explain(e: unknown, text: string, positions: () => PositionIndex): Diag
 
 /** Every syntax error the `yaml` library finds, one per place. Empty when it finds none (or gives up). */
 function syntaxErrors(text: string): Diagnostic[] {
-  let errors: { pos: [number, number]; message: string }[];
+  let errors: YamlError[];
   try {
-    errors = yaml().parseDocument(text, { uniqueKeys: false, prettyErrors: false }).errors;
+    errors = yamlErrors(text);
+    // a tab in an indentation, a key without its colon: one slip, one error (withSlipsRepaired)
+    errors = withSlipsRepaired(text, errors);
   } catch {
     return []; // a stack overflow on deep input: js-yaml's error stands
   }
@@ -207,7 +209,7 @@ function syntaxErrors(text: string): Diagnostic[] {
       if (followOn++ === 0) lostAfter = out.length - 1;
       continue;
     }
-    const [message, extra] = syntaxMessage(firstLine(e.message), text, e.pos[0]);
+    const [message, extra] = e.hint !== undefined ? [e.message, { hint: e.hint }] : syntaxMessage(firstLine(e.message), text, e.pos[0]);
     // the parser reports an unclosed quote where the text ends: point at the quote that opens it
     const open = /^Missing closing ["']?quote/.test(e.message) ? unclosedQuote(text, e.pos[0]) : undefined;
     out.push(error('yaml-syntax', [], open === undefined ? message : `this ${text[open] === "'" ? 'single' : 'double'} quote is never closed`, { ...extra, range: open === undefined ? [e.pos[0], Math.max(e.pos[1], e.pos[0] + 1)] : [open, open + 1] }));
@@ -221,6 +223,149 @@ function syntaxErrors(text: string): Diagnostic[] {
 }
 
 const FOLLOW_ON = /^Unexpected [\w-]+ token in YAML stream/;
+
+interface YamlError {
+  pos: [number, number];
+  message: string;
+  code: string;
+  /** Where the message is Baton's own (a slip it recognised), its hint. */
+  hint?: string;
+}
+
+function yamlErrors(text: string): YamlError[] {
+  const errors: YamlError[] = yaml()
+    .parseDocument(text, { uniqueKeys: false, prettyErrors: false })
+    .errors.map((e) => ({ pos: [e.pos[0], e.pos[1]], message: e.message, code: e.code }));
+  for (const e of errors) {
+    // "All mapping items must start at the same column" is reported at the start of the line: point at the key
+    if (e.code !== 'BAD_INDENT') continue;
+    let at = e.pos[0];
+    while (text[at] === ' ' || text[at] === '\t') at++;
+    if (at > e.pos[0] && at < text.length && text[at] !== '\n' && text[at] !== '\r') e.pos = [at, Math.max(at + 1, e.pos[1])];
+  }
+  return errors;
+}
+
+/**
+ * The slips people make on one line, said as such, and the other errors of the text once each is mended:
+ * a tab in a line's indentation (as deep as the line before it, or one step deeper when that line opens a
+ * block, what a tab usually stands for), and a key without its colon or the space after it
+ * (`summarize` above its fields, `assign summarizer`, `assign:summarizer`). The parser misreads the lines
+ * around such a slip: one tab gave three errors (one hinting at a quote, one at the aligned key below), a
+ * phase name without its colon one error per field of the phase. Positions are the original text's.
+ */
+function withSlipsRepaired(text: string, errors: readonly YamlError[]): YamlError[] {
+  const lineAt = (at: number): { from: number; line: string } => {
+    const from = text.lastIndexOf('\n', at - 1) + 1;
+    const end = text.indexOf('\n', from);
+    return { from, line: text.slice(from, end < 0 ? text.length : end).replace(/\r$/, '') };
+  };
+  // each slip by the start of its line: the error to report, and the line as mended
+  const slips = new Map<number, { error: YamlError; mended: (previous: number, previousItem: boolean, opens: boolean) => string }>();
+  const find = (errors: readonly YamlError[]): void => {
+    for (const e of errors) {
+      const { from, line } = lineAt(e.pos[0]);
+      if (slips.has(from)) continue;
+      const indent = /^[ \t]*/.exec(line)![0];
+      const content = line.slice(indent.length);
+      if (indent.includes('\t') && (e.code === 'TAB_AS_INDENT' || e.pos[0] <= from + indent.length)) {
+        // the parser does not always say it is the tab (a block scalar indented with one is "Block scalars with
+        // more-indented leading empty lines must use an explicit indentation indicator"): the tab is what to fix
+        const tab = from + indent.indexOf('\t');
+        const item = /^-(\s|$)/.test(content);
+        slips.set(from, {
+          error: { pos: e.code === 'TAB_AS_INDENT' ? e.pos : [tab, tab + 1], message: e.code === 'TAB_AS_INDENT' ? e.message : 'Tabs are not allowed as indentation', code: 'TAB_AS_INDENT' },
+          // a `- item` beside the item before it; a key beside the keys of the item before it (`- a: 1` then `b: 2`)
+          mended: (previous, previousItem, opens) => ' '.repeat(previous + (previousItem && !item ? 2 : 0) + (opens ? 2 : 0)) + content,
+        });
+        continue;
+      }
+      if ((e.code !== 'MULTILINE_IMPLICIT_KEY' && e.code !== 'MISSING_CHAR') || e.pos[0] !== from + indent.length || indent.includes('\t')) continue;
+      const key = /^([A-Za-z_][\w-]*)(?:(:)(?=[^\s:/])|( +)(?=[^\s#:]))(.*)$/.exec(content.replace(/\s+#.*$/, ''));
+      const bare = /^([A-Za-z_][\w-]*)\s*(?:#.*)?$/.exec(content);
+      const at: [number, number] = [from + indent.length, from + indent.length + (key?.[1] ?? bare?.[1] ?? '').length];
+      if (key?.[2]) {
+        const fixed = `${key[1]!}: ${key[4]!}`;
+        slips.set(from, { error: { pos: at, message: `\`${content.trim()}\` is not a \`key: value\` pair: a space must follow the colon`, code: 'KEY_SLIP', hint: `write \`${fixed}\`` }, mended: () => indent + fixed });
+      } else if (key?.[3] !== undefined && /^\S+$/.test(key[4]!)) {
+        // one word after a name (`assign summarizer`); more (`sentence continued here`) is likely prose, not a key
+        const fixed = `${key[1]!}: ${key[4]!}`;
+        slips.set(from, { error: { pos: at, message: `\`${key[1]!}\` has no colon after it`, code: 'KEY_SLIP', hint: `a key is followed by a colon and a space: \`${fixed}\`` }, mended: () => indent + fixed });
+      } else if (bare) {
+        // a name alone on its line, with more-indented lines below it: a key that lost its colon
+        let next = text.indexOf('\n', from);
+        let below = '';
+        while (next >= 0 && below.trim() === '') {
+          const end = text.indexOf('\n', next + 1);
+          below = text.slice(next + 1, end < 0 ? text.length : end).replace(/\s+#.*$/, '');
+          if (below.trim().startsWith('#')) below = '';
+          next = end;
+        }
+        if (/^[ \t]*/.exec(below)![0].length <= indent.length) continue;
+        slips.set(from, { error: { pos: at, message: `\`${bare[1]!}\` has no colon after it`, code: 'KEY_SLIP', hint: `the fields below it belong to a key: write \`${bare[1]!}:\`` }, mended: () => `${indent}${bare[1]!}:` });
+      }
+    }
+  };
+  find(errors);
+  if (slips.size === 0) return [...errors];
+  let rest: YamlError[] = [];
+  // a slip may hide another (`assign:researcher` as a phase's last line reads as text until the next phase
+  // name, itself without its colon, is mended): a few rounds
+  for (let round = 0, known = 0; round < 4 && slips.size > known; round++) {
+    known = slips.size;
+    rest = mendAndParse(text, slips);
+    find(rest);
+  }
+  return [...[...slips.values()].map((v) => v.error), ...rest].sort((a, b) => a.pos[0] - b.pos[0]);
+}
+
+/** The errors of `text` with each line of `slips` mended, positioned in `text` (those of the slips' own kind dropped). */
+function mendAndParse(text: string, slips: ReadonlyMap<number, { mended: (previous: number, previousItem: boolean, opens: boolean) => string }>): YamlError[] {
+  // each line: where it starts in the original and in the mended text, its length and indentation in both
+  const lines: { from: number; to: number; length: number; newLength: number; indent: number; newIndent: number }[] = [];
+  let out = '';
+  let previous = 0;
+  let previousItem = false;
+  let opens = false;
+  for (let from = 0; from < text.length; ) {
+    const end = text.indexOf('\n', from);
+    const next = end < 0 ? text.length : end + 1;
+    const whole = text.slice(from, next);
+    const eol = /\r?\n?$/.exec(whole)![0];
+    const line = whole.slice(0, whole.length - eol.length);
+    const slip = slips.get(from);
+    const mended: string = slip ? slip.mended(previous, previousItem, opens) : line;
+    const indent = /^[ \t]*/.exec(line)![0].length;
+    const newIndent = /^[ \t]*/.exec(mended)![0].length;
+    lines.push({ from, to: out.length, length: line.length, newLength: mended.length, indent, newIndent });
+    out += mended + eol;
+    const content: string = mended.slice(newIndent).replace(/\s+#.*$/, '').trimEnd();
+    if (content !== '' && !content.startsWith('#')) {
+      previous = newIndent;
+      previousItem = /^-(\s|$)/.test(content);
+      opens = /(?:^|\s|:)(?:[|>][-+0-9]*)$/.test(content) || content.endsWith(':');
+    }
+    from = next;
+  }
+  const back = (at: number): number => {
+    let lo = 0;
+    for (let hi = lines.length - 1; lo < hi; ) {
+      const mid = (lo + hi + 1) >> 1;
+      if (lines[mid]!.to <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    const l = lines[lo];
+    if (!l) return at;
+    const within = at - l.to;
+    if (within < l.newIndent) return l.from + Math.min(within, l.indent);
+    if (within >= l.newLength) return l.from + l.length + (within - l.newLength); // its line end, and past it
+    // past the indentation: the same text (a mended key gained a character: clamped to the line)
+    return l.from + Math.min(l.indent + (within - l.newIndent), l.length);
+  };
+  return yamlErrors(out)
+    .filter((e) => e.code !== 'TAB_AS_INDENT')
+    .map((e) => ({ ...e, pos: [back(e.pos[0]), Math.max(back(e.pos[0]) + 1, back(e.pos[1]))] as [number, number] }));
+}
 
 /** The offset of the quote that opens the quoted scalar running on to `end` (an unclosed one), if any. */
 function unclosedQuote(text: string, end: number): number | undefined {

@@ -516,6 +516,13 @@ describe('agents and context', () => {
     expect(await store.runs()).toEqual([]);
   });
 
+  test('a handler bound under a misspelt name is named with the agent it was likely meant for', async () => {
+    const store = new MemoryStore();
+    const agents = { researcher: () => ({}), analyst: () => ({}), writr: () => ({}) };
+    await expect(runWorkflow(PIPELINE, { agents, store })).rejects.toMatchObject({ code: 'unbound-agent', message: expect.stringMatching(/agent `writer`.*; `writr` is bound but no phase assigns it: did you mean `writer`\?$/) as unknown });
+    expect(await store.runs()).toEqual([]);
+  });
+
   test('an unbound x-remote agent is named as one that `baton serve` serves', async () => {
     const model = wf(`${header()}agents:
   local: {}
