@@ -158,11 +158,14 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
     runsOfWorkflow: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE workflow_name = $5::text AND (created_at, run_id) < ($3::bigint, $4::text) AND ($1::text[] IS NULL OR status = ANY($1::text[])) ORDER BY created_at DESC, run_id DESC LIMIT $2`,
     workflow: `SELECT hash, name, source, path FROM ${s}.workflows WHERE hash = $1`,
     // RunStore.activity: the active runs' rows counted (gauges), and the ones that ever opened a gate
-    activityRuns: `SELECT status, count(*)::int AS n FROM ${s}.runs WHERE status IN ('running', 'waiting') GROUP BY status`,
-    activityTasks: `SELECT t.agent, t.status, count(*)::int AS n FROM ${s}.tasks t JOIN ${s}.runs r ON r.run_id = t.run_id
-      WHERE r.status IN ('running', 'waiting') AND (t.status = 'running' OR (t.status = 'ready' AND (t.not_before IS NULL OR t.not_before < ${HELD_SQL})))
-      GROUP BY t.agent, t.status`,
-    activityGated: `SELECT r.run_id FROM ${s}.runs r WHERE r.status IN ('running', 'waiting') AND EXISTS (SELECT 1 FROM ${s}.events e WHERE e.run_id = r.run_id AND e.type = 'gate.opened')`,
+    activityRuns: `SELECT status, count(*)::int AS n FROM ${s}.runs WHERE status IN ('running', 'waiting') AND seq >= 0 GROUP BY status`,
+    // each side through its partial index (tasks_due: ready and not held; tasks_lease: running), as findWork reads them
+    activityTasks: `SELECT t.agent, 'ready' AS status, count(*)::int AS n FROM ${s}.tasks t JOIN ${s}.runs r ON r.run_id = t.run_id
+        WHERE t.status = 'ready' AND (t.not_before IS NULL OR t.not_before < ${HELD_SQL}) AND r.status IN ('running', 'waiting') GROUP BY t.agent
+      UNION ALL
+      SELECT t.agent, 'running', count(*)::int FROM ${s}.tasks t JOIN ${s}.runs r ON r.run_id = t.run_id
+        WHERE t.status = 'running' AND r.status IN ('running', 'waiting') GROUP BY t.agent`,
+    activityGated: `SELECT r.run_id FROM ${s}.runs r WHERE r.status IN ('running', 'waiting') AND r.seq >= 0 AND EXISTS (SELECT 1 FROM ${s}.events e WHERE e.run_id = r.run_id AND e.type = 'gate.opened')`,
     events: `SELECT body FROM ${s}.events WHERE run_id = $1 AND seq > $2 ORDER BY seq`,
     eventsLimit: `SELECT body FROM ${s}.events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     // the latest snapshot of the format asked and the events after it, in one statement (one moment):

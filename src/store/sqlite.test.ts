@@ -136,7 +136,7 @@ describe('sqlite store', () => {
     await s.close();
     // the file as version 3 left it: no changed_at, no runs_changed, no version 4
     const raw = pinned(Database.open(f));
-    raw.exec('DROP INDEX runs_workflow_recent; DROP INDEX runs_changed; ALTER TABLE runs DROP COLUMN changed_at; DELETE FROM baton_schema WHERE version >= 4');
+    raw.exec('DROP INDEX runs_active; DROP INDEX runs_workflow_recent; DROP INDEX runs_changed; ALTER TABLE runs DROP COLUMN changed_at; DELETE FROM baton_schema WHERE version >= 4');
     expect(raw.prepare("SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'changed_at'").pluck().get()).toBe(0);
     raw.close();
     expect(MIGRATIONS.find((m) => m.version === 4)).toBeDefined();

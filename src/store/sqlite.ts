@@ -113,14 +113,17 @@ ORDER BY created_at, run_id, k, phase LIMIT :limit`;
 
 /** RunStore.activity's three counts over the active runs (`p` prepares; 9007199254740991 is HELD). */
 const ACTIVITY_SQL = (p: (sql: string) => Stmt): Record<'activityRuns' | 'activityTasks' | 'activityGated', Stmt> => ({
-  activityRuns: p("SELECT status, count(*) AS n FROM runs WHERE status IN ('running', 'waiting') GROUP BY status"),
+  activityRuns: p("SELECT status, count(*) AS n FROM runs WHERE status IN ('running', 'waiting') AND seq >= 0 GROUP BY status"),
+  // each side through its partial index (tasks_due: ready and not held; tasks_lease: running), as findWork reads them
   activityTasks: p(
-    `SELECT t.agent, t.status, count(*) AS n FROM tasks t JOIN runs r ON r.run_id = t.run_id
-     WHERE r.status IN ('running', 'waiting') AND (t.status = 'running' OR (t.status = 'ready' AND (t.not_before IS NULL OR t.not_before < 9007199254740991)))
-     GROUP BY t.agent, t.status`,
+    `SELECT t.agent, 'ready' AS status, count(*) AS n FROM tasks t JOIN runs r ON r.run_id = t.run_id
+       WHERE t.status = 'ready' AND (t.not_before IS NULL OR t.not_before < 9007199254740991) AND r.status IN ('running', 'waiting') GROUP BY t.agent
+     UNION ALL
+     SELECT t.agent, 'running', count(*) FROM tasks t JOIN runs r ON r.run_id = t.run_id
+       WHERE t.status = 'running' AND r.status IN ('running', 'waiting') GROUP BY t.agent`,
   ),
   activityGated: p(
-    "SELECT r.run_id FROM runs r WHERE r.status IN ('running', 'waiting') AND EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.run_id AND e.type = 'gate.opened')",
+    "SELECT r.run_id FROM runs r WHERE r.status IN ('running', 'waiting') AND r.seq >= 0 AND EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.run_id AND e.type = 'gate.opened')",
   ).pluck(),
 });
 
