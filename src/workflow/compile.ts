@@ -363,7 +363,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     types: registry,
     phases,
     byName: new Map(phases.map((p) => [p.name, p])),
-    order: topologicalOrder(phases.map((p) => p.name), edges),
+    order: ordered, // the phases are phaseRaw's, in its order
     extensions: extensionsOf(doc),
     form: 'openintent',
     artifacts: [],
