@@ -15,16 +15,7 @@ export interface TypeEnv {
   compileSchema(schema: Record<string, unknown>, ownProperties: boolean): ValidateFunction;
 }
 
-/** Each node's text, once: nodes are never changed after they are built, and records share their fields' nodes. */
-const texts = new WeakMap<TypeNode, string>();
-
 export function typeText(node: TypeNode): string {
-  let text = texts.get(node);
-  if (text === undefined) texts.set(node, (text = textOf(node)));
-  return text;
-}
-
-function textOf(node: TypeNode): string {
   switch (node.kind) {
     case 'primitive':
     case 'named':
