@@ -255,12 +255,15 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   // graph
   const graphPhases: GraphPhase[] = [];
   for (const [name, raw] of phaseRaw) {
-    const deps = Array.isArray(raw['depends_on']) ? (raw['depends_on'] as unknown[]) : [];
-    graphPhases.push({
-      name,
-      title: typeof raw['title'] === 'string' ? raw['title'] : undefined,
-      dependsOn: deps.flatMap((d, index) => (typeof d === 'string' && d !== '' ? [{ name: d, index }] : [])),
-    });
+    const written = raw['depends_on'];
+    const dependsOn: { name: string; index: number }[] = [];
+    if (Array.isArray(written)) {
+      for (let index = 0; index < written.length; index++) {
+        const d: unknown = written[index];
+        if (typeof d === 'string' && d !== '') dependsOn.push({ name: d, index });
+      }
+    }
+    graphPhases.push({ name, title: typeof raw['title'] === 'string' ? raw['title'] : undefined, dependsOn });
   }
   const edges = checkGraph(graphPhases, out);
 
@@ -288,16 +291,14 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   const phaseNames = new Set(phaseRaw.keys());
   const ancestorsCache = new Map<string, Set<string>>();
   const ancestors = (name: string): Set<string> => ancestorsOf(name, edges, ancestorsCache);
-  const wiring = (name: string): WiringContext => ({
-    phaseName: name,
-    dependsOn: new Set(edges.get(name) ?? []),
-    phaseNames,
-    // a fan-out phase's outputs reach downstream gathered into arrays
-    outputsOf: (p) => fanOuts.get(p)?.gathered ?? outputs.get(p),
-    types: registry,
-    any,
-    ...(trigger ? { trigger } : {}),
-  });
+  // a fan-out phase's outputs reach downstream gathered into arrays
+  const outputsOf = (p: string): OutputDecl[] | undefined => fanOuts.get(p)?.gathered ?? outputs.get(p);
+  const wiring = (name: string, item?: CompiledType): WiringContext => {
+    const ctx: WiringContext = { phaseName: name, dependsOn: new Set(edges.get(name)), phaseNames, outputsOf, types: registry, any };
+    if (trigger) ctx.trigger = trigger;
+    if (item) ctx.item = item;
+    return ctx;
+  };
   // fan-outs first, upstream before downstream: a `for_each` may read another fan-out's gathered outputs
   const fanOuts = new Map<string, ForEachModel>();
   const fanOutNames = new Set<string>();
@@ -319,7 +320,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     const fanOut = fanOuts.get(name);
     // a `for_each` that did not resolve still makes a fan-out phase: `$item` is then `any`, not an error again
     const item = fanOut?.itemType ?? (fanOutNames.has(name) ? any : undefined);
-    const ctx = { ...wiring(name), ...(item ? { item } : {}) };
+    const ctx = wiring(name, item);
     const inputs = isPlainObject(raw['inputs']) ? checkInputs(raw['inputs'], ctx, out) : undefined;
     if (fanOut && inputs) checkNullItems(name, fanOut, inputs, raw['skip_when'], out);
     const skipWhen = typeof raw['skip_when'] === 'string' ? compileSkipWhen(raw['skip_when'], name, item !== undefined, out) : undefined;

@@ -25,7 +25,8 @@ export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Ma
 
   for (const p of phases) {
     const deps: string[] = [];
-    const seen = new Set<string>();
+    // the deps so far are the names seen: a set only for a long list (most phases list one or two)
+    const seen = p.dependsOn.length > 16 ? new Set<string>() : undefined;
     for (const { name: dep, index } of p.dependsOn) {
       if (!names.has(dep)) {
         const path: Path = ['workflow', p.name, 'depends_on', index];
@@ -42,11 +43,11 @@ export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Ma
         out.push(error('unknown-dependency', path, `Phase '${p.name}' depends on unknown phase '${dep}'`, { hint, error: 'WorkflowValidationError', data: { phase_name: p.name, dependency: dep } }));
         continue;
       }
-      if (seen.has(dep)) {
+      if (seen ? seen.has(dep) : deps.includes(dep)) {
         out.push(warning('duplicate-dependency', ['workflow', p.name, 'depends_on', index], `\`${dep}\` is listed more than once in depends_on`, { hint: 'remove the repeated entry' }));
         continue;
       }
-      seen.add(dep);
+      seen?.add(dep);
       deps.push(dep);
     }
     edges.set(p.name, deps);
@@ -60,40 +61,49 @@ export function checkGraph(phases: readonly GraphPhase[], out: Diagnostic[]): Ma
  * reported at the depends_on entry that closes it, with the whole cycle printed.
  */
 function findCycles(phases: readonly GraphPhase[], edges: Map<string, string[]>, out: Diagnostic[]): void {
-  const state = new Map<string, 1 | 2>(); // 1 = on stack, 2 = done
-  const indexOf = new Map<string, GraphPhase>(phases.map((p) => [p.name, p]));
-  for (const root of phases) {
-    if (state.has(root.name)) continue;
-    const stack: { name: string; next: number }[] = [{ name: root.name, next: 0 }];
-    const onPath: string[] = [root.name];
-    state.set(root.name, 1);
+  // by index: a 10,000-phase file walks as many phases and edges, with no map lookup per step but one per edge
+  const at = new Map<string, number>();
+  for (let i = 0; i < phases.length; i++) at.set(phases[i]!.name, i);
+  const deps: (readonly string[])[] = phases.map((p) => edges.get(p.name) ?? []);
+  const state = new Uint8Array(phases.length); // 0 = not seen, 1 = on stack, 2 = done
+  const stack: number[] = [];
+  const next: number[] = [];
+  for (let root = 0; root < phases.length; root++) {
+    if (state[root] !== 0) continue;
+    stack.push(root);
+    next.push(0);
+    state[root] = 1;
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
-      const deps = edges.get(top.name) ?? [];
-      if (top.next >= deps.length) {
-        state.set(top.name, 2);
+      const list = deps[top]!;
+      const k = next[next.length - 1]!;
+      if (k >= list.length) {
+        state[top] = 2;
         stack.pop();
-        onPath.pop();
+        next.pop();
         continue;
       }
-      const dep = deps[top.next++]!;
-      const s = state.get(dep);
+      next[next.length - 1] = k + 1;
+      const dep = list[k]!;
+      const d = at.get(dep);
+      const s = d === undefined ? undefined : state[d];
       if (s === 1) {
         // phase top depends on dep, which is on the current path: dep -> ... -> top -> dep reversed
-        const start = onPath.indexOf(dep);
-        const cycle = [...onPath.slice(start), dep];
-        const entry = indexOf.get(top.name)?.dependsOn.find((d) => d.name === dep);
+        const start = stack.indexOf(d!);
+        const cycle = [...stack.slice(start).map((i) => phases[i]!.name), dep];
+        const name = phases[top]!.name;
+        const entry = phases[top]!.dependsOn.find((x) => x.name === dep);
         out.push(
-          error('dependency-cycle', ['workflow', top.name, 'depends_on', entry?.index ?? 0], `Circular dependency detected: ${cycle.join(' -> ')}`, {
+          error('dependency-cycle', ['workflow', name, 'depends_on', entry?.index ?? 0], `Circular dependency detected: ${cycle.join(' -> ')}`, {
             hint: 'Remove one of the dependencies to break the cycle',
             error: 'WorkflowValidationError',
             data: { cycle },
           }),
         );
-      } else if (s === undefined) {
-        state.set(dep, 1);
-        stack.push({ name: dep, next: 0 });
-        onPath.push(dep);
+      } else if (s === 0) {
+        state[d!] = 1;
+        stack.push(d!);
+        next.push(0);
       }
     }
   }

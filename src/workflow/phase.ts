@@ -76,7 +76,7 @@ export function buildPhase(
   const assign = typeof raw['assign'] === 'string' ? raw['assign'] : '';
   const constraints = Array.isArray(raw['constraints']) ? raw['constraints'].map((c) => (typeof c === 'string' ? c : JSON.stringify(c))) : [];
   const extensions: Record<string, Json> = {};
-  for (const [k, v] of Object.entries(raw)) if (k.startsWith('x-')) extensions[k] = v as Json;
+  for (const k of Object.keys(raw)) if (k.startsWith('x-')) extensions[k] = raw[k] as Json;
   const timeout = num(raw['timeout_ms']) ?? num(raw['x-timeout_ms']);
   const inputType = types.fromNode({
     kind: 'record',
