@@ -23,7 +23,7 @@ import { reportIgnoredKeys } from './ignored.js';
 import { checkFanOutSettings, checkForEach, checkItemPaths, checkNullItems, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, namesFile, toleratesAny } from './fan-out.js';
 import { fileContractOf, tokenKind, tokensOf } from './files.js';
 import type { Expression } from './expr.js';
-import { checkReservedNames } from './reserved.js';
+import { checkReservedNames, mayHoldReserved } from './reserved.js';
 import { checkBlueprints } from './blueprint.js';
 import { checkContracts, type BoundAgents, type ContractReport } from './contract/check.js';
 import { didYouMean } from '../core/suggest.js';
@@ -124,7 +124,7 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
   const source = parseYamlSource(text);
   const diagnostics = [...source.diagnostics];
   let model: WorkflowModel | undefined;
-  const extras: Extras = opts.bound ? { bound: opts.bound } : {};
+  const extras: Extras = { text, ...(opts.bound ? { bound: opts.bound } : {}) };
   if (source.diagnostics.length === 0 || source.recovered) {
     if (formOf(source.value) === 'steps') {
       // the contract spec's step form: translated, compiled as the 1.0 form, positioned in the file as written
@@ -164,6 +164,8 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
 
 interface Extras {
   bound?: BoundAgents;
+  /** The text the document was read from: when it cannot hold a reserved name (reserved.ts), the document is not walked for one. */
+  text?: string;
   sources?: Map<string, string>;
   contracts?: ContractReport;
 }
@@ -190,7 +192,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   reportUnknownKeys(doc, TOP_LEVEL_KEYS, [], out);
   // accepted so that workflows written for the whole protocol load, but nothing reads them: said once each
   reportIgnoredKeys(doc, [], out);
-  checkReservedNames(doc, out);
+  if (extras.text === undefined || mayHoldReserved(extras.text)) checkReservedNames(doc, out);
 
   // openintent
   const version = doc['openintent'];
@@ -475,10 +477,10 @@ function compileOutputs(raw: unknown, phase: string, registry: TypeRegistry, any
   }
   if (!isPlainObject(raw)) return undefined;
   const decls: OutputDecl[] = [];
-  for (const [key, expr] of Object.entries(raw)) {
+  for (const key of Object.keys(raw)) {
     if (key === COST_KEY) out.push(costKeyError(['workflow', phase, 'outputs', key], 'key'));
-    const r = registry.compile(expr, ['workflow', phase, 'outputs', key]);
-    out.push(...r.diagnostics);
+    const r = registry.compile(raw[key], ['workflow', phase, 'outputs', key]);
+    for (const d of r.diagnostics) out.push(d);
     decls.push({ key, type: r.type ?? any, required: r.required });
   }
   return decls;

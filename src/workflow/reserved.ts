@@ -12,6 +12,18 @@ import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
 
 export const RESERVED_NAMES: ReadonlySet<string> = new Set(['__proto__']);
 
+/**
+ * Whether a document read from `text` may hold a reserved name, as a key or inside a string. YAML
+ * writes a name out (a plain or quoted scalar, a block scalar; aliases and merges repeat nodes
+ * written elsewhere; folding only adds spaces and line breaks), except through a double-quoted
+ * escape (`"\x5f_proto__"`): a text with neither the name nor a backslash holds none.
+ */
+export function mayHoldReserved(text: string): boolean {
+  if (text.includes('\\')) return true;
+  for (const name of RESERVED_NAMES) if (text.includes(name)) return true;
+  return false;
+}
+
 /** Every `__proto__` key of the document, and every input reference with a `__proto__` segment. */
 export function checkReservedNames(doc: unknown, out: Diagnostic[]): void {
   // iterative: the document's depth is already bounded (too-deep), but no recursion is needed. Paths are
