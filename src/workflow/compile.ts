@@ -244,13 +244,14 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     if (name.trim() === '') out.push(error('invalid-value', ['workflow', name], 'a phase name must not be empty', { target: 'key', hint: 'name the phase: `research: {assign: researcher}`' }));
     // a fan-out item's task is keyed `phase[index]` (engine/state.ts): a phase name must not look like one
     if (/\[\d+\]$/.test(name)) out.push(error('reserved-name', ['workflow', name], `phase name \`${name}\` ends in \`[N]\`, which Baton keeps for fan-out items (\`phase[index]\`)`, { target: 'key', hint: 'rename the phase' }));
-    checkObject(raw, phaseFields, ['workflow', name], out);
+    const at: Path = ['workflow', name]; // shared by the checks below: a diagnostic's path is never changed in place
+    checkObject(raw, phaseFields, at, out);
     // a phase gate's timeout is a deadline like the run's (engine/plan.ts reads the rest of the extension)
     const gate = raw['x-require_approval'];
     if (isPlainObject(gate) && gate['timeout_hours'] !== undefined) checkShape(gate['timeout_hours'], PHASE_GATE_HOURS, ['workflow', name, 'x-require_approval', 'timeout_hours'], out);
-    checkFanOutSettings(raw, ['workflow', name], out);
-    checkRetrySettings(raw, ['workflow', name], out);
-    reportIgnoredKeys(raw, ['workflow', name], out);
+    checkFanOutSettings(raw, at, out);
+    checkRetrySettings(raw, at, out);
+    reportIgnoredKeys(raw, at, out);
     phaseRaw.set(name, raw);
   }
 
@@ -304,9 +305,9 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   // fan-outs first, upstream before downstream: a `for_each` may read another fan-out's gathered outputs
   const fanOuts = new Map<string, ForEachModel>();
   const fanOutNames = new Set<string>();
+  // every phase, those on a cycle last (topologicalOrder places them all)
   const ordered = topologicalOrder([...phaseRaw.keys()], edges);
-  const inOrder = new Set(ordered);
-  for (const name of [...ordered, ...[...phaseRaw.keys()].filter((n) => !inOrder.has(n))]) {
+  for (const name of ordered) {
     const raw = phaseRaw.get(name);
     if (!raw || raw['for_each'] === undefined || raw['for_each'] === null) continue;
     fanOutNames.add(name);

@@ -138,6 +138,22 @@ function plainlyFits(value: unknown, shape: Shape): boolean {
       return typeof value === 'boolean';
     case 'enum':
       return typeof value === 'string' && shape.values.includes(value);
+    case 'map':
+      return shape.of.t === 'any' && isPlainObject(value);
+    case 'list': {
+      if (!Array.isArray(value)) return false;
+      for (const item of value as unknown[]) if (!plainlyFits(item, shape.of)) return false;
+      return true;
+    }
+    case 'union': {
+      // the alternative checkShape would take
+      const kind = jsonTypeOf(value);
+      for (const option of shape.options) {
+        const k = jsonKind(option);
+        if (k === kind || (k === undefined && option.t !== 'custom')) return plainlyFits(value, option);
+      }
+      return false;
+    }
     default:
       return false;
   }
@@ -220,11 +236,12 @@ function tableOf(fields: Readonly<Record<string, Field>>): { entries: [string, F
 export function checkObject(value: Record<string, unknown>, fields: Readonly<Record<string, Field>>, path: Path, out: Diagnostic[]): void {
   const table = tableOf(fields);
   for (const [name, field] of table.entries) {
-    if (!Object.prototype.hasOwnProperty.call(value, name) || value[name] === undefined) {
+    const v = value[name];
+    // one read per field; an inherited name (`constructor`) is not the document's
+    if (v === undefined || !Object.prototype.hasOwnProperty.call(value, name)) {
       if (field.required) out.push(error('missing-field', path, `missing required field \`${name}\``, { target: 'key', hint: `add \`${name}:\`${exampleOf(name)}`, error: 'WorkflowValidationError', data: { field: name } }));
       continue;
     }
-    const v = value[name];
     if (v === null && field.required) {
       out.push(error('missing-field', [...path, name], `\`${name}\` must have a value`, { hint: `give it a value${exampleOf(name)}`, error: 'WorkflowValidationError', data: { field: name } }));
       continue;
