@@ -106,6 +106,17 @@ class Registry implements TypeRegistry {
     return t;
   }
 
+  record(fields: readonly { name: string; type: CompiledType; required: boolean }[]): CompiledType {
+    // the text typeText gives the record, from each field type's own text (a record's text is its cache key)
+    let key = '{';
+    for (let i = 0; i < fields.length; i++) {
+      const f = fields[i]!;
+      key += `${i > 0 ? ', ' : ''}${f.name}${f.required ? '' : '?'}: ${f.type.text}`;
+    }
+    key += '}';
+    return this.cache.get(key) ?? this.fromNode({ kind: 'record', fields: fields.map((f) => ({ name: f.name, type: f.type.node, required: f.required })) });
+  }
+
   compile(expr: unknown, path: Path): { type: CompiledType | undefined; required: boolean; diagnostics: Diagnostic[] } {
     if (typeof expr === 'string') {
       const known = this.byString.get(expr);
