@@ -18,7 +18,7 @@ import { parseYamlSource, type ParsedSource } from './source.js';
 import { withSubOffset } from './sub-offset.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
-import { checkInputs, type WiringContext } from './wiring.js';
+import { checkInputs, type RefParse, type WiringContext } from './wiring.js';
 import { reportIgnoredKeys } from './ignored.js';
 import { checkFanOutSettings, checkForEach, checkItemPaths, checkNullItems, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, namesFile, toleratesAny } from './fan-out.js';
 import { fileContractOf, tokenKind, tokensOf } from './files.js';
@@ -296,8 +296,9 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   const ancestors = (name: string): Set<string> => ancestorsOf(name, edges, ancestorsCache);
   // a fan-out phase's outputs reach downstream gathered into arrays
   const outputsOf = (p: string): OutputDecl[] | undefined => fanOuts.get(p)?.gathered ?? outputs.get(p);
+  const parsed = new Map<string, RefParse>();
   const wiring = (name: string, item?: CompiledType): WiringContext => {
-    const ctx: WiringContext = { phaseName: name, dependsOn: new Set(edges.get(name)), phaseNames, outputsOf, types: registry, any };
+    const ctx: WiringContext = { phaseName: name, dependsOn: new Set(edges.get(name)), phaseNames, outputsOf, types: registry, any, parsed };
     if (trigger) ctx.trigger = trigger;
     if (item) ctx.item = item;
     return ctx;

@@ -81,6 +81,11 @@ export interface WiringContext {
   item?: CompiledType;
   /** Where the phase sits in the document (default `['workflow', phaseName]`). */
   at?: Path;
+  /**
+   * References parsed so far in this compile, by their text (`p0.findings` is written by thousands of
+   * phases): shared by every phase's context. Parses are never changed once made, so one serves all.
+   */
+  parsed?: Map<string, RefParse>;
 }
 
 function wiringError(ctx: WiringContext, path: Path, code: Parameters<typeof error>[0], ref: string, message: string, suggestion: string): Diagnostic {
@@ -119,7 +124,11 @@ export const FS_ROOT_KEY = '_workflowFsRoot';
  * a fan-out phase, then edge typing along its path. Undefined (with diagnostics) when it does not resolve.
  */
 export function resolveRef(raw: string, label: string, path: Path, ctx: WiringContext, out: Diagnostic[]): Omit<InputBinding, 'name'> | undefined {
-  const parsed = parseInputRef(raw);
+  let parsed = ctx.parsed?.get(raw);
+  if (!parsed) {
+    parsed = parseInputRef(raw);
+    ctx.parsed?.set(raw, parsed);
+  }
   if (!parsed.ok) {
     out.push(wiringError(ctx, path, 'input-bad-syntax', raw, parsed.message, parsed.suggestion));
     return undefined;
