@@ -234,6 +234,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
 
   // structural pass over phases
   const phaseRaw = new Map<string, Record<string, unknown>>();
+  const kept: string[] = []; // phaseRaw's keys, in its order (walked without an entry per step)
   for (const name of names) {
     const raw = wf[name];
     if (!isPlainObject(raw)) {
@@ -253,11 +254,13 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     checkRetrySettings(raw, at, out);
     reportIgnoredKeys(raw, at, out);
     phaseRaw.set(name, raw);
+    kept.push(name);
   }
 
   // graph
   const graphPhases: GraphPhase[] = [];
-  for (const [name, raw] of phaseRaw) {
+  for (const name of kept) {
+    const raw = phaseRaw.get(name)!;
     const written = raw['depends_on'];
     const dependsOn: { name: string; index: number }[] = [];
     if (Array.isArray(written)) {
@@ -272,11 +275,12 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
 
   // outputs (all phases first: wiring reads upstream declarations)
   const outputs = new Map<string, OutputDecl[] | undefined>();
-  for (const [name, raw] of phaseRaw) outputs.set(name, compileOutputs(raw['outputs'], name, registry, any, out));
+  for (const name of kept) outputs.set(name, compileOutputs(phaseRaw.get(name)!['outputs'], name, registry, any, out));
 
   // agents referenced
   if (agents) {
-    for (const [name, raw] of phaseRaw) {
+    for (const name of kept) {
+      const raw = phaseRaw.get(name)!;
       const assign = raw['assign'];
       if (typeof assign === 'string' && assign !== '' && !agents[assign]) {
         const hint = didYouMean(assign, Object.keys(agents));
@@ -291,7 +295,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   }
 
   // wiring, expressions, model
-  const phaseNames = new Set(phaseRaw.keys());
+  const phaseNames = new Set(kept);
   const ancestorsCache = new Map<string, Set<string>>();
   const ancestors = (name: string): Set<string> => ancestorsOf(name, edges, ancestorsCache);
   // a fan-out phase's outputs reach downstream gathered into arrays
@@ -307,7 +311,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   const fanOuts = new Map<string, ForEachModel>();
   const fanOutNames = new Set<string>();
   // every phase, those on a cycle last (topologicalOrder places them all)
-  const ordered = topologicalOrder([...phaseRaw.keys()], edges);
+  const ordered = topologicalOrder(kept, edges);
   for (const name of ordered) {
     const raw = phaseRaw.get(name);
     if (!raw || raw['for_each'] === undefined || raw['for_each'] === null) continue;
@@ -319,7 +323,8 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     fanOuts.set(name, { ...f, itemSkip: skip, gathered });
   }
   const phases: PhaseModel[] = [];
-  for (const [name, raw] of phaseRaw) {
+  for (const name of kept) {
+    const raw = phaseRaw.get(name)!;
     const deps = edges.get(name) ?? [];
     const fanOut = fanOuts.get(name);
     // a `for_each` that did not resolve still makes a fan-out phase: `$item` is then `any`, not an error again
