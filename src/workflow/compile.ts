@@ -234,7 +234,9 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
 
   // structural pass over phases
   const phaseRaw = new Map<string, Record<string, unknown>>();
-  const kept: string[] = []; // phaseRaw's keys, in its order (walked without an entry per step)
+  // phaseRaw's keys and values, in its order: walked by index (no entry allocated, no lookup per step)
+  const kept: string[] = [];
+  const keptRaw: Record<string, unknown>[] = [];
   for (const name of names) {
     const raw = wf[name];
     if (!isPlainObject(raw)) {
@@ -255,12 +257,14 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     reportIgnoredKeys(raw, at, out);
     phaseRaw.set(name, raw);
     kept.push(name);
+    keptRaw.push(raw);
   }
 
   // graph
   const graphPhases: GraphPhase[] = [];
-  for (const name of kept) {
-    const raw = phaseRaw.get(name)!;
+  for (let k = 0; k < kept.length; k++) {
+    const name = kept[k]!;
+    const raw = keptRaw[k]!;
     const written = raw['depends_on'];
     const dependsOn: { name: string; index: number }[] = [];
     if (Array.isArray(written)) {
@@ -275,12 +279,13 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
 
   // outputs (all phases first: wiring reads upstream declarations)
   const outputs = new Map<string, OutputDecl[] | undefined>();
-  for (const name of kept) outputs.set(name, compileOutputs(phaseRaw.get(name)!['outputs'], name, registry, any, out));
+  for (let k = 0; k < kept.length; k++) outputs.set(kept[k]!, compileOutputs(keptRaw[k]!['outputs'], kept[k]!, registry, any, out));
 
   // agents referenced
   if (agents) {
-    for (const name of kept) {
-      const raw = phaseRaw.get(name)!;
+    for (let k = 0; k < kept.length; k++) {
+      const name = kept[k]!;
+      const raw = keptRaw[k]!;
       const assign = raw['assign'];
       if (typeof assign === 'string' && assign !== '' && !agents[assign]) {
         const hint = didYouMean(assign, Object.keys(agents));
@@ -323,8 +328,9 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     fanOuts.set(name, { ...f, itemSkip: skip, gathered });
   }
   const phases: PhaseModel[] = [];
-  for (const name of kept) {
-    const raw = phaseRaw.get(name)!;
+  for (let k = 0; k < kept.length; k++) {
+    const name = kept[k]!;
+    const raw = keptRaw[k]!;
     const deps = edges.get(name) ?? [];
     const fanOut = fanOuts.get(name);
     // a `for_each` that did not resolve still makes a fan-out phase: `$item` is then `any`, not an error again
