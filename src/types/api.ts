@@ -59,6 +59,8 @@ export interface TypeRegistry {
   compile(expr: unknown, path: Path): { type: CompiledType | undefined; required: boolean; diagnostics: Diagnostic[] };
   /** Compiles a type from its node (for computed types such as a phase's input record). */
   fromNode(node: TypeNode): CompiledType;
+  /** The record of these fields, as `fromNode` gives it, found by its text when it was compiled before (a phase's input and output records). */
+  record(fields: readonly { name: string; type: CompiledType; required: boolean }[]): CompiledType;
   /** Follows a property path into a type; `any`/`object` allow any path, records check field names. */
   lookup(type: CompiledType, segments: readonly string[]): PathLookup;
   /** What iterating over a value of this type gives (`for_each`): its element type, `untyped` for a bare `array`, `any`, or `not-array`. */

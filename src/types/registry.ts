@@ -42,6 +42,14 @@ class Registry implements TypeRegistry {
   readonly names: string[] = [];
   private readonly decls = new Map<string, Decl>();
   private readonly cache = new Map<string, CompiledTypeImpl>();
+  /**
+   * Type strings bound without a diagnostic, by their text: a 10,000-phase workflow writes `Finding[]`
+   * thousands of times, parsed and bound once. Binding reads only which names are declared, so a
+   * declaration empties it.
+   */
+  readonly bound = new Map<string, TypeNode>();
+  /** The compiled type of each such string (what `compile` hands out for it). */
+  private readonly byString = new Map<string, CompiledType>();
   private ajv: Ajv2020 | undefined;
   private ownAjv: Ajv2020 | undefined;
   readonly env: TypeEnv;
@@ -69,6 +77,8 @@ class Registry implements TypeRegistry {
   }
 
   declare(name: string): void {
+    this.bound.clear();
+    this.byString.clear();
     this.names.push(name);
     this.decls.set(name, { name, node: undefined });
   }
@@ -96,10 +106,27 @@ class Registry implements TypeRegistry {
     return t;
   }
 
+  record(fields: readonly { name: string; type: CompiledType; required: boolean }[]): CompiledType {
+    // the text typeText gives the record, from each field type's own text (a record's text is its cache key)
+    let key = '{';
+    for (let i = 0; i < fields.length; i++) {
+      const f = fields[i]!;
+      key += `${i > 0 ? ', ' : ''}${f.name}${f.required ? '' : '?'}: ${f.type.text}`;
+    }
+    key += '}';
+    return this.cache.get(key) ?? this.fromNode({ kind: 'record', fields: fields.map((f) => ({ name: f.name, type: f.type.node, required: f.required })) });
+  }
+
   compile(expr: unknown, path: Path): { type: CompiledType | undefined; required: boolean; diagnostics: Diagnostic[] } {
+    if (typeof expr === 'string') {
+      const known = this.byString.get(expr);
+      if (known) return { type: known, required: true, diagnostics: [] };
+    }
     const diagnostics: Diagnostic[] = [];
     const r = buildTypeRef(expr, path, this, diagnostics);
-    return { type: r.node ? this.fromNode(r.node) : undefined, required: r.required, diagnostics };
+    const type = r.node ? this.fromNode(r.node) : undefined;
+    if (typeof expr === 'string' && type && diagnostics.length === 0) this.byString.set(expr, type);
+    return { type, required: r.required, diagnostics };
   }
 
   elementOf(type: CompiledType): ElementLookup {
@@ -175,13 +202,18 @@ function bind(expr: TypeExpr, path: Path, reg: Registry, out: Diagnostic[], offs
 }
 
 function fromString(text: string, path: Path, reg: Registry, out: Diagnostic[]): TypeNode | undefined {
+  const known = reg.bound.get(text);
+  if (known) return known;
   const p = parseTypeExpr(text);
   if (!p.ok) {
     const shown = text.length > 80 ? `${text.slice(0, 60)}…` : text; // the reason must survive a hostile length
     out.push(error('invalid-type', path, `malformed type \`${shown}\`: ${p.message}`, { hint: 'write a type such as `string`, `Finding`, `Finding[]` or `array<string>`', data: { offset: p.offset } }));
     return undefined;
   }
-  return bind(p.expr, path, reg, out, 0);
+  const before = out.length;
+  const node = bind(p.expr, path, reg, out, 0);
+  if (out.length === before) reg.bound.set(text, node);
+  return node;
 }
 
 function buildEnum(raw: unknown, path: Path, out: Diagnostic[]): TypeNode | undefined {

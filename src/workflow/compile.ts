@@ -18,12 +18,12 @@ import { parseYamlSource, type ParsedSource } from './source.js';
 import { withSubOffset } from './sub-offset.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
-import { checkInputs, type WiringContext } from './wiring.js';
+import { checkInputs, type RefParse, type WiringContext } from './wiring.js';
 import { reportIgnoredKeys } from './ignored.js';
 import { checkFanOutSettings, checkForEach, checkItemPaths, checkNullItems, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, namesFile, toleratesAny } from './fan-out.js';
 import { fileContractOf, mergeFiles, tokenKind, tokensOf } from './files.js';
 import type { Expression } from './expr.js';
-import { checkReservedNames } from './reserved.js';
+import { checkReservedNames, mayHoldReserved } from './reserved.js';
 import { checkBlueprints } from './blueprint.js';
 import { checkContracts, type BoundAgents, type ContractReport } from './contract/check.js';
 import { didYouMean } from '../core/suggest.js';
@@ -124,7 +124,7 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
   const source = parseYamlSource(text);
   const diagnostics = [...source.diagnostics];
   let model: WorkflowModel | undefined;
-  const extras: Extras = opts.bound ? { bound: opts.bound } : {};
+  const extras: Extras = { text, ...(opts.bound ? { bound: opts.bound } : {}) };
   if (source.diagnostics.length === 0 || source.recovered) {
     if (formOf(source.value) === 'steps') {
       // the contract spec's step form: translated, compiled as the 1.0 form, positioned in the file as written
@@ -164,6 +164,8 @@ export function parseWorkflow(text: string, opts: CompileOptions = {}): CompileR
 
 interface Extras {
   bound?: BoundAgents;
+  /** The text the document was read from: when it cannot hold a reserved name (reserved.ts), the document is not walked for one. */
+  text?: string;
   sources?: Map<string, string>;
   contracts?: ContractReport;
 }
@@ -190,7 +192,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   reportUnknownKeys(doc, TOP_LEVEL_KEYS, [], out);
   // accepted so that workflows written for the whole protocol load, but nothing reads them: said once each
   reportIgnoredKeys(doc, [], out);
-  checkReservedNames(doc, out);
+  if (extras.text === undefined || mayHoldReserved(extras.text)) checkReservedNames(doc, out);
 
   // openintent
   const version = doc['openintent'];
@@ -232,6 +234,9 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
 
   // structural pass over phases
   const phaseRaw = new Map<string, Record<string, unknown>>();
+  // phaseRaw's keys and values, in its order: walked by index (no entry allocated, no lookup per step)
+  const kept: string[] = [];
+  const keptRaw: Record<string, unknown>[] = [];
   for (const name of names) {
     const raw = wf[name];
     if (!isPlainObject(raw)) {
@@ -245,25 +250,33 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     if (name.trim() === '') out.push(error('invalid-value', ['workflow', name], 'a phase name must not be empty', { target: 'key', hint: 'name the phase: `research: {assign: researcher}`' }));
     // a fan-out item's task is keyed `phase[index]` (engine/state.ts): a phase name must not look like one
     if (/\[\d+\]$/.test(name)) out.push(error('reserved-name', ['workflow', name], `phase name \`${name}\` ends in \`[N]\`, which Baton keeps for fan-out items (\`phase[index]\`)`, { target: 'key', hint: 'rename the phase' }));
-    checkObject(raw, phaseFields, ['workflow', name], out);
+    const at: Path = ['workflow', name]; // shared by the checks below: a diagnostic's path is never changed in place
+    checkObject(raw, phaseFields, at, out);
     // a phase gate's timeout is a deadline like the run's (engine/plan.ts reads the rest of the extension)
     const gate = raw['x-require_approval'];
     if (isPlainObject(gate) && gate['timeout_hours'] !== undefined) checkShape(gate['timeout_hours'], PHASE_GATE_HOURS, ['workflow', name, 'x-require_approval', 'timeout_hours'], out);
-    checkFanOutSettings(raw, ['workflow', name], out);
-    checkRetrySettings(raw, ['workflow', name], out);
-    reportIgnoredKeys(raw, ['workflow', name], out);
+    checkFanOutSettings(raw, at, out);
+    checkRetrySettings(raw, at, out);
+    reportIgnoredKeys(raw, at, out);
     phaseRaw.set(name, raw);
+    kept.push(name);
+    keptRaw.push(raw);
   }
 
   // graph
   const graphPhases: GraphPhase[] = [];
-  for (const [name, raw] of phaseRaw) {
-    const deps = Array.isArray(raw['depends_on']) ? (raw['depends_on'] as unknown[]) : [];
-    graphPhases.push({
-      name,
-      title: typeof raw['title'] === 'string' ? raw['title'] : undefined,
-      dependsOn: deps.flatMap((d, index) => (typeof d === 'string' && d !== '' ? [{ name: d, index }] : [])),
-    });
+  for (let k = 0; k < kept.length; k++) {
+    const name = kept[k]!;
+    const raw = keptRaw[k]!;
+    const written = raw['depends_on'];
+    const dependsOn: { name: string; index: number }[] = [];
+    if (Array.isArray(written)) {
+      for (let index = 0; index < written.length; index++) {
+        const d: unknown = written[index];
+        if (typeof d === 'string' && d !== '') dependsOn.push({ name: d, index });
+      }
+    }
+    graphPhases.push({ name, title: typeof raw['title'] === 'string' ? raw['title'] : undefined, dependsOn });
   }
   // a phase name written twice: the last definition is read (and a copy pasted under the same name may depend on it)
   const duplicated = new Set(out.flatMap((d) => (d.code === 'duplicate-key' && d.path.length === 2 && d.path[0] === 'workflow' && typeof d.path[1] === 'string' ? [d.path[1]] : [])));
@@ -271,11 +284,13 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
 
   // outputs (all phases first: wiring reads upstream declarations)
   const outputs = new Map<string, OutputDecl[] | undefined>();
-  for (const [name, raw] of phaseRaw) outputs.set(name, compileOutputs(raw['outputs'], name, registry, any, out));
+  for (let k = 0; k < kept.length; k++) outputs.set(kept[k]!, compileOutputs(keptRaw[k]!['outputs'], kept[k]!, registry, any, out));
 
   // agents referenced
   if (agents) {
-    for (const [name, raw] of phaseRaw) {
+    for (let k = 0; k < kept.length; k++) {
+      const name = kept[k]!;
+      const raw = keptRaw[k]!;
       const assign = raw['assign'];
       if (typeof assign === 'string' && assign !== '' && !agents[assign]) {
         const hint = didYouMean(assign, Object.keys(agents));
@@ -290,25 +305,24 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
   }
 
   // wiring, expressions, model
-  const phaseNames = new Set(phaseRaw.keys());
+  const phaseNames = new Set(kept);
   const ancestorsCache = new Map<string, Set<string>>();
   const ancestors = (name: string): Set<string> => ancestorsOf(name, edges, ancestorsCache);
-  const wiring = (name: string): WiringContext => ({
-    phaseName: name,
-    dependsOn: new Set(edges.get(name) ?? []),
-    phaseNames,
-    // a fan-out phase's outputs reach downstream gathered into arrays
-    outputsOf: (p) => fanOuts.get(p)?.gathered ?? outputs.get(p),
-    types: registry,
-    any,
-    ...(trigger ? { trigger } : {}),
-  });
+  // a fan-out phase's outputs reach downstream gathered into arrays
+  const outputsOf = (p: string): OutputDecl[] | undefined => fanOuts.get(p)?.gathered ?? outputs.get(p);
+  const parsed = new Map<string, RefParse>();
+  const wiring = (name: string, item?: CompiledType): WiringContext => {
+    const ctx: WiringContext = { phaseName: name, dependsOn: new Set(edges.get(name)), phaseNames, outputsOf, types: registry, any, parsed };
+    if (trigger) ctx.trigger = trigger;
+    if (item) ctx.item = item;
+    return ctx;
+  };
   // fan-outs first, upstream before downstream: a `for_each` may read another fan-out's gathered outputs
   const fanOuts = new Map<string, ForEachModel>();
   const fanOutNames = new Set<string>();
-  const ordered = topologicalOrder([...phaseRaw.keys()], edges);
-  const inOrder = new Set(ordered);
-  for (const name of [...ordered, ...[...phaseRaw.keys()].filter((n) => !inOrder.has(n))]) {
+  // every phase, those on a cycle last (topologicalOrder places them all)
+  const ordered = topologicalOrder(kept, edges);
+  for (const name of ordered) {
     const raw = phaseRaw.get(name);
     if (!raw || raw['for_each'] === undefined || raw['for_each'] === null) continue;
     fanOutNames.add(name);
@@ -319,12 +333,14 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     fanOuts.set(name, { ...f, itemSkip: skip, gathered });
   }
   const phases: PhaseModel[] = [];
-  for (const [name, raw] of phaseRaw) {
+  for (let k = 0; k < kept.length; k++) {
+    const name = kept[k]!;
+    const raw = keptRaw[k]!;
     const deps = edges.get(name) ?? [];
     const fanOut = fanOuts.get(name);
     // a `for_each` that did not resolve still makes a fan-out phase: `$item` is then `any`, not an error again
     const item = fanOut?.itemType ?? (fanOutNames.has(name) ? any : undefined);
-    const ctx = { ...wiring(name), ...(item ? { item } : {}) };
+    const ctx = wiring(name, item);
     const inputs = isPlainObject(raw['inputs']) ? checkInputs(raw['inputs'], ctx, out) : undefined;
     if (fanOut && inputs) checkNullItems(name, fanOut, inputs, raw['skip_when'], out);
     const skipWhen = typeof raw['skip_when'] === 'string' ? compileSkipWhen(raw['skip_when'], name, item !== undefined, out) : undefined;
@@ -369,7 +385,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     types: registry,
     phases,
     byName: new Map(phases.map((p) => [p.name, p])),
-    order: topologicalOrder(phases.map((p) => p.name), edges),
+    order: ordered, // the phases are phaseRaw's, in its order
     extensions: extensionsOf(doc),
     form: 'openintent',
     artifacts: [],
@@ -480,10 +496,10 @@ function compileOutputs(raw: unknown, phase: string, registry: TypeRegistry, any
   }
   if (!isPlainObject(raw)) return undefined;
   const decls: OutputDecl[] = [];
-  for (const [key, expr] of Object.entries(raw)) {
+  for (const key of Object.keys(raw)) {
     if (key === COST_KEY) out.push(costKeyError(['workflow', phase, 'outputs', key], 'key'));
-    const r = registry.compile(expr, ['workflow', phase, 'outputs', key]);
-    out.push(...r.diagnostics);
+    const r = registry.compile(raw[key], ['workflow', phase, 'outputs', key]);
+    for (const d of r.diagnostics) out.push(d);
     decls.push({ key, type: r.type ?? any, required: r.required });
   }
   return decls;

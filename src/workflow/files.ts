@@ -68,6 +68,8 @@ export interface FileCheckScope {
 
 /** Reads and checks `inputsFiles` / `outputsFiles` of one mapping (a phase, an agent, a contract) at `base`. */
 export function fileContractOf(raw: Record<string, unknown>, base: Path, scope: FileCheckScope, out: Diagnostic[]): FileContract | undefined {
+  // most phases declare no files: nothing to build
+  if (raw['inputsFiles'] === undefined && raw['outputsFiles'] === undefined) return undefined;
   const inputs = entries(raw['inputsFiles'], [...base, 'inputsFiles'], scope, out);
   const outputs = entries(raw['outputsFiles'], [...base, 'outputsFiles'], scope, out);
   return inputs.length + outputs.length > 0 ? { inputs, outputs } : undefined;

@@ -76,13 +76,10 @@ export function buildPhase(
   const assign = typeof raw['assign'] === 'string' ? raw['assign'] : '';
   const constraints = Array.isArray(raw['constraints']) ? raw['constraints'].map((c) => (typeof c === 'string' ? c : JSON.stringify(c))) : [];
   const extensions: Record<string, Json> = {};
-  for (const [k, v] of Object.entries(raw)) if (k.startsWith('x-')) extensions[k] = v as Json;
+  for (const k of Object.keys(raw)) if (k.startsWith('x-')) extensions[k] = raw[k] as Json;
   const timeout = num(raw['timeout_ms']) ?? num(raw['x-timeout_ms']);
-  const inputType = types.fromNode({
-    kind: 'record',
-    fields: (inputs ?? []).map((b) => ({ name: b.name, type: b.type.node, required: true })),
-  });
-  const outputType = outputs ? types.fromNode({ kind: 'record', fields: outputs.map((o) => ({ name: o.key, type: o.type.node, required: o.required })) }) : undefined;
+  const inputType = types.record((inputs ?? []).map((b) => ({ name: b.name, type: b.type, required: true })));
+  const outputType = outputs ? types.record(outputs.map((o) => ({ name: o.key, type: o.type, required: o.required }))) : undefined;
   const attachments = Array.isArray(raw['attachments'])
     ? raw['attachments'].filter(isPlainObject).map((a) => ({
         filename: String(a['filename']),

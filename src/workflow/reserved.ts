@@ -12,6 +12,18 @@ import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
 
 export const RESERVED_NAMES: ReadonlySet<string> = new Set(['__proto__']);
 
+/**
+ * Whether a document read from `text` may hold a reserved name, as a key or inside a string. YAML
+ * writes a name out (a plain or quoted scalar, a block scalar; aliases and merges repeat nodes
+ * written elsewhere; folding only adds spaces and line breaks), except through a double-quoted
+ * escape (`"\x5f_proto__"`): a text with neither the name nor a backslash holds none.
+ */
+export function mayHoldReserved(text: string): boolean {
+  if (text.includes('\\')) return true;
+  for (const name of RESERVED_NAMES) if (text.includes(name)) return true;
+  return false;
+}
+
 /** Every `__proto__` key of the document, and every input reference with a `__proto__` segment. */
 export function checkReservedNames(doc: unknown, out: Diagnostic[]): void {
   // iterative: the document's depth is already bounded (too-deep), but no recursion is needed. Paths are
@@ -31,8 +43,12 @@ export function checkReservedNames(doc: unknown, out: Diagnostic[]): void {
   while (stack.length > 0) {
     const node = stack.pop()!;
     const value = node.value;
+    // only collections are pushed: a scalar holds no key (an input reference is read where its mapping is)
     if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], key: i, parent: node, depth: node.depth + 1 });
+      for (let i = value.length - 1; i >= 0; i--) {
+        const v: unknown = value[i];
+        if (typeof v === 'object' && v !== null) stack.push({ value: v, key: i, parent: node, depth: node.depth + 1 });
+      }
       continue;
     }
     if (!isPlainObject(value)) continue;
@@ -41,19 +57,24 @@ export function checkReservedNames(doc: unknown, out: Diagnostic[]): void {
     const inInputs = node.depth === 3 && node.key === 'inputs' && node.parent!.parent!.key === 'workflow';
     for (let i = keys.length - 1; i >= 0; i--) {
       const k = keys[i]!;
-      const child: Node = { value: value[k], key: k, parent: node, depth: node.depth + 1 };
+      const v = value[k];
       if (RESERVED_NAMES.has(k)) {
         const path = pathOf(node);
         out.push(error('reserved-name', [...path, k], `\`${k}\` cannot be used as a name or key in a workflow (${what(path)})`, { target: 'key', hint: 'rename it: JavaScript objects cannot hold this key as an ordinary one' }));
       }
-      const v = child.value;
-      if (inInputs && typeof v === 'string' && v.split('.').some((seg) => RESERVED_NAMES.has(seg))) {
-        out.push(error('reserved-name', pathOf(child), `the input reference \`${v}\` reads \`__proto__\`, which no output or trigger key can be`, { hint: 'name the key the value is kept under' }));
+      if (inInputs && typeof v === 'string' && readsReserved(v)) {
+        out.push(error('reserved-name', pathOf({ value: v, key: k, parent: node, depth: node.depth + 1 }), `the input reference \`${v}\` reads \`__proto__\`, which no output or trigger key can be`, { hint: 'name the key the value is kept under' }));
         continue;
       }
-      stack.push(child);
+      if (typeof v === 'object' && v !== null) stack.push({ value: v, key: k, parent: node, depth: node.depth + 1 });
     }
   }
+}
+
+/** Whether a reference has a reserved name between its dots (split only when the text holds one). */
+function readsReserved(ref: string): boolean {
+  for (const name of RESERVED_NAMES) if (ref.includes(name)) return ref.split('.').some((seg) => RESERVED_NAMES.has(seg));
+  return false;
 }
 
 /** What a key at `path` names, for the message. */

@@ -119,35 +119,72 @@ function actualName(value: unknown): string {
   return t === 'object' ? 'a mapping' : t === 'array' ? 'a list' : t === 'null' ? 'empty (null)' : `a ${t}`;
 }
 
+function wrongType(value: unknown, shape: Shape, path: Path, expected: string, out: Diagnostic[]): void {
+  // `depends_on: a` in phase `a`: the list `[a]` would be a cycle, not a fix
+  const selfDependency = path.length === 3 && path[0] === 'workflow' && path[2] === 'depends_on' && value === path[1];
+  const hint = selfDependency ? `a phase cannot depend on itself: list the phases \`${String(path[1])}\` waits for (\`[other]\`), or remove \`depends_on\`` : hintFor(value, shape);
+  out.push(error('wrong-type', path, `expected ${expected}, got ${actualName(value)}`, hint ? { hint } : {}));
+}
+
+/**
+ * Whether `value` fits `shape` with nothing to report, said without building a path: the common
+ * case (a phase's strings, a list of names), which a 10,000-phase file meets some 10^5 times.
+ * False means only "check it": `checkShape` decides.
+ */
+function plainlyFits(value: unknown, shape: Shape): boolean {
+  switch (shape.t) {
+    case 'any':
+      return true;
+    case 'string':
+      return typeof value === 'string' && !shape.timestamp && !shape.url && (!shape.nonEmpty || value.trim() !== '');
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'enum':
+      return typeof value === 'string' && shape.values.includes(value);
+    case 'map':
+      return shape.of.t === 'any' && isPlainObject(value);
+    case 'list': {
+      if (!Array.isArray(value)) return false;
+      for (const item of value as unknown[]) if (!plainlyFits(item, shape.of)) return false;
+      return true;
+    }
+    case 'union': {
+      // the alternative checkShape would take
+      const kind = jsonTypeOf(value);
+      for (const option of shape.options) {
+        const k = jsonKind(option);
+        if (k === kind || (k === undefined && option.t !== 'custom')) return plainlyFits(value, option);
+      }
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
 export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagnostic[]): void {
-  const wrong = (expected: string): void => {
-    // `depends_on: a` in phase `a`: the list `[a]` would be a cycle, not a fix
-    const selfDependency = path.length === 3 && path[0] === 'workflow' && path[2] === 'depends_on' && value === path[1];
-    const hint = selfDependency ? `a phase cannot depend on itself: list the phases \`${String(path[1])}\` waits for (\`[other]\`), or remove \`depends_on\`` : hintFor(value, shape);
-    out.push(error('wrong-type', path, `expected ${expected}, got ${actualName(value)}`, hint ? { hint } : {}));
-  };
   switch (shape.t) {
     case 'any':
       return;
     case 'string':
-      if (typeof value !== 'string') return wrong('a string');
+      if (typeof value !== 'string') return wrongType(value, shape, path, 'a string', out);
       if (shape.nonEmpty && value.trim() === '') out.push(error('invalid-value', path, 'must not be empty', { hint: (shape as Field).required ? `give it a value${exampleOf(path.at(-1))}` : 'give it a value, or remove the key' }));
       if (shape.timestamp && !isIsoTimestamp(value)) out.push(error('invalid-value', path, `\`${value}\` is not an ISO 8601 timestamp`, { hint: 'write it as `2026-12-31T00:00:00Z` (or a date: `2026-12-31`)' }));
       if (shape.url && value.trim() !== '' && !isHttpUrl(value)) out.push(error('invalid-value', path, `\`${value}\` is not an http(s) URL`, { hint: 'write it as `http://localhost:11434/v1` (scheme, host, and the API\'s version path)' }));
       return;
     case 'boolean':
-      if (typeof value !== 'boolean') wrong('a boolean (true or false)');
+      if (typeof value !== 'boolean') wrongType(value, shape, path, 'a boolean (true or false)', out);
       return;
     case 'number': {
-      if (typeof value !== 'number' || !Number.isFinite(value)) return wrong(shape.integer ? 'an integer' : 'a number');
-      if (shape.integer && !Number.isInteger(value)) return wrong('an integer');
+      if (typeof value !== 'number' || !Number.isFinite(value)) return wrongType(value, shape, path, shape.integer ? 'an integer' : 'a number', out);
+      if (shape.integer && !Number.isInteger(value)) return wrongType(value, shape, path, 'an integer', out);
       if (shape.min !== undefined && (shape.exclusiveMin ? value <= shape.min : value < shape.min))
         out.push(error('invalid-value', path, `must be ${shape.exclusiveMin ? 'greater than' : 'at least'} ${shape.min}, got ${value}`));
       if (shape.max !== undefined && value > shape.max) out.push(error('invalid-value', path, `must be at most ${shape.max}, got ${value}`));
       return;
     }
     case 'enum': {
-      if (typeof value !== 'string') return wrong(describeShape(shape));
+      if (typeof value !== 'string') return wrongType(value, shape, path, describeShape(shape), out);
       if (!shape.values.includes(value)) {
         const hint = didYouMean(value, shape.values);
         out.push(
@@ -157,15 +194,19 @@ export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagno
       return;
     }
     case 'list':
-      if (!Array.isArray(value)) return wrong(`a list of ${plural(shape.of)}`);
-      value.forEach((item, i) => checkShape(item, shape.of, [...path, i], out));
+      if (!Array.isArray(value)) return wrongType(value, shape, path, `a list of ${plural(shape.of)}`, out);
+      for (let i = 0; i < value.length; i++) {
+        const item: unknown = value[i];
+        if (!plainlyFits(item, shape.of)) checkShape(item, shape.of, [...path, i], out);
+      }
       return;
     case 'map':
-      if (!isPlainObject(value)) return wrong('a mapping');
-      for (const [k, v] of Object.entries(value)) checkShape(v, shape.of, [...path, k], out);
+      if (!isPlainObject(value)) return wrongType(value, shape, path, 'a mapping', out);
+      if (shape.of.t === 'any') return; // nothing to say of any value
+      for (const [k, v] of Object.entries(value)) if (!plainlyFits(v, shape.of)) checkShape(v, shape.of, [...path, k], out);
       return;
     case 'object': {
-      if (!isPlainObject(value)) return wrong(shape.what ?? 'a mapping');
+      if (!isPlainObject(value)) return wrongType(value, shape, path, shape.what ?? 'a mapping', out);
       checkObject(value, shape.fields, path, out);
       return;
     }
@@ -175,7 +216,7 @@ export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagno
         const k = jsonKind(option);
         if (k === kind || (k === undefined && option.t !== 'custom')) return checkShape(value, option, path, out);
       }
-      return wrong(describeShape(shape));
+      return wrongType(value, shape, path, describeShape(shape), out);
     }
     case 'custom':
       shape.check(value, path, out);
@@ -183,21 +224,35 @@ export function checkShape(value: unknown, shape: Shape, path: Path, out: Diagno
   }
 }
 
+/** Each field table's entries and names, listed once (the tables are constants; a phase's is read for every phase). */
+const tables = new WeakMap<Readonly<Record<string, Field>>, { entries: [string, Field][]; names: string[] }>();
+
+function tableOf(fields: Readonly<Record<string, Field>>): { entries: [string, Field][]; names: string[] } {
+  let t = tables.get(fields);
+  if (!t) {
+    t = { entries: Object.entries(fields), names: Object.keys(fields) };
+    tables.set(fields, t);
+  }
+  return t;
+}
+
 export function checkObject(value: Record<string, unknown>, fields: Readonly<Record<string, Field>>, path: Path, out: Diagnostic[]): void {
-  for (const [name, field] of Object.entries(fields)) {
-    if (!Object.prototype.hasOwnProperty.call(value, name) || value[name] === undefined) {
+  const table = tableOf(fields);
+  for (const [name, field] of table.entries) {
+    const v = value[name];
+    // one read per field; an inherited name (`constructor`) is not the document's
+    if (v === undefined || !Object.prototype.hasOwnProperty.call(value, name)) {
       if (field.required) out.push(error('missing-field', path, `missing required field \`${name}\``, { target: 'key', hint: `add \`${name}:\`${exampleOf(name)}`, error: 'WorkflowValidationError', data: { field: name } }));
       continue;
     }
-    const v = value[name];
     if (v === null && field.required) {
       out.push(error('missing-field', [...path, name], `\`${name}\` must have a value`, { hint: `give it a value${exampleOf(name)}`, error: 'WorkflowValidationError', data: { field: name } }));
       continue;
     }
     if (v === null) continue; // an empty optional field (`description:`) reads as absent
-    checkShape(v, field, [...path, name], out);
+    if (!plainlyFits(v, field)) checkShape(v, field, [...path, name], out);
   }
-  reportUnknownKeys(value, Object.keys(fields), path, out);
+  reportUnknownKeys(value, table.names, path, out);
 }
 
 /** A known key that shares most of its start with `key` (`retries` -> `retry`, `timeout` -> `timeout_ms`), as a hint. */

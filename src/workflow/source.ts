@@ -20,11 +20,20 @@ import { codePointName, findInvalidCharacter } from '../diagnostics/text.js';
 import { aliasGuard, findCycle, MAX_NESTING, YamlLimitError } from './yaml-guard.js';
 import { bomShift, contentStart, PositionIndex } from './yaml-index.js';
 
+// js-yaml asks each implicit type about every plain scalar (keys too): the patterns are built once, and a
+// scalar whose first character cannot start a number (most of them: names, keys) is answered without one
+const INT = /^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$/;
+const FLOAT = /^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/;
+/** Whether `data` starts as a number can: a digit, a sign or a dot. */
+function numberLike(data: string): boolean {
+  const c = data.charCodeAt(0);
+  return (c >= 48 && c <= 57) || c === 43 /* + */ || c === 45 /* - */ || c === 46 /* . */;
+}
 // YAML 1.2 core schema integers: decimal, 0o octal, 0x hex. (js-yaml's own int type also takes
 // 0b binary and `_` separators, which YAML 1.2 reads as strings; this keeps the two parsers in step.)
 const coreInt = new jsyaml.Type('tag:yaml.org,2002:int', {
   kind: 'scalar',
-  resolve: (data: string | null) => data !== null && /^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$/.test(data),
+  resolve: (data: string | null) => data !== null && numberLike(data) && INT.test(data),
   construct: (data: string) =>
     data.startsWith('0o') ? parseInt(data.slice(2), 8) : data.startsWith('0x') ? parseInt(data.slice(2), 16) : parseInt(data, 10),
   predicate: (v: unknown) => typeof v === 'number' && Number.isInteger(v),
@@ -32,8 +41,7 @@ const coreInt = new jsyaml.Type('tag:yaml.org,2002:int', {
 });
 const coreFloat = new jsyaml.Type('tag:yaml.org,2002:float', {
   kind: 'scalar',
-  resolve: (data: string | null) =>
-    data !== null && /^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/.test(data),
+  resolve: (data: string | null) => data !== null && numberLike(data) && FLOAT.test(data),
   construct: (data: string) => {
     const lower = data.toLowerCase();
     if (lower.endsWith('.inf')) return data.startsWith('-') ? -Infinity : Infinity;

@@ -12,10 +12,22 @@ import type { InputBinding, InputSource, OutputDecl } from './model.js';
 /** A part of a reference: a phase, key or field name in any script (a phase may be named `調査`), or an index. */
 const SEGMENT = /^[\p{L}\p{N}_][\p{L}\p{M}\p{N}_-]*$/u;
 
+/** `SEGMENT.test(s)`, answered without the Unicode pattern when `s` is ASCII (where the letters and digits are `A-Za-z0-9`). */
+function isSegment(s: string): boolean {
+  if (s.length === 0) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 128) return SEGMENT.test(s);
+    const ok = (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 /* _ */ || (c === 45 /* - */ && i > 0);
+    if (!ok) return false;
+  }
+  return true;
+}
+
 /** What is wrong with the parts between the dots, when one of them is: an empty one, or one that is not a name. */
 function segmentHint(parts: readonly string[]): string | undefined {
   if (parts.some((p) => p === '')) return 'a `.` too many: each part between dots names a phase, a key or a field';
-  const bad = parts.find((p) => !SEGMENT.test(p));
+  const bad = parts.find((p) => !isSegment(p));
   return bad === undefined ? undefined : `\`${bad}\` is not a name: names hold letters, digits, \`_\` and \`-\` (an array element is \`.0\`)`;
 }
 
@@ -35,7 +47,7 @@ export function parseInputRef(ref: string, items = true): RefParse {
     return { ok: true, source: { kind: 'index' } };
   }
   if (items && head === '$item') {
-    if (!rest.every((s) => SEGMENT.test(s))) return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: 'use `$item` or `$item.path.into.it`' };
+    if (!rest.every(isSegment)) return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: 'use `$item` or `$item.path.into.it`' };
     return { ok: true, source: { kind: 'item', path: rest } };
   }
   if (head.startsWith('$')) {
@@ -44,11 +56,11 @@ export function parseInputRef(ref: string, items = true): RefParse {
       return { ok: false, message: `unknown input source \`${head}\``, suggestion: s ? `${s} (${syntax})` : syntax };
     }
     if (rest.length === 0 || rest[0] === '') return { ok: false, message: `\`${ref}\` needs a key: \`${head}.key\``, suggestion: `name the key, e.g. \`${head}.topic\`` };
-    if (!rest.every((s) => SEGMENT.test(s))) return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: segmentHint(rest) ?? syntax };
+    if (!rest.every(isSegment)) return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: segmentHint(rest) ?? syntax };
     const [key, ...path] = rest as [string, ...string[]];
     return { ok: true, source: { kind: head === '$trigger' ? 'trigger' : 'initial_state', key, path } };
   }
-  if (parts.length < 2 || !parts.every((s) => SEGMENT.test(s))) {
+  if (parts.length < 2 || !parts.every(isSegment)) {
     return { ok: false, message: `malformed input mapping \`${ref}\``, suggestion: parts.length < 2 ? `reference an output key: \`${ref}.key\` (${syntax})` : (segmentHint(parts) ?? syntax) };
   }
   const [phase, key, ...path] = parts as [string, string, ...string[]];
@@ -69,6 +81,11 @@ export interface WiringContext {
   item?: CompiledType;
   /** Where the phase sits in the document (default `['workflow', phaseName]`). */
   at?: Path;
+  /**
+   * References parsed so far in this compile, by their text (`p0.findings` is written by thousands of
+   * phases): shared by every phase's context. Parses are never changed once made, so one serves all.
+   */
+  parsed?: Map<string, RefParse>;
 }
 
 function wiringError(ctx: WiringContext, path: Path, code: Parameters<typeof error>[0], ref: string, message: string, suggestion: string): Diagnostic {
@@ -81,8 +98,9 @@ function wiringError(ctx: WiringContext, path: Path, code: Parameters<typeof err
 
 export function checkInputs(inputs: Record<string, unknown>, ctx: WiringContext, out: Diagnostic[]): InputBinding[] {
   const bindings: InputBinding[] = [];
-  for (const [name, raw] of Object.entries(inputs)) {
-    const path: Path = [...(ctx.at ?? ['workflow', ctx.phaseName]), 'inputs', name];
+  for (const name of Object.keys(inputs)) {
+    const raw = inputs[name];
+    const path: Path = ctx.at ? [...ctx.at, 'inputs', name] : ['workflow', ctx.phaseName, 'inputs', name];
     if (typeof raw !== 'string') {
       const ref = raw === null ? '' : JSON.stringify(raw);
       out.push(wiringError(ctx, path, 'input-bad-syntax', ref, `input \`${name}\` must be a mapping expression string`, 'use `phase_name.key`, `$trigger.key` or `$initial_state.key`'));
@@ -106,7 +124,11 @@ export const FS_ROOT_KEY = '_workflowFsRoot';
  * a fan-out phase, then edge typing along its path. Undefined (with diagnostics) when it does not resolve.
  */
 export function resolveRef(raw: string, label: string, path: Path, ctx: WiringContext, out: Diagnostic[]): Omit<InputBinding, 'name'> | undefined {
-  const parsed = parseInputRef(raw);
+  let parsed = ctx.parsed?.get(raw);
+  if (!parsed) {
+    parsed = parseInputRef(raw);
+    ctx.parsed?.set(raw, parsed);
+  }
   if (!parsed.ok) {
     out.push(wiringError(ctx, path, 'input-bad-syntax', raw, parsed.message, parsed.suggestion));
     return undefined;

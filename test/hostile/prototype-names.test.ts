@@ -37,6 +37,9 @@ const VARIANTS: [string, string, string][] = [
   ['a trigger reference', 'workflow:\n  p: {assign: a, inputs: {x: $trigger.__proto__}}\n', '4:30'],
   ['a reference into an upstream output', 'workflow:\n  q: {assign: a, outputs: {o: any}}\n  p: {assign: a, depends_on: [q], inputs: {x: q.o.__proto__}}\n', '5:47'],
   ['an initial_state key', 'workflow:\n  p: {assign: a, initial_state: {__proto__: 1}}\n', '4:34'],
+  // written with an escape, the name is not in the text as such (the compiler skips its walk only when it cannot be)
+  ['an output name written with an escape', 'workflow:\n  p: {assign: a, outputs: {"\\x5f_proto__": string}}\n', '4:28'],
+  ['a trigger reference written with an escape', 'workflow:\n  p: {assign: a, inputs: {x: "$trigger.\\u005f_proto__"}}\n', '4:30'],
 ];
 
 describe('validate refuses `__proto__` as a name, positioned', () => {

@@ -186,7 +186,12 @@ function related(at: Loc | undefined, what: string): Partial<Diagnostic> {
 function checkBinding(p: PhaseModel, agent: string, role: 'assign' | 'fallback', anchor: Path, c: AgentContract | undefined, cache: Map<string, SubschemaResult>, out: Diagnostic[], edges: EdgeReport[] | undefined, files = false): BindingReport {
   const b: BindingReport = { phase: p.name, agent, role, contract: c?.origin.kind ?? 'none', input: 'none', output: 'none', findings: [] };
   const upstream = new Map<string, string[]>();
-  for (const i of p.inputs ?? []) if (i.source.kind === 'phase') upstream.set(i.source.phase, [...(upstream.get(i.source.phase) ?? []), i.name]);
+  for (const i of p.inputs ?? []) {
+    if (i.source.kind !== 'phase') continue;
+    const keys = upstream.get(i.source.phase);
+    if (keys) keys.push(i.name);
+    else upstream.set(i.source.phase, [i.name]);
+  }
   if (c?.input) {
     const key = `in\u0000${agent}\u0000${p.inputType.text}\u0000${files}`;
     let r = cache.get(key);

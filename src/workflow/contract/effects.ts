@@ -36,6 +36,8 @@ export function checkSideEffects(phases: readonly PhaseModel[], contractOf: (age
   for (const p of phases) {
     const c = contractOf(p.assign);
     const files = filesOf?.(p);
+    // no file at all (most phases): nothing to group, and no time spent saying so
+    if (!c?.sideEffects.filesWritten.length && !c?.sideEffects.filesRead.length && !files?.outputs.length && !files?.inputs.length) continue;
     const own = (list: FileEntry[], side: string): Effect[] => list.map((e) => ({ path: filePattern(e.path, p.name), text: e.path, at: { path: ['workflow', p.name, side, e.key] }, synced: true }));
     // a defineAgent's AIP-16 files are in its sideEffects (synced): their tokens read as the phase's own
     const tokens = (list: FileEffect[]): Effect[] => list.map((e) => ({ ...e, text: e.path, path: e.synced ? filePattern(e.path, p.name) : e.path }));
