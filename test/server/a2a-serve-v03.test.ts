@@ -12,29 +12,7 @@ import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { Role } from '@a2a-js/sdk';
 import { createEngine, openStore, type Engine, type RunStore } from '@baton-run/baton';
 import { loadA2aServer, parseKeysEnv, scanWorkflows, startServer, type BatonServer } from '@baton-run/baton/server';
-import { agents, KEYS, KEYS_ENV, Latch } from './harness.js';
-
-const HELLO = `openintent: "1.0"
-info: {name: hello, description: greets}
-x-trigger: {name: string}
-workflow:
-  greet:
-    assign: greeter
-    inputs: {name: $trigger.name}
-    outputs: {greeting: string}
-`;
-const ASK = `openintent: "1.0"
-info: {name: ask}
-workflow:
-  q:
-    assign: asker
-    outputs: {answer: string}
-`;
-const SLOW = `openintent: "1.0"
-info: {name: slow}
-workflow:
-  s1: {assign: slow, outputs: {n: number}}
-`;
+import { agents, ASK, HELLO, KEYS, KEYS_ENV, Latch, SLOW_ONE as SLOW } from './harness.js';
 
 let dir: string;
 let store: RunStore;

@@ -10,29 +10,7 @@ import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcT
 import { Role, TaskState, type Message, type Part, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { createEngine, openStore, WorkflowSpec, type Engine, type RunStore } from '@baton-run/baton';
 import { loadA2aServer, parseKeysEnv, scanWorkflows, startServer, type BatonServer } from '@baton-run/baton/server';
-import { agents, GATED, KEYS, KEYS_ENV, Latch, openTestStore } from './harness.js';
-
-const HELLO = `openintent: "1.0"
-info: {name: hello, description: greets}
-x-trigger: {name: string}
-workflow:
-  greet:
-    assign: greeter
-    inputs: {name: $trigger.name}
-    outputs: {greeting: string}
-`;
-const ASK = `openintent: "1.0"
-info: {name: ask}
-workflow:
-  q:
-    assign: asker
-    outputs: {answer: string}
-`;
-const SLOW = `openintent: "1.0"
-info: {name: slow}
-workflow:
-  s1: {assign: slow, outputs: {n: number}}
-`;
+import { agents, ASK, GATED, HELLO, KEYS, KEYS_ENV, Latch, openTestStore, SLOW_ONE as SLOW } from './harness.js';
 
 let dir: string;
 let store: RunStore;

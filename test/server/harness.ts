@@ -59,6 +59,24 @@ workflow:
     outputs: {answer: string}
 `;
 
+/** A workflow of one phase whose `greeter` agent says hello to `$trigger.name` (the A2A tests' skill `hello`). */
+export const HELLO = `openintent: "1.0"
+info: {name: hello, description: greets}
+x-trigger: {name: string}
+workflow:
+  greet:
+    assign: greeter
+    inputs: {name: $trigger.name}
+    outputs: {greeting: string}
+`;
+
+/** One phase of the `slow` agent (it waits for the latch). */
+export const SLOW_ONE = `openintent: "1.0"
+info: {name: slow}
+workflow:
+  s1: {assign: slow, outputs: {n: number}}
+`;
+
 export const FAILS = `openintent: "1.0"
 info: {name: fails}
 workflow:
