@@ -177,7 +177,8 @@ export class RunRoutes {
     const limit = typeof q['limit'] === 'number' ? q['limit'] : 100;
     const status = typeof q['status'] === 'string' ? (q['status'].split(',') as RunStatus[]) : undefined;
     const workflow = typeof q['workflow'] === 'string' ? q['workflow'] : undefined;
-    const cursor = typeof q['cursor'] === 'string' ? decodeCursor(q['cursor'], (v): v is { c: number; r: string } => typeof v['c'] === 'number' && typeof v['r'] === 'string') : undefined;
+    // a cursor the store cannot take (created_at 1.5 or 1e20, a NUL in the id: PostgreSQL refuses them) is the caller's 400, not the store's 503
+    const cursor = typeof q['cursor'] === 'string' ? decodeCursor(q['cursor'], (v): v is { c: number; r: string } => Number.isSafeInteger(v['c']) && typeof v['r'] === 'string' && !v['r'].includes('\u0000')) : undefined;
     // one read, from the cursor on, filtered by the store (it read from the newest run and filtered here,
     // four times deeper each time the page was not full: a deep page or a rare workflow read every run)
     const page = await this.store.runs({ ...(status ? { status } : {}), ...(workflow !== undefined ? { workflow } : {}), ...(cursor ? { before: { createdAt: cursor.c, runId: cursor.r } } : {}), limit: limit + 1 });
@@ -250,7 +251,7 @@ export class RunRoutes {
     const record = await this.store.run(id);
     if (!record) throw new BatonError('unknown-run', `no run ${id} in ${this.store.location}`);
     const limit = typeof r.query['limit'] === 'number' ? r.query['limit'] : 100;
-    const cursor = typeof r.query['cursor'] === 'string' ? decodeCursor(r.query['cursor'], (v): v is { s: number } => typeof v['s'] === 'number') : undefined;
+    const cursor = typeof r.query['cursor'] === 'string' ? decodeCursor(r.query['cursor'], (v): v is { s: number } => Number.isSafeInteger(v['s']) && (v['s'] as number) >= 0) : undefined;
     const after = cursor?.s ?? (typeof r.query['after'] === 'number' ? r.query['after'] : 0);
     const types = typeof r.query['type'] === 'string' ? new Set(r.query['type'].split(',')) : undefined;
     const events = await eventsPage(this.store, id, after, limit + 1, types);
