@@ -7,29 +7,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createEngine, openStore, systemClock, WorkflowSpec, type Clock, type Engine, type RunEvent, type RunStore } from '@baton-run/baton';
+import { systemClock, WorkflowSpec, type Clock, type RunEvent } from '@baton-run/baton';
 import { startA2aPeer, type A2aPeer } from '../helpers/a2a-peer.js';
+import { a2aFlow, engineRig, type EngineRig } from '../helpers/a2a-rig.js';
 import { testDatabase } from '../helpers/pg.js';
 
-const flow = (url: string, opts: { skill?: string; streaming?: boolean } = {}): string => `openintent: "1.0"
-info: {name: via-a2a}
-agents:
-  peer:
-    x-a2a: {url: "${url}"${opts.skill ? `, skill: ${opts.skill}` : ''}${opts.streaming === false ? ', streaming: false' : ''}}
-x-trigger: {question: string, mode: string}
-workflow:
-  ask:
-    assign: peer
-    inputs: {question: $trigger.question, mode: $trigger.mode}
-    outputs: {answer: string}
-`;
-
-interface Rig {
-  engine: Engine;
-  store: RunStore;
-  events: RunEvent[];
-  waitFor(type: string): Promise<RunEvent>;
-}
+const flow = a2aFlow;
+const rig = (store?: string, clock?: Clock): Promise<EngineRig> => engineRig({ dir, cleanup: open, ...(store !== undefined ? { store } : {}), ...(clock ? { clock } : {}) });
 
 let dir: string;
 const open: (() => Promise<void>)[] = [];
@@ -41,38 +25,6 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(async () => {
   for (const f of open.splice(0).reverse()) await f();
 });
-
-async function rig(storeSpec?: string, clock?: Clock): Promise<Rig> {
-  // a clock given here moves time by hand: the store decides in it, not in the machine's
-  const store = await openStore(storeSpec ?? join(dir, `${Math.random().toString(36).slice(2)}.db`), { cwd: dir, ...(clock ? { databaseClock: false } : {}) });
-  const events: RunEvent[] = [];
-  const waiters: { type: string; resolve: (e: RunEvent) => void }[] = [];
-  const engine = createEngine({
-    store,
-    ...(clock ? { clock } : {}),
-    onEvent: (e) => {
-      events.push(e);
-      for (const w of waiters.filter((x) => x.type === e.type)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(e);
-      }
-    },
-  });
-  open.push(async () => {
-    await engine.close();
-    await store.close();
-  });
-  return {
-    engine,
-    store,
-    events,
-    waitFor: (type) => {
-      const seen = events.find((e) => e.type === type);
-      if (seen) return Promise.resolve(seen);
-      return new Promise((resolve) => waiters.push({ type, resolve }));
-    },
-  };
-}
 
 async function peer(opts: Parameters<typeof startA2aPeer>[0] = {}): Promise<A2aPeer> {
   const p = await startA2aPeer(opts);

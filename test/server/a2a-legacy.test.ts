@@ -10,23 +10,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createEngine, openStore, WorkflowSpec, type RunEvent } from '@baton-run/baton';
+import { WorkflowSpec, type RunEvent } from '@baton-run/baton';
 import type { CliIo } from '../../src/cli/io.js';
 import { run as cli } from '../../src/cli/main.js';
 import { startA2aPeer, type A2aPeer, type PeerOptions } from '../helpers/a2a-peer.js';
+import { a2aFlow, engineRig, type EngineRig } from '../helpers/a2a-rig.js';
 
-const flow = (url: string, opts: { skill?: string; streaming?: boolean; tokenEnv?: string } = {}): string => `openintent: "1.0"
-info: {name: via-a2a-v03}
-agents:
-  peer:
-    x-a2a: {url: "${url}"${opts.skill ? `, skill: ${opts.skill}` : ''}${opts.streaming === false ? ', streaming: false' : ''}${opts.tokenEnv ? `, token_env: ${opts.tokenEnv}` : ''}}
-x-trigger: {question: string, mode: string}
-workflow:
-  ask:
-    assign: peer
-    inputs: {question: $trigger.question, mode: $trigger.mode}
-    outputs: {answer: string}
-`;
+const flow = a2aFlow;
 
 let dir: string;
 const open: (() => Promise<void>)[] = [];
@@ -45,33 +35,7 @@ async function peer(opts: PeerOptions = {}): Promise<A2aPeer & { methods: string
   return Object.assign(p, { methods });
 }
 
-async function rig(): Promise<{ engine: ReturnType<typeof createEngine>; events: RunEvent[]; waitFor(type: string): Promise<RunEvent> }> {
-  const store = await openStore(join(dir, `${Math.random().toString(36).slice(2)}.db`), { cwd: dir });
-  const events: RunEvent[] = [];
-  const waiters: { type: string; resolve: (e: RunEvent) => void }[] = [];
-  const engine = createEngine({
-    store,
-    onEvent: (e) => {
-      events.push(e);
-      for (const w of waiters.filter((x) => x.type === e.type)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(e);
-      }
-    },
-  });
-  open.push(async () => {
-    await engine.close();
-    await store.close();
-  });
-  return {
-    engine,
-    events,
-    waitFor: (type) => {
-      const seen = events.find((e) => e.type === type);
-      return seen ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ type, resolve }));
-    },
-  };
-}
+const rig = (): Promise<EngineRig> => engineRig({ dir, cleanup: open });
 
 describe('an x-a2a agent that speaks A2A v0.3', () => {
   for (const streaming of [true, false]) {

@@ -14,28 +14,8 @@ import { A2A_ERROR_CODE, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
 import { createEngine, openStore, type Engine, type RunStore } from '@baton-run/baton';
 import { loadA2aServer, parseKeysEnv, scanWorkflows, startServer, type BatonServer } from '@baton-run/baton/server';
-import { agents, KEYS, KEYS_ENV, Latch } from './harness.js';
+import { agents, ASK, HELLO, KEYS, KEYS_ENV, Latch, SLOW_ONE as SLOW } from './harness.js';
 import { until } from '../helpers/spawn.js';
-
-const HELLO = `openintent: "1.0"
-info: {name: hello}
-x-trigger: {name: string}
-workflow:
-  greet:
-    assign: greeter
-    inputs: {name: $trigger.name}
-    outputs: {greeting: string}
-`;
-const SLOW = `openintent: "1.0"
-info: {name: slow}
-workflow:
-  s1: {assign: slow, outputs: {n: number}}
-`;
-const ASK = `openintent: "1.0"
-info: {name: ask}
-workflow:
-  q: {assign: asker, outputs: {answer: string}}
-`;
 
 let dir: string;
 let store: RunStore;

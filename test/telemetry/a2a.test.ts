@@ -2,20 +2,10 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { createEngine, openStore, WorkflowSpec } from '@baton-run/baton';
 import { startA2aPeer, type A2aPeer } from '../helpers/a2a-peer.js';
+import { a2aFlow } from '../helpers/a2a-rig.js';
 import { byName, parentOf, traced } from './helpers.js';
 
-const flow = (url: string): string => `openintent: "1.0"
-info: {name: via-a2a}
-agents:
-  peer:
-    x-a2a: {url: "${url}", skill: answer}
-x-trigger: {question: string, mode: string}
-workflow:
-  ask:
-    assign: peer
-    inputs: {question: $trigger.question, mode: $trigger.mode}
-    outputs: {answer: string}
-`;
+const flow = (url: string): string => a2aFlow(url, { skill: 'answer' });
 
 const open: (() => Promise<void>)[] = [];
 afterEach(async () => {
