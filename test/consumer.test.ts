@@ -63,6 +63,17 @@ console.log(server.url, typeof load);
 await server.close();
 `.replaceAll('PACKAGE', PKG.name);
 
+/** Every subpath whose peers the scratch project has (a2a needs its optional SDK), for the other module resolutions. */
+const SUBPATHS_PROGRAM = `import { createEngine, MemoryStore } from 'PACKAGE';
+import { openPostgresStore } from 'PACKAGE/postgres';
+import { startServer } from 'PACKAGE/server';
+import { llmAgent } from 'PACKAGE/llm';
+import { McpHost } from 'PACKAGE/mcp';
+import { loadAgentsModule } from 'PACKAGE/typescript';
+import { createOtelTelemetry } from 'PACKAGE/otel';
+console.log(typeof createEngine, typeof MemoryStore, typeof openPostgresStore, typeof startServer, typeof llmAgent, typeof McpHost, typeof loadAgentsModule, typeof createOtelTelemetry);
+`.replaceAll('PACKAGE', PKG.name);
+
 let dir = '';
 let skipped: string | undefined;
 let tsc: Ran;
@@ -89,6 +100,9 @@ beforeAll(async () => {
   writeFileSync(join(app, 'bad.ts'), BAD);
   // the server subpath with its own peers (hono) and without the optional A2A SDK: its types must not need it
   writeFileSync(join(app, 'server.ts'), SERVER_PROGRAM);
+  // kept out of the nodenext project (its include is *.ts): checked alone under other resolutions
+  mkdirSync(join(app, 'resolutions'));
+  writeFileSync(join(app, 'resolutions', 'subpaths.ts'), SUBPATHS_PROGRAM);
   // --ignore-scripts: what pnpm does by default; the program uses the memory store, no native build needed
   const installed = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', tarball, `@types/node@${PKG.devDependencies['@types/node']}`, `hono@${PKG.devDependencies['hono']}`, `@hono/node-server@${PKG.devDependencies['@hono/node-server']}`], app);
   if (installed.code !== 0) {
@@ -148,6 +162,18 @@ describe(`the packed package in a strict consumer project`, () => {
     expect(plain.code, plain.stderr).toBe(0);
     expect(existsSync(join(app, 'research-pipeline'))).toBe(false);
   });
+
+  // bundler: what Vite and Next projects use; node10: older projects (types through typesVersions, and no
+  // default import of a CommonJS module in the declarations, which would need esModuleInterop)
+  for (const [resolution, module] of [['bundler', 'esnext'], ['node10', 'commonjs'], ['node16', 'node16']] as const) {
+    test(`every subpath type-checks under moduleResolution ${resolution}`, async (ctx) => {
+      if (skipped) ctx.skip(`skipped: ${skipped}`);
+      const app = join(dir, 'app');
+      const r = await run(process.execPath, [TSC, '--noEmit', '--pretty', 'false', '--strict', '--exactOptionalPropertyTypes', '--noUncheckedIndexedAccess', '--skipLibCheck', 'false', '--moduleResolution', resolution, '--module', module, '--target', 'es2022', '--types', 'node', join('resolutions', 'subpaths.ts')], app);
+      expect(r.stdout, r.stdout).toBe('');
+      expect(r.code).toBe(0);
+    });
+  }
 
   for (const node of [process.execPath, ...EXTRA_NODES]) {
     test(`the program runs on ${node}`, async (ctx) => {

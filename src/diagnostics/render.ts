@@ -17,7 +17,19 @@ export interface RenderOptions {
   width?: number | undefined;
 }
 
-type Colors = ReturnType<typeof pc.createColors>;
+/**
+ * The colours a rendering uses (picocolors' `createColors()` gives them). Declared here rather than
+ * taken from picocolors' types: the published declarations then name no default import of a CommonJS
+ * module, which a consumer without `esModuleInterop` could not read.
+ */
+export interface Colors {
+  bold(s: string): string;
+  dim(s: string): string;
+  red(s: string): string;
+  yellow(s: string): string;
+  blue(s: string): string;
+  cyan(s: string): string;
+}
 
 /** `file:line:col: error[code]: message`, a code frame with a caret under the range, the hint. */
 export function renderDiagnostic(d: Diagnostic, source: SourceFile, opts: RenderOptions): string {
