@@ -23,12 +23,12 @@ export interface RenderOptions {
  * module, which a consumer without `esModuleInterop` could not read.
  */
 export interface Colors {
-  bold(s: string): string;
-  dim(s: string): string;
-  red(s: string): string;
-  yellow(s: string): string;
-  blue(s: string): string;
-  cyan(s: string): string;
+  bold: (s: string) => string;
+  dim: (s: string) => string;
+  red: (s: string) => string;
+  yellow: (s: string) => string;
+  blue: (s: string) => string;
+  cyan: (s: string) => string;
 }
 
 /** `file:line:col: error[code]: message`, a code frame with a caret under the range, the hint. */

@@ -1,18 +1,22 @@
 /**
- * A compiled type: JSON Schema 2020-12 (named types in `$defs`), an ajv validator for the fast path,
- * a precise walker for the slow path (every issue with its JSON Pointer), and a sample builder.
- * Validators are compiled lazily, on first use, and cached by the registry per canonical type text,
- * so a 10,000-phase workflow pays for each distinct type once, and only if it is ever validated.
+ * A compiled type: JSON Schema 2020-12 (named types in `$defs`), a checker for the fast path (a tree
+ * of closures that says yes or no), a precise walker for the slow path (every issue with its JSON
+ * Pointer), and a sample builder. Checkers are built lazily, on first use, and cached by the registry
+ * per canonical type text, so a 10,000-phase workflow pays for each distinct type once, and only if it
+ * is ever validated.
+ *
+ * The checker answers exactly what the walker does (no issue: true), by construction: each case below
+ * mirrors walk's. It was ajv, compiled from the JSON Schema: loading ajv and generating code for the
+ * first type took 60-170 ms of a fresh process's first completion (every `baton run`), a few ms for
+ * each further type, and ajv's answer could differ from the walker's at the edges (it needed two
+ * instances and a fallback for field names such as `constructor` and `__proto__`).
  */
-import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { isPlainObject, jsonTypeOf, type Json } from '../core/json.js';
 import type { CompiledType, TypeNode, ValueIssue } from './api.js';
 
 export interface TypeEnv {
   /** The definition of a named type (always present for names the registry handed out). */
   resolve(name: string): TypeNode;
-  /** Compiles a JSON Schema with the registry's ajv; `ownProperties` when a field name is also a name on Object.prototype. */
-  compileSchema(schema: Record<string, unknown>, ownProperties: boolean): ValidateFunction;
 }
 
 export function typeText(node: TypeNode): string {
@@ -42,12 +46,8 @@ export function resolveNode(node: TypeNode, env: TypeEnv): TypeNode {
 
 export class CompiledTypeImpl implements CompiledType {
   readonly text: string;
-  private fast: ((value: unknown) => boolean) | undefined;
+  private fast: Check | undefined;
   private schema: Record<string, unknown> | undefined;
-  /** Some record reachable from this type has a field ajv cannot check (see SchemaContext). */
-  private ajvUnsafe = false;
-  /** Some record reachable from this type has a field named like a member of Object.prototype. */
-  private inherited = false;
 
   constructor(
     readonly node: TypeNode,
@@ -57,16 +57,7 @@ export class CompiledTypeImpl implements CompiledType {
   }
 
   check(value: unknown): boolean {
-    if (this.node.kind === 'primitive' && this.node.name === 'any') return isJsonValue(value);
-    const fn = (this.fast ??= this.compileFast());
-    return fn(value) && isJsonValue(value);
-  }
-
-  private compileFast(): (value: unknown) => boolean {
-    const schema = this.jsonSchema();
-    // ajv mishandles two (rare) field names: such a type is checked by the walker alone
-    if (this.ajvUnsafe) return (value) => this.issues(value).length === 0;
-    return this.env.compileSchema(schema, this.inherited);
+    return (this.fast ??= checkerOf(this.node, this.env, new Map()))(value);
   }
 
   issues(value: unknown): ValueIssue[] {
@@ -86,16 +77,12 @@ export class CompiledTypeImpl implements CompiledType {
           pending.push(name);
         }
       },
-      ajvUnsafe: false,
-      inherited: false,
     };
     const root = schemaOf(this.node, ctx);
     while (pending.length > 0) {
       const name = pending.pop()!;
       defs.set(name, schemaOf(this.env.resolve(name), ctx));
     }
-    this.ajvUnsafe = ctx.ajvUnsafe;
-    this.inherited = ctx.inherited;
     const schema: Record<string, unknown> = { $schema: 'https://json-schema.org/draft/2020-12/schema', ...root };
     if (defs.size > 0) schema['$defs'] = Object.fromEntries([...defs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     this.schema = schema;
@@ -109,13 +96,6 @@ export class CompiledTypeImpl implements CompiledType {
 
 interface SchemaContext {
   ref(name: string): void;
-  /**
-   * Set when a record has a field ajv gets wrong: `properties` skips `__proto__`, and `required: [""]`
-   * never fails (its generated code assigns the falsy name `""` inside a condition).
-   */
-  ajvUnsafe: boolean;
-  /** Set when a field is named like a member of Object.prototype (`constructor`, `toString`, ...). */
-  inherited: boolean;
 }
 
 function schemaOf(node: TypeNode, ctx: SchemaContext): Record<string, unknown> {
@@ -131,8 +111,6 @@ function schemaOf(node: TypeNode, ctx: SchemaContext): Record<string, unknown> {
       const properties: Record<string, unknown> = {};
       const required: string[] = [];
       for (const f of node.fields) {
-        if (f.name === '__proto__' || (f.name === '' && f.required)) ctx.ajvUnsafe = true;
-        if (f.name in Object.prototype) ctx.inherited = true;
         setOwn(properties, f.name, schemaOf(f.type, ctx));
         if (f.required) required.push(f.name);
       }
@@ -174,6 +152,106 @@ export function isJsonValue(value: unknown): boolean {
     }
     default:
       return false;
+  }
+}
+
+type Check = (value: unknown) => boolean;
+
+const isString: Check = (v) => typeof v === 'string';
+const isBoolean: Check = (v) => typeof v === 'boolean';
+const isNull: Check = (v) => v === null;
+const isNumber: Check = (v) => typeof v === 'number' && Number.isFinite(v);
+const isInteger: Check = (v) => Number.isInteger(v);
+const isJsonArray: Check = (v) => Array.isArray(v) && isJsonValue(v);
+const isJsonObject: Check = (v) => isPlainObject(v) && isJsonValue(v);
+const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+
+/**
+ * The fast path's checker of a type: true exactly when `walk` finds no issue (each case mirrors walk's).
+ * Named types are built once per checker and reached through their slot, so a recursive type
+ * (`Tree: {children: Tree[]}`) is built in finite time.
+ */
+function checkerOf(node: TypeNode, env: TypeEnv, named: Map<string, { fn: Check | undefined }>): Check {
+  switch (node.kind) {
+    case 'named': {
+      let slot = named.get(node.name);
+      if (!slot) {
+        slot = { fn: undefined };
+        named.set(node.name, slot);
+        slot.fn = checkerOf(env.resolve(node.name), env, named);
+      }
+      if (slot.fn) return slot.fn;
+      // a reference inside its own definition (still being built): through the slot
+      const s = slot;
+      return (v) => s.fn!(v);
+    }
+    case 'nullable': {
+      const inner = checkerOf(node.inner, env, named);
+      return (v) => v === null || inner(v);
+    }
+    case 'enum': {
+      // walk compares with ===, and never accepts an object or an array (enum values are scalars)
+      const values = new Set<unknown>(node.values);
+      return (v) => (v === null || typeof v !== 'object') && values.has(v) && (typeof v !== 'number' || Number.isFinite(v));
+    }
+    case 'primitive':
+      switch (node.name) {
+        case 'any':
+          return isJsonValue;
+        case 'string':
+          return isString;
+        case 'boolean':
+          return isBoolean;
+        case 'null':
+          return isNull;
+        case 'number':
+          return isNumber;
+        case 'integer':
+          return isInteger;
+        case 'object':
+          return isJsonObject;
+        case 'array':
+          return isJsonArray;
+      }
+      return () => false;
+    case 'array': {
+      const element = checkerOf(node.element, env, named);
+      return (v) => {
+        if (!Array.isArray(v)) return false;
+        for (let i = 0; i < v.length; i++) if (!(i in v) ? !element(undefined) : !element(v[i])) return false;
+        return true;
+      };
+    }
+    case 'record': {
+      const names = node.fields.map((f) => f.name);
+      const required = node.fields.map((f) => f.required);
+      const checks = node.fields.map((f) => checkerOf(f.type, env, named));
+      const known = new Set(names);
+      const n = names.length;
+      const small = n <= 8;
+      const inherited = names.map((name) => name in Object.prototype);
+      return (v) => {
+        if (!isPlainObject(v)) return false;
+        for (let i = 0; i < n; i++) {
+          const name = names[i]!;
+          // an own property only: a name Object.prototype also has (`constructor`) is asked for as own
+          const x = inherited[i] ? (hasOwn(v, name) ? v[name] : undefined) : v[name];
+          if (x === undefined) {
+            if (required[i]) return false;
+            continue;
+          }
+          if (!checks[i]!(x)) return false;
+        }
+        // extra fields are accepted, but must still be JSON (walk: Object.entries, undefined members absent;
+        // a plain object inherits no enumerable key, so for-in lists the same keys without making an array)
+        for (const k in v) {
+          if (small ? names.includes(k) : known.has(k)) continue;
+          const x = v[k];
+          if (x !== undefined && !isJsonValue(x)) return false;
+        }
+        return true;
+      };
+    }
   }
 }
 

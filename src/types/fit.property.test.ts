@@ -7,6 +7,8 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { Json } from '../core/json.js';
+import { ajv2020 } from '../core/ajv.js';
+import { isJsonValue } from './compiled.js';
 import { compileTypes } from './registry.js';
 import { declarations, fit, raw, recordOf, type T } from '../../test/helpers/type-arbitraries.js';
 
@@ -129,6 +131,28 @@ describe('type language properties', () => {
         expect(type.check(v)).toBe(type.issues(v).length === 0);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  // the fast check was ajv, compiled from the type's JSON Schema; the checker that replaced it must answer
+  // as ajv did (on JSON values, where ajv's answer is defined) for fitting, mutated and arbitrary values
+  test('check answers as ajv does on the type\'s JSON Schema', () => {
+    const ajv = new (ajv2020())({ strict: true, allErrors: false, validateSchema: false, strictNumbers: true, addUsedSchema: false, ownProperties: true });
+    const near = cases.chain((c) => {
+      const f = c.root.k === 'record' ? c.root.fields : [];
+      return fc.tuple(fit(c.root, c.decls), fc.nat(Math.max(0, f.length - 1)), fc.jsonValue({ maxDepth: 2 }), fc.boolean()).map(([v, k, w, mutate]) => {
+        const field = f[k];
+        return { c, v: mutate && field ? { ...(v as object), [field.name]: w } : v };
+      });
+    });
+    const anyValue = cases.chain((c) => fc.jsonValue({ maxDepth: 3 }).map((v) => ({ c, v: v })));
+    fc.assert(
+      fc.property(fc.oneof(near, anyValue), ({ c, v }) => {
+        const type = compile(c);
+        const byAjv = ajv.compile(type.jsonSchema())(v) && isJsonValue(v);
+        expect(type.check(v)).toBe(byAjv);
+      }),
+      { numRuns: 400 },
     );
   });
 });

@@ -3,9 +3,6 @@
  * (unknown names with "did you mean", alias cycles, malformed declarations), and hands out compiled
  * types cached by their canonical text.
  */
-import type { Ajv2020, ValidateFunction } from 'ajv/dist/2020.js';
-import { ajv2020 } from '../core/ajv.js';
-import { BoundedMap } from '../core/lru.js';
 import { isPlainObject, jsonTypeOf, type Json } from '../core/json.js';
 import type { Path } from '../core/path.js';
 import { closest } from '../core/suggest.js';
@@ -25,14 +22,6 @@ const TYPE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const ANY: TypeNode = { kind: 'primitive', name: 'any' };
 
-/**
- * Validators compiled in this process, by schema (its JSON text, with the ajv options it needs): a
- * workflow compiled again (a server or a bench that loads the same file for each run) compiled each of
- * its types with ajv again, a few ms each, in its first run. Only a validator's boolean answer is read
- * (issues come from the walker), so one validator serves every registry that asks for its schema.
- */
-const compiledSchemas = new BoundedMap<string, ValidateFunction>(1024);
-
 interface Decl {
   name: string;
   node: TypeNode | undefined; // undefined until built, or when the declaration is broken
@@ -50,30 +39,10 @@ class Registry implements TypeRegistry {
   readonly bound = new Map<string, TypeNode>();
   /** The compiled type of each such string (what `compile` hands out for it). */
   private readonly byString = new Map<string, CompiledType>();
-  private ajv: Ajv2020 | undefined;
-  private ownAjv: Ajv2020 | undefined;
   readonly env: TypeEnv;
 
   constructor() {
-    this.env = {
-      resolve: (name) => this.decls.get(name)?.node ?? ANY,
-      compileSchema: (schema, ownProperties) => this.compileSchema(schema, ownProperties),
-    };
-  }
-
-  /**
-   * Two ajv instances, built on first use. ajv finds a property by `data[name] !== undefined`, which sees
-   * Object.prototype: a record with a field such as `constructor` or `toString` needs `ownProperties`
-   * (as the walker does), which costs a `hasOwnProperty` call per field, so only those records pay for it.
-   */
-  private compileSchema(schema: Record<string, unknown>, ownProperties: boolean): ValidateFunction {
-    const key = `${ownProperties ? 'own' : 'in'} ${JSON.stringify(schema)}`;
-    const known = compiledSchemas.get(key);
-    if (known) return known;
-    const options = { strict: true, allErrors: false, validateSchema: false, strictNumbers: true, addUsedSchema: false } as const;
-    const fn = ownProperties ? (this.ownAjv ??= new (ajv2020())({ ...options, ownProperties: true })).compile(schema) : (this.ajv ??= new (ajv2020())(options)).compile(schema);
-    compiledSchemas.set(key, fn);
-    return fn;
+    this.env = { resolve: (name) => this.decls.get(name)?.node ?? ANY };
   }
 
   declare(name: string): void {
