@@ -422,6 +422,9 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       throw new BatonError('unbound-agent', `no handler is bound for agent${unbound.size === 1 ? '' : 's'} ${list}; bind them with --agents, declare \`x-command\`, or dry-run with --stub-agents${served}${misnamed(model, handlers, unbound)}`);
     }
     const stored: JsonObject = { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(parseTraceparent(opts.traceparent) ? { traceparent: opts.traceparent!.trim().toLowerCase() } : {}), ...runOptions };
+    // the process that drives the run from its start (`baton run`, a server): while it lives, `baton show` says it
+    // continues the run, even while no attempt of it runs (a gate open, a retry's delay)
+    if (!(given as StartRunOptions).detach) stored['followed_by'] = this.work.id;
     const first = await startRun(
       this.createsFor(opts),
       model,
@@ -495,8 +498,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     }
     const timeoutMs = typeof record.options['timeout_ms'] === 'number' ? record.options['timeout_ms'] : undefined;
     const newId = opts.runId ?? newRunId(this.clock.now());
-    // a rerun is a new trace (its own run span), not a part of the first run's parent
-    const { traceparent: _tp, auto_approve: _aa, ...kept } = record.options;
+    // a rerun is a new trace (its own run span), not a part of the first run's parent; whoever drives it is not the first run's driver
+    const { traceparent: _tp, auto_approve: _aa, followed_by: _fb, ...kept } = record.options;
     // gates approve themselves as in the first run, unless the rerun says otherwise (`autoApprove: false`)
     const autoApprove = opts.autoApprove ?? record.options['auto_approve'] === true;
     const rerunOptions: JsonObject = { ...kept, ...(autoApprove ? { auto_approve: true } : {}), rerun_of: runId, from };

@@ -1,4 +1,5 @@
 /** `baton runs` and `baton show RUN`: what a store holds, without running anything. */
+import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import pc from 'picocolors';
 import { safeText } from '../diagnostics/terminal.js';
@@ -214,8 +215,21 @@ export function nextSteps(record: RunRecord, tasks: readonly TaskRow[], gates: r
     if (g.kind === 'input') lines.push(`gate ${id} waits for ${g.escalation ? 'a decision' : 'an answer'}: baton respond ${run} ${arg} --value ${g.escalation ? 'retry|skip|fail' : "'<JSON>'"}${flag}`);
     else lines.push(`gate ${id} waits for a decision: baton approve ${run} ${arg}${asFlag(g.approvers)}${flag} (or baton deny ${run} ${arg}${asFlag(g.approvers)}${flag})`);
   }
+  // the process that started the run and drives it (`baton run` in a terminal, a server) holds no lease while
+  // nothing of the run is running (a gate open, a retry's delay): it continues the run as long as it lives
+  const follower = typeof record.options['followed_by'] === 'string' ? record.options['followed_by'] : undefined;
+  if (!live && follower !== undefined && followerAlive(follower)) {
+    live = true;
+    lines.push(`the process that started it (${safeText(follower, 200)}) still drives it: it continues the run once ${gates.some((g) => g.status === 'open') ? 'the gate is decided' : 'it is due'}`);
+  }
   if (!live) lines.push(`no process is working on this run: continue it with baton resume ${run}${flag} (or a baton worker that binds its agents)`);
   return lines;
+}
+
+/** Whether a process id of this host (`host:pid:...`) names a process that runs; false for another host's (it cannot be asked). */
+function followerAlive(owner: string): boolean {
+  const [host, pid] = owner.split(':');
+  return host === hostname() && Number(pid) > 0 && !ownerIsDeadOnThisHost(owner);
 }
 
 /** An attempt held in memory by the process that asked its question: waiting for the answer, or answered and about to continue there. */

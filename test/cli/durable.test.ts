@@ -186,6 +186,27 @@ describe('approval from a second terminal', () => {
     expect(shown.gates).toMatchObject([{ id: 'approve-publish', status: 'approved', decided_by: 'alice', comment: 'ship it' }]);
   }, 30_000);
 
+  test('show says the foreground run that started it drives it while a gate is open, and no process once it was killed', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'workflow.yaml'), GATED);
+    const first = baton(['run', 'workflow.yaml', '--stub-agents', '--run-id', 'g3'], { cwd });
+    let stderr = '';
+    first.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await until(() => /baton approve g3 approve-publish/.test(stderr));
+    // no attempt runs (no lease in the task rows), yet the run is not abandoned: `baton resume` is not what it needs
+    const alive = capture(cwd);
+    expect(await run(['show', 'g3'], alive)).toBe(0);
+    expect(alive.out()).toContain(`the process that started it (${hostname()}:${first.pid}:`);
+    expect(alive.out()).toContain('still drives it: it continues the run once the gate is decided');
+    expect(alive.out()).not.toMatch(/no process is working on this run/);
+    first.kill('SIGKILL');
+    await first.done;
+    const gone = capture(cwd);
+    expect(await run(['show', 'g3'], gone)).toBe(0);
+    expect(gone.out()).not.toContain('still drives it');
+    expect(gone.out()).toContain('no process is working on this run: continue it with baton resume g3');
+  }, 30_000);
+
   test('a denied phase gate fails the phase and the run', async () => {
     const cwd = dir();
     writeFileSync(join(cwd, 'workflow.yaml'), GATED);
