@@ -8,10 +8,10 @@ import { guardContracts } from '../agents/contract-guard.js';
 import { contractOfHandler } from '../agents/define.js';
 import { recordDeclaredFiles } from '../agents/provenance.js';
 import type { AgentContract } from '../workflow/contract/model.js';
-import { bindLlmAgents, llmAgentIds, type LlmBindOptions } from '../agents/llm/bind.js';
+import type { LlmBindOptions } from '../agents/llm/bind.js';
+import { llmAgentIds } from '../agents/llm/ids.js';
 import { withReplyEnforcement } from '../agents/llm/text-reply.js';
 import { subprocessAgent } from '../agents/subprocess.js';
-import { a2aAgent } from '../agents/a2a.js';
 import { stubAgent } from '../agents/stub.js';
 import { MAX_TIMEOUT_MS, systemClock, type Clock } from '../core/clock.js';
 import { asyncDispose } from '../core/dispose.js';
@@ -275,6 +275,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const ids = llmAgentIds(model, (id) => handlers[id] !== undefined, llm);
     const llmHandlers = new Set<AgentHandler>();
     if (ids.length > 0) {
+      // the LLM layer (providers, prompts, MCP) is loaded by the first run that has an LLM agent
+      const { bindLlmAgents } = await import('../agents/llm/bind.js');
       const bound = bindLlmAgents(model, ids, { cwd, clock: this.clock, ...llm });
       this.owned.push(bound);
       Object.assign(handlers, bound.handlers);
@@ -350,7 +352,9 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const key = JSON.stringify(['a2a', id, decl]);
     let h = this.subprocesses.get(key);
     if (!h) {
-      h = a2aAgent({ ...decl, agentId: id });
+      // the A2A client is loaded by the first attempt of an `x-a2a` agent, not by every engine
+      let made: Promise<AgentHandler> | undefined;
+      h = async (ctx) => (await (made ??= import('../agents/a2a.js').then((m) => m.a2aAgent({ ...decl, agentId: id }))))(ctx);
       this.subprocesses.set(key, h);
     }
     return h;

@@ -17,6 +17,7 @@ import type { LlmProvider } from './provider.js';
 import { makeProvider, type ProviderDeps } from './providers.js';
 import { loadScript } from './scripted.js';
 import { resolveSettings } from './settings.js';
+export { llmAgentIds, referencedAgents } from './ids.js';
 
 export interface LlmBindOptions {
   /** Agents run on a model even without a blueprint (`--llm AGENT`). */
@@ -43,25 +44,6 @@ export interface LlmBinding {
   readonly handlers: Readonly<Record<string, AgentHandler>>;
   /** Stops the MCP servers started for the run. */
   close(): Promise<void>;
-}
-
-/** Every agent id a phase assigns (or falls back to), and every declared agent. */
-export function referencedAgents(model: WorkflowModel): string[] {
-  const ids = new Set<string>(Object.keys(model.agents ?? {}));
-  for (const p of model.phases) {
-    ids.add(p.assign);
-    if (p.retry.fallbackAgent !== undefined) ids.add(p.retry.fallbackAgent);
-  }
-  return [...ids];
-}
-
-/** Which agents run on a model, given those already bound to something else. */
-export function llmAgentIds(model: WorkflowModel, isBound: (id: string) => boolean, o: Pick<LlmBindOptions, 'agents' | 'allUnbound'>): string[] {
-  const known = referencedAgents(model);
-  for (const id of o.agents ?? []) {
-    if (!known.includes(id)) throw new BatonError('usage', `--llm ${id}: no phase is assigned agent \`${id}\` (agents: ${known.join(', ')})`);
-  }
-  return known.filter((id) => (o.agents ?? []).includes(id) || (!isBound(id) && (model.agents?.[id]?.blueprint !== undefined || o.allUnbound === true)));
 }
 
 export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: LlmBindOptions = {}): LlmBinding {
