@@ -23,7 +23,7 @@ import { asModel, nativeOptionsOf, planNative, type LlmProvider } from './provid
 import { parseAgentReply } from './reply.js';
 import { SCRIPT_KEY } from './scripted.js';
 import { DEFAULT_MODELS, type LlmSettings } from './settings.js';
-import type { OfferedTool, ToolHost } from './tools.js';
+import { toolParameters, type OfferedTool, type ToolHost } from './tools.js';
 import { describeAgentSpan, endChatSpan, endToolSpan, failSpan, startChatSpan, startToolSpan } from './trace.js';
 
 export interface LlmAgentOptions {
@@ -128,7 +128,7 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     offered = r.tools;
     for (const s of r.skipped) ctx.record('tool_not_offered', { tool: s.ref, reason: s.reason });
   }
-  const sdkTools: LanguageModelV3FunctionTool[] = offered.map((t) => ({ type: 'function', name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema as never }));
+  const sdkTools: LanguageModelV3FunctionTool[] = offered.map((t) => ({ type: 'function', name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: toolParameters(t.inputSchema) as never }));
 
   const price = priceOf(model.modelId, o.prices);
   if (!price) ctx.record('price_unknown', { model: model.modelId, note: 'calls are not costed or budgeted; add the model to llm.x-prices' });
