@@ -263,6 +263,30 @@ agents:
     expect(io3.err()).toContain('no such file');
   });
 
+  test('a missing API key names the variable and where its provider was chosen (file:line:col), with no stack trace', async () => {
+    const dir = tmp({
+      'wf.yaml': `openintent: "1.0"
+info: {name: keys}
+llm:
+  provider: openai
+agents:
+  w: {system_prompt: Write.}
+  critic:
+    system_prompt: Judge.
+    llm: {provider: anthropic}
+workflow:
+  write: {assign: w, outputs: {text: string}}
+  judge: {assign: critic, outputs: {ok: boolean}}
+`,
+    });
+    const io = capture(dir);
+    expect(await run(['run', 'wf.yaml', '--llm-agents', '--store', 'memory'], io)).toBe(1);
+    const err = io.out() + io.err();
+    expect(err).toMatch(/llm_missing_key: OPENAI_API_KEY is not set \(llm\.provider: openai at \S*wf\.yaml:4:13\)/);
+    expect(err).toMatch(/llm_missing_key: ANTHROPIC_API_KEY is not set \(agents\.critic\.llm\.provider: anthropic at \S*wf\.yaml:9:21\)/);
+    expect(err).not.toMatch(/^\s+at /m);
+  });
+
   test('baton validate reports blueprint problems with positions', async () => {
     const io = capture(root);
     expect(await run(['validate', 'test/fixtures/diagnostics/output-schema-mismatch.yaml'], io)).toBe(1);
