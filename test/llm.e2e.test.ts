@@ -1,16 +1,18 @@
 /** LLM agents through the whole stack: runWorkflow (engine, retry policy, outputs) and the CLI. */
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { createEngine } from '../src/api/engine.js';
 import { runWorkflow } from '../src/api/run.js';
 import type { AgentHandler } from '../src/engine/agent.js';
 import { WorkflowSpec } from '../src/api/spec.js';
 import type { CliIo } from '../src/cli/io.js';
 import { run } from '../src/cli/main.js';
 import type { RunEvent } from '../src/engine/events.js';
+import { MemoryStore } from '../src/store/memory.js';
 import { loadWorkflow, parseWorkflow } from '../src/workflow/compile.js';
 
 const root = join(import.meta.dirname, '..');
@@ -292,4 +294,47 @@ workflow:
     expect(await run(['validate', 'test/fixtures/diagnostics/output-schema-mismatch.yaml'], io)).toBe(1);
     expect(io.out()).toMatch(/output-schema-mismatch\.yaml:19:7: error\[output-schema-mismatch\]/);
   });
+});
+
+describe('MCP servers of a run on a long-lived engine', () => {
+  test('stop when their run ends, not when the engine closes', async () => {
+    const fixtures = join(root, 'test', 'fixtures', 'mcp');
+    const dir = tmp({
+      'replies.yaml': `phases:\n  look:\n    - tool_calls: [{tool: mcp:p/pid, arguments: {}}]\n    - text: '{"ok": true}'\n`,
+    });
+    const pidFile = join(dir, 'pids');
+    const wf = parseWorkflow(`
+openintent: "1.0"
+info: {name: pids}
+llm: {provider: scripted, x-replies: replies.yaml}
+mcp:
+  servers:
+    p: {command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(join(fixtures, 'hang-server.mjs'))}, pid], env: {BATON_MCP_PID_FILE: ${JSON.stringify(pidFile)}}}
+agents:
+  seeker: {tools: [mcp:p/pid], system_prompt: look}
+workflow:
+  look: {assign: seeker, outputs: {ok: boolean}}
+`);
+    const alive = (pid: number): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const pids = (): number[] => (existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim().split('\n').map(Number) : []);
+    const engine = createEngine({ store: new MemoryStore(), llm: { cwd: dir, env: {} } });
+    try {
+      for (let i = 1; i <= 2; i++) {
+        const r = await engine.run(wf.model!);
+        expect(r.status).toBe('completed');
+        // each run started its own server, and it is gone with its run although the engine is still open
+        expect(pids()).toHaveLength(i);
+        await expect.poll(() => pids().filter(alive), { timeout: 5_000 }).toEqual([]);
+      }
+    } finally {
+      await engine.close();
+    }
+  }, 30_000);
 });
