@@ -338,3 +338,47 @@ workflow:
     }
   }, 30_000);
 });
+
+describe('a run budget and parallel LLM phases (OpenAI wire protocol on a loopback server)', () => {
+  test('calls whose worst cases fit the budget one at a time are not made at once: the run never overspends', async () => {
+    let open = 0;
+    let most = 0;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        open++;
+        most = Math.max(most, open);
+        // a slow model: both phases would be in flight together
+        setTimeout(() => {
+          open--;
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ id: 'c', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: '{"v": 1}' }, finish_reason: 'stop' }], usage: { prompt_tokens: 500, completion_tokens: 800 } }));
+        }, 200);
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      // each call's worst case is about $0.00068 (max_tokens 1000 out at $0.60/M, the prompt in at $0.15/M) and
+      // costs $0.000555: one fits the $0.001 budget, two at once do not
+      const wf = parseWorkflow(`
+openintent: "1.0"
+info: {name: budget}
+governance: {max_cost_usd: 0.001}
+llm: {provider: openai, model: gpt-4o-mini, max_tokens: 1000, x-base_url: "${base}"}
+workflow:
+  a: {assign: w, outputs: {v: integer}}
+  b: {assign: w, outputs: {v: integer}}
+`);
+      const r = await runWorkflow(wf.model!, { llm: { allUnbound: true, env: { OPENAI_API_KEY: 'sk-test' } } });
+      expect(most).toBe(1);
+      expect(r.cost_usd).toBeLessThanOrEqual(0.001);
+      // one phase ran; the other's next call could not fit what was left, and was never made
+      const codes = Object.values(r.phases).map((p) => p.status === 'completed' ? 'completed' : p.error?.code);
+      expect(codes.sort()).toEqual(['completed', 'llm_budget_exceeded']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
+  }, 30_000);
+});

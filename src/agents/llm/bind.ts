@@ -13,6 +13,7 @@ import { SourceFile } from '../../diagnostics/source.js';
 import { parseYamlSource } from '../../workflow/source.js';
 import type { WorkflowModel } from '../../workflow/model.js';
 import { llmAgent } from './agent.js';
+import { InFlightCosts } from './in-flight.js';
 import { McpHost } from './mcp.js';
 import { DEFAULT_PRICES, pricesFromConfig, type PriceTable } from './pricing.js';
 import type { LlmProvider } from './provider.js';
@@ -88,6 +89,7 @@ export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: L
   const maxToolResultBytes = ms('BATON_MCP_MAX_RESULT_BYTES');
   const host = model.mcp && Object.keys(model.mcp.servers).length > 0 ? new McpHost({ servers: model.mcp.servers, env, cwd, ...(startTimeoutMs ? { startTimeoutMs } : {}), ...(callTimeoutMs ? { callTimeoutMs } : {}) }) : undefined;
   const handlers: Record<string, AgentHandler> = {};
+  const inFlight = new InFlightCosts();
   for (const id of ids) {
     const decl = model.agents?.[id];
     const bp = decl?.blueprint;
@@ -113,6 +115,7 @@ export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: L
       ...(maxToolResultBytes ? { maxToolResultBytes: Math.floor(maxToolResultBytes) } : {}),
       sleep: (ms, signal) => clock.sleep(ms, signal),
       now: () => clock.now(),
+      inFlight,
     });
   }
   return {
