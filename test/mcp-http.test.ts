@@ -147,11 +147,14 @@ describe('mcp.servers: command or url', () => {
     expect(r.model!.mcp!.servers['web']).toMatchObject({ url: 'http://127.0.0.1:3000/mcp', headers: { Authorization: 'Bearer ${T}' }, allowedTools: ['echo'] });
   });
 
-  test('neither, both, a url that is not http(s), headers on a stdio server, env on a url server', () => {
+  test('neither, both, a url that is not http(s), headers on a stdio server, env on a url server, http with tls_required', () => {
     expect(at('    s: {allowed_tools: [x]}\n')).toEqual(['missing-field mcp.servers.s']);
     expect(at('    s: {command: node, url: "http://127.0.0.1:1/mcp"}\n')).toEqual(['invalid-value mcp.servers.s.url']);
     expect(at('    s: {url: "ws://127.0.0.1:1/mcp"}\n')).toEqual(['invalid-value mcp.servers.s.url']);
     expect(at('    s: {command: node, headers: {A: b}}\n')).toEqual(['invalid-value mcp.servers.s.headers']);
     expect(at('    s: {url: "http://127.0.0.1:1/mcp", env: {A: b}}\n')).toEqual(['invalid-value mcp.servers.s.env']);
+    // the corpus's `security.tls_required` holds a url server to https
+    expect(at('    s: {url: "http://tools.example/mcp", security: {tls_required: true}}\n')).toEqual(['invalid-value mcp.servers.s.url']);
+    expect(at('    s: {url: "https://tools.example/mcp", security: {tls_required: true}}\n')).toEqual([]);
   });
 });
