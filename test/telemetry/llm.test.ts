@@ -131,6 +131,31 @@ workflow:
     expect(r.status).toBe('completed');
   }
 
+  test('a tool that throws (a JSON-RPC error): its words are kept out of the span too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-trace-tool-'));
+    writeFileSync(join(dir, 'replies.yaml'), `phases:\n  look:\n    - tool_calls: [{tool: mcp:t/boom, arguments: {path: patient-4711-record.txt}}]\n    - text: '{"found": false}'\n`);
+    const spec = WorkflowSpec.fromString(`
+openintent: "1.0"
+info: {name: tool-throws}
+llm: {provider: scripted, x-replies: replies.yaml}
+mcp:
+  servers:
+    t: {command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(join(fixtures, 'hang-server.mjs'))}, throws]}
+agents:
+  seeker: {tools: [mcp:t/boom], system_prompt: look}
+workflow:
+  look: {assign: seeker, outputs: {found: boolean}}
+`);
+    const t = traced();
+    const r = await runWorkflow(spec, { runId: 'run-tool-throws', cwd: dir, llm: { env: {} }, telemetry: t.telemetry });
+    expect(r.status).toBe('completed');
+    const spans = await t.spans();
+    const tool = byName(spans, 'execute_tool t__boom');
+    expect(tool).toHaveLength(1);
+    expect(tool[0]!.status.code).toBe(SpanStatusCode.ERROR);
+    for (const s of spans) expect(JSON.stringify([s.status, s.attributes, s.events])).not.toContain('patient-4711');
+  }, 30_000);
+
   test('the tool span fails without the tool result in its status, unless content capture is on', async () => {
     const t = traced();
     await failingTool(t, 'run-tool-fails');

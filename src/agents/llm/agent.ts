@@ -345,11 +345,18 @@ async function runTool(o: LlmAgentOptions, ctx: AgentContext, offered: readonly 
     return { type: 'tool-result', toolCallId: id, toolName: name, output: r.isError ? { type: 'error-text', value: text } : { type: 'text', value: text } };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
-    failSpan(span, e instanceof AgentError ? e.code : 'tool_error', message);
+    // a server's error (a JSON-RPC error) is in the tool's words, like a result: in the trace only with the content opt-in
+    failSpan(span, e instanceof AgentError ? e.code : 'tool_error', e instanceof AgentError || ctx.trace?.captureContent === true ? message : toolFailure(e));
     if (e instanceof AgentError) throw e;
     ctx.record('tool_call', { tool: tool.ref, arguments: parsed.value, result_bytes: 0, is_error: true, error: message, duration_ms: o.now() - started });
     return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `the tool failed: ${message}` } };
   }
+}
+
+/** A failed tool call as a trace may say it without the content opt-in: the error's kind and JSON-RPC code. */
+function toolFailure(e: unknown): string {
+  const code = isPlainObject(e) || e instanceof Error ? (e as { code?: unknown }).code : undefined;
+  return `the tool call failed (${e instanceof Error ? e.name : typeof e}${typeof code === 'number' || typeof code === 'string' ? ` ${code}` : ''})`;
 }
 
 /** The first `max` UTF-8 bytes of `text`, never half a character. */
