@@ -1,5 +1,5 @@
 /**
- * MCP tools for LLM agents, through the official TypeScript SDK over stdio. Servers start on first
+ * MCP tools for LLM agents, through the official TypeScript SDK over stdio (or streamable HTTP for a `url` server). Servers start on first
  * use (one process per server and run, shared by the agents that name it) and stop at close().
  * Only tools that an agent declares, that the server allows (`allowed_tools`) and that the server
  * lists are ever offered; anything else is never called. The SDK (an optional peer dependency) is
