@@ -3,6 +3,7 @@
  * server on a loopback port: tools listed and called with the declared headers, a call that never
  * returns, a server that is not there, a server restarted between calls.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -132,6 +133,37 @@ describe('an MCP server over streamable HTTP', () => {
     const again = await loopback(port);
     open.push(again);
     expect(await h.call(tools[0]!, { x: 'b' }, signal)).toEqual({ text: 'echo {"x":"b"}', isError: false });
+  });
+});
+
+describe('a server that keeps sessions', () => {
+  test('the session is ended (DELETE) when the host closes, not left to time out', async () => {
+    const deletes: (string | undefined)[] = [];
+    const sessions = new Map<string, StreamableHTTPServerTransport>();
+    const http = createServer((req, res) => {
+      const id = req.headers['mcp-session-id'] as string | undefined;
+      if (req.method === 'DELETE') deletes.push(id);
+      const known = id !== undefined ? sessions.get(id) : undefined;
+      if (known) return void known.handleRequest(req, res);
+      const server = new Server({ name: 'sessions', version: '1.0.0' }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [{ name: 'echo', inputSchema: { type: 'object' } }] }));
+      server.setRequestHandler(CallToolRequestSchema, () => ({ content: [{ type: 'text', text: 'ok' }] }));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), enableJsonResponse: true, onsessioninitialized: (sid) => void sessions.set(sid, transport) });
+      void server.connect(transport).then(() => transport.handleRequest(req, res));
+    });
+    await new Promise<void>((ok) => http.listen(0, '127.0.0.1', ok));
+    open.push({
+      close: async () => {
+        http.closeAllConnections();
+        await new Promise<void>((ok) => http.close(() => ok()));
+      },
+    });
+    const h = new McpHost({ servers: { web: { id: 'web', command: '', args: [], env: {}, allowedTools: undefined, url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` } }, env: {}, cwd: '.' });
+    const { tools } = await h.offer(['mcp:web/echo'], signal);
+    expect(await h.call(tools[0]!, {}, signal)).toEqual({ text: 'ok', isError: false });
+    expect(sessions.size).toBe(1);
+    await h.close();
+    expect(deletes).toEqual([...sessions.keys()]);
   });
 });
 

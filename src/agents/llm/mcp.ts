@@ -126,7 +126,13 @@ export class McpHost implements ToolHost {
     this.stopping.abort(new Error('the tool host is closed'));
     const all = [...this.conns.values()];
     this.conns.clear();
-    await Promise.allSettled(all.map(async (p) => (await p).client.close()));
+    await Promise.allSettled(
+      all.map(async (p) => {
+        const c = await p;
+        await endSession(c.client);
+        await c.client.close();
+      }),
+    );
   }
 
   private connect(decl: McpServerDecl, signal: AbortSignal): Promise<Connection> {
@@ -199,6 +205,19 @@ export class McpHost implements ToolHost {
       throw llmError('mcp_server_failed', `MCP server '${decl.id}' (${[decl.command, ...decl.args].join(' ')}) failed to start: ${why}${tail ? ` (stderr: ${tail})` : ''}`, { server: decl.id, command: decl.command, args: decl.args, stderr }, false);
     }
   }
+}
+
+/**
+ * An HTTP server's session is ended with a DELETE (the MCP spec: a client that no longer needs a session
+ * should say so, else the server holds it until it times out); a server that does not answer within a
+ * second, or refuses (405: it keeps sessions its own way), does not hold up the run's end.
+ */
+async function endSession(client: Client): Promise<void> {
+  const t = client.transport as { sessionId?: string; terminateSession?: () => Promise<void> } | undefined;
+  if (t?.terminateSession === undefined || t.sessionId === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([t.terminateSession().catch(() => undefined), new Promise<void>((ok) => (timer = setTimeout(ok, 1_000)))]);
+  clearTimeout(timer);
 }
 
 /** A JSON-RPC error the server answered (a tool's failure, a timeout): the connection itself is fine. */
