@@ -1,16 +1,18 @@
 /** LLM agents through the whole stack: runWorkflow (engine, retry policy, outputs) and the CLI. */
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { createEngine } from '../src/api/engine.js';
 import { runWorkflow } from '../src/api/run.js';
 import type { AgentHandler } from '../src/engine/agent.js';
 import { WorkflowSpec } from '../src/api/spec.js';
 import type { CliIo } from '../src/cli/io.js';
 import { run } from '../src/cli/main.js';
 import type { RunEvent } from '../src/engine/events.js';
+import { MemoryStore } from '../src/store/memory.js';
 import { loadWorkflow, parseWorkflow } from '../src/workflow/compile.js';
 
 const root = join(import.meta.dirname, '..');
@@ -263,9 +265,120 @@ agents:
     expect(io3.err()).toContain('no such file');
   });
 
+  test('a missing API key names the variable and where its provider was chosen (file:line:col), with no stack trace', async () => {
+    const dir = tmp({
+      'wf.yaml': `openintent: "1.0"
+info: {name: keys}
+llm:
+  provider: openai
+agents:
+  w: {system_prompt: Write.}
+  critic:
+    system_prompt: Judge.
+    llm: {provider: anthropic}
+workflow:
+  write: {assign: w, outputs: {text: string}}
+  judge: {assign: critic, outputs: {ok: boolean}}
+`,
+    });
+    const io = capture(dir);
+    expect(await run(['run', 'wf.yaml', '--llm-agents', '--store', 'memory'], io)).toBe(1);
+    const err = io.out() + io.err();
+    expect(err).toMatch(/llm_missing_key: OPENAI_API_KEY is not set \(llm\.provider: openai at \S*wf\.yaml:4:13\)/);
+    expect(err).toMatch(/llm_missing_key: ANTHROPIC_API_KEY is not set \(agents\.critic\.llm\.provider: anthropic at \S*wf\.yaml:9:21\)/);
+    expect(err).not.toMatch(/^\s+at /m);
+  });
+
   test('baton validate reports blueprint problems with positions', async () => {
     const io = capture(root);
     expect(await run(['validate', 'test/fixtures/diagnostics/output-schema-mismatch.yaml'], io)).toBe(1);
     expect(io.out()).toMatch(/output-schema-mismatch\.yaml:19:7: error\[output-schema-mismatch\]/);
   });
+});
+
+describe('MCP servers of a run on a long-lived engine', () => {
+  test('stop when their run ends, not when the engine closes', async () => {
+    const fixtures = join(root, 'test', 'fixtures', 'mcp');
+    const dir = tmp({
+      'replies.yaml': `phases:\n  look:\n    - tool_calls: [{tool: mcp:p/pid, arguments: {}}]\n    - text: '{"ok": true}'\n`,
+    });
+    const pidFile = join(dir, 'pids');
+    const wf = parseWorkflow(`
+openintent: "1.0"
+info: {name: pids}
+llm: {provider: scripted, x-replies: replies.yaml}
+mcp:
+  servers:
+    p: {command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(join(fixtures, 'hang-server.mjs'))}, pid], env: {BATON_MCP_PID_FILE: ${JSON.stringify(pidFile)}}}
+agents:
+  seeker: {tools: [mcp:p/pid], system_prompt: look}
+workflow:
+  look: {assign: seeker, outputs: {ok: boolean}}
+`);
+    const alive = (pid: number): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const pids = (): number[] => (existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim().split('\n').map(Number) : []);
+    const engine = createEngine({ store: new MemoryStore(), llm: { cwd: dir, env: {} } });
+    try {
+      for (let i = 1; i <= 2; i++) {
+        const r = await engine.run(wf.model!);
+        expect(r.status).toBe('completed');
+        // each run started its own server, and it is gone with its run although the engine is still open
+        expect(pids()).toHaveLength(i);
+        await expect.poll(() => pids().filter(alive), { timeout: 5_000 }).toEqual([]);
+      }
+    } finally {
+      await engine.close();
+    }
+  }, 30_000);
+});
+
+describe('a run budget and parallel LLM phases (OpenAI wire protocol on a loopback server)', () => {
+  test('calls whose worst cases fit the budget one at a time are not made at once: the run never overspends', async () => {
+    let open = 0;
+    let most = 0;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        open++;
+        most = Math.max(most, open);
+        // a slow model: both phases would be in flight together
+        setTimeout(() => {
+          open--;
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ id: 'c', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: '{"v": 1}' }, finish_reason: 'stop' }], usage: { prompt_tokens: 500, completion_tokens: 800 } }));
+        }, 200);
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      // each call's worst case is about $0.00068 (max_tokens 1000 out at $0.60/M, the prompt in at $0.15/M) and
+      // costs $0.000555: one fits the $0.001 budget, two at once do not
+      const wf = parseWorkflow(`
+openintent: "1.0"
+info: {name: budget}
+governance: {max_cost_usd: 0.001}
+llm: {provider: openai, model: gpt-4o-mini, max_tokens: 1000, x-base_url: "${base}"}
+workflow:
+  a: {assign: w, outputs: {v: integer}}
+  b: {assign: w, outputs: {v: integer}}
+`);
+      const r = await runWorkflow(wf.model!, { llm: { allUnbound: true, env: { OPENAI_API_KEY: 'sk-test' } } });
+      expect(most).toBe(1);
+      expect(r.cost_usd).toBeLessThanOrEqual(0.001);
+      // one phase ran; the other's next call could not fit what was left, and was never made
+      const codes = Object.values(r.phases).map((p) => p.status === 'completed' ? 'completed' : p.error?.code);
+      expect(codes.sort()).toEqual(['completed', 'llm_budget_exceeded']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
+  }, 30_000);
 });

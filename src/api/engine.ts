@@ -152,6 +152,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   /** Workflow records being read, by hash: runs taken up together read their workflow once. */
   private readonly reading = new Map<string, Promise<WorkflowRecord | undefined>>();
   private readonly owned: { close(): Promise<void> }[] = [];
+  /** LLM bindings of runs not yet ended here: each run's MCP servers stop with it (release), the rest at close(). */
+  private readonly llmBound = new Set<{ close(): Promise<void> }>();
   private readonly compiler = new SchemaCompiler();
   private readonly subprocesses = new Map<string, AgentHandler>();
   private worker: Worker | undefined;
@@ -254,7 +256,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    * agents (a blueprint, `--llm`, `--llm-agents`), stubs. Adapters that may answer with a raw model
    * reply (`{"result_text": ...}`) go through the same extraction and validation as LLM agents.
    */
-  async bind(record: RunRecord): Promise<{ model: WorkflowModel; handlers: Record<string, AgentHandler>; contracts: Map<string, AgentContract> }> {
+  async bind(record: RunRecord): Promise<{ model: WorkflowModel; handlers: Record<string, AgentHandler>; contracts: Map<string, AgentContract>; release?: () => Promise<void> }> {
     const model = await this.model(record);
     const handlers: Record<string, AgentHandler> = {};
     const add = (bindings: Readonly<Record<string, AgentBinding>>): void => {
@@ -274,11 +276,17 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     const llm = this.llmOptions(record);
     const ids = llmAgentIds(model, (id) => handlers[id] !== undefined, llm);
     const llmHandlers = new Set<AgentHandler>();
+    let release: (() => Promise<void>) | undefined;
     if (ids.length > 0) {
       // the LLM layer (providers, prompts, MCP) is loaded by the first run that has an LLM agent
       const { bindLlmAgents } = await import('../agents/llm/bind.js');
       const bound = bindLlmAgents(model, ids, { cwd, clock: this.clock, ...llm });
-      this.owned.push(bound);
+      // the run's MCP servers stop when the run ends (a long-lived engine runs many), not when the engine closes
+      this.llmBound.add(bound);
+      release = () => {
+        this.llmBound.delete(bound);
+        return bound.close();
+      };
       Object.assign(handlers, bound.handlers);
       for (const h of Object.values(bound.handlers)) llmHandlers.add(h);
     }
@@ -312,7 +320,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       for (const [id] of unboundAgents(model, handlers)) handlers[id] = stub;
     }
     const files = this.withFileContracts(model, record, handlers, contracts, cwd);
-    return { model, handlers, contracts, ...(files ? { files } : {}) };
+    return { model, handlers, contracts, ...(files ? { files } : {}), ...(release ? { release } : {}) };
   }
 
   /**
@@ -697,7 +705,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
     this.worker?.close();
     // a store call in flight finishes (or fails) before the caller may close the store under it
     await this.worker?.settled();
-    await Promise.allSettled(this.owned.map((a) => a.close()));
+    await Promise.allSettled([...this.owned, ...this.llmBound].map((a) => a.close()));
+    this.llmBound.clear();
     // the spans of what ended here are exported before the process may exit (an exporter's failure is not the engine's)
     await this.opts.telemetry?.flush().catch(() => undefined);
   }

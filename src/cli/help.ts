@@ -32,7 +32,7 @@ export const ENVIRONMENT: readonly { name: string; desc: string }[] = [
   { name: 'OTEL_SERVICE_NAME', desc: 'the service.name of the traces (default `baton`; `OTEL_RESOURCE_ATTRIBUTES` is read too)' },
   { name: 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', desc: '`true`: model-call and tool spans record prompts, replies, tool arguments and results (off by default)' },
   { name: 'TRACEPARENT', desc: 'baton run: a W3C traceparent the trace of the run continues (recorded with the run)' },
-  { name: '${VAR}', desc: 'any variable a workflow names in `mcp.servers.*.env`; subprocess agents and MCP servers inherit the environment' },
+  { name: '${VAR}', desc: 'any variable a workflow names in `mcp.servers.*.env` or `mcp.servers.*.headers`; subprocess agents and MCP servers inherit the environment' },
 ];
 
 export function environmentHelp(): string {

@@ -54,6 +54,8 @@ export interface BoundRun {
   contracts?: ReadonlyMap<string, AgentContract>;
   /** The run's scratch roots left by processes that died (a workflow with AIP-16 files): files-leftovers.ts. */
   files?: RunFiles;
+  /** Frees what the handlers hold for this run (an LLM agent's MCP servers) once the run has ended here. */
+  release?: (() => Promise<void>) | undefined;
 }
 
 /** What an engine and a bare worker are tuned with alike (EngineOptions takes these too). */
@@ -124,6 +126,8 @@ export interface RunCtx {
   plan: Plan;
   handlers: Readonly<Record<string, AgentHandler>>;
   agents: ReadonlySet<string>;
+  /** BoundRun.release, called once when the run ends here (worker-files.ts end()). */
+  release: (() => Promise<void>) | undefined;
   state: RunState;
   /** Every event of the run, kept for the result when the worker drives it. */
   events: RunEvent[] | undefined;
@@ -578,6 +582,7 @@ export abstract class WorkerBase {
       plan,
       handlers: bound.handlers,
       agents: new Set(Object.keys(bound.handlers).filter((k) => typeof bound.handlers[k] === 'function')),
+      release: bound.release,
       state,
       events: keepEvents ? [...events] : undefined,
       facts: [],

@@ -76,6 +76,7 @@ export abstract class WorkerFiles extends WorkerBase {
     for (const a of ctx.attempts.values()) a.abort(new StopSignal(`the run ${ctx.state.status}`));
     if (ctx.files === undefined && ctx.filesWork.size === 0) {
       ctx.ended = true;
+      released(ctx);
       ctx.resolve(toResult(ctx.state, ctx.events ?? []));
       return;
     }
@@ -92,8 +93,16 @@ export abstract class WorkerFiles extends WorkerBase {
         return;
       }
       ctx.ended = true;
+      released(ctx);
       ctx.resolve(toResult(ctx.state, ctx.events ?? []));
       this.kick();
     });
   }
+}
+
+/** What the run's handlers held (MCP servers started for it) is let go once, when the run has ended here. */
+function released(ctx: RunCtx): void {
+  const release = ctx.release;
+  ctx.release = undefined;
+  if (release) void release().catch(() => undefined);
 }

@@ -1,6 +1,6 @@
 /// <reference types="node" preserve="true" />
 /**
- * `@baton-run/baton/mcp`: MCP tools over stdio for LLM agents. Needs the optional peer dependency
+ * `@baton-run/baton/mcp`: MCP tools over stdio or streamable HTTP for LLM agents. Needs the optional peer dependency
  * `@modelcontextprotocol/sdk` (`npm install @modelcontextprotocol/sdk`), imported when the first
  * server starts.
  */

@@ -1,6 +1,6 @@
 /**
  * What a posted workflow text may reach on the server's host. `x-command` agents and MCP servers
- * (`mcp.servers`) run commands; `x-a2a` agents call URLs from the server's network (with a token
+ * (`mcp.servers`) run commands or call URLs; `x-a2a` agents call URLs from the server's network (with a token
  * from its environment); an LLM block's `x-base_url` sends the server's provider key (OPENAI_API_KEY,
  * ANTHROPIC_API_KEY, ...) to the URL it names; `x-contract: FILE`, `x-blueprint: FILE` and
  * `x-replies: FILE` read files (and their diagnostics would tell what is there); AIP-16 `inputsFiles` and
@@ -49,7 +49,7 @@ export function hostReach(text: string): { all: string[]; whenRun: string[] } {
         const line = `${at} (${k === 'inputsFiles' ? 'reads' : 'writes'} files in the server's workspace)`;
         out.push(line);
         whenRun.push(line);
-      } else if (k === 'mcp' && path === '' && x !== null && typeof x === 'object' && Object.keys((x as Record<string, unknown>)['servers'] ?? {}).length > 0) out.push(`${at}.servers (runs commands)`);
+      } else if (k === 'mcp' && path === '' && x !== null && typeof x === 'object' && Object.keys((x as Record<string, unknown>)['servers'] ?? {}).length > 0) out.push(`${at}.servers (runs commands, or calls URLs from the server's network)`);
       else walk(x, at, depth + 1);
     }
   };

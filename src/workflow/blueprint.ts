@@ -198,7 +198,9 @@ function checkTemplate(template: string, phase: PhaseModel, at: Path, fromFile: 
 }
 
 const mcpServerFields: Record<string, Field> = {
-  command: { t: 'string', nonEmpty: true, required: true },
+  command: { t: 'string', nonEmpty: true },
+  url: { t: 'string', url: true },
+  headers: { t: 'map', of: { t: 'string' } },
   args: { t: 'list', of: { t: 'string' } },
   env: { t: 'map', of: { t: 'string' } },
   allowed_tools: { t: 'list', of: { t: 'string', nonEmpty: true } },
@@ -226,13 +228,23 @@ function checkMcp(raw: unknown, out: Diagnostic[]): McpConfig | undefined {
     }
     const before = out.length;
     checkObject(s, mcpServerFields, ['mcp', 'servers', id], out);
+    // a server is started (`command`, stdio) or reached (`url`, streamable HTTP): exactly one of the two
+    const hasCommand = s['command'] !== undefined && s['command'] !== null;
+    const hasUrl = s['url'] !== undefined && s['url'] !== null;
+    if (!hasCommand && !hasUrl) out.push(error('missing-field', ['mcp', 'servers', id], `server \`${id}\` needs \`command\` (a server started over stdio) or \`url\` (one reached over streamable HTTP)`));
+    else if (hasCommand && hasUrl) out.push(error('invalid-value', ['mcp', 'servers', id, 'url'], `server \`${id}\` has both \`command\` and \`url\`: it is either started over stdio or reached over HTTP`, { hint: 'keep one of the two' }));
+    else if (hasCommand && s['headers'] !== undefined) out.push(error('invalid-value', ['mcp', 'servers', id, 'headers'], `\`headers\` are sent to a \`url\` server; server \`${id}\` is started with \`command\``, { hint: 'give a stdio server its values with `env`' }));
+    else if (hasUrl && isPlainObject(s['security']) && s['security']['tls_required'] === true && typeof s['url'] === 'string' && !/^https:/i.test(s['url'])) out.push(error('invalid-value', ['mcp', 'servers', id, 'url'], `server \`${id}\` has \`security.tls_required: true\`, and \`${s['url']}\` is not https`, { hint: 'use an https:// URL, or drop tls_required' }));
+    else if (hasUrl && (s['args'] !== undefined || s['env'] !== undefined)) out.push(error('invalid-value', ['mcp', 'servers', id, s['args'] !== undefined ? 'args' : 'env'], `\`${s['args'] !== undefined ? 'args' : 'env'}\` belong to a server Baton starts; server \`${id}\` is reached at its \`url\``, { hint: 'send values to an HTTP server with `headers`' }));
     if (out.slice(before).some((d) => d.severity === 'error')) continue;
     const env = isPlainObject(s['env']) ? (s['env'] as Record<string, string>) : {};
     decls[id] = {
       id,
-      command: s['command'] as string,
+      command: hasCommand ? (s['command'] as string) : '',
       args: Array.isArray(s['args']) ? (s['args'] as string[]) : [],
       env,
+      ...(hasUrl ? { url: s['url'] as string } : {}),
+      ...(isPlainObject(s['headers']) ? { headers: s['headers'] as Record<string, string> } : {}),
       allowedTools: Array.isArray(s['allowed_tools']) ? (s['allowed_tools'] as string[]) : undefined,
     };
   }
@@ -252,7 +264,7 @@ function checkToolRefs(tools: readonly string[], at: Path, mcp: McpConfig | unde
     const decl = mcp?.servers[server];
     if (!decl) {
       const hint = didYouMean(server, Object.keys(mcp?.servers ?? {}));
-      out.push(error('mcp-unknown-server', path, `\`${ref}\` names MCP server \`${server}\`, which is not declared under \`mcp.servers\``, { hint: hint ?? 'declare it under `mcp.servers` with a `command`' }));
+      out.push(error('mcp-unknown-server', path, `\`${ref}\` names MCP server \`${server}\`, which is not declared under \`mcp.servers\``, { hint: hint ?? 'declare it under `mcp.servers` with a `command` or a `url`' }));
       return;
     }
     if (decl.allowedTools && !decl.allowedTools.includes(tool)) {

@@ -95,12 +95,20 @@ export interface ForEachModel {
   at: readonly (string | number)[];
 }
 
-/** `mcp.servers.<id>`: a tool server started over stdio. `env` values keep `${VAR}` until start. */
+/**
+ * `mcp.servers.<id>`: a tool server started over stdio (`command`), or one already listening that is
+ * reached over MCP's streamable HTTP (`url`). `env` and `headers` values keep `${VAR}` until start.
+ */
 export interface McpServerDecl {
   id: string;
+  /** The command of a stdio server ('' for a server reached at `url`). */
   command: string;
   args: string[];
   env: Record<string, string>;
+  /** A streamable HTTP server's endpoint (`http://127.0.0.1:3000/mcp`); then no process is started. */
+  url?: string | undefined;
+  /** HTTP headers sent to a `url` server (`Authorization: Bearer ${TOKEN}`). */
+  headers?: Record<string, string> | undefined;
   /** undefined: every tool the server lists may be offered (still only those an agent names). */
   allowedTools: string[] | undefined;
 }

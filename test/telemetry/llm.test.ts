@@ -1,5 +1,7 @@
 /** GenAI spans of LLM agents (the scripted provider, an MCP server over stdio), and the content opt-in. */
 import { SpanStatusCode } from '@opentelemetry/api';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { runWorkflow } from '../../src/api/run.js';
@@ -101,5 +103,73 @@ workflow:
     const off = traced({ env: { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'yes' } });
     await review(off, 'run-llm-no-content');
     expect((await off.spans()).some((s) => 'gen_ai.input.messages' in s.attributes)).toBe(false);
+  }, 30_000);
+});
+
+describe('a tool that fails, in traces', () => {
+  const fixtures = join(import.meta.dirname, '..', 'fixtures', 'mcp');
+
+  async function failingTool(t: Traced, runId: string): Promise<void> {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-trace-tool-'));
+    writeFileSync(
+      join(dir, 'replies.yaml'),
+      `phases:\n  look:\n    - tool_calls: [{tool: mcp:files/read_file, arguments: {path: patient-4711-record.txt}}]\n    - text: '{"found": false}'\n`,
+    );
+    const spec = WorkflowSpec.fromString(`
+openintent: "1.0"
+info: {name: tool-fails}
+llm: {provider: scripted, x-replies: replies.yaml}
+mcp:
+  servers:
+    files: {command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(join(fixtures, 'files-server.mjs'))}, ${JSON.stringify(fixtures)}]}
+agents:
+  seeker: {tools: [mcp:files/read_file], system_prompt: look}
+workflow:
+  look: {assign: seeker, outputs: {found: boolean}}
+`);
+    const r = await runWorkflow(spec, { runId, cwd: dir, llm: { env: {} }, telemetry: t.telemetry });
+    expect(r.status).toBe('completed');
+  }
+
+  test('a tool that throws (a JSON-RPC error): its words are kept out of the span too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-trace-tool-'));
+    writeFileSync(join(dir, 'replies.yaml'), `phases:\n  look:\n    - tool_calls: [{tool: mcp:t/boom, arguments: {path: patient-4711-record.txt}}]\n    - text: '{"found": false}'\n`);
+    const spec = WorkflowSpec.fromString(`
+openintent: "1.0"
+info: {name: tool-throws}
+llm: {provider: scripted, x-replies: replies.yaml}
+mcp:
+  servers:
+    t: {command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(join(fixtures, 'hang-server.mjs'))}, throws]}
+agents:
+  seeker: {tools: [mcp:t/boom], system_prompt: look}
+workflow:
+  look: {assign: seeker, outputs: {found: boolean}}
+`);
+    const t = traced();
+    const r = await runWorkflow(spec, { runId: 'run-tool-throws', cwd: dir, llm: { env: {} }, telemetry: t.telemetry });
+    expect(r.status).toBe('completed');
+    const spans = await t.spans();
+    const tool = byName(spans, 'execute_tool t__boom');
+    expect(tool).toHaveLength(1);
+    expect(tool[0]!.status.code).toBe(SpanStatusCode.ERROR);
+    for (const s of spans) expect(JSON.stringify([s.status, s.attributes, s.events])).not.toContain('patient-4711');
+  }, 30_000);
+
+  test('the tool span fails without the tool result in its status, unless content capture is on', async () => {
+    const t = traced();
+    await failingTool(t, 'run-tool-fails');
+    const spans = await t.spans();
+    const tool = byName(spans, 'execute_tool files__read_file');
+    expect(tool).toHaveLength(1);
+    expect(tool[0]!.status.code).toBe(SpanStatusCode.ERROR);
+    // the result (here a file name, elsewhere a record) is content: only the opt-in puts it in a trace
+    for (const s of spans) expect(JSON.stringify([s.status, s.attributes, s.events])).not.toContain('patient-4711');
+
+    const on = traced({ env: { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' } });
+    await failingTool(on, 'run-tool-fails-content');
+    const captured = byName(await on.spans(), 'execute_tool files__read_file')[0]!;
+    expect(captured.status.code).toBe(SpanStatusCode.ERROR);
+    expect(String(captured.attributes['gen_ai.tool.call.result'])).toContain('patient-4711');
   }, 30_000);
 });

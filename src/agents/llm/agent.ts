@@ -18,12 +18,13 @@ import type { Blueprint, WorkflowModel } from '../../workflow/model.js';
 import { buildContract, outputOf, textOutput, type Contract } from './contract.js';
 import { llmError, providerFailure, validationDetails } from './failures.js';
 import { outputSection, phaseMessage, renderTemplate, repromptText, textSection, truncationText } from './prompt.js';
+import type { InFlightCosts } from './in-flight.js';
 import { costUsd, priceOf, type PriceTable } from './pricing.js';
 import { asModel, nativeOptionsOf, planNative, type LlmProvider } from './provider.js';
 import { parseAgentReply } from './reply.js';
 import { SCRIPT_KEY } from './scripted.js';
 import { DEFAULT_MODELS, type LlmSettings } from './settings.js';
-import type { OfferedTool, ToolHost } from './tools.js';
+import { toolParameters, type OfferedTool, type ToolHost } from './tools.js';
 import { describeAgentSpan, endChatSpan, endToolSpan, failSpan, startChatSpan, startToolSpan } from './trace.js';
 
 export interface LlmAgentOptions {
@@ -49,15 +50,29 @@ export interface LlmAgentOptions {
   maxRateLimitWaitMs?: number | undefined;
   /** The most of one tool result the model is given, in UTF-8 bytes (default 100,000; BATON_MCP_MAX_RESULT_BYTES). */
   maxToolResultBytes?: number | undefined;
+  /** The run's calls in flight (shared by its LLM agents): parallel calls never overspend a budget together. */
+  inFlight?: InFlightCosts | undefined;
 }
 
 export const DEFAULT_MAX_TOOL_RESULT_BYTES = 100_000;
 
 export function llmAgent(o: LlmAgentOptions): AgentHandler {
-  return (ctx) => runLlm(o, ctx);
+  return async (ctx) => {
+    const held: Held = { release: undefined };
+    try {
+      return await runLlm(o, ctx, held);
+    } finally {
+      held.release?.();
+    }
+  };
 }
 
-async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject> {
+/** The worst case of the call in flight, held in the run's InFlightCosts until its cost is counted. */
+interface Held {
+  release: (() => void) | undefined;
+}
+
+async function runLlm(o: LlmAgentOptions, ctx: AgentContext, held: Held): Promise<JsonObject> {
   const who = `agent '${o.agentId}'`;
   const bp = o.blueprint;
   const phase = o.workflow.byName.get(ctx.phase);
@@ -128,7 +143,7 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     offered = r.tools;
     for (const s of r.skipped) ctx.record('tool_not_offered', { tool: s.ref, reason: s.reason });
   }
-  const sdkTools: LanguageModelV3FunctionTool[] = offered.map((t) => ({ type: 'function', name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema as never }));
+  const sdkTools: LanguageModelV3FunctionTool[] = offered.map((t) => ({ type: 'function', name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: toolParameters(t.inputSchema) as never }));
 
   const price = priceOf(model.modelId, o.prices);
   if (!price) ctx.record('price_unknown', { model: model.modelId, note: 'calls are not costed or budgeted; add the model to llm.x-prices' });
@@ -147,12 +162,24 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     if (tokenBudget !== undefined && tokensUsed >= tokenBudget) {
       throw llmError('llm_token_budget_exceeded', `${who}: the attempt has used ${tokensUsed} tokens, its contract's tokenBudget is ${tokenBudget}; no further call was made`, { tokens_used: tokensUsed, token_budget: tokenBudget }, false);
     }
-    // budget: the worst case (the whole prompt in, max_tokens out) must fit what is left
-    const remaining = ctx.remainingBudgetUsd();
-    if (price && remaining !== undefined) {
+    // budget: the worst case (the whole prompt in, max_tokens out) must fit what is left, and what is left once
+    // the run's other calls in flight have cost their worst: else this one waits for one of them to be counted
+    if (price) {
       const estimate = costUsd(price, Math.ceil((JSON.stringify(messages).length + JSON.stringify(sdkTools).length) / 4), o.settings.maxTokens);
-      if (estimate > remaining) {
-        throw llmError('llm_budget_exceeded', `${who}: the next model call could cost up to $${estimate.toFixed(6)}, more than the $${Math.max(0, remaining).toFixed(6)} left in the budget; it was not made`, { estimated_usd: estimate, remaining_usd: remaining }, false);
+      for (;;) {
+        const remaining = ctx.remainingBudgetUsd();
+        if (remaining === undefined) break;
+        if (estimate > remaining) {
+          throw llmError('llm_budget_exceeded', `${who}: the next model call could cost up to $${estimate.toFixed(6)}, more than the $${Math.max(0, remaining).toFixed(6)} left in the budget; it was not made`, { estimated_usd: estimate, remaining_usd: remaining }, false);
+        }
+        const others = o.inFlight?.reserved ?? 0;
+        if (o.inFlight === undefined || others === 0 || estimate <= remaining - others) {
+          held.release = o.inFlight?.hold(estimate);
+          break;
+        }
+        await o.inFlight.changed(ctx.signal).catch(() => {
+          throw new AgentError('Aborted', `${who}: the attempt was aborted`, {}, true);
+        });
       }
     }
     if (ctx.signal.aborted) throw new AgentError('Aborted', `${who}: the attempt was aborted`, {}, true);
@@ -179,6 +206,9 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
         abortSignal: AbortSignal.any([ctx.signal, callCtl.signal]),
       });
     } catch (e) {
+      // nothing was spent: the others waiting on this call's worst case may go
+      held.release?.();
+      held.release = undefined;
       if (ctx.signal.aborted) {
         failSpan(span, 'Aborted', 'the attempt was aborted');
         throw new AgentError('Aborted', `${who}: the attempt was aborted`, {}, true);
@@ -222,6 +252,9 @@ async function runLlm(o: LlmAgentOptions, ctx: AgentContext): Promise<JsonObject
     const usd = price ? costUsd(price, inTok, outTok) : 0;
     ctx.record('llm_call', { call, provider: provider.name, model: model.modelId, input_tokens: inTok, output_tokens: outTok, cost_usd: usd, finish_reason: res.finishReason.unified, ...(estimated ? { usage_estimated: true } : {}), duration_ms: o.now() - started });
     if (usd > 0) ctx.reportCost(usd);
+    // counted now in what the run has spent: its worst case is no longer held
+    held.release?.();
+    held.release = undefined;
     if (res.warnings.length > 0) ctx.record('provider_warnings', { call, warnings: res.warnings.map((w) => JSON.stringify(w)) });
 
     const text = res.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])).join('');
@@ -312,11 +345,18 @@ async function runTool(o: LlmAgentOptions, ctx: AgentContext, offered: readonly 
     return { type: 'tool-result', toolCallId: id, toolName: name, output: r.isError ? { type: 'error-text', value: text } : { type: 'text', value: text } };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
-    failSpan(span, e instanceof AgentError ? e.code : 'tool_error', message);
+    // a server's error (a JSON-RPC error) is in the tool's words, like a result: in the trace only with the content opt-in
+    failSpan(span, e instanceof AgentError ? e.code : 'tool_error', e instanceof AgentError || ctx.trace?.captureContent === true ? message : toolFailure(e));
     if (e instanceof AgentError) throw e;
     ctx.record('tool_call', { tool: tool.ref, arguments: parsed.value, result_bytes: 0, is_error: true, error: message, duration_ms: o.now() - started });
     return { type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'error-text', value: `the tool failed: ${message}` } };
   }
+}
+
+/** A failed tool call as a trace may say it without the content opt-in: the error's kind and JSON-RPC code. */
+function toolFailure(e: unknown): string {
+  const code = isPlainObject(e) || e instanceof Error ? (e as { code?: unknown }).code : undefined;
+  return `the tool call failed (${e instanceof Error ? e.name : typeof e}${typeof code === 'number' || typeof code === 'string' ? ` ${code}` : ''})`;
 }
 
 /** The first `max` UTF-8 bytes of `text`, never half a character. */

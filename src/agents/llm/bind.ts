@@ -7,10 +7,13 @@
 import { resolve } from 'node:path';
 import { systemClock, type Clock } from '../../core/clock.js';
 import { BatonError } from '../../core/errors.js';
-import type { AgentHandler } from '../../engine/agent.js';
+import { AgentError, type AgentHandler } from '../../engine/agent.js';
 import { SchemaCompiler } from '../../workflow/json-schema.js';
+import { SourceFile } from '../../diagnostics/source.js';
+import { parseYamlSource } from '../../workflow/source.js';
 import type { WorkflowModel } from '../../workflow/model.js';
 import { llmAgent } from './agent.js';
+import { InFlightCosts } from './in-flight.js';
 import { McpHost } from './mcp.js';
 import { DEFAULT_PRICES, pricesFromConfig, type PriceTable } from './pricing.js';
 import type { LlmProvider } from './provider.js';
@@ -68,6 +71,7 @@ export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: L
   const maxToolResultBytes = ms('BATON_MCP_MAX_RESULT_BYTES');
   const host = model.mcp && Object.keys(model.mcp.servers).length > 0 ? new McpHost({ servers: model.mcp.servers, env, cwd, ...(startTimeoutMs ? { startTimeoutMs } : {}), ...(callTimeoutMs ? { callTimeoutMs } : {}) }) : undefined;
   const handlers: Record<string, AgentHandler> = {};
+  const inFlight = new InFlightCosts();
   for (const id of ids) {
     const decl = model.agents?.[id];
     const bp = decl?.blueprint;
@@ -84,7 +88,7 @@ export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: L
       provider: () =>
         (provider ??= makeProvider(settings, deps).catch((e: unknown) => {
           provider = undefined;
-          throw e;
+          throw e instanceof AgentError && e.code === 'llm_missing_key' ? withPlace(e, model, id, settings.provider) : e;
         })),
       compiler,
       prices,
@@ -93,6 +97,7 @@ export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: L
       ...(maxToolResultBytes ? { maxToolResultBytes: Math.floor(maxToolResultBytes) } : {}),
       sleep: (ms, signal) => clock.sleep(ms, signal),
       now: () => clock.now(),
+      inFlight,
     });
   }
   return {
@@ -101,4 +106,26 @@ export function bindLlmAgents(model: WorkflowModel, ids: readonly string[], o: L
       await host?.close();
     },
   };
+}
+
+/**
+ * A missing key, with where its provider was chosen (`llm.provider: openai at workflow.yaml:5:13`), or that no
+ * provider was named (the spec's default is openai): the user is sent to the line to change, or the variable to set.
+ */
+function withPlace(e: AgentError, model: WorkflowModel, id: string, provider: string): AgentError {
+  const own = model.agents?.[id]?.blueprint?.llm['provider'];
+  const wf = model.llm?.['provider'];
+  const path = typeof own === 'string' && own !== '' ? ['agents', id, 'llm', 'provider'] : typeof wf === 'string' && wf !== '' ? ['llm', 'provider'] : undefined;
+  if (path === undefined) return new AgentError(e.code, `${e.message} (no llm.provider is set: the default is openai)`, { ...e.details, provider }, e.retryable);
+  let at = '';
+  if (model.sourceText !== undefined) {
+    try {
+      const range = parseYamlSource(model.sourceText).locate(path);
+      const { line, column } = new SourceFile(model.file, model.sourceText).position(range[0]);
+      at = ` at ${model.file}:${line}:${column}`;
+    } catch {
+      // positions are a courtesy: a text that no longer parses keeps the message without one
+    }
+  }
+  return new AgentError(e.code, `${e.message} (${path.join('.')}: ${provider}${at})`, { ...e.details, provider, path: path.join('.') }, e.retryable);
 }

@@ -1,5 +1,5 @@
 /**
- * MCP tools for LLM agents, through the official TypeScript SDK over stdio. Servers start on first
+ * MCP tools for LLM agents, through the official TypeScript SDK over stdio (or streamable HTTP for a `url` server). Servers start on first
  * use (one process per server and run, shared by the agents that name it) and stop at close().
  * Only tools that an agent declares, that the server allows (`allowed_tools`) and that the server
  * lists are ever offered; anything else is never called. The SDK (an optional peer dependency) is
@@ -7,6 +7,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JsonObject } from '../../core/json.js';
 import { isPlainObject } from '../../core/json.js';
 import { isMissingPackage } from '../../core/optional.js';
@@ -106,8 +107,13 @@ export class McpHost implements ToolHost {
     try {
       res = await conn.client.callTool({ name: r.tool, arguments: args }, undefined, { signal, timeout: this.o.callTimeoutMs ?? 60_000 });
     } catch (e) {
-      // a server that died is started again on the next use, not kept as a broken connection
-      if (conn.client.transport === undefined && this.conns.get(decl.id) === conn.promise) this.conns.delete(decl.id);
+      // a server that died is started again on the next use, not kept as a broken connection; an HTTP server
+      // that failed below MCP (refused, reset, restarted and forgot the session) is connected to afresh
+      const broken = conn.client.transport === undefined || (decl.url !== undefined && !signal.aborted && !isMcpError(e));
+      if (broken && this.conns.get(decl.id) === conn.promise) {
+        this.conns.delete(decl.id);
+        if (conn.client.transport !== undefined) void conn.client.close().catch(() => undefined);
+      }
       throw e;
     }
     const content = Array.isArray(res.content) ? (res.content as unknown[]) : [];
@@ -120,7 +126,13 @@ export class McpHost implements ToolHost {
     this.stopping.abort(new Error('the tool host is closed'));
     const all = [...this.conns.values()];
     this.conns.clear();
-    await Promise.allSettled(all.map(async (p) => (await p).client.close()));
+    await Promise.allSettled(
+      all.map(async (p) => {
+        const c = await p;
+        await endSession(c.client);
+        await c.client.close();
+      }),
+    );
   }
 
   private connect(decl: McpServerDecl, signal: AbortSignal): Promise<Connection> {
@@ -141,23 +153,37 @@ export class McpHost implements ToolHost {
     return untilAborted(p, signal);
   }
 
-  private async start(decl: McpServerDecl, signal: AbortSignal): Promise<Connection> {
-    const { Client, getDefaultEnvironment, StdioClientTransport } = await loadSdk(decl.id);
-    const env: Record<string, string> = { ...getDefaultEnvironment() };
-    for (const [k, v] of Object.entries(decl.env)) {
+  /** `values` with every `${VAR}` from the environment; an unset one fails the start (`what` names the map). */
+  private expand(decl: McpServerDecl, what: string, values: Readonly<Record<string, string>>, into: Record<string, string>): Record<string, string> {
+    for (const [k, v] of Object.entries(values)) {
       const missing: string[] = [];
-      env[k] = v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+      into[k] = v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
         const val = this.o.env[name];
         if (val === undefined) missing.push(name);
         return val ?? '';
       });
-      if (missing.length > 0) throw llmError('mcp_server_failed', `MCP server '${decl.id}': env ${k} needs ${missing.map((m) => `$${m}`).join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} not set`, { server: decl.id, missing }, false);
+      if (missing.length > 0) throw llmError('mcp_server_failed', `MCP server '${decl.id}': ${what} ${k} needs ${missing.map((m) => `$${m}`).join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} not set`, { server: decl.id, missing }, false);
     }
-    const transport = new StdioClientTransport({ command: decl.command, args: decl.args, env, cwd: this.o.cwd, stderr: 'pipe' });
+    return into;
+  }
+
+  private async start(decl: McpServerDecl, signal: AbortSignal): Promise<Connection> {
+    const sdk = await loadSdk(decl.id, decl.url !== undefined);
+    const { Client } = sdk;
+    let transport: Transport;
     let stderr = '';
-    (transport.stderr as Readable | null)?.on('data', (b: Buffer) => {
-      stderr = (stderr + b.toString('utf8')).slice(-STDERR_TAIL);
-    });
+    if (decl.url !== undefined && sdk.Http) {
+      // a server already listening, over MCP's streamable HTTP: nothing is started, and close() ends its session
+      const headers = this.expand(decl, 'header', decl.headers ?? {}, {});
+      transport = new sdk.Http(new URL(decl.url), { requestInit: { headers } });
+    } else {
+      const env = this.expand(decl, 'env', decl.env, { ...sdk.getDefaultEnvironment() });
+      const stdio = new sdk.StdioClientTransport({ command: decl.command, args: decl.args, env, cwd: this.o.cwd, stderr: 'pipe' });
+      (stdio.stderr as Readable | null)?.on('data', (b: Buffer) => {
+        stderr = (stderr + b.toString('utf8')).slice(-STDERR_TAIL);
+      });
+      transport = stdio;
+    }
     const client = new Client({ name: 'baton', version: '0.1.0' });
     const timeout = this.o.startTimeoutMs ?? 15_000;
     try {
@@ -175,9 +201,28 @@ export class McpHost implements ToolHost {
       await client.close().catch(() => undefined);
       const why = e instanceof Error ? e.message : String(e);
       const tail = stderrGist(stderr);
+      if (decl.url !== undefined) throw llmError('mcp_server_failed', `MCP server '${decl.id}' (${decl.url}) did not answer initialize: ${why}`, { server: decl.id, url: decl.url }, false);
       throw llmError('mcp_server_failed', `MCP server '${decl.id}' (${[decl.command, ...decl.args].join(' ')}) failed to start: ${why}${tail ? ` (stderr: ${tail})` : ''}`, { server: decl.id, command: decl.command, args: decl.args, stderr }, false);
     }
   }
+}
+
+/**
+ * An HTTP server's session is ended with a DELETE (the MCP spec: a client that no longer needs a session
+ * should say so, else the server holds it until it times out); a server that does not answer within a
+ * second, or refuses (405: it keeps sessions its own way), does not hold up the run's end.
+ */
+async function endSession(client: Client): Promise<void> {
+  const t = client.transport as { sessionId?: string; terminateSession?: () => Promise<void> } | undefined;
+  if (t?.terminateSession === undefined || t.sessionId === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([t.terminateSession().catch(() => undefined), new Promise<void>((ok) => (timer = setTimeout(ok, 1_000)))]);
+  clearTimeout(timer);
+}
+
+/** A JSON-RPC error the server answered (a tool's failure, a timeout): the connection itself is fine. */
+function isMcpError(e: unknown): boolean {
+  return e instanceof Error && e.name === 'McpError';
 }
 
 /** `p`, or a rejection as soon as `signal` aborts (`p` goes on for whoever else waits on it). */
@@ -205,10 +250,14 @@ function abortReason(signal: AbortSignal): Error {
 
 const SDK = '@modelcontextprotocol/sdk';
 
-async function loadSdk(server: string): Promise<{ Client: typeof Client } & typeof import('@modelcontextprotocol/sdk/client/stdio.js')> {
+async function loadSdk(server: string, http: boolean): Promise<{ Client: typeof Client } & typeof import('@modelcontextprotocol/sdk/client/stdio.js') & { Http: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport | undefined }> {
   try {
-    const [{ Client }, stdio] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/stdio.js')]);
-    return { Client, ...stdio };
+    const [{ Client }, stdio, streamable] = await Promise.all([
+      import('@modelcontextprotocol/sdk/client/index.js'),
+      import('@modelcontextprotocol/sdk/client/stdio.js'),
+      http ? import('@modelcontextprotocol/sdk/client/streamableHttp.js') : undefined,
+    ]);
+    return { Client, ...stdio, Http: streamable?.StreamableHTTPClientTransport };
   } catch (e) {
     if (!isMissingPackage(e, SDK)) throw e;
     throw llmError('mcp_server_failed', `MCP server '${server}': MCP tools need the \`${SDK}\` package: npm install ${SDK}`, { server, package: SDK }, false);

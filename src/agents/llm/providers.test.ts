@@ -309,6 +309,39 @@ workflow:
     expect(answers.map((m) => m.content === 'written')).toEqual([false, false, false, true]);
   });
 
+  test('an MCP tool without parameters ({type: object}, {}) is offered with `properties: {}`, which OpenAI requires', async () => {
+    const inputSchemas: Record<string, unknown>[] = [{ type: 'object' }, {}, { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] }];
+    const host: ToolHost = {
+      offer: () => Promise.resolve({ tools: inputSchemas.map((inputSchema, i) => ({ name: `s__t${i}`, ref: `mcp:s/t${i}`, inputSchema })), skipped: [] }),
+      call: () => Promise.resolve({ text: 'ok', isError: false }),
+      close: () => Promise.resolve(),
+    };
+    const wf = workflow('openai');
+    const settings = resolveSettings(wf, undefined);
+    const handler = llmAgent({
+      workflow: wf,
+      agentId: 'judge',
+      blueprint: { maxOutputRetries: 1, tools: ['mcp:s/t0', 'mcp:s/t1', 'mcp:s/t2'], llm: {}, outputSchema: schema },
+      settings,
+      provider: () => makeProvider(settings, { env: { OPENAI_API_KEY: 'sk-test' }, cwd: '.', scripts: new Map() }),
+      compiler: new SchemaCompiler(),
+      prices: DEFAULT_PRICES,
+      tools: ['mcp:s/t0', 'mcp:s/t1', 'mcp:s/t2'],
+      toolHost: host,
+      sleep: () => Promise.resolve(),
+      now: () => 0,
+    });
+    queue = [openaiReply(JSON.stringify(good))];
+    seen.length = 0;
+    expect(await handler(ctx())).toEqual(good);
+    const sent = (seen[0]!.body['tools'] as { function: { parameters: Record<string, unknown> } }[]).map((t) => t.function.parameters);
+    expect(sent).toEqual([
+      { type: 'object', properties: {} },
+      { type: 'object', properties: {} },
+      { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+    ]);
+  });
+
   test('a 404 names the URL that was called (a base URL without /v1), not retried', async () => {
     queue = [{ status: 404, body: { error: { message: 'Not Found' } } }];
     const e = await failure(agent(workflow('openai'), { OPENAI_API_KEY: 'sk-test' })(ctx()));

@@ -26,3 +26,17 @@ export interface ToolHost {
   call(tool: OfferedTool, args: JsonObject, signal: AbortSignal): Promise<ToolResult>;
   close(): Promise<void>;
 }
+
+/**
+ * A tool's input schema as providers accept it for a function's parameters. MCP servers (and their
+ * SDKs) describe a tool without parameters as `{type: object}`, or `{}`: valid JSON Schema, but
+ * OpenAI refuses the whole request ("object schema missing properties", HTTP 400) and Anthropic
+ * needs `type: object`. The root gets both; nothing else changes, so what the tool accepts is the same.
+ */
+export function toolParameters(schema: Record<string, unknown>): Record<string, unknown> {
+  const type = schema['type'];
+  const objectOk = type === undefined || type === 'object' || (Array.isArray(type) && type.includes('object'));
+  if (!objectOk) return schema;
+  const props = schema['properties'];
+  return { ...schema, type: 'object', properties: props !== null && typeof props === 'object' && !Array.isArray(props) ? props : {} };
+}

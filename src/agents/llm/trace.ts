@@ -68,8 +68,10 @@ export function startToolSpan(ctx: AgentContext, name: string, ref: string, call
 
 export function endToolSpan(ctx: AgentContext, span: SpanHandle | undefined, text: string, isError: boolean): void {
   if (!span) return;
-  if (ctx.trace?.captureContent) span.setAttributes({ 'gen_ai.tool.call.result': text });
-  if (isError) span.fail('tool_error', text.slice(0, 500));
+  const content = ctx.trace?.captureContent === true;
+  if (content) span.setAttributes({ 'gen_ai.tool.call.result': text });
+  // the error text is the tool's result, content like any other: in the status only with the opt-in
+  if (isError) span.fail('tool_error', content ? text.slice(0, 500) : 'the tool returned an error');
   span.end();
 }
 
