@@ -10,10 +10,10 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, test } from 'vitest';
-import { AgentError } from '../src/engine/agent.js';
 import { parseWorkflow } from '../src/workflow/compile.js';
 import type { McpServerDecl } from '../src/workflow/model.js';
 import { McpHost } from '../src/agents/llm/mcp.js';
+import { agentFailure as failure } from '../src/agents/llm/testing.js';
 
 interface Loopback {
   url: string;
@@ -70,14 +70,6 @@ function host(decl: Partial<McpServerDecl>, env: Record<string, string> = {}, ti
 
 const signal = new AbortController().signal;
 
-async function failure(p: Promise<unknown>): Promise<AgentError> {
-  const e = await p.then(
-    () => undefined,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(AgentError);
-  return e as AgentError;
-}
 
 describe('an MCP server over streamable HTTP', () => {
   test('lists and calls tools, sending the declared headers with ${VAR} from the environment', async () => {

@@ -1,6 +1,6 @@
 /** Test helpers for LLM agents: a recording AgentContext (no engine needed). Not exported from the package. */
 import type { JsonObject } from '../../core/json.js';
-import type { AgentContext } from '../../engine/agent.js';
+import { AgentError, type AgentContext } from '../../engine/agent.js';
 import { fakeContext } from '../../engine/testing.js';
 
 export interface RecordingContext extends AgentContext {
@@ -26,4 +26,14 @@ export function recordingContext(over: { phase: string; agent: string; input?: J
     remainingBudgetUsd: () => (over.budgetUsd === undefined ? undefined : over.budgetUsd - ctx.costUsd),
   };
   return ctx;
+}
+
+/** What a promise rejects with, which must be an AgentError (an LLM agent's or an MCP host's failure). */
+export async function agentFailure(p: Promise<unknown>): Promise<AgentError> {
+  const e = await p.then(
+    () => undefined,
+    (x: unknown) => x,
+  );
+  if (!(e instanceof AgentError)) throw new Error(`expected an AgentError, got ${e === undefined ? 'a fulfilment' : e instanceof Error ? e.message : typeof e}`);
+  return e;
 }

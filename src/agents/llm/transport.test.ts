@@ -9,7 +9,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { AgentError } from '../../engine/agent.js';
 import { parseWorkflow } from '../../workflow/compile.js';
 import { SchemaCompiler } from '../../workflow/json-schema.js';
 import type { WorkflowModel } from '../../workflow/model.js';
@@ -18,7 +17,7 @@ import { McpHost, stderrGist } from './mcp.js';
 import { DEFAULT_PRICES } from './pricing.js';
 import { makeProvider } from './providers.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, DEFAULT_TRANSPORT_RETRIES, resolveSettings } from './settings.js';
-import { recordingContext } from './testing.js';
+import { agentFailure as failure, recordingContext } from './testing.js';
 
 type Behaviour = 'hang' | 'reset' | 'html' | 'wrong-json' | 'good';
 let server: Server;
@@ -85,14 +84,6 @@ function agent(wf: WorkflowModel, sleeps: number[]): ReturnType<typeof llmAgent>
   });
 }
 
-async function failure(p: Promise<unknown>): Promise<AgentError> {
-  const e = await p.then(
-    () => undefined,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(AgentError);
-  return e as AgentError;
-}
 
 describe('an LLM provider that misbehaves', () => {
   test('defaults: a request timeout and bounded transport retries', () => {
