@@ -35,3 +35,35 @@ workflow:
     expect(r.diagnostics.map((d) => [d.code, d.range ? src.position(d.range[0]) : undefined])).toEqual([['expression-unknown-name', { line: 6, column: 48 }]]);
   });
 });
+
+describe('a phase whose name CEL cannot spell', () => {
+  // `draft-sections`, `write-section`: the specs' own names. CEL reads `draft-sections.n` as `draft - sections.n`.
+  const text = `openintent: "1.0"
+info: {name: hyphens}
+workflow:
+  fetch-data:
+    assign: x
+    outputs: {n: number}
+  use:
+    assign: x
+    depends_on: [fetch-data]
+    skip_when: "phases['fetch-data'].output.n > 1"
+`;
+
+  test("`phases['NAME'].output` reads its outputs", async () => {
+    const spec = WorkflowSpec.fromString(text);
+    const big = await runWorkflow(spec, { agents: { x: () => ({ n: 5 }) } });
+    expect(big.phases['use']!.status).toBe('skipped');
+    const small = await runWorkflow(spec, { agents: { x: () => ({ n: 0 }) } });
+    expect(small.phases['use']!.status).toBe('completed');
+  });
+
+  test('`fetch-data.n` is one error on the name, whose hint spells the read that works', () => {
+    const bad = text.replace(`"phases['fetch-data'].output.n > 1"`, `"fetch-data.n > 1"`);
+    const r = parseWorkflow(bad);
+    const src = new SourceFile('w.yaml', bad);
+    expect(r.diagnostics.map((d) => [d.code, d.range ? src.position(d.range[0]) : undefined])).toEqual([['expression-unknown-name', { line: 10, column: 17 }]]);
+    expect(r.diagnostics[0]!.message).toContain('`fetch-data`');
+    expect(r.diagnostics[0]!.hint).toContain("phases['fetch-data'].output.n");
+  });
+});

@@ -182,11 +182,18 @@ function noOutputHint(ctx: Ctx, names: readonly string[], scope: Record<string, 
   return '';
 }
 
+/**
+ * `phases.<name>`: how each finished phase ended, and its outputs when it has some (`output`): the one way
+ * to read a phase whose name CEL cannot spell (`phases['draft-sections'].output.n`: `draft-sections.n`
+ * reads as `draft - sections.n`).
+ */
 function phaseStatuses(state: RunState): JsonObject {
   const out: JsonObject = {};
   for (const [name, p] of state.phases) {
     if (p.status === 'completed' || p.status === 'failed' || p.status === 'skipped' || p.status === 'cancelled') {
-      out[name] = { status: p.status === 'completed' && p.partial ? 'partial' : p.status, attempts: p.attempts };
+      const entry: JsonObject = { status: p.status === 'completed' && p.partial ? 'partial' : p.status, attempts: p.attempts };
+      if (p.output !== undefined) entry['output'] = p.output;
+      out[name] = entry;
     }
   }
   return out;

@@ -93,7 +93,7 @@ function buildPlan(model: WorkflowModel): Plan {
         approvers: ra.approvers,
         timeoutHours: ra.timeoutHours,
         onTimeout: ra.onTimeout,
-        phases: (ra.when?.names ?? []).filter((n) => n !== 'trigger' && n !== 'initial_state' && model.byName.has(n)),
+        phases: ra.when ? phasesRead(ra.when, model) : [],
       }
     : undefined;
   const phaseGates = new Map<string, GateSpec>();
@@ -133,4 +133,20 @@ export function phaseGateOf(p: PhaseModel): GateSpec | undefined {
     timeoutHours: typeof th === 'number' && Number.isFinite(th) && th > 0 ? th : undefined,
     onTimeout: ot === 'abort' || ot === 'proceed' ? ot : 'escalate',
   };
+}
+
+/**
+ * The phases a workflow-level condition reads, so the run gate waits for them: by name (`risk.category`)
+ * and through `phases` (`phases.risk.status`, `phases['fetch-data'].output.n`), else it would be evaluated
+ * at the start and fail closed on a phase that has not run yet.
+ */
+function phasesRead(when: Expression, model: WorkflowModel): string[] {
+  const out = new Set(when.names.filter((n) => n !== 'trigger' && n !== 'initial_state' && model.byName.has(n)));
+  if (when.names.includes('phases') && !model.byName.has('phases')) {
+    for (const m of when.source.matchAll(/(?<![\w.])phases\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*\])/g)) {
+      const name = m[1] ?? m[2] ?? m[3];
+      if (name !== undefined && model.byName.has(name)) out.add(name);
+    }
+  }
+  return [...out];
 }

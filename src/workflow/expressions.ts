@@ -31,8 +31,9 @@ export interface ExpressionScope {
  */
 export function checkExpressions(expr: Expression, path: Path, scope: ExpressionScope, out: Diagnostic[]): void {
   const builtins = ['trigger', 'initial_state', 'phases'];
+  const spelled = unspellable(expr, path, scope, out);
   for (const name of expr.names) {
-    if (builtins.includes(name) || scope.ancestors.has(name) || scope.extra?.includes(name)) continue;
+    if (builtins.includes(name) || scope.ancestors.has(name) || scope.extra?.includes(name) || spelled.has(name)) continue;
     const workflowLevel = scope.phaseName === undefined;
     if (!workflowLevel && scope.phaseNames.has(name)) {
       out.push(
@@ -87,6 +88,43 @@ function checkFields(expr: Expression, path: Path, scope: ExpressionScope, outpu
       );
     }
   }
+}
+
+/**
+ * A phase named `draft-sections` written as a name (`draft-sections.n > 1`): CEL reads it as `draft -
+ * sections.n`, two unknown names. One error on the whole name instead, whose hint spells the read that
+ * works (`phases['draft-sections'].output.n`). Returns the names of the parts it accounts for.
+ */
+function unspellable(expr: Expression, path: Path, scope: ExpressionScope, out: Diagnostic[]): Set<string> {
+  const parts = new Set<string>();
+  const unknown = expr.names.filter((n) => !scope.ancestors.has(n) && !scope.phaseNames.has(n));
+  if (unknown.length === 0) return parts;
+  const masked = maskStrings(expr.source);
+  for (const phase of [...scope.phaseNames].sort((a, b) => b.length - a.length)) {
+    if (!/^[A-Za-z_][\w-]*-[\w-]*$/.test(phase)) continue;
+    const split = phase.split('-').filter((x) => x !== '');
+    if (!split.every((x) => /^[A-Za-z_]/.test(x) ? unknown.includes(x) || parts.has(x) : true)) continue;
+    const re = new RegExp(`(?<![.\\w'"-])${phase.replace(/[-]/g, '\\s*-\\s*')}(?![\\w-])(\\.([A-Za-z_]\\w*))?`);
+    const m = re.exec(masked);
+    if (!m) continue;
+    for (const x of split) parts.add(x);
+    const key = m[2];
+    const read = `phases['${phase}'].output${key ? `.${key}` : ''}`;
+    const workflowLevel = scope.phaseName === undefined;
+    const upstream = workflowLevel || scope.ancestors.has(phase);
+    out.push(
+      (workflowLevel ? warning : error)('expression-unknown-name', path, `\`${phase}\` cannot be written as a name in a condition: CEL reads it as \`${split.join(' - ')}\``, {
+        hint: upstream ? `read it as \`${read}\` (and its status as \`phases['${phase}'].status\`)` : `add \`${phase}\` to \`depends_on\`, then read it as \`${read}\``,
+        data: { name: phase, offset: m.index, length: m[0].length - (m[1]?.length ?? 0) },
+      }),
+    );
+  }
+  return parts;
+}
+
+/** The source with the insides of its string literals blanked, so that names are found only outside them. */
+function maskStrings(source: string): string {
+  return source.replace(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"/g, (q) => q[0] + ' '.repeat(q.length - 2) + q[q.length - 1]);
 }
 
 /** Where a top-level name first appears in the source (not after a `.`, not inside a string). */
