@@ -293,7 +293,31 @@ export function buildTypeRef(raw: unknown, path: Path, reg: Registry, out: Diagn
   return { node: undefined, required: true };
 }
 
+/**
+ * JSON Schema written where a Baton type goes (`{type: object, properties: {title: string}}`) is a record
+ * with fields `type` and `properties`: valid, and then every correct value is rejected (`/summary/type`
+ * missing). Say how it is read, at the JSON Schema key, with the record it likely means.
+ */
+function jsonSchemaLookalike(raw: Record<string, unknown>, path: Path, out: Diagnostic[]): void {
+  if (typeof raw['type'] !== 'string') return;
+  for (const k of ['properties', 'patternProperties', 'additionalProperties']) {
+    const v = raw[k];
+    if (!isPlainObject(v) && typeof v !== 'boolean') continue;
+    const fields = k === 'properties' && isPlainObject(v) ? Object.entries(v).map(([f, t]) => `${f}: ${typeof t === 'string' ? t : '...'}`) : [];
+    const record = fields.length > 0 ? `{${fields.join(', ')}}` : '{field: type, ...}';
+    const names = Object.keys(raw).filter((x) => !x.startsWith('x-')).map((x) => `\`${x}\``);
+    out.push(
+      warning('unknown-key', [...path, k], `\`${k}\` is JSON Schema, not part of a Baton type: this mapping is read as a record with the fields ${names.join(', ')}, so a value needs a field named \`type\``, {
+        target: 'key',
+        hint: `declare the record's fields directly: \`${record}\` (optional ones as \`{type: T, required: false}\`), or name it under \`types:\``,
+      }),
+    );
+    return;
+  }
+}
+
 function buildRecord(raw: Record<string, unknown>, path: Path, reg: Registry, out: Diagnostic[]): TypeNode | undefined {
+  jsonSchemaLookalike(raw, path, out);
   const fields: RecordField[] = [];
   let ok = true;
   for (const [name, v] of Object.entries(raw)) {

@@ -384,6 +384,14 @@ describe('records: optional fields, nullable, open, deep', () => {
     const ev = type({ type: 'string', at: 'integer' }); // not a wrapper: `at` is no wrapper key
     fits(ev, { type: 'x', at: 1 });
   });
+
+  test('JSON Schema written where a type goes (`{type: object, properties: {...}}`) is read as a record, and says so', () => {
+    const r = reg.compile({ type: 'object', properties: { title: 'string' } }, ['o']);
+    expect(r.diagnostics.map((d) => [d.severity, d.code, d.path])).toEqual([['warning', 'unknown-key', ['o', 'properties']]]);
+    expect(r.diagnostics[0]!.hint).toContain('{title: string}');
+    // a record whose fields happen to be named `type` and `properties`, both plain types: no such guess
+    expect(reg.compile({ type: 'string', properties: 'string' }, ['o']).diagnostics).toEqual([]);
+  });
 });
 
 describe('arrays: `array<T>` and `T[]`', () => {
