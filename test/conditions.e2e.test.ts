@@ -67,3 +67,39 @@ workflow:
     expect(r.diagnostics[0]!.hint).toContain("phases['fetch-data'].output.n");
   });
 });
+
+describe('a phase named `trigger` or `initial_state`', () => {
+  const text = `openintent: "1.0"
+info: {name: shadows}
+workflow:
+  trigger:
+    assign: x
+    outputs: {v: number}
+  initial_state:
+    assign: x
+    outputs: {v: number}
+  by-payload:
+    assign: x
+    depends_on: [trigger, initial_state]
+    initial_state: {v: 0}
+    skip_when: "$trigger.v > 1 || trigger.v > 1 || $initial_state.v > 1"
+  by-phase:
+    assign: x
+    depends_on: [trigger]
+    skip_when: "phases.trigger.output.v > 1"
+`;
+
+  test('`trigger.x` and `$trigger.x` in a condition read the trigger payload, as everywhere; the phase is `phases.trigger.output`', async () => {
+    const r = await runWorkflow(WorkflowSpec.fromString(text), { agents: { x: () => ({ v: 5 }) }, trigger: { v: 0 } });
+    expect(r.phases['by-payload']!.status).toBe('completed');
+    expect(r.phases['by-phase']!.status).toBe('skipped');
+  });
+
+  test('the compiler says which one a condition reads', () => {
+    const r = parseWorkflow(text);
+    const src = new SourceFile('w.yaml', text);
+    // `$trigger.v` says which; the bare `trigger.v` could be either
+    expect(r.diagnostics.map((d) => [d.severity, d.code, d.range ? src.position(d.range[0]) : undefined])).toEqual([['warning', 'expression-unknown-name', { line: 14, column: 35 }]]);
+    expect(r.diagnostics[0]!.hint).toContain('phases.trigger.output');
+  });
+});

@@ -139,6 +139,9 @@ export function evaluate(ctx: Ctx, expr: NonNullable<PhaseModel['skipWhen']>, p:
   if (expr.names.includes('phases')) scope['phases'] = phaseStatuses(ctx.state);
   for (const n of expr.names) {
     if (item && (n === '_item' || n === '_index')) continue;
+    // `trigger` and `initial_state` are the payloads (`$trigger.x` reads as `trigger.x`), even beside a phase
+    // of that name (read as `phases.trigger.output`), as the compiler checks them
+    if (n === 'trigger' || n === 'initial_state') continue;
     const out = ctx.state.phases.get(n)?.output;
     if (out !== undefined) scope[n] = out;
   }

@@ -32,6 +32,7 @@ export interface ExpressionScope {
 export function checkExpressions(expr: Expression, path: Path, scope: ExpressionScope, out: Diagnostic[]): void {
   const builtins = ['trigger', 'initial_state', 'phases'];
   const spelled = unspellable(expr, path, scope, out);
+  shadowedPhases(expr, path, scope, out);
   for (const name of expr.names) {
     if (builtins.includes(name) || scope.ancestors.has(name) || scope.extra?.includes(name) || spelled.has(name)) continue;
     const workflowLevel = scope.phaseName === undefined;
@@ -120,6 +121,27 @@ function unspellable(expr: Expression, path: Path, scope: ExpressionScope, out: 
     );
   }
   return parts;
+}
+
+/**
+ * A phase named `trigger` or `initial_state`: in a condition those names are the trigger payload and the
+ * initial state (`$trigger.x` reads as `trigger.x`), never the phase. A bare `trigger.v` beside such a phase
+ * may mean either: say which it reads, and how to read the phase.
+ */
+function shadowedPhases(expr: Expression, path: Path, scope: ExpressionScope, out: Diagnostic[]): void {
+  const masked = maskStrings(expr.source);
+  for (const name of ['trigger', 'initial_state']) {
+    if (!expr.names.includes(name) || !scope.phaseNames.has(name)) continue;
+    const m = new RegExp(`(?<![.\\w'"$])${name}(?!\\w)`).exec(masked);
+    if (!m) continue; // only `$trigger`: it says which
+    const what = name === 'trigger' ? 'the trigger payload' : 'the initial state';
+    out.push(
+      warning('expression-unknown-name', path, `\`${name}\` in a condition is ${what}, not the phase \`${name}\``, {
+        hint: `write \`$${name}.x\` for ${what}, and read the phase as \`phases.${name}.output.x\``,
+        data: { name, offset: m.index, length: name.length },
+      }),
+    );
+  }
 }
 
 /** The source with the insides of its string literals blanked, so that names are found only outside them. */
