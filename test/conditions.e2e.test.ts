@@ -103,3 +103,27 @@ workflow:
     expect(r.diagnostics[0]!.hint).toContain('phases.trigger.output');
   });
 });
+
+describe('`phases.NAME` in a condition', () => {
+  test('names an upstream phase: a sibling would be read whenever it happens to finish, a typo never', () => {
+    const text = `openintent: "1.0"
+info: {name: phases}
+governance:
+  require_approval: {when: "phases.revew.status == 'failed'"}
+workflow:
+  a: {assign: x}
+  sibling: {assign: x}
+  b:
+    assign: x
+    depends_on: [a]
+    skip_when: "phases.a.status == 'skipped' || phases.sibling.status == 'completed' || phases['revew'].status == 'failed'"
+`;
+    const r = parseWorkflow(text);
+    const src = new SourceFile('w.yaml', text);
+    expect(r.diagnostics.map((d) => [d.severity, d.code, d.range ? src.position(d.range[0]) : undefined])).toEqual([
+      ['warning', 'expression-unknown-name', { line: 4, column: 36 }],
+      ['error', 'expression-unknown-name', { line: 11, column: 56 }],
+      ['error', 'expression-unknown-name', { line: 11, column: 97 }],
+    ]);
+  });
+});

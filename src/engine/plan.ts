@@ -4,6 +4,7 @@
  */
 import { parseExpression, type Expression } from '../workflow/expr.js';
 import type { AgentContract } from '../workflow/contract/model.js';
+import { phasesNamed } from '../workflow/expressions.js';
 import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
 import type { OnTimeout } from './events.js';
 import { itemParent } from './state.js';
@@ -143,10 +144,7 @@ export function phaseGateOf(p: PhaseModel): GateSpec | undefined {
 function phasesRead(when: Expression, model: WorkflowModel): string[] {
   const out = new Set(when.names.filter((n) => n !== 'trigger' && n !== 'initial_state' && model.byName.has(n)));
   if (when.names.includes('phases') && !model.byName.has('phases')) {
-    for (const m of when.source.matchAll(/(?<![\w.])phases\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*\])/g)) {
-      const name = m[1] ?? m[2] ?? m[3];
-      if (name !== undefined && model.byName.has(name)) out.add(name);
-    }
+    for (const { name } of phasesNamed(when.source)) if (model.byName.has(name)) out.add(name);
   }
   return [...out];
 }

@@ -33,6 +33,7 @@ export function checkExpressions(expr: Expression, path: Path, scope: Expression
   const builtins = ['trigger', 'initial_state', 'phases'];
   const spelled = unspellable(expr, path, scope, out);
   shadowedPhases(expr, path, scope, out);
+  phasesReads(expr, path, scope, out);
   for (const name of expr.names) {
     if (builtins.includes(name) || scope.ancestors.has(name) || scope.extra?.includes(name) || spelled.has(name)) continue;
     const workflowLevel = scope.phaseName === undefined;
@@ -141,6 +142,41 @@ function shadowedPhases(expr: Expression, path: Path, scope: ExpressionScope, ou
         data: { name, offset: m.index, length: name.length },
       }),
     );
+  }
+}
+
+/** `phases.NAME` and `phases['NAME']` in a condition: each NAME, and where it stands in the source. */
+export function phasesNamed(source: string): { name: string; offset: number }[] {
+  const out: { name: string; offset: number }[] = [];
+  const masked = maskStrings(source);
+  for (const m of source.matchAll(/(?<![\w.$])phases\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*\])/g)) {
+    if (masked[m.index] !== source[m.index] || masked.slice(m.index, m.index + 6) !== 'phases') continue; // inside a string literal
+    const name = m[1] ?? m[2] ?? m[3]!;
+    out.push({ name, offset: m.index + m[0].lastIndexOf(name) });
+  }
+  return out;
+}
+
+/**
+ * `phases.NAME` reads how a finished phase ended. In `skip_when` only the upstream phases are sure to have
+ * finished: a sibling would be there or not depending on timing, an unknown name never. An error, as for a
+ * name read directly; in `require_approval.when` (which waits for the phases it reads) a warning for an
+ * unknown name.
+ */
+function phasesReads(expr: Expression, path: Path, scope: ExpressionScope, out: Diagnostic[]): void {
+  if (!expr.names.includes('phases') || scope.phaseNames.has('phases')) return;
+  const seen = new Set<string>();
+  for (const { name, offset } of phasesNamed(expr.source)) {
+    if (seen.has(name) || scope.ancestors.has(name)) continue;
+    seen.add(name);
+    const data = { name, offset, length: name.length };
+    if (scope.phaseNames.has(name)) {
+      if (scope.phaseName === undefined) continue;
+      out.push(error('expression-unknown-name', path, `\`${name}\` is not an upstream phase of \`${scope.phaseName}\`: whether \`phases.${name}\` is there depends on when it finishes`, { hint: `add \`${name}\` to \`depends_on\``, data }));
+      continue;
+    }
+    const near = didYouMean(name, scope.phaseName === undefined ? [...scope.phaseNames] : [...scope.ancestors]);
+    out.push((scope.phaseName === undefined ? warning : error)('expression-unknown-name', path, `\`phases\` has no phase \`${name}\``, { hint: near ?? `phases: ${[...scope.phaseNames].slice(0, 10).join(', ')}`, data }));
   }
 }
 
