@@ -23,3 +23,17 @@ describe('parseInputRef', () => {
     expect(parseInputRef(ref).ok).toBe(false);
   });
 });
+
+describe('an output whose name has a dot', () => {
+  test('its reference says why it cannot be wired, not "did you mean" another key', async () => {
+    const { parseWorkflow } = await import('./compile.js');
+    const r = parseWorkflow(`openintent: "1.0"
+info: {name: dots}
+workflow:
+  a: {assign: x, outputs: {a.b: string, o: object}}
+  b: {assign: x, depends_on: [a], inputs: {v: a.a.b}}
+`);
+    expect(r.diagnostics.map((d) => d.code)).toEqual(['input-undeclared-output']);
+    expect(r.diagnostics[0]!.hint).toContain('output `a.b` of `a` has a `.` in its name');
+  });
+});

@@ -169,7 +169,9 @@ export function resolveRef(raw: string, label: string, path: Path, ctx: WiringCo
     if (outputs) {
       const decl = outputs.find((o) => o.key === src.key);
       if (!decl) {
-        const s = didYouMean(src.key, outputs.map((o) => o.key));
+        // `p.a.b` against an output named `a.b`: the dot reads as key `a`, field `b`, so that output can never be wired
+        const dotted = outputs.find((o) => o.key.includes('.') && [src.key, ...src.path].join('.').startsWith(o.key) && o.key.startsWith(`${src.key}.`));
+        const s = dotted ? `output \`${dotted.key}\` of \`${src.phase}\` has a \`.\` in its name, and in a mapping a \`.\` separates the key from a field inside it: rename the output (\`${dotted.key.replace(/\./g, '_')}\`)` : didYouMean(src.key, outputs.map((o) => o.key));
         const declared = outputs.map((o) => o.key).join(', ') || '(none)';
         out.push(wiringError(ctx, path, 'input-undeclared-output', raw, `phase \`${src.phase}\` declares no output \`${src.key}\``, s ?? `declared outputs of \`${src.phase}\`: ${declared}`));
         return undefined;
