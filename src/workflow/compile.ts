@@ -18,7 +18,7 @@ import { parseYamlSource, type ParsedSource } from './source.js';
 import { withSubOffset } from './sub-offset.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
-import { checkInputs, type RefParse, type WiringContext } from './wiring.js';
+import { checkInputs, checkOptionalInputs, type RefParse, type WiringContext } from './wiring.js';
 import { reportIgnoredKeys } from './ignored.js';
 import { checkFanOutSettings, checkForEach, checkItemPaths, checkNullItems, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, namesFile, toleratesAny } from './fan-out.js';
 import { fileContractOf, mergeFiles, tokenKind, tokensOf } from './files.js';
@@ -343,6 +343,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     const ctx = wiring(name, item);
     const inputs = isPlainObject(raw['inputs']) ? checkInputs(raw['inputs'], ctx, out) : undefined;
     if (fanOut && inputs) checkNullItems(name, fanOut, inputs, raw['skip_when'], out);
+    if (inputs) checkOptionalInputs(ctx, inputs, raw['skip_when'], out);
     const skipWhen = typeof raw['skip_when'] === 'string' ? compileSkipWhen(raw['skip_when'], name, item !== undefined, out) : undefined;
     if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name), outputsOf: ctx.outputsOf, ...(item ? { extra: [ITEM_NAME, INDEX_NAME] } : {}) }, out);
     if (skipWhen && item) checkItemPaths(skipWhen, ['workflow', name, 'skip_when'], item, registry, out);

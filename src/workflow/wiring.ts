@@ -5,7 +5,7 @@
  */
 import type { Path } from '../core/path.js';
 import { didYouMean } from '../core/suggest.js';
-import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
+import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
 import type { InputBinding, InputSource, OutputDecl } from './model.js';
 
@@ -114,6 +114,30 @@ export function checkInputs(inputs: Record<string, unknown>, ctx: WiringContext,
     if (b) bindings.push({ name, ...b });
   }
   return bindings;
+}
+
+/**
+ * An input that reads an optional output (`{type: T, required: false}`): when the upstream phase leaves it
+ * out, the input cannot be resolved and the phase fails at claim (RFC-0024 §3.1, `UnresolvableInputError`).
+ * Valid, and usually not what was meant: a warning at the input, unless the phase's `skip_when` reads that
+ * phase (`!has(phase.key)`, `phases['phase'].status != 'partial'`): a guard the compiler leaves to its author.
+ */
+export function checkOptionalInputs(ctx: WiringContext, inputs: readonly InputBinding[], skipWhen: unknown, out: Diagnostic[]): void {
+  for (const b of inputs) {
+    if (!b.upstreamOptional || b.source.kind !== 'phase') continue;
+    const { phase, key } = b.source;
+    const tested = `has(${phase}.${key})`;
+    // a `skip_when` that reads the upstream phase at all (`has(a.k)`, `phases['a'].status != 'partial'`) is
+    // the author's guard: the compiler cannot tell what it proves, so it does not second-guess it
+    if (typeof skipWhen === 'string' && new RegExp(`(?<![\\w-])${phase.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')}(?![\\w-])`).test(skipWhen)) continue;
+    const path: Path = ctx.at ? [...ctx.at, 'inputs', b.name] : ['workflow', ctx.phaseName, 'inputs', b.name];
+    out.push(
+      warning('input-optional-output', path, `input \`${b.name}\` reads \`${phase}.${key}\`, an optional output: when \`${phase}\` does not return it, \`${ctx.phaseName}\` cannot be claimed and fails (UnresolvableInputError)`, {
+        hint: `make \`${key}\` required in \`${phase}\`, or skip \`${ctx.phaseName}\` without it: \`skip_when: "!${tested}"\``,
+        data: { phase_name: ctx.phaseName, ref: b.ref },
+      }),
+    );
+  }
 }
 
 /** AIP-16's one reserved input key. */
