@@ -250,7 +250,7 @@ export function checkRunGate(ctx: Ctx, settled: string | undefined): void {
   for (const n of g.phases) {
     const s = ctx.state.phases.get(n)!.status;
     if (s === 'pending' || s === 'ready' || s === 'running' || s === 'awaiting_approval' || s === 'suspended_awaiting_input') return;
-    if (s !== 'completed') unavailable ??= `phase \`${n}\` ${s}`;
+    if (s !== 'completed' && g.direct.includes(n)) unavailable ??= `phase \`${n}\` ${s}`;
   }
   let reason: string;
   if (!g.when) reason = 'governance.require_approval: the run requires approval';

@@ -489,6 +489,16 @@ describe('more decisions', () => {
     }
   });
 
+  test('a run gate reading `phases.a.status` of a skipped phase evaluates it (the status is what it reads), not fail-closed', () => {
+    for (const [skip, gated] of [[true, false], [false, true]] as const) {
+      const h = harness(`governance:\n  require_approval: {when: "phases.a.status != 'skipped'"}\nworkflow:\n  a: {assign: x, skip_when: "trigger.skip"}\n  b: {assign: x, depends_on: [a]}\n`, { skip });
+      const start = h.feed(0, { kind: 'start' }, claim());
+      if (!skip) h.feed(1, outcome('a', 1, ok({})));
+      expect(h.state.gates.has('approval'), JSON.stringify({ skip, start: typesOf(start.events) })).toBe(gated);
+      h.expectReplays();
+    }
+  });
+
   test('a rerun start records reused outputs (reused_from) and readies what follows', () => {
     const h = harness(CHAIN);
     const outputs = new Map([['a', { output: { v: 4 }, attempt: 3 }]]);

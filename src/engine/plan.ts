@@ -23,8 +23,12 @@ export interface Plan {
   dependents: ReadonlyMap<string, readonly string[]>;
   /** Each phase's `assign` (attached to run states so that a run held by an access gate shows as waiting). */
   assign: ReadonlyMap<string, string>;
-  /** `governance.require_approval`, with the phases its condition reads (names other than trigger / initial_state). */
-  runGate: (GateSpec & { phases: string[] }) | undefined;
+  /**
+   * `governance.require_approval`, with the phases its condition reads: `phases`, every one it waits for;
+   * `direct`, those it reads by name (`risk.category`), which must have completed to be read (through
+   * `phases.risk.status` a skipped or failed phase is read as such).
+   */
+  runGate: (GateSpec & { phases: string[]; direct: string[] }) | undefined;
   /** Phase gates (`x-require_approval` on a phase). */
   phaseGates: ReadonlyMap<string, GateSpec>;
   /** Agents declared `approval_required: true`. */
@@ -95,6 +99,7 @@ function buildPlan(model: WorkflowModel): Plan {
         timeoutHours: ra.timeoutHours,
         onTimeout: ra.onTimeout,
         phases: ra.when ? phasesRead(ra.when, model) : [],
+        direct: (ra.when?.names ?? []).filter((n) => n !== 'trigger' && n !== 'initial_state' && model.byName.has(n)),
       }
     : undefined;
   const phaseGates = new Map<string, GateSpec>();
