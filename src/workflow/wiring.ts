@@ -140,6 +140,21 @@ export function checkOptionalInputs(ctx: WiringContext, inputs: readonly InputBi
   }
 }
 
+/**
+ * A bare name where `phase.key` goes: an output of a phase it depends on (`findings` for
+ * `research.findings`), or a phase itself (`research`, which needs a key). Undefined when it is neither.
+ */
+function bareNameHint(raw: string, ctx: WiringContext): string | undefined {
+  if (!/^[A-Za-z_][\w-]*$/.test(raw)) return undefined;
+  const owners = [...ctx.dependsOn].filter((d) => ctx.outputsOf(d)?.some((o) => o.key === raw));
+  if (owners.length > 0) return `name the phase that produces it: ${owners.map((d) => `\`${d}.${raw}\``).join(' or ')}`;
+  if (ctx.phaseNames.has(raw)) {
+    const keys = ctx.outputsOf(raw)?.map((o) => `\`${raw}.${o.key}\``) ?? [];
+    return keys.length > 0 ? `\`${raw}\` is a phase: name one of its outputs, ${keys.slice(0, 5).join(', ')}` : `\`${raw}\` is a phase: name the output key, \`${raw}.key\``;
+  }
+  return undefined;
+}
+
 /** AIP-16's one reserved input key. */
 export const FS_ROOT_KEY = '_workflowFsRoot';
 
@@ -154,7 +169,7 @@ export function resolveRef(raw: string, label: string, path: Path, ctx: WiringCo
     ctx.parsed?.set(raw, parsed);
   }
   if (!parsed.ok) {
-    out.push(wiringError(ctx, path, 'input-bad-syntax', raw, parsed.message, parsed.suggestion));
+    out.push(wiringError(ctx, path, 'input-bad-syntax', raw, parsed.message, bareNameHint(raw, ctx) ?? parsed.suggestion));
     return undefined;
   }
   const src = parsed.source;
