@@ -126,4 +126,11 @@ workflow:
       ['error', 'expression-unknown-name', { line: 11, column: 97 }],
     ]);
   });
+
+  test("an empty `phases['']` is positioned inside its quotes", () => {
+    const text = `openintent: "1.0"\ninfo: {name: p}\nworkflow:\n  a: {assign: x}\n  h: {assign: x, depends_on: [a], skip_when: "phases[''].status == 'x'"}\n`;
+    const r = parseWorkflow(text);
+    const src = new SourceFile('w.yaml', text);
+    expect(r.diagnostics.map((d) => [d.code, d.range ? src.position(d.range[0]) : undefined])).toEqual([['expression-unknown-name', { line: 5, column: 55 }]]);
+  });
 });

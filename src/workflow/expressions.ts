@@ -152,7 +152,9 @@ export function phasesNamed(source: string): { name: string; offset: number }[] 
   for (const m of source.matchAll(/(?<![\w.$])phases\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*\])/g)) {
     if (masked[m.index] !== source[m.index] || masked.slice(m.index, m.index + 6) !== 'phases') continue; // inside a string literal
     const name = m[1] ?? m[2] ?? m[3]!;
-    out.push({ name, offset: m.index + m[0].lastIndexOf(name) });
+    // on the name: after `phases.`, or inside the quotes of `phases['...']` (where it may be empty)
+    const at = m[1] !== undefined ? m[0].lastIndexOf(name) : m[0].indexOf(m[2] !== undefined ? "'" : '"') + 1;
+    out.push({ name, offset: m.index + at });
   }
   return out;
 }
