@@ -558,6 +558,7 @@ function buildGovernance(raw: unknown, out: Diagnostic[]): Governance {
 
 /** A workflow-level condition: `$trigger.x` / `$initial_state.x` read as in `skip_when`; `$item` is not rewritten (there is no item). */
 function compileCondition(source: string, path: Path, out: Diagnostic[]): Expression | undefined {
+  if (source.trim() === '') return undefined; // the shape check said it: `must not be empty`, once
   const { text } = itemAwareCondition(source, false);
   const expr = compileExpression(text, path, out);
   return expr && text !== source ? { ...expr, source } : expr;
@@ -566,6 +567,7 @@ function compileCondition(source: string, path: Path, out: Diagnostic[]): Expres
 /** `skip_when`, where `$item` / `$index` read the current item of a fan-out phase (and are an error elsewhere). */
 function compileSkipWhen(source: string, phase: string, fanOut: boolean, out: Diagnostic[]): Expression | undefined {
   const path = ['workflow', phase, 'skip_when'];
+  if (source.trim() === '') return undefined; // the shape check said it: `must not be empty`, once
   const { text, uses } = itemAwareCondition(source);
   if (!fanOut) {
     for (const u of uses) out.push(error('item-outside-for-each', path, `\`skip_when\` reads \`${u.name}\`, but phase \`${phase}\` has no \`for_each\``, { hint: 'add `for_each` to the phase, or read an upstream phase instead', data: { offset: u.offset, length: u.name.length } }));
