@@ -22,6 +22,8 @@ const PRIMITIVE_SET = new Set<string>(PRIMITIVES);
 /** Keys of the wrapper form `{type: T, required: false}`. */
 const WRAPPER_KEYS = new Set(['type', 'required', 'nullable', 'description', 'default', 'items']);
 const TYPE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** JSON Schema keywords a Baton type does not take: written beside `type`, they make the mapping a record (and its values fail as types). */
+const JSON_SCHEMA_KEYWORDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minLength', 'maxLength', 'pattern', 'format', 'minItems', 'maxItems', 'uniqueItems', 'minProperties', 'maxProperties', 'const', 'additionalProperties', 'patternProperties', 'properties', 'oneOf', 'anyOf', 'allOf', 'not', '$ref', '$schema', 'examples', 'contentMediaType']);
 
 const ANY: TypeNode = { kind: 'primitive', name: 'any' };
 
@@ -179,6 +181,12 @@ function typeNameHint(name: string, reg: Registry): string {
   return c ? `did you mean \`${c}\`?` : `declare \`${name}\` under \`types:\` or use one of ${PRIMITIVES.map((p) => `\`${p}\``).join(', ')}`;
 }
 
+/** A JSON Schema keyword written beside `type` (`format: email`, `minItems: 1`): why its value was read as a type. */
+function jsonSchemaKeywordHint(key: string): string {
+  if (key === 'const') return '`const` is a JSON Schema keyword, and this mapping is a Baton type (a record whose fields are types): one allowed value is written `{enum: [value]}`';
+  return `\`${key}\` is a JSON Schema keyword, and this mapping is a Baton type: a mapping with keys other than ${[...WRAPPER_KEYS].map((k) => `\`${k}\``).join(', ')} is a record whose fields are types. Baton types have no bounds or formats: check those in the agent, or give it a contract whose JSON Schema has them (\`x-contract\`, docs/contracts.md)`;
+}
+
 /** Binds a parsed expression; unknown names become `any` after a diagnostic, so errors do not cascade. */
 function bind(expr: TypeExpr, path: Path, reg: Registry, out: Diagnostic[], offsetBase: number | undefined): TypeNode {
   switch (expr.kind) {
@@ -318,10 +326,20 @@ function jsonSchemaLookalike(raw: Record<string, unknown>, path: Path, out: Diag
 
 function buildRecord(raw: Record<string, unknown>, path: Path, reg: Registry, out: Diagnostic[]): TypeNode | undefined {
   jsonSchemaLookalike(raw, path, out);
+  const schemaLike = typeof raw['type'] === 'string';
   const fields: RecordField[] = [];
   let ok = true;
   for (const [name, v] of Object.entries(raw)) {
     if (name.startsWith('x-')) continue;
+    if (schemaLike && JSON_SCHEMA_KEYWORDS.has(name)) {
+      // `{type: array, minItems: 1}`: the value fails as a type; say it is JSON Schema, not a bad type name
+      const sub: Diagnostic[] = [];
+      const r = buildTypeRef(v, [...path, name], reg, sub);
+      for (const d of sub) out.push(d.severity === 'error' && d.path.length === path.length + 1 ? { ...d, hint: jsonSchemaKeywordHint(name) } : d);
+      if (!r.node) ok = false;
+      fields.push({ name, type: r.node ?? ANY, required: r.required });
+      continue;
+    }
     const r = buildTypeRef(v, [...path, name], reg, out);
     if (!r.node) ok = false;
     fields.push({ name, type: r.node ?? ANY, required: r.required });

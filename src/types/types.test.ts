@@ -392,6 +392,20 @@ describe('records: optional fields, nullable, open, deep', () => {
     // a record whose fields happen to be named `type` and `properties`, both plain types: no such guess
     expect(reg.compile({ type: 'string', properties: 'string' }, ['o']).diagnostics).toEqual([]);
   });
+
+  test('a JSON Schema keyword beside `type` (`minItems: 1`, `format: email`, `const: x`) fails as a type, and the hint says why', () => {
+    for (const [raw, key, code] of [
+      [{ type: 'array', items: 'string', minItems: 1 }, 'minItems', 'invalid-type'],
+      [{ type: 'string', format: 'email' }, 'format', 'unknown-type'],
+      [{ type: 'string', const: 'fast' }, 'const', 'unknown-type'],
+    ] as const) {
+      const r = reg.compile(raw, ['o']);
+      expect(r.diagnostics.map((d) => [d.code, d.path]), key).toEqual([[code, ['o', key]]]);
+      expect(r.diagnostics[0]!.hint, key).toContain(`\`${key}\` is a JSON Schema keyword`);
+    }
+    // a record with a field named `format` (no `type` beside it) keeps the usual hint
+    expect(reg.compile({ title: 'string', format: 'emal' }, ['o']).diagnostics[0]!.hint).not.toContain('JSON Schema');
+  });
 });
 
 describe('arrays: `array<T>` and `T[]`', () => {
