@@ -124,20 +124,25 @@ export function checkInputs(inputs: Record<string, unknown>, ctx: WiringContext,
  */
 export function checkOptionalInputs(ctx: WiringContext, inputs: readonly InputBinding[], skipWhen: unknown, out: Diagnostic[]): void {
   for (const b of inputs) {
-    if (!b.upstreamOptional || b.source.kind !== 'phase') continue;
-    const { phase, key } = b.source;
-    const tested = `has(${phase}.${key})`;
-    // a `skip_when` that reads the upstream phase at all (`has(a.k)`, `phases['a'].status != 'partial'`) is
-    // the author's guard: the compiler cannot tell what it proves, so it does not second-guess it
-    if (typeof skipWhen === 'string' && new RegExp(`(?<![\\w-])${phase.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')}(?![\\w-])`).test(skipWhen)) continue;
     const path: Path = ctx.at ? [...ctx.at, 'inputs', b.name] : ['workflow', ctx.phaseName, 'inputs', b.name];
-    out.push(
-      warning('input-optional-output', path, `input \`${b.name}\` reads \`${phase}.${key}\`, an optional output: when \`${phase}\` does not return it, \`${ctx.phaseName}\` cannot be claimed and fails (UnresolvableInputError)`, {
-        hint: `make \`${key}\` required in \`${phase}\`, or skip \`${ctx.phaseName}\` without it: \`skip_when: "!${tested}"\``,
-        data: { phase_name: ctx.phaseName, ref: b.ref },
-      }),
-    );
+    checkOptionalRef(ctx, b, `input \`${b.name}\``, path, skipWhen, out);
   }
+}
+
+/** One reference (an input's, a `for_each`'s) that reads an optional output: the warning above. */
+export function checkOptionalRef(ctx: WiringContext, b: Omit<InputBinding, 'name'>, label: string, path: Path, skipWhen: unknown, out: Diagnostic[]): void {
+  if (!b.upstreamOptional || b.source.kind !== 'phase') return;
+  const { phase, key } = b.source;
+  const tested = `has(${phase}.${key})`;
+  // a `skip_when` that reads the upstream phase at all (`has(a.k)`, `phases['a'].status != 'partial'`) is
+  // the author's guard: the compiler cannot tell what it proves, so it does not second-guess it
+  if (typeof skipWhen === 'string' && new RegExp(`(?<![\\w-])${phase.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')}(?![\\w-])`).test(skipWhen)) return;
+  out.push(
+    warning('input-optional-output', path, `${label} reads \`${phase}.${key}\`, an optional output: when \`${phase}\` does not return it, \`${ctx.phaseName}\` cannot be claimed and fails (UnresolvableInputError)`, {
+      hint: `make \`${key}\` required in \`${phase}\`, or skip \`${ctx.phaseName}\` without it: \`skip_when: "!${tested}"\``,
+      data: { phase_name: ctx.phaseName, ref: b.ref },
+    }),
+  );
 }
 
 /**
