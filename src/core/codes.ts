@@ -30,6 +30,7 @@ export const DIAGNOSTIC_CODES = [
   'input-bad-syntax',
   // edge typing
   'input-path-invalid',
+  'input-optional-output',
   // type language
   'unknown-type',
   'recursive-type',

@@ -60,6 +60,7 @@ export const RULES: Readonly<Record<DiagnosticCode, RuleInfo>> = {
   'item-outside-for-each': { summary: '`$item`, `$index` or an item token used in a phase without `for_each`', severity: 'error' },
   'retry-setting-unused': { summary: 'An empty `retry.retryable_errors`: it filters nothing, every retryable failure is retried', severity: 'warning' },
   'fan-out-setting-unused': { summary: '`max_parallel` or `tolerated_failures` on a phase without `for_each`: no effect', severity: 'warning' },
+  'input-optional-output': { summary: 'An input reads an optional output (`required: false`): when the upstream phase does not return it, the claim is rejected and the phase fails', severity: 'warning' },
   'item-may-be-null': { summary: 'An input reads into `$item` (`$item.x`) where an item may be null (an empty slot of an upstream fan-out): such an item fails', severity: 'warning' },
   'fan-out-shared-write': { summary: 'The items of a `for_each` phase all write one file their agent writes itself (contract `sideEffects`)', severity: 'warning' },
   'path-escape': { summary: 'A file contract path leaves the workspace (absolute, or `..`)', severity: 'error' },

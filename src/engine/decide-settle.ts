@@ -139,6 +139,9 @@ export function evaluate(ctx: Ctx, expr: NonNullable<PhaseModel['skipWhen']>, p:
   if (expr.names.includes('phases')) scope['phases'] = phaseStatuses(ctx.state);
   for (const n of expr.names) {
     if (item && (n === '_item' || n === '_index')) continue;
+    // `trigger` and `initial_state` are the payloads (`$trigger.x` reads as `trigger.x`), even beside a phase
+    // of that name (read as `phases.trigger.output`), as the compiler checks them
+    if (n === 'trigger' || n === 'initial_state') continue;
     const out = ctx.state.phases.get(n)?.output;
     if (out !== undefined) scope[n] = out;
   }
@@ -182,11 +185,18 @@ function noOutputHint(ctx: Ctx, names: readonly string[], scope: Record<string, 
   return '';
 }
 
+/**
+ * `phases.<name>`: how each finished phase ended, and its outputs when it has some (`output`): the one way
+ * to read a phase whose name CEL cannot spell (`phases['draft-sections'].output.n`: `draft-sections.n`
+ * reads as `draft - sections.n`).
+ */
 function phaseStatuses(state: RunState): JsonObject {
   const out: JsonObject = {};
   for (const [name, p] of state.phases) {
     if (p.status === 'completed' || p.status === 'failed' || p.status === 'skipped' || p.status === 'cancelled') {
-      out[name] = { status: p.status === 'completed' && p.partial ? 'partial' : p.status, attempts: p.attempts };
+      const entry: JsonObject = { status: p.status === 'completed' && p.partial ? 'partial' : p.status, attempts: p.attempts };
+      if (p.output !== undefined) entry['output'] = p.output;
+      out[name] = entry;
     }
   }
   return out;
@@ -240,7 +250,7 @@ export function checkRunGate(ctx: Ctx, settled: string | undefined): void {
   for (const n of g.phases) {
     const s = ctx.state.phases.get(n)!.status;
     if (s === 'pending' || s === 'ready' || s === 'running' || s === 'awaiting_approval' || s === 'suspended_awaiting_input') return;
-    if (s !== 'completed') unavailable ??= `phase \`${n}\` ${s}`;
+    if (s !== 'completed' && g.direct.includes(n)) unavailable ??= `phase \`${n}\` ${s}`;
   }
   let reason: string;
   if (!g.when) reason = 'governance.require_approval: the run requires approval';

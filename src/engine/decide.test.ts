@@ -473,6 +473,32 @@ describe('more decisions', () => {
     h.expectReplays();
   });
 
+  test("a run gate reading `phases['NAME']` (a name CEL cannot spell, or a status) waits for that phase", () => {
+    for (const when of [`phases['fetch-data'].output.v > 5`, `phases['fetch-data'].status == 'completed' && phases["fetch-data"].output.v > 5`, `phases.other.status == 'completed'`]) {
+      const h = harness(`governance:\n  require_approval: {when: "${when.replace(/"/g, '\\"')}"}\nworkflow:\n  fetch-data: {assign: x, outputs: {v: number}}\n  other: {assign: x, depends_on: [fetch-data]}\n  b: {assign: x, depends_on: [fetch-data]}\n`);
+      const start = h.feed(0, { kind: 'start' }, claim());
+      expect(typesOf(start.events).filter((t) => t.startsWith('gate'))).toEqual([]); // not at start: fail-closed on a phase not run yet
+      const d = h.feed(1, outcome('fetch-data', 1, ok({ v: 9 })));
+      const gated = when.includes('other') ? [] : ['gate.opened approval'];
+      expect(typesOf(d.events).filter((t) => t.startsWith('gate'))).toEqual(gated);
+      if (when.includes('other')) {
+        h.feed(2, claim());
+        expect(typesOf(h.feed(3, outcome('other', 1, ok({}))).events)).toContain('gate.opened approval');
+      }
+      h.expectReplays();
+    }
+  });
+
+  test('a run gate reading `phases.a.status` of a skipped phase evaluates it (the status is what it reads), not fail-closed', () => {
+    for (const [skip, gated] of [[true, false], [false, true]] as const) {
+      const h = harness(`governance:\n  require_approval: {when: "phases.a.status != 'skipped'"}\nworkflow:\n  a: {assign: x, skip_when: "trigger.skip"}\n  b: {assign: x, depends_on: [a]}\n`, { skip });
+      const start = h.feed(0, { kind: 'start' }, claim());
+      if (!skip) h.feed(1, outcome('a', 1, ok({})));
+      expect(h.state.gates.has('approval'), JSON.stringify({ skip, start: typesOf(start.events) })).toBe(gated);
+      h.expectReplays();
+    }
+  });
+
   test('a rerun start records reused outputs (reused_from) and readies what follows', () => {
     const h = harness(CHAIN);
     const outputs = new Map([['a', { output: { v: 4 }, attempt: 3 }]]);

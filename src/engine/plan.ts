@@ -4,6 +4,7 @@
  */
 import { parseExpression, type Expression } from '../workflow/expr.js';
 import type { AgentContract } from '../workflow/contract/model.js';
+import { phasesNamed } from '../workflow/expressions.js';
 import type { PhaseModel, WorkflowModel } from '../workflow/model.js';
 import type { OnTimeout } from './events.js';
 import { itemParent } from './state.js';
@@ -22,8 +23,12 @@ export interface Plan {
   dependents: ReadonlyMap<string, readonly string[]>;
   /** Each phase's `assign` (attached to run states so that a run held by an access gate shows as waiting). */
   assign: ReadonlyMap<string, string>;
-  /** `governance.require_approval`, with the phases its condition reads (names other than trigger / initial_state). */
-  runGate: (GateSpec & { phases: string[] }) | undefined;
+  /**
+   * `governance.require_approval`, with the phases its condition reads: `phases`, every one it waits for;
+   * `direct`, those it reads by name (`risk.category`), which must have completed to be read (through
+   * `phases.risk.status` a skipped or failed phase is read as such).
+   */
+  runGate: (GateSpec & { phases: string[]; direct: string[] }) | undefined;
   /** Phase gates (`x-require_approval` on a phase). */
   phaseGates: ReadonlyMap<string, GateSpec>;
   /** Agents declared `approval_required: true`. */
@@ -93,7 +98,8 @@ function buildPlan(model: WorkflowModel): Plan {
         approvers: ra.approvers,
         timeoutHours: ra.timeoutHours,
         onTimeout: ra.onTimeout,
-        phases: (ra.when?.names ?? []).filter((n) => n !== 'trigger' && n !== 'initial_state' && model.byName.has(n)),
+        phases: ra.when ? phasesRead(ra.when, model) : [],
+        direct: (ra.when?.names ?? []).filter((n) => n !== 'trigger' && n !== 'initial_state' && model.byName.has(n)),
       }
     : undefined;
   const phaseGates = new Map<string, GateSpec>();
@@ -133,4 +139,17 @@ export function phaseGateOf(p: PhaseModel): GateSpec | undefined {
     timeoutHours: typeof th === 'number' && Number.isFinite(th) && th > 0 ? th : undefined,
     onTimeout: ot === 'abort' || ot === 'proceed' ? ot : 'escalate',
   };
+}
+
+/**
+ * The phases a workflow-level condition reads, so the run gate waits for them: by name (`risk.category`)
+ * and through `phases` (`phases.risk.status`, `phases['fetch-data'].output.n`), else it would be evaluated
+ * at the start and fail closed on a phase that has not run yet.
+ */
+function phasesRead(when: Expression, model: WorkflowModel): string[] {
+  const out = new Set(when.names.filter((n) => n !== 'trigger' && n !== 'initial_state' && model.byName.has(n)));
+  if (when.names.includes('phases') && !model.byName.has('phases')) {
+    for (const { name } of phasesNamed(when.source)) if (model.byName.has(name)) out.add(name);
+  }
+  return [...out];
 }

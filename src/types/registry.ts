@@ -19,6 +19,8 @@ const PRIMITIVE_SET = new Set<string>(PRIMITIVES);
 /** Keys of the wrapper form `{type: T, required: false}`. */
 const WRAPPER_KEYS = new Set(['type', 'required', 'nullable', 'description', 'default', 'items']);
 const TYPE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** JSON Schema keywords a Baton type does not take: written beside `type`, they make the mapping a record (and its values fail as types). */
+const JSON_SCHEMA_KEYWORDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minLength', 'maxLength', 'pattern', 'format', 'minItems', 'maxItems', 'uniqueItems', 'minProperties', 'maxProperties', 'const', 'additionalProperties', 'patternProperties', 'properties', 'oneOf', 'anyOf', 'allOf', 'not', '$ref', '$schema', 'examples', 'contentMediaType']);
 
 const ANY: TypeNode = { kind: 'primitive', name: 'any' };
 
@@ -148,6 +150,12 @@ function typeNameHint(name: string, reg: Registry): string {
   return c ? `did you mean \`${c}\`?` : `declare \`${name}\` under \`types:\` or use one of ${PRIMITIVES.map((p) => `\`${p}\``).join(', ')}`;
 }
 
+/** A JSON Schema keyword written beside `type` (`format: email`, `minItems: 1`): why its value was read as a type. */
+function jsonSchemaKeywordHint(key: string): string {
+  if (key === 'const') return '`const` is a JSON Schema keyword, and this mapping is a Baton type (a record whose fields are types): one allowed value is written `{enum: [value]}`';
+  return `\`${key}\` is a JSON Schema keyword, and this mapping is a Baton type: a mapping with keys other than ${[...WRAPPER_KEYS].map((k) => `\`${k}\``).join(', ')} is a record whose fields are types. Baton types have no bounds or formats: check those in the agent, or give it a contract whose JSON Schema has them (\`x-contract\`, docs/contracts.md)`;
+}
+
 /** Binds a parsed expression; unknown names become `any` after a diagnostic, so errors do not cascade. */
 function bind(expr: TypeExpr, path: Path, reg: Registry, out: Diagnostic[], offsetBase: number | undefined): TypeNode {
   switch (expr.kind) {
@@ -262,11 +270,45 @@ export function buildTypeRef(raw: unknown, path: Path, reg: Registry, out: Diagn
   return { node: undefined, required: true };
 }
 
+/**
+ * JSON Schema written where a Baton type goes (`{type: object, properties: {title: string}}`) is a record
+ * with fields `type` and `properties`: valid, and then every correct value is rejected (`/summary/type`
+ * missing). Say how it is read, at the JSON Schema key, with the record it likely means.
+ */
+function jsonSchemaLookalike(raw: Record<string, unknown>, path: Path, out: Diagnostic[]): void {
+  if (typeof raw['type'] !== 'string') return;
+  for (const k of ['properties', 'patternProperties', 'additionalProperties']) {
+    const v = raw[k];
+    if (!isPlainObject(v) && typeof v !== 'boolean') continue;
+    const fields = k === 'properties' && isPlainObject(v) ? Object.entries(v).map(([f, t]) => `${f}: ${typeof t === 'string' ? t : '...'}`) : [];
+    const record = fields.length > 0 ? `{${fields.join(', ')}}` : '{field: type, ...}';
+    const names = Object.keys(raw).filter((x) => !x.startsWith('x-')).map((x) => `\`${x}\``);
+    out.push(
+      warning('unknown-key', [...path, k], `\`${k}\` is JSON Schema, not part of a Baton type: this mapping is read as a record with the fields ${names.join(', ')}, so a value needs a field named \`type\``, {
+        target: 'key',
+        hint: `declare the record's fields directly: \`${record}\` (optional ones as \`{type: T, required: false}\`), or name it under \`types:\``,
+      }),
+    );
+    return;
+  }
+}
+
 function buildRecord(raw: Record<string, unknown>, path: Path, reg: Registry, out: Diagnostic[]): TypeNode | undefined {
+  jsonSchemaLookalike(raw, path, out);
+  const schemaLike = typeof raw['type'] === 'string';
   const fields: RecordField[] = [];
   let ok = true;
   for (const [name, v] of Object.entries(raw)) {
     if (name.startsWith('x-')) continue;
+    if (schemaLike && JSON_SCHEMA_KEYWORDS.has(name)) {
+      // `{type: array, minItems: 1}`: the value fails as a type; say it is JSON Schema, not a bad type name
+      const sub: Diagnostic[] = [];
+      const r = buildTypeRef(v, [...path, name], reg, sub);
+      for (const d of sub) out.push(d.severity === 'error' && d.path.length === path.length + 1 ? { ...d, hint: jsonSchemaKeywordHint(name) } : d);
+      if (!r.node) ok = false;
+      fields.push({ name, type: r.node ?? ANY, required: r.required });
+      continue;
+    }
     const r = buildTypeRef(v, [...path, name], reg, out);
     if (!r.node) ok = false;
     fields.push({ name, type: r.node ?? ANY, required: r.required });

@@ -384,6 +384,28 @@ describe('records: optional fields, nullable, open, deep', () => {
     const ev = type({ type: 'string', at: 'integer' }); // not a wrapper: `at` is no wrapper key
     fits(ev, { type: 'x', at: 1 });
   });
+
+  test('JSON Schema written where a type goes (`{type: object, properties: {...}}`) is read as a record, and says so', () => {
+    const r = reg.compile({ type: 'object', properties: { title: 'string' } }, ['o']);
+    expect(r.diagnostics.map((d) => [d.severity, d.code, d.path])).toEqual([['warning', 'unknown-key', ['o', 'properties']]]);
+    expect(r.diagnostics[0]!.hint).toContain('{title: string}');
+    // a record whose fields happen to be named `type` and `properties`, both plain types: no such guess
+    expect(reg.compile({ type: 'string', properties: 'string' }, ['o']).diagnostics).toEqual([]);
+  });
+
+  test('a JSON Schema keyword beside `type` (`minItems: 1`, `format: email`, `const: x`) fails as a type, and the hint says why', () => {
+    for (const [raw, key, code] of [
+      [{ type: 'array', items: 'string', minItems: 1 }, 'minItems', 'invalid-type'],
+      [{ type: 'string', format: 'email' }, 'format', 'unknown-type'],
+      [{ type: 'string', const: 'fast' }, 'const', 'unknown-type'],
+    ] as const) {
+      const r = reg.compile(raw, ['o']);
+      expect(r.diagnostics.map((d) => [d.code, d.path]), key).toEqual([[code, ['o', key]]]);
+      expect(r.diagnostics[0]!.hint, key).toContain(`\`${key}\` is a JSON Schema keyword`);
+    }
+    // a record with a field named `format` (no `type` beside it) keeps the usual hint
+    expect(reg.compile({ title: 'string', format: 'emal' }, ['o']).diagnostics[0]!.hint).not.toContain('JSON Schema');
+  });
 });
 
 describe('arrays: `array<T>` and `T[]`', () => {

@@ -18,7 +18,7 @@ import { parseYamlSource, type ParsedSource } from './source.js';
 import { withSubOffset } from './sub-offset.js';
 import { checkExpressions, compileExpression } from './expressions.js';
 import { buildPhase } from './phase.js';
-import { checkInputs, type RefParse, type WiringContext } from './wiring.js';
+import { checkInputs, checkOptionalInputs, type RefParse, type WiringContext } from './wiring.js';
 import { reportIgnoredKeys } from './ignored.js';
 import { checkFanOutSettings, checkForEach, checkItemPaths, checkNullItems, checkItemTokens, gatheredOutputs, INDEX_NAME, ITEM_NAME, itemAwareCondition, namesFile, toleratesAny } from './fan-out.js';
 import { fileContractOf, mergeFiles, tokenKind, tokensOf } from './files.js';
@@ -343,6 +343,7 @@ function compileDocument(doc: unknown, file: string, out: Diagnostic[], extras: 
     const ctx = wiring(name, item);
     const inputs = isPlainObject(raw['inputs']) ? checkInputs(raw['inputs'], ctx, out) : undefined;
     if (fanOut && inputs) checkNullItems(name, fanOut, inputs, raw['skip_when'], out);
+    if (inputs) checkOptionalInputs(ctx, inputs, raw['skip_when'], out);
     const skipWhen = typeof raw['skip_when'] === 'string' ? compileSkipWhen(raw['skip_when'], name, item !== undefined, out) : undefined;
     if (skipWhen) checkExpressions(skipWhen, ['workflow', name, 'skip_when'], { phaseName: name, phaseNames, ancestors: ancestors(name), outputsOf: ctx.outputsOf, ...(item ? { extra: [ITEM_NAME, INDEX_NAME] } : {}) }, out);
     if (skipWhen && item) checkItemPaths(skipWhen, ['workflow', name, 'skip_when'], item, registry, out);
@@ -557,6 +558,7 @@ function buildGovernance(raw: unknown, out: Diagnostic[]): Governance {
 
 /** A workflow-level condition: `$trigger.x` / `$initial_state.x` read as in `skip_when`; `$item` is not rewritten (there is no item). */
 function compileCondition(source: string, path: Path, out: Diagnostic[]): Expression | undefined {
+  if (source.trim() === '') return undefined; // the shape check said it: `must not be empty`, once
   const { text } = itemAwareCondition(source, false);
   const expr = compileExpression(text, path, out);
   return expr && text !== source ? { ...expr, source } : expr;
@@ -565,6 +567,7 @@ function compileCondition(source: string, path: Path, out: Diagnostic[]): Expres
 /** `skip_when`, where `$item` / `$index` read the current item of a fan-out phase (and are an error elsewhere). */
 function compileSkipWhen(source: string, phase: string, fanOut: boolean, out: Diagnostic[]): Expression | undefined {
   const path = ['workflow', phase, 'skip_when'];
+  if (source.trim() === '') return undefined; // the shape check said it: `must not be empty`, once
   const { text, uses } = itemAwareCondition(source);
   if (!fanOut) {
     for (const u of uses) out.push(error('item-outside-for-each', path, `\`skip_when\` reads \`${u.name}\`, but phase \`${phase}\` has no \`for_each\``, { hint: 'add `for_each` to the phase, or read an upstream phase instead', data: { offset: u.offset, length: u.name.length } }));

@@ -13,7 +13,7 @@ import type { Expression } from './expr.js';
 import { tokenKind, tokensOf } from './files.js';
 import type { FileContract, ForEachModel, InputBinding, OutputDecl, ToleratedFailures } from './model.js';
 import type { Field } from './shape.js';
-import { resolveRef, type WiringContext } from './wiring.js';
+import { checkOptionalRef, resolveRef, type WiringContext } from './wiring.js';
 
 const PERCENT = /^(\d+(?:\.\d+)?)%$/;
 
@@ -82,6 +82,7 @@ export function checkForEach(raw: Record<string, unknown>, at: Path, ctx: Wiring
   }
   const b = resolveRef(ref, '`for_each`', path, ctx, out);
   if (!b) return undefined;
+  checkOptionalRef(ctx, b, '`for_each`', path, raw['skip_when'], out);
   const el = ctx.types.elementOf(b.type);
   let itemType = ctx.any;
   if (el.kind === 'array') itemType = el.element;

@@ -372,6 +372,12 @@ describe('validateTaskOutputs (§3.3)', () => {
     expect(m.toJSON()).toMatchObject({ key: 'level', expected_type: 'Level', actual_type: 'null' });
   });
 
+  test('an enum value out of its list: the message names the value and the list', () => {
+    const e = thrown(() => validateTaskOutputs(research, { ...good, level: 'severe' })) as OutputTypeMismatchError;
+    expect(e.toJSON()).toMatchObject({ key: 'level', expected_type: 'Level', actual_type: 'string' });
+    expect(e.message).toBe('Task completion rejected: output key \'level\' expected Level, got string: `/level`: expected one of Level ("low" | "medium" | "high"), got "severe"');
+  });
+
   test('nothing misses every required key', () => {
     for (const out of [undefined, null]) {
       const e = thrown(() => validateTaskOutputs(analysis, out)) as MissingOutputError;
@@ -449,7 +455,8 @@ describe('validateTaskOutputs (§3.3)', () => {
       expect(e, JSON.stringify(patch)).toBeInstanceOf(OutputTypeMismatchError);
       expect([e.key, e.expected_type, e.actual_type]).toEqual([key, expected, actual]);
       expect(e.issues).toEqual([expect.objectContaining({ key, pointer: `/${key}`, actual })]);
-      expect(e.message).toBe(`Task completion rejected: output key '${key}' expected ${expected}, got ${actual}`);
+      const head = `Task completion rejected: output key '${key}' expected ${expected}, got ${actual}`;
+      expect(e.message).toBe(e.issues[0]!.kind === 'enum' ? `${head}: ${e.issues[0]!.message}` : head);
     }
   });
 

@@ -202,7 +202,8 @@ export function checkTaskOutputs(phase: PhaseModel, output: unknown, opts: { tas
   if (missing.length > 0) return { ok: false, error: new MissingOutputError(taskId, phase.name, missing, issues) };
   if (firstMismatch) {
     const f = firstMismatch;
-    const deep = f.issue.pointer !== f.keyPointer ? `: ${f.issue.message}` : '';
+    // an enum value out of its list says which value and which list (`got string` alone hides both)
+    const deep = f.issue.pointer !== f.keyPointer || f.issue.kind === 'enum' ? `: ${f.issue.message}` : '';
     const message = `Task completion rejected: output key '${f.key}' expected ${f.expected}, got ${f.actual}${deep}`;
     return { ok: false, error: new OutputTypeMismatchError(taskId, phase.name, f.key, f.expected, f.actual, issues, message) };
   }

@@ -113,6 +113,22 @@ describe('the step form', () => {
     expect(r.diagnostics.find((d) => d.code === 'missing-field')!.data).toEqual({ field: 'agent' });
   });
 
+  test('a condition\'s `phases` (a CEL name, the same in both forms) is not translated to `steps`', () => {
+    const r = parseWorkflow(`workflow:
+  name: w
+  version: "1.0.0"
+  steps:
+    - {id: a-one, agent: x, outputs: {doc: {$store: "artifacts.doc"}}}
+    - {id: b, agent: x}
+    - {id: c, agent: y, dependsOn: [a-one], skip_when: "a-one.doc == '' || nope.x"}
+`);
+    const hints = r.diagnostics.map((d) => `${d.message} | ${d.hint}`);
+    expect(hints).toHaveLength(2);
+    expect(hints[0]).toContain("read it as `phases['a-one'].output.doc` (and its status as `phases['a-one'].status`)");
+    expect(hints[0]).toContain('`a-one` cannot be written as a name'); // the step form's words elsewhere
+    expect(hints[1]).toContain('available names: trigger, initial_state, phases, a-one');
+  });
+
   test('formOf and artifactPath', () => {
     expect(formOf({ workflow: { steps: [] } })).toBe('steps');
     expect(formOf({ openintent: '1.0', workflow: { steps: {} } })).toBe('openintent');

@@ -168,7 +168,12 @@ export function translateSteps(doc: Record<string, unknown>, out: Diagnostic[]):
 
 /** A compiler message in the step form's words (`agent`, not `assign`). */
 export function stepWords(message: string): string {
+  // `phases` as a condition reads it (`phases['a-one'].output`, `phases.b.status`, the names a condition
+  // may use) is a name in CEL, the same in both forms: not a word to translate
+  const CEL = '\u0000';
   return message
+    .replace(/\bphases(?=\s*[.[])/g, CEL)
+    .replace(/\b(trigger, initial_state, )phases\b/g, `$1${CEL}`)
     // a step fans out over an artifact, written `{$ref: ...}`, not over `phase.key`
     .replace(/`for_each: (?:phase\.key|outline\.sections)`/g, '`forEach: {$ref: "artifacts.outline.sections"}`')
     // the 1.0 form's example phase, as a step
@@ -179,7 +184,8 @@ export function stepWords(message: string): string {
     .replace(/\bphases\b/g, 'steps')
     .replace(/\bphase\b/g, 'step')
     .replace(/\bPhases\b/g, 'Steps')
-    .replace(/\bPhase\b/g, 'Step');
+    .replace(/\bPhase\b/g, 'Step')
+    .replace(/\u0000/g, 'phases');
 }
 
 /** Every `{$store: "artifacts.a.b"}` of every step: its target in the artifacts tree. */

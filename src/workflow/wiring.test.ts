@@ -23,3 +23,34 @@ describe('parseInputRef', () => {
     expect(parseInputRef(ref).ok).toBe(false);
   });
 });
+
+describe('an output whose name has a dot', () => {
+  test('its reference says why it cannot be wired, not "did you mean" another key', async () => {
+    const { parseWorkflow } = await import('./compile.js');
+    const r = parseWorkflow(`openintent: "1.0"
+info: {name: dots}
+workflow:
+  a: {assign: x, outputs: {a.b: string, o: object}}
+  b: {assign: x, depends_on: [a], inputs: {v: a.a.b}}
+`);
+    expect(r.diagnostics.map((d) => d.code)).toEqual(['input-undeclared-output']);
+    expect(r.diagnostics[0]!.hint).toContain('output `a.b` of `a` has a `.` in its name');
+  });
+});
+
+describe('a bare name where `phase.key` goes', () => {
+  test('an output of a dependency is named with its phase; a phase is asked for a key', async () => {
+    const { parseWorkflow } = await import('./compile.js');
+    const r = parseWorkflow(`openintent: "1.0"
+info: {name: bare}
+workflow:
+  research: {assign: x, outputs: {findings: array, sources: array}}
+  b: {assign: x, depends_on: [research], inputs: {f: findings, r: research}}
+`);
+    expect(r.diagnostics.map((d) => [d.code, d.hint])).toEqual([
+      ['input-bad-syntax', 'name the phase that produces it: `research.findings`'],
+      ['input-bad-syntax', '`research` is a phase: name one of its outputs, `research.findings`, `research.sources`'],
+    ]);
+    expect(r.diagnostics[0]!.data).toMatchObject({ suggestion: 'name the phase that produces it: `research.findings`' });
+  });
+});

@@ -5,7 +5,7 @@
  */
 import type { Path } from '../core/path.js';
 import { didYouMean } from '../core/suggest.js';
-import { error, type Diagnostic } from '../diagnostics/diagnostic.js';
+import { error, warning, type Diagnostic } from '../diagnostics/diagnostic.js';
 import type { CompiledType, TypeRegistry } from '../types/api.js';
 import type { InputBinding, InputSource, OutputDecl } from './model.js';
 
@@ -116,6 +116,50 @@ export function checkInputs(inputs: Record<string, unknown>, ctx: WiringContext,
   return bindings;
 }
 
+/**
+ * An input that reads an optional output (`{type: T, required: false}`): when the upstream phase leaves it
+ * out, the input cannot be resolved and the phase fails at claim (RFC-0024 §3.1, `UnresolvableInputError`).
+ * Valid, and usually not what was meant: a warning at the input, unless the phase's `skip_when` reads that
+ * phase (`!has(phase.key)`, `phases['phase'].status != 'partial'`): a guard the compiler leaves to its author.
+ */
+export function checkOptionalInputs(ctx: WiringContext, inputs: readonly InputBinding[], skipWhen: unknown, out: Diagnostic[]): void {
+  for (const b of inputs) {
+    const path: Path = ctx.at ? [...ctx.at, 'inputs', b.name] : ['workflow', ctx.phaseName, 'inputs', b.name];
+    checkOptionalRef(ctx, b, `input \`${b.name}\``, path, skipWhen, out);
+  }
+}
+
+/** One reference (an input's, a `for_each`'s) that reads an optional output: the warning above. */
+export function checkOptionalRef(ctx: WiringContext, b: Omit<InputBinding, 'name'>, label: string, path: Path, skipWhen: unknown, out: Diagnostic[]): void {
+  if (!b.upstreamOptional || b.source.kind !== 'phase') return;
+  const { phase, key } = b.source;
+  const tested = `has(${phase}.${key})`;
+  // a `skip_when` that reads the upstream phase at all (`has(a.k)`, `phases['a'].status != 'partial'`) is
+  // the author's guard: the compiler cannot tell what it proves, so it does not second-guess it
+  if (typeof skipWhen === 'string' && new RegExp(`(?<![\\w-])${phase.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')}(?![\\w-])`).test(skipWhen)) return;
+  out.push(
+    warning('input-optional-output', path, `${label} reads \`${phase}.${key}\`, an optional output: when \`${phase}\` does not return it, \`${ctx.phaseName}\` cannot be claimed and fails (UnresolvableInputError)`, {
+      hint: `make \`${key}\` required in \`${phase}\`, or skip \`${ctx.phaseName}\` without it: \`skip_when: "!${tested}"\``,
+      data: { phase_name: ctx.phaseName, ref: b.ref },
+    }),
+  );
+}
+
+/**
+ * A bare name where `phase.key` goes: an output of a phase it depends on (`findings` for
+ * `research.findings`), or a phase itself (`research`, which needs a key). Undefined when it is neither.
+ */
+function bareNameHint(raw: string, ctx: WiringContext): string | undefined {
+  if (!/^[A-Za-z_][\w-]*$/.test(raw)) return undefined;
+  const owners = [...ctx.dependsOn].filter((d) => ctx.outputsOf(d)?.some((o) => o.key === raw));
+  if (owners.length > 0) return `name the phase that produces it: ${owners.map((d) => `\`${d}.${raw}\``).join(' or ')}`;
+  if (ctx.phaseNames.has(raw)) {
+    const keys = ctx.outputsOf(raw)?.map((o) => `\`${raw}.${o.key}\``) ?? [];
+    return keys.length > 0 ? `\`${raw}\` is a phase: name one of its outputs, ${keys.slice(0, 5).join(', ')}` : `\`${raw}\` is a phase: name the output key, \`${raw}.key\``;
+  }
+  return undefined;
+}
+
 /** AIP-16's one reserved input key. */
 export const FS_ROOT_KEY = '_workflowFsRoot';
 
@@ -130,7 +174,7 @@ export function resolveRef(raw: string, label: string, path: Path, ctx: WiringCo
     ctx.parsed?.set(raw, parsed);
   }
   if (!parsed.ok) {
-    out.push(wiringError(ctx, path, 'input-bad-syntax', raw, parsed.message, parsed.suggestion));
+    out.push(wiringError(ctx, path, 'input-bad-syntax', raw, parsed.message, bareNameHint(raw, ctx) ?? parsed.suggestion));
     return undefined;
   }
   const src = parsed.source;
@@ -169,7 +213,9 @@ export function resolveRef(raw: string, label: string, path: Path, ctx: WiringCo
     if (outputs) {
       const decl = outputs.find((o) => o.key === src.key);
       if (!decl) {
-        const s = didYouMean(src.key, outputs.map((o) => o.key));
+        // `p.a.b` against an output named `a.b`: the dot reads as key `a`, field `b`, so that output can never be wired
+        const dotted = outputs.find((o) => o.key.includes('.') && [src.key, ...src.path].join('.').startsWith(o.key) && o.key.startsWith(`${src.key}.`));
+        const s = dotted ? `output \`${dotted.key}\` of \`${src.phase}\` has a \`.\` in its name, and in a mapping a \`.\` separates the key from a field inside it: rename the output (\`${dotted.key.replace(/\./g, '_')}\`)` : didYouMean(src.key, outputs.map((o) => o.key));
         const declared = outputs.map((o) => o.key).join(', ') || '(none)';
         out.push(wiringError(ctx, path, 'input-undeclared-output', raw, `phase \`${src.phase}\` declares no output \`${src.key}\``, s ?? `declared outputs of \`${src.phase}\`: ${declared}`));
         return undefined;
