@@ -21,6 +21,7 @@ export const DIAGNOSTIC_CODES = [
   // graph
   'unknown-dependency',
   'duplicate-dependency',
+  'duplicate-output',
   'dependency-cycle',
   'undeclared-agent',
   // RFC-0024 §8 input wiring (InputWiringError)

@@ -26,6 +26,7 @@ export const RULES: Readonly<Record<DiagnosticCode, RuleInfo>> = {
   'empty-workflow': { summary: '`workflow` has no phases', severity: 'error' },
   'unknown-dependency': { summary: '`depends_on` names a phase that does not exist', severity: 'error' },
   'duplicate-dependency': { summary: 'The same phase is listed twice in one `depends_on`', severity: 'warning' },
+  'duplicate-output': { summary: 'The same key is listed twice in a list of `outputs`', severity: 'warning' },
   'dependency-cycle': { summary: 'The dependency graph has a cycle', severity: 'error' },
   'undeclared-agent': { summary: 'An `assign` names an agent missing from `agents`', severity: 'warning' },
   'input-unknown-phase': { summary: 'RFC-0024 §8.1: an input mapping references a phase that does not exist', severity: 'error' },

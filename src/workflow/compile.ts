@@ -489,9 +489,16 @@ function compileOutputs(raw: unknown, phase: string, registry: TypeRegistry, any
   if (Array.isArray(raw)) {
     // list form: `outputs: [findings, recommendations]` declares keys without types
     const decls: OutputDecl[] = [];
+    const seen = new Set<string>();
     raw.forEach((k, i) => {
       if (k === COST_KEY) out.push(costKeyError(['workflow', phase, 'outputs', i], 'value'));
-      if (typeof k === 'string' && k !== '') decls.push({ key: k, type: any, required: true });
+      if (typeof k !== 'string' || k === '') return;
+      if (seen.has(k)) {
+        out.push(warning('duplicate-output', ['workflow', phase, 'outputs', i], `\`${k}\` is listed more than once in outputs`, { hint: 'remove the repeated entry' }));
+        return;
+      }
+      seen.add(k);
+      decls.push({ key: k, type: any, required: true });
     });
     return decls;
   }
