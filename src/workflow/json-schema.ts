@@ -138,17 +138,13 @@ export function pointerToPath(pointer: string): (string | number)[] {
     .map((s) => (/^(0|[1-9]\d*)$/.test(s) ? Number(s) : s));
 }
 
-const IDENT = /^[A-Za-z_$][\w$]*$/;
-
-/** Path segments to a JSON path: `$.comments[2].severity`, odd keys as `$['a b']`. */
+/**
+ * Path segments to the path the agent output schema spec's reference validator reports: `$` for the root,
+ * else `$.` and the segments joined by dots, indices included (`$.comments.2.severity`; a key is written
+ * as it is). A re-prompt lists the errors by it, and `output_schema_validation_failed` details carry it.
+ */
 export function jsonPath(path: readonly (string | number)[]): string {
-  let out = '$';
-  for (const seg of path) {
-    if (typeof seg === 'number') out += `[${seg}]`;
-    else if (IDENT.test(seg)) out += `.${seg}`;
-    else out += `[${repr(seg)}]`;
-  }
-  return out;
+  return path.length === 0 ? '$' : `$.${path.join('.')}`;
 }
 
 /** A value as the spec's messages show it (Python-like: single-quoted strings), cut when long. */

@@ -158,7 +158,7 @@ describe('the enforcement loop', () => {
     const second = model.calls[1]!.prompt;
     expect(second.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
     const reprompt = userTexts(model, 1)[1]!;
-    for (const p of ['$.summary', '$.comments[0].line', '$.comments[0].severity']) expect(reprompt).toContain(`- ${p}:`);
+    for (const p of ['$.summary', '$.comments.0.line', '$.comments.0.severity']) expect(reprompt).toContain(`- ${p}:`);
     expect(reprompt).toContain(`'critical' is not one of ['low', 'medium', 'high']`);
     expect(reprompt).toContain('expected integer, received string');
     // the spec's sections (§3.3)
@@ -187,7 +187,7 @@ describe('the enforcement loop', () => {
     const e = await failure(handler(c));
     expect(e.code).toBe('output_schema_validation_failed');
     expect(e.retryable).toBe(true);
-    expect(e.details['validation_errors']).toEqual([`$.comments[0].severity: 'critical' is not one of ['low', 'medium', 'high']`]);
+    expect(e.details['validation_errors']).toEqual([`$.comments.0.severity: 'critical' is not one of ['low', 'medium', 'high']`]);
     expect(model.calls).toHaveLength(2);
     expect(c.events.some((e) => e.kind === 'result')).toBe(false);
   });

@@ -111,7 +111,7 @@ describe('parseAgentReply: repair', () => {
   test('never coerces types: "5" is not a number', () => {
     const r = parseAgentReply(`{"summary": "ok", "approval": "approve", "comments": [{"file": "a.ts", "line": "5", "severity": "low"}]}`, review);
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.errors).toEqual([{ path: '$.comments[0].line', message: `'5' is not of type 'integer'`, expected: 'integer', received: 'string' }]);
+    if (!r.ok) expect(r.errors).toEqual([{ path: '$.comments.0.line', message: `'5' is not of type 'integer'`, expected: 'integer', received: 'string' }]);
   });
 
   test('refuses to invent data: a value cut inside a string or after a key', () => {
@@ -161,9 +161,9 @@ describe('parseAgentReply: errors', () => {
     const r = parseAgentReply(JSON.stringify({ summary: 'x', approval: 'approve', comments: [{}, {}, { file: 'a', line: 1, severity: 'critical' }] }), review);
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.errors).toContainEqual({ path: '$.comments[2].severity', message: `'critical' is not one of ['low', 'medium', 'high']`, expected: `one of ['low', 'medium', 'high']`, received: `'critical'` });
-    expect(r.errors).toContainEqual(expect.objectContaining({ path: '$.comments[0]', message: `'file' is a required property` }));
-    expect(r.errors.filter((e) => e.path === '$.comments[0]' || e.path === '$.comments[1]')).toHaveLength(6);
+    expect(r.errors).toContainEqual({ path: '$.comments.2.severity', message: `'critical' is not one of ['low', 'medium', 'high']`, expected: `one of ['low', 'medium', 'high']`, received: `'critical'` });
+    expect(r.errors).toContainEqual(expect.objectContaining({ path: '$.comments.0', message: `'file' is a required property` }));
+    expect(r.errors.filter((e) => e.path === '$.comments.0' || e.path === '$.comments.1')).toHaveLength(6);
     expect(r.value).toBeDefined();
   });
 
@@ -217,9 +217,9 @@ describe('parseAgentReply: errors', () => {
     expect(r.ok).toBe(false);
   });
 
-  test('odd keys are quoted in paths', () => {
-    const r = parseAgentReply('{"a b": {"c-d": 1}}', { type: 'object', properties: { 'a b': { type: 'object', properties: { 'c-d': { type: 'string' } } } } });
-    expect(!r.ok && r.errors[0]!.path).toBe(`$['a b']['c-d']`);
+  test('paths are the spec reference validator\'s: keys as they are and indices, joined by dots', () => {
+    const r = parseAgentReply('{"a b": {"c-d": [1]}}', { type: 'object', properties: { 'a b': { type: 'object', properties: { 'c-d': { type: 'array', items: { type: 'string' } } } } } });
+    expect(!r.ok && r.errors[0]!.path).toBe('$.a b.c-d.0');
   });
 
   test('2020-12 schemas when $schema says so', () => {
@@ -277,7 +277,7 @@ describe('numbers JSON cannot hold', () => {
     const r = parseAgentReply('{"a": 1e400, "b": [1, -1e999]}', schema);
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.errors.map((e) => e.path)).toEqual(['$.a', '$.b[1]']);
+    expect(r.errors.map((e) => e.path)).toEqual(['$.a', '$.b.1']);
     expect(r.noJson).toBe(false);
     // the re-prompt's next reply, finite, is taken
     expect(parseAgentReply('{"a": 1e300}', { type: 'object', properties: { a: { type: 'number' } } }).ok).toBe(true);
