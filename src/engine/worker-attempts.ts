@@ -231,18 +231,97 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     });
   }
 
-  /** Renews the leases of running attempts every third of the lease; a lost lease stops its attempt. */
+  /**
+   * Renews the leases of running attempts every third of the lease; a lost lease stops its attempt.
+   *
+   * A lease this worker could not renew (the store away, a partition) is given up before it runs out:
+   * once it has, any other worker may take the task over and run its next attempt, so an attempt still
+   * running here would run beside it (two executions of one task at once; the outcome recorded as stale).
+   * So the heartbeat also wakes for the earliest lease it holds unrenewed, and a renewal that hangs is not
+   * waited on past it: the attempt is aborted and handed back (fenced by this worker's lease, so a
+   * takeover that came first wins) a margin before its lease runs out, as a remote agent's is.
+   */
   private async beat(): Promise<void> {
+    let renewAt = this.mono() + this.leaseMs / 3;
     while (this.crashed === undefined && !this.closed) {
       if (!this.holdsAttempts() && this.active === 0) return;
       try {
-        await this.clock.sleep(this.leaseMs / 3, this.idleCtl.signal);
+        await this.clock.sleep(Math.max(0, Math.min(renewAt - this.mono(), this.lapseAt() - this.fastNow())), this.idleCtl.signal);
       } catch {
         return;
       }
-      // the attempts running now, in a call of its own: what the loop waits with keeps no attempt that ended
-      await this.renew();
+      if (this.mono() >= renewAt) {
+        renewAt = this.mono() + this.leaseMs / 3;
+        // the attempts running now, in a call of its own: what the loop waits with keeps no attempt that ended
+        await this.renewUntilLapse();
+      }
+      this.dropLapsed();
     }
+  }
+
+  /** Until when (store time) each attempt's lease is known to be held by a renewal that got through (its claim's lease before one). */
+  private readonly renewedUntil = new WeakMap<Attempt, number>();
+  private renewing: Promise<void> | undefined;
+
+  /** How long before its lease runs out an attempt whose lease could not be renewed is given up. */
+  private lapseMargin(): number {
+    return Math.min(this.leaseMs / 10, 1_000);
+  }
+
+  /** The lease of attempt `a` as this worker knows it was granted (store time), or undefined when it holds none here. */
+  private leaseOf(ctx: RunCtx, a: Attempt): number | undefined {
+    if (a.settled || a.suspendedOn !== undefined || a.abortReason !== undefined) return undefined;
+    const p = ctx.state.phases.get(a.key);
+    const claimed = p && p.attempts === a.attempt && p.leaseOwner === this.id ? p.leaseExpiresAt : undefined;
+    const renewed = this.renewedUntil.get(a);
+    if (claimed === undefined) return renewed;
+    return renewed === undefined ? claimed : Math.max(claimed, renewed);
+  }
+
+  /** When (store time) the first lease held here must be given up unless renewed before; Infinity: none. */
+  private lapseAt(): number {
+    let t = Infinity;
+    for (const ctx of this.runs.values()) {
+      for (const a of ctx.attempts.values()) {
+        const l = this.leaseOf(ctx, a);
+        if (l !== undefined && l < t) t = l;
+      }
+    }
+    return t - this.lapseMargin();
+  }
+
+  /** A renewal, waited on no longer than the first lease it should save (one that hangs goes on alone). */
+  private async renewUntilLapse(): Promise<void> {
+    this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
+    const wait = this.lapseAt() - this.fastNow();
+    if (wait === Infinity) return this.renewing;
+    const ctl = new AbortController();
+    const onStop = (): void => ctl.abort();
+    this.idleCtl.signal.addEventListener('abort', onStop, { once: true });
+    try {
+      await Promise.race([this.renewing, this.clock.sleep(Math.max(0, wait), ctl.signal).catch(() => undefined)]);
+    } finally {
+      ctl.abort();
+      this.idleCtl.signal.removeEventListener('abort', onStop);
+    }
+  }
+
+  /** Attempts whose lease is about to run out unrenewed: aborted, and their tasks handed back (see beat). */
+  private dropLapsed(): void {
+    if (this.crashed !== undefined || this.closed) return;
+    const now = this.fastNow() + this.lapseMargin();
+    let dropped = false;
+    for (const ctx of this.runs.values()) {
+      if (ctx.ended) continue;
+      for (const a of [...ctx.attempts.values()]) {
+        const l = this.leaseOf(ctx, a);
+        if (l === undefined || l > now) continue;
+        if (!ctx.facts.some((f) => f.kind === 'lease_expired' && f.phase === a.key && f.attempt === a.attempt)) ctx.facts.push({ kind: 'lease_expired', phase: a.key, attempt: a.attempt, owner: this.id, handBack: true });
+        a.abort(new StopSignal('its lease could not be renewed (the store did not answer) and ran out: another worker may run the task now', true));
+        dropped = true;
+      }
+    }
+    if (dropped) this.kick();
   }
 
   private holdsAttempts(): boolean {
@@ -263,7 +342,10 @@ export abstract class WorkerAttempts extends WorkerCommits implements AttemptHos
     if (held.length === 0) return;
     try {
       // in the store's clock (the database's on PostgreSQL), like every lease comparison
-      const lost = await this.track(this.store.renewLeases(this.id, this.storeNow() + this.leaseMs, held), true);
+      const until = this.storeNow() + this.leaseMs;
+      const lost = await this.track(this.store.renewLeases(this.id, until, held), true);
+      const gone = new Set(lost.map((l) => `${l.runId}\u0000${l.phase}`));
+      for (const [k, a] of byKey) if (!gone.has(k)) this.renewedUntil.set(a, until);
       for (const l of lost) {
         const a = byKey.get(`${l.runId}\u0000${l.phase}`);
         // a task claimed in this very transaction may not show as running in the store yet: only stop attempts that started before

@@ -38,6 +38,13 @@ const RESERVE_MS = 2_000;
 const BATCH_RUNS = 64;
 /** Runs committed one by one (transact) at once, each on a connection of its own (within PostgreSQL's default pool of 10). */
 const SLOW_PARALLEL = 8;
+/**
+ * Runs committed one by one in a turn at most; the others stay due for the next turns. A turn waits for
+ * its slow commits before the next one starts, and the runs on the fast path (every phase of a plain
+ * run) go at the start of a turn: 300 gate expiries due at once, all in one turn, held each phase of a
+ * run beside them for 0.5-0.9 s.
+ */
+const SLOW_PER_TURN = 2 * SLOW_PARALLEL;
 /** How far from a due time (retry delay, timer) the fast path stays away: the store-clock estimate's error is far smaller. */
 const FAST_MARGIN_MS = 1_000;
 /** How often held runs are read whatever the NOTIFY payloads said (refresh). */
@@ -49,6 +56,13 @@ const FULL_LOOK_MS = 1_000;
  * not query once per commit. An idle worker looks at once.
  */
 const IDLE_SCAN_GAP_MS = 25;
+/**
+ * A serving worker whose turns keep committing (a flood of timers coming due, retries) still looks for new
+ * work when the store said something changed (a run created, a gate decided elsewhere), at most this often
+ * (ms): it used to look only at its periodic scan, and a run started beside 300 gate expiries due at once
+ * waited about a second before its first claim.
+ */
+const BUSY_LOOK_MS = 200;
 /** How soon the worker looks at the store again after a look failed (the store is down: is it back?). */
 const TROUBLE_SCAN_MS = 250;
 /** How many due times of parked runs a serving worker keeps (beyond them, its poll finds the rest). */
@@ -97,6 +111,10 @@ export class Worker extends WorkerAttempts {
    * ends the idle wait at once. Armed only at the idle wait, it was missed until the next poll.
    */
   private changeWait: Promise<'store'> | undefined;
+  /** Whether changeWait has ended (the store changed, or its poll passed) with nobody idle to hear it. */
+  private changeSeen = false;
+  /** When (monotonic ms) a busy turn last looked for work because the store changed. */
+  private lastBusyLook = -Infinity;
   /** Next look that also reads the live leases of this host's workers (scanWork), in store time. */
   private nextOwnersLook = 0;
   /** Last check of local owners' processes (monotonic ms). */
@@ -279,7 +297,16 @@ export class Worker extends WorkerAttempts {
         this.scanOwed = false;
       }
       const leaseLook = now >= this.leaseLookAt();
-      if (look || now >= this.nextScanAt || leaseLook) {
+      // a turn that committed still looks when the store changed since the last look, now and then (BUSY_LOOK_MS)
+      const busyLook =
+        did && this.changeSeen && this.serving && !this.draining && !this.storeAway && this.active < this.concurrency && monotonicNow() - this.lastBusyLook >= BUSY_LOOK_MS && !this.heldRunsFillSlots(now);
+      if (busyLook) {
+        this.lastBusyLook = monotonicNow();
+        // the change is taken here (the held runs it moved get their look, as an idle turn gives them), and a new wait armed below
+        this.changeWait = undefined;
+        await this.refresh();
+      }
+      if (look || busyLook || now >= this.nextScanAt || leaseLook) {
         this.scanOwed = false;
         void this.armChangeWait();
         if (await this.scanWork()) {
@@ -413,11 +440,16 @@ export class Worker extends WorkerAttempts {
    * command, a run other workers share) go up to SLOW_PARALLEL at once, each on its own connection:
    * one after another, a thousand runs retrying together on PostgreSQL waited a thousand round trips
    * each turn. The free slots are shared out before any goes, so that together they claim no more
-   * than the worker may run: each run its share of them (dueRuns). Whether any was committed.
+   * than the worker may run: each run its share of them (dueRuns). At most SLOW_PER_TURN go in a turn,
+   * so that the runs on the fast path wait for a few of them, not for all. Whether any was committed.
    */
   private async flushSlow(slow: readonly RunCtx[]): Promise<boolean> {
     let did = false;
-    const queue = slow.map((ctx) => ({ ctx, cap: ctx.slotCap }));
+    // the first SLOW_PER_TURN that have something to commit; the rest stay due for the next turns
+    const queue = slow
+      .filter((ctx) => ctx.slotCap > 0 || this.dueForMoreThanClaims(ctx))
+      .slice(0, SLOW_PER_TURN)
+      .map((ctx) => ({ ctx, cap: ctx.slotCap }));
     const lane = async (): Promise<void> => {
       for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
         if (this.crashed !== undefined || this.closed) return;
@@ -576,7 +608,11 @@ export class Worker extends WorkerAttempts {
 
   private armChangeWait(): Promise<'store'> {
     if (this.changeWait) return this.changeWait;
-    const p = this.store.waitForChange(this.pollMs, this.idleCtl.signal).then(() => 'store' as const);
+    this.changeSeen = false;
+    const p = this.store.waitForChange(this.pollMs, this.idleCtl.signal).then(() => {
+      if (this.changeWait === p) this.changeSeen = true;
+      return 'store' as const;
+    });
     // armed before a look and raced only by the idle wait: a store whose wait fails (the built-in ones never
     // do) fails that race as before, never as an unhandled rejection meanwhile
     p.catch(() => {
@@ -736,6 +772,7 @@ export class Worker extends WorkerAttempts {
     }
     let found = false;
     let takenUp = 0;
+    let loadedForTimers = 0;
     // runs held with work (running here, or ready): with every slot taken, a run is still taken up while
     // there are fewer of them than slots, and gets its share of the next slots that free (commitDue);
     // so a small run is not left in the store until a wide one beside it has drained
@@ -769,6 +806,10 @@ export class Worker extends WorkerAttempts {
         const slotFree = this.active + takenUp < this.concurrency;
         if (h.reason === 'ready' && !slotFree && heldWithWork() + takenUp >= this.concurrency) continue;
         if (h.reason === 'lease' && (h.owner === this.id || (h.live && (h.owner === undefined || !dead(h.owner))))) continue;
+        // runs taken up for a timer or a lease load one by one while the loop waits: a turn's worth of them
+        // (the slow path commits SLOW_PER_TURN a turn), the rest at the next looks, so that a flood of due
+        // timers does not hold up the runs this worker is running for a hundred loads at each look
+        if (h.reason !== 'ready' && loadedForTimers >= SLOW_PER_TURN) continue;
         try {
           ctx = await this.load(h.runId, false);
         } catch (e) {
@@ -779,7 +820,7 @@ export class Worker extends WorkerAttempts {
         if (h.reason === 'ready') {
           takenUp++;
           this.noteForeignAgents(ctx);
-        }
+        } else loadedForTimers++;
         // progress only if the loaded run has something this worker can do now (else it is parked again, no spin)
         if (h.reason !== 'ready' || (slotFree && (nextClaim(ctx.plan, ctx.state, this.claimant(ctx)) ?? Infinity) <= now)) found = true;
       }

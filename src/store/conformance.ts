@@ -556,6 +556,20 @@ export function storeConformance(name: string, h: StoreHarness): void {
         expect(await s.findWork({ agents: null, now, limit: 0 })).toEqual([]);
       });
 
+      it('gives each kind a share of the limit: many older timers due at once do not hide a newer ready run, nor ready runs a timer', async () => {
+        const s = await fresh();
+        for (let i = 0; i < 12; i++) await s.createRun(newRun(`t${i}`, { createdAt: T0 + i, status: 'waiting', wakeAt: now - 100 + i, tasks: [task('a', { status: 'awaiting_approval' })] }));
+        await s.createRun(newRun('new', { createdAt: T0 + 50, tasks: [task('a')] }));
+        const hints = (await s.findWork({ agents: null, now, limit: 8 })).map((h) => `${h.runId}:${h.reason}`);
+        expect(hints).toEqual(['t0:timer', 't1:timer', 'new:ready', 't2:timer', 't3:timer', 't4:timer', 't5:timer', 't6:timer']);
+        const r = await fresh();
+        for (let i = 0; i < 12; i++) await r.createRun(newRun(`r${i}`, { createdAt: T0 + i, tasks: [task('a')] }));
+        await r.createRun(newRun('due', { createdAt: T0 + 50, status: 'waiting', wakeAt: now }));
+        expect((await r.findWork({ agents: null, now, limit: 8 })).map((h) => h.runId)).toContain('due');
+        // under the limit, or with a limit too small to share, the oldest first as before
+        expect((await s.findWork({ agents: null, now, limit: 3 })).map((h) => h.runId)).toEqual(['t0', 't1', 't2']);
+      });
+
       it('forgets tasks once claimed or settled', async () => {
         const s = await setup();
         await s.transact('ready-x', 1, () => ({ commit: commitOf([log(2, 'a', 'claimed')], [task('a', { status: 'running', attempt: 1, leaseOwner: 'w', leaseExpiresAt: now + 5 }), task('b', { status: 'completed' })]), value: null }));

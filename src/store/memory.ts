@@ -182,7 +182,6 @@ export class MemoryStore implements RunStore {
     const skip = keys ? new Set(keys) : null;
     const live = [...this.entries.values()].filter((e) => e.run.status === 'running' || e.run.status === 'waiting').sort((a, b) => a.run.createdAt - b.run.createdAt);
     for (const e of live) {
-      if (out.length >= q.limit) break;
       const seq = e.run.seq;
       if (e.run.wakeAt !== null && e.run.wakeAt <= q.now) out.push({ runId: e.run.runId, reason: 'timer', seq });
       let ready = false;
@@ -198,7 +197,7 @@ export class MemoryStore implements RunStore {
         }
       }
     }
-    return Promise.resolve(out.slice(0, q.limit));
+    return Promise.resolve(fairLimit(out, q.limit));
   }
 
   renewLeases(owner: string, until: number, held: readonly { runId: string; phase: string; attempt: number }[]): Promise<{ runId: string; phase: string; attempt: number }[]> {
@@ -264,4 +263,23 @@ function apply(e: Entry, c: Commit): void {
   r.wakeAt = u.wakeAt;
   // the rows as given: a commit's rows are made for it (projection.ts) and never touched again by the engine
   for (const t of c.tasks) e.tasks.set(t.phase, t);
+}
+
+/**
+ * findWork's limit, as the SQL stores apply it: the oldest hints first (they come in run order), but each
+ * kind (timers, ready runs, leases) is sure of a quarter of the limit, so that many older runs' timers
+ * coming due at once do not hide a newer run's ready work (nor the other way round).
+ */
+function fairLimit(hints: WorkHint[], limit: number): WorkHint[] {
+  if (hints.length <= limit) return hints;
+  const share = Math.floor(limit / 4);
+  const seen = new Map<string, number>();
+  const first: WorkHint[] = [];
+  const rest: WorkHint[] = [];
+  for (const h of hints) {
+    const rank = (seen.get(h.reason) ?? 0) + 1;
+    seen.set(h.reason, rank);
+    (rank <= share ? first : rest).push(h);
+  }
+  return first.concat(rest).slice(0, limit);
 }

@@ -188,7 +188,10 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
             WHERE ${ready(5)} AND (t.not_before IS NULL OR t.not_before < ${HELD_SQL})
             ORDER BY COALESCE(t.not_before, t.updated_at) LIMIT $3 * 8) d
           GROUP BY d.run_id`,
-      'created_at, run_id, k, phase LIMIT $3',
+      // the oldest first, but each kind (timers, ready runs, leases) is sure of a quarter of the limit: 300 gated
+      // runs whose expiries came due at once filled every answer with older timers, and a run started meanwhile
+      // was not offered until they had all fired (seconds)
+      '(rk > $3 / 4), created_at, run_id, k, phase LIMIT $3',
     ),
     // findWork for a serving worker with free slots ($5 owner, $6 until, $7 how many): the ready tasks
     // it is offered are reserved for it in the same statement (SKIP LOCKED: two workers asking at once
@@ -225,10 +228,11 @@ export function sqlFor(s: string, channel: string, commits: string): Record<Stat
 
 /**
  * findWork's hints: due timers, the runs of `readyRuns` (a query of run_id), and expired leases (or
- * the live leases of owners like $4), each with its run's created_at and seq, in the `order` given.
+ * the live leases of owners like $4), each with its run's created_at and seq, in the `order` given
+ * (`rk`: a hint's rank among those of its kind, oldest first).
  */
 function hints(s: string, readyRuns: string, order: string): string {
-  return `SELECT run_id, reason, phase, attempt, owner, seq FROM (
+  return `SELECT run_id, reason, phase, attempt, owner, seq FROM (SELECT h.*, row_number() OVER (PARTITION BY k ORDER BY created_at, run_id, phase) AS rk FROM (
         SELECT w.run_id, w.created_at, 0 AS k, 'timer' AS reason, NULL::text AS phase, NULL::integer AS attempt, NULL::text AS owner, w.seq
           FROM (SELECT r.run_id, r.created_at, r.seq FROM ${s}.runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= $2
             ORDER BY r.wake_at LIMIT $3) w
@@ -244,5 +248,5 @@ function hints(s: string, readyRuns: string, order: string): string {
           WHERE t.status = 'running' AND t.lease_owner IS NOT NULL
             AND (t.lease_expires_at < $2 OR ($4::text IS NOT NULL AND starts_with(t.lease_owner, $4::text)))
           ORDER BY t.lease_expires_at LIMIT $3) y
-      ) h ORDER BY ${order}`;
+      ) h) h ORDER BY ${order}`;
 }

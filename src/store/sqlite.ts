@@ -88,8 +88,13 @@ interface LeaseRow {
   lease_expires_at: number | null;
 }
 
+/**
+ * findWork: due timers, runs with ready tasks and expired (or this host's) leases of live runs, each part
+ * through its partial index. The oldest first, but each kind is sure of a quarter of the limit (`rk`, its
+ * rank among its kind): many older runs' timers coming due at once no longer hide a newer run's ready work.
+ */
 export const FIND_WORK_SQL = `
-SELECT run_id, reason, phase, attempt, owner, seq FROM (
+SELECT run_id, reason, phase, attempt, owner, seq FROM (SELECT h.*, row_number() OVER (PARTITION BY k ORDER BY created_at, run_id, phase) AS rk FROM (
   SELECT w.run_id, w.created_at, 0 AS k, 'timer' AS reason, NULL AS phase, NULL AS attempt, NULL AS owner, w.seq AS seq
     FROM (SELECT r.run_id, r.created_at, r.seq FROM runs r WHERE r.status IN ('running', 'waiting') AND r.wake_at IS NOT NULL AND r.wake_at <= :now
       ORDER BY r.wake_at LIMIT :limit) w
@@ -108,8 +113,8 @@ SELECT run_id, reason, phase, attempt, owner, seq FROM (
     FROM tasks t JOIN runs r ON r.run_id = t.run_id
     WHERE t.status = 'running' AND t.lease_owner IS NOT NULL AND r.status IN ('running', 'waiting')
       AND (t.lease_expires_at < :now OR (:owners IS NOT NULL AND substr(t.lease_owner, 1, length(:owners)) = :owners))
-)
-ORDER BY created_at, run_id, k, phase LIMIT :limit`;
+) h)
+ORDER BY (rk > :limit / 4), created_at, run_id, k, phase LIMIT :limit`;
 
 /** RunStore.activity's three counts over the active runs (`p` prepares; 9007199254740991 is HELD). */
 const ACTIVITY_SQL = (p: (sql: string) => Stmt): Record<'activityRuns' | 'activityTasks' | 'activityGated', Stmt> => ({
