@@ -169,9 +169,16 @@ describe('baton run rides out a database blip', () => {
     const id = fresh('blip-gate');
     const started = await baton(['run', 'gated.yaml', '--agents', 'instant.mjs', '--store', storeUrl(), '--run-id', id, '--detach', '--json'], { cwd: dir, env: { CALLS: calls } }).done;
     expect(started.code, started.stderr).toBe(0);
-    const cut = proxy.cut(2_000);
-    const r = await baton(['approve', id, 'approve-p0', '--store', storeUrl(), '--as', 'alice'], { cwd: dir }).done;
+    // cut until the command has met it (a command that starts slowly on a loaded machine must still meet the cut), then healed
+    const cut = proxy.cut(30_000);
+    const approving = baton(['approve', id, 'approve-p0', '--store', storeUrl(), '--as', 'alice'], { cwd: dir });
+    let said = '';
+    approving.stderr!.on('data', (d: Buffer) => (said += d.toString()));
+    await until(() => /store unavailable/.test(said), 25_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    proxy.heal();
     await cut;
+    const r = await approving.done;
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(`gate approve-p0 of run ${id} approved by alice`);
     expect(r.stderr).toMatch(/^store unavailable, retrying for up to 30 s: cannot reach the PostgreSQL store/m);
