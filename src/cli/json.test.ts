@@ -172,8 +172,10 @@ describe('gates, cancel and worker on a shared store', () => {
     await until(() => out.includes('"run.completed"'));
     stop!('SIGINT');
     expect((await worker).code).toBe(0);
-    const lines = out.trimEnd().split('\n').map((l) => JSON.parse(l) as { type: string });
+    const lines = out.trimEnd().split('\n').map((l) => JSON.parse(l) as { type: string; run_id?: string });
     expect(lines[0]).toMatchObject({ type: 'worker.started', stub_agents: true });
     expect(lines.map((l) => l.type)).toEqual(expect.arrayContaining(['task.completed', 'run.completed']));
+    // a worker serves many runs at once: each event names its run
+    expect(lines.slice(1).every((l) => l.run_id === 'w1')).toBe(true);
   }, 60_000);
 });

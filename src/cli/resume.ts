@@ -178,7 +178,8 @@ export async function workerCommand(args: string[], io: CliIo): Promise<number> 
       onStoreTrouble: storeTroubleLine(io),
       // names and messages come from files and agents: escaped, never sent raw to a terminal
       // --json: every event as a JSON line on stdout (the stored event, as `baton show --events --json` has it)
-      ...(values.quiet ? {} : values.json ? { onEvent: (e) => io.stdout(JSON.stringify(e) + '\n') } : { onEvent: (e) => io.stderr(`${new Date(e.at).toISOString()} ${'phase' in e && e.phase ? `${safeText(e.phase, 200)} ` : ''}${e.type} ${safeText(describeEvent(e))}`.trimEnd() + '\n') }),
+      // each line names its run (a worker serves many at once), as `baton serve --json` does
+      ...(values.quiet ? {} : values.json ? { onEvent: (e, state) => io.stdout(JSON.stringify({ run_id: state.runId, ...e }) + '\n') } : { onEvent: (e, state) => io.stderr(`${new Date(e.at).toISOString()} ${safeText(state.runId, 200)} ${'phase' in e && e.phase ? `${safeText(e.phase, 200)} ` : ''}${e.type} ${safeText(describeEvent(e))}`.trimEnd() + '\n') }),
     });
     let stopping = false;
     const off = io.onInterrupt?.((why) => {
