@@ -30,3 +30,15 @@ describe('Foreground.finish when the store stays away', () => {
     expect((err as BatonError).message).not.toContain('baton resume');
   });
 });
+
+describe('a lost attempt, described', () => {
+  test('an owner of this host that is gone is said to be gone; one that lives (or of another host) lost its lease', async () => {
+    const { describeEvent } = await import('./run.js');
+    const { hostname } = await import('node:os');
+    const lost = (owner: string): string => describeEvent({ type: 'task.lease_expired', seq: 1, at: 0, phase: 'a', task_id: 't', attempt: 1, owner } as never);
+    // a pid no process has (past the kernel's pid_max)
+    expect(lost(`${hostname()}:4194305:w1`)).toContain('(its process is gone)');
+    expect(lost(`${hostname()}:${process.pid}:w1`)).toContain('its lease ran out');
+    expect(lost('another-host:123:w1')).toContain('its lease ran out');
+  });
+});

@@ -16,6 +16,7 @@ import { WorkflowSpec } from '../api/spec.js';
 import type { RunEvent } from '../engine/events.js';
 import type { RunStore } from '../engine/ports.js';
 import type { RunState } from '../engine/state.js';
+import { ownerIsDeadOnThisHost } from '../engine/worker-support.js';
 import { loadWorkflow, MAX_WORKFLOW_BYTES, readBounded } from '../workflow/compile.js';
 import { UsageError, asFlag, bindFromFlags, cliEngine, cliTelemetry, exitFor, openCliStore, shellQuote, storeFlag, storeRetryMs } from './durable.js';
 import { useColor } from './color.js';
@@ -332,7 +333,9 @@ export function describeEvent(e: RunEvent): string {
     case 'gate.escalated':
       return `${e.gate_id} escalated${e.contact ? ` to ${e.contact}` : ''}`;
     case 'task.lease_expired':
-      return e.handed_back ? `${e.owner} handed attempt ${e.attempt} back; it runs again` : `${e.owner} lost attempt ${e.attempt} (its lease ran out: the worker stopped or stalled); it runs again`;
+      // a worker of this host that died (kill -9, a crash) is taken over at once, not after its lease: say so
+      if (e.handed_back) return `${e.owner} handed attempt ${e.attempt} back; it runs again`;
+      return ownerIsDeadOnThisHost(e.owner) ? `${e.owner} lost attempt ${e.attempt} (its process is gone); it runs again` : `${e.owner} lost attempt ${e.attempt} (its lease ran out: the worker stopped or stalled); it runs again`;
     case 'task.stale_outcome':
       return `late ${e.outcome} of attempt ${e.attempt} ignored: ${e.reason}`;
     default:
