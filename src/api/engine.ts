@@ -385,7 +385,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
    * events, its status and cancel. Refuses (BatonError `unbound-agent`) when an agent has no handler.
    */
   async start(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions<W> = {}): Promise<RunHandle> {
-    const { runId: id, created } = await this.createRun(spec, opts);
+    const { runId: id, created } = await this.createRun(spec, opts, !opts.detach);
     const run = this.handle(id, opts.signal, { keepEvents: opts.keepEvents ?? true });
     if (!opts.detach) {
       // taken up as created: nothing is read back before the worker's loop, whose every store call rides
@@ -407,7 +407,8 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
   }
 
   /** `create`, with the run as stored (its record, state and log): a run driven here next is taken up from it. */
-  private async createRun(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}): Promise<{ runId: string; created: { record: RunRecord; state: RunState; events: RunEvent[] } }> {
+  /** `drives`: this engine drives the run from its creation (start without detach, run), and the run records so. */
+  private async createRun(spec: WorkflowSpec | WorkflowModel, given: StartRunOptions<W> = {}, drives = false): Promise<{ runId: string; created: { record: RunRecord; state: RunState; events: RunEvent[] } }> {
     const model = modelOf(spec);
     const opts: StartRunOptions = { ...(given as StartRunOptions), ...jsonRunInputs(given as StartRunOptions) };
     checkTrigger(model, opts.trigger);
@@ -434,9 +435,9 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
       throw new BatonError('unbound-agent', `no handler is bound for agent${unbound.size === 1 ? '' : 's'} ${list}; bind them with --agents, declare \`x-command\`, or dry-run with --stub-agents${served}${misnamed(model, handlers, unbound)}`);
     }
     const stored: JsonObject = { ...(opts.timeoutMs !== undefined ? { timeout_ms: opts.timeoutMs } : {}), ...(opts.autoApprove ? { auto_approve: true } : {}), ...(parseTraceparent(opts.traceparent) ? { traceparent: opts.traceparent!.trim().toLowerCase() } : {}), ...runOptions };
-    // the process that drives the run from its start (`baton run`, a server): while it lives, `baton show` says it
-    // continues the run, even while no attempt of it runs (a gate open, a retry's delay)
-    if (!(given as StartRunOptions).detach) stored['followed_by'] = this.work.id;
+    // the process that drives the run from its start (`baton run`, `engine.run`): while it lives, `baton show` says
+    // it continues the run, even while no attempt of it runs (a gate open, a retry's delay); `create` drives nothing
+    if (drives) stored['followed_by'] = this.work.id;
     const first = await startRun(
       this.createsFor(opts),
       model,
@@ -476,7 +477,7 @@ export class Engine<W extends WorkflowTypes = AnyWorkflow> {
 
   /** Starts a run and drives it to its end. Rejects only on faults, never on a failed run. */
   async run(spec: WorkflowSpec | WorkflowModel, opts: StartRunOptions<W> = {}): Promise<RunResult> {
-    const { runId, created } = await this.createRun(spec, opts);
+    const { runId, created } = await this.createRun(spec, opts, true);
     // taken up as created, without reading back what was just written
     this.work.prime(runId, created);
     return this.drive(runId, opts.signal, { keepEvents: opts.keepEvents ?? true });

@@ -22,6 +22,22 @@ describe('engine options', () => {
     }
   });
 
+  test('a run records the process that drives it (followed_by) only when this engine drives it: start and run, not create or a detached start', async () => {
+    const store = new MemoryStore();
+    const e = createEngine({ store, agents: { x: () => ({}) } });
+    const driven = await e.start(model, { runId: 'driven' });
+    await driven.result();
+    await e.run(model, { runId: 'ran' });
+    await e.create(model, { runId: 'created' });
+    await e.start(model, { runId: 'detached', detach: true });
+    const by = async (id: string): Promise<unknown> => (await store.run(id))!.options['followed_by'];
+    expect(await by('driven')).toBe(e.work.id);
+    expect(await by('ran')).toBe(e.work.id);
+    expect(await by('created')).toBeUndefined();
+    expect(await by('detached')).toBeUndefined();
+    await e.close();
+  });
+
   test('numbers out of range are still clamped where they are used: concurrency 0 runs one attempt at a time', async () => {
     const e = createEngine({ store: new MemoryStore(), agents: { x: () => ({}) }, concurrency: 0 });
     expect((await e.run(model, {})).status).toBe('completed');
