@@ -4,39 +4,21 @@
  * kind-tagged parts) on the same endpoint, raw over fetch and through the SDK's own v0.3 transport.
  * A real SQLite store on a loopback port.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { Role } from '@a2a-js/sdk';
-import { createEngine, openStore, type Engine, type RunStore } from '@baton-run/baton';
-import { loadA2aServer, parseKeysEnv, scanWorkflows, startServer, type BatonServer } from '@baton-run/baton/server';
-import { agents, ASK, HELLO, KEYS, KEYS_ENV, Latch, SLOW_ONE as SLOW } from './harness.js';
+import type { BatonServer } from '@baton-run/baton/server';
+import { KEYS, startA2aServe, type A2aServe } from './harness.js';
 
-let dir: string;
-let store: RunStore;
-let engine: Engine;
 let server: BatonServer;
-const latch = new Latch();
 
+let rig: A2aServe;
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'baton-a2a-v03-serve-'));
-  mkdirSync(join(dir, 'flows'));
-  writeFileSync(join(dir, 'flows', 'hello.yaml'), HELLO);
-  writeFileSync(join(dir, 'flows', 'ask.yaml'), ASK);
-  writeFileSync(join(dir, 'flows', 'slow.yaml'), SLOW);
-  store = await openStore(join(dir, 'baton.db'), { cwd: dir });
-  engine = createEngine({ store, agents: { ...agents(latch), greeter: (ctx) => ({ greeting: `hello ${String(ctx.input['name'])}` }) }, concurrency: 8 });
-  server = await startServer({ engine, port: 0, keys: parseKeysEnv(KEYS_ENV), workflows: scanWorkflows(join(dir, 'flows')), a2a: await loadA2aServer(), cwd: dir, log: () => undefined, graceMs: 100, version: '9.9.9' });
+  rig = await startA2aServe('baton-a2a-v03-serve-');
+  ({ server } = rig);
 });
 
-afterAll(async () => {
-  latch.release();
-  await server.close();
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => rig.close());
 
 interface Rpc {
   status: number;

@@ -2,21 +2,18 @@
  * A Baton workflow called as an A2A agent: `baton serve --a2a` (startServer with the SDK's modules)
  * over a real SQLite store, called by `@a2a-js/sdk`'s own client on a loopback port.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { Role, TaskState, type Message, type Part, type StreamResponse, type Task } from '@a2a-js/sdk';
-import { createEngine, openStore, WorkflowSpec, type Engine, type RunStore } from '@baton-run/baton';
+import { createEngine, openStore, WorkflowSpec, type Engine } from '@baton-run/baton';
 import { loadA2aServer, parseKeysEnv, scanWorkflows, startServer, type BatonServer } from '@baton-run/baton/server';
-import { agents, ASK, GATED, HELLO, KEYS, KEYS_ENV, Latch, openTestStore, SLOW_ONE as SLOW } from './harness.js';
+import { agents, GATED, HELLO, KEYS, KEYS_ENV, openTestStore, startA2aServe, type A2aServe } from './harness.js';
 
 let dir: string;
-let store: RunStore;
 let engine: Engine;
 let server: BatonServer;
-const latch = new Latch();
 
 const auth = (key: string): typeof fetch => (input, init) => {
   const headers = new Headers(init?.headers);
@@ -40,24 +37,13 @@ function asTask(r: Message | Task): Task {
   return r;
 }
 
+let rig: A2aServe;
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'baton-a2a-serve-'));
-  mkdirSync(join(dir, 'flows'));
-  writeFileSync(join(dir, 'flows', 'hello.yaml'), HELLO);
-  writeFileSync(join(dir, 'flows', 'ask.yaml'), ASK);
-  writeFileSync(join(dir, 'flows', 'slow.yaml'), SLOW);
-  writeFileSync(join(dir, 'flows', 'gated.yaml'), GATED);
-  store = await openStore(join(dir, 'baton.db'), { cwd: dir });
-  engine = createEngine({ store, agents: { ...agents(latch), greeter: (ctx) => ({ greeting: `hello ${String(ctx.input['name'])}` }) }, concurrency: 8 });
-  server = await startServer({ engine, port: 0, keys: parseKeysEnv(KEYS_ENV), workflows: scanWorkflows(join(dir, 'flows')), a2a: await loadA2aServer(), cwd: dir, log: () => undefined, graceMs: 100, version: '9.9.9' });
+  rig = await startA2aServe('baton-a2a-serve-', { 'gated.yaml': GATED });
+  ({ dir, engine, server } = rig);
 });
 
-afterAll(async () => {
-  latch.release();
-  await server.close();
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => rig.close());
 
 describe('a Baton workflow called as an A2A agent', () => {
   test('the agent card: one skill per registered workflow, JSON data parts, a bearer scheme, streaming', async () => {
@@ -181,7 +167,7 @@ describe('a Baton workflow called as an A2A agent', () => {
     })();
     await expect.poll(() => states.length).toBeGreaterThan(0);
     expect(states[0]).toBe(TaskState.TASK_STATE_WORKING);
-    latch.release();
+    rig.latch.release();
     await following;
     expect(states.at(-1)).toBe(TaskState.TASK_STATE_COMPLETED);
   });
@@ -226,7 +212,7 @@ workflow:
 describe('a Baton workflow called as an A2A agent, on PostgreSQL', () => {
   test('SendMessage to completion, and an input gate answered by a follow-up message', async () => {
     const { store: pgStore, changes, drop } = await openTestStore('postgres', dir);
-    const e = createEngine({ store: pgStore, agents: { ...agents(latch), greeter: (ctx) => ({ greeting: `hello ${String(ctx.input['name'])}` }) } });
+    const e = createEngine({ store: pgStore, agents: { ...agents(rig.latch), greeter: (ctx) => ({ greeting: `hello ${String(ctx.input['name'])}` }) } });
     const s = await startServer({ engine: e, port: 0, keys: parseKeysEnv(KEYS_ENV), workflows: scanWorkflows(join(dir, 'flows')), a2a: await loadA2aServer(), ...(changes ? { changes } : {}), cwd: dir, log: () => undefined, graceMs: 100 });
     try {
       const f = auth(KEYS.operator);

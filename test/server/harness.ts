@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentError, createEngine, openStore, type AgentHandler, type Engine, type RunStore } from '@baton-run/baton';
-import { parseKeysEnv, RemoteAgents, scanWorkflows, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
+import { loadA2aServer, parseKeysEnv, RemoteAgents, scanWorkflows, ServerMetrics, startServer, type BatonServer } from '@baton-run/baton/server';
 import { testDatabase } from '../helpers/pg.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { eventsOf, readStream } from './sse.js';
@@ -279,4 +279,41 @@ export async function toEnd(h: { url: string }, id: string): Promise<{ status: s
   if (!s.ended) throw new Error(`the event stream of ${id} did not end`);
   const end = JSON.parse(s.messages[s.messages.length - 1]!.data) as { status: string };
   return { status: end.status, events: eventsOf(s.messages) };
+}
+
+/** `baton serve --a2a` over a SQLite store (a2aServe). */
+export interface A2aServe {
+  dir: string;
+  store: RunStore;
+  engine: Engine;
+  server: BatonServer;
+  latch: Latch;
+  close(): Promise<void>;
+}
+
+/**
+ * `baton serve --a2a` on a loopback port over a SQLite store in a fresh directory (`prefix`), with HELLO,
+ * ASK and SLOW_ONE registered (and `extra`, file name to text), the harness's agents and a greeter.
+ */
+export async function startA2aServe(prefix: string, extra: Record<string, string> = {}): Promise<A2aServe> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  mkdirSync(join(dir, 'flows'));
+  for (const [file, text] of Object.entries({ 'hello.yaml': HELLO, 'ask.yaml': ASK, 'slow.yaml': SLOW_ONE, ...extra })) writeFileSync(join(dir, 'flows', file), text);
+  const latch = new Latch();
+  const store = await openStore(join(dir, 'baton.db'), { cwd: dir });
+  const engine = createEngine({ store, agents: { ...agents(latch), greeter: (ctx) => ({ greeting: `hello ${String(ctx.input['name'])}` }) }, concurrency: 8 });
+  const server = await startServer({ engine, port: 0, keys: parseKeysEnv(KEYS_ENV), workflows: scanWorkflows(join(dir, 'flows')), a2a: await loadA2aServer(), cwd: dir, log: () => undefined, graceMs: 100, version: '9.9.9' });
+  return {
+    dir,
+    store,
+    engine,
+    server,
+    latch,
+    async close() {
+      latch.release();
+      await server.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
